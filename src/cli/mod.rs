@@ -1,0 +1,486 @@
+//! Operator commands. `--db` or `DATABASE_URL` picks the database (without
+//! either, the private cluster); `--json` prints one JSON value for machines.
+
+pub mod bench;
+
+use std::net::TcpListener;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::Context;
+use clap::{Parser, Subcommand};
+use serde::Serialize;
+
+use crate::configuration::{DatabaseSettings, ServerSettings};
+use crate::database;
+use crate::inventory::{
+    CapScope, Capacity, HoldFilter, HoldState, Inventory, InventorySettings, ResourceId, Span,
+    UpsertOutcome,
+};
+use crate::startup::Application;
+use crate::worker::Sweeper;
+
+/// Exit code of `check` when a counter disagrees with its rows.
+pub const EXIT_DRIFT: u8 = 3;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "holdfast",
+    version,
+    about = "A checkout backend for things that run out"
+)]
+pub struct Cli {
+    /// PostgreSQL URL (default: DATABASE_URL, else the private cluster)
+    #[arg(long, global = true, env = "DATABASE_URL", hide_env_values = true)]
+    db: Option<String>,
+    /// Print JSON instead of text
+    #[arg(long, global = true)]
+    json: bool,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Migrate, then serve HTTP (and sweep in-process unless --no-worker)
+    Serve {
+        /// Leave sweeping to a separate `holdfast worker`
+        #[arg(long)]
+        no_worker: bool,
+    },
+    /// Sweep expired holds on a schedule
+    Worker,
+    /// Apply the database migrations
+    Migrate,
+    /// Create a resource or change its capacity
+    Resource {
+        id: String,
+        #[arg(long, allow_negative_numbers = true)]
+        total: i64,
+    },
+    /// Expire what is due
+    Sweep {
+        #[arg(long, default_value_t = 1000)]
+        limit: u32,
+    },
+    /// A resource's counters and live holds
+    Show { resource: String },
+    /// List holds
+    Holds {
+        #[arg(long)]
+        resource: Option<String>,
+        #[arg(long, value_enum)]
+        state: Option<HoldState>,
+        /// Only holds created at least this long ago (e.g. 10m)
+        #[arg(long)]
+        older_than: Option<String>,
+        #[arg(long, default_value_t = 100)]
+        limit: i64,
+    },
+    /// Compare counters with rows (exit 3 on drift); --repair fixes one resource
+    Check {
+        #[arg(long)]
+        repair: Option<String>,
+    },
+    /// Show or change the shared settings
+    Settings {
+        #[arg(long)]
+        hold_ttl: Option<String>,
+        #[arg(long)]
+        payment_window: Option<String>,
+        /// A number, or "none"
+        #[arg(long)]
+        account_cap: Option<String>,
+        #[arg(long, value_enum)]
+        cap_scope: Option<CapScope>,
+        #[arg(long)]
+        max_extensions: Option<i32>,
+        #[arg(long)]
+        extension: Option<String>,
+    },
+    /// Race buyers for a few units on a fresh resource
+    Bench {
+        #[arg(long, default_value_t = 10, allow_negative_numbers = true)]
+        units: i64,
+        #[arg(long, default_value_t = 500)]
+        buyers: usize,
+        /// Run the read-then-write implementation instead of the engine
+        #[arg(long)]
+        naive: bool,
+        /// Database connections the buyers share
+        #[arg(long, default_value_t = 64)]
+        connections: u32,
+    },
+    /// Holds per second on one resource
+    Throughput {
+        #[arg(long, default_value_t = 5.0)]
+        seconds: f64,
+        #[arg(long, default_value_t = 32)]
+        concurrency: usize,
+        /// An existing resource (default: a fresh one with room for everything)
+        #[arg(long)]
+        resource: Option<String>,
+        /// TTL of each hold (e.g. 1s, for expiry churn); default: the setting
+        #[arg(long)]
+        ttl: Option<String>,
+        /// How often a sweeper runs alongside (default: every second with --ttl)
+        #[arg(long)]
+        sweep_every: Option<String>,
+        /// Also print holds granted in each second
+        #[arg(long)]
+        per_second: bool,
+    },
+}
+
+pub async fn main() -> ExitCode {
+    let cli = Cli::parse();
+    crate::telemetry::init(
+        if matches!(cli.command, Command::Serve { .. } | Command::Worker) {
+            "info,sqlx=warn,sqlx::pool::acquire=error"
+        } else {
+            "warn,sqlx::pool::acquire=error"
+        },
+    );
+    match run(cli).await {
+        Ok(code) => code,
+        Err(error) => {
+            eprintln!("holdfast: {error:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    let settings = DatabaseSettings::from_env()?.with_url(cli.db.clone());
+    let json = cli.json;
+    let max_connections = match &cli.command {
+        Command::Bench { connections, .. } => *connections,
+        Command::Throughput { concurrency, .. } => (*concurrency as u32).clamp(2, 500) + 2,
+        Command::Serve { .. } => 32,
+        _ => 4,
+    };
+    let pool = database::connect_and_migrate(&settings, max_connections).await?;
+    let inventory = Inventory::new(pool.clone());
+
+    match cli.command {
+        Command::Migrate => {
+            print(json, &serde_json::json!({ "migrated": true }), || {
+                "migrations applied".to_owned()
+            });
+        }
+        Command::Serve { no_worker } => {
+            let server = ServerSettings::from_env()?;
+            let listener = TcpListener::bind(server.addr)
+                .with_context(|| format!("cannot listen on {}", server.addr))?;
+            let app = Application::build(listener, pool)?;
+            tracing::info!(addr = %server.addr, "holdfast is serving");
+            if !no_worker {
+                let sweeper = Sweeper::new(inventory, "sweeper:serve");
+                tokio::spawn(
+                    sweeper.run_forever(Duration::from_secs(server.sweep_every_seconds.max(1))),
+                );
+            }
+            app.run_until_stopped().await?;
+        }
+        Command::Worker => {
+            let server = ServerSettings::from_env()?;
+            let name = format!("sweeper:{}", std::process::id());
+            tracing::info!(%name, every = server.sweep_every_seconds, "worker started");
+            Sweeper::new(inventory, name)
+                .run_forever(Duration::from_secs(server.sweep_every_seconds.max(1)))
+                .await;
+        }
+        Command::Resource { id, total } => {
+            let id = ResourceId::parse(&id)?;
+            let outcome = inventory
+                .upsert_resource(&id, Capacity::parse(total)?)
+                .await?;
+            print(json, &outcome, || match &outcome {
+                UpsertOutcome::Created { counters } => {
+                    format!(
+                        "created {} with {} units",
+                        counters.resource_id, counters.total
+                    )
+                }
+                UpsertOutcome::Updated { counters } => format!(
+                    "{}: total {}, held {}, sold {}, available {}",
+                    counters.resource_id,
+                    counters.total,
+                    counters.held,
+                    counters.sold,
+                    counters.available
+                ),
+                UpsertOutcome::CapacityBelowCommitted {
+                    counters,
+                    requested,
+                } => format!(
+                    "refused: {} has {} units held and {} sold, more than {requested}",
+                    counters.resource_id, counters.held, counters.sold
+                ),
+            });
+            if matches!(outcome, UpsertOutcome::CapacityBelowCommitted { .. }) {
+                return Ok(ExitCode::FAILURE);
+            }
+        }
+        Command::Sweep { limit } => {
+            let counts = Sweeper::new(inventory, format!("sweep-command:{}", std::process::id()))
+                .with_batch(limit)
+                .run_once()
+                .await?;
+            print(json, &counts, || {
+                if counts.is_empty() {
+                    return "nothing was due".to_owned();
+                }
+                counts
+                    .iter()
+                    .map(|c| {
+                        format!(
+                            "{}: expired {} holds ({} units)",
+                            c.resource_id, c.expired_holds, c.expired_qty
+                        )
+                    })
+                    .collect::<Vec<_>>()
+                    .join("\n")
+            });
+        }
+        Command::Show { resource } => {
+            let id = ResourceId::parse(&resource)?;
+            let Some(status) = inventory.status(&id).await? else {
+                anyhow::bail!("no resource {id:?}");
+            };
+            let mut live = inventory
+                .holds(&HoldFilter {
+                    resource: Some(id.clone()),
+                    state: Some(HoldState::Held),
+                    ..HoldFilter::default()
+                })
+                .await?;
+            live.extend(
+                inventory
+                    .holds(&HoldFilter {
+                        resource: Some(id),
+                        state: Some(HoldState::AwaitingPayment),
+                        ..HoldFilter::default()
+                    })
+                    .await?,
+            );
+            let out = serde_json::json!({ "status": status, "live_holds": live });
+            print(json, &out, || {
+                let mut text = format!(
+                    "{}: total {} · held {} ({} plain, {} paying) · sold {} · available {} \
+                     (counting {} past their TTL as free: {})",
+                    status.resource_id,
+                    status.total,
+                    status.held,
+                    status.held_plain,
+                    status.held_paying,
+                    status.sold,
+                    status.available,
+                    status.due,
+                    status.available_now
+                );
+                for hold in &live {
+                    text.push_str(&format!(
+                        "\n  {} {} ×{} {} expires {}",
+                        hold.id, hold.account_id, hold.qty, hold.state, hold.expires_at
+                    ));
+                }
+                text
+            });
+        }
+        Command::Holds {
+            resource,
+            state,
+            older_than,
+            limit,
+        } => {
+            let filter = HoldFilter {
+                resource: resource.as_deref().map(ResourceId::parse).transpose()?,
+                state,
+                older_than: older_than
+                    .as_deref()
+                    .map(|text| Span::parse_text("--older-than", text))
+                    .transpose()?,
+                limit: Some(limit),
+            };
+            let holds = inventory.holds(&filter).await?;
+            print(json, &holds, || {
+                if holds.is_empty() {
+                    return "no holds".to_owned();
+                }
+                holds
+                    .iter()
+                    .map(|h| {
+                        format!(
+                            "{} {} {} ×{} {} created {} {}",
+                            h.id,
+                            h.resource_id,
+                            h.account_id,
+                            h.qty,
+                            h.state,
+                            h.created_at.format("%Y-%m-%d %H:%M:%S"),
+                            h.end_reason.as_deref().unwrap_or("")
+                        )
+                    })
+                    .collect::<Vec<_>>()
+                    .join("\n")
+            });
+        }
+        Command::Check { repair } => {
+            if let Some(resource) = repair {
+                let id = ResourceId::parse(&resource)?;
+                let Some(repair) = inventory.repair(&id).await? else {
+                    anyhow::bail!("no resource {id:?}");
+                };
+                print(json, &repair, || {
+                    format!(
+                        "{}: held {} → {}, sold {} → {}{}",
+                        repair.resource_id,
+                        repair.held_before,
+                        repair.held_after,
+                        repair.sold_before,
+                        repair.sold_after,
+                        if repair.repaired { "" } else { " (no change)" }
+                    )
+                });
+                return Ok(ExitCode::SUCCESS);
+            }
+            let rows = inventory.check(None).await?;
+            let drifted = rows.iter().filter(|r| r.drift).count();
+            print(
+                json,
+                &serde_json::json!({ "drift": drifted > 0, "resources": rows }),
+                || {
+                    let mut text = rows
+                        .iter()
+                        .filter(|r| r.drift)
+                        .map(|r| {
+                            format!(
+                                "DRIFT {}: counters held {} sold {}, rows held {} sold {}",
+                                r.resource_id, r.held, r.sold, r.rows_held, r.rows_sold
+                            )
+                        })
+                        .collect::<Vec<_>>();
+                    text.push(format!(
+                        "{} resources checked, {drifted} with drift",
+                        rows.len()
+                    ));
+                    text.join("\n")
+                },
+            );
+            if drifted > 0 {
+                return Ok(ExitCode::from(EXIT_DRIFT));
+            }
+        }
+        Command::Settings {
+            hold_ttl,
+            payment_window,
+            account_cap,
+            cap_scope,
+            max_extensions,
+            extension,
+        } => {
+            let mut settings: InventorySettings = inventory.settings().await?;
+            let changing = hold_ttl.is_some()
+                || payment_window.is_some()
+                || account_cap.is_some()
+                || cap_scope.is_some()
+                || max_extensions.is_some()
+                || extension.is_some();
+            if let Some(text) = hold_ttl {
+                settings.hold_ttl_seconds = Span::parse_text("--hold-ttl", &text)?.seconds();
+            }
+            if let Some(text) = payment_window {
+                settings.payment_window_seconds =
+                    Span::parse_text("--payment-window", &text)?.seconds();
+            }
+            if let Some(text) = account_cap {
+                settings.account_cap = match text.as_str() {
+                    "none" => None,
+                    number => Some(number.parse().map_err(|_| {
+                        anyhow::anyhow!(
+                            "--account-cap must be a number or \"none\", got {number:?}"
+                        )
+                    })?),
+                };
+            }
+            if let Some(scope) = cap_scope {
+                settings.cap_scope = scope;
+            }
+            if let Some(max) = max_extensions {
+                settings.max_extensions = max;
+            }
+            if let Some(text) = extension {
+                settings.extension_seconds = Span::parse_text("--extension", &text)?.seconds();
+            }
+            if changing {
+                settings = inventory.configure(&settings).await?;
+            }
+            print(json, &settings, || format!("{settings:#?}"));
+        }
+        Command::Bench {
+            units,
+            buyers,
+            naive,
+            connections: _,
+        } => {
+            let report = bench::race(pool, Capacity::parse(units)?, buyers, naive).await?;
+            print(json, &report, || report.line());
+        }
+        Command::Throughput {
+            seconds,
+            concurrency,
+            resource,
+            ttl,
+            sweep_every,
+            per_second,
+        } => {
+            let options = bench::ThroughputOptions {
+                seconds,
+                concurrency,
+                resource: resource.as_deref().map(ResourceId::parse).transpose()?,
+                ttl: ttl
+                    .as_deref()
+                    .map(|t| Span::parse_text("--ttl", t))
+                    .transpose()?,
+                sweep_every: sweep_every
+                    .as_deref()
+                    .map(|t| Span::parse_text("--sweep-every", t))
+                    .transpose()?,
+            };
+            let report = bench::throughput(pool, options).await?;
+            if json {
+                let mut value = serde_json::json!({
+                    "holds": report.holds,
+                    "seconds": report.seconds,
+                    "holds_per_second": report.holds_per_second,
+                    "p50_ms": report.p50_ms,
+                    "p99_ms": report.p99_ms,
+                });
+                if per_second {
+                    value["per_second"] = serde_json::json!(report.per_second);
+                }
+                println!("{value}");
+            } else {
+                println!("{}", report.line());
+                if per_second {
+                    for (second, holds) in report.per_second.iter().enumerate() {
+                        println!("  second {:>3}: {holds} holds", second + 1);
+                    }
+                }
+            }
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn print<T: Serialize>(json: bool, value: &T, text: impl FnOnce() -> String) {
+    if json {
+        match serde_json::to_string(value) {
+            Ok(line) => println!("{line}"),
+            Err(error) => eprintln!("holdfast: cannot print JSON: {error}"),
+        }
+    } else {
+        println!("{}", text());
+    }
+}

@@ -1,0 +1,871 @@
+//! The hold engine: every SQL touch of capacity, nothing else.
+//!
+//! Each operation is one call of a PL/pgSQL function (see
+//! `migrations/0002_inventory_functions.sql`): one round trip, one
+//! transaction, one row lock per resource in a single global order. Business
+//! results come back as enums to match exhaustively; `InventoryError` is
+//! only for bad input and infrastructure failures.
+
+pub mod domain;
+pub mod naive;
+
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+use sqlx::PgPool;
+use uuid::Uuid;
+
+pub use domain::*;
+
+/// Failures of the engine. Business results are never errors.
+#[derive(Debug, thiserror::Error)]
+pub enum InventoryError {
+    /// The input was refused; nothing changed.
+    #[error("invalid input: {0}")]
+    InvalidInput(String),
+    /// The database said something the engine does not know how to read.
+    #[error("unexpected answer from the database: {0}")]
+    Unexpected(String),
+    #[error(transparent)]
+    Database(#[from] sqlx::Error),
+}
+
+impl From<InvalidInput> for InventoryError {
+    fn from(error: InvalidInput) -> Self {
+        InventoryError::InvalidInput(error.0)
+    }
+}
+
+/// Turn refusals by the database (bad input raised by a function, a check
+/// constraint) into `InvalidInput`; keep everything else as it is.
+fn classify(error: sqlx::Error) -> InventoryError {
+    if let Some(db) = error.as_database_error() {
+        match db.code().as_deref() {
+            // invalid_parameter_value, raised by hf_bad_input
+            Some("22023") => return InventoryError::InvalidInput(db.message().to_owned()),
+            Some("23514") => {
+                let constraint = db.constraint().unwrap_or("a check constraint");
+                return InventoryError::InvalidInput(format!("refused by {constraint}"));
+            }
+            _ => {}
+        }
+    }
+    InventoryError::Database(error)
+}
+
+pub type Result<T> = std::result::Result<T, InventoryError>;
+
+/// A single hold, as the hold operations see it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Hold {
+    pub id: HoldId,
+    pub resource_id: String,
+    pub account_id: String,
+    pub qty: i32,
+    pub state: HoldState,
+    pub expires_at: DateTime<Utc>,
+    pub payment_deadline: Option<DateTime<Utc>>,
+    pub payment_ref: Option<String>,
+    pub extensions: i32,
+}
+
+/// A purchase: a single hold or a whole basket. The hold-id operations act
+/// on purchases; for a basket, `resource_id` is `None` and `qty` is the sum
+/// of its lines.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Purchase {
+    pub id: HoldId,
+    pub resource_id: Option<String>,
+    pub account_id: String,
+    pub qty: i32,
+    /// `None` only if the lines disagree, which the engine never leaves.
+    pub state: Option<HoldState>,
+    pub expires_at: DateTime<Utc>,
+    pub payment_deadline: Option<DateTime<Utc>>,
+    pub payment_ref: Option<String>,
+    pub extensions: i32,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "status", rename_all = "snake_case")]
+pub enum HoldOutcome {
+    Held {
+        hold: Hold,
+        available: i32,
+    },
+    /// The same (resource, account, idempotency key) was held before.
+    Replayed {
+        hold: Hold,
+    },
+    Insufficient {
+        available: i32,
+    },
+    /// The account would hold more than its cap; `remaining` it may still take.
+    AccountCap {
+        remaining: i32,
+    },
+    UnknownResource,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "status", rename_all = "snake_case")]
+pub enum BeginPaymentOutcome {
+    AwaitingPayment { purchase: Purchase },
+    Replayed { purchase: Purchase },
+    Expired { purchase: Purchase },
+    Confirmed { purchase: Purchase },
+    Released { purchase: Purchase },
+    NotFound,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "status", rename_all = "snake_case")]
+pub enum ConfirmOutcome {
+    /// The first confirmation: fulfil.
+    Confirmed {
+        purchase: Purchase,
+    },
+    /// The same payment again (the other path, a retry): nothing to do.
+    AlreadyConfirmed {
+        purchase: Purchase,
+    },
+    /// A second payment for a confirmed purchase: refund it.
+    DuplicatePayment {
+        purchase: Purchase,
+        existing_payment_ref: String,
+    },
+    /// This payment already bought another purchase: flag for staff.
+    PaymentRefInUse {
+        purchase: Purchase,
+        other_hold_id: HoldId,
+    },
+    /// The money came too late: refund it.
+    Expired {
+        purchase: Purchase,
+    },
+    /// The hold was released before the money came: refund it.
+    Released {
+        purchase: Purchase,
+    },
+    NotFound,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "status", rename_all = "snake_case")]
+pub enum ReleaseOutcome {
+    Released { purchase: Purchase },
+    AlreadyReleased { purchase: Purchase },
+    Confirmed { purchase: Purchase },
+    Expired { purchase: Purchase },
+    NotFound,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "status", rename_all = "snake_case")]
+pub enum ExtendOutcome {
+    Extended { purchase: Purchase },
+    NotExtendable { purchase: Purchase },
+    NotFound,
+}
+
+/// A resource's counters.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, sqlx::FromRow)]
+pub struct Counters {
+    pub resource_id: String,
+    pub total: i32,
+    pub held: i32,
+    pub sold: i32,
+    pub available: i32,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "status", rename_all = "snake_case")]
+pub enum UpsertOutcome {
+    Created {
+        counters: Counters,
+    },
+    Updated {
+        counters: Counters,
+    },
+    /// Refused: more units are held or sold than the new total.
+    CapacityBelowCommitted {
+        counters: Counters,
+        requested: i32,
+    },
+}
+
+/// A basket line that was held.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct HeldLine {
+    pub resource_id: String,
+    pub qty: i32,
+    pub hold_id: HoldId,
+    pub available: i32,
+}
+
+/// A basket line and what is left of its resource, for refusals.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct LineAvailability {
+    pub resource_id: String,
+    pub requested: i32,
+    /// Units left (for `AccountCap`: units the account may still take).
+    pub available: i32,
+    /// Whether this line is the reason for the refusal.
+    pub short: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "status", rename_all = "snake_case")]
+pub enum BasketOutcome {
+    Held {
+        basket_id: HoldId,
+        expires_at: DateTime<Utc>,
+        lines: Vec<HeldLine>,
+    },
+    Replayed {
+        basket_id: HoldId,
+        lines: Vec<HeldLine>,
+    },
+    /// Nothing was held; the short lines say what is left.
+    Insufficient {
+        lines: Vec<LineAvailability>,
+    },
+    AccountCap {
+        lines: Vec<LineAvailability>,
+    },
+    UnknownResource {
+        unknown: Vec<String>,
+    },
+}
+
+/// What one sweep expired on one resource.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, sqlx::FromRow)]
+pub struct SweepCount {
+    pub resource_id: String,
+    pub expired_holds: i32,
+    pub expired_qty: i32,
+}
+
+/// Counters versus rows for one resource.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, sqlx::FromRow)]
+pub struct CheckRow {
+    pub resource_id: String,
+    pub total: i32,
+    pub held: i32,
+    pub sold: i32,
+    pub rows_held: i32,
+    pub rows_sold: i32,
+    pub drift: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, sqlx::FromRow)]
+pub struct Repair {
+    pub resource_id: String,
+    pub held_before: i32,
+    pub sold_before: i32,
+    pub held_after: i32,
+    pub sold_after: i32,
+    pub repaired: bool,
+}
+
+/// What a shop shows for a resource. `available_now` counts plain holds past
+/// their TTL as free, as the next hold will.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, sqlx::FromRow)]
+pub struct ResourceStatus {
+    pub resource_id: String,
+    pub total: i32,
+    pub held: i32,
+    pub sold: i32,
+    pub available: i32,
+    pub held_plain: i32,
+    pub held_paying: i32,
+    pub due: i32,
+    pub available_now: i32,
+}
+
+/// A hold as staff and operators list it.
+#[derive(Debug, Clone, PartialEq, Serialize, sqlx::FromRow)]
+pub struct HoldRecord {
+    pub id: Uuid,
+    pub basket_id: Option<Uuid>,
+    pub resource_id: String,
+    pub account_id: String,
+    pub qty: i32,
+    pub state: String,
+    pub idempotency_key: Option<String>,
+    pub payment_ref: Option<String>,
+    pub created_at: DateTime<Utc>,
+    pub expires_at: DateTime<Utc>,
+    pub payment_deadline: Option<DateTime<Utc>>,
+    pub extensions: i32,
+    pub ended_at: Option<DateTime<Utc>>,
+    pub ended_by: Option<String>,
+    pub end_reason: Option<String>,
+}
+
+/// One entry of a hold's history.
+#[derive(Debug, Clone, PartialEq, Serialize, sqlx::FromRow)]
+pub struct HoldEvent {
+    pub id: i64,
+    pub hold_id: Uuid,
+    pub at: DateTime<Utc>,
+    pub kind: String,
+    pub from_state: Option<String>,
+    pub to_state: String,
+    pub actor: String,
+    pub detail: serde_json::Value,
+}
+
+/// Filters for [`Inventory::holds`].
+#[derive(Debug, Clone, Default)]
+pub struct HoldFilter {
+    pub resource: Option<ResourceId>,
+    pub state: Option<HoldState>,
+    pub older_than: Option<Span>,
+    pub limit: Option<i64>,
+}
+
+/// The settings every process shares, stored in the database.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct InventorySettings {
+    pub hold_ttl_seconds: f64,
+    pub payment_window_seconds: f64,
+    pub account_cap: Option<i32>,
+    pub cap_scope: CapScope,
+    pub max_extensions: i32,
+    pub extension_seconds: f64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, clap::ValueEnum)]
+#[serde(rename_all = "snake_case")]
+pub enum CapScope {
+    /// The cap counts an account's units on each resource separately.
+    Resource,
+    /// The cap counts an account's units across all resources.
+    Global,
+}
+
+impl CapScope {
+    fn as_str(self) -> &'static str {
+        match self {
+            CapScope::Resource => "resource",
+            CapScope::Global => "global",
+        }
+    }
+}
+
+/// The row every hold-level function returns (`hold_result` in SQL).
+#[derive(Debug, sqlx::FromRow)]
+struct ResultRow {
+    status: String,
+    hold_id: Option<Uuid>,
+    resource_id: Option<String>,
+    account_id: Option<String>,
+    qty: Option<i32>,
+    state: Option<String>,
+    expires_at: Option<DateTime<Utc>>,
+    payment_deadline: Option<DateTime<Utc>>,
+    payment_ref: Option<String>,
+    existing_payment_ref: Option<String>,
+    other_hold_id: Option<Uuid>,
+    available: Option<i32>,
+    extensions: Option<i32>,
+}
+
+impl ResultRow {
+    fn unexpected(&self) -> InventoryError {
+        InventoryError::Unexpected(format!("status {:?}", self.status))
+    }
+
+    fn missing(&self, field: &str) -> InventoryError {
+        InventoryError::Unexpected(format!("{} without {field}", self.status))
+    }
+
+    fn hold(&self) -> Result<Hold> {
+        let state = self.state.as_deref().and_then(HoldState::from_db);
+        Ok(Hold {
+            id: HoldId(self.hold_id.ok_or_else(|| self.missing("hold_id"))?),
+            resource_id: self
+                .resource_id
+                .clone()
+                .ok_or_else(|| self.missing("resource_id"))?,
+            account_id: self
+                .account_id
+                .clone()
+                .ok_or_else(|| self.missing("account_id"))?,
+            qty: self.qty.ok_or_else(|| self.missing("qty"))?,
+            state: state.ok_or_else(|| self.missing("state"))?,
+            expires_at: self.expires_at.ok_or_else(|| self.missing("expires_at"))?,
+            payment_deadline: self.payment_deadline,
+            payment_ref: self.payment_ref.clone(),
+            extensions: self.extensions.unwrap_or(0),
+        })
+    }
+
+    fn purchase(&self) -> Result<Purchase> {
+        Ok(Purchase {
+            id: HoldId(self.hold_id.ok_or_else(|| self.missing("hold_id"))?),
+            resource_id: self.resource_id.clone(),
+            account_id: self
+                .account_id
+                .clone()
+                .ok_or_else(|| self.missing("account_id"))?,
+            qty: self.qty.ok_or_else(|| self.missing("qty"))?,
+            state: self.state.as_deref().and_then(HoldState::from_db),
+            expires_at: self.expires_at.ok_or_else(|| self.missing("expires_at"))?,
+            payment_deadline: self.payment_deadline,
+            payment_ref: self.payment_ref.clone(),
+            extensions: self.extensions.unwrap_or(0),
+        })
+    }
+
+    fn available(&self) -> Result<i32> {
+        self.available.ok_or_else(|| self.missing("available"))
+    }
+}
+
+/// The row `hf_hold_basket` returns per line.
+#[derive(Debug, sqlx::FromRow)]
+struct BasketRow {
+    status: String,
+    basket_id: Option<Uuid>,
+    resource_id: String,
+    qty: i32,
+    line_status: String,
+    hold_id: Option<Uuid>,
+    available: Option<i32>,
+    expires_at: Option<DateTime<Utc>>,
+}
+
+fn basket_outcome(rows: Vec<BasketRow>) -> Result<BasketOutcome> {
+    let unexpected = |what: &str| InventoryError::Unexpected(format!("basket row without {what}"));
+    let first = rows.first().ok_or_else(|| unexpected("any line"))?;
+    let held_lines = |rows: &[BasketRow]| -> Result<Vec<HeldLine>> {
+        rows.iter()
+            .map(|row| {
+                Ok(HeldLine {
+                    resource_id: row.resource_id.clone(),
+                    qty: row.qty,
+                    hold_id: HoldId(row.hold_id.ok_or_else(|| unexpected("hold_id"))?),
+                    available: row.available.unwrap_or(0),
+                })
+            })
+            .collect()
+    };
+    let availability = |rows: &[BasketRow], short: &str| -> Vec<LineAvailability> {
+        rows.iter()
+            .map(|row| LineAvailability {
+                resource_id: row.resource_id.clone(),
+                requested: row.qty,
+                available: row.available.unwrap_or(0),
+                short: row.line_status == short,
+            })
+            .collect()
+    };
+    Ok(match first.status.as_str() {
+        "held" => BasketOutcome::Held {
+            basket_id: HoldId(first.basket_id.ok_or_else(|| unexpected("basket_id"))?),
+            expires_at: first.expires_at.ok_or_else(|| unexpected("expires_at"))?,
+            lines: held_lines(&rows)?,
+        },
+        "replayed" => BasketOutcome::Replayed {
+            // a replay of a single hold made with the same key has no basket id
+            basket_id: HoldId(
+                first
+                    .basket_id
+                    .or(first.hold_id)
+                    .ok_or_else(|| unexpected("basket_id"))?,
+            ),
+            lines: held_lines(&rows)?,
+        },
+        "insufficient" => BasketOutcome::Insufficient {
+            lines: availability(&rows, "short"),
+        },
+        "account_cap" => BasketOutcome::AccountCap {
+            lines: availability(&rows, "over_cap"),
+        },
+        "unknown_resource" => BasketOutcome::UnknownResource {
+            unknown: rows
+                .iter()
+                .filter(|row| row.line_status == "unknown")
+                .map(|row| row.resource_id.clone())
+                .collect(),
+        },
+        other => {
+            return Err(InventoryError::Unexpected(format!(
+                "basket status {other:?}"
+            )));
+        }
+    })
+}
+
+/// The hold engine over a connection pool.
+#[derive(Debug, Clone)]
+pub struct Inventory {
+    pool: PgPool,
+}
+
+impl Inventory {
+    pub fn new(pool: PgPool) -> Self {
+        Self { pool }
+    }
+
+    pub fn pool(&self) -> &PgPool {
+        &self.pool
+    }
+
+    /// Create a resource or change its total. A total below what is held and
+    /// sold is refused and changes nothing.
+    pub async fn upsert_resource(&self, id: &ResourceId, total: Capacity) -> Result<UpsertOutcome> {
+        #[derive(sqlx::FromRow)]
+        struct Row {
+            status: String,
+            #[sqlx(flatten)]
+            counters: Counters,
+        }
+        let row: Row = sqlx::query_as(
+            "select status, resource_id, total, held, sold, available from hf_upsert_resource($1, $2)",
+        )
+        .bind(id.as_str())
+        .bind(total.get())
+        .fetch_one(&self.pool)
+        .await
+        .map_err(classify)?;
+        Ok(match row.status.as_str() {
+            "created" => UpsertOutcome::Created {
+                counters: row.counters,
+            },
+            "updated" => UpsertOutcome::Updated {
+                counters: row.counters,
+            },
+            "capacity_below_committed" => UpsertOutcome::CapacityBelowCommitted {
+                counters: row.counters,
+                requested: total.get(),
+            },
+            other => {
+                return Err(InventoryError::Unexpected(format!(
+                    "upsert status {other:?}"
+                )));
+            }
+        })
+    }
+
+    /// Hold units of one resource.
+    pub async fn hold(&self, request: &HoldRequest) -> Result<HoldOutcome> {
+        let row: ResultRow = sqlx::query_as(
+            "select * from hf_hold($1, $2, $3, $4, $5::float8 * interval '1 second')",
+        )
+        .bind(request.resource.as_str())
+        .bind(request.qty.get())
+        .bind(request.account.as_str())
+        .bind(request.idempotency_key.as_ref().map(IdempotencyKey::as_str))
+        .bind(request.ttl.map(Span::seconds))
+        .fetch_one(&self.pool)
+        .await
+        .map_err(classify)?;
+        Ok(match row.status.as_str() {
+            "held" => HoldOutcome::Held {
+                hold: row.hold()?,
+                available: row.available()?,
+            },
+            "replayed" => HoldOutcome::Replayed { hold: row.hold()? },
+            "insufficient" => HoldOutcome::Insufficient {
+                available: row.available()?,
+            },
+            "account_cap" => HoldOutcome::AccountCap {
+                remaining: row.available()?,
+            },
+            "unknown_resource" => HoldOutcome::UnknownResource,
+            _ => return Err(row.unexpected()),
+        })
+    }
+
+    /// Hold every line of a basket, or none of them.
+    pub async fn hold_basket(&self, request: &BasketRequest) -> Result<BasketOutcome> {
+        let (resources, qtys): (Vec<&str>, Vec<i32>) = request
+            .basket
+            .lines()
+            .iter()
+            .map(|line| (line.resource.as_str(), line.qty.get()))
+            .unzip();
+        let rows: Vec<BasketRow> = sqlx::query_as(
+            "select status, basket_id, resource_id, qty, line_status, hold_id, available, expires_at \
+               from hf_hold_basket($1, $2, $3, $4, $5::float8 * interval '1 second')",
+        )
+        .bind(resources)
+        .bind(qtys)
+        .bind(request.account.as_str())
+        .bind(request.idempotency_key.as_ref().map(IdempotencyKey::as_str))
+        .bind(request.ttl.map(Span::seconds))
+        .fetch_all(&self.pool)
+        .await
+        .map_err(classify)?;
+        basket_outcome(rows)
+    }
+
+    /// Move a hold (or basket) into the payment phase, where it lives until
+    /// its payment deadline: `window` from now, or the configured window.
+    pub async fn begin_payment(
+        &self,
+        id: HoldId,
+        window: Option<Span>,
+    ) -> Result<BeginPaymentOutcome> {
+        let row: ResultRow =
+            sqlx::query_as("select * from hf_begin_payment($1, $2::float8 * interval '1 second')")
+                .bind(id.0)
+                .bind(window.map(Span::seconds))
+                .fetch_one(&self.pool)
+                .await
+                .map_err(classify)?;
+        Ok(match row.status.as_str() {
+            "awaiting_payment" => BeginPaymentOutcome::AwaitingPayment {
+                purchase: row.purchase()?,
+            },
+            "replayed" => BeginPaymentOutcome::Replayed {
+                purchase: row.purchase()?,
+            },
+            "expired" => BeginPaymentOutcome::Expired {
+                purchase: row.purchase()?,
+            },
+            "confirmed" => BeginPaymentOutcome::Confirmed {
+                purchase: row.purchase()?,
+            },
+            "released" => BeginPaymentOutcome::Released {
+                purchase: row.purchase()?,
+            },
+            "not_found" => BeginPaymentOutcome::NotFound,
+            _ => return Err(row.unexpected()),
+        })
+    }
+
+    /// Turn a hold (or basket) into a sale paid by `payment_ref`. Safe to
+    /// call any number of times, concurrently, in any order.
+    pub async fn confirm(&self, id: HoldId, payment_ref: &PaymentRef) -> Result<ConfirmOutcome> {
+        let row: ResultRow = sqlx::query_as("select * from hf_confirm($1, $2)")
+            .bind(id.0)
+            .bind(payment_ref.as_str())
+            .fetch_one(&self.pool)
+            .await
+            .map_err(classify)?;
+        Ok(match row.status.as_str() {
+            "confirmed" => ConfirmOutcome::Confirmed {
+                purchase: row.purchase()?,
+            },
+            "already_confirmed" => ConfirmOutcome::AlreadyConfirmed {
+                purchase: row.purchase()?,
+            },
+            "duplicate_payment" => ConfirmOutcome::DuplicatePayment {
+                purchase: row.purchase()?,
+                existing_payment_ref: row
+                    .existing_payment_ref
+                    .clone()
+                    .ok_or_else(|| row.missing("existing_payment_ref"))?,
+            },
+            "payment_ref_in_use" => ConfirmOutcome::PaymentRefInUse {
+                purchase: row.purchase()?,
+                other_hold_id: HoldId(
+                    row.other_hold_id
+                        .ok_or_else(|| row.missing("other_hold_id"))?,
+                ),
+            },
+            "expired" => ConfirmOutcome::Expired {
+                purchase: row.purchase()?,
+            },
+            "released" => ConfirmOutcome::Released {
+                purchase: row.purchase()?,
+            },
+            "not_found" => ConfirmOutcome::NotFound,
+            _ => return Err(row.unexpected()),
+        })
+    }
+
+    /// Give a hold (or basket) back before it is paid. `actor` and `reason`
+    /// are recorded.
+    pub async fn release(&self, id: HoldId, reason: &str, actor: &str) -> Result<ReleaseOutcome> {
+        let row: ResultRow = sqlx::query_as("select * from hf_release($1, $2, $3)")
+            .bind(id.0)
+            .bind(reason)
+            .bind(actor)
+            .fetch_one(&self.pool)
+            .await
+            .map_err(classify)?;
+        Ok(match row.status.as_str() {
+            "released" => ReleaseOutcome::Released {
+                purchase: row.purchase()?,
+            },
+            "already_released" => ReleaseOutcome::AlreadyReleased {
+                purchase: row.purchase()?,
+            },
+            "confirmed" => ReleaseOutcome::Confirmed {
+                purchase: row.purchase()?,
+            },
+            "expired" => ReleaseOutcome::Expired {
+                purchase: row.purchase()?,
+            },
+            "not_found" => ReleaseOutcome::NotFound,
+            _ => return Err(row.unexpected()),
+        })
+    }
+
+    /// Give a plain hold more time, a bounded number of times.
+    pub async fn extend(&self, id: HoldId, by: Option<Span>) -> Result<ExtendOutcome> {
+        let row: ResultRow =
+            sqlx::query_as("select * from hf_extend($1, $2::float8 * interval '1 second')")
+                .bind(id.0)
+                .bind(by.map(Span::seconds))
+                .fetch_one(&self.pool)
+                .await
+                .map_err(classify)?;
+        Ok(match row.status.as_str() {
+            "extended" => ExtendOutcome::Extended {
+                purchase: row.purchase()?,
+            },
+            "not_extendable" => ExtendOutcome::NotExtendable {
+                purchase: row.purchase()?,
+            },
+            "not_found" => ExtendOutcome::NotFound,
+            _ => return Err(row.unexpected()),
+        })
+    }
+
+    /// Expire what is due, at most `limit` holds, one resource (and one short
+    /// transaction) at a time. `actor` names the sweeper in the history.
+    pub async fn sweep(&self, limit: u32, actor: &str) -> Result<Vec<SweepCount>> {
+        if limit == 0 {
+            return Err(InventoryError::InvalidInput(
+                "sweep limit must be positive".into(),
+            ));
+        }
+        let due: Vec<String> = sqlx::query_scalar("select * from hf_due_resources()")
+            .fetch_all(&self.pool)
+            .await?;
+        let mut left = i64::from(limit);
+        let mut counts = Vec::new();
+        for resource in due {
+            if left <= 0 {
+                break;
+            }
+            let count: Option<SweepCount> = sqlx::query_as(
+                "select resource_id, expired_holds, expired_qty from hf_sweep_resource($1, $2, $3)",
+            )
+            .bind(&resource)
+            .bind(left as i32)
+            .bind(actor)
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(classify)?;
+            if let Some(count) = count.filter(|c| c.expired_holds > 0) {
+                left -= i64::from(count.expired_holds);
+                counts.push(count);
+            }
+        }
+        Ok(counts)
+    }
+
+    /// Counters versus rows, for one resource or all.
+    pub async fn check(&self, resource: Option<&ResourceId>) -> Result<Vec<CheckRow>> {
+        Ok(sqlx::query_as(
+            "select resource_id, total, held, sold, rows_held, rows_sold, drift from hf_check($1)",
+        )
+        .bind(resource.map(ResourceId::as_str))
+        .fetch_all(&self.pool)
+        .await?)
+    }
+
+    /// Recompute one resource's counters from its rows. `None` if unknown.
+    pub async fn repair(&self, resource: &ResourceId) -> Result<Option<Repair>> {
+        sqlx::query_as(
+            "select resource_id, held_before, sold_before, held_after, sold_after, repaired \
+               from hf_repair($1)",
+        )
+        .bind(resource.as_str())
+        .fetch_optional(&self.pool)
+        .await
+        .map_err(classify)
+    }
+
+    /// Counters and availability of one resource. `None` if unknown.
+    pub async fn status(&self, resource: &ResourceId) -> Result<Option<ResourceStatus>> {
+        Ok(sqlx::query_as(
+            "select resource_id, total, held, sold, available, held_plain, held_paying, due, \
+                    available_now from hf_status($1)",
+        )
+        .bind(resource.as_str())
+        .fetch_optional(&self.pool)
+        .await?)
+    }
+
+    /// Holds, oldest first, filtered by resource, state and age.
+    pub async fn holds(&self, filter: &HoldFilter) -> Result<Vec<HoldRecord>> {
+        Ok(sqlx::query_as(
+            "select id, basket_id, resource_id, account_id, qty, state, idempotency_key, payment_ref, \
+                    created_at, expires_at, payment_deadline, extensions, ended_at, ended_by, end_reason \
+               from holds \
+              where ($1::text is null or resource_id = $1) \
+                and ($2::text is null or state = $2) \
+                and ($3::float8 is null or created_at <= now() - $3 * interval '1 second') \
+              order by created_at, id \
+              limit $4",
+        )
+        .bind(filter.resource.as_ref().map(ResourceId::as_str))
+        .bind(filter.state.map(HoldState::as_str))
+        .bind(filter.older_than.map(Span::seconds))
+        .bind(filter.limit.unwrap_or(1000).clamp(1, 100_000))
+        .fetch_all(&self.pool)
+        .await?)
+    }
+
+    /// The append-only history of one hold, oldest first.
+    pub async fn events(&self, id: HoldId) -> Result<Vec<HoldEvent>> {
+        Ok(sqlx::query_as(
+            "select id, hold_id, at, kind, from_state, to_state, actor, detail \
+               from hold_events where hold_id = $1 order by id",
+        )
+        .bind(id.0)
+        .fetch_all(&self.pool)
+        .await?)
+    }
+
+    pub async fn settings(&self) -> Result<InventorySettings> {
+        let row: (f64, f64, Option<i32>, String, i32, f64) = sqlx::query_as(
+            "select extract(epoch from hold_ttl)::float8, extract(epoch from payment_window)::float8, \
+                    account_cap, cap_scope, max_extensions, extract(epoch from extension)::float8 \
+               from inventory_settings",
+        )
+        .fetch_one(&self.pool)
+        .await?;
+        Ok(InventorySettings {
+            hold_ttl_seconds: row.0,
+            payment_window_seconds: row.1,
+            account_cap: row.2,
+            cap_scope: if row.3 == "global" {
+                CapScope::Global
+            } else {
+                CapScope::Resource
+            },
+            max_extensions: row.4,
+            extension_seconds: row.5,
+        })
+    }
+
+    /// Store new settings. The database refuses a payment window that does
+    /// not exceed the TTL, a non-positive TTL and the like; then nothing
+    /// changes.
+    pub async fn configure(&self, settings: &InventorySettings) -> Result<InventorySettings> {
+        sqlx::query(
+            "update inventory_settings \
+                set hold_ttl = $1 * interval '1 second', payment_window = $2 * interval '1 second', \
+                    account_cap = $3, cap_scope = $4, max_extensions = $5, \
+                    extension = $6 * interval '1 second', updated_at = now()",
+        )
+        .bind(settings.hold_ttl_seconds)
+        .bind(settings.payment_window_seconds)
+        .bind(settings.account_cap)
+        .bind(settings.cap_scope.as_str())
+        .bind(settings.max_extensions)
+        .bind(settings.extension_seconds)
+        .execute(&self.pool)
+        .await
+        .map_err(classify)?;
+        self.settings().await
+    }
+}

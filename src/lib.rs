@@ -1,0 +1,13 @@
+//! Holdfast: a checkout backend for shops that sell things that run out.
+//!
+//! The hold engine lives in PostgreSQL (`migrations/`) and is driven from
+//! [`inventory`]. See README.md for the commands and settings.
+
+pub mod cli;
+pub mod configuration;
+pub mod database;
+pub mod inventory;
+pub mod routes;
+pub mod startup;
+pub mod telemetry;
+pub mod worker;

@@ -1,0 +1,5 @@
+//! Thin handlers: parse into domain types, call, render.
+
+mod health;
+
+pub use health::healthz;

@@ -1,0 +1,209 @@
+//! The operator commands, run as the real binary against a test database.
+
+use std::process::Output;
+
+use serde_json::Value;
+
+use crate::helpers::*;
+
+fn holdfast(db: &TestDb, args: &[&str]) -> Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_holdfast"))
+        .arg("--db")
+        .arg(&db.url)
+        .args(args)
+        .env_remove("DATABASE_URL")
+        .output()
+        .expect("run holdfast")
+}
+
+fn json(output: &Output) -> Value {
+    assert!(
+        output.status.success(),
+        "exit {:?}: {}",
+        output.status.code(),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    serde_json::from_slice(&output.stdout).expect("one JSON value on stdout")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bench_prints_exactly_the_documented_keys() {
+    let db = TestDb::new().await;
+    for naive in [false, true] {
+        let mut args = vec!["--json", "bench", "--units", "10", "--buyers", "200"];
+        if naive {
+            args.push("--naive");
+        }
+        let report = json(&holdfast(&db, &args));
+        let mut keys: Vec<&str> = report
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(String::as_str)
+            .collect();
+        keys.sort();
+        assert_eq!(
+            keys,
+            ["buyers", "drift", "elapsed_ms", "held", "oversold", "units"]
+        );
+        assert_eq!(
+            (report["buyers"].as_i64(), report["units"].as_i64()),
+            (Some(200), Some(10))
+        );
+        if !naive {
+            assert_eq!(
+                (
+                    report["held"].as_i64(),
+                    report["oversold"].as_i64(),
+                    report["drift"].as_i64()
+                ),
+                (Some(10), Some(0), Some(0))
+            );
+        }
+    }
+    let line = holdfast(&db, &["bench", "--units", "3", "--buyers", "20"]);
+    let text = String::from_utf8_lossy(&line.stdout);
+    assert!(
+        text.contains("20 buyers · 3 units · held 3 · oversold 0 · drift 0"),
+        "{text}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn check_exits_three_on_drift_and_repair_fixes_one_resource() {
+    let db = TestDb::new().await;
+    let created = json(&holdfast(
+        &db,
+        &["--json", "resource", "jars", "--total", "40"],
+    ));
+    assert_eq!(created["status"], "created");
+    assert_eq!(holdfast(&db, &["check"]).status.code(), Some(0));
+
+    // corrupt a counter without breaking the constraint
+    sqlx::query("update resources set held = held + 1 where id = 'jars'")
+        .execute(&db.pool)
+        .await
+        .unwrap();
+    let drift = holdfast(&db, &["--json", "check"]);
+    assert_eq!(drift.status.code(), Some(3));
+    let report: Value = serde_json::from_slice(&drift.stdout).unwrap();
+    assert_eq!(report["drift"], true);
+
+    let repaired = json(&holdfast(&db, &["--json", "check", "--repair", "jars"]));
+    assert_eq!(
+        (
+            repaired["held_before"].as_i64(),
+            repaired["held_after"].as_i64()
+        ),
+        (Some(1), Some(0))
+    );
+    assert_eq!(holdfast(&db, &["check"]).status.code(), Some(0));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_listing_commands_speak_json() {
+    let db = TestDb::new().await;
+    let inventory = db.inventory();
+    let slot = resource(&inventory, "slot", 8).await;
+    let mut short = request(&slot, 1, "vera");
+    short.ttl = Some(ttl(0.2));
+    hold_ok(&inventory, &short).await;
+    hold_ok(&inventory, &request(&slot, 2, "walt")).await;
+
+    let shown = json(&holdfast(&db, &["--json", "show", "slot"]));
+    assert_eq!(shown["status"]["held"], 3);
+    assert_eq!(shown["live_holds"].as_array().unwrap().len(), 2);
+
+    let held = json(&holdfast(
+        &db,
+        &["--json", "holds", "--state", "held", "--resource", "slot"],
+    ));
+    assert_eq!(held.as_array().unwrap().len(), 2);
+    let old = json(&holdfast(&db, &["--json", "holds", "--older-than", "10m"]));
+    assert_eq!(old.as_array().unwrap().len(), 0);
+
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    let swept = json(&holdfast(&db, &["--json", "sweep", "--limit", "10"]));
+    assert_eq!(swept[0]["expired_holds"], 1);
+
+    let throughput = json(&holdfast(
+        &db,
+        &[
+            "--json",
+            "throughput",
+            "--seconds",
+            "0.5",
+            "--concurrency",
+            "2",
+        ],
+    ));
+    let mut keys: Vec<&str> = throughput
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
+    keys.sort();
+    assert_eq!(
+        keys,
+        ["holds", "holds_per_second", "p50_ms", "p99_ms", "seconds"]
+    );
+    assert!(throughput["holds"].as_u64().unwrap() > 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_arguments_get_one_clear_line_and_change_nothing() {
+    let db = TestDb::new().await;
+    resource(&db.inventory(), "slot", 8).await;
+    for (args, message) in [
+        (
+            vec!["resource", "slot", "--total", "-1"],
+            "total must be zero or more",
+        ),
+        (
+            vec!["resource", "", "--total", "3"],
+            "resource id must not be empty",
+        ),
+        (vec!["holds", "--older-than", "soon"], "is not a duration"),
+        (vec!["show", "missing"], "no resource"),
+        (
+            vec!["settings", "--payment-window", "1m"],
+            "payment_window_exceeds_ttl",
+        ),
+        (vec!["settings", "--hold-ttl", "0s"], "must be positive"),
+        (vec!["bench", "--units", "-5"], "total must be zero or more"),
+    ] {
+        let output = holdfast(&db, &args);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(1), "{args:?}: {stderr}");
+        assert!(stderr.contains(message), "{args:?}: {stderr}");
+        assert_eq!(stderr.trim().lines().count(), 1, "{args:?}: {stderr}");
+    }
+    let status = db.inventory().status(&rid("slot")).await.unwrap().unwrap();
+    assert_eq!(status.total, 8);
+    let settings = db.inventory().settings().await.unwrap();
+    assert_eq!(
+        (settings.hold_ttl_seconds, settings.payment_window_seconds),
+        (900.0, 1800.0)
+    );
+}
+
+#[tokio::test]
+async fn a_database_url_with_a_password_never_prints() {
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_holdfast"))
+        .args([
+            "--db",
+            "postgres://holdfast:hunter2-secret@127.0.0.1:1/nowhere",
+            "check",
+        ])
+        .output()
+        .expect("run holdfast");
+    assert_eq!(output.status.code(), Some(1));
+    let all = format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(all.contains("cannot connect to PostgreSQL"), "{all}");
+    assert!(!all.contains("hunter2"), "the password leaked: {all}");
+}

@@ -1,0 +1,275 @@
+//! Spawning the real thing: a fresh migrated database per test (cloned from a
+//! migrated template in the same PostgreSQL server the app uses) and the
+//! HTTP server on port 0.
+
+use std::net::TcpListener;
+use std::sync::OnceLock;
+
+use holdfast::configuration::DatabaseSettings;
+use holdfast::database::{self, MIGRATOR, quote_identifier};
+use holdfast::inventory::{
+    AccountId, Capacity, HoldOutcome, HoldRequest, Inventory, InventorySettings, Quantity,
+    ResourceId, Span,
+};
+use holdfast::startup::Application;
+use sqlx::PgPool;
+use sqlx::postgres::PgConnectOptions;
+use uuid::Uuid;
+
+/// The server's admin URL, resolved once per test process.
+static SERVER: OnceLock<String> = OnceLock::new();
+
+fn init_logs() {
+    if std::env::var("TEST_LOG").is_ok() {
+        holdfast::telemetry::init("info");
+    }
+}
+
+async fn admin_url() -> String {
+    if let Some(url) = SERVER.get() {
+        return url.clone();
+    }
+    let mut settings = DatabaseSettings::from_env().expect("settings");
+    if std::env::var("HOLDFAST_HOME").is_err() {
+        settings.home = concat!(env!("CARGO_MANIFEST_DIR"), "/.holdfast").into();
+    }
+    // the tests' databases live next to the application's, in the same server
+    settings.local_database = "postgres".into();
+    let url = database::resolve_url(&settings)
+        .await
+        .expect("PostgreSQL must be reachable for the tests")
+        .expose()
+        .to_owned();
+    SERVER.get_or_init(|| url).clone()
+}
+
+fn with_database(url: &str, name: &str) -> PgConnectOptions {
+    url.parse::<PgConnectOptions>()
+        .expect("admin url")
+        .database(name)
+}
+
+/// Name of the template for the current migrations, so a changed migration
+/// gets a new template rather than a stale one.
+fn template_name() -> String {
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for migration in MIGRATOR.iter() {
+        for byte in migration.checksum.iter() {
+            hash ^= u64::from(*byte);
+            hash = hash.wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+    format!("holdfast_tpl_{hash:016x}")
+}
+
+async fn ensure_template(admin: &PgPool) -> String {
+    let template = template_name();
+    let mut conn = admin.acquire().await.expect("admin connection");
+    // one process builds the template; the others wait for it
+    sqlx::query("select pg_advisory_lock(727274)")
+        .execute(&mut *conn)
+        .await
+        .expect("template lock");
+    let exists: bool =
+        sqlx::query_scalar("select exists (select 1 from pg_database where datname = $1)")
+            .bind(&template)
+            .fetch_one(&mut *conn)
+            .await
+            .expect("template lookup");
+    if !exists {
+        let building = format!("{template}_building");
+        sqlx::query(&format!(
+            "drop database if exists {}",
+            quote_identifier(&building)
+        ))
+        .execute(&mut *conn)
+        .await
+        .expect("drop stale template");
+        sqlx::query(&format!("create database {}", quote_identifier(&building)))
+            .execute(&mut *conn)
+            .await
+            .expect("create template");
+        let url = admin_url().await;
+        let pool = PgPool::connect_with(with_database(&url, &building))
+            .await
+            .expect("connect template");
+        MIGRATOR.run(&pool).await.expect("migrate template");
+        pool.close().await;
+        sqlx::query(&format!(
+            "alter database {} rename to {}",
+            quote_identifier(&building),
+            quote_identifier(&template)
+        ))
+        .execute(&mut *conn)
+        .await
+        .expect("publish template");
+    }
+    sqlx::query("select pg_advisory_unlock(727274)")
+        .execute(&mut *conn)
+        .await
+        .expect("template unlock");
+    template
+}
+
+/// A fresh, migrated database of its own, dropped when the test ends.
+pub struct TestDb {
+    pub pool: PgPool,
+    pub name: String,
+    pub url: String,
+    admin_url: String,
+}
+
+impl TestDb {
+    pub async fn new() -> Self {
+        Self::with_connections(20).await
+    }
+
+    pub async fn with_connections(max: u32) -> Self {
+        init_logs();
+        let admin_url = admin_url().await;
+        let admin = PgPool::connect(&admin_url).await.expect("admin pool");
+        let template = ensure_template(&admin).await;
+        let name = format!("t_{}", Uuid::new_v4().simple());
+        sqlx::query(&format!(
+            "create database {} template {}",
+            quote_identifier(&name),
+            quote_identifier(&template)
+        ))
+        .execute(&admin)
+        .await
+        .expect("create test database");
+        admin.close().await;
+        let pool = sqlx::postgres::PgPoolOptions::new()
+            .max_connections(max)
+            .acquire_timeout(std::time::Duration::from_secs(60))
+            .connect_with(with_database(&admin_url, &name))
+            .await
+            .expect("test pool");
+        let url = with_database_url(&admin_url, &name);
+        Self {
+            pool,
+            name,
+            url,
+            admin_url,
+        }
+    }
+
+    pub fn inventory(&self) -> Inventory {
+        Inventory::new(self.pool.clone())
+    }
+}
+
+fn with_database_url(admin_url: &str, name: &str) -> String {
+    match admin_url.rsplit_once('/') {
+        Some((server, _)) => format!("{server}/{name}"),
+        None => format!("{admin_url}/{name}"),
+    }
+}
+
+impl Drop for TestDb {
+    fn drop(&mut self) {
+        let (admin_url, name) = (self.admin_url.clone(), self.name.clone());
+        // Drop runs inside the test's runtime: do the async work elsewhere.
+        let _ = std::thread::spawn(move || {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .expect("runtime");
+            runtime.block_on(async move {
+                if let Ok(admin) = PgPool::connect(&admin_url).await {
+                    let _ = sqlx::query(&format!(
+                        "drop database if exists {} with (force)",
+                        quote_identifier(&name)
+                    ))
+                    .execute(&admin)
+                    .await;
+                    admin.close().await;
+                }
+            });
+        })
+        .join();
+    }
+}
+
+/// The application on a random port against its own database.
+pub struct TestApp {
+    pub address: String,
+    pub db: TestDb,
+    pub client: reqwest::Client,
+}
+
+pub async fn spawn_app() -> TestApp {
+    let db = TestDb::new().await;
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind port 0");
+    let app = Application::build(listener, db.pool.clone()).expect("build app");
+    let address = format!("http://127.0.0.1:{}", app.port);
+    tokio::spawn(app.run_until_stopped());
+    TestApp {
+        address,
+        db,
+        client: reqwest::Client::new(),
+    }
+}
+
+pub fn rid(id: &str) -> ResourceId {
+    ResourceId::parse(id).expect("resource id")
+}
+
+pub fn account(id: &str) -> AccountId {
+    AccountId::parse(id).expect("account id")
+}
+
+pub fn qty(n: i64) -> Quantity {
+    Quantity::parse(n).expect("qty")
+}
+
+pub async fn resource(inventory: &Inventory, id: &str, total: i64) -> ResourceId {
+    let id = rid(id);
+    inventory
+        .upsert_resource(&id, Capacity::parse(total).expect("total"))
+        .await
+        .expect("upsert resource");
+    id
+}
+
+pub fn request(resource: &ResourceId, n: i64, who: &str) -> HoldRequest {
+    HoldRequest {
+        resource: resource.clone(),
+        qty: qty(n),
+        account: account(who),
+        idempotency_key: None,
+        ttl: None,
+    }
+}
+
+/// Hold and insist it was granted.
+pub async fn hold_ok(inventory: &Inventory, request: &HoldRequest) -> holdfast::inventory::Hold {
+    match inventory.hold(request).await.expect("hold") {
+        HoldOutcome::Held { hold, .. } => hold,
+        other => panic!("expected a hold, got {other:?}"),
+    }
+}
+
+pub fn ttl(seconds: f64) -> Span {
+    Span::parse("ttl", std::time::Duration::from_secs_f64(seconds)).expect("ttl")
+}
+
+/// Short TTL and payment window, for tests that wait for expiry.
+pub async fn fast_clock(inventory: &Inventory, ttl_seconds: f64, window_seconds: f64) {
+    let current = inventory.settings().await.expect("settings");
+    inventory
+        .configure(&InventorySettings {
+            hold_ttl_seconds: ttl_seconds,
+            payment_window_seconds: window_seconds,
+            ..current
+        })
+        .await
+        .expect("configure");
+}
+
+/// Every resource's counters agree with its rows.
+pub async fn assert_no_drift(inventory: &Inventory) {
+    let rows = inventory.check(None).await.expect("check");
+    let drifted: Vec<_> = rows.iter().filter(|r| r.drift).collect();
+    assert!(drifted.is_empty(), "drift: {drifted:?}");
+}

@@ -1,0 +1,10 @@
+//! Integration tests: one binary, real PostgreSQL, real HTTP.
+
+mod bad_input;
+mod baskets;
+mod cli;
+mod health;
+mod helpers;
+mod lifecycle;
+mod soak;
+mod storms;
