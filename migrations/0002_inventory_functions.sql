@@ -322,13 +322,35 @@ begin
         perform hf_bad_input(format('hold TTL must be positive, got %s', v_ttl));
     end if;
 
-    -- lock: this resource
-    select * into r from resources where id = p_resource for no key update;
+    -- A refusal may be decided without the lock; a grant never is. The
+    -- unlocked read sees the latest committed counters, so a refusal here is
+    -- what the locked path would have answered at that moment, and a sold-out
+    -- resource answers its crowd without queueing it on the row lock. When
+    -- something is due to expire, the locked path decides (it may free units).
+    select * into r from resources where id = p_resource;
     if not found then
         res.status := 'unknown_resource';
         res.resource_id := p_resource;
         return res;
     end if;
+    if r.total - r.held - r.sold < p_qty and coalesce(r.next_expiry > clock_timestamp(), true) then
+        if p_key is not null then
+            select * into h from holds
+             where resource_id = p_resource and account_id = p_account and idempotency_key = p_key;
+            if found then
+                return hf_hold_row('replayed', h, r.total - r.held - r.sold);
+            end if;
+        end if;
+        res.status := 'insufficient';
+        res.resource_id := p_resource;
+        res.account_id := p_account;
+        res.qty := p_qty;
+        res.available := r.total - r.held - r.sold;
+        return res;
+    end if;
+
+    -- lock: this resource
+    select * into r from resources where id = p_resource for no key update;
     v_now := clock_timestamp();
 
     if p_key is not null then
@@ -348,6 +370,16 @@ begin
         v_available := r.total - r.held - r.sold;
     end if;
 
+    -- not enough comes before the account cap, as on the unlocked path
+    if v_available < p_qty then
+        res.status := 'insufficient';
+        res.resource_id := p_resource;
+        res.account_id := p_account;
+        res.qty := p_qty;
+        res.available := v_available;
+        return res;
+    end if;
+
     if s.account_cap is not null then
         if s.cap_scope = 'global' then
             -- lock: this account, after the resource lock
@@ -365,15 +397,6 @@ begin
             res.available := greatest(s.account_cap - v_mine, 0);
             return res;
         end if;
-    end if;
-
-    if v_available < p_qty then
-        res.status := 'insufficient';
-        res.resource_id := p_resource;
-        res.account_id := p_account;
-        res.qty := p_qty;
-        res.available := v_available;
-        return res;
     end if;
 
     insert into holds (resource_id, account_id, qty, idempotency_key, expires_at)

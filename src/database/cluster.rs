@@ -91,6 +91,14 @@ impl LocalCluster {
         if self.accepts_connections() {
             return Ok(());
         }
+        if self.port_taken() {
+            bail!(
+                "port {} is taken by a server that is not Holdfast's private cluster in {}; \
+                 set HOLDFAST_PG_PORT to a free port or DATABASE_URL to that server",
+                self.port,
+                self.data_dir().display()
+            );
+        }
         let bin = find_binaries()?;
         if !self.data_dir().join("PG_VERSION").exists() {
             self.init(&bin)?;
@@ -99,10 +107,15 @@ impl LocalCluster {
         Ok(())
     }
 
-    fn accepts_connections(&self) -> bool {
+    fn port_taken(&self) -> bool {
         let addr = SocketAddr::from(([127, 0, 0, 1], self.port));
         TcpStream::connect_timeout(&addr, Duration::from_millis(300)).is_ok()
-            && self.data_dir().join("postmaster.pid").exists()
+    }
+
+    /// Our cluster is up: something answers on the port and our data folder
+    /// has a running postmaster.
+    fn accepts_connections(&self) -> bool {
+        self.port_taken() && self.data_dir().join("postmaster.pid").exists()
     }
 
     fn init(&self, bin: &Path) -> anyhow::Result<()> {

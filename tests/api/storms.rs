@@ -378,3 +378,25 @@ async fn a_direct_update_that_would_oversell_is_rejected_by_the_database() {
     let status = inventory.status(&slot).await.unwrap().unwrap();
     assert_eq!((status.total, status.held, status.sold), (8, 5, 0));
 }
+
+#[tokio::test]
+async fn a_sold_out_resource_refuses_without_the_lock_but_still_replays_a_retry() {
+    let db = TestDb::new().await;
+    let inventory = db.inventory();
+    let vip = resource(&inventory, "vip", 2).await;
+    let mut first = request(&vip, 2, "yara");
+    first.idempotency_key = Some(IdempotencyKey::parse("cart-9").unwrap());
+    let hold = hold_ok(&inventory, &first).await;
+
+    // sold out now: the retry is still recognised, a stranger is refused
+    match inventory.hold(&first).await.unwrap() {
+        HoldOutcome::Replayed { hold: again } => assert_eq!(again.id, hold.id),
+        other => panic!("expected replayed, got {other:?}"),
+    }
+    assert_eq!(
+        inventory.hold(&request(&vip, 1, "zane")).await.unwrap(),
+        HoldOutcome::Insufficient { available: 0 }
+    );
+
+    assert_no_drift(&inventory).await;
+}
