@@ -3,6 +3,7 @@
 //! The hold engine lives in PostgreSQL (`migrations/`) and is driven from
 //! [`inventory`]. See README.md for the commands and settings.
 
+pub mod checkout;
 pub mod cli;
 pub mod configuration;
 pub mod database;

@@ -11,6 +11,7 @@ use anyhow::Context;
 use clap::{Parser, Subcommand};
 use serde::Serialize;
 
+use crate::checkout::catalogue::CatalogueFile;
 use crate::configuration::{DatabaseSettings, ServerSettings};
 use crate::database;
 use crate::inventory::{
@@ -52,6 +53,11 @@ enum Command {
     Worker,
     /// Apply the database migrations
     Migrate,
+    /// Load the product catalogue (creates or updates products and resources)
+    Catalogue {
+        #[command(subcommand)]
+        action: CatalogueAction,
+    },
     /// Create a resource or change its capacity
     Resource {
         id: String,
@@ -132,6 +138,15 @@ enum Command {
     },
 }
 
+#[derive(Debug, Subcommand)]
+enum CatalogueAction {
+    /// Load a catalogue file (default: the demo catalogue)
+    Load {
+        #[arg(long, default_value = "fixtures/catalogue.json")]
+        file: std::path::PathBuf,
+    },
+}
+
 pub async fn main() -> ExitCode {
     let cli = Cli::parse();
     crate::telemetry::init(
@@ -166,6 +181,23 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Migrate => {
             print(json, &serde_json::json!({ "migrated": true }), || {
                 "migrations applied".to_owned()
+            });
+        }
+        Command::Catalogue {
+            action: CatalogueAction::Load { file },
+        } => {
+            let report = CatalogueFile::read(&file)?.load(&pool).await?;
+            print(json, &report, || {
+                let mut text = format!(
+                    "{} products loaded, {} new resources",
+                    report.products, report.resources_created
+                );
+                for id in &report.capacity_kept {
+                    text.push_str(&format!(
+                        "\n{id}: capacity kept, more is committed than the file says"
+                    ));
+                }
+                text
             });
         }
         Command::Serve { no_worker } => {

@@ -581,25 +581,7 @@ impl Inventory {
 
     /// Hold every line of a basket, or none of them.
     pub async fn hold_basket(&self, request: &BasketRequest) -> Result<BasketOutcome> {
-        let (resources, qtys): (Vec<&str>, Vec<i32>) = request
-            .basket
-            .lines()
-            .iter()
-            .map(|line| (line.resource.as_str(), line.qty.get()))
-            .unzip();
-        let rows: Vec<BasketRow> = sqlx::query_as(
-            "select status, basket_id, resource_id, qty, line_status, hold_id, available, expires_at \
-               from hf_hold_basket($1, $2, $3, $4, $5::float8 * interval '1 second')",
-        )
-        .bind(resources)
-        .bind(qtys)
-        .bind(request.account.as_str())
-        .bind(request.idempotency_key.as_ref().map(IdempotencyKey::as_str))
-        .bind(request.ttl.map(Span::seconds))
-        .fetch_all(&self.pool)
-        .await
-        .map_err(classify)?;
-        basket_outcome(rows)
+        hold_basket(&self.pool, request).await
     }
 
     /// Move a hold (or basket) into the payment phase, where it lives until
@@ -609,101 +591,19 @@ impl Inventory {
         id: HoldId,
         window: Option<Span>,
     ) -> Result<BeginPaymentOutcome> {
-        let row: ResultRow =
-            sqlx::query_as("select * from hf_begin_payment($1, $2::float8 * interval '1 second')")
-                .bind(id.0)
-                .bind(window.map(Span::seconds))
-                .fetch_one(&self.pool)
-                .await
-                .map_err(classify)?;
-        Ok(match row.status.as_str() {
-            "awaiting_payment" => BeginPaymentOutcome::AwaitingPayment {
-                purchase: row.purchase()?,
-            },
-            "replayed" => BeginPaymentOutcome::Replayed {
-                purchase: row.purchase()?,
-            },
-            "expired" => BeginPaymentOutcome::Expired {
-                purchase: row.purchase()?,
-            },
-            "confirmed" => BeginPaymentOutcome::Confirmed {
-                purchase: row.purchase()?,
-            },
-            "released" => BeginPaymentOutcome::Released {
-                purchase: row.purchase()?,
-            },
-            "not_found" => BeginPaymentOutcome::NotFound,
-            _ => return Err(row.unexpected()),
-        })
+        begin_payment(&self.pool, id, window).await
     }
 
     /// Turn a hold (or basket) into a sale paid by `payment_ref`. Safe to
     /// call any number of times, concurrently, in any order.
     pub async fn confirm(&self, id: HoldId, payment_ref: &PaymentRef) -> Result<ConfirmOutcome> {
-        let row: ResultRow = sqlx::query_as("select * from hf_confirm($1, $2)")
-            .bind(id.0)
-            .bind(payment_ref.as_str())
-            .fetch_one(&self.pool)
-            .await
-            .map_err(classify)?;
-        Ok(match row.status.as_str() {
-            "confirmed" => ConfirmOutcome::Confirmed {
-                purchase: row.purchase()?,
-            },
-            "already_confirmed" => ConfirmOutcome::AlreadyConfirmed {
-                purchase: row.purchase()?,
-            },
-            "duplicate_payment" => ConfirmOutcome::DuplicatePayment {
-                purchase: row.purchase()?,
-                existing_payment_ref: row
-                    .existing_payment_ref
-                    .clone()
-                    .ok_or_else(|| row.missing("existing_payment_ref"))?,
-            },
-            "payment_ref_in_use" => ConfirmOutcome::PaymentRefInUse {
-                purchase: row.purchase()?,
-                other_hold_id: HoldId(
-                    row.other_hold_id
-                        .ok_or_else(|| row.missing("other_hold_id"))?,
-                ),
-            },
-            "expired" => ConfirmOutcome::Expired {
-                purchase: row.purchase()?,
-            },
-            "released" => ConfirmOutcome::Released {
-                purchase: row.purchase()?,
-            },
-            "not_found" => ConfirmOutcome::NotFound,
-            _ => return Err(row.unexpected()),
-        })
+        confirm(&self.pool, id, payment_ref).await
     }
 
     /// Give a hold (or basket) back before it is paid. `actor` and `reason`
     /// are recorded.
     pub async fn release(&self, id: HoldId, reason: &str, actor: &str) -> Result<ReleaseOutcome> {
-        let row: ResultRow = sqlx::query_as("select * from hf_release($1, $2, $3)")
-            .bind(id.0)
-            .bind(reason)
-            .bind(actor)
-            .fetch_one(&self.pool)
-            .await
-            .map_err(classify)?;
-        Ok(match row.status.as_str() {
-            "released" => ReleaseOutcome::Released {
-                purchase: row.purchase()?,
-            },
-            "already_released" => ReleaseOutcome::AlreadyReleased {
-                purchase: row.purchase()?,
-            },
-            "confirmed" => ReleaseOutcome::Confirmed {
-                purchase: row.purchase()?,
-            },
-            "expired" => ReleaseOutcome::Expired {
-                purchase: row.purchase()?,
-            },
-            "not_found" => ReleaseOutcome::NotFound,
-            _ => return Err(row.unexpected()),
-        })
+        release(&self.pool, id, reason, actor).await
     }
 
     /// Give a plain hold more time, a bounded number of times.
@@ -868,4 +768,144 @@ impl Inventory {
         .map_err(classify)?;
         self.settings().await
     }
+}
+
+/// Hold every line of a basket, or none of them, on any executor (a pool
+/// or the caller's transaction).
+pub async fn hold_basket<'e>(
+    executor: impl sqlx::PgExecutor<'e>,
+    request: &BasketRequest,
+) -> Result<BasketOutcome> {
+    let (resources, qtys): (Vec<&str>, Vec<i32>) = request
+        .basket
+        .lines()
+        .iter()
+        .map(|line| (line.resource.as_str(), line.qty.get()))
+        .unzip();
+    let rows: Vec<BasketRow> = sqlx::query_as(
+        "select status, basket_id, resource_id, qty, line_status, hold_id, available, expires_at \
+               from hf_hold_basket($1, $2, $3, $4, $5::float8 * interval '1 second')",
+    )
+    .bind(resources)
+    .bind(qtys)
+    .bind(request.account.as_str())
+    .bind(request.idempotency_key.as_ref().map(IdempotencyKey::as_str))
+    .bind(request.ttl.map(Span::seconds))
+    .fetch_all(executor)
+    .await
+    .map_err(classify)?;
+    basket_outcome(rows)
+}
+
+/// Move a hold (or basket) into the payment phase, where it lives until
+/// its payment deadline: `window` from now, or the configured window.
+pub async fn begin_payment<'e>(
+    executor: impl sqlx::PgExecutor<'e>,
+    id: HoldId,
+    window: Option<Span>,
+) -> Result<BeginPaymentOutcome> {
+    let row: ResultRow =
+        sqlx::query_as("select * from hf_begin_payment($1, $2::float8 * interval '1 second')")
+            .bind(id.0)
+            .bind(window.map(Span::seconds))
+            .fetch_one(executor)
+            .await
+            .map_err(classify)?;
+    Ok(match row.status.as_str() {
+        "awaiting_payment" => BeginPaymentOutcome::AwaitingPayment {
+            purchase: row.purchase()?,
+        },
+        "replayed" => BeginPaymentOutcome::Replayed {
+            purchase: row.purchase()?,
+        },
+        "expired" => BeginPaymentOutcome::Expired {
+            purchase: row.purchase()?,
+        },
+        "confirmed" => BeginPaymentOutcome::Confirmed {
+            purchase: row.purchase()?,
+        },
+        "released" => BeginPaymentOutcome::Released {
+            purchase: row.purchase()?,
+        },
+        "not_found" => BeginPaymentOutcome::NotFound,
+        _ => return Err(row.unexpected()),
+    })
+}
+
+/// Turn a hold (or basket) into a sale paid by `payment_ref`. Safe to
+/// call any number of times, concurrently, in any order.
+pub async fn confirm<'e>(
+    executor: impl sqlx::PgExecutor<'e>,
+    id: HoldId,
+    payment_ref: &PaymentRef,
+) -> Result<ConfirmOutcome> {
+    let row: ResultRow = sqlx::query_as("select * from hf_confirm($1, $2)")
+        .bind(id.0)
+        .bind(payment_ref.as_str())
+        .fetch_one(executor)
+        .await
+        .map_err(classify)?;
+    Ok(match row.status.as_str() {
+        "confirmed" => ConfirmOutcome::Confirmed {
+            purchase: row.purchase()?,
+        },
+        "already_confirmed" => ConfirmOutcome::AlreadyConfirmed {
+            purchase: row.purchase()?,
+        },
+        "duplicate_payment" => ConfirmOutcome::DuplicatePayment {
+            purchase: row.purchase()?,
+            existing_payment_ref: row
+                .existing_payment_ref
+                .clone()
+                .ok_or_else(|| row.missing("existing_payment_ref"))?,
+        },
+        "payment_ref_in_use" => ConfirmOutcome::PaymentRefInUse {
+            purchase: row.purchase()?,
+            other_hold_id: HoldId(
+                row.other_hold_id
+                    .ok_or_else(|| row.missing("other_hold_id"))?,
+            ),
+        },
+        "expired" => ConfirmOutcome::Expired {
+            purchase: row.purchase()?,
+        },
+        "released" => ConfirmOutcome::Released {
+            purchase: row.purchase()?,
+        },
+        "not_found" => ConfirmOutcome::NotFound,
+        _ => return Err(row.unexpected()),
+    })
+}
+
+/// Give a hold (or basket) back before it is paid. `actor` and `reason`
+/// are recorded.
+pub async fn release<'e>(
+    executor: impl sqlx::PgExecutor<'e>,
+    id: HoldId,
+    reason: &str,
+    actor: &str,
+) -> Result<ReleaseOutcome> {
+    let row: ResultRow = sqlx::query_as("select * from hf_release($1, $2, $3)")
+        .bind(id.0)
+        .bind(reason)
+        .bind(actor)
+        .fetch_one(executor)
+        .await
+        .map_err(classify)?;
+    Ok(match row.status.as_str() {
+        "released" => ReleaseOutcome::Released {
+            purchase: row.purchase()?,
+        },
+        "already_released" => ReleaseOutcome::AlreadyReleased {
+            purchase: row.purchase()?,
+        },
+        "confirmed" => ReleaseOutcome::Confirmed {
+            purchase: row.purchase()?,
+        },
+        "expired" => ReleaseOutcome::Expired {
+            purchase: row.purchase()?,
+        },
+        "not_found" => ReleaseOutcome::NotFound,
+        _ => return Err(row.unexpected()),
+    })
 }

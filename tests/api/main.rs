@@ -2,6 +2,7 @@
 
 mod bad_input;
 mod baskets;
+mod checkout;
 mod cli;
 mod health;
 mod helpers;

@@ -1,0 +1,194 @@
+//! The catalogue: products that point at inventory resources, loaded from
+//! `fixtures/catalogue.json` by `holdfast catalogue load` and by the demo.
+
+use std::path::Path;
+
+use anyhow::Context;
+use chrono::{DateTime, Duration, NaiveTime, Utc};
+use serde::{Deserialize, Serialize};
+use sqlx::PgPool;
+
+use crate::inventory::{Capacity, Inventory, ResourceId, UpsertOutcome};
+
+#[derive(Debug, Deserialize)]
+pub struct CatalogueFile {
+    pub currency: String,
+    pub pickup_slots: Option<PickupSlots>,
+    #[serde(default)]
+    pub products: Vec<ProductSpec>,
+}
+
+/// A bakery's slots: the same product every `times_utc` on each day ahead.
+#[derive(Debug, Deserialize)]
+pub struct PickupSlots {
+    pub collection: String,
+    pub name: String,
+    pub description: String,
+    pub price_minor: i64,
+    pub capacity: i64,
+    pub days_ahead: Vec<i64>,
+    pub times_utc: Vec<String>,
+}
+
+#[derive(Debug, Deserialize)]
+pub struct ProductSpec {
+    pub id: String,
+    pub collection: String,
+    pub kind: String,
+    pub name: String,
+    #[serde(default)]
+    pub description: String,
+    pub price_minor: i64,
+    pub capacity: i64,
+    pub days_ahead: Option<i64>,
+    pub time_utc: Option<String>,
+}
+
+/// A product as the shop shows it.
+#[derive(Debug, Clone, Serialize, sqlx::FromRow)]
+pub struct Product {
+    pub id: String,
+    pub resource_id: String,
+    pub kind: String,
+    pub name: String,
+    pub description: String,
+    pub price_minor: i64,
+    pub currency: String,
+    pub starts_at: Option<DateTime<Utc>>,
+    pub collection: String,
+}
+
+/// What loading changed.
+#[derive(Debug, Default, Serialize)]
+pub struct LoadReport {
+    pub products: usize,
+    pub resources_created: usize,
+    /// Resources whose capacity could not shrink below what is committed.
+    pub capacity_kept: Vec<String>,
+}
+
+fn at(today: DateTime<Utc>, days_ahead: i64, time: &str) -> anyhow::Result<DateTime<Utc>> {
+    let time = NaiveTime::parse_from_str(time, "%H:%M")
+        .with_context(|| format!("{time:?} is not a time like 12:30"))?;
+    let day = (today + Duration::days(days_ahead)).date_naive();
+    Ok(day.and_time(time).and_utc())
+}
+
+impl CatalogueFile {
+    pub fn read(path: &Path) -> anyhow::Result<Self> {
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("cannot read {}", path.display()))?;
+        serde_json::from_str(&text)
+            .with_context(|| format!("{} is not a catalogue", path.display()))
+    }
+
+    /// Every product with its capacity and start, dates relative to `today`.
+    fn expand(&self, today: DateTime<Utc>) -> anyhow::Result<Vec<(Product, i64)>> {
+        let mut products = Vec::new();
+        if let Some(slots) = &self.pickup_slots {
+            for day in &slots.days_ahead {
+                for time in &slots.times_utc {
+                    let starts = at(today, *day, time)?;
+                    let id = format!("{}-{}", slots.collection, starts.format("%Y-%m-%d-%H%M"));
+                    products.push((
+                        Product {
+                            resource_id: id.clone(),
+                            id,
+                            kind: "pickup_slot".into(),
+                            name: format!(
+                                "{}, pickup {}",
+                                slots.name,
+                                starts.format("%a %-d %b %H:%M")
+                            ),
+                            description: slots.description.clone(),
+                            price_minor: slots.price_minor,
+                            currency: self.currency.clone(),
+                            starts_at: Some(starts),
+                            collection: slots.collection.clone(),
+                        },
+                        slots.capacity,
+                    ));
+                }
+            }
+        }
+        for spec in &self.products {
+            let starts_at = match (spec.days_ahead, &spec.time_utc) {
+                (Some(days), Some(time)) => Some(at(today, days, time)?),
+                _ => None,
+            };
+            products.push((
+                Product {
+                    id: spec.id.clone(),
+                    resource_id: spec.id.clone(),
+                    kind: spec.kind.clone(),
+                    name: spec.name.clone(),
+                    description: spec.description.clone(),
+                    price_minor: spec.price_minor,
+                    currency: self.currency.clone(),
+                    starts_at,
+                    collection: spec.collection.clone(),
+                },
+                spec.capacity,
+            ));
+        }
+        Ok(products)
+    }
+
+    /// Create or update every resource and product. Loading twice changes
+    /// nothing; a capacity that would fall below what is committed is kept.
+    pub async fn load(&self, pool: &PgPool) -> anyhow::Result<LoadReport> {
+        let inventory = Inventory::new(pool.clone());
+        let mut report = LoadReport::default();
+        for (product, capacity) in self.expand(Utc::now())? {
+            let resource = ResourceId::parse(&product.resource_id)?;
+            match inventory
+                .upsert_resource(&resource, Capacity::parse(capacity)?)
+                .await?
+            {
+                UpsertOutcome::Created { .. } => report.resources_created += 1,
+                UpsertOutcome::Updated { .. } => {}
+                UpsertOutcome::CapacityBelowCommitted { .. } => {
+                    report.capacity_kept.push(product.resource_id.clone())
+                }
+            }
+            sqlx::query(
+                "insert into products (id, resource_id, kind, name, description, price_minor, currency, \
+                                       starts_at, collection, position) \
+                 values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) \
+                 on conflict (id) do update \
+                    set resource_id = excluded.resource_id, kind = excluded.kind, name = excluded.name, \
+                        description = excluded.description, price_minor = excluded.price_minor, \
+                        currency = excluded.currency, starts_at = excluded.starts_at, \
+                        collection = excluded.collection, position = excluded.position, active = true",
+            )
+            .bind(&product.id)
+            .bind(&product.resource_id)
+            .bind(&product.kind)
+            .bind(&product.name)
+            .bind(&product.description)
+            .bind(product.price_minor)
+            .bind(&product.currency)
+            .bind(product.starts_at)
+            .bind(&product.collection)
+            .bind(report.products as i32)
+            .execute(pool)
+            .await
+            .with_context(|| format!("cannot store product {}", product.id))?;
+            report.products += 1;
+        }
+        Ok(report)
+    }
+}
+
+/// Active products of one collection (or all), in page order.
+pub async fn products(pool: &PgPool, collection: Option<&str>) -> sqlx::Result<Vec<Product>> {
+    sqlx::query_as(
+        "select id, resource_id, kind, name, description, price_minor, currency, starts_at, collection \
+           from products \
+          where active and ($1::text is null or collection = $1) \
+          order by collection, position, id",
+    )
+    .bind(collection)
+    .fetch_all(pool)
+    .await
+}

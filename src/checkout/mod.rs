@@ -1,0 +1,677 @@
+//! Basket → order + holds → payment → the one confirm routine.
+//!
+//! SPEC §3 in code: checkout start writes the pending order and holds every
+//! line in one transaction; the provider is called after the commit, outside
+//! any lock; `attach_payment` then moves the holds into the payment phase
+//! with a deadline that covers the provider's own expiry. Every confirmation
+//! path (the browser's return, the webhook, reconciliation) goes through
+//! [`confirm_payment`], the only place that turns a payment into a sale.
+
+pub mod catalogue;
+pub mod codes;
+
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+use sqlx::{PgPool, Postgres, Transaction};
+use uuid::Uuid;
+
+use crate::inventory::{
+    self, AccountId, Basket, BasketLine, BasketOutcome, BasketRequest, BeginPaymentOutcome,
+    ConfirmOutcome, HoldId, IdempotencyKey, InvalidInput, InventoryError, PaymentRef, Quantity,
+    ReleaseOutcome, ResourceId, Span,
+};
+
+#[derive(Debug, thiserror::Error)]
+pub enum CheckoutError {
+    #[error("invalid input: {0}")]
+    InvalidInput(String),
+    #[error(transparent)]
+    Inventory(#[from] InventoryError),
+    #[error(transparent)]
+    Database(#[from] sqlx::Error),
+}
+
+impl From<InvalidInput> for CheckoutError {
+    fn from(error: InvalidInput) -> Self {
+        CheckoutError::InvalidInput(error.0)
+    }
+}
+
+pub type Result<T> = std::result::Result<T, CheckoutError>;
+
+/// The payment providers a shop can use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Provider {
+    Stripe,
+    Razorpay,
+}
+
+impl Provider {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Provider::Stripe => "stripe",
+            Provider::Razorpay => "razorpay",
+        }
+    }
+}
+
+/// Who is paying.
+#[derive(Debug, Clone)]
+pub struct Customer {
+    name: String,
+    email: String,
+}
+
+impl Customer {
+    pub fn parse(name: &str, email: &str) -> std::result::Result<Self, InvalidInput> {
+        let name = name.trim();
+        let email = email.trim();
+        if name.is_empty() || name.chars().count() > 200 || name.chars().any(char::is_control) {
+            return Err(InvalidInput(
+                "please give a name of up to 200 characters".into(),
+            ));
+        }
+        let plausible = email.len() <= 254
+            && !email.chars().any(|c| c.is_whitespace() || c.is_control())
+            && email
+                .split_once('@')
+                .is_some_and(|(local, domain)| !local.is_empty() && domain.contains('.'));
+        if !plausible {
+            return Err(InvalidInput(
+                "please give an e-mail address like you@example.com".into(),
+            ));
+        }
+        Ok(Self {
+            name: name.to_owned(),
+            email: email.to_owned(),
+        })
+    }
+
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    pub fn email(&self) -> &str {
+        &self.email
+    }
+}
+
+/// One line the shopper asked for.
+#[derive(Debug, Clone)]
+pub struct WantedLine {
+    pub product_id: String,
+    pub qty: Quantity,
+}
+
+/// A checkout as the form submits it.
+#[derive(Debug, Clone)]
+pub struct CheckoutStart {
+    /// The form's one-time key: a second submit finds the same order.
+    pub checkout_key: IdempotencyKey,
+    /// The basket's owner (its cookie), for account caps.
+    pub account: AccountId,
+    pub lines: Vec<WantedLine>,
+    pub customer: Customer,
+    pub provider: Provider,
+}
+
+/// A line that cannot be had, in the shopper's words.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ShortLine {
+    pub product_id: String,
+    pub name: String,
+    pub requested: i32,
+    pub available: i32,
+}
+
+/// An order as checkout and the pages need it.
+#[derive(Debug, Clone, PartialEq, Serialize, sqlx::FromRow)]
+pub struct Order {
+    pub id: Uuid,
+    pub token: String,
+    pub state: String,
+    pub customer_name: String,
+    pub customer_email: String,
+    pub currency: String,
+    pub amount_minor: i64,
+    pub hold_id: Option<Uuid>,
+    pub provider: String,
+    pub provider_session_id: Option<String>,
+    pub provider_url: Option<String>,
+    pub provider_expires_at: Option<DateTime<Utc>>,
+    pub payment_ref: Option<String>,
+    pub flag: Option<String>,
+    pub pickup_code: Option<String>,
+    pub created_at: DateTime<Utc>,
+    pub paid_at: Option<DateTime<Utc>>,
+}
+
+/// An order's line, with what the provider's line items need.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, sqlx::FromRow)]
+pub struct OrderLine {
+    pub product_id: String,
+    pub name: String,
+    pub qty: i32,
+    pub unit_price_minor: i64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "status", rename_all = "snake_case")]
+pub enum StartOutcome {
+    /// The order is pending and every line is held: call the provider.
+    Started { order: Order, lines: Vec<OrderLine> },
+    /// The form was submitted before: this is its order.
+    AlreadyStarted { order: Order },
+    /// Nothing was held; these lines are short.
+    Unavailable { lines: Vec<ShortLine> },
+    /// The basket would take more than one shopper may hold.
+    OverLimit { lines: Vec<ShortLine> },
+    /// Products that do not exist (or are no longer sold).
+    UnknownProducts { ids: Vec<String> },
+}
+
+pub async fn order_by_id(pool: &PgPool, id: Uuid) -> sqlx::Result<Option<Order>> {
+    sqlx::query_as("select * from orders where id = $1")
+        .bind(id)
+        .fetch_optional(pool)
+        .await
+}
+
+pub async fn order_by_token(pool: &PgPool, token: &str) -> sqlx::Result<Option<Order>> {
+    sqlx::query_as("select * from orders where token = $1")
+        .bind(token)
+        .fetch_optional(pool)
+        .await
+}
+
+pub async fn order_by_session(pool: &PgPool, session_id: &str) -> sqlx::Result<Option<Order>> {
+    sqlx::query_as("select * from orders where provider_session_id = $1")
+        .bind(session_id)
+        .fetch_optional(pool)
+        .await
+}
+
+pub async fn order_lines(pool: &PgPool, order_id: Uuid) -> sqlx::Result<Vec<OrderLine>> {
+    sqlx::query_as(
+        "select product_id, name, qty, unit_price_minor from order_lines \
+          where order_id = $1 order by product_id",
+    )
+    .bind(order_id)
+    .fetch_all(pool)
+    .await
+}
+
+/// The ticket codes of an order, by product.
+pub async fn order_codes(pool: &PgPool, order_id: Uuid) -> sqlx::Result<Vec<(String, String)>> {
+    sqlx::query_as(
+        "select product_id, code from order_codes where order_id = $1 order by product_id, code",
+    )
+    .bind(order_id)
+    .fetch_all(pool)
+    .await
+}
+
+#[derive(sqlx::FromRow)]
+struct PricedProduct {
+    id: String,
+    resource_id: String,
+    name: String,
+    price_minor: i64,
+    currency: String,
+}
+
+/// Step one of checkout: in one transaction, the pending order and a hold on
+/// every line. Nothing is held when anything is short.
+pub async fn start_checkout(pool: &PgPool, start: &CheckoutStart) -> Result<StartOutcome> {
+    // the same product twice is one line
+    let mut wanted: Vec<(String, i64)> = Vec::new();
+    for line in &start.lines {
+        match wanted.iter_mut().find(|(id, _)| *id == line.product_id) {
+            Some((_, qty)) => *qty += i64::from(line.qty.get()),
+            None => wanted.push((line.product_id.clone(), i64::from(line.qty.get()))),
+        }
+    }
+    if wanted.is_empty() {
+        return Err(CheckoutError::InvalidInput("the basket is empty".into()));
+    }
+    let ids: Vec<&str> = wanted.iter().map(|(id, _)| id.as_str()).collect();
+    let products: Vec<PricedProduct> = sqlx::query_as(
+        "select id, resource_id, name, price_minor, currency from products \
+          where active and id = any($1)",
+    )
+    .bind(&ids)
+    .fetch_all(pool)
+    .await?;
+    let unknown: Vec<String> = ids
+        .iter()
+        .filter(|id| !products.iter().any(|p| p.id == **id))
+        .map(|id| (*id).to_owned())
+        .collect();
+    if !unknown.is_empty() {
+        return Ok(StartOutcome::UnknownProducts { ids: unknown });
+    }
+    let currency = &products[0].currency;
+    if products.iter().any(|p| &p.currency != currency) {
+        return Err(CheckoutError::InvalidInput(
+            "one order is paid in one currency".into(),
+        ));
+    }
+    let product = |id: &str| products.iter().find(|p| p.id == id).expect("checked above");
+    let mut lines = Vec::with_capacity(wanted.len());
+    let mut amount: i64 = 0;
+    for (id, qty) in &wanted {
+        let qty = Quantity::parse(*qty)?;
+        let p = product(id);
+        amount = p
+            .price_minor
+            .checked_mul(i64::from(qty.get()))
+            .and_then(|line| amount.checked_add(line))
+            .ok_or_else(|| CheckoutError::InvalidInput("the order total is too large".into()))?;
+        lines.push(OrderLine {
+            product_id: p.id.clone(),
+            name: p.name.clone(),
+            qty: qty.get(),
+            unit_price_minor: p.price_minor,
+        });
+    }
+
+    let mut tx = pool.begin().await?;
+    let token = codes::order_token();
+    let inserted: Option<Uuid> = sqlx::query_scalar(
+        "insert into orders (token, checkout_key, customer_name, customer_email, currency, \
+                             amount_minor, provider) \
+         values ($1, $2, $3, $4, $5, $6, $7) \
+         on conflict (checkout_key) do nothing \
+         returning id",
+    )
+    .bind(&token)
+    .bind(start.checkout_key.as_str())
+    .bind(start.customer.name())
+    .bind(start.customer.email())
+    .bind(currency)
+    .bind(amount)
+    .bind(start.provider.as_str())
+    .fetch_optional(&mut *tx)
+    .await?;
+    let Some(order_id) = inserted else {
+        // a double submit: the first submit's order, whatever became of it
+        tx.rollback().await?;
+        let existing: Order = sqlx::query_as("select * from orders where checkout_key = $1")
+            .bind(start.checkout_key.as_str())
+            .fetch_one(pool)
+            .await?;
+        return Ok(StartOutcome::AlreadyStarted { order: existing });
+    };
+    for line in &lines {
+        sqlx::query(
+            "insert into order_lines (order_id, product_id, name, qty, unit_price_minor) \
+             values ($1, $2, $3, $4, $5)",
+        )
+        .bind(order_id)
+        .bind(&line.product_id)
+        .bind(&line.name)
+        .bind(line.qty)
+        .bind(line.unit_price_minor)
+        .execute(&mut *tx)
+        .await?;
+    }
+
+    let basket = Basket::parse(
+        lines
+            .iter()
+            .map(|line| {
+                Ok(BasketLine {
+                    resource: ResourceId::parse(&product(&line.product_id).resource_id)?,
+                    qty: Quantity::parse(i64::from(line.qty))?,
+                })
+            })
+            .collect::<std::result::Result<Vec<_>, InvalidInput>>()?,
+    )?;
+    let request = BasketRequest {
+        basket,
+        account: start.account.clone(),
+        idempotency_key: Some(start.checkout_key.clone()),
+        ttl: None,
+    };
+    let short_lines = |outcome_lines: &[inventory::LineAvailability]| -> Vec<ShortLine> {
+        outcome_lines
+            .iter()
+            .filter(|l| l.short)
+            .filter_map(|l| {
+                products
+                    .iter()
+                    .find(|p| p.resource_id == l.resource_id)
+                    .map(|p| ShortLine {
+                        product_id: p.id.clone(),
+                        name: p.name.clone(),
+                        requested: l.requested,
+                        available: l.available,
+                    })
+            })
+            .collect()
+    };
+    let hold_id = match inventory::hold_basket(&mut *tx, &request).await? {
+        BasketOutcome::Held { basket_id, .. } | BasketOutcome::Replayed { basket_id, .. } => {
+            basket_id
+        }
+        BasketOutcome::Insufficient { lines } => {
+            tx.rollback().await?;
+            return Ok(StartOutcome::Unavailable {
+                lines: short_lines(&lines),
+            });
+        }
+        BasketOutcome::AccountCap { lines } => {
+            tx.rollback().await?;
+            return Ok(StartOutcome::OverLimit {
+                lines: short_lines(&lines),
+            });
+        }
+        BasketOutcome::UnknownResource { unknown } => {
+            tx.rollback().await?;
+            return Ok(StartOutcome::UnknownProducts { ids: unknown });
+        }
+    };
+    let order: Order = sqlx::query_as(
+        "update orders set hold_id = $2, updated_at = now() where id = $1 returning *",
+    )
+    .bind(order_id)
+    .bind(hold_id.0)
+    .fetch_one(&mut *tx)
+    .await?;
+    tx.commit().await?;
+    Ok(StartOutcome::Started { order, lines })
+}
+
+/// What the provider gave us for a started order.
+#[derive(Debug, Clone)]
+pub struct ProviderSession {
+    pub id: String,
+    pub url: String,
+    pub expires_at: DateTime<Utc>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "status", rename_all = "snake_case")]
+pub enum AttachOutcome {
+    /// The holds live until after the provider's session expires: redirect.
+    Paying { order: Order },
+    /// The holds ended before payment could start (the sweeper, a release):
+    /// the shopper must start again.
+    Ended { order: Order },
+}
+
+/// Step two, after the provider answered: remember its session and move the
+/// holds into the payment phase, with a deadline a margin past the
+/// session's own expiry so a payment the provider accepts finds them alive.
+pub async fn attach_payment(
+    pool: &PgPool,
+    order_id: Uuid,
+    session: &ProviderSession,
+) -> Result<AttachOutcome> {
+    const MARGIN_SECONDS: i64 = 5 * 60;
+    let mut tx = pool.begin().await?;
+    let hold_id: Option<Uuid> =
+        sqlx::query_scalar("select hold_id from orders where id = $1 for update")
+            .bind(order_id)
+            .fetch_optional(&mut *tx)
+            .await?
+            .flatten();
+    let Some(hold_id) = hold_id else {
+        return Err(CheckoutError::InvalidInput(format!(
+            "no started order {order_id}"
+        )));
+    };
+    let window = (session.expires_at - Utc::now()).num_seconds().max(0) + MARGIN_SECONDS;
+    let window = Span::parse(
+        "payment window",
+        std::time::Duration::from_secs(window as u64),
+    )?;
+    let outcome = inventory::begin_payment(&mut *tx, HoldId(hold_id), Some(window)).await?;
+    let alive = matches!(
+        outcome,
+        BeginPaymentOutcome::AwaitingPayment { .. } | BeginPaymentOutcome::Replayed { .. }
+    );
+    let order: Order = sqlx::query_as(
+        "update orders \
+            set provider_session_id = $2, provider_url = $3, provider_expires_at = $4, \
+                state = case when $5 then state else 'expired' end, updated_at = now() \
+          where id = $1 returning *",
+    )
+    .bind(order_id)
+    .bind(&session.id)
+    .bind(&session.url)
+    .bind(session.expires_at)
+    .bind(alive)
+    .fetch_one(&mut *tx)
+    .await?;
+    tx.commit().await?;
+    Ok(if alive {
+        AttachOutcome::Paying { order }
+    } else {
+        AttachOutcome::Ended { order }
+    })
+}
+
+/// Give an order's units back before it was paid: the provider failed at
+/// checkout start, the session expired, or the shopper cancelled. A paid
+/// order is left alone. Returns the order as it is now.
+pub async fn release_order(
+    pool: &PgPool,
+    order_id: Uuid,
+    reason: &str,
+    actor: &str,
+    final_state: &str,
+) -> Result<Option<Order>> {
+    let mut tx = pool.begin().await?;
+    // lock: the order first, then (inside the engine) its resources
+    let hold_id: Option<Option<Uuid>> =
+        sqlx::query_scalar("select hold_id from orders where id = $1 for update")
+            .bind(order_id)
+            .fetch_optional(&mut *tx)
+            .await?;
+    let Some(hold_id) = hold_id else {
+        return Ok(None);
+    };
+    if let Some(hold_id) = hold_id {
+        match inventory::release(&mut *tx, HoldId(hold_id), reason, actor).await? {
+            ReleaseOutcome::Released { .. }
+            | ReleaseOutcome::AlreadyReleased { .. }
+            | ReleaseOutcome::Expired { .. }
+            | ReleaseOutcome::NotFound => {}
+            ReleaseOutcome::Confirmed { .. } => {
+                // the money won the race: the order is paid, not released
+                tx.commit().await?;
+                return Ok(order_by_id(pool, order_id).await?);
+            }
+        }
+    }
+    sqlx::query(
+        "update orders set state = $2, updated_at = now() where id = $1 and state = 'pending'",
+    )
+    .bind(order_id)
+    .bind(final_state)
+    .execute(&mut *tx)
+    .await?;
+    tx.commit().await?;
+    Ok(order_by_id(pool, order_id).await?)
+}
+
+/// A payment reported by a provider, from any path.
+#[derive(Debug, Clone)]
+pub struct PaymentReport {
+    pub order_id: Uuid,
+    pub provider: Provider,
+    pub payment_ref: PaymentRef,
+    /// Which path reported it, for the history.
+    pub source: &'static str,
+}
+
+/// What the one confirm routine did with a payment.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "action", rename_all = "snake_case")]
+pub enum Fulfilment {
+    /// First confirmation: the order is paid and its codes issued.
+    Fulfilled { order_id: Uuid },
+    /// Another path got there first.
+    AlreadyFulfilled { order_id: Uuid },
+    /// The money goes back: a second payment, or money for a hold that ended.
+    RefundQueued { order_id: Uuid, reason: String },
+    /// The payment already bought another order: staff must look.
+    Flagged { order_id: Uuid, other_hold_id: Uuid },
+    /// No such order or hold: logged, nothing to do.
+    Unknown,
+}
+
+/// The one confirm routine. Safe to run any number of times, concurrently,
+/// in any order, from the return handler, the webhook and reconciliation:
+/// the order row lock serialises the paths, the engine decides, and the
+/// effect (order paid and codes, a refund job, a flag) commits together
+/// with the engine's change.
+pub async fn confirm_payment(pool: &PgPool, report: &PaymentReport) -> Result<Fulfilment> {
+    let mut tx = pool.begin().await?;
+    // lock: the order first, then (inside the engine) its resources
+    let row: Option<(Option<Uuid>, String)> =
+        sqlx::query_as("select hold_id, state from orders where id = $1 for update")
+            .bind(report.order_id)
+            .fetch_optional(&mut *tx)
+            .await?;
+    let Some((Some(hold_id), _state)) = row else {
+        tracing::warn!(order = %report.order_id, source = report.source, "payment for an unknown order");
+        return Ok(Fulfilment::Unknown);
+    };
+    let order_id = report.order_id;
+    let outcome = inventory::confirm(&mut *tx, HoldId(hold_id), &report.payment_ref).await?;
+    let fulfilment = match outcome {
+        ConfirmOutcome::Confirmed { .. } => {
+            fulfil(&mut tx, order_id, &report.payment_ref).await?;
+            Fulfilment::Fulfilled { order_id }
+        }
+        ConfirmOutcome::AlreadyConfirmed { .. } => Fulfilment::AlreadyFulfilled { order_id },
+        ConfirmOutcome::DuplicatePayment { .. } => {
+            queue_refund(&mut tx, report, "duplicate_payment").await?;
+            Fulfilment::RefundQueued {
+                order_id,
+                reason: "duplicate_payment".into(),
+            }
+        }
+        ConfirmOutcome::Expired { .. } | ConfirmOutcome::Released { .. } => {
+            let reason = if matches!(outcome, ConfirmOutcome::Expired { .. }) {
+                "hold_expired"
+            } else {
+                "hold_released"
+            };
+            queue_refund(&mut tx, report, reason).await?;
+            sqlx::query(
+                "update orders set state = 'refund_pending', updated_at = now() \
+                  where id = $1 and state in ('pending', 'expired', 'cancelled')",
+            )
+            .bind(order_id)
+            .execute(&mut *tx)
+            .await?;
+            Fulfilment::RefundQueued {
+                order_id,
+                reason: reason.into(),
+            }
+        }
+        ConfirmOutcome::PaymentRefInUse { other_hold_id, .. } => {
+            sqlx::query("update orders set flag = $2, updated_at = now() where id = $1")
+                .bind(order_id)
+                .bind(format!(
+                    "payment_ref_in_use: {} already paid hold {}",
+                    report.payment_ref, other_hold_id
+                ))
+                .execute(&mut *tx)
+                .await?;
+            Fulfilment::Flagged {
+                order_id,
+                other_hold_id: other_hold_id.0,
+            }
+        }
+        ConfirmOutcome::NotFound => {
+            tracing::warn!(order = %order_id, "the order's hold is gone");
+            Fulfilment::Unknown
+        }
+    };
+    tx.commit().await?;
+    tracing::info!(order = %order_id, source = report.source, ?fulfilment, "payment confirmed");
+    Ok(fulfilment)
+}
+
+/// Mark the order paid, issue its codes and queue its confirmation message.
+async fn fulfil(
+    tx: &mut Transaction<'_, Postgres>,
+    order_id: Uuid,
+    payment_ref: &PaymentRef,
+) -> Result<()> {
+    let pickup: bool = sqlx::query_scalar(
+        "select exists (select 1 from order_lines l join products p on p.id = l.product_id \
+                         where l.order_id = $1 and p.kind = 'pickup_slot')",
+    )
+    .bind(order_id)
+    .fetch_one(&mut **tx)
+    .await?;
+    sqlx::query(
+        "update orders set state = 'paid', payment_ref = $2, paid_at = now(), pickup_code = $3, \
+                updated_at = now() \
+          where id = $1",
+    )
+    .bind(order_id)
+    .bind(payment_ref.as_str())
+    .bind(pickup.then(codes::pickup_code))
+    .execute(&mut **tx)
+    .await?;
+    let tickets: Vec<(String, i32)> = sqlx::query_as(
+        "select l.product_id, l.qty from order_lines l join products p on p.id = l.product_id \
+          where l.order_id = $1 and p.kind = 'ticket' order by l.product_id",
+    )
+    .bind(order_id)
+    .fetch_all(&mut **tx)
+    .await?;
+    for (product_id, qty) in tickets {
+        for _ in 0..qty {
+            sqlx::query("insert into order_codes (code, order_id, product_id) values ($1, $2, $3)")
+                .bind(codes::ticket_code())
+                .bind(order_id)
+                .bind(&product_id)
+                .execute(&mut **tx)
+                .await?;
+        }
+    }
+    sqlx::query(
+        "insert into outbox_jobs (kind, dedupe_key, payload) values ('order_confirmation', $1, $2) \
+         on conflict (dedupe_key) do nothing",
+    )
+    .bind(format!("order_confirmation:{order_id}"))
+    .bind(serde_json::json!({ "order_id": order_id }))
+    .execute(&mut **tx)
+    .await?;
+    Ok(())
+}
+
+/// Queue the refund of one payment. One payment is refunded once, however
+/// many paths report it.
+async fn queue_refund(
+    tx: &mut Transaction<'_, Postgres>,
+    report: &PaymentReport,
+    reason: &str,
+) -> Result<()> {
+    sqlx::query(
+        "insert into outbox_jobs (kind, dedupe_key, payload) values ('refund', $1, $2) \
+         on conflict (dedupe_key) do nothing",
+    )
+    .bind(format!(
+        "refund:{}:{}",
+        report.provider.as_str(),
+        report.payment_ref
+    ))
+    .bind(serde_json::json!({
+        "order_id": report.order_id,
+        "provider": report.provider.as_str(),
+        "payment_ref": report.payment_ref.as_str(),
+        "reason": reason,
+    }))
+    .execute(&mut **tx)
+    .await?;
+    Ok(())
+}

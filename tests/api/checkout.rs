@@ -1,0 +1,439 @@
+//! Checkout start and the one confirm routine, against a real PostgreSQL
+//! with the demo catalogue loaded.
+
+use futures::future::join_all;
+use holdfast::checkout::catalogue::{self, CatalogueFile};
+use holdfast::checkout::{
+    self, AttachOutcome, CheckoutStart, Customer, Fulfilment, PaymentReport, Provider,
+    ProviderSession, StartOutcome, WantedLine,
+};
+use holdfast::inventory::{IdempotencyKey, PaymentRef};
+use uuid::Uuid;
+
+use crate::helpers::*;
+
+async fn demo(db: &TestDb) {
+    let file = CatalogueFile::read(
+        concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/catalogue.json").as_ref(),
+    )
+    .expect("the demo catalogue parses");
+    let report = file.load(&db.pool).await.expect("load");
+    assert_eq!(
+        report.products,
+        8 + 3,
+        "eight pickup slots, two ticket tiers, one jar"
+    );
+    // loading again changes nothing
+    let again = file.load(&db.pool).await.unwrap();
+    assert_eq!((again.products, again.resources_created), (11, 0));
+}
+
+async fn first_slot(db: &TestDb) -> String {
+    catalogue::products(&db.pool, Some("bakery")).await.unwrap()[0]
+        .id
+        .clone()
+}
+
+fn start(key: &str, lines: &[(&str, i64)]) -> CheckoutStart {
+    CheckoutStart {
+        checkout_key: IdempotencyKey::parse(key).unwrap(),
+        account: account(&format!("basket-{key}")),
+        lines: lines
+            .iter()
+            .map(|(id, n)| WantedLine {
+                product_id: (*id).to_owned(),
+                qty: qty(*n),
+            })
+            .collect(),
+        customer: Customer::parse("Ada Shopper", "ada@example.com").unwrap(),
+        provider: Provider::Stripe,
+    }
+}
+
+async fn started(db: &TestDb, key: &str, lines: &[(&str, i64)]) -> checkout::Order {
+    match checkout::start_checkout(&db.pool, &start(key, lines))
+        .await
+        .unwrap()
+    {
+        StartOutcome::Started { order, .. } => order,
+        other => panic!("expected a started checkout, got {other:?}"),
+    }
+}
+
+fn report(order_id: Uuid, payment: &str, source: &'static str) -> PaymentReport {
+    PaymentReport {
+        order_id,
+        provider: Provider::Stripe,
+        payment_ref: PaymentRef::parse(payment).unwrap(),
+        source,
+    }
+}
+
+async fn jobs(db: &TestDb, kind: &str) -> Vec<serde_json::Value> {
+    sqlx::query_scalar("select payload from outbox_jobs where kind = $1 order by id")
+        .bind(kind)
+        .fetch_all(&db.pool)
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn checkout_start_writes_the_order_and_holds_every_line_in_one_go() {
+    let db = TestDb::new().await;
+    demo(&db).await;
+    let slot = first_slot(&db).await;
+    let order = started(&db, "form-1", &[(&slot, 1), ("harbour-lights-general", 2)]).await;
+    assert_eq!(
+        (
+            order.state.as_str(),
+            order.amount_minor,
+            order.currency.as_str()
+        ),
+        ("pending", 1800 + 2 * 3500, "eur")
+    );
+    assert_eq!(order.token.len(), 64);
+    let inventory = db.inventory();
+    assert_eq!(
+        inventory.status(&rid(&slot)).await.unwrap().unwrap().held,
+        1
+    );
+    assert_eq!(
+        inventory
+            .status(&rid("harbour-lights-general"))
+            .await
+            .unwrap()
+            .unwrap()
+            .held,
+        2
+    );
+
+    // a double submit is the same order, and holds nothing more
+    match checkout::start_checkout(
+        &db.pool,
+        &start("form-1", &[(&slot, 1), ("harbour-lights-general", 2)]),
+    )
+    .await
+    .unwrap()
+    {
+        StartOutcome::AlreadyStarted { order: again } => assert_eq!(again.id, order.id),
+        other => panic!("expected the same order, got {other:?}"),
+    }
+    assert_eq!(
+        inventory.status(&rid(&slot)).await.unwrap().unwrap().held,
+        1
+    );
+    let orders: i64 = sqlx::query_scalar("select count(*) from orders")
+        .fetch_one(&db.pool)
+        .await
+        .unwrap();
+    assert_eq!(orders, 1);
+}
+
+#[tokio::test]
+async fn a_short_line_is_named_and_nothing_is_held_or_ordered() {
+    let db = TestDb::new().await;
+    demo(&db).await;
+    let outcome = checkout::start_checkout(
+        &db.pool,
+        &start("greedy", &[("wild-honey", 2), ("harbour-lights-vip", 21)]),
+    )
+    .await
+    .unwrap();
+    let StartOutcome::Unavailable { lines } = outcome else {
+        panic!("expected unavailable, got {outcome:?}");
+    };
+    assert_eq!(lines.len(), 1);
+    assert_eq!(
+        (
+            lines[0].name.as_str(),
+            lines[0].requested,
+            lines[0].available
+        ),
+        ("Harbour Lights — VIP", 21, 20)
+    );
+    let (orders, holds): (i64, i64) =
+        sqlx::query_as("select (select count(*) from orders), (select count(*) from holds)")
+            .fetch_one(&db.pool)
+            .await
+            .unwrap();
+    assert_eq!((orders, holds), (0, 0));
+
+    let unknown = checkout::start_checkout(&db.pool, &start("odd", &[("no-such-thing", 1)]))
+        .await
+        .unwrap();
+    assert_eq!(
+        unknown,
+        StartOutcome::UnknownProducts {
+            ids: vec!["no-such-thing".into()]
+        }
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn two_hundred_checkouts_for_ten_units_start_exactly_ten_orders() {
+    let db = TestDb::with_connections(40).await;
+    demo(&db).await;
+    db.inventory()
+        .upsert_resource(
+            &rid("harbour-lights-vip"),
+            holdfast::inventory::Capacity::parse(10).unwrap(),
+        )
+        .await
+        .unwrap();
+    let outcomes = join_all((0..200).map(|i| {
+        let pool = db.pool.clone();
+        let form = start(&format!("storm-{i}"), &[("harbour-lights-vip", 1)]);
+        tokio::spawn(async move { checkout::start_checkout(&pool, &form).await.unwrap() })
+    }))
+    .await;
+    let mut started = 0;
+    let mut refused = 0;
+    for outcome in outcomes {
+        match outcome.unwrap() {
+            StartOutcome::Started { .. } => started += 1,
+            StartOutcome::Unavailable { lines } => {
+                assert_eq!(
+                    (lines[0].name.as_str(), lines[0].available),
+                    ("Harbour Lights — VIP", 0)
+                );
+                refused += 1;
+            }
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+    assert_eq!((started, refused), (10, 190));
+    let orders: i64 = sqlx::query_scalar("select count(*) from orders")
+        .fetch_one(&db.pool)
+        .await
+        .unwrap();
+    assert_eq!(orders, 10, "a refused checkout leaves no order behind");
+    assert_no_drift(&db.inventory()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn the_return_and_the_webhook_racing_fulfil_exactly_once_twenty_times() {
+    let db = TestDb::with_connections(30).await;
+    demo(&db).await;
+    for round in 0..20 {
+        let order = started(
+            &db,
+            &format!("race-{round}"),
+            &[("harbour-lights-general", 2), ("wild-honey", 1)],
+        )
+        .await;
+        let payment = format!("pi_race_{round}");
+        let results = join_all((0..6).map(|i| {
+            let pool = db.pool.clone();
+            let report = report(
+                order.id,
+                &payment,
+                if i % 2 == 0 { "return" } else { "webhook" },
+            );
+            tokio::spawn(async move { checkout::confirm_payment(&pool, &report).await.unwrap() })
+        }))
+        .await;
+        let fulfilled = results
+            .iter()
+            .filter(|r| matches!(r.as_ref().unwrap(), Fulfilment::Fulfilled { .. }))
+            .count();
+        let already = results
+            .iter()
+            .filter(|r| matches!(r.as_ref().unwrap(), Fulfilment::AlreadyFulfilled { .. }))
+            .count();
+        assert_eq!((fulfilled, already), (1, 5), "round {round}");
+        let codes = checkout::order_codes(&db.pool, order.id).await.unwrap();
+        assert_eq!(codes.len(), 2, "two tickets, two codes, issued once");
+    }
+    let status = db
+        .inventory()
+        .status(&rid("harbour-lights-general"))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!((status.held, status.sold), (0, 40));
+    assert_eq!(jobs(&db, "order_confirmation").await.len(), 20);
+    assert!(jobs(&db, "refund").await.is_empty());
+    assert_no_drift(&db.inventory()).await;
+}
+
+#[tokio::test]
+async fn a_paid_order_has_its_codes_and_a_second_payment_is_refunded_once() {
+    let db = TestDb::new().await;
+    demo(&db).await;
+    let slot = first_slot(&db).await;
+    let order = started(&db, "pay-twice", &[(&slot, 1), ("harbour-lights-vip", 2)]).await;
+    let session = ProviderSession {
+        id: "cs_test_1".into(),
+        url: "http://sandbox/pay/cs_test_1".into(),
+        expires_at: chrono::Utc::now() + chrono::Duration::minutes(30),
+    };
+    let AttachOutcome::Paying { order: paying } =
+        checkout::attach_payment(&db.pool, order.id, &session)
+            .await
+            .unwrap()
+    else {
+        panic!("expected paying");
+    };
+    assert_eq!(paying.provider_session_id.as_deref(), Some("cs_test_1"));
+    let deadline: chrono::DateTime<chrono::Utc> =
+        sqlx::query_scalar("select min(payment_deadline) from holds")
+            .fetch_one(&db.pool)
+            .await
+            .unwrap();
+    assert!(
+        deadline > session.expires_at,
+        "the holds outlive the provider's session"
+    );
+
+    assert_eq!(
+        checkout::confirm_payment(&db.pool, &report(order.id, "pi_first", "webhook"))
+            .await
+            .unwrap(),
+        Fulfilment::Fulfilled { order_id: order.id }
+    );
+    let paid = checkout::order_by_id(&db.pool, order.id)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        (paid.state.as_str(), paid.payment_ref.as_deref()),
+        ("paid", Some("pi_first"))
+    );
+    assert_eq!(paid.pickup_code.as_ref().map(String::len), Some(6));
+    assert_eq!(
+        checkout::order_codes(&db.pool, order.id)
+            .await
+            .unwrap()
+            .len(),
+        2
+    );
+
+    // the second payment, reported by both paths, is refunded once
+    for source in ["webhook", "return", "webhook"] {
+        let outcome = checkout::confirm_payment(&db.pool, &report(order.id, "pi_second", source))
+            .await
+            .unwrap();
+        assert!(
+            matches!(outcome, Fulfilment::RefundQueued { ref reason, .. } if reason == "duplicate_payment"),
+            "{outcome:?}"
+        );
+    }
+    let refunds = jobs(&db, "refund").await;
+    assert_eq!(refunds.len(), 1);
+    assert_eq!(refunds[0]["payment_ref"], "pi_second");
+    let still = checkout::order_by_id(&db.pool, order.id)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        (still.state.as_str(), still.payment_ref.as_deref()),
+        ("paid", Some("pi_first"))
+    );
+}
+
+#[tokio::test]
+async fn money_after_a_release_or_expiry_is_refunded_and_never_revives_the_order() {
+    let db = TestDb::new().await;
+    demo(&db).await;
+    let released = started(&db, "released", &[("wild-honey", 3)]).await;
+    checkout::release_order(
+        &db.pool,
+        released.id,
+        "checkout.session.expired",
+        "stripe",
+        "expired",
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        db.inventory()
+            .status(&rid("wild-honey"))
+            .await
+            .unwrap()
+            .unwrap()
+            .held,
+        0
+    );
+    let outcome = checkout::confirm_payment(&db.pool, &report(released.id, "pi_late", "webhook"))
+        .await
+        .unwrap();
+    assert_eq!(
+        outcome,
+        Fulfilment::RefundQueued {
+            order_id: released.id,
+            reason: "hold_released".into()
+        }
+    );
+    let order = checkout::order_by_id(&db.pool, released.id)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(order.state, "refund_pending");
+    assert_eq!(
+        db.inventory()
+            .status(&rid("wild-honey"))
+            .await
+            .unwrap()
+            .unwrap()
+            .sold,
+        0
+    );
+
+    // a payment that already bought one order cannot buy another: flagged
+    let first = started(&db, "first", &[("wild-honey", 1)]).await;
+    let second = started(&db, "second", &[("wild-honey", 1)]).await;
+    checkout::confirm_payment(&db.pool, &report(first.id, "pi_shared", "webhook"))
+        .await
+        .unwrap();
+    let outcome = checkout::confirm_payment(&db.pool, &report(second.id, "pi_shared", "webhook"))
+        .await
+        .unwrap();
+    assert!(
+        matches!(outcome, Fulfilment::Flagged { order_id, .. } if order_id == second.id),
+        "{outcome:?}"
+    );
+    let flagged = checkout::order_by_id(&db.pool, second.id)
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(flagged.flag.unwrap().starts_with("payment_ref_in_use"));
+    assert_eq!(flagged.state, "pending");
+
+    // an unknown order is logged and nothing happens
+    let unknown =
+        checkout::confirm_payment(&db.pool, &report(Uuid::new_v4(), "pi_nobody", "webhook"))
+            .await
+            .unwrap();
+    assert_eq!(unknown, Fulfilment::Unknown);
+    assert_no_drift(&db.inventory()).await;
+}
+
+#[tokio::test]
+async fn a_release_that_loses_to_the_payment_leaves_the_order_paid() {
+    let db = TestDb::new().await;
+    demo(&db).await;
+    let order = started(&db, "close-call", &[("wild-honey", 1)]).await;
+    checkout::confirm_payment(&db.pool, &report(order.id, "pi_close", "return"))
+        .await
+        .unwrap();
+    let after = checkout::release_order(
+        &db.pool,
+        order.id,
+        "checkout.session.expired",
+        "stripe",
+        "expired",
+    )
+    .await
+    .unwrap()
+    .unwrap();
+    assert_eq!(after.state, "paid");
+    assert_eq!(
+        db.inventory()
+            .status(&rid("wild-honey"))
+            .await
+            .unwrap()
+            .unwrap()
+            .sold,
+        1
+    );
+}
