@@ -126,6 +126,25 @@ create index holds_live_by_account on holds (account_id, resource_id)
 -- Staff listings by state and age.
 create index holds_state_created on holds (state, created_at);
 
+-- What a hold is for never changes after it is made: the functions read a
+-- purchase's resources unlocked and then lock them, which is only safe
+-- because these columns cannot move.
+create function holds_lines_immutable() returns trigger
+language plpgsql as $$
+begin
+    raise exception 'a hold''s resource, basket, account and qty never change'
+        using errcode = 'restrict_violation';
+end;
+$$;
+create trigger holds_lines_immutable
+    before update of resource_id, basket_id, account_id, qty on holds
+    for each row
+    when (old.resource_id is distinct from new.resource_id
+       or old.basket_id is distinct from new.basket_id
+       or old.account_id is distinct from new.account_id
+       or old.qty is distinct from new.qty)
+    execute function holds_lines_immutable();
+
 -- The history of every hold. Rows are only ever appended.
 create table hold_events (
     id          bigint generated always as identity primary key,

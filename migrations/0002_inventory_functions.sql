@@ -208,6 +208,7 @@ create type purchase_shape as (
     paying    integer,
     plain     integer,
     plain_due integer,
+    paying_due integer,
     max_extensions_used integer
 );
 
@@ -220,6 +221,7 @@ language sql stable as $$
            count(*) filter (where state = 'awaiting_payment')::integer,
            count(*) filter (where state = 'held')::integer,
            count(*) filter (where state = 'held' and expires_at <= p_now)::integer,
+           count(*) filter (where state = 'awaiting_payment' and payment_deadline <= p_now)::integer,
            coalesce(max(extensions), 0)::integer
       from holds
      where purchase_id = p_purchase;
@@ -243,6 +245,13 @@ begin
         -- past its TTL and not paying: it counts as free, so it is expired now
         -- rather than revived
         perform hf_end_purchase(p_purchase, 'expired', p_now, 'lazy-expiry', 'ttl');
+        return 'expired';
+    end if;
+    if p_shape.paying_due > 0 then
+        -- Past its payment deadline. Only this purchase's own paths get here
+        -- (confirm, begin_payment, release, extend), never another shopper's
+        -- hold; the answer no longer depends on whether the sweeper ran.
+        perform hf_end_purchase(p_purchase, 'expired', p_now, 'deadline', 'payment_deadline');
         return 'expired';
     end if;
     return null;
@@ -488,6 +497,18 @@ begin
          where account_id = p_account and idempotency_key = p_key and resource_id = any(v_ids)
          limit 1;
         if found then
+            -- a key replays only the basket it was first used for
+            if exists (
+                (select resource_id, qty from holds where purchase_id = v_existing)
+                except
+                (select rid, q from unnest(v_ids, v_qtys) as l(rid, q))
+            ) or exists (
+                (select rid, q from unnest(v_ids, v_qtys) as l(rid, q))
+                except
+                (select resource_id, qty from holds where purchase_id = v_existing)
+            ) then
+                perform hf_bad_input('this idempotency key was already used for a different basket');
+            end if;
             return query
                 select 'replayed', h.basket_id, h.resource_id, h.qty, h.state, h.id,
                        x.total - x.held - x.sold, h.expires_at
@@ -510,6 +531,16 @@ begin
             v_short := true;
         end if;
     end loop;
+
+    -- not enough comes before the account cap, as in hf_hold
+    if v_short then
+        return query
+            select 'insufficient', null::uuid, l.rid, l.q,
+                   case when l.a < l.q then 'short' else 'ok' end,
+                   null::uuid, l.a, null::timestamptz
+              from unnest(v_ids, v_qtys, v_avail) as l(rid, q, a);
+        return;
+    end if;
 
     if s.account_cap is not null then
         if s.cap_scope = 'global' then
@@ -546,15 +577,6 @@ begin
                 return;
             end if;
         end if;
-    end if;
-
-    if v_short then
-        return query
-            select 'insufficient', null::uuid, l.rid, l.q,
-                   case when l.a < l.q then 'short' else 'ok' end,
-                   null::uuid, l.a, null::timestamptz
-              from unnest(v_ids, v_qtys, v_avail) as l(rid, q, a);
-        return;
     end if;
 
     v_basket := gen_random_uuid();
@@ -660,6 +682,7 @@ declare
     v_ended text;
     v_existing text;
     v_other uuid;
+    v_moved integer;
     res hold_result;
 begin
     if p_payment_ref is null or length(p_payment_ref) not between 1 and 255 then
@@ -674,8 +697,23 @@ begin
         return res;
     end if;
     v_now := clock_timestamp();
-    v_shape := hf_purchase_shape(v_purchase, v_now);
 
+    -- Claim the payment reference before anything else: a payment that
+    -- bought (or was refused for) another purchase is never answered with
+    -- an outcome that would refund it or sell with it here. A concurrent
+    -- claim of the same reference waits for that transaction, then loses.
+    -- Refused payments keep their claim, so money that is being refunded
+    -- can never buy anything later.
+    insert into payment_refs (payment_ref, purchase_id) values (p_payment_ref, v_purchase)
+    on conflict (payment_ref) do nothing;
+    if not found then
+        select purchase_id into v_other from payment_refs where payment_ref = p_payment_ref;
+        if v_other is distinct from v_purchase then
+            return hf_purchase_row('payment_ref_in_use', v_purchase, p_payment_ref, null, v_other);
+        end if;
+    end if;
+
+    v_shape := hf_purchase_shape(v_purchase, v_now);
     if v_shape.confirmed > 0 then
         select payment_ref into v_existing from holds
          where purchase_id = v_purchase and state = 'confirmed' limit 1;
@@ -691,19 +729,6 @@ begin
         return hf_purchase_row(v_ended, v_purchase, p_payment_ref, null, null);
     end if;
 
-    -- Claim the payment reference. A concurrent claim of the same reference
-    -- by another purchase waits here for that transaction and then loses.
-    insert into payment_refs (payment_ref, purchase_id) values (p_payment_ref, v_purchase)
-    on conflict (payment_ref) do nothing;
-    if not found then
-        select purchase_id into v_other from payment_refs where payment_ref = p_payment_ref;
-        if v_other is distinct from v_purchase then
-            return hf_purchase_row('payment_ref_in_use', v_purchase, p_payment_ref, null, v_other);
-        end if;
-    end if;
-
-    -- A paying hold whose deadline passed but which the sweeper has not
-    -- reached yet still holds its units, so the sale goes through.
     with sold as (
         update holds
            set state = 'confirmed', payment_ref = p_payment_ref, confirmed_at = v_now
@@ -719,6 +744,11 @@ begin
        set held = x.held - m.qty, sold = x.sold + m.qty, updated_at = v_now
       from (select resource_id, sum(qty)::integer as qty from sold group by resource_id) m
      where x.id = m.resource_id;
+    -- every line of a live purchase moved, or something is badly wrong
+    get diagnostics v_moved = row_count;
+    if v_moved = 0 then
+        raise exception 'confirm of purchase % moved no counters', v_purchase;
+    end if;
 
     return hf_purchase_row('confirmed', v_purchase, p_payment_ref, null, null);
 end;
@@ -759,7 +789,7 @@ begin
         perform hf_end_purchase(v_purchase, 'released', v_now, p_actor, p_reason);
         return hf_purchase_row('already_released', v_purchase, null, null, null);
     end if;
-    if v_shape.expired > 0 or v_shape.plain_due > 0 then
+    if v_shape.expired > 0 or v_shape.plain_due > 0 or v_shape.paying_due > 0 then
         perform hf_settle_ended(v_purchase, v_shape, v_now);
         return hf_purchase_row('expired', v_purchase, null, null, null);
     end if;
@@ -798,9 +828,12 @@ begin
     v_now := clock_timestamp();
     v_shape := hf_purchase_shape(v_purchase, v_now);
 
-    -- only a live plain hold, within its TTL, with extensions left
-    if v_shape.plain <> v_shape.lines or v_shape.plain_due > 0
-       or v_shape.max_extensions_used >= s.max_extensions then
+    -- an ended basket is settled as a whole, never left half-live
+    if hf_settle_ended(v_purchase, v_shape, v_now) is not null then
+        return hf_purchase_row('not_extendable', v_purchase, null, null, null);
+    end if;
+    -- only a live plain hold with extensions left
+    if v_shape.plain <> v_shape.lines or v_shape.max_extensions_used >= s.max_extensions then
         return hf_purchase_row('not_extendable', v_purchase, null, null, null);
     end if;
 

@@ -10,12 +10,13 @@ use holdfast::inventory::{
 use crate::helpers::*;
 
 /// Everything that could have changed, in one comparable value.
-async fn snapshot(db: &TestDb) -> (String, String, i64, i64) {
+async fn snapshot(db: &TestDb) -> (String, String, String, i64, i64) {
     sqlx::query_as(
-        "select (select coalesce(string_agg(id || ':' || total || '/' || held || '/' || sold, ',' order by id), '') from resources), \
+        "select (select coalesce(string_agg(row(r.*)::text, ',' order by id), '') from resources r), \
                 (select row(hold_ttl, payment_window, account_cap, cap_scope, max_extensions, extension)::text from inventory_settings), \
-                (select count(*) from holds), \
-                (select count(*) from hold_events)",
+                (select coalesce(string_agg(row(h.*)::text, ',' order by id), '') from holds h), \
+                (select count(*) from hold_events), \
+                (select count(*) from payment_refs)",
     )
     .fetch_one(&db.pool)
     .await

@@ -2,8 +2,8 @@
 
 use futures::future::join_all;
 use holdfast::inventory::{
-    Basket, BasketLine, BasketOutcome, BasketRequest, ConfirmOutcome, IdempotencyKey, PaymentRef,
-    ReleaseOutcome,
+    Basket, BasketLine, BasketOutcome, BasketRequest, ConfirmOutcome, HoldState, IdempotencyKey,
+    InventoryError, PaymentRef, ReleaseOutcome,
 };
 
 use crate::helpers::*;
@@ -206,5 +206,67 @@ async fn fifty_baskets_over_overlapping_resources_in_opposite_orders_never_deadl
     assert_eq!(held_on("b").await, 20);
     assert_eq!(held_on("c").await, 20);
     assert_eq!(held_on("a").await + held_on("d").await, 20);
+    assert_no_drift(&inventory).await;
+}
+
+#[tokio::test]
+async fn a_basket_line_expired_by_another_shopper_ends_the_whole_basket() {
+    let db = TestDb::new().await;
+    let inventory = db.inventory();
+    resource(&inventory, "a", 1).await;
+    resource(&inventory, "b", 5).await;
+    let mut request = basket(&[("a", 1), ("b", 2)], "rita");
+    request.ttl = Some(ttl(0.3));
+    request.idempotency_key = Some(IdempotencyKey::parse("cart-r").unwrap());
+    let BasketOutcome::Held { basket_id, .. } = inventory.hold_basket(&request).await.unwrap()
+    else {
+        panic!("expected held");
+    };
+    tokio::time::sleep(std::time::Duration::from_millis(400)).await;
+    // another shopper needs "a": the lazy path expires that line alone
+    hold_ok(&inventory, &crate::helpers::request(&rid("a"), 1, "sol")).await;
+    assert_eq!(inventory.status(&rid("b")).await.unwrap().unwrap().held, 2);
+
+    // the basket's own next call ends the rest of it: money would be refunded
+    match inventory
+        .confirm(basket_id, &PaymentRef::parse("pi_rita").unwrap())
+        .await
+        .unwrap()
+    {
+        ConfirmOutcome::Expired { purchase } => {
+            assert_eq!(purchase.state, Some(HoldState::Expired))
+        }
+        other => panic!("expected expired, got {other:?}"),
+    }
+    let reasons: Vec<(String, String)> = sqlx::query_as(
+        "select resource_id, end_reason from holds where basket_id = $1 order by resource_id",
+    )
+    .bind(basket_id.0)
+    .fetch_all(&db.pool)
+    .await
+    .unwrap();
+    assert_eq!(
+        reasons,
+        [
+            ("a".to_owned(), "ttl".to_owned()),
+            ("b".to_owned(), "basket_line_expired".to_owned())
+        ]
+    );
+    assert_eq!(inventory.status(&rid("b")).await.unwrap().unwrap().held, 0);
+
+    // a replay after the end says what became of each line
+    let BasketOutcome::Replayed { lines, .. } = inventory.hold_basket(&request).await.unwrap()
+    else {
+        panic!("expected replayed");
+    };
+    assert_eq!(lines.len(), 2);
+    // the same key for a different basket is refused and changes nothing
+    let mut other = basket(&[("b", 1)], "rita");
+    other.idempotency_key = Some(IdempotencyKey::parse("cart-r").unwrap());
+    assert!(matches!(
+        inventory.hold_basket(&other).await,
+        Err(InventoryError::InvalidInput(message)) if message.contains("different basket")
+    ));
+    assert_eq!(inventory.status(&rid("b")).await.unwrap().unwrap().held, 0);
     assert_no_drift(&inventory).await;
 }

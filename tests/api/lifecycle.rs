@@ -55,15 +55,16 @@ async fn a_confirmation_after_the_sweeper_expired_the_hold_never_revives_it() {
         (state.as_str(), by.as_deref(), why.as_deref()),
         ("expired", Some("sweeper:test"), Some("ttl"))
     );
-    // the late payment did not claim its reference: it stays refundable and
-    // nothing was sold
-    let claimed: i64 = sqlx::query_scalar("select count(*) from payment_refs")
-        .fetch_one(&db.pool)
-        .await
-        .unwrap();
-    assert_eq!(claimed, 0);
+    // nothing was sold, and the refused payment keeps its claim: money on
+    // its way back can never buy another hold
     let status = inventory.status(&slot).await.unwrap().unwrap();
     assert_eq!((status.held, status.sold, status.available), (0, 0, 1));
+    let other = hold_ok(&inventory, &request(&slot, 1, "erin-again")).await;
+    assert!(matches!(
+        inventory.confirm(other.id, &payment).await.unwrap(),
+        ConfirmOutcome::PaymentRefInUse { other_hold_id, .. } if other_hold_id == hold.id
+    ));
+    assert_eq!(inventory.status(&slot).await.unwrap().unwrap().sold, 0);
 }
 
 #[tokio::test]
@@ -157,12 +158,24 @@ async fn a_paying_hold_outlives_the_ttl_and_only_the_sweeper_expires_it_after_it
     assert_eq!(state_of(&db, hold.id).await.0, "awaiting_payment");
 
     // past the deadline: another shopper's request still does not expire
-    // it; only the sweeper does
+    // it; only the sweeper (or its own purchase's next call) does. A due
+    // plain hold on the same resource makes that request take the locked
+    // path and run the lazy expiry, which must leave the paying hold alone.
+    inventory
+        .upsert_resource(&slot, holdfast::inventory::Capacity::parse(2).unwrap())
+        .await
+        .unwrap();
+    let plain = hold_ok(&inventory, &request(&slot, 1, "jude")).await;
     tokio::time::sleep(Duration::from_millis(1000)).await;
     assert!(matches!(
-        inventory.hold(&request(&slot, 1, "ivy")).await.unwrap(),
-        HoldOutcome::Insufficient { available: 0 }
+        inventory.hold(&request(&slot, 2, "ivy")).await.unwrap(),
+        HoldOutcome::Insufficient { available: 1 }
     ));
+    assert_eq!(
+        state_of(&db, plain.id).await.0,
+        "expired",
+        "the lazy path ran"
+    );
     assert_eq!(state_of(&db, hold.id).await.0, "awaiting_payment");
     let swept = sweeper.run_once().await.unwrap();
     assert_eq!(swept[0].expired_holds, 1);
@@ -176,10 +189,72 @@ async fn a_paying_hold_outlives_the_ttl_and_only_the_sweeper_expires_it_after_it
         )
     );
     assert!(matches!(
-        inventory.hold(&request(&slot, 1, "ivy")).await.unwrap(),
+        inventory.hold(&request(&slot, 2, "ivy")).await.unwrap(),
         HoldOutcome::Held { .. }
     ));
     assert_no_drift(&inventory).await;
+}
+
+#[tokio::test]
+async fn money_after_the_payment_deadline_is_refused_whether_or_not_the_sweeper_ran() {
+    let db = TestDb::new().await;
+    let inventory = db.inventory();
+    fast_clock(&inventory, 0.3, 0.6).await;
+    let slot = resource(&inventory, "slot", 1).await;
+    let hold = hold_ok(&inventory, &request(&slot, 1, "kit")).await;
+    inventory.begin_payment(hold.id, None).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    // no sweep has run: the purchase's own call ends it
+    assert!(matches!(
+        inventory.begin_payment(hold.id, None).await.unwrap(),
+        BeginPaymentOutcome::Expired { .. }
+    ));
+    assert!(matches!(
+        inventory
+            .confirm(hold.id, &PaymentRef::parse("pi_too_late").unwrap())
+            .await
+            .unwrap(),
+        ConfirmOutcome::Expired { .. }
+    ));
+    let (state, by, why) = state_of(&db, hold.id).await;
+    assert_eq!(
+        (state.as_str(), by.as_deref(), why.as_deref()),
+        ("expired", Some("deadline"), Some("payment_deadline"))
+    );
+    assert_eq!(inventory.status(&slot).await.unwrap().unwrap().available, 1);
+    assert_no_drift(&inventory).await;
+}
+
+#[tokio::test]
+async fn a_payment_that_bought_one_hold_is_never_refunded_on_behalf_of_another() {
+    let db = TestDb::new().await;
+    let inventory = db.inventory();
+    let slot = resource(&inventory, "slot", 5).await;
+    let bought = hold_ok(&inventory, &request(&slot, 1, "lou")).await;
+    let payment = PaymentRef::parse("pi_lou").unwrap();
+    inventory.confirm(bought.id, &payment).await.unwrap();
+
+    // the same money reported for a released hold and for a confirmed one:
+    // both are flagged, neither is answered with a refund outcome
+    let released = hold_ok(&inventory, &request(&slot, 1, "max")).await;
+    inventory
+        .release(released.id, "gone", "shopper")
+        .await
+        .unwrap();
+    let paid_other = hold_ok(&inventory, &request(&slot, 1, "ned")).await;
+    inventory
+        .confirm(paid_other.id, &PaymentRef::parse("pi_ned").unwrap())
+        .await
+        .unwrap();
+    for id in [released.id, paid_other.id] {
+        match inventory.confirm(id, &payment).await.unwrap() {
+            ConfirmOutcome::PaymentRefInUse { other_hold_id, .. } => {
+                assert_eq!(other_hold_id, bought.id)
+            }
+            other => panic!("expected payment_ref_in_use, got {other:?}"),
+        }
+    }
+    assert_eq!(inventory.status(&slot).await.unwrap().unwrap().sold, 2);
 }
 
 #[tokio::test]

@@ -26,8 +26,9 @@ async fn five_hundred_buyers_get_exactly_ten_units_and_no_reader_sees_an_oversel
         tokio::spawn(async move {
             let mut worst = 0;
             while !done.load(Ordering::Relaxed) {
-                let (total, held, sold): (i32, i32, i32) = sqlx::query_as(
-                    "select total, held, sold from resources where id = 'slot-12:30'",
+                // counters and the rows they count, in one snapshot
+                let (total, held, sold, rows_held): (i32, i32, i32, i32) = sqlx::query_as(
+                    "select total, held, sold, rows_held from hf_check('slot-12:30')",
                 )
                 .fetch_one(&pool)
                 .await
@@ -35,6 +36,10 @@ async fn five_hundred_buyers_get_exactly_ten_units_and_no_reader_sees_an_oversel
                 assert!(
                     held + sold <= total,
                     "reader saw held {held} + sold {sold} > {total}"
+                );
+                assert_eq!(
+                    held, rows_held,
+                    "the counter and the hold rows disagree mid-storm"
                 );
                 worst = worst.max(held + sold);
                 observations.fetch_add(1, Ordering::Relaxed);
@@ -398,5 +403,21 @@ async fn a_sold_out_resource_refuses_without_the_lock_but_still_replays_a_retry(
         HoldOutcome::Insufficient { available: 0 }
     );
 
+    // With the row locked by another transaction, the refusal still
+    // answers at once: it never queued on the lock. A grant would wait.
+    let mut blocker = db.pool.begin().await.unwrap();
+    sqlx::query("select 1 from resources where id = 'vip' for no key update")
+        .execute(&mut *blocker)
+        .await
+        .unwrap();
+    let refusal = tokio::time::timeout(
+        std::time::Duration::from_secs(3),
+        inventory.hold(&request(&vip, 1, "zane")),
+    )
+    .await
+    .expect("a sold-out refusal must not wait for the row lock")
+    .unwrap();
+    assert_eq!(refusal, HoldOutcome::Insufficient { available: 0 });
+    blocker.rollback().await.unwrap();
     assert_no_drift(&inventory).await;
 }
