@@ -273,3 +273,38 @@ pub async fn assert_no_drift(inventory: &Inventory) {
     let drifted: Vec<_> = rows.iter().filter(|r| r.drift).collect();
     assert!(drifted.is_empty(), "drift: {drifted:?}");
 }
+
+/// The provider sandbox on a random port, and a Stripe adapter pointed at it.
+pub struct TestSandbox {
+    pub base: String,
+    pub stripe: holdfast::payments::sandbox::StripeSandbox,
+    pub settings: holdfast::payments::sandbox::SandboxSettings,
+}
+
+impl TestSandbox {
+    pub fn adapter(&self) -> holdfast::payments::stripe::StripeAdapter {
+        holdfast::payments::stripe::StripeAdapter::new(
+            &holdfast::payments::stripe::StripeSettings {
+                secret_key: self.settings.stripe_secret_key.clone(),
+                api_base: self.stripe.api_base(),
+            },
+        )
+        .expect("adapter")
+    }
+}
+
+pub fn spawn_sandbox() -> TestSandbox {
+    use holdfast::payments::sandbox::{Sandbox, SandboxSettings};
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind port 0");
+    let base = format!("http://127.0.0.1:{}", listener.local_addr().unwrap().port());
+    let mut settings = SandboxSettings::development();
+    settings.retry_base = std::time::Duration::from_millis(50);
+    let sandbox = Sandbox::build(listener, settings.clone(), base.clone()).expect("sandbox");
+    let stripe = sandbox.stripe.clone();
+    tokio::spawn(sandbox.run_until_stopped());
+    TestSandbox {
+        base,
+        stripe,
+        settings,
+    }
+}

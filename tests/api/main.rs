@@ -9,3 +9,4 @@ mod helpers;
 mod lifecycle;
 mod soak;
 mod storms;
+mod stripe_adapter;

@@ -1,0 +1,3 @@
+//! Verify, dedupe, dispatch into checkout.
+
+pub mod signature;
