@@ -111,3 +111,14 @@ create table outbox_jobs (
     constraint done_job_has_time check ((state = 'done') = (done_at is not null))
 );
 create index outbox_due on outbox_jobs (run_after) where state = 'pending';
+
+-- A shopper's basket, identified by a random cookie. Holding happens at
+-- checkout start, not here: a basket line reserves nothing.
+create table basket_lines (
+    basket_id   text not null,
+    product_id  text not null references products (id),
+    qty         integer not null check (qty between 1 and 100),
+    added_at    timestamptz not null default now(),
+    primary key (basket_id, product_id),
+    constraint basket_id_shape check (length(basket_id) between 16 and 128)
+);

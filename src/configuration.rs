@@ -71,20 +71,84 @@ impl DatabaseSettings {
     }
 }
 
-/// The web server.
+/// The web server and the shop around it.
 #[derive(Debug, Clone)]
 pub struct ServerSettings {
-    /// `HOLDFAST_ADDR` (default `127.0.0.1:8080`).
+    /// `HOLDFAST_ADDR`, else `0.0.0.0:$PORT` (the Procfile convention), else
+    /// `127.0.0.1:8080`.
     pub addr: SocketAddr,
-    /// `HOLDFAST_SWEEP_SECONDS` (default 5): how often the worker sweeps.
+    /// `HOLDFAST_BASE_URL`: how shoppers' browsers and providers reach us
+    /// (default `http://<addr>`). Success, cancel and webhook URLs use it.
+    pub base_url: String,
+    /// `HOLDFAST_SWEEP_SECONDS` (default 5): how often the worker sweeps and
+    /// runs outbox jobs.
     pub sweep_every_seconds: u64,
+    /// `HOLDFAST_SESSION_MINUTES` (default 31, 30 to 1440): how long a
+    /// Stripe Checkout Session stays open. Holds in the payment phase live
+    /// five minutes longer.
+    pub session_minutes: i64,
+    /// Stripe keys; `None` runs the built-in sandbox instead.
+    pub stripe: Option<StripeKeys>,
+    /// `HOLDFAST_SANDBOX_ADDR` (default `127.0.0.1:8081`): where the built-in
+    /// sandbox listens when no Stripe key is configured.
+    pub sandbox_addr: SocketAddr,
+}
+
+/// `STRIPE_SECRET_KEY`, `STRIPE_WEBHOOK_SECRET`, `STRIPE_API_BASE`.
+#[derive(Debug, Clone)]
+pub struct StripeKeys {
+    pub secret_key: Secret,
+    pub webhook_secret: Option<Secret>,
+    /// Default `https://api.stripe.com/`; must end with `/`.
+    pub api_base: String,
 }
 
 impl ServerSettings {
     pub fn from_env() -> anyhow::Result<Self> {
+        let addr = match (non_empty("HOLDFAST_ADDR"), non_empty("PORT")) {
+            (Some(addr), _) => addr
+                .parse()
+                .with_context(|| format!("HOLDFAST_ADDR is not an address: {addr:?}"))?,
+            (None, Some(port)) => SocketAddr::from((
+                [0, 0, 0, 0],
+                port.parse::<u16>()
+                    .with_context(|| format!("PORT is not a port: {port:?}"))?,
+            )),
+            (None, None) => SocketAddr::from(([127, 0, 0, 1], 8080)),
+        };
+        let base_url = non_empty("HOLDFAST_BASE_URL")
+            .unwrap_or_else(|| format!("http://{addr}"))
+            .trim_end_matches('/')
+            .to_owned();
+        let session_minutes: i64 = parse_or("HOLDFAST_SESSION_MINUTES", 31)?;
+        if !(30..=1440).contains(&session_minutes) {
+            anyhow::bail!("HOLDFAST_SESSION_MINUTES must be 30 to 1440 (Stripe's limits)");
+        }
+        let stripe = match non_empty("STRIPE_SECRET_KEY") {
+            Some(key) => {
+                let mut api_base = non_empty("STRIPE_API_BASE")
+                    .unwrap_or_else(|| "https://api.stripe.com/".to_owned());
+                if !api_base.ends_with('/') {
+                    api_base.push('/');
+                }
+                Some(StripeKeys {
+                    secret_key: Secret::new(key),
+                    webhook_secret: non_empty("STRIPE_WEBHOOK_SECRET").map(Secret::new),
+                    api_base,
+                })
+            }
+            None => None,
+        };
         Ok(Self {
-            addr: parse_or("HOLDFAST_ADDR", SocketAddr::from(([127, 0, 0, 1], 8080)))?,
+            addr,
+            base_url,
             sweep_every_seconds: parse_or("HOLDFAST_SWEEP_SECONDS", 5)?,
+            session_minutes,
+            stripe,
+            sandbox_addr: parse_or(
+                "HOLDFAST_SANDBOX_ADDR",
+                SocketAddr::from(([127, 0, 0, 1], 8081)),
+            )?,
         })
     }
 }

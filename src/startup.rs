@@ -6,23 +6,54 @@ use actix_web::dev::Server;
 use actix_web::{App, HttpServer, web};
 use sqlx::PgPool;
 
-use crate::routes;
+use crate::configuration::Secret;
+use crate::payments::stripe::StripeAdapter;
+use crate::routes::{self, shop};
 
-/// A server bound and ready to run, with the address it got.
+/// What every handler shares.
+#[derive(Debug, Clone)]
+pub struct Shop {
+    pub pool: PgPool,
+    pub stripe: StripeAdapter,
+    pub stripe_webhook_secret: Option<Secret>,
+    /// How browsers and providers reach us, without a trailing slash.
+    pub base_url: String,
+    /// Life of a provider payment session.
+    pub session_minutes: i64,
+}
+
+/// A server bound and ready to run, with the port it got.
 pub struct Application {
     pub port: u16,
     server: Server,
 }
 
 impl Application {
-    pub fn build(listener: TcpListener, pool: PgPool) -> anyhow::Result<Self> {
+    pub fn build(listener: TcpListener, shop: Shop) -> anyhow::Result<Self> {
         let port = listener.local_addr()?.port();
-        let pool = web::Data::new(pool);
+        let pool = web::Data::new(shop.pool.clone());
+        let shop = web::Data::new(shop);
         let server = HttpServer::new(move || {
             App::new()
                 .app_data(pool.clone())
+                .app_data(shop.clone())
+                // request bodies are small everywhere
                 .app_data(web::PayloadConfig::new(64 * 1024))
+                .app_data(web::FormConfig::default().limit(16 * 1024))
                 .route("/healthz", web::get().to(routes::healthz))
+                .route("/", web::get().to(shop::catalogue))
+                .route("/basket", web::get().to(shop::basket))
+                .route("/basket/add", web::post().to(shop::add_to_basket))
+                .route("/basket/remove", web::post().to(shop::remove_from_basket))
+                .route("/checkout", web::post().to(shop::start_checkout))
+                .route("/checkout/return", web::get().to(shop::checkout_return))
+                .route(
+                    "/checkout/cancel/{token}",
+                    web::get().to(shop::checkout_cancel),
+                )
+                .route("/orders/{token}", web::get().to(shop::order_page))
+                .route("/static/shop.css", web::get().to(shop::stylesheet))
+                .route("/webhooks/stripe", web::post().to(routes::stripe_webhook))
         })
         .listen(listener)?
         .run();
@@ -32,4 +63,112 @@ impl Application {
     pub async fn run_until_stopped(self) -> std::io::Result<()> {
         self.server.await
     }
+}
+
+/// Everything `holdfast serve` runs: the shop, and unless told otherwise
+/// the worker; with no Stripe key, the sandbox and the demo catalogue too.
+pub async fn serve(
+    settings: crate::configuration::ServerSettings,
+    pool: PgPool,
+    with_worker: bool,
+) -> anyhow::Result<()> {
+    use anyhow::Context;
+
+    use crate::payments::sandbox::{Sandbox, SandboxSettings};
+    use crate::payments::stripe::StripeSettings;
+
+    let listener = TcpListener::bind(settings.addr)
+        .with_context(|| format!("cannot listen on {}", settings.addr))?;
+    let (stripe_settings, webhook_secret) = match &settings.stripe {
+        Some(keys) => (
+            StripeSettings {
+                secret_key: keys.secret_key.clone(),
+                api_base: keys.api_base.clone(),
+            },
+            keys.webhook_secret.clone(),
+        ),
+        None => {
+            let mut sandbox_settings = SandboxSettings::development();
+            sandbox_settings.stripe_webhook_url =
+                Some(format!("{}/webhooks/stripe", settings.base_url));
+            let sandbox_listener = TcpListener::bind(settings.sandbox_addr).with_context(|| {
+                format!("cannot listen on {} for the sandbox", settings.sandbox_addr)
+            })?;
+            let sandbox = Sandbox::build(
+                sandbox_listener,
+                sandbox_settings.clone(),
+                format!("http://{}", settings.sandbox_addr),
+            )?;
+            let api_base = sandbox.stripe.api_base();
+            tokio::spawn(sandbox.run_until_stopped());
+            let catalogue = std::path::Path::new("fixtures/catalogue.json");
+            if catalogue.exists() {
+                let report = crate::checkout::catalogue::CatalogueFile::read(catalogue)?
+                    .load(&pool)
+                    .await?;
+                tracing::info!(products = report.products, "demo catalogue loaded");
+            }
+            tracing::warn!(
+                sandbox = %api_base,
+                "no STRIPE_SECRET_KEY: payments go to the built-in sandbox, no real money moves"
+            );
+            (
+                StripeSettings {
+                    secret_key: sandbox_settings.stripe_secret_key.clone(),
+                    api_base,
+                },
+                Some(sandbox_settings.stripe_webhook_secret),
+            )
+        }
+    };
+    if webhook_secret.is_none() {
+        tracing::warn!("no STRIPE_WEBHOOK_SECRET: every Stripe webhook will be refused");
+    }
+    let stripe = StripeAdapter::new(&stripe_settings)?;
+    if with_worker {
+        spawn_worker(
+            pool.clone(),
+            stripe.clone(),
+            settings.sweep_every_seconds,
+            "serve",
+        );
+    }
+    let shop = Shop {
+        pool,
+        stripe,
+        stripe_webhook_secret: webhook_secret,
+        base_url: settings.base_url.clone(),
+        session_minutes: settings.session_minutes,
+    };
+    let app = Application::build(listener, shop)?;
+    tracing::info!(url = %settings.base_url, "the shop is open");
+    println!("Holdfast is serving the shop at {}", settings.base_url);
+    app.run_until_stopped().await?;
+    Ok(())
+}
+
+/// The sweeper and the outbox, on a schedule, until the process ends.
+pub fn spawn_worker(pool: PgPool, stripe: StripeAdapter, every_seconds: u64, name: &str) {
+    use std::time::Duration;
+
+    use crate::inventory::Inventory;
+    use crate::worker::Sweeper;
+    use crate::worker::outbox::Outbox;
+
+    let every = Duration::from_secs(every_seconds.max(1));
+    let sweeper = Sweeper::new(
+        Inventory::new(pool.clone()),
+        format!("sweeper:{name}:{}", std::process::id()),
+    );
+    tokio::spawn(sweeper.run_forever(every));
+    let outbox = Outbox::new(pool, stripe);
+    tokio::spawn(async move {
+        let mut ticker = tokio::time::interval(every);
+        loop {
+            ticker.tick().await;
+            if let Err(error) = outbox.drain().await {
+                tracing::warn!(%error, "outbox pass failed");
+            }
+        }
+    });
 }

@@ -185,6 +185,13 @@ pub async fn order_by_token(pool: &PgPool, token: &str) -> sqlx::Result<Option<O
         .await
 }
 
+pub async fn order_by_checkout_key(pool: &PgPool, key: &str) -> sqlx::Result<Option<Order>> {
+    sqlx::query_as("select * from orders where checkout_key = $1")
+        .bind(key)
+        .fetch_optional(pool)
+        .await
+}
+
 pub async fn order_by_session(pool: &PgPool, session_id: &str) -> sqlx::Result<Option<Order>> {
     sqlx::query_as("select * from orders where provider_session_id = $1")
         .bind(session_id)
@@ -464,37 +471,97 @@ pub async fn release_order(
     final_state: &str,
 ) -> Result<Option<Order>> {
     let mut tx = pool.begin().await?;
+    let found = release_order_in(&mut tx, order_id, reason, actor, final_state).await?;
+    tx.commit().await?;
+    if !found {
+        return Ok(None);
+    }
+    Ok(order_by_id(pool, order_id).await?)
+}
+
+/// [`release_order`] inside the caller's transaction (a webhook's, with its
+/// dedupe row). Returns whether the order exists.
+pub async fn release_order_in(
+    tx: &mut Transaction<'_, Postgres>,
+    order_id: Uuid,
+    reason: &str,
+    actor: &str,
+    final_state: &str,
+) -> Result<bool> {
     // lock: the order first, then (inside the engine) its resources
     let hold_id: Option<Option<Uuid>> =
         sqlx::query_scalar("select hold_id from orders where id = $1 for update")
             .bind(order_id)
-            .fetch_optional(&mut *tx)
+            .fetch_optional(&mut **tx)
             .await?;
     let Some(hold_id) = hold_id else {
-        return Ok(None);
+        return Ok(false);
     };
     if let Some(hold_id) = hold_id {
-        match inventory::release(&mut *tx, HoldId(hold_id), reason, actor).await? {
+        match inventory::release(&mut **tx, HoldId(hold_id), reason, actor).await? {
             ReleaseOutcome::Released { .. }
             | ReleaseOutcome::AlreadyReleased { .. }
             | ReleaseOutcome::Expired { .. }
             | ReleaseOutcome::NotFound => {}
-            ReleaseOutcome::Confirmed { .. } => {
-                // the money won the race: the order is paid, not released
-                tx.commit().await?;
-                return Ok(order_by_id(pool, order_id).await?);
-            }
+            // the money won the race: the order is paid, not released
+            ReleaseOutcome::Confirmed { .. } => return Ok(true),
         }
     }
-    sqlx::query(
-        "update orders set state = $2, updated_at = now() where id = $1 and state = 'pending'",
+    let session: Option<Option<String>> = sqlx::query_scalar(
+        "update orders set state = $2, updated_at = now() where id = $1 and state = 'pending' \
+         returning provider_session_id",
     )
     .bind(order_id)
     .bind(final_state)
-    .execute(&mut *tx)
+    .fetch_optional(&mut **tx)
     .await?;
-    tx.commit().await?;
-    Ok(order_by_id(pool, order_id).await?)
+    // Released on our side while the provider's page may still be open:
+    // close the page too, so nobody pays for units that are gone.
+    if let Some(Some(session_id)) = session
+        && actor != "stripe"
+    {
+        sqlx::query(
+            "insert into outbox_jobs (kind, dedupe_key, payload) values ('expire_session', $1, $2) \
+             on conflict (dedupe_key) do nothing",
+        )
+        .bind(format!("expire_session:{session_id}"))
+        .bind(serde_json::json!({ "order_id": order_id, "session_id": session_id }))
+        .execute(&mut **tx)
+        .await?;
+    }
+    Ok(true)
+}
+
+/// A refund finished at the provider: close its job and, for an order that
+/// was waiting for its money to go back, mark it refunded. Returns whether
+/// Holdfast asked for that refund.
+pub async fn close_refund_in(
+    tx: &mut Transaction<'_, Postgres>,
+    provider: Provider,
+    payment_ref: &str,
+) -> Result<bool> {
+    let order: Option<Option<String>> = sqlx::query_scalar(
+        "update outbox_jobs \
+            set state = 'done', done_at = coalesce(done_at, now()), last_error = null \
+          where dedupe_key = $1 \
+         returning payload->>'order_id'",
+    )
+    .bind(format!("refund:{}:{payment_ref}", provider.as_str()))
+    .fetch_optional(&mut **tx)
+    .await?;
+    let Some(order) = order else {
+        return Ok(false);
+    };
+    if let Some(order_id) = order.and_then(|id| Uuid::parse_str(&id).ok()) {
+        sqlx::query(
+            "update orders set state = 'refunded', updated_at = now() \
+              where id = $1 and state = 'refund_pending'",
+        )
+        .bind(order_id)
+        .execute(&mut **tx)
+        .await?;
+    }
+    Ok(true)
 }
 
 /// A payment reported by a provider, from any path.
@@ -530,26 +597,38 @@ pub enum Fulfilment {
 /// with the engine's change.
 pub async fn confirm_payment(pool: &PgPool, report: &PaymentReport) -> Result<Fulfilment> {
     let mut tx = pool.begin().await?;
+    let fulfilment = confirm_payment_in(&mut tx, report).await?;
+    tx.commit().await?;
+    tracing::info!(order = %report.order_id, source = report.source, ?fulfilment, "payment confirmed");
+    Ok(fulfilment)
+}
+
+/// [`confirm_payment`] inside the caller's transaction, so a webhook's
+/// dedupe row commits together with the effect.
+pub async fn confirm_payment_in(
+    tx: &mut Transaction<'_, Postgres>,
+    report: &PaymentReport,
+) -> Result<Fulfilment> {
     // lock: the order first, then (inside the engine) its resources
     let row: Option<(Option<Uuid>, String)> =
         sqlx::query_as("select hold_id, state from orders where id = $1 for update")
             .bind(report.order_id)
-            .fetch_optional(&mut *tx)
+            .fetch_optional(&mut **tx)
             .await?;
     let Some((Some(hold_id), _state)) = row else {
         tracing::warn!(order = %report.order_id, source = report.source, "payment for an unknown order");
         return Ok(Fulfilment::Unknown);
     };
     let order_id = report.order_id;
-    let outcome = inventory::confirm(&mut *tx, HoldId(hold_id), &report.payment_ref).await?;
+    let outcome = inventory::confirm(&mut **tx, HoldId(hold_id), &report.payment_ref).await?;
     let fulfilment = match outcome {
         ConfirmOutcome::Confirmed { .. } => {
-            fulfil(&mut tx, order_id, &report.payment_ref).await?;
+            fulfil(tx, order_id, &report.payment_ref).await?;
             Fulfilment::Fulfilled { order_id }
         }
         ConfirmOutcome::AlreadyConfirmed { .. } => Fulfilment::AlreadyFulfilled { order_id },
         ConfirmOutcome::DuplicatePayment { .. } => {
-            queue_refund(&mut tx, report, "duplicate_payment").await?;
+            queue_refund(tx, report, "duplicate_payment").await?;
             Fulfilment::RefundQueued {
                 order_id,
                 reason: "duplicate_payment".into(),
@@ -561,13 +640,13 @@ pub async fn confirm_payment(pool: &PgPool, report: &PaymentReport) -> Result<Fu
             } else {
                 "hold_released"
             };
-            queue_refund(&mut tx, report, reason).await?;
+            queue_refund(tx, report, reason).await?;
             sqlx::query(
                 "update orders set state = 'refund_pending', updated_at = now() \
                   where id = $1 and state in ('pending', 'expired', 'cancelled')",
             )
             .bind(order_id)
-            .execute(&mut *tx)
+            .execute(&mut **tx)
             .await?;
             Fulfilment::RefundQueued {
                 order_id,
@@ -581,7 +660,7 @@ pub async fn confirm_payment(pool: &PgPool, report: &PaymentReport) -> Result<Fu
                     "payment_ref_in_use: {} already paid hold {}",
                     report.payment_ref, other_hold_id
                 ))
-                .execute(&mut *tx)
+                .execute(&mut **tx)
                 .await?;
             Fulfilment::Flagged {
                 order_id,
@@ -593,8 +672,6 @@ pub async fn confirm_payment(pool: &PgPool, report: &PaymentReport) -> Result<Fu
             Fulfilment::Unknown
         }
     };
-    tx.commit().await?;
-    tracing::info!(order = %order_id, source = report.source, ?fulfilment, "payment confirmed");
     Ok(fulfilment)
 }
 

@@ -3,11 +3,8 @@
 
 pub mod bench;
 
-use std::net::TcpListener;
 use std::process::ExitCode;
-use std::time::Duration;
 
-use anyhow::Context;
 use clap::{Parser, Subcommand};
 use serde::Serialize;
 
@@ -18,7 +15,6 @@ use crate::inventory::{
     CapScope, Capacity, HoldFilter, HoldState, Inventory, InventorySettings, ResourceId, Span,
     UpsertOutcome,
 };
-use crate::startup::Application;
 use crate::worker::Sweeper;
 
 /// Exit code of `check` when a counter disagrees with its rows.
@@ -201,26 +197,26 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             });
         }
         Command::Serve { no_worker } => {
-            let server = ServerSettings::from_env()?;
-            let listener = TcpListener::bind(server.addr)
-                .with_context(|| format!("cannot listen on {}", server.addr))?;
-            let app = Application::build(listener, pool)?;
-            tracing::info!(addr = %server.addr, "holdfast is serving");
-            if !no_worker {
-                let sweeper = Sweeper::new(inventory, "sweeper:serve");
-                tokio::spawn(
-                    sweeper.run_forever(Duration::from_secs(server.sweep_every_seconds.max(1))),
-                );
-            }
-            app.run_until_stopped().await?;
+            crate::startup::serve(ServerSettings::from_env()?, pool, !no_worker).await?;
         }
         Command::Worker => {
             let server = ServerSettings::from_env()?;
-            let name = format!("sweeper:{}", std::process::id());
-            tracing::info!(%name, every = server.sweep_every_seconds, "worker started");
-            Sweeper::new(inventory, name)
-                .run_forever(Duration::from_secs(server.sweep_every_seconds.max(1)))
-                .await;
+            let stripe = match &server.stripe {
+                Some(keys) => crate::payments::stripe::StripeSettings {
+                    secret_key: keys.secret_key.clone(),
+                    api_base: keys.api_base.clone(),
+                },
+                // the sandbox a `holdfast serve` without keys runs
+                None => crate::payments::stripe::StripeSettings {
+                    secret_key: crate::payments::sandbox::SandboxSettings::development()
+                        .stripe_secret_key,
+                    api_base: format!("http://{}/stripe/", server.sandbox_addr),
+                },
+            };
+            let stripe = crate::payments::stripe::StripeAdapter::new(&stripe)?;
+            tracing::info!(every = server.sweep_every_seconds, "worker started");
+            crate::startup::spawn_worker(pool, stripe, server.sweep_every_seconds, "worker");
+            std::future::pending::<()>().await;
         }
         Command::Resource { id, total } => {
             let id = ResourceId::parse(&id)?;

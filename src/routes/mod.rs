@@ -1,5 +1,115 @@
 //! Thin handlers: parse into domain types, call, render.
 
 mod health;
+pub mod shop;
+mod webhooks;
+
+use actix_web::http::StatusCode;
+use actix_web::{HttpResponse, ResponseError};
 
 pub use health::healthz;
+pub use webhooks::stripe_webhook;
+
+/// What a handler can fail with. Shoppers see a plain page; the cause of a
+/// 500 goes to the log, never to the page.
+#[derive(Debug)]
+pub struct ShopError {
+    status: StatusCode,
+    message: String,
+    cause: Option<anyhow::Error>,
+}
+
+impl ShopError {
+    pub fn bad_request(message: &str) -> Self {
+        Self {
+            status: StatusCode::BAD_REQUEST,
+            message: message.to_owned(),
+            cause: None,
+        }
+    }
+
+    pub fn not_found(message: &str) -> Self {
+        Self {
+            status: StatusCode::NOT_FOUND,
+            message: message.to_owned(),
+            cause: None,
+        }
+    }
+
+    pub fn unavailable(cause: String) -> Self {
+        Self {
+            status: StatusCode::SERVICE_UNAVAILABLE,
+            message: "the payment provider did not answer; please refresh in a moment".into(),
+            cause: Some(anyhow::anyhow!(cause)),
+        }
+    }
+
+    pub fn internal(cause: anyhow::Error) -> Self {
+        Self {
+            status: StatusCode::INTERNAL_SERVER_ERROR,
+            message: "something went wrong on our side; nothing was charged twice".into(),
+            cause: Some(cause),
+        }
+    }
+}
+
+impl std::fmt::Display for ShopError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl From<sqlx::Error> for ShopError {
+    fn from(error: sqlx::Error) -> Self {
+        let unavailable = matches!(
+            error,
+            sqlx::Error::PoolTimedOut | sqlx::Error::Io(_) | sqlx::Error::PoolClosed
+        );
+        let mut shop = Self::internal(error.into());
+        if unavailable {
+            shop.status = StatusCode::SERVICE_UNAVAILABLE;
+            shop.message = "the shop is busy or restarting; please try again in a moment".into();
+        }
+        shop
+    }
+}
+
+impl From<crate::checkout::CheckoutError> for ShopError {
+    fn from(error: crate::checkout::CheckoutError) -> Self {
+        match error {
+            crate::checkout::CheckoutError::InvalidInput(message) => Self::bad_request(&message),
+            crate::checkout::CheckoutError::Database(error) => error.into(),
+            other => Self::internal(other.into()),
+        }
+    }
+}
+
+impl ResponseError for ShopError {
+    fn status_code(&self) -> StatusCode {
+        self.status
+    }
+
+    fn error_response(&self) -> HttpResponse {
+        if let Some(cause) = &self.cause {
+            tracing::error!(
+                status = self.status.as_u16(),
+                cause = format!("{cause:#}"),
+                "request failed"
+            );
+        }
+        let headline = match self.status.as_u16() {
+            400 => "That did not work",
+            404 => "Not found",
+            503 => "Please try again in a moment",
+            _ => "Sorry",
+        };
+        shop::message(
+            self.status,
+            headline,
+            &self.message,
+            "/",
+            "Back to the shop",
+        )
+        .unwrap_or_else(|_| HttpResponse::build(self.status).body(self.message.clone()))
+    }
+}

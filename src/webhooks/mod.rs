@@ -1,3 +1,4 @@
 //! Verify, dedupe, dispatch into checkout.
 
 pub mod signature;
+pub mod stripe;

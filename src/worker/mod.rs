@@ -1,4 +1,6 @@
-//! Background work: the sweeper (and, later, outbox jobs).
+//! Background work: the sweeper and the outbox.
+
+pub mod outbox;
 
 use std::time::Duration;
 

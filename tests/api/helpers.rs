@@ -191,24 +191,51 @@ impl Drop for TestDb {
     }
 }
 
-/// The application on a random port against its own database.
+/// The shop on a random port against its own database and its own sandbox,
+/// with the sandbox's webhooks pointed at the shop.
 pub struct TestApp {
     pub address: String,
     pub db: TestDb,
+    pub sandbox: TestSandbox,
+    /// A shopper's browser: keeps cookies, does not follow redirects.
     pub client: reqwest::Client,
 }
 
 pub async fn spawn_app() -> TestApp {
-    let db = TestDb::new().await;
+    spawn_app_with(TestDb::new().await).await
+}
+
+pub async fn spawn_app_with(db: TestDb) -> TestApp {
+    let sandbox = spawn_sandbox();
     let listener = TcpListener::bind("127.0.0.1:0").expect("bind port 0");
-    let app = Application::build(listener, db.pool.clone()).expect("build app");
-    let address = format!("http://127.0.0.1:{}", app.port);
+    let address = format!("http://127.0.0.1:{}", listener.local_addr().unwrap().port());
+    sandbox
+        .stripe
+        .set_webhook_url(format!("{address}/webhooks/stripe"));
+    let shop = holdfast::startup::Shop {
+        pool: db.pool.clone(),
+        stripe: sandbox.adapter(),
+        stripe_webhook_secret: Some(sandbox.settings.stripe_webhook_secret.clone()),
+        base_url: address.clone(),
+        session_minutes: 31,
+    };
+    let app = Application::build(listener, shop).expect("build app");
     tokio::spawn(app.run_until_stopped());
     TestApp {
         address,
         db,
-        client: reqwest::Client::new(),
+        sandbox,
+        client: browser(),
     }
+}
+
+/// A new shopper: own cookie jar, redirects left to the test.
+pub fn browser() -> reqwest::Client {
+    reqwest::Client::builder()
+        .cookie_store(true)
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .expect("client")
 }
 
 pub fn rid(id: &str) -> ResourceId {

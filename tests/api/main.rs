@@ -6,6 +6,7 @@ mod checkout;
 mod cli;
 mod health;
 mod helpers;
+mod journey;
 mod lifecycle;
 mod soak;
 mod storms;

@@ -1,0 +1,680 @@
+//! Shopper pages: catalogue, basket, checkout start, the return from the
+//! provider, the order page. Thin: parse, call checkout, render.
+
+use actix_web::cookie::{Cookie, SameSite};
+use actix_web::http::StatusCode;
+use actix_web::http::header;
+use actix_web::{HttpRequest, HttpResponse, web};
+use askama::Template;
+use chrono::Utc;
+use serde::Deserialize;
+
+use super::ShopError;
+use crate::checkout::{
+    self, CheckoutStart, Customer, PaymentReport, Provider, ShortLine, StartOutcome, WantedLine,
+};
+use crate::inventory::{AccountId, IdempotencyKey, PaymentRef, Quantity};
+use crate::payments::stripe::{SessionLine, SessionRequest};
+use crate::startup::Shop;
+
+const BASKET_COOKIE: &str = "hf_basket";
+
+/// Money as a shopper reads it.
+pub fn money(minor: i64, currency: &str) -> String {
+    let symbol = match currency {
+        "eur" => "€",
+        "usd" => "$",
+        "gbp" => "£",
+        "inr" => "₹",
+        _ => "",
+    };
+    let amount = format!("{}.{:02}", minor / 100, minor % 100);
+    if symbol.is_empty() {
+        format!("{amount} {}", currency.to_uppercase())
+    } else {
+        format!("{symbol}{amount}")
+    }
+}
+
+fn see_other(location: &str) -> HttpResponse {
+    HttpResponse::SeeOther()
+        .insert_header((header::LOCATION, location.to_owned()))
+        .finish()
+}
+
+fn render<T: Template>(status: StatusCode, page: &T) -> Result<HttpResponse, ShopError> {
+    let body = page.render().map_err(|e| ShopError::internal(e.into()))?;
+    Ok(HttpResponse::build(status)
+        .content_type("text/html; charset=utf-8")
+        .body(body))
+}
+
+/// The basket cookie's id, if it is one of ours.
+fn basket_id(request: &HttpRequest) -> Option<String> {
+    request
+        .cookie(BASKET_COOKIE)
+        .map(|c| c.value().to_owned())
+        .filter(|id| id.len() == 64 && id.bytes().all(|b| b.is_ascii_hexdigit()))
+}
+
+async fn basket_count(shop: &Shop, request: &HttpRequest) -> Result<i64, ShopError> {
+    let Some(id) = basket_id(request) else {
+        return Ok(0);
+    };
+    Ok(sqlx::query_scalar(
+        "select coalesce(sum(qty), 0)::int8 from basket_lines where basket_id = $1",
+    )
+    .bind(id)
+    .fetch_one(&shop.pool)
+    .await?)
+}
+
+pub struct CatalogueItem {
+    pub id: String,
+    pub name: String,
+    pub when: String,
+    pub price: String,
+    pub available: i32,
+    pub max_qty: i32,
+}
+
+pub struct Section {
+    pub id: String,
+    pub title: String,
+    pub lede: String,
+    pub items: Vec<CatalogueItem>,
+}
+
+#[derive(Template)]
+#[template(path = "catalogue.html")]
+struct CataloguePage {
+    basket_count: i64,
+    sections: Vec<Section>,
+}
+
+fn section_words(collection: &str) -> (String, String) {
+    match collection {
+        "bakery" => (
+            "Bakery pickup".into(),
+            "Pick a slot; each one takes eight boxes.".into(),
+        ),
+        "harbour-lights" => (
+            "Harbour Lights — live at the pier".into(),
+            "Two tiers, a fixed number of places each.".into(),
+        ),
+        "pantry" => (
+            "Pantry".into(),
+            "Small batches, gone when they are gone.".into(),
+        ),
+        other => (other.to_owned(), String::new()),
+    }
+}
+
+/// `GET /`: every product with what is left now (holds past their TTL
+/// already count as free).
+pub async fn catalogue(
+    shop: web::Data<Shop>,
+    request: HttpRequest,
+) -> Result<HttpResponse, ShopError> {
+    #[derive(sqlx::FromRow)]
+    struct Row {
+        id: String,
+        name: String,
+        price_minor: i64,
+        currency: String,
+        starts_at: Option<chrono::DateTime<Utc>>,
+        collection: String,
+        available_now: i32,
+    }
+    let rows: Vec<Row> = sqlx::query_as(
+        "select p.id, p.name, p.price_minor, p.currency, p.starts_at, p.collection, s.available_now \
+           from products p cross join lateral hf_status(p.resource_id) s \
+          where p.active \
+          order by p.collection = 'pantry', p.collection, p.position, p.id",
+    )
+    .fetch_all(&shop.pool)
+    .await?;
+    let mut sections: Vec<Section> = Vec::new();
+    for row in rows {
+        if sections.last().is_none_or(|s| s.id != row.collection) {
+            let (title, lede) = section_words(&row.collection);
+            sections.push(Section {
+                id: row.collection.clone(),
+                title,
+                lede,
+                items: Vec::new(),
+            });
+        }
+        let available = row.available_now.max(0);
+        sections
+            .last_mut()
+            .expect("pushed above")
+            .items
+            .push(CatalogueItem {
+                id: row.id,
+                name: row.name,
+                when: row
+                    .starts_at
+                    .map(|at| at.format("%A %-d %B, %H:%M").to_string())
+                    .unwrap_or_default(),
+                price: money(row.price_minor, &row.currency),
+                available,
+                max_qty: available.min(10),
+            });
+    }
+    let page = CataloguePage {
+        basket_count: basket_count(&shop, &request).await?,
+        sections,
+    };
+    render(StatusCode::OK, &page)
+}
+
+#[derive(Deserialize)]
+pub struct LineForm {
+    product_id: String,
+    qty: Option<i64>,
+}
+
+/// `POST /basket/add`
+pub async fn add_to_basket(
+    shop: web::Data<Shop>,
+    request: HttpRequest,
+    form: web::Form<LineForm>,
+) -> Result<HttpResponse, ShopError> {
+    let qty = form.qty.unwrap_or(1);
+    if !(1..=100).contains(&qty) || form.product_id.is_empty() || form.product_id.len() > 200 {
+        return Err(ShopError::bad_request(
+            "choose between 1 and 100 of a product",
+        ));
+    }
+    let (id, fresh) = match basket_id(&request) {
+        Some(id) => (id, false),
+        None => (checkout::codes::order_token(), true),
+    };
+    let added = sqlx::query(
+        "insert into basket_lines (basket_id, product_id, qty) \
+         select $1, id, $3 from products where id = $2 and active \
+         on conflict (basket_id, product_id) \
+         do update set qty = least(basket_lines.qty + excluded.qty, 100)",
+    )
+    .bind(&id)
+    .bind(&form.product_id)
+    .bind(qty as i32)
+    .execute(&shop.pool)
+    .await?;
+    if added.rows_affected() == 0 {
+        return Err(ShopError::not_found("that product is not for sale"));
+    }
+    let mut response = see_other("/basket");
+    if fresh {
+        let cookie = Cookie::build(BASKET_COOKIE, id)
+            .path("/")
+            .http_only(true)
+            .same_site(SameSite::Lax)
+            .max_age(actix_web::cookie::time::Duration::days(7))
+            .finish();
+        response
+            .add_cookie(&cookie)
+            .map_err(|e| ShopError::internal(e.into()))?;
+    }
+    Ok(response)
+}
+
+/// `POST /basket/remove`
+pub async fn remove_from_basket(
+    shop: web::Data<Shop>,
+    request: HttpRequest,
+    form: web::Form<LineForm>,
+) -> Result<HttpResponse, ShopError> {
+    if let Some(id) = basket_id(&request) {
+        sqlx::query("delete from basket_lines where basket_id = $1 and product_id = $2")
+            .bind(id)
+            .bind(&form.product_id)
+            .execute(&shop.pool)
+            .await?;
+    }
+    Ok(see_other("/basket"))
+}
+
+pub struct BasketLineView {
+    pub product_id: String,
+    pub name: String,
+    pub qty: i32,
+    pub total: String,
+}
+
+#[derive(Template)]
+#[template(path = "basket.html")]
+struct BasketPage {
+    basket_count: i64,
+    lines: Vec<BasketLineView>,
+    total: String,
+    checkout_key: String,
+    problems: Vec<String>,
+    error: String,
+}
+
+async fn basket_page(
+    shop: &Shop,
+    request: &HttpRequest,
+    status: StatusCode,
+    problems: Vec<String>,
+    error: String,
+) -> Result<HttpResponse, ShopError> {
+    #[derive(sqlx::FromRow)]
+    struct Row {
+        product_id: String,
+        name: String,
+        qty: i32,
+        price_minor: i64,
+        currency: String,
+    }
+    let rows: Vec<Row> = match basket_id(request) {
+        Some(id) => {
+            sqlx::query_as(
+                "select b.product_id, p.name, b.qty, p.price_minor, p.currency \
+                   from basket_lines b join products p on p.id = b.product_id \
+                  where b.basket_id = $1 order by b.added_at, b.product_id",
+            )
+            .bind(id)
+            .fetch_all(&shop.pool)
+            .await?
+        }
+        None => Vec::new(),
+    };
+    let currency = rows
+        .first()
+        .map(|r| r.currency.clone())
+        .unwrap_or_else(|| "eur".into());
+    let total: i64 = rows.iter().map(|r| r.price_minor * i64::from(r.qty)).sum();
+    let page = BasketPage {
+        basket_count: rows.iter().map(|r| i64::from(r.qty)).sum(),
+        lines: rows
+            .iter()
+            .map(|r| BasketLineView {
+                product_id: r.product_id.clone(),
+                name: r.name.clone(),
+                qty: r.qty,
+                total: money(r.price_minor * i64::from(r.qty), &r.currency),
+            })
+            .collect(),
+        total: money(total, &currency),
+        // a fresh key per rendered form: submitting it twice is one order
+        checkout_key: checkout::codes::order_token(),
+        problems,
+        error,
+    };
+    render(status, &page)
+}
+
+/// `GET /basket`
+pub async fn basket(
+    shop: web::Data<Shop>,
+    request: HttpRequest,
+) -> Result<HttpResponse, ShopError> {
+    basket_page(&shop, &request, StatusCode::OK, Vec::new(), String::new()).await
+}
+
+#[derive(Deserialize)]
+pub struct CheckoutForm {
+    checkout_key: String,
+    name: String,
+    email: String,
+}
+
+fn describe_short(lines: &[ShortLine]) -> Vec<String> {
+    lines
+        .iter()
+        .map(|line| match line.available {
+            0 => format!("{}: sold out (you asked for {})", line.name, line.requested),
+            left => format!(
+                "{}: only {left} left (you asked for {})",
+                line.name, line.requested
+            ),
+        })
+        .collect()
+}
+
+/// `POST /checkout`: SPEC §3 in order. One transaction holds every line and
+/// writes the pending order; then, outside any lock, the provider's session;
+/// then the payment phase; then a 303 to the provider.
+pub async fn start_checkout(
+    shop: web::Data<Shop>,
+    request: HttpRequest,
+    form: web::Form<CheckoutForm>,
+) -> Result<HttpResponse, ShopError> {
+    let key = IdempotencyKey::parse(&form.checkout_key).map_err(|_| {
+        ShopError::bad_request("the checkout form is out of date; please try again")
+    })?;
+    // a double submit goes where the first one went
+    if let Some(order) = checkout::order_by_checkout_key(&shop.pool, key.as_str()).await? {
+        return Ok(see_other(&redirect_for(&order)));
+    }
+    let customer = match Customer::parse(&form.name, &form.email) {
+        Ok(customer) => customer,
+        Err(error) => {
+            return basket_page(
+                &shop,
+                &request,
+                StatusCode::BAD_REQUEST,
+                Vec::new(),
+                error.0,
+            )
+            .await;
+        }
+    };
+    let Some(basket) = basket_id(&request) else {
+        return Ok(see_other("/basket"));
+    };
+    let lines: Vec<(String, i32)> =
+        sqlx::query_as("select product_id, qty from basket_lines where basket_id = $1")
+            .bind(&basket)
+            .fetch_all(&shop.pool)
+            .await?;
+    if lines.is_empty() {
+        return Ok(see_other("/basket"));
+    }
+    let start = CheckoutStart {
+        checkout_key: key,
+        account: AccountId::parse(&format!("basket:{basket}"))
+            .map_err(|e| ShopError::bad_request(&e.0))?,
+        lines: lines
+            .into_iter()
+            .map(|(product_id, qty)| {
+                Ok(WantedLine {
+                    product_id,
+                    qty: Quantity::parse(i64::from(qty))?,
+                })
+            })
+            .collect::<Result<_, crate::inventory::InvalidInput>>()
+            .map_err(|e| ShopError::bad_request(&e.0))?,
+        customer,
+        provider: Provider::Stripe,
+    };
+    let (order, lines) = match checkout::start_checkout(&shop.pool, &start).await? {
+        StartOutcome::Started { order, lines } => (order, lines),
+        StartOutcome::AlreadyStarted { order } => return Ok(see_other(&redirect_for(&order))),
+        StartOutcome::Unavailable { lines } | StartOutcome::OverLimit { lines } => {
+            return basket_page(
+                &shop,
+                &request,
+                StatusCode::CONFLICT,
+                describe_short(&lines),
+                String::new(),
+            )
+            .await;
+        }
+        StartOutcome::UnknownProducts { ids } => {
+            sqlx::query("delete from basket_lines where basket_id = $1 and product_id = any($2)")
+                .bind(&basket)
+                .bind(&ids)
+                .execute(&shop.pool)
+                .await?;
+            let problems =
+                vec!["Some items are no longer sold and were taken out of your basket.".to_owned()];
+            return basket_page(
+                &shop,
+                &request,
+                StatusCode::CONFLICT,
+                problems,
+                String::new(),
+            )
+            .await;
+        }
+    };
+
+    // Outside any transaction or lock: the provider.
+    let session_request = SessionRequest {
+        order_id: order.id.to_string(),
+        currency: order.currency.clone(),
+        lines: lines
+            .iter()
+            .map(|line| SessionLine {
+                name: line.name.clone(),
+                qty: line.qty as u64,
+                unit_amount_minor: line.unit_price_minor,
+            })
+            .collect(),
+        customer_email: order.customer_email.clone(),
+        success_url: format!(
+            "{}/checkout/return?session_id={{CHECKOUT_SESSION_ID}}",
+            shop.base_url
+        ),
+        cancel_url: format!("{}/checkout/cancel/{}", shop.base_url, order.token),
+        expires_at: Utc::now() + chrono::Duration::minutes(shop.session_minutes),
+        idempotency_key: format!("checkout:{}", order.id),
+    };
+    let session = match shop.stripe.create_session(&session_request).await {
+        Ok(session) => session,
+        Err(error) => {
+            tracing::warn!(order = %order.id, %error, "the payment provider failed at checkout start");
+            checkout::release_order(
+                &shop.pool,
+                order.id,
+                "provider_error",
+                "checkout",
+                "cancelled",
+            )
+            .await?;
+            return message(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "We could not reach the payment provider",
+                "Nothing was charged and your items were put back. Please try again in a moment.",
+                "/basket",
+                "Back to your basket",
+            );
+        }
+    };
+    let Some(url) = session.url.clone() else {
+        checkout::release_order(
+            &shop.pool,
+            order.id,
+            "provider_error",
+            "checkout",
+            "cancelled",
+        )
+        .await?;
+        return Err(ShopError::internal(anyhow::anyhow!(
+            "the provider returned a session without a payment page"
+        )));
+    };
+    let provider_session = checkout::ProviderSession {
+        id: session.id.clone(),
+        url: url.clone(),
+        expires_at: session.expires_at,
+    };
+    match checkout::attach_payment(&shop.pool, order.id, &provider_session).await? {
+        checkout::AttachOutcome::Paying { .. } => {
+            sqlx::query("delete from basket_lines where basket_id = $1")
+                .bind(&basket)
+                .execute(&shop.pool)
+                .await?;
+            Ok(see_other(&url))
+        }
+        checkout::AttachOutcome::Ended { .. } => message(
+            StatusCode::CONFLICT,
+            "Your reservation ran out",
+            "It took too long to reach the payment page, so your items went back on sale. Nothing was charged.",
+            "/basket",
+            "Back to your basket",
+        ),
+    }
+}
+
+/// Where a started order's shopper should go now.
+fn redirect_for(order: &checkout::Order) -> String {
+    match (&order.provider_url, order.state.as_str()) {
+        (Some(url), "pending") => url.clone(),
+        _ => format!("/orders/{}", order.token),
+    }
+}
+
+#[derive(Template)]
+#[template(path = "message.html")]
+struct MessagePage<'a> {
+    basket_count: i64,
+    headline: &'a str,
+    explanation: &'a str,
+    next_href: &'a str,
+    next_label: &'a str,
+}
+
+pub fn message(
+    status: StatusCode,
+    headline: &str,
+    explanation: &str,
+    next_href: &str,
+    next_label: &str,
+) -> Result<HttpResponse, ShopError> {
+    render(
+        status,
+        &MessagePage {
+            basket_count: 0,
+            headline,
+            explanation,
+            next_href,
+            next_label,
+        },
+    )
+}
+
+#[derive(Deserialize)]
+pub struct ReturnQuery {
+    session_id: Option<String>,
+}
+
+/// `GET /checkout/return?session_id=…`: the browser's way back. The query
+/// only names the session; what happened is asked of the provider.
+pub async fn checkout_return(
+    shop: web::Data<Shop>,
+    query: web::Query<ReturnQuery>,
+) -> Result<HttpResponse, ShopError> {
+    let session_id = query
+        .session_id
+        .as_deref()
+        .filter(|id| id.starts_with("cs_") && id.len() <= 255)
+        .ok_or_else(|| ShopError::bad_request("that is not a payment we know"))?;
+    let Some(order) = checkout::order_by_session(&shop.pool, session_id).await? else {
+        return Err(ShopError::not_found("that is not a payment we know"));
+    };
+    let session = shop
+        .stripe
+        .retrieve_session(session_id)
+        .await
+        .map_err(|e| ShopError::unavailable(e.to_string()))?;
+    if session.client_reference_id.as_deref() != Some(order.id.to_string().as_str()) {
+        return Err(ShopError::not_found("that is not a payment we know"));
+    }
+    if session.paid
+        && let Some(intent) = session.payment_intent.as_deref()
+    {
+        let report = PaymentReport {
+            order_id: order.id,
+            provider: Provider::Stripe,
+            payment_ref: PaymentRef::parse(intent).map_err(|e| ShopError::internal(e.into()))?,
+            source: "stripe-return",
+        };
+        checkout::confirm_payment(&shop.pool, &report).await?;
+    }
+    Ok(see_other(&format!("/orders/{}", order.token)))
+}
+
+/// `GET /checkout/cancel/{token}`: the shopper left the provider's page.
+pub async fn checkout_cancel(
+    shop: web::Data<Shop>,
+    token: web::Path<String>,
+) -> Result<HttpResponse, ShopError> {
+    let order = checkout::order_by_token(&shop.pool, &token)
+        .await?
+        .ok_or_else(|| ShopError::not_found("no such order"))?;
+    checkout::release_order(
+        &shop.pool,
+        order.id,
+        "shopper left the payment page",
+        "shopper",
+        "cancelled",
+    )
+    .await?;
+    message(
+        StatusCode::OK,
+        "Checkout cancelled",
+        "Nothing was charged and your items went back on sale.",
+        "/",
+        "Back to the shop",
+    )
+}
+
+#[derive(Template)]
+#[template(path = "order.html")]
+struct OrderPage {
+    basket_count: i64,
+    waiting: bool,
+    paid: bool,
+    name: String,
+    total: String,
+    pickup_code: String,
+    tickets: Vec<(String, String)>,
+    headline: String,
+    explanation: String,
+    lines: Vec<checkout::OrderLine>,
+}
+
+/// `GET /orders/{token}`: reachable only by its unguessable link.
+pub async fn order_page(
+    shop: web::Data<Shop>,
+    token: web::Path<String>,
+) -> Result<HttpResponse, ShopError> {
+    if token.len() != 64 || !token.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return Err(ShopError::not_found("no such order"));
+    }
+    let order = checkout::order_by_token(&shop.pool, &token)
+        .await?
+        .ok_or_else(|| ShopError::not_found("no such order"))?;
+    let lines = checkout::order_lines(&shop.pool, order.id).await?;
+    let names: std::collections::HashMap<String, String> = lines
+        .iter()
+        .map(|l| (l.product_id.clone(), l.name.clone()))
+        .collect();
+    let tickets = checkout::order_codes(&shop.pool, order.id)
+        .await?
+        .into_iter()
+        .map(|(product, code)| (names.get(&product).cloned().unwrap_or(product), code))
+        .collect();
+    let (headline, explanation) = match order.state.as_str() {
+        "expired" => (
+            "Your reservation ran out",
+            "Nothing was charged; the items went back on sale.",
+        ),
+        "cancelled" => ("This order was cancelled", "Nothing was charged."),
+        "refund_pending" => (
+            "Your payment is being refunded",
+            "The money arrived after your reservation had ended, so it is on its way back to you.",
+        ),
+        "refunded" => (
+            "Your payment was refunded",
+            "The money is on its way back to you.",
+        ),
+        _ => ("", ""),
+    };
+    let page = OrderPage {
+        basket_count: 0,
+        waiting: order.state == "pending",
+        paid: order.state == "paid",
+        name: order.customer_name.clone(),
+        total: money(order.amount_minor, &order.currency),
+        pickup_code: order.pickup_code.clone().unwrap_or_default(),
+        tickets,
+        headline: headline.into(),
+        explanation: explanation.into(),
+        lines,
+    };
+    render(StatusCode::OK, &page)
+}
+
+/// `GET /static/shop.css`
+pub async fn stylesheet() -> HttpResponse {
+    HttpResponse::Ok()
+        .content_type("text/css; charset=utf-8")
+        .insert_header((header::CACHE_CONTROL, "public, max-age=3600"))
+        .body(include_str!("../../static/shop.css"))
+}

@@ -1,0 +1,171 @@
+//! Work that must happen after a commit: refunds, confirmation messages,
+//! closing a provider's payment page. A job is leased (its `run_after`
+//! pushed ahead and its attempt counted, in a short transaction taken with
+//! FOR UPDATE SKIP LOCKED), then executed with no lock held, then marked
+//! done or given its error and a later `run_after`. A worker that dies mid
+//! job leaves the lease to run out and another worker repeats the job with
+//! the same provider idempotency key, so a refund happens once. Nothing is
+//! ever dropped.
+
+use serde::Serialize;
+use sqlx::PgPool;
+
+use crate::checkout::{self, Provider};
+use crate::payments::ProviderError;
+use crate::payments::stripe::StripeAdapter;
+
+/// What one pass did.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "outcome", rename_all = "snake_case")]
+pub enum JobOutcome {
+    /// Nothing was due.
+    Idle,
+    Done {
+        id: i64,
+        kind: String,
+    },
+    /// It failed; it will be tried again at its next `run_after`.
+    Failed {
+        id: i64,
+        kind: String,
+        error: String,
+    },
+}
+
+#[derive(Debug, sqlx::FromRow)]
+struct Job {
+    id: i64,
+    kind: String,
+    dedupe_key: String,
+    payload: serde_json::Value,
+    attempts: i32,
+}
+
+/// The outbox worker.
+#[derive(Debug, Clone)]
+pub struct Outbox {
+    pool: PgPool,
+    stripe: StripeAdapter,
+}
+
+impl Outbox {
+    pub fn new(pool: PgPool, stripe: StripeAdapter) -> Self {
+        Self { pool, stripe }
+    }
+
+    /// Take one due job and run it.
+    pub async fn run_once(&self) -> Result<JobOutcome, sqlx::Error> {
+        // lease: long enough for a slow provider, short enough to recover
+        let job: Option<Job> = sqlx::query_as(
+            "update outbox_jobs \
+                set run_after = now() + interval '2 minutes', attempts = attempts + 1 \
+              where id = (select id from outbox_jobs \
+                           where state = 'pending' and run_after <= now() \
+                           order by run_after, id \
+                           for update skip locked \
+                           limit 1) \
+             returning id, kind, dedupe_key, payload, attempts",
+        )
+        .fetch_optional(&self.pool)
+        .await?;
+        let Some(job) = job else {
+            return Ok(JobOutcome::Idle);
+        };
+        let result = self.execute(&job).await;
+        match result {
+            Ok(()) => {
+                let mut tx = self.pool.begin().await?;
+                sqlx::query(
+                    "update outbox_jobs set state = 'done', done_at = now(), last_error = null \
+                      where id = $1 and state = 'pending'",
+                )
+                .bind(job.id)
+                .execute(&mut *tx)
+                .await?;
+                if job.kind == "refund"
+                    && let Some(payment_ref) = job.payload["payment_ref"].as_str()
+                {
+                    checkout::close_refund_in(&mut tx, Provider::Stripe, payment_ref)
+                        .await
+                        .map_err(|e| sqlx::Error::Protocol(e.to_string()))?;
+                }
+                tx.commit().await?;
+                tracing::info!(job = job.id, kind = %job.kind, "outbox job done");
+                Ok(JobOutcome::Done {
+                    id: job.id,
+                    kind: job.kind,
+                })
+            }
+            Err(error) => {
+                let message = error.to_string();
+                // 2, 4, 8 … seconds, at most an hour between tries
+                let backoff = 2f64.powi(job.attempts.clamp(1, 12)).min(3600.0);
+                sqlx::query(
+                    "update outbox_jobs \
+                        set last_error = $2, run_after = now() + $3 * interval '1 second' \
+                      where id = $1 and state = 'pending'",
+                )
+                .bind(job.id)
+                .bind(&message)
+                .bind(backoff)
+                .execute(&self.pool)
+                .await?;
+                tracing::warn!(job = job.id, kind = %job.kind, attempts = job.attempts, error = %message, "outbox job failed; will retry");
+                Ok(JobOutcome::Failed {
+                    id: job.id,
+                    kind: job.kind,
+                    error: message,
+                })
+            }
+        }
+    }
+
+    /// Run every due job until none is left.
+    pub async fn drain(&self) -> Result<Vec<JobOutcome>, sqlx::Error> {
+        let mut outcomes = Vec::new();
+        loop {
+            match self.run_once().await? {
+                JobOutcome::Idle => return Ok(outcomes),
+                outcome => outcomes.push(outcome),
+            }
+        }
+    }
+
+    async fn execute(&self, job: &Job) -> Result<(), ProviderError> {
+        let text = |field: &str| {
+            job.payload[field]
+                .as_str()
+                .map(str::to_owned)
+                .ok_or_else(|| ProviderError::Unexpected(format!("job {} has no {field}", job.id)))
+        };
+        match job.kind.as_str() {
+            "refund" => {
+                let provider = text("provider")?;
+                if provider != "stripe" {
+                    return Err(ProviderError::Unexpected(format!(
+                        "no adapter for {provider} refunds yet"
+                    )));
+                }
+                // the key is the job's, never random: a repeat is the same refund
+                self.stripe
+                    .refund(&text("payment_ref")?, &job.dedupe_key)
+                    .await
+                    .map(|_| ())
+            }
+            "expire_session" => match self.stripe.expire_session(&text("session_id")?).await {
+                Ok(_) => Ok(()),
+                // already complete or expired: nothing left to close
+                Err(ProviderError::Refused { .. }) => Ok(()),
+                Err(error) => Err(error),
+            },
+            "order_confirmation" => {
+                // No mailer is configured; the order page carries the codes.
+                tracing::info!(order = %job.payload["order_id"], "order confirmation recorded");
+                Ok(())
+            }
+            other => Err(ProviderError::Unexpected(format!(
+                "unknown job kind {other}"
+            ))),
+        }
+    }
+}

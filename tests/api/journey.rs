@@ -1,0 +1,668 @@
+//! The shop end to end over HTTP: basket, checkout start, the sandbox's
+//! hosted page, the signed webhook and the return, the order page; refunds
+//! executed through the sandbox by the outbox worker.
+
+use std::time::Duration;
+
+use futures::future::join_all;
+use holdfast::checkout::catalogue::CatalogueFile;
+use holdfast::configuration::Secret;
+use holdfast::webhooks::signature::stripe_signature_header;
+use holdfast::worker::outbox::Outbox;
+use reqwest::Response;
+
+use crate::helpers::*;
+
+impl TestApp {
+    async fn load_demo(&self) {
+        CatalogueFile::read(
+            concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/catalogue.json").as_ref(),
+        )
+        .unwrap()
+        .load(&self.db.pool)
+        .await
+        .unwrap();
+    }
+
+    async fn first_slot(&self) -> String {
+        holdfast::checkout::catalogue::products(&self.db.pool, Some("bakery"))
+            .await
+            .unwrap()[0]
+            .id
+            .clone()
+    }
+
+    async fn add(&self, shopper: &reqwest::Client, product: &str, qty: i64) {
+        let response = shopper
+            .post(format!("{}/basket/add", self.address))
+            .form(&[("product_id", product), ("qty", &qty.to_string())])
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 303, "adding {product}");
+    }
+
+    /// Fill in the checkout form as it was rendered (with its one-time key).
+    async fn checkout(&self, shopper: &reqwest::Client) -> Response {
+        let page = shopper
+            .get(format!("{}/basket", self.address))
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        let key = checkout_key(&page);
+        self.submit_checkout(shopper, &key).await
+    }
+
+    async fn submit_checkout(&self, shopper: &reqwest::Client, key: &str) -> Response {
+        shopper
+            .post(format!("{}/checkout", self.address))
+            .form(&[
+                ("checkout_key", key),
+                ("name", "Ada Shopper"),
+                ("email", "ada@example.com"),
+            ])
+            .send()
+            .await
+            .unwrap()
+    }
+
+    async fn outbox(&self) -> Vec<holdfast::worker::outbox::JobOutcome> {
+        Outbox::new(self.db.pool.clone(), self.sandbox.adapter())
+            .drain()
+            .await
+            .unwrap()
+    }
+
+    async fn order_state(&self, token: &str) -> String {
+        sqlx::query_scalar("select state from orders where token = $1")
+            .bind(token)
+            .fetch_one(&self.db.pool)
+            .await
+            .unwrap()
+    }
+
+    async fn wait_for_state(&self, token: &str, state: &str) {
+        for _ in 0..100 {
+            if self.order_state(token).await == state {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        panic!(
+            "order never reached {state}: it is {}",
+            self.order_state(token).await
+        );
+    }
+
+    async fn wait_for_deliveries(&self, accepted: usize) {
+        for _ in 0..100 {
+            let ok = self
+                .sandbox
+                .stripe
+                .ledger()
+                .deliveries
+                .iter()
+                .filter(|d| d.status == Some(200))
+                .count();
+            if ok >= accepted {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        panic!(
+            "webhooks were not accepted: {:?}",
+            self.sandbox.stripe.ledger().deliveries
+        );
+    }
+}
+
+fn checkout_key(page: &str) -> String {
+    let marker = "name=\"checkout_key\" value=\"";
+    let start = page.find(marker).expect("a checkout form") + marker.len();
+    page[start..start + 64].to_owned()
+}
+
+fn location(response: &Response) -> String {
+    response.headers()["location"].to_str().unwrap().to_owned()
+}
+
+fn token_of(order_url: &str) -> String {
+    order_url.rsplit('/').next().unwrap().to_owned()
+}
+
+/// Pay on the hosted page and follow the return to the order page.
+async fn pay_and_return(
+    app: &TestApp,
+    shopper: &reqwest::Client,
+    session_url: &str,
+    action: &str,
+) -> String {
+    let paid = shopper
+        .post(format!("{session_url}/{action}"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(paid.status(), 303, "paying");
+    let back = location(&paid);
+    assert!(
+        back.starts_with(&format!(
+            "{}/checkout/return?session_id=cs_test_",
+            app.address
+        )),
+        "{back}"
+    );
+    let returned = shopper.get(&back).send().await.unwrap();
+    assert_eq!(returned.status(), 303);
+    location(&returned)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_shopper_buys_the_last_slot_and_two_tickets_and_gets_codes() {
+    let app = spawn_app().await;
+    app.load_demo().await;
+    let slot = app.first_slot().await;
+    app.db
+        .inventory()
+        .upsert_resource(
+            &rid(&slot),
+            holdfast::inventory::Capacity::parse(1).unwrap(),
+        )
+        .await
+        .unwrap();
+    let shopper = browser();
+    let home = shopper
+        .get(&app.address)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        home.contains("Bakery pickup") && home.contains("1 left"),
+        "the last slot shows"
+    );
+
+    app.add(&shopper, &slot, 1).await;
+    app.add(&shopper, "harbour-lights-general", 2).await;
+    let started = app.checkout(&shopper).await;
+    assert_eq!(started.status(), 303);
+    let session_url = location(&started);
+    assert!(
+        session_url.starts_with(&format!("{}/stripe/pay/cs_test_", app.sandbox.base)),
+        "{session_url}"
+    );
+    let hosted = shopper
+        .get(&session_url)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(hosted.contains("Pay 88.00 EUR"), "{hosted}");
+    // while paying, the slot is held: nobody else sees it
+    let home = browser()
+        .get(&app.address)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(home.contains("Sold out"));
+
+    let order_url = pay_and_return(&app, &shopper, &session_url, "pay").await;
+    let page = shopper
+        .get(format!("{}{order_url}", app.address))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(page.contains("Thank you, Ada Shopper"), "{page}");
+    assert!(page.contains("id=\"pickup-code\""));
+    assert_eq!(page.matches("class=\"ticket-code\"").count(), 2);
+
+    // the webhook arrives too and changes nothing more
+    app.wait_for_deliveries(1).await;
+    let inventory = app.db.inventory();
+    assert_eq!(
+        inventory.status(&rid(&slot)).await.unwrap().unwrap().sold,
+        1
+    );
+    assert_eq!(
+        inventory
+            .status(&rid("harbour-lights-general"))
+            .await
+            .unwrap()
+            .unwrap()
+            .sold,
+        2
+    );
+    let codes: i64 = sqlx::query_scalar("select count(*) from order_codes")
+        .fetch_one(&app.db.pool)
+        .await
+        .unwrap();
+    assert_eq!(codes, 2);
+    assert_no_drift(&inventory).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn the_return_and_the_webhook_race_twenty_times_with_one_fulfilment_each() {
+    let app = spawn_app().await;
+    app.load_demo().await;
+    for _ in 0..20 {
+        let shopper = browser();
+        app.add(&shopper, "harbour-lights-general", 1).await;
+        let session_url = location(&app.checkout(&shopper).await);
+        // paying fires the webhook; the return follows at once
+        let order_url = pay_and_return(&app, &shopper, &session_url, "pay").await;
+        app.wait_for_state(&token_of(&order_url), "paid").await;
+    }
+    app.wait_for_deliveries(20).await;
+    let (fulfilments, confirmations, sold): (i64, i64, i32) = sqlx::query_as(
+        "select (select count(*) from outbox_jobs where kind = 'order_confirmation'), \
+                (select count(*) from hold_events where kind = 'confirmed'), \
+                (select sold from resources where id = 'harbour-lights-general')",
+    )
+    .fetch_one(&app.db.pool)
+    .await
+    .unwrap();
+    assert_eq!((fulfilments, confirmations, sold), (20, 20, 20));
+    let codes: i64 = sqlx::query_scalar("select count(*) from order_codes")
+        .fetch_one(&app.db.pool)
+        .await
+        .unwrap();
+    assert_eq!(codes, 20, "one ticket code per paid ticket, never two");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn paying_twice_fulfils_once_and_refunds_the_second_payment_through_the_sandbox() {
+    let app = spawn_app().await;
+    app.load_demo().await;
+    let shopper = browser();
+    app.add(&shopper, "wild-honey", 2).await;
+    let session_url = location(&app.checkout(&shopper).await);
+    let order_url = pay_and_return(&app, &shopper, &session_url, "pay-twice").await;
+    app.wait_for_deliveries(2).await;
+    assert_eq!(app.order_state(&token_of(&order_url)).await, "paid");
+
+    let outcomes = app.outbox().await;
+    assert!(outcomes.iter().any(|o| matches!(o, holdfast::worker::outbox::JobOutcome::Done { kind, .. } if kind == "refund")), "{outcomes:?}");
+    let ledger = app.sandbox.stripe.ledger();
+    assert_eq!(ledger.charges.len(), 2);
+    assert_eq!(ledger.refunds.len(), 1);
+    let paid_with: String = sqlx::query_scalar("select payment_ref from orders")
+        .fetch_one(&app.db.pool)
+        .await
+        .unwrap();
+    assert_ne!(
+        ledger.refunds[0].payment_intent, paid_with,
+        "the kept payment is not refunded"
+    );
+    assert_eq!(
+        ledger.refunds[0].idempotency_key.as_deref(),
+        Some(format!("refund:stripe:{}", ledger.refunds[0].payment_intent).as_str())
+    );
+    // running the worker again refunds nothing more
+    app.outbox().await;
+    assert_eq!(app.sandbox.stripe.ledger().refunds.len(), 1);
+    assert_eq!(
+        app.db
+            .inventory()
+            .status(&rid("wild-honey"))
+            .await
+            .unwrap()
+            .unwrap()
+            .sold,
+        2
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn abandoning_gives_the_units_back_and_late_money_is_refunded() {
+    let app = spawn_app().await;
+    app.load_demo().await;
+    let shopper = browser();
+    app.add(&shopper, "harbour-lights-vip", 3).await;
+    let session_url = location(&app.checkout(&shopper).await);
+    assert_eq!(
+        app.db
+            .inventory()
+            .status(&rid("harbour-lights-vip"))
+            .await
+            .unwrap()
+            .unwrap()
+            .held,
+        3
+    );
+
+    // back to the shop from the hosted page
+    let left = shopper
+        .post(format!("{session_url}/abandon"))
+        .send()
+        .await
+        .unwrap();
+    let cancel = location(&left);
+    let cancelled = shopper.get(&cancel).send().await.unwrap();
+    assert_eq!(cancelled.status(), 200);
+    assert_eq!(
+        app.db
+            .inventory()
+            .status(&rid("harbour-lights-vip"))
+            .await
+            .unwrap()
+            .unwrap()
+            .held,
+        0
+    );
+    // the worker closes the provider's page as well
+    app.outbox().await;
+    let session_id = session_url.rsplit('/').next().unwrap();
+    let session = app
+        .sandbox
+        .adapter()
+        .retrieve_session(session_id)
+        .await
+        .unwrap();
+    assert_eq!(session.status.as_deref(), Some("expired"));
+
+    // money arriving after all that is refunded, never sold
+    let forced = reqwest::Client::new()
+        .post(format!(
+            "{}/stripe/_sandbox/sessions/{session_id}/force-pay",
+            app.sandbox.base
+        ))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(forced.status(), 204);
+    let token = token_of(&cancel);
+    app.wait_for_state(&token, "refund_pending").await;
+    app.outbox().await;
+    assert_eq!(app.order_state(&token).await, "refunded");
+    assert_eq!(app.sandbox.stripe.ledger().refunds.len(), 1);
+    assert_eq!(
+        app.db
+            .inventory()
+            .status(&rid("harbour-lights-vip"))
+            .await
+            .unwrap()
+            .unwrap()
+            .sold,
+        0
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn two_hundred_checkouts_over_http_for_ten_units_send_ten_to_the_provider() {
+    let app = spawn_app_with(TestDb::with_connections(40).await).await;
+    app.load_demo().await;
+    app.db
+        .inventory()
+        .upsert_resource(
+            &rid("harbour-lights-vip"),
+            holdfast::inventory::Capacity::parse(10).unwrap(),
+        )
+        .await
+        .unwrap();
+    let mut shoppers = Vec::new();
+    for _ in 0..200 {
+        let shopper = browser();
+        app.add(&shopper, "harbour-lights-vip", 1).await;
+        let page = shopper
+            .get(format!("{}/basket", app.address))
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        shoppers.push((shopper, checkout_key(&page)));
+    }
+    let responses = join_all(
+        shoppers
+            .iter()
+            .map(|(shopper, key)| app.submit_checkout(shopper, key)),
+    )
+    .await;
+    let mut to_provider = 0;
+    let mut told = 0;
+    for response in responses {
+        match response.status().as_u16() {
+            303 => {
+                assert!(location(&response).contains("/stripe/pay/cs_test_"));
+                to_provider += 1;
+            }
+            409 => {
+                let page = response.text().await.unwrap();
+                assert!(
+                    page.contains("no longer available")
+                        && page.contains("Harbour Lights — VIP: sold out"),
+                    "{page}"
+                );
+                told += 1;
+            }
+            other => panic!("unexpected status {other}"),
+        }
+    }
+    assert_eq!((to_provider, told), (10, 190));
+    let status = app
+        .db
+        .inventory()
+        .status(&rid("harbour-lights-vip"))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!((status.held, status.available), (10, 0));
+    assert_eq!(app.sandbox.stripe.ledger().charges.len(), 0);
+}
+
+#[tokio::test]
+async fn a_provider_outage_at_checkout_start_releases_the_holds_and_tells_the_shopper() {
+    let TestApp { db, sandbox, .. } = spawn_app().await;
+    // a shop whose Stripe is unreachable
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let address = format!("http://127.0.0.1:{}", listener.local_addr().unwrap().port());
+    let shop = holdfast::startup::Shop {
+        pool: db.pool.clone(),
+        stripe: holdfast::payments::stripe::StripeAdapter::new(
+            &holdfast::payments::stripe::StripeSettings {
+                secret_key: Secret::new("sk_test_x"),
+                api_base: "http://127.0.0.1:1/stripe/".into(),
+            },
+        )
+        .unwrap(),
+        stripe_webhook_secret: None,
+        base_url: address.clone(),
+        session_minutes: 31,
+    };
+    tokio::spawn(
+        holdfast::startup::Application::build(listener, shop)
+            .unwrap()
+            .run_until_stopped(),
+    );
+    let down = TestApp {
+        address,
+        db,
+        sandbox,
+        client: browser(),
+    };
+    down.load_demo().await;
+    let shopper = browser();
+    down.add(&shopper, "wild-honey", 5).await;
+    let response = down.checkout(&shopper).await;
+    assert_eq!(response.status(), 503);
+    let page = response.text().await.unwrap();
+    assert!(
+        page.contains("could not reach the payment provider")
+            && page.contains("Nothing was charged"),
+        "{page}"
+    );
+    let status = down
+        .db
+        .inventory()
+        .status(&rid("wild-honey"))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!((status.held, status.available), (0, 40));
+    let state: String = sqlx::query_scalar("select state from orders")
+        .fetch_one(&down.db.pool)
+        .await
+        .unwrap();
+    assert_eq!(state, "cancelled");
+}
+
+#[tokio::test]
+async fn a_double_submitted_checkout_is_one_order_and_the_same_redirect() {
+    let app = spawn_app().await;
+    app.load_demo().await;
+    let shopper = browser();
+    app.add(&shopper, "wild-honey", 1).await;
+    let page = shopper
+        .get(format!("{}/basket", app.address))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let key = checkout_key(&page);
+    let first = app.submit_checkout(&shopper, &key).await;
+    let second = app.submit_checkout(&shopper, &key).await;
+    assert_eq!(
+        (first.status(), second.status()),
+        (
+            reqwest::StatusCode::SEE_OTHER,
+            reqwest::StatusCode::SEE_OTHER
+        )
+    );
+    assert_eq!(location(&first), location(&second));
+    let (orders, held): (i64, i32) = sqlx::query_as(
+        "select (select count(*) from orders), (select held from resources where id = 'wild-honey')",
+    )
+    .fetch_one(&app.db.pool)
+    .await
+    .unwrap();
+    assert_eq!((orders, held), (1, 1));
+}
+
+mod webhooks {
+    use super::*;
+
+    fn event(kind: &str, id: &str, object: serde_json::Value) -> String {
+        serde_json::json!({ "id": id, "object": "event", "type": kind, "data": { "object": object } }).to_string()
+    }
+
+    async fn post(app: &TestApp, body: &str, signature: Option<String>) -> reqwest::Response {
+        let mut request = reqwest::Client::new()
+            .post(format!("{}/webhooks/stripe", app.address))
+            .header("Content-Type", "application/json")
+            .body(body.to_owned());
+        if let Some(signature) = signature {
+            request = request.header("Stripe-Signature", signature);
+        }
+        request.send().await.unwrap()
+    }
+
+    fn sign(app: &TestApp, body: &str, at: i64) -> String {
+        stripe_signature_header(
+            &app.sandbox.settings.stripe_webhook_secret,
+            at,
+            body.as_bytes(),
+        )
+    }
+
+    async fn paid_order(app: &TestApp) -> (String, String) {
+        let shopper = browser();
+        app.add(&shopper, "wild-honey", 1).await;
+        let session_url = location(&app.checkout(&shopper).await);
+        let session_id = session_url.rsplit('/').next().unwrap().to_owned();
+        let order_id: uuid::Uuid =
+            sqlx::query_scalar("select id from orders where provider_session_id = $1")
+                .bind(&session_id)
+                .fetch_one(&app.db.pool)
+                .await
+                .unwrap();
+        (session_id, order_id.to_string())
+    }
+
+    async fn effects(app: &TestApp) -> (i64, String, i32) {
+        sqlx::query_as(
+            "select (select count(*) from webhook_events), \
+                    (select string_agg(state, ',' order by created_at) from orders), \
+                    (select sold from resources where id = 'wild-honey')",
+        )
+        .fetch_one(&app.db.pool)
+        .await
+        .unwrap()
+    }
+
+    #[tokio::test]
+    async fn forged_stale_malformed_and_oversized_deliveries_are_refused_and_change_nothing() {
+        let app = spawn_app().await;
+        app.load_demo().await;
+        let (session_id, order_id) = paid_order(&app).await;
+        let completed = event(
+            "checkout.session.completed",
+            "evt_forged",
+            serde_json::json!({ "id": session_id, "client_reference_id": order_id, "payment_status": "paid", "payment_intent": "pi_forged" }),
+        );
+        let now = chrono::Utc::now().timestamp();
+        let before = effects(&app).await;
+        let forged =
+            stripe_signature_header(&Secret::new("whsec_attacker"), now, completed.as_bytes());
+        let cases = [
+            (completed.clone(), Some(forged)),
+            (completed.clone(), None),
+            (completed.clone(), Some(sign(&app, &completed, now - 301))),
+            (completed.clone(), Some("t=abc,v1=zz".to_owned())),
+            ("{not json".to_owned(), Some(sign(&app, "{not json", now))),
+            (
+                "x".repeat(300 * 1024),
+                Some(sign(&app, &"x".repeat(300 * 1024), now)),
+            ),
+        ];
+        for (body, signature) in cases {
+            let response = post(&app, &body, signature.clone()).await;
+            assert_eq!(response.status(), 400, "{signature:?}");
+        }
+        assert_eq!(effects(&app).await, before, "nothing changed");
+
+        // a correctly signed event of a type we do not use: 200, ignored
+        let unknown = event("customer.created", "evt_unknown", serde_json::json!({}));
+        let response = post(&app, &unknown, Some(sign(&app, &unknown, now))).await;
+        assert_eq!(response.status(), 200);
+    }
+
+    #[tokio::test]
+    async fn the_same_event_three_times_and_events_out_of_order_have_one_effect() {
+        let app = spawn_app().await;
+        app.load_demo().await;
+        let (session_id, order_id) = paid_order(&app).await;
+        let now = chrono::Utc::now().timestamp();
+        let object = serde_json::json!({ "id": session_id, "client_reference_id": order_id, "payment_status": "paid", "payment_intent": "pi_from_webhook" });
+        let completed = event("checkout.session.completed", "evt_paid", object.clone());
+        let expired = event("checkout.session.expired", "evt_expired", object);
+        // the expiry notice arrives late, after the payment: it must not
+        // undo the sale
+        for body in [&completed, &completed, &expired, &completed] {
+            let response = post(&app, body, Some(sign(&app, body, now))).await;
+            assert_eq!(response.status(), 200);
+        }
+        let (events, states, sold) = effects(&app).await;
+        assert_eq!((events, states.as_str(), sold), (2, "paid", 1));
+        let confirmations: i64 =
+            sqlx::query_scalar("select count(*) from hold_events where kind = 'confirmed'")
+                .fetch_one(&app.db.pool)
+                .await
+                .unwrap();
+        assert_eq!(confirmations, 1);
+    }
+}
