@@ -153,8 +153,10 @@ pub async fn catalogue(
             .push(CatalogueItem {
                 id: row.id,
                 name: row.name,
+                // a slot's name already says when; an event's does not
                 when: row
                     .starts_at
+                    .filter(|_| row.collection != "bakery")
                     .map(|at| at.format("%A %-d %B, %H:%M").to_string())
                     .unwrap_or_default(),
                 price: money(row.price_minor, &row.currency),
