@@ -124,10 +124,11 @@ pub async fn catalogue(
         currency: String,
         starts_at: Option<chrono::DateTime<Utc>>,
         collection: String,
+        kind: String,
         available_now: i32,
     }
     let rows: Vec<Row> = sqlx::query_as(
-        "select p.id, p.name, p.price_minor, p.currency, p.starts_at, p.collection, s.available_now \
+        "select p.id, p.name, p.price_minor, p.currency, p.starts_at, p.collection, p.kind, s.available_now \
            from products p cross join lateral hf_status(p.resource_id) s \
           where p.active \
           order by p.collection = 'pantry', p.collection, p.position, p.id",
@@ -156,7 +157,7 @@ pub async fn catalogue(
                 // a slot's name already says when; an event's does not
                 when: row
                     .starts_at
-                    .filter(|_| row.collection != "bakery")
+                    .filter(|_| row.kind != "pickup_slot")
                     .map(|at| at.format("%A %-d %B, %H:%M").to_string())
                     .unwrap_or_default(),
                 price: money(row.price_minor, &row.currency),
