@@ -45,8 +45,16 @@ enum Command {
         #[arg(long)]
         no_worker: bool,
     },
-    /// Sweep expired holds on a schedule
+    /// Sweep expired holds and run outbox jobs on a schedule
     Worker,
+    /// Run the provider sandbox on its own (Stripe's API under /stripe)
+    Sandbox {
+        #[arg(long, default_value_t = 8081)]
+        port: u16,
+        /// Where to deliver webhooks (default: HOLDFAST_BASE_URL/webhooks/stripe)
+        #[arg(long)]
+        webhook_url: Option<String>,
+    },
     /// Apply the database migrations
     Migrate,
     /// Load the product catalogue (creates or updates products and resources)
@@ -162,6 +170,24 @@ pub async fn main() -> ExitCode {
 }
 
 async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    // the sandbox stands in for a provider: it needs no database
+    if let Command::Sandbox { port, webhook_url } = cli.command {
+        let server = ServerSettings::from_env()?;
+        let mut settings = crate::payments::sandbox::SandboxSettings::development();
+        settings.stripe_webhook_url =
+            Some(webhook_url.unwrap_or_else(|| format!("{}/webhooks/stripe", server.base_url)));
+        let addr = std::net::SocketAddr::from(([127, 0, 0, 1], port));
+        let listener = std::net::TcpListener::bind(addr)
+            .map_err(|e| anyhow::anyhow!("cannot listen on {addr}: {e}"))?;
+        let sandbox =
+            crate::payments::sandbox::Sandbox::build(listener, settings, format!("http://{addr}"))?;
+        println!(
+            "sandbox: Stripe API at {} (see README for its test keys)",
+            sandbox.stripe.api_base()
+        );
+        sandbox.run_until_stopped().await?;
+        return Ok(ExitCode::SUCCESS);
+    }
     let settings = DatabaseSettings::from_env()?.with_url(cli.db.clone());
     let json = cli.json;
     let max_connections = match &cli.command {
@@ -179,6 +205,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 "migrations applied".to_owned()
             });
         }
+        Command::Sandbox { .. } => unreachable!("handled before connecting"),
         Command::Catalogue {
             action: CatalogueAction::Load { file },
         } => {

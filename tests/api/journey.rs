@@ -666,3 +666,143 @@ mod webhooks {
         assert_eq!(confirmations, 1);
     }
 }
+
+mod deliveries {
+    use super::*;
+
+    async fn started_session(app: &TestApp, shopper: &reqwest::Client, mode: &str) -> String {
+        app.add(shopper, "harbour-lights-general", 1).await;
+        let session_url = location(&app.checkout(shopper).await);
+        let session_id = session_url.rsplit('/').next().unwrap();
+        let set = reqwest::Client::new()
+            .post(format!(
+                "{}/stripe/_sandbox/sessions/{session_id}/delivery?mode={mode}",
+                app.sandbox.base
+            ))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(set.status(), 204);
+        session_url
+    }
+
+    async fn counts(app: &TestApp) -> (i64, i64, i64) {
+        sqlx::query_as(
+            "select (select count(*) from outbox_jobs where kind = 'order_confirmation'), \
+                    (select count(*) from outbox_jobs where kind = 'refund'), \
+                    (select count(*) from webhook_events)",
+        )
+        .fetch_one(&app.db.pool)
+        .await
+        .unwrap()
+    }
+
+    #[tokio::test]
+    async fn a_lost_webhook_is_covered_by_the_return() {
+        let app = spawn_app().await;
+        app.load_demo().await;
+        let shopper = browser();
+        let session_url = started_session(&app, &shopper, "never").await;
+        let order_url = pay_and_return(&app, &shopper, &session_url, "pay").await;
+        assert_eq!(app.order_state(&token_of(&order_url)).await, "paid");
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        assert!(
+            app.sandbox.stripe.ledger().deliveries.is_empty(),
+            "nothing was delivered"
+        );
+        assert_eq!(counts(&app).await, (1, 0, 0));
+    }
+
+    #[tokio::test]
+    async fn a_webhook_delivered_twice_has_one_effect() {
+        let app = spawn_app().await;
+        app.load_demo().await;
+        let shopper = browser();
+        let session_url = started_session(&app, &shopper, "twice").await;
+        // only the webhook: no return
+        let paid = shopper
+            .post(format!("{session_url}/pay"))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(paid.status(), 303);
+        app.wait_for_deliveries(2).await;
+        assert_eq!(
+            counts(&app).await,
+            (1, 0, 1),
+            "one event row, one fulfilment"
+        );
+        let sold: i32 =
+            sqlx::query_scalar("select sold from resources where id = 'harbour-lights-general'")
+                .fetch_one(&app.db.pool)
+                .await
+                .unwrap();
+        assert_eq!(sold, 1);
+    }
+
+    #[tokio::test]
+    async fn two_payments_delivered_newest_first_are_one_sale_and_one_refund() {
+        let app = spawn_app().await;
+        app.load_demo().await;
+        let shopper = browser();
+        let session_url = started_session(&app, &shopper, "reorder").await;
+        let paid = shopper
+            .post(format!("{session_url}/pay-twice"))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(paid.status(), 303);
+        app.wait_for_deliveries(2).await;
+        assert_eq!(counts(&app).await, (1, 1, 2));
+        app.outbox().await;
+        let ledger = app.sandbox.stripe.ledger();
+        assert_eq!((ledger.charges.len(), ledger.refunds.len()), (2, 1));
+        // the payment kept is the one delivered first: the newer one
+        let kept: String = sqlx::query_scalar("select payment_ref from orders")
+            .fetch_one(&app.db.pool)
+            .await
+            .unwrap();
+        assert_eq!(kept, ledger.charges[1].payment_intent);
+        assert_eq!(
+            ledger.refunds[0].payment_intent,
+            ledger.charges[0].payment_intent
+        );
+    }
+
+    #[tokio::test]
+    async fn a_late_webhook_still_fulfils_when_the_shopper_never_came_back() {
+        let app = spawn_app().await;
+        app.load_demo().await;
+        let shopper = browser();
+        let session_url = started_session(&app, &shopper, "late").await;
+        let paid = shopper
+            .post(format!("{session_url}/pay"))
+            .send()
+            .await
+            .unwrap();
+        let token: String = sqlx::query_scalar("select token from orders")
+            .fetch_one(&app.db.pool)
+            .await
+            .unwrap();
+        assert_eq!(paid.status(), 303);
+        assert_eq!(
+            app.order_state(&token).await,
+            "pending",
+            "nothing arrived yet"
+        );
+        // the order page says it is confirming, and refreshes itself
+        let page = shopper
+            .get(format!("{}/orders/{token}", app.address))
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        assert!(
+            page.contains("Confirming your payment") && page.contains("http-equiv=\"refresh\"")
+        );
+        app.wait_for_deliveries(1).await;
+        assert_eq!(app.order_state(&token).await, "paid");
+    }
+}

@@ -253,16 +253,20 @@ impl StripeSandbox {
         } else {
             Duration::ZERO
         };
-        for event in to_send {
-            for _ in 0..copies {
-                let sandbox = self.clone();
-                let event = event.clone();
-                tokio::spawn(async move {
-                    tokio::time::sleep(delay).await;
-                    sandbox.deliver(event).await;
-                });
-            }
+        if to_send.is_empty() || copies == 0 {
+            return;
         }
+        // one task per batch, delivering in order: "newest first" and
+        // "twice" mean what they say at the receiving end
+        let sandbox = self.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(delay).await;
+            for event in to_send {
+                for _ in 0..copies {
+                    sandbox.deliver(event.clone()).await;
+                }
+            }
+        });
     }
 
     /// POST the event to the webhook URL until it is accepted or the
