@@ -42,6 +42,7 @@ impl Application {
                 .app_data(web::FormConfig::default().limit(16 * 1024))
                 .route("/healthz", web::get().to(routes::healthz))
                 .route("/", web::get().to(shop::catalogue))
+                .route("/c/{collection}", web::get().to(shop::collection))
                 .route("/basket", web::get().to(shop::basket))
                 .route("/basket/add", web::post().to(shop::add_to_basket))
                 .route("/basket/remove", web::post().to(shop::remove_from_basket))

@@ -535,24 +535,42 @@ pub async fn release_order_in(
 /// A refund finished at the provider: close its job and, for an order that
 /// was waiting for its money to go back, mark it refunded. Returns whether
 /// Holdfast asked for that refund.
+///
+/// Lock order, as everywhere: the order row before its outbox jobs (the
+/// confirm routine holds the order while it queues a refund).
 pub async fn close_refund_in(
     tx: &mut Transaction<'_, Postgres>,
     provider: Provider,
     payment_ref: &str,
 ) -> Result<bool> {
-    let order: Option<Option<String>> = sqlx::query_scalar(
-        "update outbox_jobs \
-            set state = 'done', done_at = coalesce(done_at, now()), last_error = null \
-          where dedupe_key = $1 \
-         returning payload->>'order_id'",
-    )
-    .bind(format!("refund:{}:{payment_ref}", provider.as_str()))
-    .fetch_optional(&mut **tx)
-    .await?;
+    let key = format!("refund:{}:{payment_ref}", provider.as_str());
+    // unlocked read: which order the job belongs to never changes
+    let order: Option<Option<String>> =
+        sqlx::query_scalar("select payload->>'order_id' from outbox_jobs where dedupe_key = $1")
+            .bind(&key)
+            .fetch_optional(&mut **tx)
+            .await?;
     let Some(order) = order else {
         return Ok(false);
     };
-    if let Some(order_id) = order.and_then(|id| Uuid::parse_str(&id).ok()) {
+    let order_id = order.and_then(|id| Uuid::parse_str(&id).ok());
+    if let Some(order_id) = order_id {
+        // lock: the order first
+        sqlx::query("select 1 from orders where id = $1 for update")
+            .bind(order_id)
+            .execute(&mut **tx)
+            .await?;
+    }
+    // then its job
+    sqlx::query(
+        "update outbox_jobs \
+            set state = 'done', done_at = coalesce(done_at, now()), last_error = null \
+          where dedupe_key = $1",
+    )
+    .bind(&key)
+    .execute(&mut **tx)
+    .await?;
+    if let Some(order_id) = order_id {
         sqlx::query(
             "update orders set state = 'refunded', updated_at = now() \
               where id = $1 and state = 'refund_pending'",

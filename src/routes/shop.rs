@@ -116,6 +116,24 @@ pub async fn catalogue(
     shop: web::Data<Shop>,
     request: HttpRequest,
 ) -> Result<HttpResponse, ShopError> {
+    catalogue_page(&shop, &request, None).await
+}
+
+/// `GET /c/{collection}`: one collection's page (the bakery's slot picker,
+/// an event's tiers).
+pub async fn collection(
+    shop: web::Data<Shop>,
+    request: HttpRequest,
+    collection: web::Path<String>,
+) -> Result<HttpResponse, ShopError> {
+    catalogue_page(&shop, &request, Some(collection.as_str())).await
+}
+
+async fn catalogue_page(
+    shop: &Shop,
+    request: &HttpRequest,
+    only: Option<&str>,
+) -> Result<HttpResponse, ShopError> {
     #[derive(sqlx::FromRow)]
     struct Row {
         id: String,
@@ -130,9 +148,10 @@ pub async fn catalogue(
     let rows: Vec<Row> = sqlx::query_as(
         "select p.id, p.name, p.price_minor, p.currency, p.starts_at, p.collection, p.kind, s.available_now \
            from products p cross join lateral hf_status(p.resource_id) s \
-          where p.active \
+          where p.active and ($1::text is null or p.collection = $1) \
           order by p.collection = 'pantry', p.collection, p.position, p.id",
     )
+    .bind(only)
     .fetch_all(&shop.pool)
     .await?;
     let mut sections: Vec<Section> = Vec::new();
@@ -165,8 +184,11 @@ pub async fn catalogue(
                 max_qty: available.min(10),
             });
     }
+    if sections.is_empty() && only.is_some() {
+        return Err(ShopError::not_found("there is no such page in the shop"));
+    }
     let page = CataloguePage {
-        basket_count: basket_count(&shop, &request).await?,
+        basket_count: basket_count(shop, request).await?,
         sections,
     };
     render(StatusCode::OK, &page)

@@ -75,13 +75,8 @@ impl Outbox {
         match result {
             Ok(()) => {
                 let mut tx = self.pool.begin().await?;
-                sqlx::query(
-                    "update outbox_jobs set state = 'done', done_at = now(), last_error = null \
-                      where id = $1 and state = 'pending'",
-                )
-                .bind(job.id)
-                .execute(&mut *tx)
-                .await?;
+                // a refund closes through its order (order lock, then job);
+                // other jobs touch only themselves
                 if job.kind == "refund"
                     && let Some(payment_ref) = job.payload["payment_ref"].as_str()
                 {
@@ -89,6 +84,14 @@ impl Outbox {
                         .await
                         .map_err(|e| sqlx::Error::Protocol(e.to_string()))?;
                 }
+                sqlx::query(
+                    "update outbox_jobs set state = 'done', done_at = coalesce(done_at, now()), \
+                            last_error = null \
+                      where id = $1 and state = 'pending'",
+                )
+                .bind(job.id)
+                .execute(&mut *tx)
+                .await?;
                 tx.commit().await?;
                 tracing::info!(job = job.id, kind = %job.kind, "outbox job done");
                 Ok(JobOutcome::Done {

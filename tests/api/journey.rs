@@ -806,3 +806,175 @@ mod deliveries {
         assert_eq!(app.order_state(&token).await, "paid");
     }
 }
+
+#[tokio::test]
+async fn paying_on_an_expired_page_is_money_after_expiry_and_is_refunded() {
+    let app = spawn_app().await;
+    app.load_demo().await;
+    let shopper = browser();
+    app.add(&shopper, "wild-honey", 1).await;
+    let session_url = location(&app.checkout(&shopper).await);
+    let session_id = session_url.rsplit('/').next().unwrap().to_owned();
+    // the session expires at the provider; the webhook gives the units back
+    app.sandbox
+        .adapter()
+        .expire_session(&session_id)
+        .await
+        .unwrap();
+    let token: String = sqlx::query_scalar("select token from orders")
+        .fetch_one(&app.db.pool)
+        .await
+        .unwrap();
+    app.wait_for_state(&token, "expired").await;
+    assert_eq!(
+        app.db
+            .inventory()
+            .status(&rid("wild-honey"))
+            .await
+            .unwrap()
+            .unwrap()
+            .held,
+        0
+    );
+
+    let page = shopper
+        .get(&session_url)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        page.contains("This payment page is expired") && page.contains("pay-late"),
+        "{page}"
+    );
+    let paid = shopper
+        .post(format!("{session_url}/pay-late"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(paid.status(), 303);
+    shopper.get(location(&paid)).send().await.unwrap();
+    app.wait_for_state(&token, "refund_pending").await;
+    app.outbox().await;
+    assert_eq!(app.order_state(&token).await, "refunded");
+    let order = shopper
+        .get(format!("{}/orders/{token}", app.address))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(order.contains("Your payment was refunded"), "{order}");
+}
+
+#[tokio::test]
+async fn the_shop_refuses_bad_input_clearly_and_changes_nothing() {
+    let app = spawn_app().await;
+    app.load_demo().await;
+    let shopper = browser();
+    let post = |path: &str, form: Vec<(&'static str, String)>| {
+        let request = shopper.post(format!("{}{path}", app.address)).form(&form);
+        async move { request.send().await.unwrap() }
+    };
+    // quantities out of range, unknown products
+    assert_eq!(
+        post(
+            "/basket/add",
+            vec![("product_id", "wild-honey".into()), ("qty", "0".into())]
+        )
+        .await
+        .status(),
+        400
+    );
+    assert_eq!(
+        post(
+            "/basket/add",
+            vec![("product_id", "wild-honey".into()), ("qty", "101".into())]
+        )
+        .await
+        .status(),
+        400
+    );
+    assert_eq!(
+        post(
+            "/basket/add",
+            vec![("product_id", "no-such-thing".into()), ("qty", "1".into())]
+        )
+        .await
+        .status(),
+        404
+    );
+    assert_eq!(
+        post("/basket/add", vec![("qty", "1".into())])
+            .await
+            .status(),
+        400
+    );
+    // a malformed e-mail re-shows the basket with the reason; no order
+    app.add(&shopper, "wild-honey", 1).await;
+    let bad = post(
+        "/checkout",
+        vec![
+            ("checkout_key", "k".repeat(64)),
+            ("name", "Ada".into()),
+            ("email", "not-an-address".into()),
+        ],
+    )
+    .await;
+    assert_eq!(bad.status(), 400);
+    assert!(bad.text().await.unwrap().contains("you@example.com"));
+    let no_key = post(
+        "/checkout",
+        vec![("name", "Ada".into()), ("email", "ada@example.com".into())],
+    )
+    .await;
+    assert_eq!(no_key.status(), 400);
+    // a forged return, an unknown order link, an unknown page
+    for (path, status) in [
+        ("/checkout/return?session_id=cs_test_forged", 404),
+        ("/checkout/return?session_id=../../etc", 400),
+        ("/checkout/return", 400),
+        (&format!("/orders/{}", "0".repeat(64)), 404),
+        ("/orders/short", 404),
+        ("/c/no-such-collection", 404),
+    ] {
+        let response = shopper
+            .get(format!("{}{path}", app.address))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), status, "{path}");
+        let body = response.text().await.unwrap();
+        assert!(
+            !body.contains("sqlx") && !body.contains("panicked"),
+            "{path}: {body}"
+        );
+    }
+    // an oversized form is refused before it is read
+    let huge = post(
+        "/basket/add",
+        vec![("product_id", "x".repeat(40_000)), ("qty", "1".into())],
+    )
+    .await;
+    assert!(huge.status().is_client_error());
+    let (orders, held): (i64, i32) = sqlx::query_as(
+        "select (select count(*) from orders), (select coalesce(sum(held), 0)::int from resources)",
+    )
+    .fetch_one(&app.db.pool)
+    .await
+    .unwrap();
+    assert_eq!((orders, held), (0, 0));
+    // and one collection's page shows only that collection
+    let slots = shopper
+        .get(format!("{}/c/bakery", app.address))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(slots.contains("Bakery pickup") && !slots.contains("Harbour Lights"));
+}

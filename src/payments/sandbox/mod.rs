@@ -9,7 +9,7 @@
 //!   (form-encoded, Stripe's JSON objects and error shape, `Idempotency-Key`
 //!   honoured, `Authorization: Bearer <secret key>` required);
 //! - `GET /pay/{id}` the hosted page, `POST /pay/{id}/{action}` with action
-//!   `pay`, `decline`, `abandon` or `pay-twice`;
+//!   `pay`, `decline`, `abandon`, `pay-twice` or `pay-late` (after expiry);
 //! - `POST /_sandbox/sessions/{id}/delivery?mode=…` test controls
 //!   (`normal`, `twice`, `never`, `late`, `reorder`), `POST
 //!   /_sandbox/sessions/{id}/force-pay` (money arriving after expiry),

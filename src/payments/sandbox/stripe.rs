@@ -718,10 +718,26 @@ async fn hosted_page(sandbox: web::Data<StripeSandbox>, path: web::Path<String>)
     let Some(session) = sandbox.state.with(|s| s.sessions.get(&id).cloned()) else {
         return HttpResponse::NotFound().body("No such payment page.");
     };
-    if session.status != "open" {
+    if session.status != "open" || session.expires_at <= Utc::now().timestamp() {
+        // Stripe would stop here; the sandbox can also play money that
+        // arrives after expiry (an async method settling late)
+        let state = if session.status == "open" {
+            "expired"
+        } else {
+            session.status
+        };
+        let late = if state == "expired" {
+            format!(
+                "<form method=\"post\" action=\"/stripe/pay/{}/pay-late\">\
+                 <button id=\"pay-late\">Pay anyway (money arriving after expiry)</button></form>",
+                escape(&session.id)
+            )
+        } else {
+            String::new()
+        };
         return page(
             "Payment",
-            &format!("<h1>This payment page is {}</h1>", escape(session.status)),
+            &format!("<h1>This payment page is {}</h1>{late}", escape(state)),
         );
     }
     let lines: String = session
@@ -778,6 +794,11 @@ async fn hosted_action(
                     None => page("Paid", "<h1>Paid</h1>"),
                 }
             }
+            Err(message) => page("Payment", &format!("<h1>{}</h1>", escape(&message))),
+        },
+        "pay-late" => match sandbox.pay(&id, true) {
+            Ok(Some(url)) => redirect(&url),
+            Ok(None) => page("Paid", "<h1>Paid</h1>"),
             Err(message) => page("Payment", &format!("<h1>{}</h1>", escape(&message))),
         },
         "decline" => page(
