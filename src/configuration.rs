@@ -89,6 +89,9 @@ pub struct ServerSettings {
     pub session_minutes: i64,
     /// Stripe keys; `None` runs the built-in sandbox instead.
     pub stripe: Option<StripeKeys>,
+    /// Razorpay keys; with neither provider configured, the sandbox plays
+    /// both.
+    pub razorpay: Option<RazorpayKeys>,
     /// `HOLDFAST_SANDBOX_ADDR` (default `127.0.0.1:8081`): where the built-in
     /// sandbox listens when no Stripe key is configured.
     pub sandbox_addr: SocketAddr,
@@ -101,6 +104,19 @@ pub struct StripeKeys {
     pub webhook_secret: Option<Secret>,
     /// Default `https://api.stripe.com/`; must end with `/`.
     pub api_base: String,
+}
+
+/// `RAZORPAY_KEY_ID`, `RAZORPAY_KEY_SECRET`, `RAZORPAY_WEBHOOK_SECRET`,
+/// `RAZORPAY_API_BASE`, `RAZORPAY_CHECKOUT_SCRIPT`.
+#[derive(Debug, Clone)]
+pub struct RazorpayKeys {
+    pub key_id: String,
+    pub key_secret: Secret,
+    pub webhook_secret: Option<Secret>,
+    /// Default `https://api.razorpay.com/`.
+    pub api_base: String,
+    /// Default `https://checkout.razorpay.com/v1/checkout.js`.
+    pub checkout_script: String,
 }
 
 impl ServerSettings {
@@ -139,9 +155,26 @@ impl ServerSettings {
             }
             None => None,
         };
+        let razorpay = match (
+            non_empty("RAZORPAY_KEY_ID"),
+            non_empty("RAZORPAY_KEY_SECRET"),
+        ) {
+            (Some(key_id), Some(secret)) => Some(RazorpayKeys {
+                key_id,
+                key_secret: Secret::new(secret),
+                webhook_secret: non_empty("RAZORPAY_WEBHOOK_SECRET").map(Secret::new),
+                api_base: non_empty("RAZORPAY_API_BASE")
+                    .unwrap_or_else(|| "https://api.razorpay.com/".to_owned()),
+                checkout_script: non_empty("RAZORPAY_CHECKOUT_SCRIPT")
+                    .unwrap_or_else(|| "https://checkout.razorpay.com/v1/checkout.js".to_owned()),
+            }),
+            (None, None) => None,
+            _ => anyhow::bail!("set both RAZORPAY_KEY_ID and RAZORPAY_KEY_SECRET, or neither"),
+        };
         Ok(Self {
             addr,
             base_url,
+            razorpay,
             sweep_every_seconds: parse_or("HOLDFAST_SWEEP_SECONDS", 5)?,
             session_minutes,
             stripe,

@@ -6,7 +6,9 @@ use actix_web::dev::Server;
 use actix_web::{App, HttpServer, web};
 use sqlx::PgPool;
 
-use crate::configuration::Secret;
+use crate::checkout::Provider;
+use crate::configuration::{Secret, ServerSettings};
+use crate::payments::razorpay::{RazorpayAdapter, RazorpaySettings};
 use crate::payments::stripe::StripeAdapter;
 use crate::routes::{self, shop};
 
@@ -20,6 +22,21 @@ pub struct Shop {
     pub base_url: String,
     /// Life of a provider payment session.
     pub session_minutes: i64,
+    pub razorpay: Option<RazorpayShop>,
+    /// The providers a shopper may choose, the default first.
+    pub providers: Vec<Provider>,
+}
+
+/// What the shop needs for Razorpay's redirect-mode checkout.
+#[derive(Debug, Clone)]
+pub struct RazorpayShop {
+    pub adapter: RazorpayAdapter,
+    /// Signs the checkout callback (`order_id|payment_id`).
+    pub key_secret: Secret,
+    /// Signs webhooks.
+    pub webhook_secret: Option<Secret>,
+    /// Razorpay's checkout script (or the sandbox's stand-in).
+    pub checkout_script: String,
 }
 
 /// A server bound and ready to run, with the port it got.
@@ -52,9 +69,18 @@ impl Application {
                     "/checkout/cancel/{token}",
                     web::get().to(shop::checkout_cancel),
                 )
+                .route("/pay/razorpay/{token}", web::get().to(shop::razorpay_page))
+                .route(
+                    "/checkout/razorpay/callback",
+                    web::post().to(shop::razorpay_callback),
+                )
                 .route("/orders/{token}", web::get().to(shop::order_page))
                 .route("/static/shop.css", web::get().to(shop::stylesheet))
                 .route("/webhooks/stripe", web::post().to(routes::stripe_webhook))
+                .route(
+                    "/webhooks/razorpay",
+                    web::post().to(routes::razorpay_webhook),
+                )
         })
         .listen(listener)?
         .run();
@@ -67,9 +93,10 @@ impl Application {
 }
 
 /// Everything `holdfast serve` runs: the shop, and unless told otherwise
-/// the worker; with no Stripe key, the sandbox and the demo catalogue too.
+/// the worker; with no provider keys at all, the sandbox (playing Stripe and
+/// Razorpay) and the demo catalogue too.
 pub async fn serve(
-    settings: crate::configuration::ServerSettings,
+    settings: ServerSettings,
     pool: PgPool,
     with_worker: bool,
 ) -> anyhow::Result<()> {
@@ -80,56 +107,97 @@ pub async fn serve(
 
     let listener = TcpListener::bind(settings.addr)
         .with_context(|| format!("cannot listen on {}", settings.addr))?;
-    let (stripe_settings, webhook_secret) = match &settings.stripe {
-        Some(keys) => (
-            StripeSettings {
-                secret_key: keys.secret_key.clone(),
-                api_base: keys.api_base.clone(),
-            },
-            keys.webhook_secret.clone(),
-        ),
-        None => {
-            let mut sandbox_settings = SandboxSettings::development();
-            sandbox_settings.stripe_webhook_url =
-                Some(format!("{}/webhooks/stripe", settings.base_url));
-            let sandbox_listener = TcpListener::bind(settings.sandbox_addr).with_context(|| {
-                format!("cannot listen on {} for the sandbox", settings.sandbox_addr)
-            })?;
-            let sandbox = Sandbox::build(
-                sandbox_listener,
-                sandbox_settings.clone(),
-                format!("http://{}", settings.sandbox_addr),
-            )?;
-            let api_base = sandbox.stripe.api_base();
-            tokio::spawn(sandbox.run_until_stopped());
-            let catalogue = std::path::Path::new("fixtures/catalogue.json");
-            if catalogue.exists() {
-                let report = crate::checkout::catalogue::CatalogueFile::read(catalogue)?
-                    .load(&pool)
-                    .await?;
-                tracing::info!(products = report.products, "demo catalogue loaded");
-            }
-            tracing::warn!(
-                sandbox = %api_base,
-                "no STRIPE_SECRET_KEY: payments go to the built-in sandbox, no real money moves"
-            );
-            (
+    let sandboxed = settings.stripe.is_none() && settings.razorpay.is_none();
+    let mut stripe_webhook_secret = None;
+    let mut razorpay = None;
+    let mut providers = Vec::new();
+    let stripe_settings = if sandboxed {
+        let mut sandbox_settings = SandboxSettings::development();
+        sandbox_settings.stripe_webhook_url =
+            Some(format!("{}/webhooks/stripe", settings.base_url));
+        sandbox_settings.razorpay_webhook_url =
+            Some(format!("{}/webhooks/razorpay", settings.base_url));
+        let sandbox_listener = TcpListener::bind(settings.sandbox_addr).with_context(|| {
+            format!("cannot listen on {} for the sandbox", settings.sandbox_addr)
+        })?;
+        let sandbox = Sandbox::build(
+            sandbox_listener,
+            sandbox_settings.clone(),
+            format!("http://{}", settings.sandbox_addr),
+        )?;
+        let stripe_base = sandbox.stripe.api_base();
+        razorpay = Some(RazorpayShop {
+            adapter: RazorpayAdapter::new(&RazorpaySettings {
+                key_id: sandbox_settings.razorpay_key_id.clone(),
+                key_secret: sandbox_settings.razorpay_key_secret.clone(),
+                api_base: sandbox.razorpay.api_base(),
+            })?,
+            key_secret: sandbox_settings.razorpay_key_secret.clone(),
+            webhook_secret: Some(sandbox_settings.razorpay_webhook_secret.clone()),
+            checkout_script: sandbox.razorpay.checkout_script_url(),
+        });
+        tokio::spawn(sandbox.run_until_stopped());
+        let catalogue = std::path::Path::new("fixtures/catalogue.json");
+        if catalogue.exists() {
+            let report = crate::checkout::catalogue::CatalogueFile::read(catalogue)?
+                .load(&pool)
+                .await?;
+            tracing::info!(products = report.products, "demo catalogue loaded");
+        }
+        tracing::warn!(
+            sandbox = %stripe_base,
+            "no provider keys: payments go to the built-in sandbox, no real money moves"
+        );
+        stripe_webhook_secret = Some(sandbox_settings.stripe_webhook_secret.clone());
+        providers.push(Provider::Stripe);
+        StripeSettings {
+            secret_key: sandbox_settings.stripe_secret_key,
+            api_base: stripe_base,
+        }
+    } else {
+        if let Some(keys) = &settings.razorpay {
+            razorpay = Some(RazorpayShop {
+                adapter: RazorpayAdapter::new(&RazorpaySettings {
+                    key_id: keys.key_id.clone(),
+                    key_secret: keys.key_secret.clone(),
+                    api_base: keys.api_base.clone(),
+                })?,
+                key_secret: keys.key_secret.clone(),
+                webhook_secret: keys.webhook_secret.clone(),
+                checkout_script: keys.checkout_script.clone(),
+            });
+        }
+        match &settings.stripe {
+            Some(keys) => {
+                stripe_webhook_secret = keys.webhook_secret.clone();
+                providers.push(Provider::Stripe);
                 StripeSettings {
-                    secret_key: sandbox_settings.stripe_secret_key.clone(),
-                    api_base,
-                },
-                Some(sandbox_settings.stripe_webhook_secret),
-            )
+                    secret_key: keys.secret_key.clone(),
+                    api_base: keys.api_base.clone(),
+                }
+            }
+            // not offered: an adapter nobody calls
+            None => StripeSettings {
+                secret_key: Secret::new("sk_unused"),
+                api_base: "https://api.stripe.com/".into(),
+            },
         }
     };
-    if webhook_secret.is_none() {
+    if providers.contains(&Provider::Stripe) && stripe_webhook_secret.is_none() {
         tracing::warn!("no STRIPE_WEBHOOK_SECRET: every Stripe webhook will be refused");
+    }
+    if let Some(razorpay) = &razorpay {
+        providers.push(Provider::Razorpay);
+        if razorpay.webhook_secret.is_none() {
+            tracing::warn!("no RAZORPAY_WEBHOOK_SECRET: every Razorpay webhook will be refused");
+        }
     }
     let stripe = StripeAdapter::new(&stripe_settings)?;
     if with_worker {
         spawn_worker(
             pool.clone(),
             stripe.clone(),
+            razorpay.as_ref().map(|r| r.adapter.clone()),
             settings.sweep_every_seconds,
             "serve",
         );
@@ -137,9 +205,11 @@ pub async fn serve(
     let shop = Shop {
         pool,
         stripe,
-        stripe_webhook_secret: webhook_secret,
+        stripe_webhook_secret,
         base_url: settings.base_url.clone(),
         session_minutes: settings.session_minutes,
+        razorpay,
+        providers,
     };
     let app = Application::build(listener, shop)?;
     tracing::info!(url = %settings.base_url, "the shop is open");
@@ -149,7 +219,13 @@ pub async fn serve(
 }
 
 /// The sweeper and the outbox, on a schedule, until the process ends.
-pub fn spawn_worker(pool: PgPool, stripe: StripeAdapter, every_seconds: u64, name: &str) {
+pub fn spawn_worker(
+    pool: PgPool,
+    stripe: StripeAdapter,
+    razorpay: Option<RazorpayAdapter>,
+    every_seconds: u64,
+    name: &str,
+) {
     use std::time::Duration;
 
     use crate::inventory::Inventory;
@@ -162,7 +238,7 @@ pub fn spawn_worker(pool: PgPool, stripe: StripeAdapter, every_seconds: u64, nam
         format!("sweeper:{name}:{}", std::process::id()),
     );
     tokio::spawn(sweeper.run_forever(every));
-    let outbox = Outbox::new(pool, stripe);
+    let outbox = Outbox::new(pool, stripe).with_razorpay(razorpay);
     tokio::spawn(async move {
         let mut ticker = tokio::time::interval(every);
         loop {

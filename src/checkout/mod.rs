@@ -582,6 +582,29 @@ pub async fn close_refund_in(
     Ok(true)
 }
 
+/// A refund the provider reports failed: open its job again so the worker
+/// tries once more (and staff see the error). Returns whether it was ours.
+pub async fn reopen_refund_in(
+    tx: &mut Transaction<'_, Postgres>,
+    provider: Provider,
+    payment_ref: &str,
+    reason: &str,
+) -> Result<bool> {
+    let reopened = sqlx::query(
+        "update outbox_jobs \
+            set state = 'pending', done_at = null, run_after = now(), last_error = $2, \
+                -- a new try needs a new provider key: still the job's, never random
+                payload = jsonb_set(payload, '{reopened}', \
+                                    to_jsonb(coalesce((payload->>'reopened')::int, 0) + 1)) \
+          where dedupe_key = $1",
+    )
+    .bind(format!("refund:{}:{payment_ref}", provider.as_str()))
+    .bind(reason)
+    .execute(&mut **tx)
+    .await?;
+    Ok(reopened.rows_affected() > 0)
+}
+
 /// A payment reported by a provider, from any path.
 #[derive(Debug, Clone)]
 pub struct PaymentReport {

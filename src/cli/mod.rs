@@ -174,6 +174,12 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     if let Command::Sandbox { port, webhook_url } = cli.command {
         let server = ServerSettings::from_env()?;
         let mut settings = crate::payments::sandbox::SandboxSettings::development();
+        settings.razorpay_webhook_url = Some(
+            webhook_url
+                .as_ref()
+                .map(|url| url.replace("/webhooks/stripe", "/webhooks/razorpay"))
+                .unwrap_or_else(|| format!("{}/webhooks/razorpay", server.base_url)),
+        );
         settings.stripe_webhook_url =
             Some(webhook_url.unwrap_or_else(|| format!("{}/webhooks/stripe", server.base_url)));
         let addr = std::net::SocketAddr::from(([127, 0, 0, 1], port));
@@ -241,8 +247,28 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 },
             };
             let stripe = crate::payments::stripe::StripeAdapter::new(&stripe)?;
+            let sandbox = crate::payments::sandbox::SandboxSettings::development();
+            let razorpay = match &server.razorpay {
+                Some(keys) => crate::payments::razorpay::RazorpaySettings {
+                    key_id: keys.key_id.clone(),
+                    key_secret: keys.key_secret.clone(),
+                    api_base: keys.api_base.clone(),
+                },
+                None => crate::payments::razorpay::RazorpaySettings {
+                    key_id: sandbox.razorpay_key_id,
+                    key_secret: sandbox.razorpay_key_secret,
+                    api_base: format!("http://{}/razorpay/", server.sandbox_addr),
+                },
+            };
+            let razorpay = crate::payments::razorpay::RazorpayAdapter::new(&razorpay)?;
             tracing::info!(every = server.sweep_every_seconds, "worker started");
-            crate::startup::spawn_worker(pool, stripe, server.sweep_every_seconds, "worker");
+            crate::startup::spawn_worker(
+                pool,
+                stripe,
+                Some(razorpay),
+                server.sweep_every_seconds,
+                "worker",
+            );
             std::future::pending::<()>().await;
         }
         Command::Resource { id, total } => {

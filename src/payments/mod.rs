@@ -2,6 +2,7 @@
 //! database access here: adapters turn our requests into the provider's wire
 //! types and back.
 
+pub mod razorpay;
 pub mod sandbox;
 pub mod stripe;
 

@@ -8,7 +8,7 @@ use actix_web::http::StatusCode;
 use actix_web::{HttpResponse, ResponseError};
 
 pub use health::healthz;
-pub use webhooks::stripe_webhook;
+pub use webhooks::{razorpay_webhook, stripe_webhook};
 
 /// What a handler can fail with. Shoppers see a plain page; the cause of a
 /// 500 goes to the log, never to the page.

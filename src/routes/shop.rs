@@ -277,6 +277,7 @@ struct BasketPage {
     checkout_key: String,
     problems: Vec<String>,
     error: String,
+    providers: Vec<&'static str>,
 }
 
 async fn basket_page(
@@ -328,6 +329,7 @@ async fn basket_page(
         checkout_key: checkout::codes::order_token(),
         problems,
         error,
+        providers: shop.providers.iter().map(|p| p.as_str()).collect(),
     };
     render(status, &page)
 }
@@ -345,6 +347,8 @@ pub struct CheckoutForm {
     checkout_key: String,
     name: String,
     email: String,
+    /// `stripe` or `razorpay`; the shop's default when absent.
+    provider: Option<String>,
 }
 
 fn describe_short(lines: &[ShortLine]) -> Vec<String> {
@@ -375,6 +379,14 @@ pub async fn start_checkout(
     if let Some(order) = checkout::order_by_checkout_key(&shop.pool, key.as_str()).await? {
         return Ok(see_other(&redirect_for(&order)));
     }
+    let provider = match form.provider.as_deref() {
+        None => shop.providers.first().copied(),
+        Some("stripe") => Some(Provider::Stripe),
+        Some("razorpay") => Some(Provider::Razorpay),
+        Some(_) => None,
+    }
+    .filter(|p| shop.providers.contains(p))
+    .ok_or_else(|| ShopError::bad_request("that way of paying is not offered here"))?;
     let customer = match Customer::parse(&form.name, &form.email) {
         Ok(customer) => customer,
         Err(error) => {
@@ -414,7 +426,7 @@ pub async fn start_checkout(
             .collect::<Result<_, crate::inventory::InvalidInput>>()
             .map_err(|e| ShopError::bad_request(&e.0))?,
         customer,
-        provider: Provider::Stripe,
+        provider,
     };
     let (order, lines) = match checkout::start_checkout(&shop.pool, &start).await? {
         StartOutcome::Started { order, lines } => (order, lines),
@@ -449,27 +461,11 @@ pub async fn start_checkout(
     };
 
     // Outside any transaction or lock: the provider.
-    let session_request = SessionRequest {
-        order_id: order.id.to_string(),
-        currency: order.currency.clone(),
-        lines: lines
-            .iter()
-            .map(|line| SessionLine {
-                name: line.name.clone(),
-                qty: line.qty as u64,
-                unit_amount_minor: line.unit_price_minor,
-            })
-            .collect(),
-        customer_email: order.customer_email.clone(),
-        success_url: format!(
-            "{}/checkout/return?session_id={{CHECKOUT_SESSION_ID}}",
-            shop.base_url
-        ),
-        cancel_url: format!("{}/checkout/cancel/{}", shop.base_url, order.token),
-        expires_at: Utc::now() + chrono::Duration::minutes(shop.session_minutes),
-        idempotency_key: format!("checkout:{}", order.id),
+    let opened = match provider {
+        Provider::Stripe => open_stripe(&shop, &order, &lines).await,
+        Provider::Razorpay => open_razorpay(&shop, &order).await,
     };
-    let session = match shop.stripe.create_session(&session_request).await {
+    let provider_session = match opened {
         Ok(session) => session,
         Err(error) => {
             tracing::warn!(order = %order.id, %error, "the payment provider failed at checkout start");
@@ -490,24 +486,7 @@ pub async fn start_checkout(
             );
         }
     };
-    let Some(url) = session.url.clone() else {
-        checkout::release_order(
-            &shop.pool,
-            order.id,
-            "provider_error",
-            "checkout",
-            "cancelled",
-        )
-        .await?;
-        return Err(ShopError::internal(anyhow::anyhow!(
-            "the provider returned a session without a payment page"
-        )));
-    };
-    let provider_session = checkout::ProviderSession {
-        id: session.id.clone(),
-        url: url.clone(),
-        expires_at: session.expires_at,
-    };
+    let url = provider_session.url.clone();
     match checkout::attach_payment(&shop.pool, order.id, &provider_session).await? {
         checkout::AttachOutcome::Paying { .. } => {
             sqlx::query("delete from basket_lines where basket_id = $1")
@@ -524,6 +503,63 @@ pub async fn start_checkout(
             "Back to your basket",
         ),
     }
+}
+
+/// A Stripe Checkout Session for a started order.
+async fn open_stripe(
+    shop: &Shop,
+    order: &checkout::Order,
+    lines: &[checkout::OrderLine],
+) -> Result<checkout::ProviderSession, crate::payments::ProviderError> {
+    let request = SessionRequest {
+        order_id: order.id.to_string(),
+        currency: order.currency.clone(),
+        lines: lines
+            .iter()
+            .map(|line| SessionLine {
+                name: line.name.clone(),
+                qty: line.qty as u64,
+                unit_amount_minor: line.unit_price_minor,
+            })
+            .collect(),
+        customer_email: order.customer_email.clone(),
+        success_url: format!(
+            "{}/checkout/return?session_id={{CHECKOUT_SESSION_ID}}",
+            shop.base_url
+        ),
+        cancel_url: format!("{}/checkout/cancel/{}", shop.base_url, order.token),
+        expires_at: Utc::now() + chrono::Duration::minutes(shop.session_minutes),
+        idempotency_key: format!("checkout:{}", order.id),
+    };
+    let session = shop.stripe.create_session(&request).await?;
+    let url = session.url.clone().ok_or_else(|| {
+        crate::payments::ProviderError::Unexpected("a session without a payment page".into())
+    })?;
+    Ok(checkout::ProviderSession {
+        id: session.id,
+        url,
+        expires_at: session.expires_at,
+    })
+}
+
+/// A Razorpay order for a started order; the shopper pays on our page,
+/// which opens Razorpay Checkout in redirect mode.
+async fn open_razorpay(
+    shop: &Shop,
+    order: &checkout::Order,
+) -> Result<checkout::ProviderSession, crate::payments::ProviderError> {
+    let razorpay = shop.razorpay.as_ref().ok_or_else(|| {
+        crate::payments::ProviderError::Unexpected("Razorpay is not configured".into())
+    })?;
+    let created = razorpay
+        .adapter
+        .create_order(&order.id.to_string(), order.amount_minor, &order.currency)
+        .await?;
+    Ok(checkout::ProviderSession {
+        id: created.id,
+        url: format!("{}/pay/razorpay/{}", shop.base_url, order.token),
+        expires_at: Utc::now() + chrono::Duration::minutes(shop.session_minutes),
+    })
 }
 
 /// Where a started order's shopper should go now.
@@ -702,4 +738,127 @@ pub async fn stylesheet() -> HttpResponse {
         .content_type("text/css; charset=utf-8")
         .insert_header((header::CACHE_CONTROL, "public, max-age=3600"))
         .body(include_str!("../../static/shop.css"))
+}
+
+#[derive(Template)]
+#[template(path = "razorpay.html")]
+struct RazorpayPage {
+    basket_count: i64,
+    total: String,
+    script_url: String,
+    cancel_url: String,
+    /// JSON for Razorpay Checkout; `<` is escaped so it cannot end the tag.
+    options_json: String,
+}
+
+/// `GET /pay/razorpay/{token}`: opens Razorpay Checkout (redirect mode) for
+/// a started order.
+pub async fn razorpay_page(
+    shop: web::Data<Shop>,
+    token: web::Path<String>,
+) -> Result<HttpResponse, ShopError> {
+    let razorpay = shop
+        .razorpay
+        .as_ref()
+        .ok_or_else(|| ShopError::not_found("Razorpay is not offered here"))?;
+    let order = checkout::order_by_token(&shop.pool, &token)
+        .await?
+        .filter(|o| o.provider == "razorpay")
+        .ok_or_else(|| ShopError::not_found("no such order"))?;
+    let Some(razorpay_order) = order
+        .provider_session_id
+        .clone()
+        .filter(|_| order.state == "pending")
+    else {
+        return Ok(see_other(&format!("/orders/{}", order.token)));
+    };
+    let options = serde_json::json!({
+        "key": razorpay.adapter.key_id(),
+        "order_id": razorpay_order,
+        "amount": order.amount_minor,
+        "currency": order.currency.to_uppercase(),
+        "name": "Holdfast Market",
+        "callback_url": format!("{}/checkout/razorpay/callback", shop.base_url),
+        "redirect": true,
+        "prefill": { "name": order.customer_name, "email": order.customer_email },
+        "modal": { "cancel_url": format!("{}/checkout/cancel/{}", shop.base_url, order.token) },
+    });
+    let page = RazorpayPage {
+        basket_count: 0,
+        total: money(order.amount_minor, &order.currency),
+        script_url: razorpay.checkout_script.clone(),
+        cancel_url: format!("/checkout/cancel/{}", order.token),
+        options_json: options.to_string().replace('<', "\\u003c"),
+    };
+    render(StatusCode::OK, &page)
+}
+
+#[derive(Deserialize)]
+pub struct RazorpayCallback {
+    razorpay_payment_id: Option<String>,
+    razorpay_order_id: Option<String>,
+    razorpay_signature: Option<String>,
+}
+
+/// `POST /checkout/razorpay/callback`: Razorpay Checkout's redirect. The
+/// signature (HMAC-SHA256 of `order_id|payment_id` with the key secret) is
+/// checked against the Razorpay order id we stored, in constant time, before
+/// anything changes; then the one confirm routine.
+pub async fn razorpay_callback(
+    shop: web::Data<Shop>,
+    form: web::Form<RazorpayCallback>,
+) -> Result<HttpResponse, ShopError> {
+    let razorpay = shop
+        .razorpay
+        .as_ref()
+        .ok_or_else(|| ShopError::not_found("Razorpay is not offered here"))?;
+    let unverified = || {
+        message(
+            StatusCode::BAD_REQUEST,
+            "We could not verify this payment",
+            "Nothing was changed. If money left your account, it will be matched to your order or refunded.",
+            "/",
+            "Back to the shop",
+        )
+    };
+    let (Some(payment_id), Some(order_ref), Some(signature)) = (
+        form.razorpay_payment_id
+            .as_deref()
+            .filter(|v| !v.is_empty() && v.len() <= 100),
+        form.razorpay_order_id
+            .as_deref()
+            .filter(|v| !v.is_empty() && v.len() <= 100),
+        form.razorpay_signature
+            .as_deref()
+            .filter(|v| v.len() <= 200),
+    ) else {
+        return unverified();
+    };
+    let Some(order) = sqlx::query_as::<_, checkout::Order>(
+        "select * from orders where provider = 'razorpay' and provider_session_id = $1",
+    )
+    .bind(order_ref)
+    .fetch_optional(&shop.pool)
+    .await?
+    else {
+        return unverified();
+    };
+    let stored = order.provider_session_id.clone().unwrap_or_default();
+    let signed = format!("{stored}|{payment_id}");
+    if !crate::webhooks::signature::hmac_sha256_matches(
+        razorpay.key_secret.expose().as_bytes(),
+        signed.as_bytes(),
+        signature,
+    ) {
+        tracing::warn!(order = %order.id, "razorpay callback with a bad signature");
+        return unverified();
+    }
+    let report = PaymentReport {
+        order_id: order.id,
+        provider: Provider::Razorpay,
+        payment_ref: PaymentRef::parse(payment_id).map_err(|e| ShopError::bad_request(&e.0))?,
+        source: "razorpay-callback",
+    };
+    checkout::confirm_payment(&shop.pool, &report).await?;
+    Ok(see_other(&format!("/orders/{}", order.token)))
 }

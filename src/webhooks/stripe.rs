@@ -104,15 +104,7 @@ pub async fn receive(
     }
 
     let mut tx = pool.begin().await?;
-    let fresh: Option<String> = sqlx::query_scalar(
-        "insert into webhook_events (provider, event_id, event_type) values ('stripe', $1, $2) \
-         on conflict do nothing returning event_id",
-    )
-    .bind(&event.id)
-    .bind(&event.kind)
-    .fetch_optional(&mut *tx)
-    .await?;
-    if fresh.is_none() {
+    if !super::first_delivery(&mut tx, "stripe", &event.id, &event.kind).await? {
         tx.rollback().await?;
         return Ok(Verdict::Duplicate);
     }

@@ -12,6 +12,7 @@ use sqlx::PgPool;
 
 use crate::checkout::{self, Provider};
 use crate::payments::ProviderError;
+use crate::payments::razorpay::RazorpayAdapter;
 use crate::payments::stripe::StripeAdapter;
 
 /// What one pass did.
@@ -46,11 +47,22 @@ struct Job {
 pub struct Outbox {
     pool: PgPool,
     stripe: StripeAdapter,
+    razorpay: Option<RazorpayAdapter>,
 }
 
 impl Outbox {
     pub fn new(pool: PgPool, stripe: StripeAdapter) -> Self {
-        Self { pool, stripe }
+        Self {
+            pool,
+            stripe,
+            razorpay: None,
+        }
+    }
+
+    /// Refunds of Razorpay payments go through this adapter.
+    pub fn with_razorpay(mut self, razorpay: Option<RazorpayAdapter>) -> Self {
+        self.razorpay = razorpay;
+        self
     }
 
     /// Take one due job and run it.
@@ -80,7 +92,11 @@ impl Outbox {
                 if job.kind == "refund"
                     && let Some(payment_ref) = job.payload["payment_ref"].as_str()
                 {
-                    checkout::close_refund_in(&mut tx, Provider::Stripe, payment_ref)
+                    let provider = match job.payload["provider"].as_str() {
+                        Some("razorpay") => Provider::Razorpay,
+                        _ => Provider::Stripe,
+                    };
+                    checkout::close_refund_in(&mut tx, provider, payment_ref)
                         .await
                         .map_err(|e| sqlx::Error::Protocol(e.to_string()))?;
                 }
@@ -143,17 +159,23 @@ impl Outbox {
         };
         match job.kind.as_str() {
             "refund" => {
-                let provider = text("provider")?;
-                if provider != "stripe" {
-                    return Err(ProviderError::Unexpected(format!(
-                        "no adapter for {provider} refunds yet"
-                    )));
+                // the key is the job's, never random: a repeat is the same
+                // refund; a refund the provider failed gets a new generation
+                let key = match job.payload["reopened"].as_i64() {
+                    Some(n) if n > 0 => format!("{}:r{n}", job.dedupe_key),
+                    _ => job.dedupe_key.clone(),
+                };
+                let payment_ref = text("payment_ref")?;
+                match text("provider")?.as_str() {
+                    "stripe" => self.stripe.refund(&payment_ref, &key).await.map(|_| ()),
+                    "razorpay" => match &self.razorpay {
+                        Some(razorpay) => razorpay.refund(&payment_ref, &key).await.map(|_| ()),
+                        None => Err(ProviderError::Unexpected(
+                            "no Razorpay keys are configured for this refund".into(),
+                        )),
+                    },
+                    other => Err(ProviderError::Unexpected(format!("no adapter for {other}"))),
                 }
-                // the key is the job's, never random: a repeat is the same refund
-                self.stripe
-                    .refund(&text("payment_ref")?, &job.dedupe_key)
-                    .await
-                    .map(|_| ())
             }
             "expire_session" => match self.stripe.expire_session(&text("session_id")?).await {
                 Ok(_) => Ok(()),

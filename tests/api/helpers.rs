@@ -212,12 +212,25 @@ pub async fn spawn_app_with(db: TestDb) -> TestApp {
     sandbox
         .stripe
         .set_webhook_url(format!("{address}/webhooks/stripe"));
+    sandbox
+        .razorpay
+        .set_webhook_url(format!("{address}/webhooks/razorpay"));
     let shop = holdfast::startup::Shop {
         pool: db.pool.clone(),
         stripe: sandbox.adapter(),
         stripe_webhook_secret: Some(sandbox.settings.stripe_webhook_secret.clone()),
         base_url: address.clone(),
         session_minutes: 31,
+        razorpay: Some(holdfast::startup::RazorpayShop {
+            adapter: sandbox.razorpay_adapter(),
+            key_secret: sandbox.settings.razorpay_key_secret.clone(),
+            webhook_secret: Some(sandbox.settings.razorpay_webhook_secret.clone()),
+            checkout_script: sandbox.razorpay.checkout_script_url(),
+        }),
+        providers: vec![
+            holdfast::checkout::Provider::Stripe,
+            holdfast::checkout::Provider::Razorpay,
+        ],
     };
     let app = Application::build(listener, shop).expect("build app");
     tokio::spawn(app.run_until_stopped());
@@ -305,10 +318,22 @@ pub async fn assert_no_drift(inventory: &Inventory) {
 pub struct TestSandbox {
     pub base: String,
     pub stripe: holdfast::payments::sandbox::StripeSandbox,
+    pub razorpay: holdfast::payments::sandbox::RazorpaySandbox,
     pub settings: holdfast::payments::sandbox::SandboxSettings,
 }
 
 impl TestSandbox {
+    pub fn razorpay_adapter(&self) -> holdfast::payments::razorpay::RazorpayAdapter {
+        holdfast::payments::razorpay::RazorpayAdapter::new(
+            &holdfast::payments::razorpay::RazorpaySettings {
+                key_id: self.settings.razorpay_key_id.clone(),
+                key_secret: self.settings.razorpay_key_secret.clone(),
+                api_base: self.razorpay.api_base(),
+            },
+        )
+        .expect("razorpay adapter")
+    }
+
     pub fn adapter(&self) -> holdfast::payments::stripe::StripeAdapter {
         holdfast::payments::stripe::StripeAdapter::new(
             &holdfast::payments::stripe::StripeSettings {
@@ -328,10 +353,12 @@ pub fn spawn_sandbox() -> TestSandbox {
     settings.retry_base = std::time::Duration::from_millis(50);
     let sandbox = Sandbox::build(listener, settings.clone(), base.clone()).expect("sandbox");
     let stripe = sandbox.stripe.clone();
+    let razorpay = sandbox.razorpay.clone();
     tokio::spawn(sandbox.run_until_stopped());
     TestSandbox {
         base,
         stripe,
+        razorpay,
         settings,
     }
 }

@@ -71,6 +71,7 @@ impl TestApp {
 
     async fn outbox(&self) -> Vec<holdfast::worker::outbox::JobOutcome> {
         Outbox::new(self.db.pool.clone(), self.sandbox.adapter())
+            .with_razorpay(Some(self.sandbox.razorpay_adapter()))
             .drain()
             .await
             .unwrap()
@@ -481,6 +482,8 @@ async fn a_provider_outage_at_checkout_start_releases_the_holds_and_tells_the_sh
         stripe_webhook_secret: None,
         base_url: address.clone(),
         session_minutes: 31,
+        razorpay: None,
+        providers: vec![holdfast::checkout::Provider::Stripe],
     };
     tokio::spawn(
         holdfast::startup::Application::build(listener, shop)

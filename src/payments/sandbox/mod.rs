@@ -1,5 +1,6 @@
-//! The provider sandbox (SPEC §5): the subset of Stripe's HTTP API that
-//! Holdfast uses, a hosted payment page, and correctly signed webhooks with
+//! The provider sandbox (SPEC §5): the subsets of Stripe's and Razorpay's
+//! HTTP APIs that
+//! Holdfast uses, hosted payment pages, and correctly signed webhooks with
 //! retries, so that nothing needs a network. The real adapters talk to it by
 //! base URL. It keeps its state in memory and never touches the database.
 //!
@@ -15,6 +16,7 @@
 //!   /_sandbox/sessions/{id}/force-pay` (money arriving after expiry),
 //!   `GET /_sandbox/ledger`.
 
+mod razorpay;
 mod stripe;
 
 use std::collections::HashMap;
@@ -22,13 +24,17 @@ use std::net::TcpListener;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use actix_web::HttpResponse;
 use actix_web::dev::Server;
+use actix_web::http::header::{self, ContentType};
 use actix_web::{App, HttpServer, web};
+use rand::Rng;
 use serde::Serialize;
 
 use crate::configuration::Secret;
 
-pub use stripe::{DeliveryMode, StripeSandbox};
+pub use razorpay::RazorpaySandbox;
+pub use stripe::StripeSandbox;
 
 /// How the sandbox is reached and what it signs with.
 #[derive(Debug, Clone)]
@@ -39,6 +45,13 @@ pub struct SandboxSettings {
     pub stripe_webhook_secret: Secret,
     /// Where webhooks go (Holdfast's `/webhooks/stripe`), if anywhere yet.
     pub stripe_webhook_url: Option<String>,
+    /// Razorpay's key id and key secret clients must present.
+    pub razorpay_key_id: String,
+    pub razorpay_key_secret: Secret,
+    /// The secret Razorpay webhooks are signed with.
+    pub razorpay_webhook_secret: Secret,
+    /// Where Razorpay webhooks go (Holdfast's `/webhooks/razorpay`).
+    pub razorpay_webhook_url: Option<String>,
     /// First retry delay for failed deliveries; doubles each attempt.
     pub retry_base: Duration,
     /// Attempts before a delivery is given up.
@@ -52,6 +65,10 @@ impl SandboxSettings {
             stripe_secret_key: Secret::new("sk_test_holdfast_sandbox"),
             stripe_webhook_secret: Secret::new("whsec_holdfast_sandbox"),
             stripe_webhook_url: None,
+            razorpay_key_id: "rzp_test_holdfast_sandbox".into(),
+            razorpay_key_secret: Secret::new("rzp_secret_holdfast_sandbox"),
+            razorpay_webhook_secret: Secret::new("rzp_webhook_holdfast_sandbox"),
+            razorpay_webhook_url: None,
             retry_base: Duration::from_millis(500),
             max_attempts: 8,
         }
@@ -94,6 +111,7 @@ pub struct Delivery {
 pub struct Sandbox {
     pub port: u16,
     pub stripe: StripeSandbox,
+    pub razorpay: RazorpaySandbox,
     server: Server,
 }
 
@@ -106,14 +124,18 @@ impl Sandbox {
         public_base: String,
     ) -> anyhow::Result<Self> {
         let port = listener.local_addr()?.port();
-        let stripe = StripeSandbox::new(settings, public_base);
+        let stripe = StripeSandbox::new(settings.clone(), public_base.clone());
+        let razorpay = RazorpaySandbox::new(settings, public_base);
         let data = web::Data::new(stripe.clone());
+        let razorpay_data = web::Data::new(razorpay.clone());
         let server = HttpServer::new(move || {
             App::new()
                 .app_data(data.clone())
+                .app_data(razorpay_data.clone())
                 .app_data(web::PayloadConfig::new(256 * 1024))
                 .app_data(web::FormConfig::default().limit(64 * 1024))
                 .service(web::scope("/stripe").configure(stripe::routes))
+                .service(web::scope("/razorpay").configure(razorpay::routes))
         })
         .workers(2)
         .listen(listener)?
@@ -121,6 +143,7 @@ impl Sandbox {
         Ok(Self {
             port,
             stripe,
+            razorpay,
             server,
         })
     }
@@ -152,3 +175,108 @@ impl<T> Shared<T> {
 
 /// Stored responses by idempotency key.
 type IdempotencyStore = HashMap<String, (u16, serde_json::Value)>;
+
+/// What the sandbox does with the webhooks of one payment (test controls).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DeliveryMode {
+    /// Each event once, retried until it is accepted.
+    Normal,
+    /// Each event twice.
+    Twice,
+    /// Nothing is delivered: a lost webhook.
+    Never,
+    /// Each event a few seconds late.
+    Late,
+    /// Events are held back and delivered newest first once a second one
+    /// exists.
+    Reorder,
+}
+
+/// How to send one new event under `mode`: which events (in order), how
+/// many copies of each, after what delay. `held_back` keeps reordered events.
+fn plan(
+    mode: DeliveryMode,
+    held_back: &mut Vec<serde_json::Value>,
+    event: serde_json::Value,
+) -> (Vec<serde_json::Value>, usize, Duration) {
+    match mode {
+        DeliveryMode::Never => (Vec::new(), 0, Duration::ZERO),
+        DeliveryMode::Twice => (vec![event], 2, Duration::ZERO),
+        DeliveryMode::Late => (vec![event], 1, Duration::from_secs(3)),
+        DeliveryMode::Normal => (vec![event], 1, Duration::ZERO),
+        DeliveryMode::Reorder => {
+            held_back.push(event);
+            if held_back.len() >= 2 {
+                let mut events = std::mem::take(held_back);
+                events.reverse();
+                (events, 1, Duration::ZERO)
+            } else {
+                (Vec::new(), 1, Duration::ZERO)
+            }
+        }
+    }
+}
+
+/// POST a body until the receiver answers 2xx or the attempts run out,
+/// doubling the wait each time. `headers` is asked anew for each attempt
+/// (Stripe signs with the time of sending). Returns each attempt's status.
+async fn post_until_accepted(
+    http: &reqwest::Client,
+    url: &str,
+    body: &str,
+    headers: impl Fn() -> Vec<(&'static str, String)>,
+    settings: &SandboxSettings,
+    mut record: impl FnMut(Option<u16>, u32),
+) {
+    let mut wait = settings.retry_base;
+    for attempt in 1..=settings.max_attempts {
+        let mut request = http
+            .post(url)
+            .header("Content-Type", "application/json")
+            .body(body.to_owned());
+        for (name, value) in headers() {
+            request = request.header(name, value);
+        }
+        let status = request.send().await.ok().map(|r| r.status().as_u16());
+        record(status, attempt);
+        if status.is_some_and(|s| (200..300).contains(&s)) {
+            return;
+        }
+        tokio::time::sleep(wait).await;
+        wait = (wait * 2).min(Duration::from_secs(60));
+    }
+}
+
+pub(super) fn random_id(prefix: &str) -> String {
+    const ALPHABET: &[u8] = b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+    let mut rng = rand::thread_rng();
+    let tail: String = (0..24)
+        .map(|_| ALPHABET[rng.gen_range(0..ALPHABET.len())] as char)
+        .collect();
+    format!("{prefix}_{tail}")
+}
+
+pub(super) fn page(title: &str, body: &str) -> HttpResponse {
+    HttpResponse::Ok().content_type(ContentType::html()).body(format!(
+        "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\">\
+         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
+         <title>{title}</title><style>body{{font-family:system-ui,sans-serif;max-width:30rem;margin:2rem auto;padding:0 1rem}}\
+         button{{font-size:1rem;padding:.6rem 1rem;margin:.25rem 0;width:100%}}.note{{color:#555}}</style></head>\
+         <body><p class=\"note\">Holdfast payment sandbox — no real money moves.</p>{body}</body></html>"
+    ))
+}
+
+pub(super) fn escape(text: &str) -> String {
+    text.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+        .replace('\'', "&#39;")
+}
+
+pub(super) fn redirect(url: &str) -> HttpResponse {
+    HttpResponse::SeeOther()
+        .insert_header((header::LOCATION, url.to_owned()))
+        .finish()
+}

@@ -4,32 +4,17 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use actix_web::http::StatusCode;
-use actix_web::http::header::{self, ContentType};
+use actix_web::http::header;
 use actix_web::{HttpRequest, HttpResponse, web};
 use chrono::Utc;
-use rand::Rng;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::{Charge, Delivery, IdempotencyStore, Ledger, RefundRecord, SandboxSettings, Shared};
+use super::{
+    Charge, Delivery, DeliveryMode, IdempotencyStore, Ledger, RefundRecord, SandboxSettings,
+    Shared, escape, page, plan, post_until_accepted, random_id, redirect,
+};
 use crate::webhooks::signature::stripe_signature_header;
-
-/// What the sandbox does with the webhooks of one session (test controls).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum DeliveryMode {
-    /// Each event once, retried until it is accepted.
-    Normal,
-    /// Each event twice.
-    Twice,
-    /// Nothing is delivered: a lost webhook.
-    Never,
-    /// Each event a few seconds late.
-    Late,
-    /// Events are held back and delivered newest first once a second one
-    /// exists.
-    Reorder,
-}
 
 #[derive(Debug, Clone)]
 struct Session {
@@ -105,15 +90,6 @@ impl std::fmt::Debug for StripeSandbox {
             .field("public_base", &self.public_base)
             .finish_non_exhaustive()
     }
-}
-
-fn random_id(prefix: &str) -> String {
-    const ALPHABET: &[u8] = b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
-    let mut rng = rand::thread_rng();
-    let tail: String = (0..24)
-        .map(|_| ALPHABET[rng.gen_range(0..ALPHABET.len())] as char)
-        .collect();
-    format!("{prefix}_{tail}")
 }
 
 /// Stripe's error shape.
@@ -225,34 +201,12 @@ impl StripeSandbox {
             "type": event_type,
             "data": { "object": object },
         });
-        let (mode, to_send) = self.state.with(|state| {
-            let Some(session) = state.sessions.get_mut(session_id) else {
-                return (DeliveryMode::Normal, vec![event.clone()]);
-            };
-            match session.delivery {
-                DeliveryMode::Reorder => {
-                    session.held_back.push(event.clone());
-                    if session.held_back.len() >= 2 {
-                        let mut events = std::mem::take(&mut session.held_back);
-                        events.reverse();
-                        (DeliveryMode::Reorder, events)
-                    } else {
-                        (DeliveryMode::Reorder, Vec::new())
-                    }
-                }
-                mode => (mode, vec![event.clone()]),
-            }
-        });
-        let copies = match mode {
-            DeliveryMode::Never => 0,
-            DeliveryMode::Twice => 2,
-            _ => 1,
-        };
-        let delay = if mode == DeliveryMode::Late {
-            Duration::from_secs(3)
-        } else {
-            Duration::ZERO
-        };
+        let (to_send, copies, delay) =
+            self.state
+                .with(|state| match state.sessions.get_mut(session_id) {
+                    Some(session) => plan(session.delivery, &mut session.held_back, event),
+                    None => plan(DeliveryMode::Normal, &mut Vec::new(), event),
+                });
         if to_send.is_empty() || copies == 0 {
             return;
         }
@@ -278,37 +232,35 @@ impl StripeSandbox {
         let body = event.to_string();
         let event_id = event["id"].as_str().unwrap_or_default().to_owned();
         let event_type = event["type"].as_str().unwrap_or_default().to_owned();
-        let mut wait = self.settings.retry_base;
-        for attempt in 1..=self.settings.max_attempts {
-            let signature = stripe_signature_header(
-                &self.settings.stripe_webhook_secret,
-                Utc::now().timestamp(),
-                body.as_bytes(),
-            );
-            let status = self
-                .http
-                .post(&url)
-                .header("Stripe-Signature", signature)
-                .header("Content-Type", "application/json")
-                .body(body.clone())
-                .send()
-                .await
-                .ok()
-                .map(|response| response.status().as_u16());
-            self.state.with(|state| {
-                state.ledger.deliveries.push(Delivery {
-                    event_id: event_id.clone(),
-                    event_type: event_type.clone(),
-                    status,
-                    attempt,
+        let secret = self.settings.stripe_webhook_secret.clone();
+        let signed_body = body.clone();
+        post_until_accepted(
+            &self.http,
+            &url,
+            &body,
+            move || {
+                vec![(
+                    "Stripe-Signature",
+                    stripe_signature_header(
+                        &secret,
+                        Utc::now().timestamp(),
+                        signed_body.as_bytes(),
+                    ),
+                )]
+            },
+            &self.settings,
+            |status, attempt| {
+                self.state.with(|state| {
+                    state.ledger.deliveries.push(Delivery {
+                        event_id: event_id.clone(),
+                        event_type: event_type.clone(),
+                        status,
+                        attempt,
+                    })
                 })
-            });
-            if status.is_some_and(|s| (200..300).contains(&s)) {
-                return;
-            }
-            tokio::time::sleep(wait).await;
-            wait = (wait * 2).min(Duration::from_secs(60));
-        }
+            },
+        )
+        .await;
     }
 
     /// Complete a session with a new payment, as paying on the page does.
@@ -695,24 +647,6 @@ async fn create_refund(
     response
 }
 
-fn page(title: &str, body: &str) -> HttpResponse {
-    HttpResponse::Ok().content_type(ContentType::html()).body(format!(
-        "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\">\
-         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
-         <title>{title}</title><style>body{{font-family:system-ui,sans-serif;max-width:30rem;margin:2rem auto;padding:0 1rem}}\
-         button{{font-size:1rem;padding:.6rem 1rem;margin:.25rem 0;width:100%}}.note{{color:#555}}</style></head>\
-         <body><p class=\"note\">Holdfast payment sandbox — no real money moves.</p>{body}</body></html>"
-    ))
-}
-
-fn escape(text: &str) -> String {
-    text.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
-        .replace('\'', "&#39;")
-}
-
 async fn hosted_page(sandbox: web::Data<StripeSandbox>, path: web::Path<String>) -> HttpResponse {
     let id = path.into_inner();
     let Some(session) = sandbox.state.with(|s| s.sessions.get(&id).cloned()) else {
@@ -768,12 +702,6 @@ async fn hosted_page(sandbox: web::Data<StripeSandbox>, path: web::Path<String>)
             escape(&session.currency.to_uppercase())
         ),
     )
-}
-
-fn redirect(url: &str) -> HttpResponse {
-    HttpResponse::SeeOther()
-        .insert_header((header::LOCATION, url.to_owned()))
-        .finish()
 }
 
 async fn hosted_action(
