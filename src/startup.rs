@@ -64,7 +64,10 @@ impl Application {
                 .route("/basket/add", web::post().to(shop::add_to_basket))
                 .route("/basket/remove", web::post().to(shop::remove_from_basket))
                 .route("/checkout", web::post().to(shop::start_checkout))
-                .route("/checkout/return", web::get().to(shop::checkout_return))
+                .route(
+                    "/checkout/return/{token}",
+                    web::get().to(shop::checkout_return),
+                )
                 .route(
                     "/checkout/cancel/{token}",
                     web::get().to(shop::checkout_cancel),
@@ -238,11 +241,15 @@ pub fn spawn_worker(
         format!("sweeper:{name}:{}", std::process::id()),
     );
     tokio::spawn(sweeper.run_forever(every));
+    let pool_for_orders = pool.clone();
     let outbox = Outbox::new(pool, stripe).with_razorpay(razorpay);
     tokio::spawn(async move {
         let mut ticker = tokio::time::interval(every);
         loop {
             ticker.tick().await;
+            if let Err(error) = crate::checkout::expire_abandoned_orders(&pool_for_orders).await {
+                tracing::warn!(%error, "could not settle abandoned orders");
+            }
             if let Err(error) = outbox.drain().await {
                 tracing::warn!(%error, "outbox pass failed");
             }

@@ -435,14 +435,18 @@ pub async fn attach_payment(
         std::time::Duration::from_secs(window as u64),
     )?;
     let outcome = inventory::begin_payment(&mut *tx, HoldId(hold_id), Some(window)).await?;
+    // a purchase already confirmed (the money beat us here) is alive too
     let alive = matches!(
         outcome,
-        BeginPaymentOutcome::AwaitingPayment { .. } | BeginPaymentOutcome::Replayed { .. }
+        BeginPaymentOutcome::AwaitingPayment { .. }
+            | BeginPaymentOutcome::Replayed { .. }
+            | BeginPaymentOutcome::Confirmed { .. }
     );
     let order: Order = sqlx::query_as(
         "update orders \
             set provider_session_id = $2, provider_url = $3, provider_expires_at = $4, \
-                state = case when $5 then state else 'expired' end, updated_at = now() \
+                state = case when $5 or state <> 'pending' then state else 'expired' end, \
+                updated_at = now() \
           where id = $1 returning *",
     )
     .bind(order_id)
@@ -603,6 +607,23 @@ pub async fn reopen_refund_in(
     .execute(&mut **tx)
     .await?;
     Ok(reopened.rows_affected() > 0)
+}
+
+/// Orders still `pending` whose holds have all ended (the sweeper expired
+/// them at the payment deadline, or they lapsed before payment started) are
+/// marked expired, so their pages stop waiting. Returns how many changed.
+/// Takes only order row locks.
+pub async fn expire_abandoned_orders(pool: &PgPool) -> sqlx::Result<u64> {
+    let changed = sqlx::query(
+        "update orders o set state = 'expired', updated_at = now() \
+          where o.state = 'pending' and o.hold_id is not null \
+            and not exists (select 1 from holds h \
+                             where h.purchase_id = o.hold_id \
+                               and h.state in ('held', 'awaiting_payment', 'confirmed'))",
+    )
+    .execute(pool)
+    .await?;
+    Ok(changed.rows_affected())
 }
 
 /// A payment reported by a provider, from any path.

@@ -26,3 +26,14 @@ impl ProviderError {
         matches!(self, ProviderError::Unavailable(_))
     }
 }
+
+/// Where a refund stands at the provider.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RefundState {
+    /// The money is on its way back: close the job.
+    Settled,
+    /// Accepted, not finished: ask again later (same key, same refund).
+    Pending,
+    /// The provider gave up: try again with a new key generation.
+    Failed,
+}

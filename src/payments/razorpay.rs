@@ -174,10 +174,11 @@ impl RazorpayAdapter {
         &self,
         payment_id: &str,
         idempotency_key: &str,
-    ) -> Result<String, ProviderError> {
+    ) -> Result<(String, super::RefundState), ProviderError> {
         #[derive(Deserialize)]
         struct Refund {
             id: String,
+            status: Option<String>,
         }
         if payment_id.is_empty()
             || !payment_id
@@ -197,6 +198,11 @@ impl RazorpayAdapter {
                     .json(&serde_json::json!({ "speed": "normal" })),
             )
             .await?;
-        Ok(refund.id)
+        let state = match refund.status.as_deref() {
+            Some("processed") => super::RefundState::Settled,
+            Some("failed") => super::RefundState::Failed,
+            _ => super::RefundState::Pending,
+        };
+        Ok((refund.id, state))
     }
 }

@@ -120,6 +120,9 @@ impl StripeAdapter {
     pub fn new(settings: &StripeSettings) -> Result<Self, ProviderError> {
         let client = ClientBuilder::new(settings.secret_key.expose())
             .url(settings.api_base.clone())
+            // well under the outbox's two-minute lease, so a hung call can
+            // never run concurrently with its own retry
+            .timeout(std::time::Duration::from_secs(20))
             .build()
             .map_err(|e| {
                 ProviderError::Unexpected(format!("cannot build the Stripe client: {e}"))
@@ -180,19 +183,25 @@ impl StripeAdapter {
     }
 
     /// Refund a payment in full. The key comes from our refund job, so a
-    /// retried refund is executed once.
+    /// retried refund is executed once; asking again with the same key also
+    /// tells how the refund is doing.
     pub async fn refund(
         &self,
         payment_intent: &str,
         idempotency_key: &str,
-    ) -> Result<String, ProviderError> {
-        CreateRefund::new()
+    ) -> Result<(String, super::RefundState), ProviderError> {
+        let refund = CreateRefund::new()
             .payment_intent(payment_intent.to_owned())
             .customize()
             .request_strategy(idempotency(idempotency_key)?)
             .send(&self.client)
             .await
-            .map(|refund| refund.id.to_string())
-            .map_err(classify)
+            .map_err(classify)?;
+        let state = match refund.status.as_deref() {
+            Some("succeeded") => super::RefundState::Settled,
+            Some("failed") | Some("canceled") => super::RefundState::Failed,
+            _ => super::RefundState::Pending,
+        };
+        Ok((refund.id.to_string(), state))
     }
 }

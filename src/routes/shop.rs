@@ -375,9 +375,11 @@ pub async fn start_checkout(
     let key = IdempotencyKey::parse(&form.checkout_key).map_err(|_| {
         ShopError::bad_request("the checkout form is out of date; please try again")
     })?;
-    // a double submit goes where the first one went
+    // a double submit goes where the first one went, once it knows
     if let Some(order) = checkout::order_by_checkout_key(&shop.pool, key.as_str()).await? {
-        return Ok(see_other(&redirect_for(&order)));
+        return Ok(see_other(&redirect_for(
+            &await_provider_page(&shop, order).await?,
+        )));
     }
     let provider = match form.provider.as_deref() {
         None => shop.providers.first().copied(),
@@ -430,7 +432,11 @@ pub async fn start_checkout(
     };
     let (order, lines) = match checkout::start_checkout(&shop.pool, &start).await? {
         StartOutcome::Started { order, lines } => (order, lines),
-        StartOutcome::AlreadyStarted { order } => return Ok(see_other(&redirect_for(&order))),
+        StartOutcome::AlreadyStarted { order } => {
+            return Ok(see_other(&redirect_for(
+                &await_provider_page(&shop, order).await?,
+            )));
+        }
         StartOutcome::Unavailable { lines } | StartOutcome::OverLimit { lines } => {
             return basket_page(
                 &shop,
@@ -487,7 +493,30 @@ pub async fn start_checkout(
         }
     };
     let url = provider_session.url.clone();
-    match checkout::attach_payment(&shop.pool, order.id, &provider_session).await? {
+    let attached = match checkout::attach_payment(&shop.pool, order.id, &provider_session).await {
+        Ok(attached) => attached,
+        Err(error) => {
+            // the provider's page exists but our holds could not move into
+            // the payment phase: give them back now rather than at the TTL
+            tracing::error!(order = %order.id, error = %error, "could not start the payment phase");
+            checkout::release_order(
+                &shop.pool,
+                order.id,
+                "payment_phase_failed",
+                "checkout",
+                "cancelled",
+            )
+            .await?;
+            return message(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "We could not start your payment",
+                "Nothing was charged and your items were put back. Please try again in a moment.",
+                "/basket",
+                "Back to your basket",
+            );
+        }
+    };
+    match attached {
         checkout::AttachOutcome::Paying { .. } => {
             sqlx::query("delete from basket_lines where basket_id = $1")
                 .bind(&basket)
@@ -524,8 +553,8 @@ async fn open_stripe(
             .collect(),
         customer_email: order.customer_email.clone(),
         success_url: format!(
-            "{}/checkout/return?session_id={{CHECKOUT_SESSION_ID}}",
-            shop.base_url
+            "{}/checkout/return/{}?session_id={{CHECKOUT_SESSION_ID}}",
+            shop.base_url, order.token
         ),
         cancel_url: format!("{}/checkout/cancel/{}", shop.base_url, order.token),
         expires_at: Utc::now() + chrono::Duration::minutes(shop.session_minutes),
@@ -560,6 +589,26 @@ async fn open_razorpay(
         url: format!("{}/pay/razorpay/{}", shop.base_url, order.token),
         expires_at: Utc::now() + chrono::Duration::minutes(shop.session_minutes),
     })
+}
+
+/// A second submit of a checkout form may arrive while the first is still
+/// talking to the provider: wait (a few seconds at most) for the first to
+/// record its payment page, so both submits end up in the same place.
+async fn await_provider_page(
+    shop: &Shop,
+    mut order: checkout::Order,
+) -> Result<checkout::Order, ShopError> {
+    for _ in 0..40 {
+        if order.state != "pending" || order.provider_url.is_some() {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(250)).await;
+        match checkout::order_by_id(&shop.pool, order.id).await? {
+            Some(fresh) => order = fresh,
+            None => break,
+        }
+    }
+    Ok(order)
 }
 
 /// Where a started order's shopper should go now.
@@ -604,27 +653,32 @@ pub struct ReturnQuery {
     session_id: Option<String>,
 }
 
-/// `GET /checkout/return?session_id=…`: the browser's way back. The query
-/// only names the session; what happened is asked of the provider.
+/// `GET /checkout/return/{token}?session_id=…`: the browser's way back.
+/// The order's unguessable token is in the path, so a session id alone
+/// (which shows up in URLs and history) leads nowhere; the query only names
+/// the session, and what happened is asked of the provider.
 pub async fn checkout_return(
     shop: web::Data<Shop>,
+    token: web::Path<String>,
     query: web::Query<ReturnQuery>,
 ) -> Result<HttpResponse, ShopError> {
+    let unknown = || ShopError::not_found("that is not a payment we know");
     let session_id = query
         .session_id
         .as_deref()
         .filter(|id| id.starts_with("cs_") && id.len() <= 255)
-        .ok_or_else(|| ShopError::bad_request("that is not a payment we know"))?;
-    let Some(order) = checkout::order_by_session(&shop.pool, session_id).await? else {
-        return Err(ShopError::not_found("that is not a payment we know"));
-    };
+        .ok_or_else(unknown)?;
+    let order = checkout::order_by_token(&shop.pool, &token)
+        .await?
+        .filter(|order| order.provider_session_id.as_deref() == Some(session_id))
+        .ok_or_else(unknown)?;
     let session = shop
         .stripe
         .retrieve_session(session_id)
         .await
         .map_err(|e| ShopError::unavailable(e.to_string()))?;
     if session.client_reference_id.as_deref() != Some(order.id.to_string().as_str()) {
-        return Err(ShopError::not_found("that is not a payment we know"));
+        return Err(unknown());
     }
     if session.paid
         && let Some(intent) = session.payment_intent.as_deref()
@@ -648,7 +702,7 @@ pub async fn checkout_cancel(
     let order = checkout::order_by_token(&shop.pool, &token)
         .await?
         .ok_or_else(|| ShopError::not_found("no such order"))?;
-    checkout::release_order(
+    let after = checkout::release_order(
         &shop.pool,
         order.id,
         "shopper left the payment page",
@@ -656,6 +710,13 @@ pub async fn checkout_cancel(
         "cancelled",
     )
     .await?;
+    // paid (or being refunded) already: the order page tells the truth
+    if after
+        .as_ref()
+        .is_some_and(|o| o.state != "cancelled" && o.state != "expired")
+    {
+        return Ok(see_other(&format!("/orders/{}", order.token)));
+    }
     message(
         StatusCode::OK,
         "Checkout cancelled",

@@ -155,20 +155,30 @@ pub async fn receive(
                 None => Verdict::Ignored("not a Holdfast order"),
             }
         }
-        "refund.updated" | "refund.created" | "charge.refunded" => {
+        // A refund's own events say how it ended. (charge.refunded does not
+        // say which refund, so it decides nothing.)
+        "refund.updated" | "refund.created" | "refund.failed" => {
             let object = &event.data.object;
             let intent = object["payment_intent"].as_str().unwrap_or_default();
-            let succeeded =
-                event.kind == "charge.refunded" || object["status"].as_str() == Some("succeeded");
-            if succeeded && !intent.is_empty() {
-                let closed = checkout::close_refund_in(&mut tx, Provider::Stripe, intent).await?;
-                if closed {
-                    Verdict::RefundClosed
-                } else {
-                    Verdict::Ignored("no refund of ours for that payment")
+            match (object["status"].as_str(), intent.is_empty()) {
+                (_, true) => Verdict::Ignored("refund without a payment intent"),
+                (Some("succeeded"), false) => {
+                    if checkout::close_refund_in(&mut tx, Provider::Stripe, intent).await? {
+                        Verdict::RefundClosed
+                    } else {
+                        Verdict::Ignored("no refund of ours for that payment")
+                    }
                 }
-            } else {
-                Verdict::Ignored("refund not finished")
+                (Some("failed") | Some("canceled"), false) => {
+                    if checkout::reopen_refund_in(&mut tx, Provider::Stripe, intent, &event.kind)
+                        .await?
+                    {
+                        Verdict::Ignored("refund reopened for another try")
+                    } else {
+                        Verdict::Ignored("no refund of ours for that payment")
+                    }
+                }
+                _ => Verdict::Ignored("refund not finished"),
             }
         }
         _ => Verdict::Ignored("event type not used"),

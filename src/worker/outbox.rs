@@ -11,9 +11,9 @@ use serde::Serialize;
 use sqlx::PgPool;
 
 use crate::checkout::{self, Provider};
-use crate::payments::ProviderError;
 use crate::payments::razorpay::RazorpayAdapter;
 use crate::payments::stripe::StripeAdapter;
+use crate::payments::{ProviderError, RefundState};
 
 /// What one pass did.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -166,21 +166,50 @@ impl Outbox {
                     _ => job.dedupe_key.clone(),
                 };
                 let payment_ref = text("payment_ref")?;
-                match text("provider")?.as_str() {
-                    "stripe" => self.stripe.refund(&payment_ref, &key).await.map(|_| ()),
+                let (_, state) = match text("provider")?.as_str() {
+                    "stripe" => self.stripe.refund(&payment_ref, &key).await?,
                     "razorpay" => match &self.razorpay {
-                        Some(razorpay) => razorpay.refund(&payment_ref, &key).await.map(|_| ()),
-                        None => Err(ProviderError::Unexpected(
-                            "no Razorpay keys are configured for this refund".into(),
-                        )),
+                        Some(razorpay) => razorpay.refund(&payment_ref, &key).await?,
+                        None => {
+                            return Err(ProviderError::Unexpected(
+                                "no Razorpay keys are configured for this refund".into(),
+                            ));
+                        }
                     },
-                    other => Err(ProviderError::Unexpected(format!("no adapter for {other}"))),
+                    other => {
+                        return Err(ProviderError::Unexpected(format!("no adapter for {other}")));
+                    }
+                };
+                match state {
+                    RefundState::Settled => Ok(()),
+                    // asked again later with the same key: the same refund
+                    RefundState::Pending => Err(ProviderError::Unavailable(
+                        "the refund is not finished at the provider yet".into(),
+                    )),
+                    RefundState::Failed => {
+                        // the same key would only repeat the failure
+                        sqlx::query(
+                            "update outbox_jobs set payload = jsonb_set(payload, '{reopened}', \
+                                    to_jsonb(coalesce((payload->>'reopened')::int, 0) + 1)) \
+                              where id = $1",
+                        )
+                        .bind(job.id)
+                        .execute(&self.pool)
+                        .await
+                        .map_err(|e| ProviderError::Unexpected(e.to_string()))?;
+                        Err(ProviderError::Refused {
+                            status: 402,
+                            message: "the provider failed the refund; it will be tried again"
+                                .into(),
+                        })
+                    }
                 }
             }
             "expire_session" => match self.stripe.expire_session(&text("session_id")?).await {
                 Ok(_) => Ok(()),
-                // already complete or expired: nothing left to close
-                Err(ProviderError::Refused { .. }) => Ok(()),
+                // already complete or expired: nothing left to close; any
+                // other refusal (auth, rate limit) is retried
+                Err(ProviderError::Refused { status: 400, .. }) => Ok(()),
                 Err(error) => Err(error),
             },
             "order_confirmation" => {

@@ -437,3 +437,41 @@ async fn a_release_that_loses_to_the_payment_leaves_the_order_paid() {
         1
     );
 }
+
+#[tokio::test]
+async fn an_order_whose_holds_ran_out_stops_waiting() {
+    let db = TestDb::new().await;
+    demo(&db).await;
+    fast_clock(&db.inventory(), 0.3, 0.9).await;
+    let order = started(&db, "lapsed", &[("wild-honey", 1)]).await;
+    let paid = started(&db, "kept", &[("wild-honey", 1)]).await;
+    checkout::confirm_payment(&db.pool, &report(paid.id, "pi_kept", "webhook"))
+        .await
+        .unwrap();
+    tokio::time::sleep(std::time::Duration::from_millis(400)).await;
+    holdfast::worker::Sweeper::new(db.inventory(), "sweeper:test")
+        .run_once()
+        .await
+        .unwrap();
+    assert_eq!(
+        checkout::expire_abandoned_orders(&db.pool).await.unwrap(),
+        1
+    );
+    let lapsed = checkout::order_by_id(&db.pool, order.id)
+        .await
+        .unwrap()
+        .unwrap();
+    let kept = checkout::order_by_id(&db.pool, paid.id)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        (lapsed.state.as_str(), kept.state.as_str()),
+        ("expired", "paid")
+    );
+    // late money for it is still refunded, never sold
+    let late = checkout::confirm_payment(&db.pool, &report(order.id, "pi_lapsed", "webhook"))
+        .await
+        .unwrap();
+    assert!(matches!(late, Fulfilment::RefundQueued { .. }), "{late:?}");
+}

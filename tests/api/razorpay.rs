@@ -535,7 +535,10 @@ async fn a_concurrent_duplicate_refund_gets_409_and_one_refund_happens() {
     );
 
     let results = join_all((0..4).map(|_| razorpay.refund(&payment_id, "refund:job-42"))).await;
-    let ok: Vec<&String> = results.iter().filter_map(|r| r.as_ref().ok()).collect();
+    let ok: Vec<&String> = results
+        .iter()
+        .filter_map(|r| r.as_ref().ok().map(|(id, _)| id))
+        .collect();
     let conflicts = results
         .iter()
         .filter(|r| matches!(r, Err(ProviderError::Refused { status: 409, .. })))
@@ -547,9 +550,10 @@ async fn a_concurrent_duplicate_refund_gets_409_and_one_refund_happens() {
     );
     assert!(ok.iter().all(|id| *id == ok[0]));
     // afterwards the key replays the same refund
+    let (again, state) = razorpay.refund(&payment_id, "refund:job-42").await.unwrap();
     assert_eq!(
-        &razorpay.refund(&payment_id, "refund:job-42").await.unwrap(),
-        ok[0]
+        (&again, state),
+        (ok[0], holdfast::payments::RefundState::Settled)
     );
     assert_eq!(sandbox.razorpay.ledger().refunds.len(), 1);
     // wrong keys are refused without printing them

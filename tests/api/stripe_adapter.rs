@@ -81,6 +81,7 @@ async fn sessions_are_created_once_per_key_paid_on_the_page_and_refunded_once() 
     let first = stripe.refund(&intent, "refund:job-1").await.unwrap();
     let replay = stripe.refund(&intent, "refund:job-1").await.unwrap();
     assert_eq!(first, replay);
+    assert_eq!(first.1, holdfast::payments::RefundState::Settled);
     assert_eq!(sandbox.stripe.ledger().refunds.len(), 1);
     let twice = stripe.refund(&intent, "refund:job-2").await.unwrap_err();
     assert!(
