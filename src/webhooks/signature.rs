@@ -40,6 +40,16 @@ pub fn hmac_sha256_matches(key: &[u8], message: &[u8], expected_hex: &str) -> bo
     mac.verify_slice(&expected).is_ok()
 }
 
+/// Constant-time equality of two texts (a presented key against ours).
+pub fn same_text(given: &str, expected: &str) -> bool {
+    given.len() == expected.len()
+        && given
+            .bytes()
+            .zip(expected.bytes())
+            .fold(0u8, |acc, (a, b)| acc | (a ^ b))
+            == 0
+}
+
 /// Stripe's tolerance for the signed timestamp, as its SDKs use.
 pub const STRIPE_TOLERANCE_SECONDS: i64 = 300;
 

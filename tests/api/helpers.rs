@@ -362,3 +362,32 @@ pub fn spawn_sandbox() -> TestSandbox {
         settings,
     }
 }
+
+impl TestApp {
+    pub async fn order_state(&self, token: &str) -> String {
+        sqlx::query_scalar("select state from orders where token = $1")
+            .bind(token)
+            .fetch_one(&self.db.pool)
+            .await
+            .unwrap()
+    }
+
+    /// Wait (five seconds at most) for an order to reach `state`.
+    pub async fn wait_for_state(&self, token: &str, state: &str) {
+        for _ in 0..100 {
+            if self.order_state(token).await == state {
+                return;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+        panic!(
+            "order never reached {state}: it is {}",
+            self.order_state(token).await
+        );
+    }
+}
+
+/// Where a redirect points.
+pub fn location(response: &reqwest::Response) -> String {
+    response.headers()["location"].to_str().unwrap().to_owned()
+}

@@ -8,6 +8,7 @@ mod health;
 mod helpers;
 mod journey;
 mod lifecycle;
+mod providers;
 mod razorpay;
 mod soak;
 mod storms;

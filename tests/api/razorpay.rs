@@ -8,13 +8,8 @@ use holdfast::checkout::catalogue::CatalogueFile;
 use holdfast::configuration::Secret;
 use holdfast::payments::ProviderError;
 use holdfast::webhooks::signature::hmac_sha256_hex;
-use holdfast::worker::outbox::Outbox;
 
 use crate::helpers::*;
-
-fn location(response: &reqwest::Response) -> String {
-    response.headers()["location"].to_str().unwrap().to_owned()
-}
 
 fn field(page: &str, name: &str) -> String {
     let marker = format!("name=\"{name}\" value=\"");
@@ -167,24 +162,6 @@ async fn callback(
         .unwrap()
 }
 
-async fn state(app: &TestApp, token: &str) -> String {
-    sqlx::query_scalar("select state from orders where token = $1")
-        .bind(token)
-        .fetch_one(&app.db.pool)
-        .await
-        .unwrap()
-}
-
-async fn wait_for(app: &TestApp, token: &str, wanted: &str) {
-    for _ in 0..100 {
-        if state(app, token).await == wanted {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    panic!("order never reached {wanted}: {}", state(app, token).await);
-}
-
 async fn accepted_webhooks(app: &TestApp, at_least: usize) {
     for _ in 0..100 {
         let ok = app
@@ -204,14 +181,6 @@ async fn accepted_webhooks(app: &TestApp, at_least: usize) {
         "webhooks not accepted: {:?}",
         app.sandbox.razorpay.ledger().deliveries
     );
-}
-
-async fn outbox(app: &TestApp) {
-    Outbox::new(app.db.pool.clone(), app.sandbox.adapter())
-        .with_razorpay(Some(app.sandbox.razorpay_adapter()))
-        .drain()
-        .await
-        .unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -250,122 +219,6 @@ async fn a_shopper_pays_with_razorpay_and_gets_codes() {
         .await
         .unwrap();
     assert_eq!(paid_with, fields[0].1);
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn the_callback_and_the_webhooks_race_twenty_times_with_one_fulfilment_each() {
-    let app = spawn_app().await;
-    load_demo(&app).await;
-    for _ in 0..20 {
-        let shopper = browser();
-        let (token, _, hosted) = start(&app, &shopper, "harbour-lights-general", 1).await;
-        let fields = press(&shopper, &hosted, "pay").await;
-        // the callback goes in while the webhooks are on their way, twice
-        let other = browser();
-        let (a, b) = tokio::join!(
-            callback(&app, &shopper, &fields),
-            callback(&app, &other, &fields)
-        );
-        assert_eq!((a.status().as_u16(), b.status().as_u16()), (303, 303));
-        wait_for(&app, &token, "paid").await;
-    }
-    accepted_webhooks(&app, 40).await;
-    let (fulfilments, confirmations, sold): (i64, i64, i32) = sqlx::query_as(
-        "select (select count(*) from outbox_jobs where kind = 'order_confirmation'), \
-                (select count(*) from hold_events where kind = 'confirmed'), \
-                (select sold from resources where id = 'harbour-lights-general')",
-    )
-    .fetch_one(&app.db.pool)
-    .await
-    .unwrap();
-    assert_eq!((fulfilments, confirmations, sold), (20, 20, 20));
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn paying_twice_with_razorpay_is_one_sale_and_one_refund_through_the_sandbox() {
-    let app = spawn_app().await;
-    load_demo(&app).await;
-    let shopper = browser();
-    let (token, _, hosted) = start(&app, &shopper, "wild-honey", 1).await;
-    let fields = press(&shopper, &hosted, "pay-twice").await;
-    callback(&app, &shopper, &fields).await;
-    accepted_webhooks(&app, 4).await;
-    assert_eq!(state(&app, &token).await, "paid");
-    outbox(&app).await;
-    let ledger = app.sandbox.razorpay.ledger();
-    assert_eq!((ledger.charges.len(), ledger.refunds.len()), (2, 1));
-    assert_eq!(
-        ledger.refunds[0].payment_intent,
-        ledger.charges[1].payment_intent
-    );
-    assert_eq!(
-        ledger.refunds[0].idempotency_key.as_deref(),
-        Some(format!("refund:razorpay:{}", ledger.charges[1].payment_intent).as_str())
-    );
-    // refund.processed closed the job; a second pass refunds nothing
-    outbox(&app).await;
-    assert_eq!(app.sandbox.razorpay.ledger().refunds.len(), 1);
-    let open: i64 = sqlx::query_scalar("select count(*) from outbox_jobs where state = 'pending'")
-        .fetch_one(&app.db.pool)
-        .await
-        .unwrap();
-    assert_eq!(open, 0);
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn money_after_an_abandoned_razorpay_checkout_is_refunded() {
-    let app = spawn_app().await;
-    load_demo(&app).await;
-    let shopper = browser();
-    let (token, _, hosted) = start(&app, &shopper, "harbour-lights-vip", 3).await;
-    // the shopper closes checkout and goes back to the shop
-    let page = shopper
-        .get(&hosted)
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
-    let (base, _) = hosted.split_once('?').unwrap();
-    let closed = shopper
-        .post(format!("{base}/abandon"))
-        .form(&[
-            ("callback_url", field(&page, "callback_url")),
-            ("cancel_url", field(&page, "cancel_url")),
-        ])
-        .send()
-        .await
-        .unwrap();
-    let cancelled = shopper.get(location(&closed)).send().await.unwrap();
-    assert_eq!(cancelled.status(), 200);
-    assert_eq!(
-        app.db
-            .inventory()
-            .status(&rid("harbour-lights-vip"))
-            .await
-            .unwrap()
-            .unwrap()
-            .held,
-        0
-    );
-    // then pays late on the still-open Razorpay order
-    let fields = press(&shopper, &hosted, "pay-late").await;
-    callback(&app, &shopper, &fields).await;
-    wait_for(&app, &token, "refund_pending").await;
-    outbox(&app).await;
-    wait_for(&app, &token, "refunded").await;
-    assert_eq!(app.sandbox.razorpay.ledger().refunds.len(), 1);
-    assert_eq!(
-        app.db
-            .inventory()
-            .status(&rid("harbour-lights-vip"))
-            .await
-            .unwrap()
-            .unwrap()
-            .sold,
-        0
-    );
 }
 
 #[tokio::test]
@@ -409,7 +262,7 @@ async fn a_forged_callback_changes_nothing_and_says_so() {
                 .contains("We could not verify this payment")
         );
     }
-    assert_eq!(state(&app, &token).await, "pending");
+    assert_eq!(app.order_state(&token).await, "pending");
     let claimed: i64 = sqlx::query_scalar("select count(*) from payment_refs")
         .fetch_one(&app.db.pool)
         .await
@@ -467,7 +320,7 @@ async fn razorpay_webhooks_are_verified_deduplicated_and_order_free() {
         .await,
         400
     );
-    assert_eq!(state(&app, &token).await, "pending");
+    assert_eq!(app.order_state(&token).await, "pending");
     // the real thing three times: one effect
     for _ in 0..3 {
         assert_eq!(
@@ -480,7 +333,7 @@ async fn razorpay_webhooks_are_verified_deduplicated_and_order_free() {
             200
         );
     }
-    assert_eq!(state(&app, &token).await, "paid");
+    assert_eq!(app.order_state(&token).await, "paid");
     // payment.failed for the same order is ignored; unknown types are 200
     let failed = serde_json::json!({ "entity": "event", "event": "payment.failed", "payload": { "payment": { "entity": { "id": "pay_x", "order_id": razorpay_order, "status": "failed" } } } }).to_string();
     assert_eq!(
@@ -498,7 +351,7 @@ async fn razorpay_webhooks_are_verified_deduplicated_and_order_free() {
         .await,
         200
     );
-    assert_eq!(state(&app, &token).await, "paid");
+    assert_eq!(app.order_state(&token).await, "paid");
     let events: i64 =
         sqlx::query_scalar("select count(*) from webhook_events where provider = 'razorpay'")
             .fetch_one(&app.db.pool)

@@ -19,7 +19,7 @@ use super::{
     Charge, Delivery, DeliveryMode, Ledger, RefundRecord, SandboxSettings, Shared, escape, page,
     plan, post_until_accepted, random_id, redirect,
 };
-use crate::webhooks::signature::hmac_sha256_hex;
+use crate::webhooks::signature::{hmac_sha256_hex, same_text};
 
 #[derive(Debug, Clone)]
 struct Order {
@@ -155,7 +155,7 @@ impl RazorpaySandbox {
     }
 
     fn authorised(&self, request: &HttpRequest) -> bool {
-        use base64_engine::decode;
+        use base64::Engine;
         let expected = format!(
             "{}:{}",
             self.settings.razorpay_key_id,
@@ -166,15 +166,13 @@ impl RazorpaySandbox {
             .get(header::AUTHORIZATION)
             .and_then(|value| value.to_str().ok())
             .and_then(|value| value.strip_prefix("Basic "))
-            .and_then(decode)
-            .is_some_and(|given| {
-                given.len() == expected.len()
-                    && given
-                        .bytes()
-                        .zip(expected.bytes())
-                        .fold(0u8, |acc, (a, b)| acc | (a ^ b))
-                        == 0
+            .and_then(|encoded| {
+                base64::engine::general_purpose::STANDARD
+                    .decode(encoded)
+                    .ok()
             })
+            .and_then(|decoded| String::from_utf8(decoded).ok())
+            .is_some_and(|given| same_text(&given, &expected))
     }
 
     /// Sign and deliver one event about an order, following its delivery mode.
@@ -294,27 +292,6 @@ impl RazorpaySandbox {
             self.settings.razorpay_key_secret.expose().as_bytes(),
             format!("{order_id}|{payment_id}").as_bytes(),
         )
-    }
-}
-
-/// Tiny base64 decoder for basic auth (standard alphabet, padding allowed).
-mod base64_engine {
-    pub fn decode(text: &str) -> Option<String> {
-        const ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-        let mut bits: u32 = 0;
-        let mut count = 0;
-        let mut out = Vec::new();
-        for byte in text.trim_end_matches('=').bytes() {
-            let value = ALPHABET.iter().position(|&c| c == byte)? as u32;
-            bits = (bits << 6) | value;
-            count += 6;
-            if count >= 8 {
-                count -= 8;
-                out.push((bits >> count) as u8);
-                bits &= (1 << count) - 1;
-            }
-        }
-        String::from_utf8(out).ok()
     }
 }
 

@@ -14,7 +14,7 @@ use super::{
     Charge, Delivery, DeliveryMode, IdempotencyStore, Ledger, RefundRecord, SandboxSettings,
     Shared, escape, page, plan, post_until_accepted, random_id, redirect,
 };
-use crate::webhooks::signature::stripe_signature_header;
+use crate::webhooks::signature::{same_text, stripe_signature_header};
 
 #[derive(Debug, Clone)]
 struct Session {
@@ -151,15 +151,7 @@ impl StripeSandbox {
             .headers()
             .get(header::AUTHORIZATION)
             .and_then(|value| value.to_str().ok())
-            .is_some_and(|value| {
-                // constant-time enough for a sandbox, and never logged
-                value.len() == expected.len()
-                    && value
-                        .bytes()
-                        .zip(expected.bytes())
-                        .fold(0u8, |acc, (a, b)| acc | (a ^ b))
-                        == 0
-            })
+            .is_some_and(|value| same_text(value, &expected))
     }
 
     /// Answer a POST once per idempotency key: a replay gets the first answer.

@@ -1,0 +1,488 @@
+//! The journeys whose behaviour is the same for every provider, written
+//! once and run for Stripe and for Razorpay: the shopper's path differs only
+//! in how they pay and come back.
+
+use std::time::Duration;
+
+use holdfast::checkout::catalogue::CatalogueFile;
+use holdfast::payments::sandbox::Ledger;
+use holdfast::worker::outbox::Outbox;
+
+use crate::helpers::*;
+
+#[derive(Debug, Clone, Copy)]
+enum Via {
+    Stripe,
+    Razorpay,
+}
+
+const BOTH: [Via; 2] = [Via::Stripe, Via::Razorpay];
+
+impl Via {
+    fn form_value(self) -> &'static str {
+        match self {
+            Via::Stripe => "stripe",
+            Via::Razorpay => "razorpay",
+        }
+    }
+}
+
+/// A checkout that reached the provider.
+struct Started {
+    token: String,
+    /// Stripe: the session's hosted page. Razorpay: the sandbox's checkout
+    /// page, reached as checkout.js's open() would reach it.
+    pay_url: String,
+}
+
+fn field(page: &str, name: &str) -> String {
+    let marker = format!("name=\"{name}\" value=\"");
+    let start = page
+        .find(&marker)
+        .unwrap_or_else(|| panic!("no {name} in {page}"))
+        + marker.len();
+    let end = page[start..].find('"').unwrap() + start;
+    page[start..end].replace("&amp;", "&")
+}
+
+fn encode(text: &str) -> String {
+    text.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                (b as char).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+async fn demo(app: &TestApp) {
+    CatalogueFile::read(concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/catalogue.json").as_ref())
+        .unwrap()
+        .load(&app.db.pool)
+        .await
+        .unwrap();
+}
+
+async fn start(
+    app: &TestApp,
+    shopper: &reqwest::Client,
+    via: Via,
+    product: &str,
+    qty: i64,
+) -> Started {
+    let added = shopper
+        .post(format!("{}/basket/add", app.address))
+        .form(&[("product_id", product), ("qty", &qty.to_string())])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(added.status(), 303);
+    let basket = shopper
+        .get(format!("{}/basket", app.address))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let key = field(&basket, "checkout_key");
+    let started = shopper
+        .post(format!("{}/checkout", app.address))
+        .form(&[
+            ("checkout_key", key.as_str()),
+            ("name", "Ada Shopper"),
+            ("email", "ada@example.com"),
+            ("provider", via.form_value()),
+        ])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(started.status(), 303, "{via:?}");
+    let target = location(&started);
+    match via {
+        Via::Stripe => {
+            let session = target.rsplit('/').next().unwrap().to_owned();
+            let token: String =
+                sqlx::query_scalar("select token from orders where provider_session_id = $1")
+                    .bind(&session)
+                    .fetch_one(&app.db.pool)
+                    .await
+                    .unwrap();
+            Started {
+                token,
+                pay_url: target,
+            }
+        }
+        Via::Razorpay => {
+            let token = target.rsplit('/').next().unwrap().to_owned();
+            let order: String =
+                sqlx::query_scalar("select provider_session_id from orders where token = $1")
+                    .bind(&token)
+                    .fetch_one(&app.db.pool)
+                    .await
+                    .unwrap();
+            let pay_url = format!(
+                "{}/razorpay/pay/{order}?callback_url={}&cancel_url={}",
+                app.sandbox.base,
+                encode(&format!("{}/checkout/razorpay/callback", app.address)),
+                encode(&format!("{}/checkout/cancel/{token}", app.address)),
+            );
+            Started { token, pay_url }
+        }
+    }
+}
+
+/// Press `action` on the provider's page and follow the way back to the
+/// shop. Returns the shop's answer to the return (Stripe) or callback
+/// (Razorpay).
+async fn pay(
+    app: &TestApp,
+    shopper: &reqwest::Client,
+    via: Via,
+    started: &Started,
+    action: &str,
+) -> reqwest::Response {
+    match via {
+        Via::Stripe => {
+            let paid = shopper
+                .post(format!("{}/{action}", started.pay_url))
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(paid.status(), 303, "{action}");
+            shopper.get(location(&paid)).send().await.unwrap()
+        }
+        Via::Razorpay => {
+            let page = shopper
+                .get(&started.pay_url)
+                .send()
+                .await
+                .unwrap()
+                .text()
+                .await
+                .unwrap();
+            let (base, _) = started.pay_url.split_once('?').unwrap();
+            let answer = shopper
+                .post(format!("{base}/{action}"))
+                .form(&[
+                    ("callback_url", field(&page, "callback_url")),
+                    ("cancel_url", field(&page, "cancel_url")),
+                ])
+                .send()
+                .await
+                .unwrap()
+                .text()
+                .await
+                .unwrap();
+            let fields: Vec<(&str, String)> = [
+                "razorpay_payment_id",
+                "razorpay_order_id",
+                "razorpay_signature",
+            ]
+            .into_iter()
+            .map(|name| (name, field(&answer, name)))
+            .collect();
+            shopper
+                .post(format!("{}/checkout/razorpay/callback", app.address))
+                .form(&fields)
+                .send()
+                .await
+                .unwrap()
+        }
+    }
+}
+
+fn ledger(app: &TestApp, via: Via) -> Ledger {
+    match via {
+        Via::Stripe => app.sandbox.stripe.ledger(),
+        Via::Razorpay => app.sandbox.razorpay.ledger(),
+    }
+}
+
+/// Wait until `n` webhook deliveries were accepted by the shop.
+async fn accepted(app: &TestApp, via: Via, n: usize) {
+    for _ in 0..100 {
+        if ledger(app, via)
+            .deliveries
+            .iter()
+            .filter(|d| d.status == Some(200))
+            .count()
+            >= n
+        {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!(
+        "{via:?}: webhooks not accepted: {:?}",
+        ledger(app, via).deliveries
+    );
+}
+
+async fn outbox(app: &TestApp) {
+    Outbox::new(app.db.pool.clone(), app.sandbox.adapter())
+        .with_razorpay(Some(app.sandbox.razorpay_adapter()))
+        .drain()
+        .await
+        .unwrap();
+}
+
+/// Webhooks each successful payment sends: Stripe one, Razorpay two
+/// (payment.captured and order.paid).
+fn events_per_payment(via: Via) -> usize {
+    match via {
+        Via::Stripe => 1,
+        Via::Razorpay => 2,
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_full_journey_ends_on_an_order_page_with_codes_for_each_provider() {
+    for via in BOTH {
+        let app = spawn_app().await;
+        demo(&app).await;
+        let shopper = browser();
+        let started = start(&app, &shopper, via, "harbour-lights-vip", 2).await;
+        let back = pay(&app, &shopper, via, &started, "pay").await;
+        assert_eq!(
+            location(&back),
+            format!("/orders/{}", started.token),
+            "{via:?}"
+        );
+        let page = shopper
+            .get(format!("{}/orders/{}", app.address, started.token))
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        assert!(page.contains("Thank you, Ada Shopper"), "{via:?}: {page}");
+        assert_eq!(page.matches("class=\"ticket-code\"").count(), 2, "{via:?}");
+        accepted(&app, via, events_per_payment(via)).await;
+        let status = app
+            .db
+            .inventory()
+            .status(&rid("harbour-lights-vip"))
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            (status.held, status.sold),
+            (0, 2),
+            "{via:?}: sold moved once"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn the_return_and_the_webhooks_race_twenty_times_with_one_fulfilment_each_for_each_provider()
+{
+    for via in BOTH {
+        let app = spawn_app().await;
+        demo(&app).await;
+        for _ in 0..20 {
+            let shopper = browser();
+            let started = start(&app, &shopper, via, "harbour-lights-general", 1).await;
+            // paying fires the webhooks; the way back follows at once
+            let back = pay(&app, &shopper, via, &started, "pay").await;
+            assert_eq!(back.status(), 303, "{via:?}");
+            app.wait_for_state(&started.token, "paid").await;
+        }
+        accepted(&app, via, 20 * events_per_payment(via)).await;
+        let (fulfilments, confirmations, codes, sold): (i64, i64, i64, i32) = sqlx::query_as(
+            "select (select count(*) from outbox_jobs where kind = 'order_confirmation'), \
+                    (select count(*) from hold_events where kind = 'confirmed'), \
+                    (select count(*) from order_codes), \
+                    (select sold from resources where id = 'harbour-lights-general')",
+        )
+        .fetch_one(&app.db.pool)
+        .await
+        .unwrap();
+        assert_eq!(
+            (fulfilments, confirmations, codes, sold),
+            (20, 20, 20, 20),
+            "{via:?}"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn paying_twice_is_one_sale_and_one_refund_for_each_provider() {
+    for via in BOTH {
+        let app = spawn_app().await;
+        demo(&app).await;
+        let shopper = browser();
+        let started = start(&app, &shopper, via, "wild-honey", 2).await;
+        pay(&app, &shopper, via, &started, "pay-twice").await;
+        accepted(&app, via, 2 * events_per_payment(via)).await;
+        assert_eq!(app.order_state(&started.token).await, "paid", "{via:?}");
+        outbox(&app).await;
+        let money = ledger(&app, via);
+        assert_eq!(
+            (money.charges.len(), money.refunds.len()),
+            (2, 1),
+            "{via:?}"
+        );
+        let kept: String = sqlx::query_scalar("select payment_ref from orders")
+            .fetch_one(&app.db.pool)
+            .await
+            .unwrap();
+        assert_ne!(
+            money.refunds[0].payment_intent, kept,
+            "{via:?}: the kept payment is not refunded"
+        );
+        assert_eq!(
+            money.refunds[0].idempotency_key.as_deref(),
+            Some(
+                format!(
+                    "refund:{}:{}",
+                    via.form_value(),
+                    money.refunds[0].payment_intent
+                )
+                .as_str()
+            ),
+            "{via:?}"
+        );
+        // the worker again, and the provider's refund event: nothing more
+        outbox(&app).await;
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        assert_eq!(ledger(&app, via).refunds.len(), 1, "{via:?}");
+        assert_eq!(
+            app.db
+                .inventory()
+                .status(&rid("wild-honey"))
+                .await
+                .unwrap()
+                .unwrap()
+                .sold,
+            2
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn money_after_an_abandoned_checkout_is_refunded_for_each_provider() {
+    for via in BOTH {
+        let app = spawn_app().await;
+        demo(&app).await;
+        let shopper = browser();
+        let started = start(&app, &shopper, via, "harbour-lights-vip", 3).await;
+        // the shopper gives up and goes back to the shop
+        let cancelled = shopper
+            .get(format!("{}/checkout/cancel/{}", app.address, started.token))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(cancelled.status(), 200, "{via:?}");
+        assert_eq!(
+            app.db
+                .inventory()
+                .status(&rid("harbour-lights-vip"))
+                .await
+                .unwrap()
+                .unwrap()
+                .held,
+            0
+        );
+        // the worker closes the provider's page where there is one to close
+        outbox(&app).await;
+        // then money arrives anyway
+        pay(&app, &shopper, via, &started, "pay-late").await;
+        app.wait_for_state(&started.token, "refund_pending").await;
+        outbox(&app).await;
+        app.wait_for_state(&started.token, "refunded").await;
+        assert_eq!(ledger(&app, via).refunds.len(), 1, "{via:?}");
+        let status = app
+            .db
+            .inventory()
+            .status(&rid("harbour-lights-vip"))
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!((status.held, status.sold), (0, 0), "{via:?}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn webhooks_delivered_twice_or_newest_first_have_one_effect_for_each_provider() {
+    // twice: one payment, every event delivered twice;
+    // reorder: two payments, their events delivered newest first
+    for via in BOTH {
+        for (mode, action, payments) in [("twice", "pay", 1), ("reorder", "pay-twice", 2)] {
+            let app = spawn_app().await;
+            demo(&app).await;
+            let shopper = browser();
+            let started = start(&app, &shopper, via, "harbour-lights-general", 1).await;
+            let control = match via {
+                Via::Stripe => {
+                    let session = started.pay_url.rsplit('/').next().unwrap().to_owned();
+                    format!(
+                        "{}/stripe/_sandbox/sessions/{session}/delivery?mode={mode}",
+                        app.sandbox.base
+                    )
+                }
+                Via::Razorpay => {
+                    let order = started
+                        .pay_url
+                        .split('?')
+                        .next()
+                        .unwrap()
+                        .rsplit('/')
+                        .next()
+                        .unwrap()
+                        .to_owned();
+                    format!(
+                        "{}/razorpay/_sandbox/orders/{order}/delivery?mode={mode}",
+                        app.sandbox.base
+                    )
+                }
+            };
+            assert_eq!(
+                reqwest::Client::new()
+                    .post(control)
+                    .send()
+                    .await
+                    .unwrap()
+                    .status(),
+                204
+            );
+            // only the webhooks: nobody comes back through the browser
+            match via {
+                Via::Stripe => {
+                    shopper
+                        .post(format!("{}/{action}", started.pay_url))
+                        .send()
+                        .await
+                        .unwrap();
+                }
+                Via::Razorpay => {
+                    let (base, _) = started.pay_url.split_once('?').unwrap();
+                    shopper
+                        .post(format!("{base}/{action}"))
+                        .form(&[("callback_url", "")])
+                        .send()
+                        .await
+                        .unwrap();
+                }
+            }
+            let copies = if mode == "twice" { 2 } else { 1 };
+            accepted(&app, via, copies * payments * events_per_payment(via)).await;
+            app.wait_for_state(&started.token, "paid").await;
+            let (fulfilments, refunds, sold): (i64, i64, i32) = sqlx::query_as(
+                "select (select count(*) from outbox_jobs where kind = 'order_confirmation'), \
+                        (select count(*) from outbox_jobs where kind = 'refund'), \
+                        (select sold from resources where id = 'harbour-lights-general')",
+            )
+            .fetch_one(&app.db.pool)
+            .await
+            .unwrap();
+            assert_eq!(
+                (fulfilments, refunds, sold),
+                (1, payments as i64 - 1, 1),
+                "{via:?} {mode}"
+            );
+        }
+    }
+}
