@@ -391,3 +391,21 @@ impl TestApp {
 pub fn location(response: &reqwest::Response) -> String {
     response.headers()["location"].to_str().unwrap().to_owned()
 }
+
+/// Wait (five seconds at most) until `n` webhook deliveries in a sandbox
+/// ledger were accepted by the shop.
+pub async fn wait_for_accepted(ledger: impl Fn() -> holdfast::payments::sandbox::Ledger, n: usize) {
+    for _ in 0..100 {
+        if ledger()
+            .deliveries
+            .iter()
+            .filter(|d| d.status == Some(200))
+            .count()
+            >= n
+        {
+            return;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    panic!("webhooks were not accepted: {:?}", ledger().deliveries);
+}

@@ -78,24 +78,7 @@ impl TestApp {
     }
 
     async fn wait_for_deliveries(&self, accepted: usize) {
-        for _ in 0..100 {
-            let ok = self
-                .sandbox
-                .stripe
-                .ledger()
-                .deliveries
-                .iter()
-                .filter(|d| d.status == Some(200))
-                .count();
-            if ok >= accepted {
-                return;
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-        panic!(
-            "webhooks were not accepted: {:?}",
-            self.sandbox.stripe.ledger().deliveries
-        );
+        wait_for_accepted(|| self.sandbox.stripe.ledger(), accepted).await;
     }
 }
 

@@ -202,22 +202,7 @@ fn ledger(app: &TestApp, via: Via) -> Ledger {
 
 /// Wait until `n` webhook deliveries were accepted by the shop.
 async fn accepted(app: &TestApp, via: Via, n: usize) {
-    for _ in 0..100 {
-        if ledger(app, via)
-            .deliveries
-            .iter()
-            .filter(|d| d.status == Some(200))
-            .count()
-            >= n
-        {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    panic!(
-        "{via:?}: webhooks not accepted: {:?}",
-        ledger(app, via).deliveries
-    );
+    wait_for_accepted(|| ledger(app, via), n).await;
 }
 
 async fn outbox(app: &TestApp) {

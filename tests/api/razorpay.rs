@@ -1,8 +1,6 @@
 //! The Razorpay path end to end: the same checkout start, the same confirm
 //! routine, the same outbox, through the real adapter and the sandbox.
 
-use std::time::Duration;
-
 use futures::future::join_all;
 use holdfast::checkout::catalogue::CatalogueFile;
 use holdfast::configuration::Secret;
@@ -163,24 +161,7 @@ async fn callback(
 }
 
 async fn accepted_webhooks(app: &TestApp, at_least: usize) {
-    for _ in 0..100 {
-        let ok = app
-            .sandbox
-            .razorpay
-            .ledger()
-            .deliveries
-            .iter()
-            .filter(|d| d.status == Some(200))
-            .count();
-        if ok >= at_least {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    panic!(
-        "webhooks not accepted: {:?}",
-        app.sandbox.razorpay.ledger().deliveries
-    );
+    wait_for_accepted(|| app.sandbox.razorpay.ledger(), at_least).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
