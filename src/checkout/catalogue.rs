@@ -192,3 +192,34 @@ pub async fn products(pool: &PgPool, collection: Option<&str>) -> sqlx::Result<V
     .fetch_all(pool)
     .await
 }
+
+/// A product with what is left of it now (plain holds past their TTL
+/// already count as free), for the catalogue pages.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct Availability {
+    pub id: String,
+    pub name: String,
+    pub price_minor: i64,
+    pub currency: String,
+    pub starts_at: Option<DateTime<Utc>>,
+    pub collection: String,
+    pub kind: String,
+    pub available_now: i32,
+}
+
+/// Active products of one collection (or all) with their availability, in
+/// page order.
+pub async fn availability(
+    pool: &PgPool,
+    collection: Option<&str>,
+) -> sqlx::Result<Vec<Availability>> {
+    sqlx::query_as(
+        "select p.id, p.name, p.price_minor, p.currency, p.starts_at, p.collection, p.kind, s.available_now \
+           from products p cross join lateral hf_status(p.resource_id) s \
+          where p.active and ($1::text is null or p.collection = $1) \
+          order by p.collection = 'pantry', p.collection, p.position, p.id",
+    )
+    .bind(collection)
+    .fetch_all(pool)
+    .await
+}

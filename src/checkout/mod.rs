@@ -7,6 +7,7 @@
 //! path (the browser's return, the webhook, reconciliation) goes through
 //! [`confirm_payment`], the only place that turns a payment into a sale.
 
+pub mod basket;
 pub mod catalogue;
 pub mod codes;
 
@@ -192,10 +193,17 @@ pub async fn order_by_checkout_key(pool: &PgPool, key: &str) -> sqlx::Result<Opt
         .await
 }
 
-pub async fn order_by_session(pool: &PgPool, session_id: &str) -> sqlx::Result<Option<Order>> {
-    sqlx::query_as("select * from orders where provider_session_id = $1")
+/// The order a provider's session or order id belongs to, on any executor
+/// (the Razorpay webhook asks inside its transaction).
+pub async fn order_by_provider_session<'e>(
+    executor: impl sqlx::PgExecutor<'e>,
+    provider: Provider,
+    session_id: &str,
+) -> sqlx::Result<Option<Order>> {
+    sqlx::query_as("select * from orders where provider = $1 and provider_session_id = $2")
+        .bind(provider.as_str())
         .bind(session_id)
-        .fetch_optional(pool)
+        .fetch_optional(executor)
         .await
 }
 

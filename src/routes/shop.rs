@@ -12,6 +12,7 @@ use serde::Deserialize;
 use super::ShopError;
 use crate::checkout::{
     self, CheckoutStart, Customer, PaymentReport, Provider, ShortLine, StartOutcome, WantedLine,
+    basket, catalogue,
 };
 use crate::inventory::{AccountId, IdempotencyKey, PaymentRef, Quantity};
 use crate::payments::stripe::{SessionLine, SessionRequest};
@@ -61,12 +62,7 @@ async fn basket_count(shop: &Shop, request: &HttpRequest) -> Result<i64, ShopErr
     let Some(id) = basket_id(request) else {
         return Ok(0);
     };
-    Ok(sqlx::query_scalar(
-        "select coalesce(sum(qty), 0)::int8 from basket_lines where basket_id = $1",
-    )
-    .bind(id)
-    .fetch_one(&shop.pool)
-    .await?)
+    Ok(basket::count(&shop.pool, &id).await?)
 }
 
 pub struct CatalogueItem {
@@ -134,26 +130,7 @@ async fn catalogue_page(
     request: &HttpRequest,
     only: Option<&str>,
 ) -> Result<HttpResponse, ShopError> {
-    #[derive(sqlx::FromRow)]
-    struct Row {
-        id: String,
-        name: String,
-        price_minor: i64,
-        currency: String,
-        starts_at: Option<chrono::DateTime<Utc>>,
-        collection: String,
-        kind: String,
-        available_now: i32,
-    }
-    let rows: Vec<Row> = sqlx::query_as(
-        "select p.id, p.name, p.price_minor, p.currency, p.starts_at, p.collection, p.kind, s.available_now \
-           from products p cross join lateral hf_status(p.resource_id) s \
-          where p.active and ($1::text is null or p.collection = $1) \
-          order by p.collection = 'pantry', p.collection, p.position, p.id",
-    )
-    .bind(only)
-    .fetch_all(&shop.pool)
-    .await?;
+    let rows = catalogue::availability(&shop.pool, only).await?;
     let mut sections: Vec<Section> = Vec::new();
     for row in rows {
         if sections.last().is_none_or(|s| s.id != row.collection) {
@@ -216,18 +193,7 @@ pub async fn add_to_basket(
         Some(id) => (id, false),
         None => (checkout::codes::order_token(), true),
     };
-    let added = sqlx::query(
-        "insert into basket_lines (basket_id, product_id, qty) \
-         select $1, id, $3 from products where id = $2 and active \
-         on conflict (basket_id, product_id) \
-         do update set qty = least(basket_lines.qty + excluded.qty, 100)",
-    )
-    .bind(&id)
-    .bind(&form.product_id)
-    .bind(qty as i32)
-    .execute(&shop.pool)
-    .await?;
-    if added.rows_affected() == 0 {
+    if !basket::add(&shop.pool, &id, &form.product_id, qty as i32).await? {
         return Err(ShopError::not_found("that product is not for sale"));
     }
     let mut response = see_other("/basket");
@@ -252,11 +218,7 @@ pub async fn remove_from_basket(
     form: web::Form<LineForm>,
 ) -> Result<HttpResponse, ShopError> {
     if let Some(id) = basket_id(&request) {
-        sqlx::query("delete from basket_lines where basket_id = $1 and product_id = $2")
-            .bind(id)
-            .bind(&form.product_id)
-            .execute(&shop.pool)
-            .await?;
+        basket::remove(&shop.pool, &id, std::slice::from_ref(&form.product_id)).await?;
     }
     Ok(see_other("/basket"))
 }
@@ -287,25 +249,8 @@ async fn basket_page(
     problems: Vec<String>,
     error: String,
 ) -> Result<HttpResponse, ShopError> {
-    #[derive(sqlx::FromRow)]
-    struct Row {
-        product_id: String,
-        name: String,
-        qty: i32,
-        price_minor: i64,
-        currency: String,
-    }
-    let rows: Vec<Row> = match basket_id(request) {
-        Some(id) => {
-            sqlx::query_as(
-                "select b.product_id, p.name, b.qty, p.price_minor, p.currency \
-                   from basket_lines b join products p on p.id = b.product_id \
-                  where b.basket_id = $1 order by b.added_at, b.product_id",
-            )
-            .bind(id)
-            .fetch_all(&shop.pool)
-            .await?
-        }
+    let rows = match basket_id(request) {
+        Some(id) => basket::lines(&shop.pool, &id).await?,
         None => Vec::new(),
     };
     let currency = rows
@@ -405,11 +350,7 @@ pub async fn start_checkout(
     let Some(basket) = basket_id(&request) else {
         return Ok(see_other("/basket"));
     };
-    let lines: Vec<(String, i32)> =
-        sqlx::query_as("select product_id, qty from basket_lines where basket_id = $1")
-            .bind(&basket)
-            .fetch_all(&shop.pool)
-            .await?;
+    let lines = basket::lines(&shop.pool, &basket).await?;
     if lines.is_empty() {
         return Ok(see_other("/basket"));
     }
@@ -419,10 +360,10 @@ pub async fn start_checkout(
             .map_err(|e| ShopError::bad_request(&e.0))?,
         lines: lines
             .into_iter()
-            .map(|(product_id, qty)| {
+            .map(|line| {
                 Ok(WantedLine {
-                    product_id,
-                    qty: Quantity::parse(i64::from(qty))?,
+                    product_id: line.product_id,
+                    qty: Quantity::parse(i64::from(line.qty))?,
                 })
             })
             .collect::<Result<_, crate::inventory::InvalidInput>>()
@@ -448,11 +389,7 @@ pub async fn start_checkout(
             .await;
         }
         StartOutcome::UnknownProducts { ids } => {
-            sqlx::query("delete from basket_lines where basket_id = $1 and product_id = any($2)")
-                .bind(&basket)
-                .bind(&ids)
-                .execute(&shop.pool)
-                .await?;
+            basket::remove(&shop.pool, &basket, &ids).await?;
             let problems =
                 vec!["Some items are no longer sold and were taken out of your basket.".to_owned()];
             return basket_page(
@@ -518,10 +455,7 @@ pub async fn start_checkout(
     };
     match attached {
         checkout::AttachOutcome::Paying { .. } => {
-            sqlx::query("delete from basket_lines where basket_id = $1")
-                .bind(&basket)
-                .execute(&shop.pool)
-                .await?;
+            basket::clear(&shop.pool, &basket).await?;
             Ok(see_other(&url))
         }
         checkout::AttachOutcome::Ended { .. } => message(
@@ -895,12 +829,8 @@ pub async fn razorpay_callback(
     ) else {
         return unverified();
     };
-    let Some(order) = sqlx::query_as::<_, checkout::Order>(
-        "select * from orders where provider = 'razorpay' and provider_session_id = $1",
-    )
-    .bind(order_ref)
-    .fetch_optional(&shop.pool)
-    .await?
+    let Some(order) =
+        checkout::order_by_provider_session(&shop.pool, Provider::Razorpay, order_ref).await?
     else {
         return unverified();
     };

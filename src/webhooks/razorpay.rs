@@ -50,12 +50,13 @@ pub async fn receive(
         "payment.captured" | "order.paid" => {
             match (payment["id"].as_str(), payment["order_id"].as_str()) {
                 (Some(payment_id), Some(razorpay_order)) => {
-                    let order_id: Option<uuid::Uuid> = sqlx::query_scalar(
-                        "select id from orders where provider = 'razorpay' and provider_session_id = $1",
+                    let order_id = checkout::order_by_provider_session(
+                        &mut *tx,
+                        Provider::Razorpay,
+                        razorpay_order,
                     )
-                    .bind(razorpay_order)
-                    .fetch_optional(&mut *tx)
-                    .await?;
+                    .await?
+                    .map(|order| order.id);
                     match (order_id, PaymentRef::parse(payment_id)) {
                         (Some(order_id), Ok(payment_ref)) => {
                             let report = PaymentReport {
