@@ -95,6 +95,10 @@ pub struct ServerSettings {
     /// `HOLDFAST_SANDBOX_ADDR` (default `127.0.0.1:8081`): where the built-in
     /// sandbox listens when no Stripe key is configured.
     pub sandbox_addr: SocketAddr,
+    /// `HOLDFAST_SESSION_KEY` (at least 32 characters): signs staff session
+    /// cookies. Unset, a random key is made at start (and the server says
+    /// so): sessions then end on restart and do not cross servers.
+    pub session_key: Option<Secret>,
 }
 
 /// `STRIPE_SECRET_KEY`, `STRIPE_WEBHOOK_SECRET`, `STRIPE_API_BASE`.
@@ -182,6 +186,12 @@ impl ServerSettings {
                 "HOLDFAST_SANDBOX_ADDR",
                 SocketAddr::from(([127, 0, 0, 1], 8081)),
             )?,
+            session_key: match non_empty("HOLDFAST_SESSION_KEY") {
+                Some(key) if key.len() < 32 => {
+                    anyhow::bail!("HOLDFAST_SESSION_KEY must have at least 32 characters")
+                }
+                key => key.map(Secret::new),
+            },
         })
     }
 }

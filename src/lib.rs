@@ -10,6 +10,7 @@ pub mod database;
 pub mod inventory;
 pub mod payments;
 pub mod routes;
+pub mod staff;
 pub mod startup;
 pub mod telemetry;
 pub mod webhooks;

@@ -1,8 +1,11 @@
 //! Build the web server from settings. Tests bind port 0.
 
 use std::net::TcpListener;
+use std::sync::Arc;
+use std::sync::atomic::AtomicU64;
 
 use actix_web::dev::Server;
+use actix_web::middleware::from_fn;
 use actix_web::{App, HttpServer, web};
 use sqlx::PgPool;
 
@@ -10,7 +13,8 @@ use crate::checkout::Provider;
 use crate::configuration::{Secret, ServerSettings};
 use crate::payments::razorpay::{RazorpayAdapter, RazorpaySettings};
 use crate::payments::stripe::StripeAdapter;
-use crate::routes::{self, shop};
+use crate::routes::{self, admin, shop};
+use crate::staff::SessionKey;
 
 /// What every handler shares.
 #[derive(Debug, Clone)]
@@ -25,6 +29,17 @@ pub struct Shop {
     pub razorpay: Option<RazorpayShop>,
     /// The providers a shopper may choose, the default first.
     pub providers: Vec<Provider>,
+    /// Signs staff session cookies.
+    pub session_key: SessionKey,
+    /// Content Security Policy violations browsers reported.
+    pub csp_reports: Arc<AtomicU64>,
+}
+
+impl Shop {
+    /// Cookies are marked `Secure` when the shop is served over HTTPS.
+    pub fn secure_cookies(&self) -> bool {
+        self.base_url.starts_with("https://")
+    }
 }
 
 /// What the shop needs for Razorpay's redirect-mode checkout.
@@ -49,15 +64,57 @@ impl Application {
     pub fn build(listener: TcpListener, shop: Shop) -> anyhow::Result<Self> {
         let port = listener.local_addr()?.port();
         let pool = web::Data::new(shop.pool.clone());
+        let https = shop.secure_cookies();
         let shop = web::Data::new(shop);
         let server = HttpServer::new(move || {
             App::new()
+                .wrap(routes::security_headers(https))
                 .app_data(pool.clone())
                 .app_data(shop.clone())
-                // request bodies are small everywhere
+                // request bodies are small everywhere; the webhook routes
+                // read theirs with their own limit
                 .app_data(web::PayloadConfig::new(64 * 1024))
-                .app_data(web::FormConfig::default().limit(16 * 1024))
+                .app_data(
+                    web::FormConfig::default()
+                        .limit(16 * 1024)
+                        .error_handler(|_, _| routes::bad_form().into()),
+                )
+                .app_data(
+                    web::QueryConfig::default().error_handler(|_, _| routes::bad_form().into()),
+                )
+                .app_data(web::PathConfig::default().error_handler(|_, _| {
+                    routes::ShopError::not_found("there is nothing at this address").into()
+                }))
+                .default_service(web::to(routes::not_found))
                 .route("/healthz", web::get().to(routes::healthz))
+                .route("/csp-report", web::post().to(routes::csp_report))
+                .route("/static/razorpay.js", web::get().to(shop::razorpay_script))
+                .route("/admin/login", web::get().to(admin::login_page))
+                .route("/admin/login", web::post().to(admin::login))
+                .service(
+                    web::scope("/admin")
+                        .wrap(from_fn(admin::require_staff))
+                        .route("", web::get().to(admin::home))
+                        .route("/", web::get().to(admin::home))
+                        .route("/logout", web::post().to(admin::logout))
+                        .route("/resources", web::get().to(admin::resources))
+                        .route("/resources/{id}", web::get().to(admin::resource))
+                        .route(
+                            "/resources/{id}/capacity",
+                            web::post().to(admin::set_capacity),
+                        )
+                        .route("/resources/{id}/repair", web::post().to(admin::repair))
+                        .route("/holds", web::get().to(admin::holds))
+                        .route("/holds/{id}", web::get().to(admin::hold))
+                        .route("/holds/{id}/release", web::post().to(admin::release_hold))
+                        .route("/orders", web::get().to(admin::orders))
+                        .route("/orders/{id}", web::get().to(admin::order))
+                        .route(
+                            "/orders/{order}/jobs/{job}/retry",
+                            web::post().to(admin::retry_refund),
+                        )
+                        .route("/activity", web::get().to(admin::activity)),
+                )
                 .route("/", web::get().to(shop::catalogue))
                 .route("/c/{collection}", web::get().to(shop::collection))
                 .route("/basket", web::get().to(shop::basket))
@@ -205,6 +262,19 @@ pub async fn serve(
             "serve",
         );
     }
+    let session_key = match &settings.session_key {
+        Some(key) => SessionKey::new(key.clone())?,
+        None => {
+            tracing::warn!(
+                "HOLDFAST_SESSION_KEY is not set: staff sessions are signed with a random \
+                 development key, end when this process does and do not work across servers"
+            );
+            eprintln!(
+                "WARNING: HOLDFAST_SESSION_KEY is not set; using a random development key for staff sessions"
+            );
+            SessionKey::generate()
+        }
+    };
     let shop = Shop {
         pool,
         stripe,
@@ -213,6 +283,8 @@ pub async fn serve(
         session_minutes: settings.session_minutes,
         razorpay,
         providers,
+        session_key,
+        csp_reports: Arc::default(),
     };
     let app = Application::build(listener, shop)?;
     tracing::info!(url = %settings.base_url, "the shop is open");

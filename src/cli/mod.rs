@@ -62,6 +62,11 @@ enum Command {
         #[command(subcommand)]
         action: CatalogueAction,
     },
+    /// Staff accounts for the admin
+    Staff {
+        #[command(subcommand)]
+        action: StaffAction,
+    },
     /// Create a resource or change its capacity
     Resource {
         id: String,
@@ -140,6 +145,13 @@ enum Command {
         #[arg(long)]
         per_second: bool,
     },
+}
+
+#[derive(Debug, Subcommand)]
+enum StaffAction {
+    /// Add a staff member, or set a new password for one (ending their
+    /// sessions). The password is read from standard input.
+    Add { email: String },
 }
 
 #[derive(Debug, Subcommand)]
@@ -228,6 +240,22 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 }
                 text
             });
+        }
+        Command::Staff {
+            action: StaffAction::Add { email },
+        } => {
+            let email = crate::staff::StaffEmail::parse(&email)?;
+            let password = read_password()?;
+            let outcome = crate::staff::add_staff(&pool, &email, &password).await?;
+            let word = match outcome {
+                crate::staff::AddOutcome::Created => "added",
+                crate::staff::AddOutcome::PasswordChanged => "password changed",
+            };
+            print(
+                json,
+                &serde_json::json!({ "email": email.as_str(), "outcome": word }),
+                || format!("{}: {word}", email.as_str()),
+            );
         }
         Command::Serve { no_worker } => {
             crate::startup::serve(ServerSettings::from_env()?, pool, !no_worker).await?;
@@ -564,4 +592,24 @@ fn print<T: Serialize>(json: bool, value: &T, text: impl FnOnce() -> String) {
     } else {
         println!("{}", text());
     }
+}
+
+/// One line from standard input (a prompt goes to standard error when a
+/// person is typing). The password never appears in arguments, where `ps`
+/// and shell history would keep it.
+fn read_password() -> anyhow::Result<crate::configuration::Secret> {
+    use std::io::{BufRead, IsTerminal, Write};
+
+    let stdin = std::io::stdin();
+    if stdin.is_terminal() {
+        eprint!("Password (at least 12 characters; it is shown as you type): ");
+        std::io::stderr().flush()?;
+    }
+    let mut line = String::new();
+    stdin.lock().read_line(&mut line)?;
+    let password = line.trim_end_matches(['\n', '\r']).to_owned();
+    if password.is_empty() {
+        anyhow::bail!("no password on standard input");
+    }
+    Ok(crate::configuration::Secret::new(password))
 }

@@ -516,37 +516,7 @@ impl Inventory {
     /// Create a resource or change its total. A total below what is held and
     /// sold is refused and changes nothing.
     pub async fn upsert_resource(&self, id: &ResourceId, total: Capacity) -> Result<UpsertOutcome> {
-        #[derive(sqlx::FromRow)]
-        struct Row {
-            status: String,
-            #[sqlx(flatten)]
-            counters: Counters,
-        }
-        let row: Row = sqlx::query_as(
-            "select status, resource_id, total, held, sold, available from hf_upsert_resource($1, $2)",
-        )
-        .bind(id.as_str())
-        .bind(total.get())
-        .fetch_one(&self.pool)
-        .await
-        .map_err(classify)?;
-        Ok(match row.status.as_str() {
-            "created" => UpsertOutcome::Created {
-                counters: row.counters,
-            },
-            "updated" => UpsertOutcome::Updated {
-                counters: row.counters,
-            },
-            "capacity_below_committed" => UpsertOutcome::CapacityBelowCommitted {
-                counters: row.counters,
-                requested: total.get(),
-            },
-            other => {
-                return Err(InventoryError::Unexpected(format!(
-                    "upsert status {other:?}"
-                )));
-            }
-        })
+        upsert_resource(&self.pool, id, total).await
     }
 
     /// Hold units of one resource.
@@ -673,14 +643,7 @@ impl Inventory {
 
     /// Recompute one resource's counters from its rows. `None` if unknown.
     pub async fn repair(&self, resource: &ResourceId) -> Result<Option<Repair>> {
-        sqlx::query_as(
-            "select resource_id, held_before, sold_before, held_after, sold_after, repaired \
-               from hf_repair($1)",
-        )
-        .bind(resource.as_str())
-        .fetch_optional(&self.pool)
-        .await
-        .map_err(classify)
+        repair(&self.pool, resource).await
     }
 
     /// Counters and availability of one resource. `None` if unknown.
@@ -875,6 +838,60 @@ pub async fn confirm<'e>(
         "not_found" => ConfirmOutcome::NotFound,
         _ => return Err(row.unexpected()),
     })
+}
+
+/// Create a resource or change its total; see [`Inventory::upsert_resource`].
+pub async fn upsert_resource<'e>(
+    executor: impl sqlx::PgExecutor<'e>,
+    id: &ResourceId,
+    total: Capacity,
+) -> Result<UpsertOutcome> {
+    #[derive(sqlx::FromRow)]
+    struct Row {
+        status: String,
+        #[sqlx(flatten)]
+        counters: Counters,
+    }
+    let row: Row = sqlx::query_as(
+        "select status, resource_id, total, held, sold, available from hf_upsert_resource($1, $2)",
+    )
+    .bind(id.as_str())
+    .bind(total.get())
+    .fetch_one(executor)
+    .await
+    .map_err(classify)?;
+    Ok(match row.status.as_str() {
+        "created" => UpsertOutcome::Created {
+            counters: row.counters,
+        },
+        "updated" => UpsertOutcome::Updated {
+            counters: row.counters,
+        },
+        "capacity_below_committed" => UpsertOutcome::CapacityBelowCommitted {
+            counters: row.counters,
+            requested: total.get(),
+        },
+        other => {
+            return Err(InventoryError::Unexpected(format!(
+                "upsert status {other:?}"
+            )));
+        }
+    })
+}
+
+/// Recompute one resource's counters from its rows; see [`Inventory::repair`].
+pub async fn repair<'e>(
+    executor: impl sqlx::PgExecutor<'e>,
+    resource: &ResourceId,
+) -> Result<Option<Repair>> {
+    sqlx::query_as(
+        "select resource_id, held_before, sold_before, held_after, sold_after, repaired \
+           from hf_repair($1)",
+    )
+    .bind(resource.as_str())
+    .fetch_optional(executor)
+    .await
+    .map_err(classify)
 }
 
 /// Give a hold (or basket) back before it is paid. `actor` and `reason`

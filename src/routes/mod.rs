@@ -1,6 +1,8 @@
 //! Thin handlers: parse into domain types, call, render.
 
+pub mod admin;
 mod health;
+mod security;
 pub mod shop;
 mod webhooks;
 
@@ -8,6 +10,7 @@ use actix_web::http::StatusCode;
 use actix_web::{HttpResponse, ResponseError};
 
 pub use health::healthz;
+pub use security::{CONTENT_SECURITY_POLICY, bad_form, csp_report, not_found, security_headers};
 pub use webhooks::{razorpay_webhook, stripe_webhook};
 
 /// What a handler can fail with. Shoppers see a plain page; the cause of a

@@ -785,7 +785,37 @@ pub async fn razorpay_page(
         cancel_url: format!("/checkout/cancel/{}", order.token),
         options_json: options.to_string().replace('<', "\\u003c"),
     };
-    render(StatusCode::OK, &page)
+    let mut response = render(StatusCode::OK, &page)?;
+    let policy = razorpay_policy(&razorpay.checkout_script);
+    response.headers_mut().insert(
+        header::CONTENT_SECURITY_POLICY,
+        header::HeaderValue::from_str(&policy).map_err(|e| ShopError::internal(e.into()))?,
+    );
+    Ok(response)
+}
+
+/// The Razorpay page's policy: ours, plus Razorpay's script, frames and
+/// calls (or the sandbox's stand-in). Razorpay's script styles its own
+/// overlay inline, so this one page allows inline styles.
+fn razorpay_policy(script: &str) -> String {
+    let origin = reqwest::Url::parse(script)
+        .map(|url| url.origin().ascii_serialization())
+        .unwrap_or_default();
+    format!(
+        "default-src 'self'; script-src 'self' {origin}; style-src 'self' 'unsafe-inline'; \
+         img-src 'self' data: https://*.razorpay.com; connect-src 'self' {origin} https://*.razorpay.com; \
+         frame-src {origin} https://api.razorpay.com https://checkout.razorpay.com; \
+         object-src 'none'; base-uri 'none'; frame-ancestors 'none'; report-uri /csp-report"
+    )
+}
+
+/// `GET /static/razorpay.js`: opens Razorpay Checkout from the page's
+/// options.
+pub async fn razorpay_script() -> HttpResponse {
+    HttpResponse::Ok()
+        .content_type("text/javascript; charset=utf-8")
+        .insert_header((header::CACHE_CONTROL, "public, max-age=3600"))
+        .body(include_str!("../../static/razorpay.js"))
 }
 
 #[derive(Deserialize)]

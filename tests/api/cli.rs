@@ -207,3 +207,88 @@ async fn a_database_url_with_a_password_never_prints() {
     assert!(all.contains("cannot connect to PostgreSQL"), "{all}");
     assert!(!all.contains("hunter2"), "the password leaked: {all}");
 }
+
+fn holdfast_with_stdin(db: &TestDb, args: &[&str], stdin: &str) -> Output {
+    use std::io::Write;
+
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_holdfast"))
+        .arg("--db")
+        .arg(&db.url)
+        .args(args)
+        .env_remove("DATABASE_URL")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("run holdfast");
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(stdin.as_bytes())
+        .unwrap();
+    child.wait_with_output().unwrap()
+}
+
+#[tokio::test]
+async fn staff_add_reads_the_password_from_stdin_and_stores_only_an_argon2id_hash() {
+    let db = TestDb::new().await;
+    let password = "a long and secret phrase";
+    let added = holdfast_with_stdin(
+        &db,
+        &["staff", "add", "Grace@Example.com"],
+        &format!("{password}\n"),
+    );
+    assert!(
+        added.status.success(),
+        "{}",
+        String::from_utf8_lossy(&added.stderr)
+    );
+    let said = String::from_utf8_lossy(&added.stdout).to_string()
+        + &String::from_utf8_lossy(&added.stderr);
+    assert!(said.contains("grace@example.com: added"), "{said}");
+    assert!(!said.contains(password), "the password must never print");
+    let hash: String =
+        sqlx::query_scalar("select password_hash from staff where email = 'grace@example.com'")
+            .fetch_one(&db.pool)
+            .await
+            .unwrap();
+    assert!(hash.starts_with("$argon2id$") && !hash.contains(password));
+
+    // a new password replaces the old and ends its sessions
+    sqlx::query(
+        "insert into staff_sessions (id_hash, staff_id, csrf_token, expires_at) \
+         select sha256('x'), id, repeat('c', 64), now() + interval '1 hour' from staff",
+    )
+    .execute(&db.pool)
+    .await
+    .unwrap();
+    let changed = holdfast_with_stdin(
+        &db,
+        &["--json", "staff", "add", "grace@example.com"],
+        "another long phrase\n",
+    );
+    assert_eq!(json(&changed)["outcome"], "password changed");
+    let sessions: i64 = sqlx::query_scalar("select count(*) from staff_sessions")
+        .fetch_one(&db.pool)
+        .await
+        .unwrap();
+    assert_eq!(sessions, 0);
+
+    // refused: short password, no password, a bad address; nothing stored
+    for (email, stdin) in [
+        ("new@example.com", "short\n"),
+        ("new@example.com", ""),
+        ("not-an-address", "a long and secret phrase\n"),
+    ] {
+        let refused = holdfast_with_stdin(&db, &["staff", "add", email], stdin);
+        assert!(!refused.status.success(), "{email} {stdin:?}");
+        let said = String::from_utf8_lossy(&refused.stderr);
+        assert!(said.starts_with("holdfast: "), "{said}");
+    }
+    let staff: i64 = sqlx::query_scalar("select count(*) from staff")
+        .fetch_one(&db.pool)
+        .await
+        .unwrap();
+    assert_eq!(staff, 1);
+}

@@ -12,10 +12,10 @@ async fn healthz_answers_when_the_database_does() {
     assert_eq!(response.status(), 200);
     let body: serde_json::Value = response.json().await.unwrap();
     assert_eq!(body["database"], "ok");
-    // nothing else is served yet
+    // an address nothing serves is a plain 404
     let missing = app
         .client
-        .get(format!("{}/admin", app.address))
+        .get(format!("{}/healthz/extra", app.address))
         .send()
         .await
         .unwrap();

@@ -199,6 +199,8 @@ pub struct TestApp {
     pub sandbox: TestSandbox,
     /// A shopper's browser: keeps cookies, does not follow redirects.
     pub client: reqwest::Client,
+    /// Content Security Policy violations browsers reported to the shop.
+    pub csp_reports: std::sync::Arc<std::sync::atomic::AtomicU64>,
 }
 
 pub async fn spawn_app() -> TestApp {
@@ -215,6 +217,7 @@ pub async fn spawn_app_with(db: TestDb) -> TestApp {
     sandbox
         .razorpay
         .set_webhook_url(format!("{address}/webhooks/razorpay"));
+    let csp_reports = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
     let shop = holdfast::startup::Shop {
         pool: db.pool.clone(),
         stripe: sandbox.adapter(),
@@ -231,6 +234,8 @@ pub async fn spawn_app_with(db: TestDb) -> TestApp {
             holdfast::checkout::Provider::Stripe,
             holdfast::checkout::Provider::Razorpay,
         ],
+        session_key: holdfast::staff::SessionKey::generate(),
+        csp_reports: csp_reports.clone(),
     };
     let app = Application::build(listener, shop).expect("build app");
     tokio::spawn(app.run_until_stopped());
@@ -239,6 +244,7 @@ pub async fn spawn_app_with(db: TestDb) -> TestApp {
         db,
         sandbox,
         client: browser(),
+        csp_reports,
     }
 }
 

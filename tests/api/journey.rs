@@ -14,7 +14,7 @@ use reqwest::Response;
 use crate::helpers::*;
 
 impl TestApp {
-    async fn load_demo(&self) {
+    pub(crate) async fn load_demo(&self) {
         CatalogueFile::read(
             concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/catalogue.json").as_ref(),
         )
@@ -24,7 +24,7 @@ impl TestApp {
         .unwrap();
     }
 
-    async fn first_slot(&self) -> String {
+    pub(crate) async fn first_slot(&self) -> String {
         holdfast::checkout::catalogue::products(&self.db.pool, Some("bakery"))
             .await
             .unwrap()[0]
@@ -32,7 +32,7 @@ impl TestApp {
             .clone()
     }
 
-    async fn add(&self, shopper: &reqwest::Client, product: &str, qty: i64) {
+    pub(crate) async fn add(&self, shopper: &reqwest::Client, product: &str, qty: i64) {
         let response = shopper
             .post(format!("{}/basket/add", self.address))
             .form(&[("product_id", product), ("qty", &qty.to_string())])
@@ -43,7 +43,7 @@ impl TestApp {
     }
 
     /// Fill in the checkout form as it was rendered (with its one-time key).
-    async fn checkout(&self, shopper: &reqwest::Client) -> Response {
+    pub(crate) async fn checkout(&self, shopper: &reqwest::Client) -> Response {
         let page = shopper
             .get(format!("{}/basket", self.address))
             .send()
@@ -56,7 +56,7 @@ impl TestApp {
         self.submit_checkout(shopper, &key).await
     }
 
-    async fn submit_checkout(&self, shopper: &reqwest::Client, key: &str) -> Response {
+    pub(crate) async fn submit_checkout(&self, shopper: &reqwest::Client, key: &str) -> Response {
         shopper
             .post(format!("{}/checkout", self.address))
             .form(&[
@@ -82,7 +82,7 @@ impl TestApp {
     }
 }
 
-fn checkout_key(page: &str) -> String {
+pub(crate) fn checkout_key(page: &str) -> String {
     let marker = "name=\"checkout_key\" value=\"";
     let start = page.find(marker).expect("a checkout form") + marker.len();
     page[start..start + 64].to_owned()
@@ -392,6 +392,8 @@ async fn a_provider_outage_at_checkout_start_releases_the_holds_and_tells_the_sh
         session_minutes: 31,
         razorpay: None,
         providers: vec![holdfast::checkout::Provider::Stripe],
+        session_key: holdfast::staff::SessionKey::generate(),
+        csp_reports: Default::default(),
     };
     tokio::spawn(
         holdfast::startup::Application::build(listener, shop)
@@ -403,6 +405,7 @@ async fn a_provider_outage_at_checkout_start_releases_the_holds_and_tells_the_sh
         db,
         sandbox,
         client: browser(),
+        csp_reports: Default::default(),
     };
     down.load_demo().await;
     let shopper = browser();

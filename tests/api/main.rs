@@ -1,7 +1,9 @@
 //! Integration tests: one binary, real PostgreSQL, real HTTP.
 
+mod admin;
 mod bad_input;
 mod baskets;
+mod browser;
 mod checkout;
 mod cli;
 mod health;

@@ -1,0 +1,804 @@
+//! The staff admin (SPEC §6). One guard, [`require_staff`], stands in front
+//! of every `/admin` route but the login form: a signed cookie naming a live
+//! session, and on every POST that session's CSRF token in the form. Thin
+//! handlers: parse, call `staff`, render.
+
+use actix_web::body::{BoxBody, MessageBody};
+use actix_web::cookie::{Cookie, SameSite, time::Duration as CookieAge};
+use actix_web::dev::{ServiceRequest, ServiceResponse};
+use actix_web::http::{Method, StatusCode, header};
+use actix_web::middleware::Next;
+use actix_web::{HttpMessage, HttpRequest, HttpResponse, web};
+use askama::Template;
+use chrono::{DateTime, Utc};
+use serde::Deserialize;
+use uuid::Uuid;
+
+use super::ShopError;
+use crate::checkout;
+use crate::configuration::Secret;
+use crate::inventory::{HoldEvent, HoldId, Inventory};
+use crate::staff::actions::{self, CapacityChanged, HoldReleased, RefundRetry};
+use crate::staff::views::{self, HoldQuery, OrderQuery};
+use crate::staff::{self, LoginOutcome, Session, StaffError};
+use crate::startup::Shop;
+
+pub const STAFF_COOKIE: &str = "hf_staff";
+const LOGIN_COOKIE: &str = "hf_login";
+/// Rows a list page shows at most.
+const LIST_LIMIT: i64 = 200;
+const HOLD_STATES: [&str; 5] = [
+    "held",
+    "awaiting_payment",
+    "confirmed",
+    "released",
+    "expired",
+];
+const ORDER_STATES: [&str; 6] = [
+    "pending",
+    "paid",
+    "expired",
+    "cancelled",
+    "refund_pending",
+    "refunded",
+];
+
+impl From<StaffError> for ShopError {
+    fn from(error: StaffError) -> Self {
+        match error {
+            StaffError::InvalidInput(message) => ShopError::bad_request(&message),
+            StaffError::Database(error) => error.into(),
+            other => ShopError::internal(other.into()),
+        }
+    }
+}
+
+/// The guard. Without a session: a browser asking for a page is sent to the
+/// login form; anything else gets 401. A POST whose form lacks the session's
+/// CSRF token gets 403 before any handler runs. Admin answers are never
+/// cached.
+pub async fn require_staff(
+    mut request: ServiceRequest,
+    next: Next<impl MessageBody + 'static>,
+) -> Result<ServiceResponse<BoxBody>, actix_web::Error> {
+    let shop = request
+        .app_data::<web::Data<Shop>>()
+        .cloned()
+        .expect("the shop's state is registered");
+    let session = match request
+        .cookie(STAFF_COOKIE)
+        .and_then(|c| shop.session_key.verify(c.value()).map(str::to_owned))
+    {
+        Some(id) => staff::session(&shop.pool, &id)
+            .await
+            .map_err(ShopError::from)?,
+        None => None,
+    };
+    let Some(session) = session else {
+        let response = unauthenticated(request.request());
+        return Ok(request.into_response(response));
+    };
+    if request.method() == Method::POST {
+        // the body is read here (within the app's size limit) and handed on
+        let body = request.extract::<web::Bytes>().await?;
+        let token = form_urlencoded::parse(&body)
+            .find(|(name, _)| name == "csrf")
+            .map(|(_, value)| value.into_owned());
+        if !token.is_some_and(|t| staff::same_token(&t, &session.csrf_token)) {
+            tracing::warn!(
+                staff = %session.staff.email,
+                path = %request.path(),
+                "admin form refused: CSRF token missing or wrong"
+            );
+            let response = admin_message(
+                StatusCode::FORBIDDEN,
+                "This form has expired",
+                "Nothing was changed. Reload the page and try again.",
+            );
+            return Ok(request.into_response(response));
+        }
+        request.set_payload(actix_web::dev::Payload::from(body));
+    }
+    request.extensions_mut().insert(session);
+    let mut response = next.call(request).await?.map_into_boxed_body();
+    response.headers_mut().insert(
+        header::CACHE_CONTROL,
+        header::HeaderValue::from_static("no-store"),
+    );
+    Ok(response)
+}
+
+fn unauthenticated(request: &HttpRequest) -> HttpResponse {
+    let wants_page = request.method() == Method::GET
+        && request
+            .headers()
+            .get(header::ACCEPT)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|accept| accept.contains("text/html"));
+    if wants_page {
+        return see_other("/admin/login");
+    }
+    admin_message(
+        StatusCode::UNAUTHORIZED,
+        "Please log in",
+        "This part of the shop is for staff. Nothing was changed.",
+    )
+}
+
+fn see_other(location: &str) -> HttpResponse {
+    HttpResponse::SeeOther()
+        .insert_header((header::LOCATION, location.to_owned()))
+        .insert_header((header::CACHE_CONTROL, "no-store"))
+        .finish()
+}
+
+fn render<T: Template>(status: StatusCode, page: &T) -> Result<HttpResponse, ShopError> {
+    let body = page.render().map_err(|e| ShopError::internal(e.into()))?;
+    Ok(HttpResponse::build(status)
+        .content_type("text/html; charset=utf-8")
+        .insert_header((header::CACHE_CONTROL, "no-store"))
+        .body(body))
+}
+
+#[derive(Template)]
+#[template(path = "admin/message.html")]
+struct MessagePage<'a> {
+    headline: &'a str,
+    explanation: &'a str,
+    next_href: &'a str,
+    next_label: &'a str,
+}
+
+fn admin_message(status: StatusCode, headline: &str, explanation: &str) -> HttpResponse {
+    let page = MessagePage {
+        headline,
+        explanation,
+        next_href: "/admin/login",
+        next_label: "Staff login",
+    };
+    render(status, &page)
+        .unwrap_or_else(|_| HttpResponse::build(status).body(explanation.to_owned()))
+}
+
+// ---- helpers the templates call ----
+
+/// Templates hand helpers a value or a reference to one, depending on
+/// where it came from; this takes either.
+trait Plain<T> {
+    fn plain(&self) -> T;
+}
+
+macro_rules! plain {
+    ($($t:ty),*) => {$(
+        impl Plain<$t> for $t {
+            fn plain(&self) -> $t {
+                *self
+            }
+        }
+        impl Plain<$t> for &$t {
+            fn plain(&self) -> $t {
+                **self
+            }
+        }
+        impl Plain<$t> for &&$t {
+            fn plain(&self) -> $t {
+                ***self
+            }
+        }
+    )*};
+}
+plain!(DateTime<Utc>, f64, i64, Uuid);
+
+fn clock(at: impl Plain<DateTime<Utc>>) -> String {
+    at.plain().format("%Y-%m-%d %H:%M:%S UTC").to_string()
+}
+
+fn age(seconds: impl Plain<f64>) -> String {
+    let seconds = seconds.plain().max(0.0) as i64;
+    match seconds {
+        0..60 => format!("{seconds} s"),
+        60..3600 => format!("{} min", seconds / 60),
+        3600..86400 => format!("{} h {} min", seconds / 3600, seconds % 3600 / 60),
+        _ => format!("{} d", seconds / 86400),
+    }
+}
+
+fn short(id: impl Plain<Uuid>) -> String {
+    id.plain().to_string()[..8].to_owned()
+}
+
+fn same(a: &str, b: &str) -> bool {
+    a == b
+}
+
+fn money(minor: impl Plain<i64>, currency: &str) -> String {
+    super::shop::money(minor.plain(), currency)
+}
+
+// ---- login and logout ----
+
+#[derive(Template)]
+#[template(path = "admin/login.html")]
+struct LoginPage<'a> {
+    csrf: &'a str,
+    error: &'a str,
+    email: &'a str,
+}
+
+fn cookie<'c>(shop: &Shop, name: &'c str, value: String, path: &'c str) -> Cookie<'c> {
+    Cookie::build(name, value)
+        .path(path)
+        .http_only(true)
+        .same_site(SameSite::Strict)
+        .secure(shop.secure_cookies())
+        .finish()
+}
+
+/// The login form, with a fresh CSRF token in a signed cookie and the form.
+fn login_form(
+    shop: &Shop,
+    status: StatusCode,
+    error: &str,
+    email: &str,
+) -> Result<HttpResponse, ShopError> {
+    let token = staff::random_token();
+    let mut response = render(
+        status,
+        &LoginPage {
+            csrf: &token,
+            error,
+            email,
+        },
+    )?;
+    let mut login = cookie(
+        shop,
+        LOGIN_COOKIE,
+        shop.session_key.sign(&token),
+        "/admin/login",
+    );
+    login.set_max_age(CookieAge::hours(1));
+    response
+        .add_cookie(&login)
+        .map_err(|e| ShopError::internal(e.into()))?;
+    Ok(response)
+}
+
+/// `GET /admin/login`.
+pub async fn login_page(
+    shop: web::Data<Shop>,
+    request: HttpRequest,
+) -> Result<HttpResponse, ShopError> {
+    if let Some(id) = request
+        .cookie(STAFF_COOKIE)
+        .and_then(|c| shop.session_key.verify(c.value()).map(str::to_owned))
+        && staff::session(&shop.pool, &id).await?.is_some()
+    {
+        return Ok(see_other("/admin/resources"));
+    }
+    login_form(&shop, StatusCode::OK, "", "")
+}
+
+#[derive(Deserialize)]
+pub struct LoginForm {
+    #[serde(default)]
+    email: String,
+    #[serde(default)]
+    password: String,
+    #[serde(default)]
+    csrf: String,
+}
+
+/// `POST /admin/login`: CSRF (signed cookie against the form), then the
+/// throttled password check.
+pub async fn login(
+    shop: web::Data<Shop>,
+    request: HttpRequest,
+    form: web::Form<LoginForm>,
+) -> Result<HttpResponse, ShopError> {
+    let LoginForm {
+        email,
+        password,
+        csrf,
+    } = form.into_inner();
+    let password = Secret::new(password);
+    let expected = request
+        .cookie(LOGIN_COOKIE)
+        .and_then(|c| shop.session_key.verify(c.value()).map(str::to_owned));
+    if !expected.is_some_and(|token| !csrf.is_empty() && staff::same_token(&token, &csrf)) {
+        return login_form(
+            &shop,
+            StatusCode::FORBIDDEN,
+            "This login form had expired. Nothing was sent; please try again.",
+            "",
+        );
+    }
+    let typed: String = email.chars().take(254).collect();
+    match staff::log_in(&shop.pool, &typed, &password).await? {
+        LoginOutcome::SignedIn(session) => {
+            tracing::info!(staff = %session.staff.email, "staff logged in");
+            let mut signed_in = cookie(
+                &shop,
+                STAFF_COOKIE,
+                shop.session_key.sign(&session.id),
+                "/admin",
+            );
+            signed_in.set_max_age(CookieAge::hours(staff::SESSION_HOURS));
+            let mut spent = cookie(&shop, LOGIN_COOKIE, String::new(), "/admin/login");
+            spent.make_removal();
+            Ok(HttpResponse::SeeOther()
+                .insert_header((header::LOCATION, "/admin/resources"))
+                .insert_header((header::CACHE_CONTROL, "no-store"))
+                .cookie(signed_in)
+                .cookie(spent)
+                .finish())
+        }
+        LoginOutcome::Refused => login_form(
+            &shop,
+            StatusCode::UNAUTHORIZED,
+            "That e-mail address and password do not match a staff account.",
+            &typed,
+        ),
+        LoginOutcome::Locked { retry_after } => {
+            let minutes = retry_after.as_secs().div_ceil(60).max(1);
+            let mut response = login_form(
+                &shop,
+                StatusCode::TOO_MANY_REQUESTS,
+                &format!(
+                    "Too many failed logins for this address. Try again in {minutes} minutes."
+                ),
+                &typed,
+            )?;
+            response.headers_mut().insert(
+                header::RETRY_AFTER,
+                header::HeaderValue::from(retry_after.as_secs()),
+            );
+            Ok(response)
+        }
+    }
+}
+
+/// `POST /admin/logout`: ends the session row, so a copied cookie is
+/// worthless too.
+pub async fn logout(
+    shop: web::Data<Shop>,
+    session: web::ReqData<Session>,
+) -> Result<HttpResponse, ShopError> {
+    staff::end_session(&shop.pool, &session).await?;
+    let mut gone = cookie(&shop, STAFF_COOKIE, String::new(), "/admin");
+    gone.make_removal();
+    Ok(HttpResponse::SeeOther()
+        .insert_header((header::LOCATION, "/admin/login"))
+        .cookie(gone)
+        .finish())
+}
+
+// ---- the pages ----
+
+/// What every admin page's frame shows.
+struct Nav {
+    email: String,
+    csrf: String,
+    flagged: i64,
+    notice: String,
+    notice_kind: &'static str,
+}
+
+async fn nav(shop: &Shop, session: &Session, notice: &NoticeQuery) -> Result<Nav, ShopError> {
+    let (notice, notice_kind) = notice.text();
+    Ok(Nav {
+        email: session.staff.email.clone(),
+        csrf: session.csrf_token.clone(),
+        flagged: views::flagged_count(&shop.pool).await?,
+        notice,
+        notice_kind,
+    })
+}
+
+/// After an action, the page it returns to says what happened. Only these
+/// fixed words are shown; anything else in the query is ignored.
+#[derive(Deserialize, Default)]
+pub struct NoticeQuery {
+    notice: Option<String>,
+    requested: Option<i64>,
+    committed: Option<i64>,
+    lines: Option<i64>,
+}
+
+impl NoticeQuery {
+    fn text(&self) -> (String, &'static str) {
+        let text = match self.notice.as_deref() {
+            Some("capacity_updated") => "Capacity changed.".to_owned(),
+            Some("capacity_refused") => format!(
+                "Refused: {} units are held or sold, so the total cannot go below that (asked for {}). Nothing was changed.",
+                self.committed.unwrap_or(0),
+                self.requested.unwrap_or(0)
+            ),
+            Some("repaired") => "Counters recounted from the holds and corrected.".to_owned(),
+            Some("no_drift") => "Counters already matched the holds; nothing to repair.".to_owned(),
+            Some("released") => match self.lines {
+                Some(n) if n > 1 => {
+                    format!("Released, with the other {} lines of its purchase.", n - 1)
+                }
+                _ => "Released: the units are available again.".to_owned(),
+            },
+            Some("already_ended") => "This hold had already ended; nothing was changed.".to_owned(),
+            Some("paid") => "Refused: this hold is paid for. Refund the order instead.".to_owned(),
+            Some("refund_queued") => {
+                "The refund will be tried on the worker's next pass.".to_owned()
+            }
+            Some("refund_done") => "That refund is already done; nothing was changed.".to_owned(),
+            _ => String::new(),
+        };
+        let kind = match self.notice.as_deref() {
+            Some("capacity_refused" | "paid") => "refused",
+            _ => "ok",
+        };
+        (text, kind)
+    }
+}
+
+/// `GET /admin`.
+pub async fn home() -> HttpResponse {
+    see_other("/admin/resources")
+}
+
+#[derive(Template)]
+#[template(path = "admin/resources.html")]
+struct ResourcesPage {
+    nav: Nav,
+    resources: Vec<views::ResourceRow>,
+}
+
+/// `GET /admin/resources`.
+pub async fn resources(
+    shop: web::Data<Shop>,
+    session: web::ReqData<Session>,
+    notice: web::Query<NoticeQuery>,
+) -> Result<HttpResponse, ShopError> {
+    let page = ResourcesPage {
+        nav: nav(&shop, &session, &notice).await?,
+        resources: views::resources(&shop.pool, None).await?,
+    };
+    render(StatusCode::OK, &page)
+}
+
+#[derive(Template)]
+#[template(path = "admin/resource.html")]
+struct ResourcePage {
+    nav: Nav,
+    r: views::ResourceRow,
+}
+
+/// `GET /admin/resources/{id}`.
+pub async fn resource(
+    shop: web::Data<Shop>,
+    session: web::ReqData<Session>,
+    id: web::Path<String>,
+    notice: web::Query<NoticeQuery>,
+) -> Result<HttpResponse, ShopError> {
+    let r = views::resources(&shop.pool, Some(&id))
+        .await?
+        .into_iter()
+        .next()
+        .ok_or_else(|| ShopError::not_found("no such resource"))?;
+    let page = ResourcePage {
+        nav: nav(&shop, &session, &notice).await?,
+        r,
+    };
+    render(StatusCode::OK, &page)
+}
+
+#[derive(Deserialize)]
+pub struct CapacityForm {
+    total: String,
+}
+
+fn resource_url(id: &str) -> String {
+    let encoded: String = form_urlencoded::byte_serialize(id.as_bytes()).collect();
+    format!("/admin/resources/{}", encoded.replace('+', "%20"))
+}
+
+/// `POST /admin/resources/{id}/capacity`.
+pub async fn set_capacity(
+    shop: web::Data<Shop>,
+    session: web::ReqData<Session>,
+    id: web::Path<String>,
+    form: web::Form<CapacityForm>,
+) -> Result<HttpResponse, ShopError> {
+    let total: i64 = form
+        .total
+        .trim()
+        .parse()
+        .map_err(|_| ShopError::bad_request("the new total must be a whole number"))?;
+    let back = resource_url(&id);
+    match actions::set_capacity(&shop.pool, &session.staff, &id, total).await? {
+        CapacityChanged::Updated { .. } => {
+            Ok(see_other(&format!("{back}?notice=capacity_updated")))
+        }
+        CapacityChanged::BelowCommitted {
+            counters,
+            requested,
+        } => Ok(see_other(&format!(
+            "{back}?notice=capacity_refused&requested={requested}&committed={}",
+            counters.held + counters.sold
+        ))),
+        CapacityChanged::NotFound => Err(ShopError::not_found("no such resource")),
+    }
+}
+
+/// `POST /admin/resources/{id}/repair`.
+pub async fn repair(
+    shop: web::Data<Shop>,
+    session: web::ReqData<Session>,
+    id: web::Path<String>,
+) -> Result<HttpResponse, ShopError> {
+    let back = resource_url(&id);
+    match actions::repair_resource(&shop.pool, &session.staff, &id).await? {
+        Some(repair) if repair.repaired => Ok(see_other(&format!("{back}?notice=repaired"))),
+        Some(_) => Ok(see_other(&format!("{back}?notice=no_drift"))),
+        None => Err(ShopError::not_found("no such resource")),
+    }
+}
+
+#[derive(Deserialize)]
+pub struct HoldsFilter {
+    resource: Option<String>,
+    state: Option<String>,
+    older_than: Option<String>,
+}
+
+#[derive(Template)]
+#[template(path = "admin/holds.html")]
+struct HoldsPage {
+    nav: Nav,
+    holds: Vec<views::HoldRow>,
+    resource_ids: Vec<String>,
+    states: Vec<&'static str>,
+    filter_resource: String,
+    filter_state: String,
+    filter_age: String,
+    limit: i64,
+}
+
+/// `GET /admin/holds?resource=&state=&older_than=` (minutes).
+pub async fn holds(
+    shop: web::Data<Shop>,
+    session: web::ReqData<Session>,
+    filter: web::Query<HoldsFilter>,
+) -> Result<HttpResponse, ShopError> {
+    let resource = given(&filter.resource).map(str::to_owned);
+    let state = given(&filter.state).map(str::to_owned);
+    if let Some(state) = &state
+        && !HOLD_STATES.contains(&state.as_str())
+    {
+        return Err(ShopError::bad_request("unknown hold state"));
+    }
+    let older_than = match given(&filter.older_than) {
+        Some(minutes) => Some(
+            minutes
+                .parse::<i64>()
+                .ok()
+                .filter(|m| (0..=100_000).contains(m))
+                .ok_or_else(|| ShopError::bad_request("age must be 0 to 100000 minutes"))?,
+        ),
+        None => None,
+    };
+    let query = HoldQuery {
+        resource: resource.clone(),
+        state: state.clone(),
+        older_than_minutes: older_than,
+        limit: LIST_LIMIT,
+    };
+    let page = HoldsPage {
+        nav: nav(&shop, &session, &NoticeQuery::default()).await?,
+        holds: views::holds(&shop.pool, &query).await?,
+        resource_ids: views::resources(&shop.pool, None)
+            .await?
+            .into_iter()
+            .map(|r| r.resource_id)
+            .collect(),
+        states: HOLD_STATES.to_vec(),
+        filter_resource: resource.unwrap_or_default(),
+        filter_state: state.unwrap_or_default(),
+        filter_age: older_than.map(|m| m.to_string()).unwrap_or_default(),
+        limit: LIST_LIMIT,
+    };
+    render(StatusCode::OK, &page)
+}
+
+/// A filter's value, if one was given.
+fn given(value: &Option<String>) -> Option<&str> {
+    value.as_deref().map(str::trim).filter(|v| !v.is_empty())
+}
+
+fn parse_id(value: &str, what: &str) -> Result<Uuid, ShopError> {
+    Uuid::parse_str(value).map_err(|_| ShopError::not_found(&format!("no such {what}")))
+}
+
+#[derive(Template)]
+#[template(path = "admin/hold.html")]
+struct HoldPage {
+    nav: Nav,
+    h: views::HoldRow,
+    lines: Vec<views::HoldRow>,
+    events: Vec<HoldEvent>,
+}
+
+/// `GET /admin/holds/{id}`: the hold, its purchase and its history.
+pub async fn hold(
+    shop: web::Data<Shop>,
+    session: web::ReqData<Session>,
+    id: web::Path<String>,
+    notice: web::Query<NoticeQuery>,
+) -> Result<HttpResponse, ShopError> {
+    let id = parse_id(&id, "hold")?;
+    let h = views::hold(&shop.pool, id)
+        .await?
+        .ok_or_else(|| ShopError::not_found("no such hold"))?;
+    let lines = views::purchase_lines(&shop.pool, h.purchase_id).await?;
+    let events = Inventory::new(shop.pool.clone())
+        .events(HoldId(id))
+        .await
+        .map_err(|e| ShopError::internal(e.into()))?;
+    let page = HoldPage {
+        nav: nav(&shop, &session, &notice).await?,
+        h,
+        lines,
+        events,
+    };
+    render(StatusCode::OK, &page)
+}
+
+/// `POST /admin/holds/{id}/release`.
+pub async fn release_hold(
+    shop: web::Data<Shop>,
+    session: web::ReqData<Session>,
+    id: web::Path<String>,
+) -> Result<HttpResponse, ShopError> {
+    let id = parse_id(&id, "hold")?;
+    let back = format!("/admin/holds/{id}");
+    match actions::release_hold(&shop.pool, &session.staff, id).await? {
+        HoldReleased::Released { lines } => {
+            Ok(see_other(&format!("{back}?notice=released&lines={lines}")))
+        }
+        HoldReleased::AlreadyEnded { .. } => Ok(see_other(&format!("{back}?notice=already_ended"))),
+        HoldReleased::Paid => Ok(see_other(&format!("{back}?notice=paid"))),
+        HoldReleased::NotFound => Err(ShopError::not_found("no such hold")),
+    }
+}
+
+#[derive(Deserialize)]
+pub struct OrdersFilter {
+    state: Option<String>,
+    flagged: Option<String>,
+}
+
+#[derive(Template)]
+#[template(path = "admin/orders.html")]
+struct OrdersPage {
+    nav: Nav,
+    orders: Vec<views::OrderRow>,
+    states: Vec<&'static str>,
+    filter_state: String,
+    flagged_only: bool,
+}
+
+/// `GET /admin/orders?state=&flagged=1`.
+pub async fn orders(
+    shop: web::Data<Shop>,
+    session: web::ReqData<Session>,
+    filter: web::Query<OrdersFilter>,
+) -> Result<HttpResponse, ShopError> {
+    let state = filter
+        .state
+        .as_deref()
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(str::to_owned);
+    if let Some(state) = &state
+        && !ORDER_STATES.contains(&state.as_str())
+    {
+        return Err(ShopError::bad_request("unknown order state"));
+    }
+    let flagged_only = filter
+        .flagged
+        .as_deref()
+        .is_some_and(|f| !f.is_empty() && f != "0");
+    let query = OrderQuery {
+        state: state.clone(),
+        flagged_only,
+        limit: LIST_LIMIT,
+    };
+    let page = OrdersPage {
+        nav: nav(&shop, &session, &NoticeQuery::default()).await?,
+        orders: views::orders(&shop.pool, &query).await?,
+        states: ORDER_STATES.to_vec(),
+        filter_state: state.unwrap_or_default(),
+        flagged_only,
+    };
+    render(StatusCode::OK, &page)
+}
+
+#[derive(Template)]
+#[template(path = "admin/order.html")]
+struct OrderPage {
+    nav: Nav,
+    o: views::OrderRow,
+    /// name, quantity, line total
+    lines: Vec<(String, i32, String)>,
+    holds: Vec<views::HoldRow>,
+    payments: Vec<views::PaymentRefRow>,
+    jobs: Vec<views::JobRow>,
+}
+
+/// `GET /admin/orders/{id}`.
+pub async fn order(
+    shop: web::Data<Shop>,
+    session: web::ReqData<Session>,
+    id: web::Path<String>,
+    notice: web::Query<NoticeQuery>,
+) -> Result<HttpResponse, ShopError> {
+    let id = parse_id(&id, "order")?;
+    let o = views::order(&shop.pool, id)
+        .await?
+        .ok_or_else(|| ShopError::not_found("no such order"))?;
+    let lines = checkout::order_lines(&shop.pool, id)
+        .await?
+        .into_iter()
+        .map(|l| {
+            let total = super::shop::money(l.unit_price_minor * i64::from(l.qty), &o.currency);
+            (l.name, l.qty, total)
+        })
+        .collect();
+    let (holds, payments) = match o.hold_id {
+        Some(purchase) => (
+            views::purchase_lines(&shop.pool, purchase).await?,
+            views::payment_refs(&shop.pool, purchase).await?,
+        ),
+        None => (Vec::new(), Vec::new()),
+    };
+    let page = OrderPage {
+        nav: nav(&shop, &session, &notice).await?,
+        jobs: views::order_jobs(&shop.pool, id).await?,
+        o,
+        lines,
+        holds,
+        payments,
+    };
+    render(StatusCode::OK, &page)
+}
+
+/// `POST /admin/orders/{order}/jobs/{job}/retry`: a waiting refund, now.
+pub async fn retry_refund(
+    shop: web::Data<Shop>,
+    session: web::ReqData<Session>,
+    path: web::Path<(String, i64)>,
+) -> Result<HttpResponse, ShopError> {
+    let (order, job) = path.into_inner();
+    let order = parse_id(&order, "order")?;
+    let back = format!("/admin/orders/{order}");
+    match actions::retry_refund(&shop.pool, &session.staff, order, job).await? {
+        RefundRetry::Queued => Ok(see_other(&format!("{back}?notice=refund_queued"))),
+        RefundRetry::AlreadyDone => Ok(see_other(&format!("{back}?notice=refund_done"))),
+        RefundRetry::NotFound => Err(ShopError::not_found("no such refund job")),
+    }
+}
+
+#[derive(Template)]
+#[template(path = "admin/activity.html")]
+struct ActivityPage {
+    nav: Nav,
+    actions: Vec<views::ActionRow>,
+}
+
+/// `GET /admin/activity`: the record of staff actions.
+pub async fn activity(
+    shop: web::Data<Shop>,
+    session: web::ReqData<Session>,
+) -> Result<HttpResponse, ShopError> {
+    let page = ActivityPage {
+        nav: nav(&shop, &session, &NoticeQuery::default()).await?,
+        actions: views::actions(&shop.pool, LIST_LIMIT).await?,
+    };
+    render(StatusCode::OK, &page)
+}

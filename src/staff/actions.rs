@@ -1,0 +1,284 @@
+//! What staff can do from the admin. Each action runs in one transaction
+//! with the row that records it, so an action is never done unrecorded or
+//! recorded undone. Refusals are recorded too.
+
+use serde_json::json;
+use sqlx::PgPool;
+use uuid::Uuid;
+
+use super::{StaffError, StaffMember, record};
+use crate::checkout;
+use crate::inventory::{
+    self, Capacity, Counters, HoldId, ReleaseOutcome, Repair, ResourceId, UpsertOutcome,
+};
+
+fn invalid(error: impl std::fmt::Display) -> StaffError {
+    StaffError::InvalidInput(error.to_string())
+}
+
+fn engine(error: inventory::InventoryError) -> StaffError {
+    match error {
+        inventory::InventoryError::InvalidInput(message) => StaffError::InvalidInput(message),
+        inventory::InventoryError::Database(error) => StaffError::Database(error),
+        other => StaffError::InvalidInput(other.to_string()),
+    }
+}
+
+/// What releasing a hold came to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum HoldReleased {
+    /// Its units are free again (with the rest of its basket, and its
+    /// order cancelled if it had one).
+    Released {
+        lines: i64,
+    },
+    /// It had already ended this way; nothing changed.
+    AlreadyEnded {
+        state: String,
+    },
+    /// It is paid for: a sale is not undone from here.
+    Paid,
+    NotFound,
+}
+
+/// Release a hold and the purchase it belongs to. A hold that is part of an
+/// order goes through the order, so the order is cancelled and the
+/// provider's page closed too.
+pub async fn release_hold(
+    pool: &PgPool,
+    staff: &StaffMember,
+    hold: Uuid,
+) -> super::Result<HoldReleased> {
+    let mut tx = pool.begin().await?;
+    let found: Option<(Uuid, String)> =
+        sqlx::query_as("select purchase_id, state from holds where id = $1")
+            .bind(hold)
+            .fetch_optional(&mut *tx)
+            .await?;
+    let Some((purchase, _)) = found else {
+        return Ok(HoldReleased::NotFound);
+    };
+    let order: Option<Uuid> = sqlx::query_scalar("select id from orders where hold_id = $1")
+        .bind(purchase)
+        .fetch_optional(&mut *tx)
+        .await?;
+    let actor = staff.actor();
+    let reason = "released by staff";
+    let before: Vec<String> =
+        sqlx::query_scalar("select state from holds where purchase_id = $1 order by id")
+            .bind(purchase)
+            .fetch_all(&mut *tx)
+            .await?;
+    match order {
+        Some(order_id) => {
+            checkout::release_order_in(&mut tx, order_id, reason, &actor, "cancelled")
+                .await
+                .map_err(|e| match e {
+                    checkout::CheckoutError::Database(error) => StaffError::Database(error),
+                    other => invalid(other),
+                })?;
+        }
+        None => {
+            match inventory::release(&mut *tx, HoldId(purchase), reason, &actor)
+                .await
+                .map_err(engine)?
+            {
+                ReleaseOutcome::Released { .. }
+                | ReleaseOutcome::AlreadyReleased { .. }
+                | ReleaseOutcome::Confirmed { .. }
+                | ReleaseOutcome::Expired { .. }
+                | ReleaseOutcome::NotFound => {}
+            }
+        }
+    }
+    let after: String = sqlx::query_scalar("select state from holds where id = $1")
+        .bind(hold)
+        .fetch_one(&mut *tx)
+        .await?;
+    let was_active = before
+        .iter()
+        .any(|s| s == "held" || s == "awaiting_payment");
+    let outcome = match after.as_str() {
+        "released" if was_active => HoldReleased::Released {
+            lines: before.len() as i64,
+        },
+        "confirmed" => HoldReleased::Paid,
+        other => HoldReleased::AlreadyEnded {
+            state: other.to_owned(),
+        },
+    };
+    let word = match &outcome {
+        HoldReleased::Released { .. } => "released",
+        HoldReleased::AlreadyEnded { .. } => "already_ended",
+        HoldReleased::Paid => "refused_paid",
+        HoldReleased::NotFound => "not_found",
+    };
+    record(
+        &mut tx,
+        staff,
+        "release_hold",
+        &hold.to_string(),
+        word,
+        json!({ "purchase_id": purchase, "order_id": order, "state_after": after }),
+    )
+    .await?;
+    tx.commit().await?;
+    Ok(outcome)
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CapacityChanged {
+    Updated {
+        counters: Counters,
+    },
+    /// Refused: more is held and sold than the total asked for.
+    BelowCommitted {
+        counters: Counters,
+        requested: i32,
+    },
+    NotFound,
+}
+
+/// Change a resource's total. Never creates one; never goes below what is
+/// held and sold (the engine refuses under the resource's lock).
+pub async fn set_capacity(
+    pool: &PgPool,
+    staff: &StaffMember,
+    resource: &str,
+    total: i64,
+) -> super::Result<CapacityChanged> {
+    let id = ResourceId::parse(resource).map_err(invalid)?;
+    let total = Capacity::parse(total).map_err(invalid)?;
+    let mut tx = pool.begin().await?;
+    let exists: bool = sqlx::query_scalar("select exists (select 1 from resources where id = $1)")
+        .bind(id.as_str())
+        .fetch_one(&mut *tx)
+        .await?;
+    if !exists {
+        return Ok(CapacityChanged::NotFound);
+    }
+    let before: i32 = sqlx::query_scalar("select total from resources where id = $1")
+        .bind(id.as_str())
+        .fetch_one(&mut *tx)
+        .await?;
+    let outcome = match inventory::upsert_resource(&mut *tx, &id, total)
+        .await
+        .map_err(engine)?
+    {
+        UpsertOutcome::Created { counters } | UpsertOutcome::Updated { counters } => {
+            CapacityChanged::Updated { counters }
+        }
+        UpsertOutcome::CapacityBelowCommitted {
+            counters,
+            requested,
+        } => CapacityChanged::BelowCommitted {
+            counters,
+            requested,
+        },
+    };
+    let (word, detail) = match &outcome {
+        CapacityChanged::Updated { counters } => (
+            "updated",
+            json!({ "from": before, "to": counters.total, "held": counters.held, "sold": counters.sold }),
+        ),
+        CapacityChanged::BelowCommitted {
+            counters,
+            requested,
+        } => (
+            "refused_below_committed",
+            json!({ "requested": requested, "held": counters.held, "sold": counters.sold }),
+        ),
+        CapacityChanged::NotFound => ("not_found", json!({})),
+    };
+    record(&mut tx, staff, "set_capacity", id.as_str(), word, detail).await?;
+    tx.commit().await?;
+    Ok(outcome)
+}
+
+/// Recompute a resource's counters from its holds. `None` if unknown.
+pub async fn repair_resource(
+    pool: &PgPool,
+    staff: &StaffMember,
+    resource: &str,
+) -> super::Result<Option<Repair>> {
+    let id = ResourceId::parse(resource).map_err(invalid)?;
+    let mut tx = pool.begin().await?;
+    let repair = inventory::repair(&mut *tx, &id).await.map_err(engine)?;
+    if let Some(repair) = &repair {
+        let word = if repair.repaired {
+            "repaired"
+        } else {
+            "no_drift"
+        };
+        record(
+            &mut tx,
+            staff,
+            "repair_resource",
+            id.as_str(),
+            word,
+            json!({
+                "held_before": repair.held_before, "sold_before": repair.sold_before,
+                "held_after": repair.held_after, "sold_after": repair.sold_after,
+            }),
+        )
+        .await?;
+    }
+    tx.commit().await?;
+    Ok(repair)
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RefundRetry {
+    /// Due now: the next worker pass runs it.
+    Queued,
+    /// Already done; nothing to retry.
+    AlreadyDone,
+    NotFound,
+}
+
+/// Run a waiting refund job now instead of after its backoff. The refund's
+/// idempotency key comes from the job, so an early retry can never refund
+/// twice, even if the job is running at this moment.
+pub async fn retry_refund(
+    pool: &PgPool,
+    staff: &StaffMember,
+    order: Uuid,
+    job: i64,
+) -> super::Result<RefundRetry> {
+    let mut tx = pool.begin().await?;
+    let state: Option<String> = sqlx::query_scalar(
+        "select state from outbox_jobs \
+          where id = $1 and kind = 'refund' and payload->>'order_id' = $2::text for update",
+    )
+    .bind(job)
+    .bind(order)
+    .fetch_optional(&mut *tx)
+    .await?;
+    let outcome = match state.as_deref() {
+        None => return Ok(RefundRetry::NotFound),
+        Some("pending") => {
+            sqlx::query("update outbox_jobs set run_after = now() where id = $1")
+                .bind(job)
+                .execute(&mut *tx)
+                .await?;
+            RefundRetry::Queued
+        }
+        Some(_) => RefundRetry::AlreadyDone,
+    };
+    let word = match outcome {
+        RefundRetry::Queued => "queued",
+        RefundRetry::AlreadyDone => "already_done",
+        RefundRetry::NotFound => "not_found",
+    };
+    record(
+        &mut tx,
+        staff,
+        "retry_refund",
+        &job.to_string(),
+        word,
+        json!({ "order_id": order }),
+    )
+    .await?;
+    tx.commit().await?;
+    Ok(outcome)
+}

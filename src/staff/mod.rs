@@ -1,0 +1,504 @@
+//! Staff: accounts with argon2id passwords, sessions behind a signed cookie
+//! and a database row, the login throttle, and (in [`actions`]) the admin's
+//! actions, each recorded with who took it.
+
+pub mod actions;
+pub mod views;
+
+use std::fmt;
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use argon2::password_hash::rand_core::OsRng;
+use argon2::password_hash::{PasswordHash, PasswordHasher, PasswordVerifier, SaltString};
+use argon2::{Algorithm, Argon2, Params, Version};
+use hmac::{Hmac, Mac};
+use rand::RngCore;
+use sha2::{Digest, Sha256};
+use sqlx::PgPool;
+
+use crate::configuration::Secret;
+
+/// How long a staff session lasts after login.
+pub const SESSION_HOURS: i64 = 12;
+/// Failed attempts in a window before answers are slowed.
+pub const SLOW_AFTER: i32 = 5;
+/// Attempts in a window that lock the address for [`LOCK_MINUTES`].
+pub const LOCK_AFTER: i32 = 10;
+pub const LOCK_MINUTES: i64 = 15;
+/// The window attempts are counted in.
+pub const WINDOW_MINUTES: i64 = 15;
+
+#[derive(Debug, thiserror::Error)]
+pub enum StaffError {
+    #[error("{0}")]
+    InvalidInput(String),
+    #[error(transparent)]
+    Database(#[from] sqlx::Error),
+    #[error("password hashing failed: {0}")]
+    Hashing(String),
+}
+
+pub type Result<T, E = StaffError> = std::result::Result<T, E>;
+
+/// A staff member's address: trimmed, lower-cased, plausible.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StaffEmail(String);
+
+impl StaffEmail {
+    pub fn parse(value: &str) -> Result<Self> {
+        let email = value.trim().to_lowercase();
+        let plausible = (3..=254).contains(&email.len())
+            && !email.chars().any(|c| c.is_whitespace() || c.is_control())
+            && email
+                .split_once('@')
+                .is_some_and(|(user, host)| !user.is_empty() && !host.is_empty());
+        if !plausible {
+            return Err(StaffError::InvalidInput(
+                "an e-mail address like name@example.com is needed".into(),
+            ));
+        }
+        Ok(Self(email))
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+/// A signed-in staff member.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StaffMember {
+    pub id: i64,
+    pub email: String,
+}
+
+impl StaffMember {
+    /// How hold history and logs name this person.
+    pub fn actor(&self) -> String {
+        format!("staff:{}", self.email)
+    }
+}
+
+/// Passwords staff choose: long enough to resist guessing, short enough
+/// that hashing one cannot be used to tie up the server.
+pub fn check_new_password(password: &Secret) -> Result<()> {
+    let length = password.expose().chars().count();
+    if length < 12 {
+        return Err(StaffError::InvalidInput(
+            "the password must have at least 12 characters".into(),
+        ));
+    }
+    if password.expose().len() > MAX_PASSWORD_BYTES {
+        return Err(StaffError::InvalidInput(format!(
+            "the password must have at most {MAX_PASSWORD_BYTES} bytes"
+        )));
+    }
+    Ok(())
+}
+
+/// Longer passwords are refused before hashing.
+pub const MAX_PASSWORD_BYTES: usize = 1024;
+
+fn hasher() -> Argon2<'static> {
+    // OWASP's argon2id baseline: 19 MiB, 2 passes, 1 lane
+    Argon2::new(Algorithm::Argon2id, Version::V0x13, Params::default())
+}
+
+async fn hash_password(password: &Secret) -> Result<String> {
+    let password = password.clone();
+    tokio::task::spawn_blocking(move || {
+        let salt = SaltString::generate(&mut OsRng);
+        hasher()
+            .hash_password(password.expose().as_bytes(), &salt)
+            .map(|hash| hash.to_string())
+            .map_err(|e| StaffError::Hashing(e.to_string()))
+    })
+    .await
+    .map_err(|e| StaffError::Hashing(e.to_string()))?
+}
+
+/// Checks a password against a stored hash, off the async threads. An
+/// unknown address is checked against a fixed hash, so its answer takes as
+/// long as a known one's.
+async fn verify_password(stored: Option<String>, password: &Secret) -> bool {
+    static DUMMY: OnceLock<String> = OnceLock::new();
+    let password = password.clone();
+    tokio::task::spawn_blocking(move || {
+        let known = stored.is_some();
+        let stored = stored.unwrap_or_else(|| {
+            DUMMY
+                .get_or_init(|| {
+                    let salt = SaltString::generate(&mut OsRng);
+                    hasher()
+                        .hash_password(b"no such staff member", &salt)
+                        .map(|h| h.to_string())
+                        .unwrap_or_default()
+                })
+                .clone()
+        });
+        let Ok(parsed) = PasswordHash::new(&stored) else {
+            return false;
+        };
+        let matches = hasher()
+            .verify_password(password.expose().as_bytes(), &parsed)
+            .is_ok();
+        known && matches
+    })
+    .await
+    .unwrap_or(false)
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AddOutcome {
+    Created,
+    PasswordChanged,
+}
+
+/// `holdfast staff add`: a new staff member, or a new password for one.
+pub async fn add_staff(pool: &PgPool, email: &StaffEmail, password: &Secret) -> Result<AddOutcome> {
+    check_new_password(password)?;
+    let hash = hash_password(password).await?;
+    let mut tx = pool.begin().await?;
+    let created: bool = sqlx::query_scalar(
+        "insert into staff (email, password_hash) values ($1, $2) \
+         on conflict (email) do update set password_hash = excluded.password_hash, updated_at = now() \
+         returning (xmax = 0)",
+    )
+    .bind(email.as_str())
+    .bind(&hash)
+    .fetch_one(&mut *tx)
+    .await?;
+    if !created {
+        // a new password ends every session of the old one
+        sqlx::query(
+            "delete from staff_sessions where staff_id = (select id from staff where email = $1)",
+        )
+        .bind(email.as_str())
+        .execute(&mut *tx)
+        .await?;
+    }
+    tx.commit().await?;
+    Ok(if created {
+        AddOutcome::Created
+    } else {
+        AddOutcome::PasswordChanged
+    })
+}
+
+/// Signs cookie values (HMAC-SHA256) with the configured session key.
+#[derive(Clone)]
+pub struct SessionKey(Secret);
+
+impl fmt::Debug for SessionKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("SessionKey([redacted])")
+    }
+}
+
+impl SessionKey {
+    /// At least 32 bytes of key material.
+    pub fn new(key: Secret) -> Result<Self> {
+        if key.expose().len() < 32 {
+            return Err(StaffError::InvalidInput(
+                "HOLDFAST_SESSION_KEY must have at least 32 characters".into(),
+            ));
+        }
+        Ok(Self(key))
+    }
+
+    /// A random key for development; sessions signed with it end when the
+    /// process does.
+    pub fn generate() -> Self {
+        Self(Secret::new(random_token()))
+    }
+
+    fn mac(&self) -> Hmac<Sha256> {
+        Hmac::<Sha256>::new_from_slice(self.0.expose().as_bytes()).expect("any key length")
+    }
+
+    /// `value.signature`.
+    pub fn sign(&self, value: &str) -> String {
+        let mut mac = self.mac();
+        mac.update(value.as_bytes());
+        format!("{value}.{}", hex::encode(mac.finalize().into_bytes()))
+    }
+
+    /// The value, if the signature is ours (compared in constant time).
+    pub fn verify<'a>(&self, signed: &'a str) -> Option<&'a str> {
+        let (value, signature) = signed.rsplit_once('.')?;
+        let signature = hex::decode(signature).ok()?;
+        let mut mac = self.mac();
+        mac.update(value.as_bytes());
+        mac.verify_slice(&signature).ok()?;
+        Some(value)
+    }
+}
+
+/// 256 random bits, hex.
+pub fn random_token() -> String {
+    let mut bytes = [0u8; 32];
+    rand::rngs::OsRng.fill_bytes(&mut bytes);
+    hex::encode(bytes)
+}
+
+/// Equal tokens, compared in constant time (their length is public).
+pub fn same_token(a: &str, b: &str) -> bool {
+    a.len() == b.len()
+        && a.bytes()
+            .zip(b.bytes())
+            .fold(0u8, |acc, (x, y)| acc | (x ^ y))
+            == 0
+}
+
+fn session_hash(id: &str) -> Vec<u8> {
+    Sha256::digest(id.as_bytes()).to_vec()
+}
+
+/// A signed-in browser.
+#[derive(Debug, Clone)]
+pub struct Session {
+    pub staff: StaffMember,
+    pub csrf_token: String,
+    /// The cookie's (unsigned) session id.
+    pub id: String,
+}
+
+/// The session a cookie's id names, if it exists and has not expired.
+pub async fn session(pool: &PgPool, id: &str) -> Result<Option<Session>> {
+    if id.len() != 64 || !id.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return Ok(None);
+    }
+    let row: Option<(i64, String, String)> = sqlx::query_as(
+        "select s.id, s.email, ss.csrf_token \
+           from staff_sessions ss join staff s on s.id = ss.staff_id \
+          where ss.id_hash = $1 and ss.expires_at > now()",
+    )
+    .bind(session_hash(id))
+    .fetch_optional(pool)
+    .await?;
+    Ok(row.map(|(staff_id, email, csrf_token)| Session {
+        staff: StaffMember {
+            id: staff_id,
+            email,
+        },
+        csrf_token,
+        id: id.to_owned(),
+    }))
+}
+
+/// Logs out: the session row goes, so the cookie opens nothing even if kept.
+pub async fn end_session(pool: &PgPool, session: &Session) -> Result<()> {
+    let mut tx = pool.begin().await?;
+    sqlx::query("delete from staff_sessions where id_hash = $1")
+        .bind(session_hash(&session.id))
+        .execute(&mut *tx)
+        .await?;
+    record(
+        &mut tx,
+        &session.staff,
+        "logout",
+        &session.staff.email,
+        "ok",
+        serde_json::json!({}),
+    )
+    .await?;
+    tx.commit().await?;
+    Ok(())
+}
+
+/// What a login attempt came to.
+#[derive(Debug)]
+pub enum LoginOutcome {
+    SignedIn(Session),
+    /// Wrong address or password (the answer does not say which).
+    Refused,
+    /// Too many attempts for this address: try again after this long.
+    Locked {
+        retry_after: Duration,
+    },
+}
+
+/// Checks a login. Attempts are counted per address typed *before* the
+/// password is checked, so parallel guesses cannot slip past the limit:
+/// from the [`SLOW_AFTER`]th attempt on, a wrong answer is slowed; the
+/// [`LOCK_AFTER`]th locks the address for [`LOCK_MINUTES`], even for the
+/// right password.
+pub async fn log_in(pool: &PgPool, typed_email: &str, password: &Secret) -> Result<LoginOutcome> {
+    let key: String = typed_email
+        .trim()
+        .to_lowercase()
+        .chars()
+        .take(254)
+        .collect();
+    if key.is_empty() || password.expose().is_empty() {
+        return Ok(LoginOutcome::Refused);
+    }
+    if password.expose().len() > MAX_PASSWORD_BYTES {
+        return Ok(LoginOutcome::Refused);
+    }
+    let counted: (i32, Option<f64>) = sqlx::query_as(
+        "insert into login_throttle as t (key, attempts) values ($1, 1) \
+         on conflict (key) do update set \
+            attempts = case when t.locked_until > now() then t.attempts \
+                            when t.locked_until is not null \
+                              or t.window_started_at < now() - $2 * interval '1 minute' then 1 \
+                            else t.attempts + 1 end, \
+            window_started_at = case when t.locked_until > now() then t.window_started_at \
+                                     when t.locked_until is not null \
+                                       or t.window_started_at < now() - $2 * interval '1 minute' then now() \
+                                     else t.window_started_at end, \
+            locked_until = case when t.locked_until > now() then t.locked_until end \
+         returning attempts, extract(epoch from (locked_until - now()))::float8",
+    )
+    .bind(&key)
+    .bind(WINDOW_MINUTES as f64)
+    .fetch_one(pool)
+    .await?;
+    let (attempts, locked_for) = counted;
+    if let Some(seconds) = locked_for.filter(|s| *s > 0.0) {
+        return Ok(LoginOutcome::Locked {
+            retry_after: Duration::from_secs_f64(seconds.ceil()),
+        });
+    }
+    if attempts > LOCK_AFTER {
+        // a burst raced past the limit: lock without checking
+        return Ok(lock(pool, &key).await?);
+    }
+    let email = StaffEmail::parse(&key).ok();
+    let stored: Option<(i64, String, String)> = match &email {
+        Some(email) => {
+            sqlx::query_as("select id, email, password_hash from staff where email = $1")
+                .bind(email.as_str())
+                .fetch_optional(pool)
+                .await?
+        }
+        None => None,
+    };
+    let matches = verify_password(stored.as_ref().map(|s| s.2.clone()), password).await;
+    match stored.filter(|_| matches) {
+        Some((id, email, _)) => {
+            let staff = StaffMember { id, email };
+            let session_id = random_token();
+            let csrf_token = random_token();
+            let mut tx = pool.begin().await?;
+            sqlx::query("delete from login_throttle where key = $1")
+                .bind(&key)
+                .execute(&mut *tx)
+                .await?;
+            sqlx::query(
+                "insert into staff_sessions (id_hash, staff_id, csrf_token, expires_at) \
+                 values ($1, $2, $3, now() + $4 * interval '1 hour')",
+            )
+            .bind(session_hash(&session_id))
+            .bind(staff.id)
+            .bind(&csrf_token)
+            .bind(SESSION_HOURS as f64)
+            .execute(&mut *tx)
+            .await?;
+            // old sessions of anyone are cleared as logins happen
+            sqlx::query("delete from staff_sessions where expires_at < now()")
+                .execute(&mut *tx)
+                .await?;
+            record(
+                &mut tx,
+                &staff,
+                "login",
+                &staff.email,
+                "ok",
+                serde_json::json!({}),
+            )
+            .await?;
+            tx.commit().await?;
+            Ok(LoginOutcome::SignedIn(Session {
+                staff,
+                csrf_token,
+                id: session_id,
+            }))
+        }
+        None if attempts >= LOCK_AFTER => Ok(lock(pool, &key).await?),
+        None => {
+            if attempts >= SLOW_AFTER {
+                let steps = u64::try_from(attempts - SLOW_AFTER + 1).unwrap_or(1);
+                tokio::time::sleep(Duration::from_millis(200 * steps)).await;
+            }
+            Ok(LoginOutcome::Refused)
+        }
+    }
+}
+
+async fn lock(pool: &PgPool, key: &str) -> sqlx::Result<LoginOutcome> {
+    sqlx::query(
+        "update login_throttle set locked_until = greatest(locked_until, now() + $2 * interval '1 minute') \
+          where key = $1",
+    )
+    .bind(key)
+    .bind(LOCK_MINUTES as f64)
+    .execute(pool)
+    .await?;
+    tracing::warn!("staff login locked after repeated failures");
+    Ok(LoginOutcome::Locked {
+        retry_after: Duration::from_secs(LOCK_MINUTES as u64 * 60),
+    })
+}
+
+/// Appends to the record of staff actions, in the caller's transaction.
+pub async fn record(
+    tx: &mut sqlx::Transaction<'_, sqlx::Postgres>,
+    staff: &StaffMember,
+    action: &str,
+    target: &str,
+    outcome: &str,
+    detail: serde_json::Value,
+) -> sqlx::Result<()> {
+    sqlx::query(
+        "insert into staff_actions (staff_id, action, target, outcome, detail) \
+         values ($1, $2, $3, $4, $5)",
+    )
+    .bind(staff.id)
+    .bind(action)
+    .bind(target)
+    .bind(outcome)
+    .bind(detail)
+    .execute(&mut **tx)
+    .await?;
+    tracing::info!(staff = %staff.email, action, target, outcome, "staff action");
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn signatures_check_out_and_forgeries_do_not() {
+        let key = SessionKey::new(Secret::new("k".repeat(32))).unwrap();
+        let signed = key.sign("abc");
+        assert_eq!(key.verify(&signed), Some("abc"));
+        assert_eq!(key.verify("abc.00"), None);
+        let forged = format!("abd.{}", signed.split_once('.').unwrap().1);
+        assert_eq!(key.verify(&forged), None);
+        let other = SessionKey::new(Secret::new("j".repeat(32))).unwrap();
+        assert_eq!(other.verify(&signed), None);
+        assert!(SessionKey::new(Secret::new("short")).is_err());
+        assert!(!format!("{key:?}").contains("kkkk"));
+    }
+
+    #[test]
+    fn emails_are_normalised_and_checked() {
+        assert_eq!(
+            StaffEmail::parse(" Ada@Example.COM ").unwrap().as_str(),
+            "ada@example.com"
+        );
+        for bad in ["", "ada", "@example.com", "ada@", "a da@example.com"] {
+            assert!(StaffEmail::parse(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn short_passwords_are_refused() {
+        assert!(check_new_password(&Secret::new("short")).is_err());
+        assert!(check_new_password(&Secret::new("x".repeat(2000))).is_err());
+        assert!(check_new_password(&Secret::new("correct horse battery")).is_ok());
+    }
+}

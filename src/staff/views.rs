@@ -1,0 +1,277 @@
+//! What the admin pages read. Every query is fixed text with bound
+//! parameters; filters are optional parameters, never spliced in.
+
+use chrono::{DateTime, Utc};
+use sqlx::PgPool;
+use uuid::Uuid;
+
+/// One row of the resources page.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct ResourceRow {
+    pub resource_id: String,
+    pub total: i32,
+    pub held: i32,
+    pub sold: i32,
+    pub rows_held: i32,
+    pub rows_sold: i32,
+    pub drift: bool,
+    /// The products selling it, for people who think in products.
+    pub products: String,
+}
+
+impl ResourceRow {
+    pub fn available(&self) -> i32 {
+        self.total - self.held - self.sold
+    }
+}
+
+pub async fn resources(pool: &PgPool, only: Option<&str>) -> sqlx::Result<Vec<ResourceRow>> {
+    sqlx::query_as(
+        "select c.resource_id, c.total, c.held, c.sold, c.rows_held, c.rows_sold, c.drift, \
+                coalesce(string_agg(p.name, ', ' order by p.position, p.id), '') as products \
+           from hf_check($1) c left join products p on p.resource_id = c.resource_id \
+          group by c.resource_id, c.total, c.held, c.sold, c.rows_held, c.rows_sold, c.drift \
+          order by c.resource_id",
+    )
+    .bind(only)
+    .fetch_all(pool)
+    .await
+}
+
+/// A hold as the holds page lists it, with its order when it has one.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct HoldRow {
+    pub id: Uuid,
+    pub purchase_id: Uuid,
+    pub resource_id: String,
+    pub account_id: String,
+    pub qty: i32,
+    pub state: String,
+    pub payment_ref: Option<String>,
+    pub created_at: DateTime<Utc>,
+    pub expires_at: DateTime<Utc>,
+    pub payment_deadline: Option<DateTime<Utc>>,
+    pub ended_at: Option<DateTime<Utc>>,
+    pub ended_by: Option<String>,
+    pub end_reason: Option<String>,
+    pub extensions: i32,
+    pub idempotency_key: Option<String>,
+    pub order_id: Option<Uuid>,
+    pub customer_name: Option<String>,
+    pub age_seconds: f64,
+}
+
+impl HoldRow {
+    pub fn is_active(&self) -> bool {
+        self.state == "held" || self.state == "awaiting_payment"
+    }
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct HoldQuery {
+    pub resource: Option<String>,
+    pub state: Option<String>,
+    /// Only holds at least this old.
+    pub older_than_minutes: Option<i64>,
+    pub limit: i64,
+}
+
+/// The hold columns every hold query selects; a macro so each query stays
+/// one literal, fixed at compile time.
+macro_rules! hold_columns {
+    () => {
+        "h.id, h.purchase_id, h.resource_id, h.account_id, h.qty, h.state, \
+     h.payment_ref, h.created_at, h.expires_at, h.payment_deadline, h.ended_at, h.ended_by, \
+     h.end_reason, h.extensions, h.idempotency_key, o.id as order_id, o.customer_name, \
+     extract(epoch from now() - h.created_at)::float8 as age_seconds"
+    };
+}
+
+/// Newest first: staff usually look for what just happened.
+pub async fn holds(pool: &PgPool, query: &HoldQuery) -> sqlx::Result<Vec<HoldRow>> {
+    sqlx::query_as(concat!(
+        "select ",
+        hold_columns!(),
+        " \
+           from holds h left join orders o on o.hold_id = h.purchase_id \
+          where ($1::text is null or h.resource_id = $1) \
+            and ($2::text is null or h.state = $2) \
+            and ($3::float8 is null or h.created_at <= now() - $3 * interval '1 minute') \
+          order by h.created_at desc, h.id \
+          limit $4"
+    ))
+    .bind(query.resource.as_deref())
+    .bind(query.state.as_deref())
+    .bind(query.older_than_minutes.map(|m| m as f64))
+    .bind(query.limit.clamp(1, 1000))
+    .fetch_all(pool)
+    .await
+}
+
+pub async fn hold(pool: &PgPool, id: Uuid) -> sqlx::Result<Option<HoldRow>> {
+    sqlx::query_as(concat!(
+        "select ",
+        hold_columns!(),
+        " \
+           from holds h left join orders o on o.hold_id = h.purchase_id \
+          where h.id = $1"
+    ))
+    .bind(id)
+    .fetch_optional(pool)
+    .await
+}
+
+/// The other lines of the same purchase (a basket).
+pub async fn purchase_lines(pool: &PgPool, purchase: Uuid) -> sqlx::Result<Vec<HoldRow>> {
+    sqlx::query_as(concat!(
+        "select ",
+        hold_columns!(),
+        " \
+           from holds h left join orders o on o.hold_id = h.purchase_id \
+          where h.purchase_id = $1 order by h.resource_id"
+    ))
+    .bind(purchase)
+    .fetch_all(pool)
+    .await
+}
+
+/// An order as the orders page lists it.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct OrderRow {
+    pub id: Uuid,
+    pub state: String,
+    pub customer_name: String,
+    pub customer_email: String,
+    pub currency: String,
+    pub amount_minor: i64,
+    pub provider: String,
+    pub provider_session_id: Option<String>,
+    pub payment_ref: Option<String>,
+    pub flag: Option<String>,
+    pub created_at: DateTime<Utc>,
+    pub paid_at: Option<DateTime<Utc>>,
+    pub hold_id: Option<Uuid>,
+    /// Refund jobs not yet done.
+    pub refunds_pending: i64,
+    pub refunds_done: i64,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct OrderQuery {
+    pub state: Option<String>,
+    pub flagged_only: bool,
+    pub limit: i64,
+}
+
+macro_rules! order_columns {
+    () => {
+        "o.id, o.state, o.customer_name, o.customer_email, o.currency, \
+     o.amount_minor, o.provider, o.provider_session_id, o.payment_ref, o.flag, o.created_at, \
+     o.paid_at, o.hold_id, \
+     (select count(*) from outbox_jobs j where j.kind = 'refund' and j.state = 'pending' \
+        and j.payload->>'order_id' = o.id::text) as refunds_pending, \
+     (select count(*) from outbox_jobs j where j.kind = 'refund' and j.state = 'done' \
+        and j.payload->>'order_id' = o.id::text) as refunds_done"
+    };
+}
+
+pub async fn orders(pool: &PgPool, query: &OrderQuery) -> sqlx::Result<Vec<OrderRow>> {
+    sqlx::query_as(concat!(
+        "select ",
+        order_columns!(),
+        " from orders o \
+          where ($1::text is null or o.state = $1) \
+            and (not $2 or o.flag is not null) \
+          order by o.created_at desc, o.id \
+          limit $3"
+    ))
+    .bind(query.state.as_deref())
+    .bind(query.flagged_only)
+    .bind(query.limit.clamp(1, 1000))
+    .fetch_all(pool)
+    .await
+}
+
+pub async fn order(pool: &PgPool, id: Uuid) -> sqlx::Result<Option<OrderRow>> {
+    sqlx::query_as(concat!(
+        "select ",
+        order_columns!(),
+        " from orders o where o.id = $1"
+    ))
+    .bind(id)
+    .fetch_optional(pool)
+    .await
+}
+
+/// How many orders are flagged for staff (shown in the navigation).
+pub async fn flagged_count(pool: &PgPool) -> sqlx::Result<i64> {
+    sqlx::query_scalar("select count(*) from orders where flag is not null")
+        .fetch_one(pool)
+        .await
+}
+
+/// A payment claimed for a purchase (the engine's `payment_refs`).
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct PaymentRefRow {
+    pub payment_ref: String,
+    pub created_at: DateTime<Utc>,
+}
+
+pub async fn payment_refs(pool: &PgPool, purchase: Uuid) -> sqlx::Result<Vec<PaymentRefRow>> {
+    sqlx::query_as(
+        "select payment_ref, created_at from payment_refs where purchase_id = $1 order by created_at",
+    )
+    .bind(purchase)
+    .fetch_all(pool)
+    .await
+}
+
+/// An outbox job of an order: refunds, page expiries, confirmations.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct JobRow {
+    pub id: i64,
+    pub kind: String,
+    pub dedupe_key: String,
+    pub state: String,
+    pub attempts: i32,
+    pub last_error: Option<String>,
+    pub run_after: DateTime<Utc>,
+    pub created_at: DateTime<Utc>,
+    pub done_at: Option<DateTime<Utc>>,
+    pub payment_ref: Option<String>,
+    pub reason: Option<String>,
+}
+
+pub async fn order_jobs(pool: &PgPool, order: Uuid) -> sqlx::Result<Vec<JobRow>> {
+    sqlx::query_as(
+        "select id, kind, dedupe_key, state, attempts, last_error, run_after, created_at, done_at, \
+                payload->>'payment_ref' as payment_ref, payload->>'reason' as reason \
+           from outbox_jobs where payload->>'order_id' = $1::text order by id",
+    )
+    .bind(order)
+    .fetch_all(pool)
+    .await
+}
+
+/// A line of the staff action record.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct ActionRow {
+    pub id: i64,
+    pub email: String,
+    pub action: String,
+    pub target: String,
+    pub outcome: String,
+    pub detail: serde_json::Value,
+    pub at: DateTime<Utc>,
+}
+
+pub async fn actions(pool: &PgPool, limit: i64) -> sqlx::Result<Vec<ActionRow>> {
+    sqlx::query_as(
+        "select a.id, s.email, a.action, a.target, a.outcome, a.detail, a.at \
+           from staff_actions a join staff s on s.id = a.staff_id \
+          order by a.id desc limit $1",
+    )
+    .bind(limit.clamp(1, 1000))
+    .fetch_all(pool)
+    .await
+}

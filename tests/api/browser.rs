@@ -1,0 +1,503 @@
+//! The pages in a real browser: Debian's Chromium, headless, driven through
+//! chromedriver (both installed with apt by the tests when missing). Each
+//! test saves screenshots to `screenshots/<test>/` (ignored by git) so a
+//! person can look at what the shopper and the staff member saw.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::OnceLock;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use fantoccini::elements::Element;
+use fantoccini::{Client, ClientBuilder, Locator};
+use hyper_util::client::legacy::connect::HttpConnector;
+
+use crate::admin::{STAFF_EMAIL, STAFF_PASSWORD};
+use crate::helpers::*;
+
+const CHROMIUM: &str = "/usr/bin/chromium";
+const CHROMEDRIVER: &str = "/usr/bin/chromedriver";
+
+/// Chromium is heavy for two cores: browser tests take turns.
+fn turn() -> &'static tokio::sync::Mutex<()> {
+    static TURN: OnceLock<tokio::sync::Mutex<()>> = OnceLock::new();
+    TURN.get_or_init(|| tokio::sync::Mutex::new(()))
+}
+
+/// Debian's chromium and chromium-driver, installed once when missing (as
+/// the database's packages are).
+fn ensure_installed() {
+    static INSTALLED: OnceLock<()> = OnceLock::new();
+    INSTALLED.get_or_init(|| {
+        if Path::new(CHROMIUM).exists() && Path::new(CHROMEDRIVER).exists() {
+            return;
+        }
+        eprintln!("browser tests: installing Debian's chromium and chromium-driver");
+        let apt = |args: &[&str]| {
+            Command::new("apt-get")
+                .args(args)
+                .env("DEBIAN_FRONTEND", "noninteractive")
+                .stdout(Stdio::null())
+                .status()
+                .is_ok_and(|s| s.success())
+        };
+        let installed = apt(&["update", "-q"])
+            && apt(&["install", "-y", "-q", "--no-install-recommends", "chromium", "chromium-driver"]);
+        assert!(
+            installed && Path::new(CHROMEDRIVER).exists(),
+            "could not install chromium and chromium-driver (apt-get install chromium chromium-driver)"
+        );
+    });
+}
+
+/// A chromedriver of our own, on a free port, killed when dropped.
+struct Driver {
+    child: Child,
+    url: String,
+}
+
+impl Drop for Driver {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+async fn start_driver() -> Driver {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let child = Command::new(CHROMEDRIVER)
+        .arg(format!("--port={port}"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start chromedriver");
+    let driver = Driver {
+        child,
+        url: format!("http://127.0.0.1:{port}"),
+    };
+    let probe = reqwest::Client::new();
+    for _ in 0..100 {
+        if let Ok(response) = probe.get(format!("{}/status", driver.url)).send().await
+            && response.status().is_success()
+        {
+            return driver;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("chromedriver did not start");
+}
+
+/// One headless browser window with a folder for its screenshots.
+struct Browser {
+    client: Client,
+    shots: PathBuf,
+    taken: usize,
+}
+
+impl Browser {
+    async fn open(driver: &Driver, shots: PathBuf) -> Self {
+        let capabilities = serde_json::json!({
+            "goog:chromeOptions": {
+                "binary": CHROMIUM,
+                "args": [
+                    "--headless", "--no-sandbox", "--disable-gpu",
+                    "--disable-background-networking", "--disable-component-update",
+                    "--disable-sync", "--disable-dev-shm-usage", "--window-size=1280,1000",
+                ],
+            }
+        });
+        let serde_json::Value::Object(capabilities) = capabilities else {
+            unreachable!()
+        };
+        let client = ClientBuilder::new(HttpConnector::new())
+            .capabilities(capabilities)
+            .connect(&driver.url)
+            .await
+            .expect("a browser session");
+        std::fs::create_dir_all(&shots).unwrap();
+        Self {
+            client,
+            shots,
+            taken: 0,
+        }
+    }
+
+    async fn go(&self, url: &str) {
+        self.client.goto(url).await.unwrap();
+    }
+
+    async fn find(&self, css: &str) -> Element {
+        self.client
+            .wait()
+            .at_most(Duration::from_secs(20))
+            .for_element(Locator::Css(css))
+            .await
+            .unwrap_or_else(|e| panic!("no {css} on the page: {e}"))
+    }
+
+    async fn text(&self, css: &str) -> String {
+        self.find(css).await.text().await.unwrap()
+    }
+
+    async fn click(&self, css: &str) {
+        self.find(css).await.click().await.unwrap();
+    }
+
+    async fn fill(&self, css: &str, value: &str) {
+        let field = self.find(css).await;
+        field.clear().await.unwrap();
+        field.send_keys(value).await.unwrap();
+    }
+
+    async fn body(&self) -> String {
+        self.text("body").await
+    }
+
+    async fn path(&self) -> String {
+        self.client.current_url().await.unwrap().path().to_owned()
+    }
+
+    /// Waits (the page may refresh itself) until the path starts with `prefix`.
+    async fn wait_for_path(&self, prefix: &str) {
+        for _ in 0..200 {
+            if self.path().await.starts_with(prefix) {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        panic!("never reached {prefix}; at {}", self.path().await);
+    }
+
+    /// A computed style, to prove the stylesheet loaded under the policy.
+    async fn style(&self, css: &str, property: &str) -> String {
+        let value = self
+            .client
+            .execute(
+                "return getComputedStyle(document.querySelector(arguments[0]))[arguments[1]];",
+                vec![css.into(), property.into()],
+            )
+            .await
+            .unwrap();
+        value.as_str().unwrap_or_default().to_owned()
+    }
+
+    async fn screenshot(&mut self, name: &str) {
+        self.taken += 1;
+        let png = self.client.screenshot().await.unwrap();
+        std::fs::write(
+            self.shots.join(format!("{:02}-{name}.png", self.taken)),
+            png,
+        )
+        .unwrap();
+    }
+
+    async fn close(self) {
+        self.client.close().await.unwrap();
+    }
+}
+
+fn shots_for(test: &str) -> PathBuf {
+    let folder = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("screenshots")
+        .join(test);
+    let _ = std::fs::remove_dir_all(&folder);
+    folder
+}
+
+/// The shop, its demo catalogue and a chromedriver; the guard keeps other
+/// browser tests waiting until this one is done.
+async fn shop_and_driver() -> (TestApp, Driver, tokio::sync::MutexGuard<'static, ()>) {
+    let guard = turn().lock().await;
+    ensure_installed();
+    let app = spawn_app().await;
+    app.load_demo().await;
+    let driver = start_driver().await;
+    (app, driver, guard)
+}
+
+/// Basket to checkout form, as a shopper does it. Ends on the provider's
+/// hosted page.
+async fn check_out(browser: &mut Browser, app: &TestApp, product: &str, qty: &str, shot: &str) {
+    browser.go(&format!("{}/", app.address)).await;
+    let card = format!("li[data-product=\"{product}\"]");
+    browser.fill(&format!("{card} input[name=qty]"), qty).await;
+    browser.click(&format!("{card} button[type=submit]")).await;
+    browser.wait_for_path("/basket").await;
+    browser.fill("input[name=name]", "Ada Lovelace").await;
+    browser.fill("input[name=email]", "ada@example.com").await;
+    browser.screenshot(shot).await;
+    browser.click("form.checkout button[type=submit]").await;
+    browser.find("#pay").await;
+}
+
+async fn assert_no_policy_reports(app: &TestApp) {
+    // browsers send reports in the background; give them a moment
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(
+        app.csp_reports.load(Ordering::SeqCst),
+        0,
+        "the pages broke their own policy"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_shopper_books_a_pickup_slot_and_gets_a_pickup_code() {
+    let (app, driver, _turn) = shop_and_driver().await;
+    let mut browser = Browser::open(&driver, shots_for("pickup-slot")).await;
+    let slot = app.first_slot().await;
+
+    browser.go(&format!("{}/", app.address)).await;
+    assert_eq!(browser.text("header .brand").await, "Holdfast Market");
+    let card = format!("li[data-product=\"{slot}\"]");
+    assert_eq!(browser.text(&format!("{card} .left")).await, "8 left");
+    // the stylesheet applied: the policy let it through
+    assert_eq!(
+        browser.style("header.top", "backgroundColor").await,
+        "rgb(255, 255, 255)"
+    );
+    assert_eq!(
+        browser
+            .style(&format!("{card} button"), "backgroundColor")
+            .await,
+        "rgb(11, 110, 79)"
+    );
+    browser.screenshot("catalogue").await;
+
+    check_out(&mut browser, &app, &slot, "1", "basket").await;
+    assert!(browser.body().await.contains("Pay"));
+    browser.screenshot("sandbox-hosted-page").await;
+    browser.click("#pay").await;
+
+    browser.wait_for_path("/orders/").await;
+    let code = browser.text("#pickup-code").await;
+    assert_eq!(code.len(), 6, "{code}");
+    assert!(code.chars().all(|c| c.is_ascii_alphanumeric()));
+    assert!(browser.text("h1").await.starts_with("Thank you, Ada"));
+    let body = browser.body().await;
+    assert!(body.contains("Your order is paid: €"), "{body}");
+    assert!(body.contains("Say it at the counter"));
+    browser.screenshot("order-with-pickup-code").await;
+
+    // the same code is the one stored, and the slot shows one fewer
+    let stored: String = sqlx::query_scalar("select pickup_code from orders")
+        .fetch_one(&app.db.pool)
+        .await
+        .unwrap();
+    assert_eq!(stored, code);
+    browser.go(&format!("{}/c/bakery", app.address)).await;
+    assert_eq!(browser.text(&format!("{card} .left")).await, "7 left");
+    browser.close().await;
+    assert_no_policy_reports(&app).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_shopper_buys_two_tickets_and_gets_two_ticket_codes() {
+    let (app, driver, _turn) = shop_and_driver().await;
+    let mut browser = Browser::open(&driver, shots_for("tickets")).await;
+    check_out(&mut browser, &app, "harbour-lights-general", "2", "basket").await;
+    browser.screenshot("sandbox-hosted-page").await;
+    browser.click("#pay").await;
+    browser.wait_for_path("/orders/").await;
+    browser.find(".ticket-code").await;
+    let codes = browser
+        .client
+        .find_all(Locator::Css(".ticket-code"))
+        .await
+        .unwrap();
+    let mut texts = Vec::new();
+    for code in codes {
+        texts.push(code.text().await.unwrap());
+    }
+    assert_eq!(texts.len(), 2, "{texts:?}");
+    assert!(texts.iter().all(|t| t.starts_with("TKT-")), "{texts:?}");
+    assert_ne!(texts[0], texts[1]);
+    assert_eq!(browser.text("h2").await, "Your tickets");
+    browser.screenshot("order-with-tickets").await;
+    browser.close().await;
+    assert_no_policy_reports(&app).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_second_browser_loses_the_last_unit_and_is_told_so() {
+    let (app, driver, _turn) = shop_and_driver().await;
+    // one VIP place left
+    app.db
+        .inventory()
+        .upsert_resource(
+            &rid("harbour-lights-vip"),
+            holdfast::inventory::Capacity::parse(1).unwrap(),
+        )
+        .await
+        .unwrap();
+    let mut first = Browser::open(&driver, shots_for("last-unit/first")).await;
+    let mut second = Browser::open(&driver, shots_for("last-unit/second")).await;
+    // both have it in their basket before either checks out
+    for browser in [&mut first, &mut second] {
+        browser.go(&format!("{}/", app.address)).await;
+        assert_eq!(
+            browser
+                .text("li[data-product=\"harbour-lights-vip\"] .left")
+                .await,
+            "1 left"
+        );
+        browser
+            .click("li[data-product=\"harbour-lights-vip\"] button[type=submit]")
+            .await;
+        browser.wait_for_path("/basket").await;
+        browser.fill("input[name=name]", "Ada Lovelace").await;
+        browser.fill("input[name=email]", "ada@example.com").await;
+    }
+    first.click("form.checkout button[type=submit]").await;
+    first.find("#pay").await;
+    first.screenshot("got-the-last-place").await;
+
+    second.click("form.checkout button[type=submit]").await;
+    let alert = second.text(".alert").await;
+    assert!(
+        alert.contains("Some of your basket is no longer available"),
+        "{alert}"
+    );
+    assert!(alert.contains("Harbour Lights — VIP: sold out"), "{alert}");
+    assert!(alert.contains("Nothing was reserved or charged"));
+    second.screenshot("no-longer-available").await;
+
+    first.click("#pay").await;
+    first.wait_for_path("/orders/").await;
+    first.find(".ticket-code").await;
+    first.screenshot("paid").await;
+    second.go(&format!("{}/", app.address)).await;
+    assert_eq!(
+        second
+            .text("li[data-product=\"harbour-lights-vip\"] .left")
+            .await,
+        "Sold out"
+    );
+    second.screenshot("sold-out-card").await;
+    let status = app
+        .db
+        .inventory()
+        .status(&rid("harbour-lights-vip"))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!((status.sold, status.held, status.available), (1, 0, 0));
+    first.close().await;
+    second.close().await;
+    assert_no_policy_reports(&app).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn staff_find_a_hold_release_it_and_see_the_units_come_back() {
+    let (app, driver, _turn) = shop_and_driver().await;
+    app.add_staff().await;
+    // a shopper holding three jars, gone quiet on the payment page
+    let mut shopper = Browser::open(&driver, shots_for("staff/shopper")).await;
+    check_out(&mut shopper, &app, "wild-honey", "3", "basket").await;
+    shopper.go(&format!("{}/", app.address)).await;
+    assert_eq!(
+        shopper.text("li[data-product=\"wild-honey\"] .left").await,
+        "37 left"
+    );
+
+    let mut staff = Browser::open(&driver, shots_for("staff/staff")).await;
+    staff.go(&format!("{}/admin/holds", app.address)).await;
+    staff.wait_for_path("/admin/login").await;
+    staff.fill("input[name=email]", STAFF_EMAIL).await;
+    staff.fill("input[name=password]", "a wrong password").await;
+    staff.click("#login button[type=submit]").await;
+    assert!(staff.text("#login-error").await.contains("do not match"));
+    staff.screenshot("login-refused").await;
+    staff.fill("input[name=password]", STAFF_PASSWORD).await;
+    staff.click("#login button[type=submit]").await;
+    staff.wait_for_path("/admin/resources").await;
+    let row = "tr[data-resource=\"wild-honey\"]";
+    assert_eq!(staff.text(&format!("{row} td.available")).await, "37");
+    staff.screenshot("resources").await;
+
+    staff.click("nav.admin-nav a[href=\"/admin/holds\"]").await;
+    staff.wait_for_path("/admin/holds").await;
+    let hold: uuid::Uuid =
+        sqlx::query_scalar("select id from holds where resource_id = 'wild-honey'")
+            .fetch_one(&app.db.pool)
+            .await
+            .unwrap();
+    let hold_row = format!("tr[data-hold=\"{hold}\"]");
+    assert!(staff.text(&hold_row).await.contains("Ada Lovelace"));
+    assert!(staff.text(&hold_row).await.contains("awaiting_payment"));
+    staff.screenshot("holds").await;
+    staff.click(&format!("{hold_row} a")).await;
+    staff.wait_for_path(&format!("/admin/holds/{hold}")).await;
+    let history = staff.text("#events").await;
+    assert!(
+        history.contains("held") && history.contains("payment_started"),
+        "{history}"
+    );
+    staff.screenshot("hold-with-history").await;
+
+    staff.click("#release button[type=submit]").await;
+    assert!(staff.text("#notice").await.contains("Released"));
+    assert_eq!(staff.text("#hold-state").await, "released");
+    assert!(
+        staff
+            .text("#events")
+            .await
+            .contains(&format!("staff:{STAFF_EMAIL}"))
+    );
+    staff.screenshot("released").await;
+
+    staff.go(&format!("{}/admin/resources", app.address)).await;
+    assert_eq!(staff.text(&format!("{row} td.available")).await, "40");
+    staff.screenshot("resources-after").await;
+    // and the shop shows them again
+    shopper.go(&format!("{}/", app.address)).await;
+    assert_eq!(
+        shopper.text("li[data-product=\"wild-honey\"] .left").await,
+        "40 left"
+    );
+    shopper.screenshot("catalogue-after-release").await;
+
+    staff.go(&format!("{}/admin/activity", app.address)).await;
+    let activity = staff.text("#activity").await;
+    assert!(
+        activity.contains("release_hold") && activity.contains("released"),
+        "{activity}"
+    );
+    staff.screenshot("activity").await;
+    staff.close().await;
+    shopper.close().await;
+    assert_no_policy_reports(&app).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_policy_report_counter_does_count_a_violation() {
+    // the check above is only worth something if a violation would show
+    let (app, driver, _turn) = shop_and_driver().await;
+    let browser = Browser::open(&driver, shots_for("policy")).await;
+    browser.go(&format!("{}/", app.address)).await;
+    browser
+        .client
+        .execute(
+            "var s = document.createElement('script'); s.textContent = 'window.injected = 1'; \
+             document.body.appendChild(s); return window.injected === undefined;",
+            vec![],
+        )
+        .await
+        .map(|blocked| assert_eq!(blocked, serde_json::Value::Bool(true), "inline script ran"))
+        .unwrap();
+    for _ in 0..50 {
+        if app.csp_reports.load(Ordering::SeqCst) > 0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(
+        app.csp_reports.load(Ordering::SeqCst) >= 1,
+        "no report arrived"
+    );
+    browser.close().await;
+}
