@@ -724,7 +724,18 @@ pub async fn order_page(
         explanation: explanation.into(),
         lines,
     };
-    render(StatusCode::OK, &page)
+    // the link is the key: keep the page out of caches and search engines
+    let mut response = render(StatusCode::OK, &page)?;
+    let headers = response.headers_mut();
+    headers.insert(
+        header::CACHE_CONTROL,
+        header::HeaderValue::from_static("no-store"),
+    );
+    headers.insert(
+        header::HeaderName::from_static("x-robots-tag"),
+        header::HeaderValue::from_static("noindex"),
+    );
+    Ok(response)
 }
 
 /// `GET /static/shop.css`

@@ -793,6 +793,31 @@ async fn every_answer_wears_the_security_headers() {
             assert_eq!(headers["cache-control"], "no-store", "{path}");
         }
     }
+    // an order page: its link is its key, so it is never cached
+    app.shopper_mid_checkout("wild-honey", 1).await;
+    let token: String = sqlx::query_scalar("select token from orders")
+        .fetch_one(&app.db.pool)
+        .await
+        .unwrap();
+    let page = app
+        .client
+        .get(format!("{}/orders/{token}", app.address))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(page.status(), StatusCode::OK);
+    assert_eq!(page.headers()["cache-control"], "no-store");
+    assert_eq!(page.headers()["referrer-policy"], "no-referrer");
+    // one character off is not found
+    let mut near = token.clone();
+    near.replace_range(0..1, if token.starts_with('0') { "1" } else { "0" });
+    let missing = app
+        .client
+        .get(format!("{}/orders/{near}", app.address))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(missing.status(), StatusCode::NOT_FOUND);
     let policy = holdfast::routes::CONTENT_SECURITY_POLICY;
     assert!(!policy.contains("unsafe-inline") && !policy.contains("unsafe-eval"));
 }
