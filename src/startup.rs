@@ -264,6 +264,12 @@ pub async fn serve(
     }
     let session_key = match &settings.session_key {
         Some(key) => SessionKey::new(key.clone())?,
+        None if settings.base_url.starts_with("https://") => {
+            anyhow::bail!(
+                "HOLDFAST_SESSION_KEY must be set when the shop is served over HTTPS \
+                 (at least 32 characters, the same on every web process)"
+            )
+        }
         None => {
             tracing::warn!(
                 "HOLDFAST_SESSION_KEY is not set: staff sessions are signed with a random \

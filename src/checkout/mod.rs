@@ -500,6 +500,22 @@ pub async fn release_order_in(
     actor: &str,
     final_state: &str,
 ) -> Result<bool> {
+    Ok(
+        release_order_outcome_in(tx, order_id, reason, actor, final_state)
+            .await?
+            .is_some(),
+    )
+}
+
+/// [`release_order_in`], saying what the engine did with the order's hold
+/// (`NotFound` for an order without one); `None` if there is no such order.
+pub async fn release_order_outcome_in(
+    tx: &mut Transaction<'_, Postgres>,
+    order_id: Uuid,
+    reason: &str,
+    actor: &str,
+    final_state: &str,
+) -> Result<Option<ReleaseOutcome>> {
     // lock: the order first, then (inside the engine) its resources
     let hold_id: Option<Option<Uuid>> =
         sqlx::query_scalar("select hold_id from orders where id = $1 for update")
@@ -507,17 +523,19 @@ pub async fn release_order_in(
             .fetch_optional(&mut **tx)
             .await?;
     let Some(hold_id) = hold_id else {
-        return Ok(false);
+        return Ok(None);
     };
-    if let Some(hold_id) = hold_id {
-        match inventory::release(&mut **tx, HoldId(hold_id), reason, actor).await? {
-            ReleaseOutcome::Released { .. }
-            | ReleaseOutcome::AlreadyReleased { .. }
-            | ReleaseOutcome::Expired { .. }
-            | ReleaseOutcome::NotFound => {}
-            // the money won the race: the order is paid, not released
-            ReleaseOutcome::Confirmed { .. } => return Ok(true),
-        }
+    let outcome = match hold_id {
+        Some(hold_id) => inventory::release(&mut **tx, HoldId(hold_id), reason, actor).await?,
+        None => ReleaseOutcome::NotFound,
+    };
+    match outcome {
+        ReleaseOutcome::Released { .. }
+        | ReleaseOutcome::AlreadyReleased { .. }
+        | ReleaseOutcome::Expired { .. }
+        | ReleaseOutcome::NotFound => {}
+        // the money won the race: the order is paid, not released
+        ReleaseOutcome::Confirmed { .. } => return Ok(Some(outcome)),
     }
     let session: Option<Option<String>> = sqlx::query_scalar(
         "update orders set state = $2, updated_at = now() where id = $1 and state = 'pending' \
@@ -541,7 +559,7 @@ pub async fn release_order_in(
         .execute(&mut **tx)
         .await?;
     }
-    Ok(true)
+    Ok(Some(outcome))
 }
 
 /// A refund finished at the provider: close its job and, for an order that

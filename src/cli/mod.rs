@@ -594,19 +594,33 @@ fn print<T: Serialize>(json: bool, value: &T, text: impl FnOnce() -> String) {
     }
 }
 
-/// One line from standard input (a prompt goes to standard error when a
-/// person is typing). The password never appears in arguments, where `ps`
+/// One line from standard input; a person typing gets a prompt (on standard
+/// error) and no echo. The password never appears in arguments, where `ps`
 /// and shell history would keep it.
 fn read_password() -> anyhow::Result<crate::configuration::Secret> {
     use std::io::{BufRead, IsTerminal, Write};
 
     let stdin = std::io::stdin();
-    if stdin.is_terminal() {
-        eprint!("Password (at least 12 characters; it is shown as you type): ");
+    let typing = stdin.is_terminal();
+    let stty = |mode: &str| {
+        std::process::Command::new("stty")
+            .arg(mode)
+            .stdin(std::process::Stdio::inherit())
+            .status()
+            .is_ok_and(|s| s.success())
+    };
+    let hidden = typing && stty("-echo");
+    if typing {
+        eprint!("Password (at least 12 characters): ");
         std::io::stderr().flush()?;
     }
     let mut line = String::new();
-    stdin.lock().read_line(&mut line)?;
+    let read = stdin.lock().read_line(&mut line);
+    if hidden {
+        stty("echo");
+        eprintln!();
+    }
+    read?;
     let password = line.trim_end_matches(['\n', '\r']).to_owned();
     if password.is_empty() {
         anyhow::bail!("no password on standard input");

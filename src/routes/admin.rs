@@ -8,7 +8,7 @@ use actix_web::cookie::{Cookie, SameSite, time::Duration as CookieAge};
 use actix_web::dev::{ServiceRequest, ServiceResponse};
 use actix_web::http::{Method, StatusCode, header};
 use actix_web::middleware::Next;
-use actix_web::{HttpMessage, HttpRequest, HttpResponse, web};
+use actix_web::{HttpMessage, HttpRequest, HttpResponse, ResponseError, web};
 use askama::Template;
 use chrono::{DateTime, Utc};
 use serde::Deserialize;
@@ -48,6 +48,9 @@ impl From<StaffError> for ShopError {
         match error {
             StaffError::InvalidInput(message) => ShopError::bad_request(&message),
             StaffError::Database(error) => error.into(),
+            StaffError::Busy => {
+                ShopError::busy("many logins are being checked; try again in a moment")
+            }
             other => ShopError::internal(other.into()),
         }
     }
@@ -65,22 +68,43 @@ pub async fn require_staff(
         .app_data::<web::Data<Shop>>()
         .cloned()
         .expect("the shop's state is registered");
+    // every failure below is answered here, as a page, so the answer still
+    // passes through the security headers
     let session = match request
         .cookie(STAFF_COOKIE)
         .and_then(|c| shop.session_key.verify(c.value()).map(str::to_owned))
     {
-        Some(id) => staff::session(&shop.pool, &id)
-            .await
-            .map_err(ShopError::from)?,
+        Some(id) => match staff::session(&shop.pool, &id).await {
+            Ok(session) => session,
+            Err(error) => {
+                let response = ShopError::from(error).error_response();
+                return Ok(request.into_response(response));
+            }
+        },
         None => None,
     };
     let Some(session) = session else {
         let response = unauthenticated(request.request());
         return Ok(request.into_response(response));
     };
-    if request.method() == Method::POST {
+    let reads_only = matches!(
+        *request.method(),
+        Method::GET | Method::HEAD | Method::OPTIONS
+    );
+    if !reads_only {
         // the body is read here (within the app's size limit) and handed on
-        let body = request.extract::<web::Bytes>().await?;
+        let body = match request.extract::<web::Bytes>().await {
+            Ok(body) => body,
+            Err(error) => {
+                let status = error.as_response_error().status_code();
+                let response = admin_message(
+                    status,
+                    "That form could not be read",
+                    "It was too large or cut short. Nothing was changed.",
+                );
+                return Ok(request.into_response(response));
+            }
+        };
         let token = form_urlencoded::parse(&body)
             .find(|(name, _)| name == "csrf")
             .map(|(_, value)| value.into_owned());
@@ -100,6 +124,7 @@ pub async fn require_staff(
         request.set_payload(actix_web::dev::Payload::from(body));
     }
     request.extensions_mut().insert(session);
+    // handlers answer their own errors; this fails only if actix itself does
     let mut response = next.call(request).await?.map_into_boxed_body();
     response.headers_mut().insert(
         header::CACHE_CONTROL,

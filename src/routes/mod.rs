@@ -39,6 +39,15 @@ impl ShopError {
         }
     }
 
+    /// Too much at once: a 503 whose message is safe to show.
+    pub fn busy(message: &str) -> Self {
+        Self {
+            status: StatusCode::SERVICE_UNAVAILABLE,
+            message: message.to_owned(),
+            cause: None,
+        }
+    }
+
     pub fn unavailable(cause: String) -> Self {
         Self {
             status: StatusCode::SERVICE_UNAVAILABLE,

@@ -16,11 +16,21 @@ fn invalid(error: impl std::fmt::Display) -> StaffError {
     StaffError::InvalidInput(error.to_string())
 }
 
+/// Bad input stays bad input (400); a database failure stays one (503 or
+/// 500, its text only in the log); anything else is ours (500).
 fn engine(error: inventory::InventoryError) -> StaffError {
     match error {
         inventory::InventoryError::InvalidInput(message) => StaffError::InvalidInput(message),
         inventory::InventoryError::Database(error) => StaffError::Database(error),
-        other => StaffError::InvalidInput(other.to_string()),
+        other => StaffError::Internal(other.to_string()),
+    }
+}
+
+fn order_error(error: checkout::CheckoutError) -> StaffError {
+    match error {
+        checkout::CheckoutError::InvalidInput(message) => StaffError::InvalidInput(message),
+        checkout::CheckoutError::Database(error) => StaffError::Database(error),
+        checkout::CheckoutError::Inventory(error) => engine(error),
     }
 }
 
@@ -64,47 +74,38 @@ pub async fn release_hold(
         .await?;
     let actor = staff.actor();
     let reason = "released by staff";
-    let before: Vec<String> =
-        sqlx::query_scalar("select state from holds where purchase_id = $1 order by id")
-            .bind(purchase)
-            .fetch_all(&mut *tx)
-            .await?;
-    match order {
+    let lines: i64 = sqlx::query_scalar("select count(*) from holds where purchase_id = $1")
+        .bind(purchase)
+        .fetch_one(&mut *tx)
+        .await?;
+    // the engine's own answer, under its locks: only a release this action
+    // made counts as ours, not one the shopper or the sweeper just made
+    let released = match order {
         Some(order_id) => {
-            checkout::release_order_in(&mut tx, order_id, reason, &actor, "cancelled")
+            checkout::release_order_outcome_in(&mut tx, order_id, reason, &actor, "cancelled")
                 .await
-                .map_err(|e| match e {
-                    checkout::CheckoutError::Database(error) => StaffError::Database(error),
-                    other => invalid(other),
-                })?;
+                .map_err(order_error)?
         }
-        None => {
-            match inventory::release(&mut *tx, HoldId(purchase), reason, &actor)
+        None => Some(
+            inventory::release(&mut *tx, HoldId(purchase), reason, &actor)
                 .await
-                .map_err(engine)?
-            {
-                ReleaseOutcome::Released { .. }
-                | ReleaseOutcome::AlreadyReleased { .. }
-                | ReleaseOutcome::Confirmed { .. }
-                | ReleaseOutcome::Expired { .. }
-                | ReleaseOutcome::NotFound => {}
-            }
-        }
-    }
+                .map_err(engine)?,
+        ),
+    };
     let after: String = sqlx::query_scalar("select state from holds where id = $1")
         .bind(hold)
         .fetch_one(&mut *tx)
         .await?;
-    let was_active = before
-        .iter()
-        .any(|s| s == "held" || s == "awaiting_payment");
-    let outcome = match after.as_str() {
-        "released" if was_active => HoldReleased::Released {
-            lines: before.len() as i64,
-        },
-        "confirmed" => HoldReleased::Paid,
-        other => HoldReleased::AlreadyEnded {
-            state: other.to_owned(),
+    let outcome = match released {
+        Some(ReleaseOutcome::Released { .. }) => HoldReleased::Released { lines },
+        Some(ReleaseOutcome::Confirmed { .. }) => HoldReleased::Paid,
+        Some(
+            ReleaseOutcome::AlreadyReleased { .. }
+            | ReleaseOutcome::Expired { .. }
+            | ReleaseOutcome::NotFound,
+        )
+        | None => HoldReleased::AlreadyEnded {
+            state: after.clone(),
         },
     };
     let word = match &outcome {
@@ -123,6 +124,7 @@ pub async fn release_hold(
     )
     .await?;
     tx.commit().await?;
+    super::log_action(staff, "release_hold", &hold.to_string(), word);
     Ok(outcome)
 }
 
@@ -150,17 +152,15 @@ pub async fn set_capacity(
     let id = ResourceId::parse(resource).map_err(invalid)?;
     let total = Capacity::parse(total).map_err(invalid)?;
     let mut tx = pool.begin().await?;
-    let exists: bool = sqlx::query_scalar("select exists (select 1 from resources where id = $1)")
-        .bind(id.as_str())
-        .fetch_one(&mut *tx)
-        .await?;
-    if !exists {
+    // the engine's lock mode, taken first so the recorded "from" is exact
+    let before: Option<i32> =
+        sqlx::query_scalar("select total from resources where id = $1 for no key update")
+            .bind(id.as_str())
+            .fetch_optional(&mut *tx)
+            .await?;
+    let Some(before) = before else {
         return Ok(CapacityChanged::NotFound);
-    }
-    let before: i32 = sqlx::query_scalar("select total from resources where id = $1")
-        .bind(id.as_str())
-        .fetch_one(&mut *tx)
-        .await?;
+    };
     let outcome = match inventory::upsert_resource(&mut *tx, &id, total)
         .await
         .map_err(engine)?
@@ -192,6 +192,7 @@ pub async fn set_capacity(
     };
     record(&mut tx, staff, "set_capacity", id.as_str(), word, detail).await?;
     tx.commit().await?;
+    super::log_action(staff, "set_capacity", id.as_str(), word);
     Ok(outcome)
 }
 
@@ -204,12 +205,14 @@ pub async fn repair_resource(
     let id = ResourceId::parse(resource).map_err(invalid)?;
     let mut tx = pool.begin().await?;
     let repair = inventory::repair(&mut *tx, &id).await.map_err(engine)?;
+    let mut done = None;
     if let Some(repair) = &repair {
         let word = if repair.repaired {
             "repaired"
         } else {
             "no_drift"
         };
+        done = Some(word);
         record(
             &mut tx,
             staff,
@@ -224,6 +227,9 @@ pub async fn repair_resource(
         .await?;
     }
     tx.commit().await?;
+    if let Some(word) = done {
+        super::log_action(staff, "repair_resource", id.as_str(), word);
+    }
     Ok(repair)
 }
 
@@ -236,9 +242,10 @@ pub enum RefundRetry {
     NotFound,
 }
 
-/// Run a waiting refund job now instead of after its backoff. The refund's
-/// idempotency key comes from the job, so an early retry can never refund
-/// twice, even if the job is running at this moment.
+/// Run a waiting refund job now instead of after its backoff. A job that a
+/// worker is running at this moment may then be taken by a second worker
+/// too; both send the same idempotency key (it comes from the job), so the
+/// provider refunds once.
 pub async fn retry_refund(
     pool: &PgPool,
     staff: &StaffMember,
@@ -280,5 +287,6 @@ pub async fn retry_refund(
     )
     .await?;
     tx.commit().await?;
+    super::log_action(staff, "retry_refund", &job.to_string(), word);
     Ok(outcome)
 }

@@ -37,6 +37,11 @@ pub enum StaffError {
     Database(#[from] sqlx::Error),
     #[error("password hashing failed: {0}")]
     Hashing(String),
+    /// Too many logins are being checked at once; try again shortly.
+    #[error("too many logins at once")]
+    Busy,
+    #[error("{0}")]
+    Internal(String),
 }
 
 pub type Result<T, E = StaffError> = std::result::Result<T, E>;
@@ -121,10 +126,18 @@ async fn hash_password(password: &Secret) -> Result<String> {
 /// Checks a password against a stored hash, off the async threads. An
 /// unknown address is checked against a fixed hash, so its answer takes as
 /// long as a known one's.
-async fn verify_password(stored: Option<String>, password: &Secret) -> bool {
+async fn verify_password(stored: Option<String>, password: &Secret) -> Result<bool> {
     static DUMMY: OnceLock<String> = OnceLock::new();
+    // each check takes 19 MiB and a core for a while: a flood of logins
+    // waits its turn briefly, then is turned away, rather than exhausting
+    // the machine
+    static CHECKING: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(4);
+    let _permit = tokio::time::timeout(Duration::from_secs(5), CHECKING.acquire())
+        .await
+        .map_err(|_| StaffError::Busy)?
+        .map_err(|_| StaffError::Busy)?;
     let password = password.clone();
-    tokio::task::spawn_blocking(move || {
+    let matches = tokio::task::spawn_blocking(move || {
         let known = stored.is_some();
         let stored = stored.unwrap_or_else(|| {
             DUMMY
@@ -146,7 +159,8 @@ async fn verify_password(stored: Option<String>, password: &Secret) -> bool {
         known && matches
     })
     .await
-    .unwrap_or(false)
+    .unwrap_or(false);
+    Ok(matches)
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -256,12 +270,23 @@ fn session_hash(id: &str) -> Vec<u8> {
 }
 
 /// A signed-in browser.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct Session {
     pub staff: StaffMember,
     pub csrf_token: String,
     /// The cookie's (unsigned) session id.
     pub id: String,
+}
+
+/// The id and token are bearer credentials: never printed.
+impl fmt::Debug for Session {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Session")
+            .field("staff", &self.staff)
+            .field("csrf_token", &"[redacted]")
+            .field("id", &"[redacted]")
+            .finish()
+    }
 }
 
 /// The session a cookie's id names, if it exists and has not expired.
@@ -304,6 +329,7 @@ pub async fn end_session(pool: &PgPool, session: &Session) -> Result<()> {
     )
     .await?;
     tx.commit().await?;
+    log_action(&session.staff, "logout", &session.staff.email, "ok");
     Ok(())
 }
 
@@ -375,7 +401,7 @@ pub async fn log_in(pool: &PgPool, typed_email: &str, password: &Secret) -> Resu
         }
         None => None,
     };
-    let matches = verify_password(stored.as_ref().map(|s| s.2.clone()), password).await;
+    let matches = verify_password(stored.as_ref().map(|s| s.2.clone()), password).await?;
     match stored.filter(|_| matches) {
         Some((id, email, _)) => {
             let staff = StaffMember { id, email };
@@ -396,10 +422,18 @@ pub async fn log_in(pool: &PgPool, typed_email: &str, password: &Secret) -> Resu
             .bind(SESSION_HOURS as f64)
             .execute(&mut *tx)
             .await?;
-            // old sessions of anyone are cleared as logins happen
+            // stale sessions and throttle rows of anyone go as logins happen
             sqlx::query("delete from staff_sessions where expires_at < now()")
                 .execute(&mut *tx)
                 .await?;
+            sqlx::query(
+                "delete from login_throttle \
+                  where window_started_at < now() - $1 * interval '1 minute' \
+                    and (locked_until is null or locked_until < now())",
+            )
+            .bind(WINDOW_MINUTES as f64)
+            .execute(&mut *tx)
+            .await?;
             record(
                 &mut tx,
                 &staff,
@@ -410,6 +444,7 @@ pub async fn log_in(pool: &PgPool, typed_email: &str, password: &Secret) -> Resu
             )
             .await?;
             tx.commit().await?;
+            log_action(&staff, "login", &staff.email, "ok");
             Ok(LoginOutcome::SignedIn(Session {
                 staff,
                 csrf_token,
@@ -462,8 +497,12 @@ pub async fn record(
     .bind(detail)
     .execute(&mut **tx)
     .await?;
-    tracing::info!(staff = %staff.email, action, target, outcome, "staff action");
     Ok(())
+}
+
+/// Logs a staff action once its transaction has committed.
+pub fn log_action(staff: &StaffMember, action: &str, target: &str, outcome: &str) {
+    tracing::info!(staff = %staff.email, action, target, outcome, "staff action");
 }
 
 #[cfg(test)]
