@@ -10,6 +10,7 @@ use sqlx::PgPool;
 use tokio::sync::Barrier;
 use uuid::Uuid;
 
+use crate::inventory::combiner::Combiner;
 use crate::inventory::naive::NaiveInventory;
 use crate::inventory::{
     AccountId, Capacity, HoldOutcome, HoldRequest, Inventory, Quantity, ResourceId, Span,
@@ -113,6 +114,18 @@ pub async fn race(
     })
 }
 
+/// How `throughput`'s callers take their holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum HoldPath {
+    /// One `hf_hold` call per hold.
+    Direct,
+    /// Through the combiner: concurrent holds share calls.
+    Combined,
+    /// neveroversell's `nos_hold`, in its own database on the same server.
+    Neveroversell,
+}
+
 #[derive(Debug, Clone)]
 pub struct ThroughputOptions {
     pub seconds: f64,
@@ -120,6 +133,7 @@ pub struct ThroughputOptions {
     pub resource: Option<ResourceId>,
     pub ttl: Option<Span>,
     pub sweep_every: Option<Span>,
+    pub path: HoldPath,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -164,7 +178,11 @@ pub async fn throughput(
     if options.concurrency == 0 || options.concurrency > 500 {
         anyhow::bail!("--concurrency must be between 1 and 500");
     }
-    let engine = Inventory::new(pool);
+    if options.path == HoldPath::Neveroversell {
+        return neveroversell_throughput(pool, &options).await;
+    }
+    let engine = Inventory::new(pool.clone());
+    let combiner = Combiner::new(pool);
     let resource = match options.resource.clone() {
         Some(resource) => {
             if engine.status(&resource).await?.is_none() {
@@ -195,8 +213,9 @@ pub async fn throughput(
     let start = Instant::now();
     let mut workers = Vec::with_capacity(options.concurrency);
     for worker in 0..options.concurrency {
-        let (engine, resource) = (engine.clone(), resource.clone());
+        let (engine, combiner, resource) = (engine.clone(), combiner.clone(), resource.clone());
         let ttl = options.ttl;
+        let path = options.path;
         workers.push(tokio::spawn(async move {
             let account = AccountId::parse(&format!("throughput-{worker}"))?;
             let request = HoldRequest {
@@ -211,7 +230,10 @@ pub async fn throughput(
             let mut refused = 0u64;
             while start.elapsed() < run_for {
                 let began = Instant::now();
-                let outcome = engine.hold(&request).await?;
+                let outcome = match path {
+                    HoldPath::Combined => combiner.hold(request.clone()).await?,
+                    _ => engine.hold(&request).await?,
+                };
                 latencies.push(began.elapsed());
                 match outcome {
                     HoldOutcome::Held { .. } => granted_at.push(start.elapsed()),
@@ -221,6 +243,21 @@ pub async fn throughput(
             anyhow::Ok((latencies, granted_at, refused))
         }));
     }
+    let report = collect(workers, start, &options).await;
+    if let Some(sweeper) = sweeper {
+        sweeper.abort();
+    }
+    report
+}
+
+type WorkerResult = anyhow::Result<(Vec<Duration>, Vec<Duration>, u64)>;
+
+/// Latencies and grant times from every caller, as one report.
+async fn collect(
+    workers: Vec<tokio::task::JoinHandle<WorkerResult>>,
+    start: Instant,
+    options: &ThroughputOptions,
+) -> anyhow::Result<ThroughputReport> {
     let mut latencies = Vec::new();
     let mut granted_at = Vec::new();
     let mut refused = 0;
@@ -231,9 +268,6 @@ pub async fn throughput(
         refused += r;
     }
     let seconds = start.elapsed().as_secs_f64();
-    if let Some(sweeper) = sweeper {
-        sweeper.abort();
-    }
 
     latencies.sort();
     let percentile = |p: f64| -> f64 {
@@ -258,5 +292,185 @@ pub async fn throughput(
         p50_ms: percentile(0.50),
         p99_ms: percentile(0.99),
         per_second,
+    })
+}
+
+/// neveroversell 0.1.0's SQL, in its own database on the same server, driven
+/// by the same number of callers for the same time (`nos_hold`, one unit,
+/// no key, the same TTL).
+async fn neveroversell_throughput(
+    pool: PgPool,
+    options: &ThroughputOptions,
+) -> anyhow::Result<ThroughputReport> {
+    use anyhow::Context;
+
+    let sql = neveroversell_sql()?;
+    let database = "holdfast_neveroversell_bench";
+    sqlx::query(&format!("drop database if exists {database} with (force)"))
+        .execute(&pool)
+        .await?;
+    // a fixed identifier: DDL takes no bind parameters
+    sqlx::query(&format!("create database {database}"))
+        .execute(&pool)
+        .await?;
+    let nos = sqlx::postgres::PgPoolOptions::new()
+        .max_connections(options.concurrency as u32 + 2)
+        .connect_with(pool.connect_options().as_ref().clone().database(database))
+        .await?;
+    for file in ["001_schema.sql", "002_functions.sql", "003_views.sql"] {
+        let text = std::fs::read_to_string(sql.join(file))
+            .with_context(|| format!("cannot read neveroversell's {file}"))?;
+        sqlx::raw_sql(&text).execute(&nos).await?;
+    }
+    sqlx::query("select nos_upsert_resource('hot', $1)")
+        .bind(i32::MAX / 2)
+        .execute(&nos)
+        .await?;
+    let run_for = Duration::from_secs_f64(options.seconds);
+    let start = Instant::now();
+    let mut workers = Vec::with_capacity(options.concurrency);
+    for worker in 0..options.concurrency {
+        let nos = nos.clone();
+        let ttl = options.ttl.map(Span::seconds);
+        workers.push(tokio::spawn(async move {
+            let account = format!("throughput-{worker}");
+            let mut latencies = Vec::new();
+            let mut granted_at = Vec::new();
+            let mut refused = 0u64;
+            while start.elapsed() < run_for {
+                let began = Instant::now();
+                let status: String = sqlx::query_scalar(
+                    "select (nos_hold('hot', 1, $1, null, $2::float8 * interval '1 second')).status",
+                )
+                .bind(&account)
+                .bind(ttl)
+                .fetch_one(&nos)
+                .await?;
+                latencies.push(began.elapsed());
+                if status == "held" {
+                    granted_at.push(start.elapsed());
+                } else {
+                    refused += 1;
+                }
+            }
+            anyhow::Ok((latencies, granted_at, refused))
+        }));
+    }
+    let report = collect(workers, start, options).await;
+    nos.close().await;
+    report
+}
+
+/// Where neveroversell's SQL files are: `HOLDFAST_NEVEROVERSELL_SQL`, else
+/// `.holdfast/neveroversell/neveroversell/sql`, fetched from PyPI with pip
+/// on first use (its code is read at run time, never copied here).
+fn neveroversell_sql() -> anyhow::Result<std::path::PathBuf> {
+    use std::path::PathBuf;
+    use std::process::Command;
+
+    if let Ok(dir) = std::env::var("HOLDFAST_NEVEROVERSELL_SQL") {
+        return Ok(PathBuf::from(dir));
+    }
+    let home = PathBuf::from(".holdfast/neveroversell");
+    let sql = home.join("neveroversell/sql");
+    if sql.join("002_functions.sql").exists() {
+        return Ok(sql);
+    }
+    std::fs::create_dir_all(&home)?;
+    let fetched = Command::new("python3")
+        .args([
+            "-m",
+            "pip",
+            "download",
+            "--quiet",
+            "--no-deps",
+            "neveroversell==0.1.0",
+            "-d",
+        ])
+        .arg(&home)
+        .status()
+        .map(|s| s.success())
+        .unwrap_or(false);
+    let wheel = std::fs::read_dir(&home)?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .find(|p| p.extension().is_some_and(|x| x == "whl"));
+    let unpacked = match (&wheel, fetched) {
+        (Some(wheel), _) => Command::new("python3")
+            .args(["-m", "zipfile", "-e"])
+            .arg(wheel)
+            .arg(&home)
+            .status()
+            .map(|s| s.success())
+            .unwrap_or(false),
+        (None, _) => false,
+    };
+    if !unpacked || !sql.join("002_functions.sql").exists() {
+        anyhow::bail!(
+            "neveroversell's SQL is not at {} and pip could not fetch it; run \
+             `python3 -m pip download --no-deps neveroversell==0.1.0` and unzip the wheel, \
+             or set HOLDFAST_NEVEROVERSELL_SQL to its sql folder",
+            sql.display()
+        );
+    }
+    Ok(sql)
+}
+
+/// `throughput --compare-neveroversell`: three runs in one process against
+/// one server, the same callers and seconds each.
+#[derive(Debug, Clone, Serialize)]
+pub struct Comparison {
+    pub concurrency: usize,
+    pub direct: ThroughputReport,
+    pub combined: ThroughputReport,
+    pub neveroversell: ThroughputReport,
+    /// Combined holds per second over neveroversell's.
+    pub combined_vs_neveroversell: f64,
+    /// Combined holds per second over the direct path's.
+    pub combined_vs_direct: f64,
+}
+
+impl Comparison {
+    pub fn lines(&self) -> String {
+        format!(
+            "{} callers, one hot resource each run\n\
+             direct         {}\n\
+             combined       {}\n\
+             neveroversell  {}\n\
+             combined / neveroversell = {:.1}×, combined / direct = {:.1}×",
+            self.concurrency,
+            self.direct.line(),
+            self.combined.line(),
+            self.neveroversell.line(),
+            self.combined_vs_neveroversell,
+            self.combined_vs_direct,
+        )
+    }
+}
+
+pub async fn compare(pool: PgPool, options: ThroughputOptions) -> anyhow::Result<Comparison> {
+    let run = |path| {
+        let options = ThroughputOptions {
+            path,
+            ..options.clone()
+        };
+        throughput(pool.clone(), options)
+    };
+    let direct = run(HoldPath::Direct).await?;
+    let combined = run(HoldPath::Combined).await?;
+    let neveroversell = run(HoldPath::Neveroversell).await?;
+    let ratio = |a: &ThroughputReport, b: &ThroughputReport| {
+        if b.holds_per_second > 0.0 {
+            a.holds_per_second / b.holds_per_second
+        } else {
+            f64::INFINITY
+        }
+    };
+    Ok(Comparison {
+        concurrency: options.concurrency,
+        combined_vs_neveroversell: ratio(&combined, &neveroversell),
+        combined_vs_direct: ratio(&combined, &direct),
+        direct,
+        combined,
+        neveroversell,
     })
 }

@@ -144,6 +144,14 @@ enum Command {
         /// Also print holds granted in each second
         #[arg(long)]
         per_second: bool,
+        /// Take holds through the combiner (concurrent holds share calls)
+        #[arg(long)]
+        combine: bool,
+        /// Run the direct path, the combiner and neveroversell's nos_hold
+        /// (fetched from PyPI, in its own database on the same server) one
+        /// after another with the same callers, and print the ratios
+        #[arg(long, conflicts_with_all = ["combine", "resource"])]
+        compare_neveroversell: bool,
     },
 }
 
@@ -543,6 +551,8 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             ttl,
             sweep_every,
             per_second,
+            combine,
+            compare_neveroversell,
         } => {
             let options = bench::ThroughputOptions {
                 seconds,
@@ -556,7 +566,17 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                     .as_deref()
                     .map(|t| Span::parse_text("--sweep-every", t))
                     .transpose()?,
+                path: if combine {
+                    bench::HoldPath::Combined
+                } else {
+                    bench::HoldPath::Direct
+                },
             };
+            if compare_neveroversell {
+                let comparison = bench::compare(pool, options).await?;
+                print(json, &comparison, || comparison.lines());
+                return Ok(ExitCode::SUCCESS);
+            }
             let report = bench::throughput(pool, options).await?;
             if json {
                 let mut value = serde_json::json!({

@@ -6,6 +6,7 @@
 //! results come back as enums to match exhaustively; `InventoryError` is
 //! only for bad input and infrastructure failures.
 
+pub mod combiner;
 pub mod domain;
 pub mod naive;
 
@@ -372,6 +373,25 @@ struct ResultRow {
 }
 
 impl ResultRow {
+    /// What hf_hold and hf_hold_many answer, read.
+    fn hold_outcome(&self) -> Result<HoldOutcome> {
+        Ok(match self.status.as_str() {
+            "held" => HoldOutcome::Held {
+                hold: self.hold()?,
+                available: self.available()?,
+            },
+            "replayed" => HoldOutcome::Replayed { hold: self.hold()? },
+            "insufficient" => HoldOutcome::Insufficient {
+                available: self.available()?,
+            },
+            "account_cap" => HoldOutcome::AccountCap {
+                remaining: self.available()?,
+            },
+            "unknown_resource" => HoldOutcome::UnknownResource,
+            _ => return Err(self.unexpected()),
+        })
+    }
+
     fn unexpected(&self) -> InventoryError {
         InventoryError::Unexpected(format!("status {:?}", self.status))
     }
@@ -532,21 +552,12 @@ impl Inventory {
         .fetch_one(&self.pool)
         .await
         .map_err(classify)?;
-        Ok(match row.status.as_str() {
-            "held" => HoldOutcome::Held {
-                hold: row.hold()?,
-                available: row.available()?,
-            },
-            "replayed" => HoldOutcome::Replayed { hold: row.hold()? },
-            "insufficient" => HoldOutcome::Insufficient {
-                available: row.available()?,
-            },
-            "account_cap" => HoldOutcome::AccountCap {
-                remaining: row.available()?,
-            },
-            "unknown_resource" => HoldOutcome::UnknownResource,
-            _ => return Err(row.unexpected()),
-        })
+        row.hold_outcome()
+    }
+
+    /// Several holds on one resource in one call; see [`hold_many`].
+    pub async fn hold_many(&self, requests: &[HoldRequest]) -> Result<Vec<HoldOutcome>> {
+        hold_many(&self.pool, requests).await
     }
 
     /// Hold every line of a basket, or none of them.
@@ -838,6 +849,52 @@ pub async fn confirm<'e>(
         "not_found" => ConfirmOutcome::NotFound,
         _ => return Err(row.unexpected()),
     })
+}
+
+/// Several holds on one resource, decided together under one lock and
+/// committed together, each answered as [`Inventory::hold`] would answer
+/// it, in the order given. All requests must name the same resource and
+/// carry the same TTL.
+pub async fn hold_many<'e>(
+    executor: impl sqlx::PgExecutor<'e>,
+    requests: &[HoldRequest],
+) -> Result<Vec<HoldOutcome>> {
+    let Some(first) = requests.first() else {
+        return Ok(Vec::new());
+    };
+    if requests
+        .iter()
+        .any(|r| r.resource != first.resource || r.ttl != first.ttl)
+    {
+        return Err(InventoryError::InvalidInput(
+            "a batch is for one resource and one TTL".into(),
+        ));
+    }
+    let qtys: Vec<i32> = requests.iter().map(|r| r.qty.get()).collect();
+    let accounts: Vec<&str> = requests.iter().map(|r| r.account.as_str()).collect();
+    let keys: Vec<Option<&str>> = requests
+        .iter()
+        .map(|r| r.idempotency_key.as_ref().map(IdempotencyKey::as_str))
+        .collect();
+    let rows: Vec<ResultRow> = sqlx::query_as(
+        "select * from hf_hold_many($1, $2, $3, $4, $5::float8 * interval '1 second')",
+    )
+    .bind(first.resource.as_str())
+    .bind(&qtys)
+    .bind(&accounts)
+    .bind(&keys)
+    .bind(first.ttl.map(Span::seconds))
+    .fetch_all(executor)
+    .await
+    .map_err(classify)?;
+    if rows.len() != requests.len() {
+        return Err(InventoryError::Unexpected(format!(
+            "{} answers for {} requests",
+            rows.len(),
+            requests.len()
+        )));
+    }
+    rows.iter().map(ResultRow::hold_outcome).collect()
 }
 
 /// Create a resource or change its total; see [`Inventory::upsert_resource`].

@@ -6,6 +6,7 @@ mod baskets;
 mod browser;
 mod checkout;
 mod cli;
+mod combining;
 mod health;
 mod helpers;
 mod journey;
