@@ -6,6 +6,23 @@
 -- outcomes as hf_hold (held | replayed | insufficient | account_cap |
 -- unknown_resource), and the CHECK on resources is still the last word.
 
+-- Time-ordered ids (the layout of UUID version 7: 48 bits of milliseconds,
+-- then random bits). New holds land at the right edge of the id indexes
+-- instead of at random pages, so inserting stays as cheap with millions of
+-- old holds in the table as with none.
+create function hf_uuid_v7() returns uuid
+language sql volatile as $$
+    select encode(
+        set_bit(set_bit(
+            overlay(uuid_send(gen_random_uuid())
+                    placing substring(int8send((extract(epoch from clock_timestamp()) * 1000)::bigint) from 3)
+                    from 1 for 6),
+            52, 1), 53, 1),
+        'hex')::uuid;
+$$;
+
+alter table holds alter column id set default hf_uuid_v7();
+
 create function hf_hold_many(p_resource text, p_qtys integer[], p_accounts text[],
                              p_keys text[], p_ttl interval default null)
 returns setof hold_result
@@ -159,7 +176,7 @@ begin
         end if;
 
         v_status[i] := 'held';
-        v_hold[i] := gen_random_uuid();
+        v_hold[i] := hf_uuid_v7();
         v_granted := v_granted + p_qtys[i];
         v_available := v_available - p_qtys[i];
         v_left[i] := v_available;
