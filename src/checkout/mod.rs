@@ -236,6 +236,52 @@ struct PricedProduct {
     currency: String,
 }
 
+/// The lines that cannot fit, judged from the committed counters, for
+/// resources with nothing due to expire (where the locked path could free
+/// units, it decides).
+async fn short_without_lock(
+    pool: &PgPool,
+    lines: &[OrderLine],
+    products: &[PricedProduct],
+) -> Result<Vec<ShortLine>> {
+    let resource_of = |line: &OrderLine| {
+        products
+            .iter()
+            .find(|p| p.id == line.product_id)
+            .map(|p| p.resource_id.clone())
+            .unwrap_or_default()
+    };
+    let resources: Vec<String> = lines.iter().map(resource_of).collect();
+    let available: Vec<(String, i32)> = sqlx::query_as(
+        "select id, total - held - sold from resources \
+          where id = any($1) and coalesce(next_expiry > now(), true)",
+    )
+    .bind(&resources)
+    .fetch_all(pool)
+    .await?;
+    // a resource named by several lines needs their sum
+    let wanted = |resource: &str| -> i32 {
+        lines
+            .iter()
+            .filter(|l| resource_of(l) == resource)
+            .map(|l| l.qty)
+            .sum()
+    };
+    Ok(lines
+        .iter()
+        .filter_map(|line| {
+            let resource = resource_of(line);
+            let (_, left) = available.iter().find(|(id, _)| *id == resource)?;
+            (wanted(&resource) > *left).then(|| ShortLine {
+                product_id: line.product_id.clone(),
+                name: line.name.clone(),
+                requested: line.qty,
+                available: (*left).max(0),
+            })
+        })
+        .collect())
+}
+
 /// Step one of checkout: in one transaction, the pending order and a hold on
 /// every line. Nothing is held when anything is short.
 pub async fn start_checkout(pool: &PgPool, start: &CheckoutStart) -> Result<StartOutcome> {
@@ -289,6 +335,20 @@ pub async fn start_checkout(pool: &PgPool, start: &CheckoutStart) -> Result<Star
             qty: qty.get(),
             unit_price_minor: p.price_minor,
         });
+    }
+
+    // A refusal may be decided without the lock, as the engine decides
+    // one: when a line does not fit in what the committed counters leave
+    // and nothing is due to expire, the crowd at a sold-out product is
+    // answered from one read and writes nothing. A grant always goes
+    // through the locked path below.
+    let short = short_without_lock(pool, &lines, &products).await?;
+    if !short.is_empty() {
+        // a double submit that raced the first one's hold is still that order
+        if let Some(order) = order_by_checkout_key(pool, start.checkout_key.as_str()).await? {
+            return Ok(StartOutcome::AlreadyStarted { order });
+        }
+        return Ok(StartOutcome::Unavailable { lines: short });
     }
 
     let mut tx = pool.begin().await?;

@@ -848,3 +848,48 @@ async fn the_shop_refuses_bad_input_clearly_and_changes_nothing() {
         .unwrap();
     assert!(slots.contains("Bakery pickup") && !slots.contains("Harbour Lights"));
 }
+
+#[tokio::test]
+async fn checkouts_for_a_sold_out_product_are_refused_without_the_lock_or_an_order() {
+    let app = spawn_app().await;
+    app.load_demo().await;
+    let shopper = browser();
+    app.add(&shopper, "harbour-lights-vip", 2).await;
+    // everything else is taken by a held (not yet due) hold
+    hold_ok(
+        &app.db.inventory(),
+        &request(&rid("harbour-lights-vip"), 19, "someone-else"),
+    )
+    .await;
+    // another transaction holds the resource's row lock: the locked path
+    // would wait for it; a refusal must not
+    let mut locker = app.db.pool.begin().await.unwrap();
+    sqlx::query("select 1 from resources where id = 'harbour-lights-vip' for update")
+        .execute(&mut *locker)
+        .await
+        .unwrap();
+    let response = tokio::time::timeout(Duration::from_secs(5), app.checkout(&shopper))
+        .await
+        .expect("a sold-out checkout answered without waiting for the lock");
+    assert_eq!(response.status(), 409);
+    let page = response.text().await.unwrap();
+    assert!(page.contains("Harbour Lights — VIP: only 1 left"), "{page}");
+    locker.rollback().await.unwrap();
+    let orders: i64 = sqlx::query_scalar("select count(*) from orders")
+        .fetch_one(&app.db.pool)
+        .await
+        .unwrap();
+    assert_eq!(orders, 0);
+    // one unit fits: that checkout goes through the locked path and holds it
+    let fits = browser();
+    app.add(&fits, "harbour-lights-vip", 1).await;
+    assert_eq!(app.checkout(&fits).await.status(), 303);
+    let status = app
+        .db
+        .inventory()
+        .status(&rid("harbour-lights-vip"))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(status.available, 0);
+}
