@@ -38,8 +38,9 @@ declare
     v_granted integer := 0;
     v_swept boolean := false;
     v_mine integer;
-    v_existing uuid;
     v_status text[] := '{}';
+    v_replayed_from integer[] := '{}';
+    v_replies hold_result[] := '{}';
     v_hold uuid[] := '{}';
     v_left integer[] := '{}';
     res hold_result;
@@ -106,6 +107,14 @@ begin
 
     -- lock: this resource
     select * into r from resources where id = p_resource for no key update;
+    -- then, with a cap across resources, every account of the batch, in
+    -- the order of their lock keys, so two batches can never wait on each
+    -- other (hf_hold takes one such lock, also after its resource lock)
+    if s.account_cap is not null and s.cap_scope = 'global' then
+        perform pg_advisory_xact_lock(k)
+           from (select distinct hashtextextended('holdfast.account:' || a, 0) as k
+                   from unnest(p_accounts) a order by 1) keys;
+    end if;
     v_now := clock_timestamp();
     v_available := r.total - r.held - r.sold;
 
@@ -119,17 +128,21 @@ begin
                 if v_status[j] = 'held' and p_keys[j] = p_keys[i] and p_accounts[j] = p_accounts[i] then
                     v_status[i] := 'replayed';
                     v_hold[i] := v_hold[j];
+                    v_replayed_from[i] := j;
                     exit;
                 end if;
             end loop;
             -- in an earlier call?
             if v_status[i] is null then
-                select id into v_existing from holds
+                select * into h from holds
                  where resource_id = p_resource and account_id = p_accounts[i]
                    and idempotency_key = p_keys[i];
                 if found then
                     v_status[i] := 'replayed';
-                    v_hold[i] := v_existing;
+                    v_hold[i] := h.id;
+                    -- answered as the row is now, before a later request's
+                    -- lazy expiry could change it
+                    v_replies[i] := hf_hold_row('replayed', h, v_available);
                 end if;
             end if;
             if v_status[i] is not null then
@@ -154,10 +167,6 @@ begin
         end if;
 
         if s.account_cap is not null then
-            if s.cap_scope = 'global' then
-                -- lock: this account, after the resource lock (as in hf_hold)
-                perform pg_advisory_xact_lock(hashtextextended('holdfast.account:' || p_accounts[i], 0));
-            end if;
             select coalesce(sum(qty), 0) into v_mine from holds
              where account_id = p_accounts[i]
                and (s.cap_scope = 'global' or resource_id = p_resource)
@@ -214,9 +223,19 @@ begin
             res.expires_at := v_now + v_ttl;
             res.available := v_left[i];
             res.extensions := 0;
+        elsif v_status[i] = 'replayed' and v_replayed_from[i] is not null then
+            -- a key repeated in this batch: its first request's fresh row
+            res.status := 'replayed';
+            res.hold_id := v_hold[i];
+            res.resource_id := p_resource;
+            res.account_id := p_accounts[i];
+            res.qty := p_qtys[v_replayed_from[i]];
+            res.state := 'held';
+            res.expires_at := v_now + v_ttl;
+            res.available := v_left[i];
+            res.extensions := 0;
         elsif v_status[i] = 'replayed' then
-            select * into h from holds where id = v_hold[i];
-            res := hf_hold_row('replayed', h, v_left[i]);
+            res := v_replies[i];
         else
             res.status := v_status[i];
             res.resource_id := p_resource;

@@ -234,52 +234,38 @@ struct PricedProduct {
     name: String,
     price_minor: i64,
     currency: String,
+    /// What the resource's committed counters leave, read without a lock.
+    left: i32,
+    /// Nothing on the resource is due to expire, so `left` is the answer
+    /// the locked path would give.
+    settled: bool,
 }
 
-/// The lines that cannot fit, judged from the committed counters, for
-/// resources with nothing due to expire (where the locked path could free
-/// units, it decides).
-async fn short_without_lock(
-    pool: &PgPool,
-    lines: &[OrderLine],
-    products: &[PricedProduct],
-) -> Result<Vec<ShortLine>> {
-    let resource_of = |line: &OrderLine| {
-        products
-            .iter()
-            .find(|p| p.id == line.product_id)
-            .map(|p| p.resource_id.clone())
-            .unwrap_or_default()
-    };
-    let resources: Vec<String> = lines.iter().map(resource_of).collect();
-    let available: Vec<(String, i32)> = sqlx::query_as(
-        "select id, total - held - sold from resources \
-          where id = any($1) and coalesce(next_expiry > now(), true)",
-    )
-    .bind(&resources)
-    .fetch_all(pool)
-    .await?;
+/// The lines that cannot fit, judged from the committed counters read with
+/// the products, for resources with nothing due to expire (where the locked
+/// path could free units, it decides).
+fn short_without_lock(lines: &[OrderLine], products: &[PricedProduct]) -> Vec<ShortLine> {
+    let product = |line: &OrderLine| products.iter().find(|p| p.id == line.product_id);
     // a resource named by several lines needs their sum
     let wanted = |resource: &str| -> i32 {
         lines
             .iter()
-            .filter(|l| resource_of(l) == resource)
+            .filter(|l| product(l).is_some_and(|p| p.resource_id == resource))
             .map(|l| l.qty)
             .sum()
     };
-    Ok(lines
+    lines
         .iter()
         .filter_map(|line| {
-            let resource = resource_of(line);
-            let (_, left) = available.iter().find(|(id, _)| *id == resource)?;
-            (wanted(&resource) > *left).then(|| ShortLine {
+            let p = product(line).filter(|p| p.settled)?;
+            (wanted(&p.resource_id) > p.left).then(|| ShortLine {
                 product_id: line.product_id.clone(),
                 name: line.name.clone(),
                 requested: line.qty,
-                available: (*left).max(0),
+                available: p.left.max(0),
             })
         })
-        .collect())
+        .collect()
 }
 
 /// Step one of checkout: in one transaction, the pending order and a hold on
@@ -298,8 +284,10 @@ pub async fn start_checkout(pool: &PgPool, start: &CheckoutStart) -> Result<Star
     }
     let ids: Vec<&str> = wanted.iter().map(|(id, _)| id.as_str()).collect();
     let products: Vec<PricedProduct> = sqlx::query_as(
-        "select id, resource_id, name, price_minor, currency from products \
-          where active and id = any($1)",
+        "select p.id, p.resource_id, p.name, p.price_minor, p.currency, \
+                r.total - r.held - r.sold as left, coalesce(r.next_expiry > now(), true) as settled \
+           from products p join resources r on r.id = p.resource_id \
+          where p.active and p.id = any($1)",
     )
     .bind(&ids)
     .fetch_all(pool)
@@ -342,7 +330,7 @@ pub async fn start_checkout(pool: &PgPool, start: &CheckoutStart) -> Result<Star
     // and nothing is due to expire, the crowd at a sold-out product is
     // answered from one read and writes nothing. A grant always goes
     // through the locked path below.
-    let short = short_without_lock(pool, &lines, &products).await?;
+    let short = short_without_lock(&lines, &products);
     if !short.is_empty() {
         // a double submit that raced the first one's hold is still that order
         if let Some(order) = order_by_checkout_key(pool, start.checkout_key.as_str()).await? {

@@ -361,6 +361,10 @@ async fn neveroversell_throughput(
     report
 }
 
+/// SHA-256 of neveroversell-0.1.0-py3-none-any.whl on PyPI.
+const NEVEROVERSELL_WHEEL_SHA256: &str =
+    "6c17b9be26d2e0ed1918a19fccb329c931b39911301696932196c1cee2c103a4";
+
 /// Where neveroversell's SQL files are: `HOLDFAST_NEVEROVERSELL_SQL`, else
 /// `.holdfast/neveroversell/neveroversell/sql`, fetched from PyPI with pip
 /// on first use (its code is read at run time, never copied here).
@@ -377,6 +381,12 @@ fn neveroversell_sql() -> anyhow::Result<std::path::PathBuf> {
         return Ok(sql);
     }
     std::fs::create_dir_all(&home)?;
+    // pinned to the wheel's hash: pip refuses anything else
+    let requirements = home.join("requirements.txt");
+    std::fs::write(
+        &requirements,
+        format!("neveroversell==0.1.0 --hash=sha256:{NEVEROVERSELL_WHEEL_SHA256}\n"),
+    )?;
     let fetched = Command::new("python3")
         .args([
             "-m",
@@ -384,26 +394,22 @@ fn neveroversell_sql() -> anyhow::Result<std::path::PathBuf> {
             "download",
             "--quiet",
             "--no-deps",
-            "neveroversell==0.1.0",
-            "-d",
+            "--require-hashes",
+            "-r",
         ])
+        .arg(&requirements)
+        .arg("-d")
         .arg(&home)
         .status()
-        .map(|s| s.success())
-        .unwrap_or(false);
-    let wheel = std::fs::read_dir(&home)?
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .find(|p| p.extension().is_some_and(|x| x == "whl"));
-    let unpacked = match (&wheel, fetched) {
-        (Some(wheel), _) => Command::new("python3")
+        .is_ok_and(|s| s.success());
+    let wheel = home.join("neveroversell-0.1.0-py3-none-any.whl");
+    let unpacked = fetched
+        && Command::new("python3")
             .args(["-m", "zipfile", "-e"])
-            .arg(wheel)
+            .arg(&wheel)
             .arg(&home)
             .status()
-            .map(|s| s.success())
-            .unwrap_or(false),
-        (None, _) => false,
-    };
+            .is_ok_and(|s| s.success());
     if !unpacked || !sql.join("002_functions.sql").exists() {
         anyhow::bail!(
             "neveroversell's SQL is not at {} and pip could not fetch it; run \

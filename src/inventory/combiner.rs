@@ -11,6 +11,7 @@
 //! the CHECK on `resources` is still the last word.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use sqlx::PgPool;
@@ -25,8 +26,12 @@ pub const MAX_BATCH: usize = 512;
 #[derive(Debug, Clone)]
 pub struct Combiner {
     pool: PgPool,
-    queues: Arc<Mutex<HashMap<String, Arc<Queue>>>>,
+    queues: Queues,
+    /// Calls made to the database so far (for the curious and the tests).
+    calls: Arc<AtomicU64>,
 }
+
+type Queues = Arc<Mutex<HashMap<String, Arc<Queue>>>>;
 
 #[derive(Debug, Default)]
 struct Queue {
@@ -51,13 +56,20 @@ impl Combiner {
         Self {
             pool,
             queues: Arc::default(),
+            calls: Arc::default(),
         }
+    }
+
+    /// How many database calls the holds so far took.
+    pub fn calls(&self) -> u64 {
+        self.calls.load(Ordering::Relaxed)
     }
 
     /// Hold units of one resource, as [`super::Inventory::hold`] does,
     /// together with whatever else is waiting for the same resource.
     pub async fn hold(&self, request: HoldRequest) -> Result<HoldOutcome> {
-        let queue = self.queue(request.resource.as_str());
+        let request_resource = request.resource.as_str().to_owned();
+        let queue = self.queue(&request_resource);
         let (reply, answer) = oneshot::channel();
         let lead = {
             let mut state = queue.state.lock().expect("queue lock");
@@ -67,7 +79,15 @@ impl Combiner {
         if lead {
             // its own task: a caller that goes away (a closed connection)
             // must not strand the others waiting behind it
-            tokio::spawn(drain(self.pool.clone(), queue));
+            let flight = Flight {
+                pool: self.pool.clone(),
+                queues: self.queues.clone(),
+                resource: request_resource,
+                queue,
+                calls: self.calls.clone(),
+                landed: false,
+            };
+            tokio::spawn(flight.drain());
         }
         answer.await.unwrap_or_else(|_| {
             Err(InventoryError::Unexpected(
@@ -82,33 +102,82 @@ impl Combiner {
     }
 }
 
-/// Send what waits, call after call, until nothing does.
-async fn drain(pool: PgPool, queue: Arc<Queue>) {
-    loop {
-        // Callers just answered are runnable now and about to ask again:
-        // one turn of the scheduler lets them join this call instead of
-        // each leading a call of one. A yield, not a timer.
-        tokio::task::yield_now().await;
-        let batch: Vec<Waiting> = {
-            let mut state = queue.state.lock().expect("queue lock");
-            if state.waiting.is_empty() {
-                state.flying = false;
-                return;
+/// The task that sends one resource's queue, call after call, until it is
+/// empty. If it ends any other way (a panic, a runtime shutting down), its
+/// drop lets the queue fly again and tells those waiting.
+struct Flight {
+    pool: PgPool,
+    queues: Queues,
+    resource: String,
+    queue: Arc<Queue>,
+    calls: Arc<AtomicU64>,
+    landed: bool,
+}
+
+impl Flight {
+    async fn drain(mut self) {
+        loop {
+            // Callers just answered are runnable now and about to ask
+            // again: one turn of the scheduler lets them join this call
+            // instead of each leading a call of one. A yield, not a timer.
+            tokio::task::yield_now().await;
+            let batch: Vec<Waiting> = {
+                let mut state = self.queue.state.lock().expect("queue lock");
+                // a caller that stopped waiting before its call went out
+                // gets no hold, as a direct call never sent would not
+                state.waiting.retain(|w| !w.reply.is_closed());
+                if state.waiting.is_empty() {
+                    state.flying = false;
+                    drop(state);
+                    self.landed = true;
+                    self.forget_if_idle();
+                    return;
+                }
+                let take = state.waiting.len().min(MAX_BATCH);
+                state.waiting.drain(..take).collect()
+            };
+            // one call per run of equal TTLs, in arrival order
+            let mut rest = batch;
+            while !rest.is_empty() {
+                let ttl = rest[0].request.ttl;
+                let split = rest
+                    .iter()
+                    .position(|w| w.request.ttl != ttl)
+                    .unwrap_or(rest.len());
+                let tail = rest.split_off(split);
+                self.calls.fetch_add(1, Ordering::Relaxed);
+                send(&self.pool, rest).await;
+                rest = tail;
             }
-            let take = state.waiting.len().min(MAX_BATCH);
-            state.waiting.drain(..take).collect()
+        }
+    }
+
+    /// An idle queue leaves the map, so made-up resource ids cannot grow it.
+    fn forget_if_idle(&self) {
+        let mut queues = self.queues.lock().expect("queues lock");
+        let idle = {
+            let state = self.queue.state.lock().expect("queue lock");
+            !state.flying && state.waiting.is_empty()
         };
-        // one call per run of equal TTLs, in arrival order
-        let mut rest = batch;
-        while !rest.is_empty() {
-            let ttl = rest[0].request.ttl;
-            let split = rest
-                .iter()
-                .position(|w| w.request.ttl != ttl)
-                .unwrap_or(rest.len());
-            let tail = rest.split_off(split);
-            send(&pool, rest).await;
-            rest = tail;
+        if idle
+            && queues
+                .get(&self.resource)
+                .is_some_and(|q| Arc::ptr_eq(q, &self.queue))
+        {
+            queues.remove(&self.resource);
+        }
+    }
+}
+
+impl Drop for Flight {
+    fn drop(&mut self) {
+        if self.landed {
+            return;
+        }
+        // dropping the waiting senders answers their callers with an error
+        if let Ok(mut state) = self.queue.state.lock() {
+            state.waiting.clear();
+            state.flying = false;
         }
     }
 }

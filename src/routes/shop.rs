@@ -253,6 +253,17 @@ async fn basket_page(
         Some(id) => basket::lines(&shop.pool, &id).await?,
         None => Vec::new(),
     };
+    basket_page_of(shop, rows, status, problems, error)
+}
+
+/// The basket page for rows already read.
+fn basket_page_of(
+    shop: &Shop,
+    rows: Vec<basket::BasketLine>,
+    status: StatusCode,
+    problems: Vec<String>,
+    error: String,
+) -> Result<HttpResponse, ShopError> {
     let currency = rows
         .first()
         .map(|r| r.currency.clone())
@@ -359,10 +370,10 @@ pub async fn start_checkout(
         account: AccountId::parse(&format!("basket:{basket}"))
             .map_err(|e| ShopError::bad_request(&e.0))?,
         lines: lines
-            .into_iter()
+            .iter()
             .map(|line| {
                 Ok(WantedLine {
-                    product_id: line.product_id,
+                    product_id: line.product_id.clone(),
                     qty: Quantity::parse(i64::from(line.qty))?,
                 })
             })
@@ -371,6 +382,7 @@ pub async fn start_checkout(
         customer,
         provider,
     };
+    let basket_rows = lines;
     let (order, lines) = match checkout::start_checkout(&shop.pool, &start).await? {
         StartOutcome::Started { order, lines } => (order, lines),
         StartOutcome::AlreadyStarted { order } => {
@@ -379,14 +391,14 @@ pub async fn start_checkout(
             )));
         }
         StartOutcome::Unavailable { lines } | StartOutcome::OverLimit { lines } => {
-            return basket_page(
+            // the basket as read above: nothing in it changed
+            return basket_page_of(
                 &shop,
-                &request,
+                basket_rows,
                 StatusCode::CONFLICT,
                 describe_short(&lines),
                 String::new(),
-            )
-            .await;
+            );
         }
         StartOutcome::UnknownProducts { ids } => {
             basket::remove(&shop.pool, &basket, &ids).await?;

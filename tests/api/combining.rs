@@ -228,6 +228,8 @@ async fn five_hundred_combined_buyers_get_exactly_ten_units() {
     let status = inventory.status(&r).await.unwrap().unwrap();
     assert_eq!((status.held, status.available), (10, 0));
     assert_eq!(events_per_hold(&db).await, vec![1; 10]);
+    // they were combined: far fewer calls than buyers
+    assert!(combiner.calls() < 100, "{} calls", combiner.calls());
     assert_no_drift(&inventory).await;
 }
 
@@ -338,4 +340,175 @@ async fn a_process_killed_with_batches_in_flight_leaves_nothing_half_written() {
     assert_eq!(rows, held);
     assert_eq!(without_event, 0);
     assert!(rows >= 500);
+}
+
+#[tokio::test]
+async fn lazy_expiry_after_an_earlier_grant_in_the_batch_counts_that_grant() {
+    let db = TestDb::new().await;
+    let inventory = db.inventory();
+    let r = resource(&inventory, "late-lazy", 3).await;
+    for who in ["gone-1", "gone-2"] {
+        let mut short = request(&r, 1, who);
+        short.ttl = Some(ttl(0.2));
+        hold_ok(&inventory, &short).await;
+    }
+    tokio::time::sleep(std::time::Duration::from_millis(400)).await;
+    let batch: Vec<HoldRequest> = (0..4).map(|i| request(&r, 1, &format!("n{i}"))).collect();
+    let outcomes = inventory.hold_many(&batch).await.unwrap();
+    // the first fits without expiring anything; the second needs the two
+    // expired units, and what is left must still count the first grant
+    let lefts: Vec<Option<i32>> = outcomes.iter().map(|o| held(o).map(|h| h.1)).collect();
+    assert_eq!(lefts, [Some(0), Some(1), Some(0), None]);
+    assert_eq!(outcomes[3], HoldOutcome::Insufficient { available: 0 });
+    let status = inventory.status(&r).await.unwrap().unwrap();
+    assert_eq!((status.held, status.available), (3, 0));
+    assert_no_drift(&inventory).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn batches_with_a_global_cap_never_deadlock_and_share_the_cap() {
+    let db = TestDb::with_connections(20).await;
+    let inventory = db.inventory();
+    let settings = inventory.settings().await.unwrap();
+    inventory
+        .configure(&InventorySettings {
+            account_cap: Some(1000),
+            cap_scope: CapScope::Global,
+            ..settings.clone()
+        })
+        .await
+        .unwrap();
+    let one = resource(&inventory, "east", 100_000).await;
+    let two = resource(&inventory, "west", 100_000).await;
+    let accounts: Vec<String> = (0..12).map(|i| format!("acct-{i}")).collect();
+    // the same accounts in opposite orders on two resources, many at once
+    let runs = join_all((0..40).map(|i| {
+        let inventory = inventory.clone();
+        let (target, order): (&holdfast::inventory::ResourceId, Vec<&String>) = if i % 2 == 0 {
+            (&one, accounts.iter().collect())
+        } else {
+            (&two, accounts.iter().rev().collect())
+        };
+        let batch: Vec<HoldRequest> = order.iter().map(|a| request(target, 1, a)).collect();
+        tokio::spawn(async move { inventory.hold_many(&batch).await })
+    }))
+    .await;
+    for run in runs {
+        let outcomes = run.unwrap().expect("no batch fails (a deadlock would)");
+        assert!(outcomes.iter().all(|o| held(o).is_some()));
+    }
+    // and the cap is one cap across both resources and both batches
+    inventory
+        .configure(&InventorySettings {
+            account_cap: Some(3),
+            cap_scope: CapScope::Global,
+            ..settings
+        })
+        .await
+        .unwrap();
+    let three = resource(&inventory, "north", 100).await;
+    let four = resource(&inventory, "south", 100).await;
+    let batches = join_all([&three, &four].map(|target| {
+        let inventory = inventory.clone();
+        let batch = vec![
+            request(target, 1, "collector"),
+            request(target, 1, "collector"),
+        ];
+        tokio::spawn(async move { inventory.hold_many(&batch).await.unwrap() })
+    }))
+    .await;
+    let granted = batches
+        .into_iter()
+        .flat_map(|b| b.unwrap())
+        .filter(|o| held(o).is_some())
+        .count();
+    assert_eq!(granted, 3);
+    assert_no_drift(&inventory).await;
+}
+
+#[tokio::test]
+async fn hold_ids_are_version_7_and_ordered_by_time() {
+    let db = TestDb::new().await;
+    let mut ids: Vec<uuid::Uuid> = Vec::new();
+    for _ in 0..3 {
+        let batch: Vec<uuid::Uuid> =
+            sqlx::query_scalar("select hf_uuid_v7() from generate_series(1, 200)")
+                .fetch_all(&db.pool)
+                .await
+                .unwrap();
+        ids.extend(batch);
+        tokio::time::sleep(std::time::Duration::from_millis(3)).await;
+    }
+    for id in &ids {
+        assert_eq!(id.get_version_num(), 7, "{id}");
+        assert_eq!(id.get_variant(), uuid::Variant::RFC4122, "{id}");
+    }
+    let unique: std::collections::HashSet<_> = ids.iter().collect();
+    assert_eq!(unique.len(), ids.len());
+    // across milliseconds, later ids sort later
+    let (first, last) = (&ids[..200], &ids[400..]);
+    assert!(first.iter().max().unwrap() < last.iter().min().unwrap());
+}
+
+/// The combined path answers exactly as one hold after another would, on
+/// random batches with keys, repeats and a cap.
+#[tokio::test]
+async fn a_batch_answers_as_the_same_holds_one_after_another_would() {
+    use rand::{Rng, SeedableRng};
+
+    let db = TestDb::new().await;
+    let inventory = db.inventory();
+    let settings = inventory.settings().await.unwrap();
+    inventory
+        .configure(&InventorySettings {
+            account_cap: Some(5),
+            cap_scope: CapScope::Resource,
+            ..settings
+        })
+        .await
+        .unwrap();
+    for seed in 0..8u64 {
+        let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+        let batched = resource(&inventory, &format!("batched-{seed}"), 20).await;
+        let single = resource(&inventory, &format!("single-{seed}"), 20).await;
+        let shape: Vec<(i64, String, Option<String>)> = (0..30)
+            .map(|_| {
+                let account = format!("a{}", rng.gen_range(0..5));
+                let key = match rng.gen_range(0..4) {
+                    0 => Some("k1".to_owned()),
+                    1 => Some("k2".to_owned()),
+                    _ => None,
+                };
+                (rng.gen_range(1..=4), account, key)
+            })
+            .collect();
+        let make = |r: &holdfast::inventory::ResourceId| -> Vec<HoldRequest> {
+            shape
+                .iter()
+                .map(|(n, who, key)| {
+                    let plain = request(r, *n, who);
+                    match key {
+                        Some(key) => keyed(plain, key),
+                        None => plain,
+                    }
+                })
+                .collect()
+        };
+        let together = inventory.hold_many(&make(&batched)).await.unwrap();
+        let mut apart = Vec::new();
+        for request in make(&single) {
+            apart.push(inventory.hold(&request).await.unwrap());
+        }
+        let summary = |o: &HoldOutcome| match o {
+            HoldOutcome::Held { hold, available } => format!("held {} left {available}", hold.qty),
+            HoldOutcome::Replayed { hold } => format!("replayed {}", hold.qty),
+            HoldOutcome::Insufficient { available } => format!("short left {available}"),
+            HoldOutcome::AccountCap { remaining } => format!("cap {remaining}"),
+            HoldOutcome::UnknownResource => "unknown".into(),
+        };
+        let together: Vec<String> = together.iter().map(summary).collect();
+        let apart: Vec<String> = apart.iter().map(summary).collect();
+        assert_eq!(together, apart, "seed {seed}: {shape:?}");
+    }
+    assert_no_drift(&inventory).await;
 }
