@@ -95,14 +95,26 @@ async fn ensure_template(admin: &PgPool) -> String {
             .expect("connect template");
         MIGRATOR.run(&pool).await.expect("migrate template");
         pool.close().await;
-        sqlx::query(&format!(
+        // a closed connection's server process may still be on its way out:
+        // the rename waits for it (55006, "being accessed by other users")
+        let rename = format!(
             "alter database {} rename to {}",
             quote_identifier(&building),
             quote_identifier(&template)
-        ))
-        .execute(&mut *conn)
-        .await
-        .expect("publish template");
+        );
+        let mut tries = 0;
+        loop {
+            match sqlx::query(&rename).execute(&mut *conn).await {
+                Ok(_) => break,
+                Err(sqlx::Error::Database(e))
+                    if e.code().as_deref() == Some("55006") && tries < 100 =>
+                {
+                    tries += 1;
+                    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                }
+                Err(error) => panic!("publish template: {error}"),
+            }
+        }
     }
     sqlx::query("select pg_advisory_unlock(727274)")
         .execute(&mut *conn)
