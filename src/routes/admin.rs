@@ -22,6 +22,7 @@ use crate::staff::actions::{self, CapacityChanged, HoldReleased, RefundRetry};
 use crate::staff::views::{self, HoldQuery, OrderQuery};
 use crate::staff::{self, LoginOutcome, Session, StaffError};
 use crate::startup::Shop;
+use crate::webhooks::signature::same_text;
 
 pub const STAFF_COOKIE: &str = "hf_staff";
 const LOGIN_COOKIE: &str = "hf_login";
@@ -108,7 +109,7 @@ pub async fn require_staff(
         let token = form_urlencoded::parse(&body)
             .find(|(name, _)| name == "csrf")
             .map(|(_, value)| value.into_owned());
-        if !token.is_some_and(|t| staff::same_token(&t, &session.csrf_token)) {
+        if !token.is_some_and(|t| same_text(&t, &session.csrf_token)) {
             tracing::warn!(
                 staff = %session.staff.email,
                 path = %request.path(),
@@ -150,19 +151,25 @@ fn unauthenticated(request: &HttpRequest) -> HttpResponse {
     )
 }
 
+/// The shop's redirect, never cached.
 fn see_other(location: &str) -> HttpResponse {
-    HttpResponse::SeeOther()
-        .insert_header((header::LOCATION, location.to_owned()))
-        .insert_header((header::CACHE_CONTROL, "no-store"))
-        .finish()
+    let mut response = super::shop::see_other(location);
+    no_store(&mut response);
+    response
 }
 
+/// The shop's rendering, never cached.
 fn render<T: Template>(status: StatusCode, page: &T) -> Result<HttpResponse, ShopError> {
-    let body = page.render().map_err(|e| ShopError::internal(e.into()))?;
-    Ok(HttpResponse::build(status)
-        .content_type("text/html; charset=utf-8")
-        .insert_header((header::CACHE_CONTROL, "no-store"))
-        .body(body))
+    let mut response = super::shop::render(status, page)?;
+    no_store(&mut response);
+    Ok(response)
+}
+
+fn no_store(response: &mut HttpResponse) {
+    response.headers_mut().insert(
+        header::CACHE_CONTROL,
+        header::HeaderValue::from_static("no-store"),
+    );
 }
 
 #[derive(Template)]
@@ -329,7 +336,7 @@ pub async fn login(
     let expected = request
         .cookie(LOGIN_COOKIE)
         .and_then(|c| shop.session_key.verify(c.value()).map(str::to_owned));
-    if !expected.is_some_and(|token| !csrf.is_empty() && staff::same_token(&token, &csrf)) {
+    if !expected.is_some_and(|token| !csrf.is_empty() && same_text(&token, &csrf)) {
         return login_form(
             &shop,
             StatusCode::FORBIDDEN,

@@ -37,13 +37,13 @@ pub fn money(minor: i64, currency: &str) -> String {
     }
 }
 
-fn see_other(location: &str) -> HttpResponse {
+pub(super) fn see_other(location: &str) -> HttpResponse {
     HttpResponse::SeeOther()
         .insert_header((header::LOCATION, location.to_owned()))
         .finish()
 }
 
-fn render<T: Template>(status: StatusCode, page: &T) -> Result<HttpResponse, ShopError> {
+pub(super) fn render<T: Template>(status: StatusCode, page: &T) -> Result<HttpResponse, ShopError> {
     let body = page.render().map_err(|e| ShopError::internal(e.into()))?;
     Ok(HttpResponse::build(status)
         .content_type("text/html; charset=utf-8")

@@ -12,12 +12,12 @@ use std::time::Duration;
 use argon2::password_hash::rand_core::OsRng;
 use argon2::password_hash::{PasswordHash, PasswordHasher, PasswordVerifier, SaltString};
 use argon2::{Algorithm, Argon2, Params, Version};
-use hmac::{Hmac, Mac};
 use rand::RngCore;
 use sha2::{Digest, Sha256};
 use sqlx::PgPool;
 
 use crate::configuration::Secret;
+use crate::webhooks::signature::{hmac_sha256_hex, hmac_sha256_matches};
 
 /// How long a staff session lasts after login.
 pub const SESSION_HOURS: i64 = 12;
@@ -227,25 +227,17 @@ impl SessionKey {
         Self(Secret::new(random_token()))
     }
 
-    fn mac(&self) -> Hmac<Sha256> {
-        Hmac::<Sha256>::new_from_slice(self.0.expose().as_bytes()).expect("any key length")
-    }
-
     /// `value.signature`.
     pub fn sign(&self, value: &str) -> String {
-        let mut mac = self.mac();
-        mac.update(value.as_bytes());
-        format!("{value}.{}", hex::encode(mac.finalize().into_bytes()))
+        let signature = hmac_sha256_hex(self.0.expose().as_bytes(), value.as_bytes());
+        format!("{value}.{signature}")
     }
 
     /// The value, if the signature is ours (compared in constant time).
     pub fn verify<'a>(&self, signed: &'a str) -> Option<&'a str> {
         let (value, signature) = signed.rsplit_once('.')?;
-        let signature = hex::decode(signature).ok()?;
-        let mut mac = self.mac();
-        mac.update(value.as_bytes());
-        mac.verify_slice(&signature).ok()?;
-        Some(value)
+        hmac_sha256_matches(self.0.expose().as_bytes(), value.as_bytes(), signature)
+            .then_some(value)
     }
 }
 
@@ -254,15 +246,6 @@ pub fn random_token() -> String {
     let mut bytes = [0u8; 32];
     rand::rngs::OsRng.fill_bytes(&mut bytes);
     hex::encode(bytes)
-}
-
-/// Equal tokens, compared in constant time (their length is public).
-pub fn same_token(a: &str, b: &str) -> bool {
-    a.len() == b.len()
-        && a.bytes()
-            .zip(b.bytes())
-            .fold(0u8, |acc, (x, y)| acc | (x ^ y))
-            == 0
 }
 
 fn session_hash(id: &str) -> Vec<u8> {
