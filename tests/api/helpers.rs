@@ -12,8 +12,8 @@ use holdfast::inventory::{
     ResourceId, Span,
 };
 use holdfast::startup::Application;
-use sqlx::PgPool;
 use sqlx::postgres::PgConnectOptions;
+use sqlx::{Connection, PgPool};
 use uuid::Uuid;
 
 /// The server's admin URL, resolved once per test process.
@@ -90,13 +90,16 @@ async fn ensure_template(admin: &PgPool) -> String {
             .await
             .expect("create template");
         let url = admin_url().await;
-        let pool = PgPool::connect_with(with_database(&url, &building))
+        // one plain connection, closed explicitly: a pool's connection can
+        // outlive pool.close() for a while, and a rename waits for none
+        let mut migrating = sqlx::PgConnection::connect_with(&with_database(&url, &building))
             .await
             .expect("connect template");
-        MIGRATOR.run(&pool).await.expect("migrate template");
-        pool.close().await;
-        // a closed connection's server process may still be on its way out:
-        // the rename waits for it (55006, "being accessed by other users")
+        MIGRATOR
+            .run(&mut migrating)
+            .await
+            .expect("migrate template");
+        migrating.close().await.expect("close template connection");
         let rename = format!(
             "alter database {} rename to {}",
             quote_identifier(&building),
@@ -104,13 +107,23 @@ async fn ensure_template(admin: &PgPool) -> String {
         );
         let mut tries = 0;
         loop {
+            // nobody else may use the database being built (we hold the
+            // template lock): end any session still on its way out
+            sqlx::query(
+                "select pg_terminate_backend(pid) from pg_stat_activity \
+                  where datname = $1 and pid <> pg_backend_pid()",
+            )
+            .bind(&building)
+            .execute(&mut *conn)
+            .await
+            .expect("end stray sessions");
             match sqlx::query(&rename).execute(&mut *conn).await {
                 Ok(_) => break,
+                // 55006: "being accessed by other users"
                 Err(sqlx::Error::Database(e))
-                    if e.code().as_deref() == Some("55006") && tries < 100 =>
+                    if e.code().as_deref() == Some("55006") && tries < 5 =>
                 {
                     tries += 1;
-                    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
                 }
                 Err(error) => panic!("publish template: {error}"),
             }
