@@ -87,6 +87,11 @@ pub struct ServerSettings {
     /// Stripe Checkout Session stays open. Holds in the payment phase live
     /// five minutes longer.
     pub session_minutes: i64,
+    /// `HOLDFAST_RECONCILE_AFTER_SECONDS` (default 600) and
+    /// `HOLDFAST_RECONCILE_SETTLE_SECONDS` (default 3600): when the worker
+    /// asks a provider about a quiet payment page, and when it makes the
+    /// last check of an order that has left `pending`.
+    pub reconcile: crate::worker::reconcile::ReconcileTimes,
     /// Stripe keys; `None` runs the built-in sandbox instead.
     pub stripe: Option<StripeKeys>,
     /// Razorpay keys; with neither provider configured, the sandbox plays
@@ -181,6 +186,16 @@ impl ServerSettings {
             razorpay,
             sweep_every_seconds: parse_or("HOLDFAST_SWEEP_SECONDS", 5)?,
             session_minutes,
+            reconcile: crate::worker::reconcile::ReconcileTimes {
+                first_check: std::time::Duration::from_secs(parse_or(
+                    "HOLDFAST_RECONCILE_AFTER_SECONDS",
+                    600,
+                )?),
+                settle_window: std::time::Duration::from_secs(parse_or(
+                    "HOLDFAST_RECONCILE_SETTLE_SECONDS",
+                    3600,
+                )?),
+            },
             stripe,
             sandbox_addr: parse_or(
                 "HOLDFAST_SANDBOX_ADDR",

@@ -8,6 +8,7 @@ pub mod cli;
 pub mod configuration;
 pub mod database;
 pub mod inventory;
+pub mod metrics;
 pub mod payments;
 pub mod routes;
 pub mod staff;

@@ -87,6 +87,7 @@ impl Application {
                 }))
                 .default_service(web::to(routes::not_found))
                 .route("/healthz", web::get().to(routes::healthz))
+                .route("/metrics", web::get().to(routes::metrics))
                 .route("/csp-report", web::post().to(routes::csp_report))
                 .route("/static/razorpay.js", web::get().to(shop::razorpay_script))
                 .route("/admin/login", web::get().to(admin::login_page))
@@ -259,6 +260,7 @@ pub async fn serve(
             stripe.clone(),
             razorpay.as_ref().map(|r| r.adapter.clone()),
             settings.sweep_every_seconds,
+            settings.reconcile,
             "serve",
         );
     }
@@ -299,12 +301,13 @@ pub async fn serve(
     Ok(())
 }
 
-/// The sweeper and the outbox, on a schedule, until the process ends.
+/// The sweeper, reconciliation and the outbox, on a schedule, until the process ends.
 pub fn spawn_worker(
     pool: PgPool,
     stripe: StripeAdapter,
     razorpay: Option<RazorpayAdapter>,
     every_seconds: u64,
+    reconcile: crate::worker::reconcile::ReconcileTimes,
     name: &str,
 ) {
     use std::time::Duration;
@@ -320,6 +323,9 @@ pub fn spawn_worker(
     );
     tokio::spawn(sweeper.run_forever(every));
     let pool_for_orders = pool.clone();
+    let reconciler =
+        crate::worker::reconcile::Reconciler::new(pool.clone(), stripe.clone(), razorpay.clone())
+            .with_times(reconcile);
     let outbox = Outbox::new(pool, stripe).with_razorpay(razorpay);
     tokio::spawn(async move {
         let mut ticker = tokio::time::interval(every);
@@ -327,6 +333,13 @@ pub fn spawn_worker(
             ticker.tick().await;
             if let Err(error) = crate::checkout::expire_abandoned_orders(&pool_for_orders).await {
                 tracing::warn!(%error, "could not settle abandoned orders");
+            }
+            match reconciler.run_once(200).await {
+                Ok(report) if report.checked > 0 => {
+                    tracing::info!(?report, "reconciliation pass");
+                }
+                Ok(_) => {}
+                Err(error) => tracing::warn!(%error, "reconciliation pass failed"),
             }
             if let Err(error) = outbox.drain().await {
                 tracing::warn!(%error, "outbox pass failed");

@@ -271,6 +271,18 @@ fn short_without_lock(lines: &[OrderLine], products: &[PricedProduct]) -> Vec<Sh
 /// Step one of checkout: in one transaction, the pending order and a hold on
 /// every line. Nothing is held when anything is short.
 pub async fn start_checkout(pool: &PgPool, start: &CheckoutStart) -> Result<StartOutcome> {
+    let outcome = start_checkout_once(pool, start).await?;
+    crate::metrics::checkout(match &outcome {
+        StartOutcome::Started { .. } => "started",
+        StartOutcome::AlreadyStarted { .. } => "already_started",
+        StartOutcome::Unavailable { .. } => "unavailable",
+        StartOutcome::OverLimit { .. } => "over_limit",
+        StartOutcome::UnknownProducts { .. } => "unknown_products",
+    });
+    Ok(outcome)
+}
+
+async fn start_checkout_once(pool: &PgPool, start: &CheckoutStart) -> Result<StartOutcome> {
     // the same product twice is one line
     let mut wanted: Vec<(String, i64)> = Vec::new();
     for line in &start.lines {
@@ -726,6 +738,19 @@ pub enum Fulfilment {
     Unknown,
 }
 
+impl Fulfilment {
+    /// The outcome's name, for logs and metrics.
+    pub fn label(&self) -> &'static str {
+        match self {
+            Fulfilment::Fulfilled { .. } => "fulfilled",
+            Fulfilment::AlreadyFulfilled { .. } => "already_fulfilled",
+            Fulfilment::RefundQueued { .. } => "refund_queued",
+            Fulfilment::Flagged { .. } => "flagged",
+            Fulfilment::Unknown => "unknown",
+        }
+    }
+}
+
 /// The one confirm routine. Safe to run any number of times, concurrently,
 /// in any order, from the return handler, the webhook and reconciliation:
 /// the order row lock serialises the paths, the engine decides, and the
@@ -735,6 +760,7 @@ pub async fn confirm_payment(pool: &PgPool, report: &PaymentReport) -> Result<Fu
     let mut tx = pool.begin().await?;
     let fulfilment = confirm_payment_in(&mut tx, report).await?;
     tx.commit().await?;
+    crate::metrics::confirmation(fulfilment.label(), report.source);
     tracing::info!(order = %report.order_id, source = report.source, ?fulfilment, "payment confirmed");
     Ok(fulfilment)
 }

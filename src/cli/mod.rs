@@ -303,6 +303,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 stripe,
                 Some(razorpay),
                 server.sweep_every_seconds,
+                server.reconcile,
                 "worker",
             );
             std::future::pending::<()>().await;

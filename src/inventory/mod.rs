@@ -375,6 +375,7 @@ struct ResultRow {
 impl ResultRow {
     /// What hf_hold and hf_hold_many answer, read.
     fn hold_outcome(&self) -> Result<HoldOutcome> {
+        crate::metrics::hold(&self.status);
         Ok(match self.status.as_str() {
             "held" => HoldOutcome::Held {
                 hold: self.hold()?,
@@ -459,6 +460,7 @@ struct BasketRow {
 fn basket_outcome(rows: Vec<BasketRow>) -> Result<BasketOutcome> {
     let unexpected = |what: &str| InventoryError::Unexpected(format!("basket row without {what}"));
     let first = rows.first().ok_or_else(|| unexpected("any line"))?;
+    crate::metrics::hold(&first.status);
     let held_lines = |rows: &[BasketRow]| -> Result<Vec<HeldLine>> {
         rows.iter()
             .map(|row| {

@@ -1,5 +1,5 @@
 //! Razorpay, over its REST API with reqwest: create an order, fetch a
-//! payment, refund a payment with `X-Refund-Idempotency`. HTTP basic auth
+//! payment or an order's payments, refund a payment with `X-Refund-Idempotency`. HTTP basic auth
 //! with the key id and key secret; the base URL comes from configuration,
 //! so the same code talks to Razorpay and to the sandbox.
 
@@ -166,6 +166,35 @@ impl RazorpayAdapter {
         }
         self.send(self.http.get(self.url(&format!("payments/{payment_id}"))))
             .await
+    }
+
+    /// `GET /v1/orders/{id}/payments`: every payment attempt on an order,
+    /// for reconciliation when neither the callback nor the webhook came.
+    pub async fn order_payments(
+        &self,
+        order_id: &str,
+    ) -> Result<Vec<RazorpayPayment>, ProviderError> {
+        #[derive(Deserialize)]
+        struct Collection {
+            items: Vec<RazorpayPayment>,
+        }
+        if order_id.is_empty()
+            || !order_id
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'_')
+        {
+            return Err(ProviderError::Refused {
+                status: 400,
+                message: "not an order id".into(),
+            });
+        }
+        let collection: Collection = self
+            .send(
+                self.http
+                    .get(self.url(&format!("orders/{order_id}/payments"))),
+            )
+            .await?;
+        Ok(collection.items)
     }
 
     /// Refund a payment in full. The key comes from our refund job (at least

@@ -9,7 +9,7 @@ mod webhooks;
 use actix_web::http::StatusCode;
 use actix_web::{HttpResponse, ResponseError};
 
-pub use health::healthz;
+pub use health::{healthz, metrics};
 pub use security::{CONTENT_SECURITY_POLICY, bad_form, csp_report, not_found, security_headers};
 pub use webhooks::{razorpay_webhook, stripe_webhook};
 

@@ -91,16 +91,22 @@ fn answer(
 ) -> HttpResponse {
     match verdict {
         Ok(Verdict::Rejected(reason)) => {
+            crate::metrics::webhook(provider, "rejected");
             tracing::warn!(provider, verdict = "rejected", %reason, "webhook");
             HttpResponse::BadRequest().body(reason)
         }
         Ok(verdict) => {
+            crate::metrics::webhook(provider, verdict.label());
+            if let Verdict::Confirmed(fulfilment) = &verdict {
+                crate::metrics::confirmation(fulfilment.label(), &format!("{provider}-webhook"));
+            }
             tracing::info!(provider, verdict = verdict.label(), ?verdict, "webhook");
             HttpResponse::Ok()
                 .json(serde_json::json!({ "received": true, "verdict": verdict.label() }))
         }
         Err(error) => {
             // providers retry non-2xx: nothing was committed, so a retry is safe
+            crate::metrics::webhook(provider, "failed");
             tracing::error!(provider, error = format!("{error:#}"), "webhook failed");
             HttpResponse::ServiceUnavailable().body("try again")
         }

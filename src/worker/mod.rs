@@ -1,6 +1,7 @@
 //! Background work: the sweeper and the outbox.
 
 pub mod outbox;
+pub mod reconcile;
 
 use std::time::Duration;
 
@@ -37,6 +38,8 @@ impl Sweeper {
             let expired: i64 = counts.iter().map(|c| i64::from(c.expired_holds)).sum();
             all.extend(counts);
             if expired < i64::from(self.batch) {
+                let swept: i64 = all.iter().map(|c| i64::from(c.expired_holds)).sum();
+                crate::metrics::swept(swept.max(0) as u64);
                 return Ok(all);
             }
         }

@@ -471,3 +471,295 @@ async fn webhooks_delivered_twice_or_newest_first_have_one_effect_for_each_provi
         }
     }
 }
+
+// ---- reconciliation: when neither the webhook nor the return arrives ----
+
+use holdfast::payments::sandbox::DeliveryMode;
+use holdfast::worker::reconcile::{ReconcileReport, ReconcileTimes, Reconciler};
+
+fn reconciler(app: &TestApp, times: ReconcileTimes) -> Reconciler {
+    Reconciler::new(
+        app.db.pool.clone(),
+        app.sandbox.adapter(),
+        Some(app.sandbox.razorpay_adapter()),
+    )
+    .with_times(times)
+}
+
+/// The provider's reference for an order: the Stripe session or the
+/// Razorpay order.
+async fn provider_ref(app: &TestApp, token: &str) -> String {
+    sqlx::query_scalar("select provider_session_id from orders where token = $1")
+        .bind(token)
+        .fetch_one(&app.db.pool)
+        .await
+        .unwrap()
+}
+
+/// Lose every webhook of this order's payments.
+async fn lose_webhooks(app: &TestApp, via: Via, started: &Started) {
+    let reference = provider_ref(app, &started.token).await;
+    let found = match via {
+        Via::Stripe => app
+            .sandbox
+            .stripe
+            .set_delivery(&reference, DeliveryMode::Never),
+        Via::Razorpay => app
+            .sandbox
+            .razorpay
+            .set_delivery(&reference, DeliveryMode::Never),
+    };
+    assert!(found, "{via:?}: the sandbox knows {reference}");
+}
+
+/// Press `action` on the provider's page and then close the tab: the way
+/// back to the shop is never taken.
+async fn press_and_leave(shopper: &reqwest::Client, via: Via, started: &Started, action: &str) {
+    match via {
+        Via::Stripe => {
+            let paid = shopper
+                .post(format!("{}/{action}", started.pay_url))
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(paid.status(), 303, "{action}");
+        }
+        Via::Razorpay => {
+            let page = shopper
+                .get(&started.pay_url)
+                .send()
+                .await
+                .unwrap()
+                .text()
+                .await
+                .unwrap();
+            let (base, _) = started.pay_url.split_once('?').unwrap();
+            let answer = shopper
+                .post(format!("{base}/{action}"))
+                .form(&[
+                    ("callback_url", field(&page, "callback_url")),
+                    ("cancel_url", field(&page, "cancel_url")),
+                ])
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(answer.status(), 200, "{action}");
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_payment_whose_webhook_and_return_are_both_lost_is_fulfilled_by_reconciliation() {
+    for via in BOTH {
+        let app = spawn_app().await;
+        demo(&app).await;
+        let shopper = browser();
+        let started = start(&app, &shopper, via, "harbour-lights-vip", 3).await;
+        lose_webhooks(&app, via, &started).await;
+        press_and_leave(&shopper, via, &started, "pay").await;
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        assert_eq!(app.order_state(&started.token).await, "pending", "{via:?}");
+        assert_eq!(ledger(&app, via).charges.len(), 1, "{via:?}");
+
+        // not yet: the page has not been quiet for the first-check time
+        let patient = reconciler(&app, ReconcileTimes::default())
+            .drain()
+            .await
+            .unwrap();
+        assert_eq!(patient, ReconcileReport::default(), "{via:?}");
+
+        let report = reconciler(&app, ReconcileTimes::immediately())
+            .drain()
+            .await
+            .unwrap();
+        assert_eq!(
+            (
+                report.checked,
+                report.fulfilled,
+                report.refunds_queued,
+                report.failed
+            ),
+            (1, 1, 0, 0),
+            "{via:?}: {report:?}"
+        );
+        assert_eq!(app.order_state(&started.token).await, "paid", "{via:?}");
+        let charge = ledger(&app, via).charges[0].payment_intent.clone();
+        let (payment_ref, codes): (String, i64) = sqlx::query_as(
+            "select o.payment_ref, (select count(*) from order_codes c where c.order_id = o.id) \
+               from orders o where o.token = $1",
+        )
+        .bind(&started.token)
+        .fetch_one(&app.db.pool)
+        .await
+        .unwrap();
+        assert_eq!((payment_ref, codes), (charge, 3), "{via:?}");
+        let status = app
+            .db
+            .inventory()
+            .status(&rid("harbour-lights-vip"))
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!((status.held, status.sold), (0, 3), "{via:?}");
+
+        // asking again changes nothing
+        let again = reconciler(&app, ReconcileTimes::immediately())
+            .drain()
+            .await
+            .unwrap();
+        assert_eq!(
+            again.fulfilled + again.refunds_queued,
+            0,
+            "{via:?}: {again:?}"
+        );
+        outbox(&app).await;
+        assert!(ledger(&app, via).refunds.is_empty(), "{via:?}");
+        assert_no_drift(&app.db.inventory()).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn an_expired_stripe_page_whose_webhook_was_lost_gives_its_units_back() {
+    let app = spawn_app().await;
+    demo(&app).await;
+    let shopper = browser();
+    let started = start(&app, &shopper, Via::Stripe, "harbour-lights-vip", 3).await;
+    lose_webhooks(&app, Via::Stripe, &started).await;
+    let session = provider_ref(&app, &started.token).await;
+    app.sandbox
+        .adapter()
+        .expire_session(&session)
+        .await
+        .unwrap();
+    assert_eq!(app.order_state(&started.token).await, "pending");
+
+    let report = reconciler(&app, ReconcileTimes::immediately())
+        .drain()
+        .await
+        .unwrap();
+    assert_eq!(
+        (
+            report.checked,
+            report.released,
+            report.finished,
+            report.fulfilled
+        ),
+        (1, 1, 1, 0),
+        "{report:?}"
+    );
+    assert_eq!(app.order_state(&started.token).await, "expired");
+    let status = app
+        .db
+        .inventory()
+        .status(&rid("harbour-lights-vip"))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!((status.held, status.sold), (0, 0));
+    let reconciled: Option<chrono::DateTime<chrono::Utc>> =
+        sqlx::query_scalar("select reconciled_at from orders where token = $1")
+            .bind(&started.token)
+            .fetch_one(&app.db.pool)
+            .await
+            .unwrap();
+    assert!(reconciled.is_some(), "the check was final");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn late_money_on_a_closed_order_with_every_message_lost_is_refunded_once() {
+    for via in BOTH {
+        let app = spawn_app().await;
+        demo(&app).await;
+        let shopper = browser();
+        let started = start(&app, &shopper, via, "harbour-lights-vip", 2).await;
+        let cancelled = shopper
+            .get(format!("{}/checkout/cancel/{}", app.address, started.token))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(cancelled.status(), 200, "{via:?}");
+        outbox(&app).await;
+        lose_webhooks(&app, via, &started).await;
+        press_and_leave(&shopper, via, &started, "pay-late").await;
+        assert_eq!(
+            app.order_state(&started.token).await,
+            "cancelled",
+            "{via:?}"
+        );
+
+        let report = reconciler(&app, ReconcileTimes::immediately())
+            .drain()
+            .await
+            .unwrap();
+        assert_eq!(
+            (
+                report.checked,
+                report.refunds_queued,
+                report.fulfilled,
+                report.finished
+            ),
+            (1, 1, 0, 1),
+            "{via:?}: {report:?}"
+        );
+        outbox(&app).await;
+        app.wait_for_state(&started.token, "refunded").await;
+        let ledger = ledger(&app, via);
+        assert_eq!(ledger.charges.len(), 1, "{via:?}");
+        assert_eq!(ledger.refunds.len(), 1, "{via:?}");
+        assert_eq!(
+            ledger.refunds[0].payment_intent, ledger.charges[0].payment_intent,
+            "{via:?}"
+        );
+        let status = app
+            .db
+            .inventory()
+            .status(&rid("harbour-lights-vip"))
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!((status.held, status.sold), (0, 0), "{via:?}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn four_reconcilers_racing_over_forty_lost_payments_fulfil_each_exactly_once() {
+    let app = spawn_app().await;
+    demo(&app).await;
+    let mut tokens = Vec::new();
+    for i in 0..40 {
+        let via = BOTH[i % 2];
+        let shopper = browser();
+        let started = start(&app, &shopper, via, "harbour-lights-general", 1).await;
+        lose_webhooks(&app, via, &started).await;
+        press_and_leave(&shopper, via, &started, "pay").await;
+        tokens.push(started.token);
+    }
+    let racers: Vec<_> = (0..4)
+        .map(|_| {
+            let reconciler = reconciler(&app, ReconcileTimes::immediately());
+            tokio::spawn(async move { reconciler.drain().await.unwrap() })
+        })
+        .collect();
+    let mut fulfilled = 0;
+    let mut checked = 0;
+    for racer in racers {
+        let report = racer.await.unwrap();
+        fulfilled += report.fulfilled;
+        checked += report.checked;
+        assert_eq!(report.failed + report.refunds_queued, 0, "{report:?}");
+    }
+    assert_eq!((checked, fulfilled), (40, 40));
+    let (paid, confirmed, sold): (i64, i64, i32) = sqlx::query_as(
+        "select (select count(*) from orders where state = 'paid'), \
+                (select count(*) from hold_events where kind = 'confirmed'), \
+                (select sold from resources where id = 'harbour-lights-general')",
+    )
+    .fetch_one(&app.db.pool)
+    .await
+    .unwrap();
+    assert_eq!((paid, confirmed, sold), (40, 40, 40));
+    let charges =
+        app.sandbox.stripe.ledger().charges.len() + app.sandbox.razorpay.ledger().charges.len();
+    assert_eq!(charges, 40);
+    assert_no_drift(&app.db.inventory()).await;
+}

@@ -298,6 +298,7 @@ impl RazorpaySandbox {
 pub fn routes(config: &mut web::ServiceConfig) {
     config
         .route("/v1/orders", web::post().to(create_order))
+        .route("/v1/orders/{id}/payments", web::get().to(order_payments))
         .route("/v1/payments/{id}", web::get().to(fetch_payment))
         .route("/v1/payments/{id}/refund", web::post().to(refund))
         .route("/checkout.js", web::get().to(checkout_script))
@@ -373,6 +374,34 @@ async fn create_order(
         .state
         .with(|state| state.orders.insert(order.id.clone(), order));
     HttpResponse::Ok().json(json)
+}
+
+async fn order_payments(
+    sandbox: web::Data<RazorpaySandbox>,
+    request: HttpRequest,
+    path: web::Path<String>,
+) -> HttpResponse {
+    if !sandbox.authorised(&request) {
+        return unauthorised();
+    }
+    let items = sandbox.state.with(|state| {
+        state.orders.get(path.as_str()).map(|order| {
+            order
+                .payments
+                .iter()
+                .filter_map(|id| state.payments.get(id).map(Payment::to_json))
+                .collect::<Vec<_>>()
+        })
+    });
+    match items {
+        Some(items) => HttpResponse::Ok()
+            .json(json!({ "entity": "collection", "count": items.len(), "items": items })),
+        None => razorpay_error(
+            StatusCode::BAD_REQUEST,
+            "The id provided does not exist",
+            Some("id"),
+        ),
+    }
 }
 
 async fn fetch_payment(

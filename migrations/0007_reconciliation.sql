@@ -1,0 +1,20 @@
+-- Reconciliation: the worker asks the provider what became of a payment
+-- page when neither the webhook nor the shopper's return told us. Each
+-- order with a provider session is checked until a check is final (the
+-- provider can no longer take money for it, and what it took has gone
+-- through the confirm routine).
+
+alter table orders
+    -- not before this time (a lease while a worker checks; then a backoff)
+    add column reconcile_after    timestamptz,
+    -- when the final check was made; null while checks remain
+    add column reconciled_at      timestamptz,
+    add column reconcile_attempts integer not null default 0,
+    -- what the last check found, for staff
+    add column reconcile_note     text,
+    add constraint reconcile_attempts_non_negative check (reconcile_attempts >= 0),
+    add constraint reconcile_note_short check (length(reconcile_note) <= 500);
+
+-- the reconciler's queue: only orders still to be checked are indexed
+create index orders_to_reconcile on orders (updated_at)
+    where reconciled_at is null and provider_session_id is not null;

@@ -1,0 +1,310 @@
+//! Prometheus metrics for `/metrics`, in the text exposition format.
+//!
+//! Two kinds: counters of what this process decided (holds by outcome,
+//! checkouts, confirmations, webhook verdicts, sweeps, reconciliation),
+//! kept in memory and reset when the process restarts, as Prometheus
+//! expects of counters; and gauges read from the database at scrape time
+//! (outbox depth and oldest job, orders by state, drift per resource),
+//! which are the same whichever process is asked.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{LazyLock, Mutex};
+
+use sqlx::PgPool;
+
+use crate::worker::reconcile::ReconcileReport;
+
+/// Hold decisions, by the engine's outcome names.
+const HOLD_OUTCOMES: [&str; 5] = [
+    "held",
+    "replayed",
+    "insufficient",
+    "account_cap",
+    "unknown_resource",
+];
+
+static HOLDS: [AtomicU64; 5] = [const { AtomicU64::new(0) }; 5];
+
+/// The quieter counters, by (metric, labels).
+static COUNTERS: LazyLock<Mutex<BTreeMap<(&'static str, String), u64>>> =
+    LazyLock::new(Mutex::default);
+
+/// One hold decision (direct, combined or a basket line's verdict).
+pub fn hold(outcome: &str) {
+    if let Some(i) = HOLD_OUTCOMES.iter().position(|o| *o == outcome) {
+        HOLDS[i].fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+fn add(metric: &'static str, labels: String, by: u64) {
+    if by == 0 {
+        return;
+    }
+    let mut counters = COUNTERS
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    *counters.entry((metric, labels)).or_insert(0) += by;
+}
+
+/// A checkout start's outcome.
+pub fn checkout(outcome: &str) {
+    add("holdfast_checkouts_total", label("outcome", outcome), 1);
+}
+
+/// What the confirm routine did with a payment, once committed.
+pub fn confirmation(outcome: &str, source: &str) {
+    add(
+        "holdfast_confirmations_total",
+        format!("{},{}", label("outcome", outcome), label("source", source)),
+        1,
+    );
+}
+
+/// A webhook's verdict.
+pub fn webhook(provider: &str, verdict: &str) {
+    add(
+        "holdfast_webhooks_total",
+        format!(
+            "{},{}",
+            label("provider", provider),
+            label("verdict", verdict)
+        ),
+        1,
+    );
+}
+
+/// One sweep pass and the holds it expired.
+pub fn swept(holds: u64) {
+    add("holdfast_sweeps_total", String::new(), 1);
+    add("holdfast_swept_holds_total", String::new(), holds);
+}
+
+/// One reconciliation pass.
+pub fn reconciled(report: &ReconcileReport) {
+    let metric = "holdfast_reconcile_checks_total";
+    add(metric, label("result", "checked"), report.checked);
+    add(metric, label("result", "fulfilled"), report.fulfilled);
+    add(
+        metric,
+        label("result", "refund_queued"),
+        report.refunds_queued,
+    );
+    add(
+        metric,
+        label("result", "already_known"),
+        report.already_known,
+    );
+    add(metric, label("result", "released"), report.released);
+    add(metric, label("result", "finished"), report.finished);
+    add(metric, label("result", "failed"), report.failed);
+}
+
+fn label(name: &str, value: &str) -> String {
+    let escaped = value
+        .replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('\n', "\\n");
+    format!("{name}=\"{escaped}\"")
+}
+
+const HELP: [(&str, &str, &str); 14] = [
+    (
+        "holdfast_holds_total",
+        "counter",
+        "Hold decisions made by this process, by outcome.",
+    ),
+    (
+        "holdfast_checkouts_total",
+        "counter",
+        "Checkout starts answered by this process, by outcome.",
+    ),
+    (
+        "holdfast_confirmations_total",
+        "counter",
+        "Payments through the confirm routine in this process, by outcome and path.",
+    ),
+    (
+        "holdfast_webhooks_total",
+        "counter",
+        "Webhooks received by this process, by provider and verdict.",
+    ),
+    (
+        "holdfast_sweeps_total",
+        "counter",
+        "Sweep passes run by this process.",
+    ),
+    (
+        "holdfast_swept_holds_total",
+        "counter",
+        "Holds expired by this process's sweeps.",
+    ),
+    (
+        "holdfast_reconcile_checks_total",
+        "counter",
+        "Reconciliation checks by this process, by result.",
+    ),
+    (
+        "holdfast_database_up",
+        "gauge",
+        "1 when the database answered this scrape.",
+    ),
+    (
+        "holdfast_outbox_pending_jobs",
+        "gauge",
+        "Outbox jobs not done yet, by kind.",
+    ),
+    (
+        "holdfast_outbox_oldest_pending_seconds",
+        "gauge",
+        "Age of the oldest outbox job not done yet.",
+    ),
+    (
+        "holdfast_orders",
+        "gauge",
+        "Orders by state (flagged ones also under flagged=\"true\").",
+    ),
+    (
+        "holdfast_reconcile_pending_orders",
+        "gauge",
+        "Orders whose final reconciliation check is still to come.",
+    ),
+    (
+        "holdfast_resource_units",
+        "gauge",
+        "Units per resource by counter: total, held, sold.",
+    ),
+    (
+        "holdfast_resource_drift",
+        "gauge",
+        "1 when a resource's counters disagree with its hold rows.",
+    ),
+];
+
+/// Everything, in the text format. Database gauges are skipped (and
+/// `holdfast_database_up` is 0) when the database does not answer.
+pub async fn render(pool: &PgPool) -> String {
+    let mut samples: BTreeMap<&'static str, Vec<(String, f64)>> = BTreeMap::new();
+    for (i, outcome) in HOLD_OUTCOMES.iter().enumerate() {
+        samples.entry("holdfast_holds_total").or_default().push((
+            label("outcome", outcome),
+            HOLDS[i].load(Ordering::Relaxed) as f64,
+        ));
+    }
+    {
+        let counters = COUNTERS
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        for ((metric, labels), value) in counters.iter() {
+            samples
+                .entry(metric)
+                .or_default()
+                .push((labels.clone(), *value as f64));
+        }
+    }
+    let gauges = tokio::time::timeout(std::time::Duration::from_secs(3), database_gauges(pool))
+        .await
+        .ok()
+        .and_then(|result| {
+            result
+                .inspect_err(|error| tracing::warn!(%error, "metrics: database gauges unavailable"))
+                .ok()
+        });
+    let up = gauges.is_some();
+    for (metric, values) in gauges.unwrap_or_default() {
+        samples.entry(metric).or_default().extend(values);
+    }
+    samples
+        .entry("holdfast_database_up")
+        .or_default()
+        .push((String::new(), if up { 1.0 } else { 0.0 }));
+
+    let mut out = String::new();
+    for (name, kind, help) in HELP {
+        let Some(values) = samples.get(name) else {
+            continue;
+        };
+        let _ = writeln!(out, "# HELP {name} {help}");
+        let _ = writeln!(out, "# TYPE {name} {kind}");
+        for (labels, value) in values {
+            if labels.is_empty() {
+                let _ = writeln!(out, "{name} {value}");
+            } else {
+                let _ = writeln!(out, "{name}{{{labels}}} {value}");
+            }
+        }
+    }
+    out
+}
+
+type Gauges = Vec<(&'static str, Vec<(String, f64)>)>;
+
+async fn database_gauges(pool: &PgPool) -> sqlx::Result<Gauges> {
+    let mut gauges: Gauges = Vec::new();
+    let jobs: Vec<(String, i64)> = sqlx::query_as(
+        "select k.kind, count(j.id) from unnest(array['refund', 'order_confirmation', \
+                'expire_session']) as k(kind) \
+           left join outbox_jobs j on j.kind = k.kind and j.state = 'pending' \
+          group by k.kind order by k.kind",
+    )
+    .fetch_all(pool)
+    .await?;
+    gauges.push((
+        "holdfast_outbox_pending_jobs",
+        jobs.into_iter()
+            .map(|(kind, n)| (label("kind", &kind), n as f64))
+            .collect(),
+    ));
+    let oldest: f64 = sqlx::query_scalar(
+        "select coalesce(extract(epoch from now() - min(created_at))::float8, 0) \
+           from outbox_jobs where state = 'pending'",
+    )
+    .fetch_one(pool)
+    .await?;
+    gauges.push((
+        "holdfast_outbox_oldest_pending_seconds",
+        vec![(String::new(), oldest)],
+    ));
+    let orders: Vec<(String, i64)> = sqlx::query_as(
+        "select s.state, count(o.id) from unnest(array['pending', 'paid', 'expired', \
+                'cancelled', 'refund_pending', 'refunded']) as s(state) \
+           left join orders o on o.state = s.state group by s.state order by s.state",
+    )
+    .fetch_all(pool)
+    .await?;
+    let flagged: i64 = sqlx::query_scalar("select count(*) from orders where flag is not null")
+        .fetch_one(pool)
+        .await?;
+    let mut order_samples: Vec<(String, f64)> = orders
+        .into_iter()
+        .map(|(state, n)| (label("state", &state), n as f64))
+        .collect();
+    order_samples.push((label("flagged", "true"), flagged as f64));
+    gauges.push(("holdfast_orders", order_samples));
+    let reconcile: i64 = sqlx::query_scalar(
+        "select count(*) from orders where reconciled_at is null and provider_session_id is not null",
+    )
+    .fetch_one(pool)
+    .await?;
+    gauges.push((
+        "holdfast_reconcile_pending_orders",
+        vec![(String::new(), reconcile as f64)],
+    ));
+    let rows: Vec<(String, i32, i32, i32, bool)> =
+        sqlx::query_as("select resource_id, total, held, sold, drift from hf_check(null)")
+            .fetch_all(pool)
+            .await?;
+    let mut units = Vec::new();
+    let mut drift = Vec::new();
+    for (resource, total, held, sold, drifted) in rows {
+        let id = label("resource", &resource);
+        units.push((format!("{id},{}", label("counter", "total")), total.into()));
+        units.push((format!("{id},{}", label("counter", "held")), held.into()));
+        units.push((format!("{id},{}", label("counter", "sold")), sold.into()));
+        drift.push((id, if drifted { 1.0 } else { 0.0 }));
+    }
+    gauges.push(("holdfast_resource_units", units));
+    gauges.push(("holdfast_resource_drift", drift));
+    Ok(gauges)
+}
