@@ -18,3 +18,13 @@ alter table orders
 -- the reconciler's queue: only orders still to be checked are indexed
 create index orders_to_reconcile on orders (updated_at)
     where reconciled_at is null and provider_session_id is not null;
+
+-- Releasing a Razorpay order used to queue the closing of a Stripe page
+-- under the Razorpay order's id; Stripe answers 404 and the job was
+-- retried for ever. Razorpay orders cannot be closed: those jobs are done.
+update outbox_jobs j
+   set state = 'done', done_at = now(),
+       last_error = 'a Razorpay order has no payment page to close'
+  from orders o
+ where j.kind = 'expire_session' and j.state = 'pending'
+   and o.id = (j.payload->>'order_id')::uuid and o.provider = 'razorpay';

@@ -11,6 +11,7 @@ pub mod inventory;
 pub mod metrics;
 pub mod payments;
 pub mod routes;
+pub mod simulate;
 pub mod staff;
 pub mod startup;
 pub mod telemetry;

@@ -597,17 +597,19 @@ pub async fn release_order_outcome_in(
         // the money won the race: the order is paid, not released
         ReleaseOutcome::Confirmed { .. } => return Ok(Some(outcome)),
     }
-    let session: Option<Option<String>> = sqlx::query_scalar(
+    let session: Option<(Option<String>, String)> = sqlx::query_as(
         "update orders set state = $2, updated_at = now() where id = $1 and state = 'pending' \
-         returning provider_session_id",
+         returning provider_session_id, provider",
     )
     .bind(order_id)
     .bind(final_state)
     .fetch_optional(&mut **tx)
     .await?;
-    // Released on our side while the provider's page may still be open:
-    // close the page too, so nobody pays for units that are gone.
-    if let Some(Some(session_id)) = session
+    // Released on our side while Stripe's page may still be open: close the
+    // page too, so nobody pays for units that are gone. (A Razorpay order
+    // cannot be closed; money that still lands on it is refunded.)
+    if let Some((Some(session_id), provider)) = session
+        && provider == "stripe"
         && actor != "stripe"
     {
         sqlx::query(

@@ -20,6 +20,9 @@ use crate::worker::Sweeper;
 /// Exit code of `check` when a counter disagrees with its rows.
 pub const EXIT_DRIFT: u8 = 3;
 
+/// Exit code of `simulate` when its ledger finds a violation.
+pub const EXIT_VIOLATION: u8 = 4;
+
 #[derive(Debug, Parser)]
 #[command(
     name = "holdfast",
@@ -113,6 +116,30 @@ enum Command {
         #[arg(long)]
         extension: Option<String>,
     },
+    /// Seeded shoppers through the sandbox against few units; prints the
+    /// ledger (exit 4 on any violation). Uses its own database,
+    /// holdfast_simulate, recreated each run.
+    Simulate {
+        #[arg(long, default_value_t = 2000)]
+        shoppers: usize,
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        #[arg(long, value_enum, default_value_t = SimProvider::Both)]
+        provider: SimProvider,
+        /// Units across the four products (default: shoppers / 5, at least 8)
+        #[arg(long)]
+        units: Option<i64>,
+        /// Shoppers acting at once; 1 (the default) keeps a seed's ledger
+        /// the same from run to run
+        #[arg(long, default_value_t = 1)]
+        lanes: usize,
+        /// The database to recreate for the run
+        #[arg(long, default_value = "holdfast_simulate")]
+        database: String,
+        /// Leave reconciliation out, to see what it saves (expect violations)
+        #[arg(long)]
+        without_reconciliation: bool,
+    },
     /// Race buyers for a few units on a fresh resource
     Bench {
         #[arg(long, default_value_t = 10, allow_negative_numbers = true)]
@@ -160,6 +187,13 @@ enum StaffAction {
     /// Add a staff member, or set a new password for one (ending their
     /// sessions). The password is read from standard input.
     Add { email: String },
+}
+
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+enum SimProvider {
+    Stripe,
+    Razorpay,
+    Both,
 }
 
 #[derive(Debug, Subcommand)]
@@ -216,6 +250,39 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     }
     let settings = DatabaseSettings::from_env()?.with_url(cli.db.clone());
     let json = cli.json;
+    if let Command::Simulate {
+        shoppers,
+        seed,
+        provider,
+        units,
+        lanes,
+        database: name,
+        without_reconciliation,
+    } = cli.command
+    {
+        use crate::checkout::Provider;
+        let providers = match provider {
+            SimProvider::Stripe => vec![Provider::Stripe],
+            SimProvider::Razorpay => vec![Provider::Razorpay],
+            SimProvider::Both => vec![Provider::Stripe, Provider::Razorpay],
+        };
+        let pool = database::recreate(&settings, &name, 16).await?;
+        let options = crate::simulate::SimulateOptions {
+            shoppers,
+            seed,
+            providers,
+            units,
+            lanes,
+            reconcile: !without_reconciliation,
+        };
+        let ledger = crate::simulate::run(pool, &options).await?;
+        print(json, &ledger, || ledger.text());
+        return Ok(if ledger.violations.is_empty() {
+            ExitCode::SUCCESS
+        } else {
+            ExitCode::from(EXIT_VIOLATION)
+        });
+    }
     let max_connections = match &cli.command {
         Command::Bench { connections, .. } => *connections,
         Command::Throughput { concurrency, .. } => (*concurrency as u32).clamp(2, 500) + 2,
@@ -231,7 +298,9 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 "migrations applied".to_owned()
             });
         }
-        Command::Sandbox { .. } => unreachable!("handled before connecting"),
+        Command::Sandbox { .. } | Command::Simulate { .. } => {
+            unreachable!("handled before connecting")
+        }
         Command::Catalogue {
             action: CatalogueAction::Load { file },
         } => {

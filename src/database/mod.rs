@@ -56,6 +56,51 @@ async fn create_database_if_missing(cluster: &LocalCluster, name: &str) -> anyho
     Ok(())
 }
 
+/// A new, empty, migrated database called `name` on the configured server
+/// (or in the private cluster), dropping one of that name first. For runs
+/// that must start from nothing, like `simulate`.
+pub async fn recreate(
+    settings: &DatabaseSettings,
+    name: &str,
+    max_connections: u32,
+) -> anyhow::Result<PgPool> {
+    let base: PgConnectOptions = resolve_url(settings)
+        .await?
+        .expose()
+        .parse()
+        .context("DATABASE_URL is not a valid PostgreSQL URL")?;
+    let admin = PgPoolOptions::new()
+        .max_connections(1)
+        .acquire_timeout(Duration::from_secs(10))
+        .connect_with(base.clone().database("postgres"))
+        .await
+        .context("cannot connect to the server's postgres database")?;
+    for statement in [
+        format!(
+            "drop database if exists {} with (force)",
+            quote_identifier(name)
+        ),
+        format!("create database {}", quote_identifier(name)),
+    ] {
+        sqlx::query(&statement)
+            .execute(&admin)
+            .await
+            .with_context(|| format!("cannot recreate the database {name}"))?;
+    }
+    admin.close().await;
+    let pool = PgPoolOptions::new()
+        .max_connections(max_connections)
+        .acquire_timeout(Duration::from_secs(10))
+        .connect_with(base.database(name))
+        .await
+        .context("cannot connect to the new database")?;
+    MIGRATOR
+        .run(&pool)
+        .await
+        .context("cannot apply the migrations")?;
+    Ok(pool)
+}
+
 /// Quote a PostgreSQL identifier.
 pub fn quote_identifier(name: &str) -> String {
     format!("\"{}\"", name.replace('"', "\"\""))

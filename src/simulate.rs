@@ -1,0 +1,996 @@
+//! `holdfast simulate`: many shoppers with a seeded mix of behaviours, over
+//! HTTP, through the sandbox, against a few units so that most of them
+//! collide; then the worker's passes, and a ledger that checks the promise
+//! to every shopper: each charge ends in a fulfilment or a refund, never
+//! both and never neither; no unit is sold twice; no hold outlives its
+//! deadline and a sweep.
+//!
+//! The simulation owns everything it runs: a fresh database, the shop and
+//! the sandbox in this process on ports the system picks. With one lane
+//! (the default) the shoppers take turns in an order the seed decides, so
+//! the same seed gives the same ledger. With more lanes they also race.
+
+use std::collections::BTreeMap;
+use std::net::TcpListener;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context;
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use serde::Serialize;
+use sqlx::PgPool;
+
+use crate::checkout::Provider;
+use crate::checkout::catalogue::{CatalogueFile, ProductSpec};
+use crate::inventory::Inventory;
+use crate::payments::razorpay::{RazorpayAdapter, RazorpaySettings};
+use crate::payments::sandbox::{DeliveryMode, Ledger, Sandbox, SandboxSettings};
+use crate::payments::stripe::{StripeAdapter, StripeSettings};
+use crate::startup::{Application, RazorpayShop, Shop};
+use crate::worker::Sweeper;
+use crate::worker::outbox::Outbox;
+use crate::worker::reconcile::{ReconcileReport, ReconcileTimes, Reconciler};
+
+/// What to simulate.
+#[derive(Debug, Clone)]
+pub struct SimulateOptions {
+    pub shoppers: usize,
+    pub seed: u64,
+    pub providers: Vec<Provider>,
+    /// Units across all products (default: a fifth of the shoppers, at
+    /// least 8).
+    pub units: Option<i64>,
+    /// Shoppers acting at once; 1 keeps the run reproducible.
+    pub lanes: usize,
+    /// Run reconciliation (leave it out to see what it saves).
+    pub reconcile: bool,
+}
+
+/// What a shopper does, drawn from the seed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Behaviour {
+    Pay,
+    DeclineThenLeave,
+    DeclineThenPay,
+    Abandon,
+    WalkAway,
+    PayTwice,
+    PayAfterExpiry,
+    WebhookLost,
+    ReturnLost,
+    BothLost,
+    WebhookDuplicated,
+    WebhookReordered,
+    WebhookLate,
+}
+
+/// Out of 100.
+const MIX: [(Behaviour, u32); 13] = [
+    (Behaviour::Pay, 20),
+    (Behaviour::DeclineThenLeave, 5),
+    (Behaviour::DeclineThenPay, 5),
+    (Behaviour::Abandon, 10),
+    (Behaviour::WalkAway, 8),
+    (Behaviour::PayTwice, 5),
+    (Behaviour::PayAfterExpiry, 8),
+    (Behaviour::WebhookLost, 8),
+    (Behaviour::ReturnLost, 8),
+    (Behaviour::BothLost, 8),
+    (Behaviour::WebhookDuplicated, 6),
+    (Behaviour::WebhookReordered, 6),
+    (Behaviour::WebhookLate, 3),
+];
+
+impl Behaviour {
+    fn draw(rng: &mut StdRng) -> Self {
+        let mut n = rng.gen_range(0..100);
+        for (behaviour, weight) in MIX {
+            if n < weight {
+                return behaviour;
+            }
+            n -= weight;
+        }
+        Behaviour::Pay
+    }
+
+    fn delivery(self) -> DeliveryMode {
+        match self {
+            Behaviour::WebhookLost | Behaviour::BothLost => DeliveryMode::Never,
+            Behaviour::WebhookDuplicated => DeliveryMode::Twice,
+            Behaviour::WebhookReordered => DeliveryMode::Reorder,
+            Behaviour::WebhookLate => DeliveryMode::Late,
+            _ => DeliveryMode::Normal,
+        }
+    }
+
+    fn follows_return(self) -> bool {
+        !matches!(self, Behaviour::ReturnLost | Behaviour::BothLost)
+    }
+}
+
+/// The ledger: what the providers hold against what the shop did.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct SimLedger {
+    pub seed: u64,
+    pub shoppers: usize,
+    pub providers: Vec<String>,
+    pub behaviours: BTreeMap<String, u64>,
+    /// Checkouts that got a payment page, and ones refused (sold out).
+    pub checkouts_started: u64,
+    pub checkouts_refused: u64,
+    /// Money taken at the providers.
+    pub charges: u64,
+    pub charged_minor: i64,
+    /// Orders paid and fulfilled (codes issued).
+    pub fulfilled_orders: u64,
+    pub fulfilled_minor: i64,
+    pub refunds: u64,
+    pub refunded_minor: i64,
+    pub orders_by_state: BTreeMap<String, u64>,
+    pub resources: Vec<ResourceLine>,
+    /// Holds still active after closing time and a sweep (must be none).
+    pub leaked_holds: u64,
+    pub drifted_resources: u64,
+    /// Refund jobs the outbox has not finished.
+    pub pending_refund_jobs: u64,
+    /// What reconciliation found that no webhook or return had brought.
+    pub reconciliation: ReconcileReport,
+    pub violations: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ResourceLine {
+    pub resource: String,
+    pub total: i32,
+    pub sold: i32,
+    /// Units on fulfilled orders' lines.
+    pub sold_on_orders: i64,
+    pub held: i32,
+}
+
+/// The running pieces a shopper talks to.
+struct World {
+    shop: String,
+    sandbox: String,
+    pool: PgPool,
+    stripe_sandbox: crate::payments::sandbox::StripeSandbox,
+    razorpay_sandbox: crate::payments::sandbox::RazorpaySandbox,
+    stripe: StripeAdapter,
+    razorpay: RazorpayAdapter,
+}
+
+/// Run a whole simulation on `pool`, which must be an empty, migrated
+/// database of its own.
+pub async fn run(pool: PgPool, options: &SimulateOptions) -> anyhow::Result<SimLedger> {
+    anyhow::ensure!(options.shoppers > 0, "--shoppers must be at least 1");
+    anyhow::ensure!(
+        !options.providers.is_empty(),
+        "choose at least one provider"
+    );
+    let units = options
+        .units
+        .unwrap_or_else(|| (options.shoppers as i64 / 5).max(8));
+    anyhow::ensure!(
+        (4..=1_000_000).contains(&units),
+        "--units must be between 4 and 1000000"
+    );
+    let products = catalogue(&pool, units).await?;
+    let world = Arc::new(start_world(pool.clone(), &options.providers)?);
+
+    // the shoppers
+    let lanes = options.lanes.clamp(1, 64);
+    let mut tasks = Vec::new();
+    for lane in 0..lanes {
+        let world = world.clone();
+        let products = products.clone();
+        let options = options.clone();
+        let count = options.shoppers / lanes + usize::from(lane < options.shoppers % lanes);
+        tasks.push(tokio::spawn(async move {
+            run_lane(&world, &products, &options, lane as u64, count).await
+        }));
+    }
+    let mut ledger = SimLedger {
+        seed: options.seed,
+        shoppers: options.shoppers,
+        providers: options
+            .providers
+            .iter()
+            .map(|p| p.as_str().to_owned())
+            .collect(),
+        ..SimLedger::default()
+    };
+    for task in tasks {
+        let lane = task.await.context("a shopper lane panicked")??;
+        for (behaviour, n) in lane.behaviours {
+            *ledger.behaviours.entry(behaviour).or_insert(0) += n;
+        }
+        ledger.checkouts_started += lane.started;
+        ledger.checkouts_refused += lane.refused;
+    }
+
+    closing_time(&world, &mut ledger, options.reconcile).await?;
+    account(&world, &mut ledger).await?;
+    Ok(ledger)
+}
+
+fn start_world(pool: PgPool, providers: &[Provider]) -> anyhow::Result<World> {
+    let mut settings = SandboxSettings::development();
+    settings.retry_base = Duration::from_millis(50);
+    settings.max_attempts = 6;
+    let sandbox_listener = TcpListener::bind("127.0.0.1:0")?;
+    let sandbox_base = format!("http://{}", sandbox_listener.local_addr()?);
+    let shop_listener = TcpListener::bind("127.0.0.1:0")?;
+    let shop_base = format!("http://{}", shop_listener.local_addr()?);
+    settings.stripe_webhook_url = Some(format!("{shop_base}/webhooks/stripe"));
+    settings.razorpay_webhook_url = Some(format!("{shop_base}/webhooks/razorpay"));
+    let sandbox = Sandbox::build(sandbox_listener, settings.clone(), sandbox_base.clone())?;
+    let stripe = StripeAdapter::new(&StripeSettings {
+        secret_key: settings.stripe_secret_key.clone(),
+        api_base: sandbox.stripe.api_base(),
+    })?;
+    let razorpay = RazorpayAdapter::new(&RazorpaySettings {
+        key_id: settings.razorpay_key_id.clone(),
+        key_secret: settings.razorpay_key_secret.clone(),
+        api_base: sandbox.razorpay.api_base(),
+    })?;
+    let shop = Shop {
+        pool: pool.clone(),
+        stripe: stripe.clone(),
+        stripe_webhook_secret: Some(settings.stripe_webhook_secret.clone()),
+        base_url: shop_base.clone(),
+        session_minutes: 31,
+        razorpay: Some(RazorpayShop {
+            adapter: razorpay.clone(),
+            key_secret: settings.razorpay_key_secret.clone(),
+            webhook_secret: Some(settings.razorpay_webhook_secret.clone()),
+            checkout_script: sandbox.razorpay.checkout_script_url(),
+        }),
+        providers: providers.to_vec(),
+        session_key: crate::staff::SessionKey::generate(),
+        csp_reports: Arc::default(),
+    };
+    let world = World {
+        shop: shop_base,
+        sandbox: sandbox_base,
+        pool,
+        stripe_sandbox: sandbox.stripe.clone(),
+        razorpay_sandbox: sandbox.razorpay.clone(),
+        stripe,
+        razorpay,
+    };
+    let app = Application::build(shop_listener, shop)?;
+    tokio::spawn(sandbox.run_until_stopped());
+    tokio::spawn(app.run_until_stopped());
+    Ok(world)
+}
+
+/// Four products on four resources sharing `units`: two pickup slots, a
+/// ticket tier and a jar of honey.
+async fn catalogue(pool: &PgPool, units: i64) -> anyhow::Result<Vec<String>> {
+    let specs = [
+        ("sim-slot-morning", "pickup_slot", "Morning pickup", 1200),
+        ("sim-slot-evening", "pickup_slot", "Evening pickup", 1200),
+        ("sim-ticket", "ticket", "Concert ticket", 3500),
+        ("sim-honey", "stock", "Wild honey", 900),
+    ];
+    let per = units / specs.len() as i64;
+    let extra = units % specs.len() as i64;
+    let products: Vec<ProductSpec> = specs
+        .iter()
+        .enumerate()
+        .map(|(i, (id, kind, name, price))| ProductSpec {
+            id: (*id).into(),
+            collection: "simulation".into(),
+            kind: (*kind).into(),
+            name: (*name).into(),
+            description: String::new(),
+            price_minor: *price,
+            capacity: per + i64::from((i as i64) < extra),
+            days_ahead: Some(1),
+            time_utc: Some("12:00".into()),
+        })
+        .collect();
+    let ids = products.iter().map(|p| p.id.clone()).collect();
+    CatalogueFile {
+        currency: "eur".into(),
+        pickup_slots: None,
+        products,
+    }
+    .load(pool)
+    .await?;
+    Ok(ids)
+}
+
+#[derive(Debug, Default)]
+struct LaneReport {
+    behaviours: BTreeMap<String, u64>,
+    started: u64,
+    refused: u64,
+}
+
+/// Where one shopper is.
+struct Shopper {
+    behaviour: Behaviour,
+    provider: Provider,
+    product: String,
+    qty: u32,
+    client: reqwest::Client,
+    step: u32,
+    started: Option<Started>,
+}
+
+struct Started {
+    /// The Stripe session or the Razorpay order.
+    reference: String,
+    /// Stripe: the hosted page. Razorpay: the sandbox checkout's page.
+    pay_url: String,
+    callback_url: String,
+    cancel_url: String,
+}
+
+/// Shoppers of one lane, a few at a time, each step chosen by the seed.
+async fn run_lane(
+    world: &World,
+    products: &[String],
+    options: &SimulateOptions,
+    lane: u64,
+    count: usize,
+) -> anyhow::Result<LaneReport> {
+    const LIVE: usize = 6;
+    let mut rng = StdRng::seed_from_u64(options.seed.wrapping_mul(1_000_003).wrapping_add(lane));
+    let mut report = LaneReport::default();
+    let mut live: Vec<Shopper> = Vec::new();
+    let mut arrived = 0;
+    let outbox = Outbox::new(world.pool.clone(), world.stripe.clone())
+        .with_razorpay(Some(world.razorpay.clone()));
+    let mut steps = 0u64;
+    while arrived < count || !live.is_empty() {
+        while live.len() < LIVE && arrived < count {
+            arrived += 1;
+            let behaviour = Behaviour::draw(&mut rng);
+            *report
+                .behaviours
+                .entry(
+                    serde_json::to_value(behaviour)?
+                        .as_str()
+                        .unwrap_or("?")
+                        .to_owned(),
+                )
+                .or_insert(0) += 1;
+            live.push(Shopper {
+                behaviour,
+                provider: options.providers[rng.gen_range(0..options.providers.len())],
+                product: products[rng.gen_range(0..products.len())].clone(),
+                qty: if rng.gen_range(0..4) == 0 { 2 } else { 1 },
+                client: reqwest::Client::builder()
+                    .cookie_store(true)
+                    .redirect(reqwest::redirect::Policy::none())
+                    .timeout(Duration::from_secs(30))
+                    .build()?,
+                step: 0,
+                started: None,
+            });
+        }
+        let i = rng.gen_range(0..live.len());
+        let done = step(world, &mut live[i], &mut report)
+            .await
+            .with_context(|| {
+                format!(
+                    "shopper ({:?}, {:?}) at step {}",
+                    live[i].behaviour, live[i].provider, live[i].step
+                )
+            })?;
+        if done {
+            live.swap_remove(i);
+        }
+        // the worker's outbox, as a running worker would get to it
+        steps += 1;
+        if steps.is_multiple_of(25) {
+            outbox.drain().await?;
+        }
+    }
+    Ok(report)
+}
+
+/// One step of one shopper. Returns whether they are done.
+async fn step(
+    world: &World,
+    shopper: &mut Shopper,
+    report: &mut LaneReport,
+) -> anyhow::Result<bool> {
+    shopper.step += 1;
+    let Some(started) = &shopper.started else {
+        return match shopper.step {
+            1 => {
+                let added = shopper
+                    .client
+                    .post(format!("{}/basket/add", world.shop))
+                    .form(&[
+                        ("product_id", shopper.product.as_str()),
+                        ("qty", &shopper.qty.to_string()),
+                    ])
+                    .send()
+                    .await?;
+                anyhow::ensure!(added.status() == 303, "add to basket: {}", added.status());
+                Ok(false)
+            }
+            _ => {
+                let started = start_checkout(world, shopper).await?;
+                match started {
+                    Some(started) => {
+                        report.started += 1;
+                        let mode = shopper.behaviour.delivery();
+                        let found = match shopper.provider {
+                            Provider::Stripe => {
+                                world.stripe_sandbox.set_delivery(&started.reference, mode)
+                            }
+                            Provider::Razorpay => world
+                                .razorpay_sandbox
+                                .set_delivery(&started.reference, mode),
+                        };
+                        anyhow::ensure!(found, "the sandbox does not know {}", started.reference);
+                        shopper.started = Some(started);
+                        Ok(false)
+                    }
+                    None => {
+                        report.refused += 1;
+                        Ok(true)
+                    }
+                }
+            }
+        };
+    };
+    // steps on the provider's page, from step 3
+    let page_step = shopper.step - 2;
+    use Behaviour::*;
+    let action = match (shopper.behaviour, page_step) {
+        (WalkAway, _) => return Ok(true),
+        (Abandon, 1) | (DeclineThenLeave, 2) | (PayAfterExpiry, 1) => "abandon",
+        (DeclineThenLeave, 1) | (DeclineThenPay, 1) => "decline",
+        (PayAfterExpiry, 2) => {
+            // the provider's clock: the page we closed is closed there too
+            if shopper.provider == Provider::Stripe {
+                match world.stripe.expire_session(&started.reference).await {
+                    Ok(_) | Err(crate::payments::ProviderError::Refused { status: 400, .. }) => {}
+                    Err(error) => return Err(error.into()),
+                }
+            }
+            return Ok(false);
+        }
+        (PayAfterExpiry, 3) => "pay-late",
+        (PayTwice, 1) => "pay-twice",
+        (DeclineThenPay, 2) => "pay",
+        (
+            Pay | WebhookLost | ReturnLost | BothLost | WebhookDuplicated | WebhookReordered
+            | WebhookLate,
+            1,
+        ) => "pay",
+        _ => return Ok(true),
+    };
+    press(
+        shopper.provider,
+        started,
+        &shopper.client,
+        action,
+        shopper.behaviour.follows_return(),
+    )
+    .await?;
+    Ok(matches!(action, "abandon") || matches!(action, "pay" | "pay-twice" | "pay-late"))
+}
+
+/// Basket, checkout form, submit. `None` when the shop refused (sold out).
+async fn start_checkout(world: &World, shopper: &Shopper) -> anyhow::Result<Option<Started>> {
+    let basket = shopper
+        .client
+        .get(format!("{}/basket", world.shop))
+        .send()
+        .await?
+        .text()
+        .await?;
+    let key = form_field(&basket, "checkout_key").context("no checkout key on the basket page")?;
+    let submitted = shopper
+        .client
+        .post(format!("{}/checkout", world.shop))
+        .form(&[
+            ("checkout_key", key.as_str()),
+            ("name", "Simulated Shopper"),
+            ("email", "shopper@example.com"),
+            ("provider", shopper.provider.as_str()),
+        ])
+        .send()
+        .await?;
+    match submitted.status().as_u16() {
+        409 => return Ok(None),
+        303 => {}
+        other => anyhow::bail!("checkout answered {other}"),
+    }
+    let target = location(&submitted)?;
+    match shopper.provider {
+        Provider::Stripe => {
+            let reference = target
+                .rsplit('/')
+                .next()
+                .context("a payment page address")?
+                .to_owned();
+            Ok(Some(Started {
+                reference,
+                pay_url: target,
+                callback_url: String::new(),
+                cancel_url: String::new(),
+            }))
+        }
+        Provider::Razorpay => {
+            let token = target
+                .rsplit('/')
+                .next()
+                .context("a payment page address")?
+                .to_owned();
+            let page_url = if target.starts_with("http") {
+                target.clone()
+            } else {
+                format!("{}{target}", world.shop)
+            };
+            let page = shopper.client.get(page_url).send().await?.text().await?;
+            // what Razorpay's checkout.js reads from the page
+            let options = page
+                .split("<script id=\"rzp-options\" type=\"application/json\">")
+                .nth(1)
+                .and_then(|rest| rest.split("</script>").next())
+                .context("no Razorpay options on the payment page")?;
+            let options: serde_json::Value = serde_json::from_str(options)?;
+            let reference = options["order_id"]
+                .as_str()
+                .context("no order id in the Razorpay options")?
+                .to_owned();
+            let callback_url = options["callback_url"]
+                .as_str()
+                .context("no callback URL in the Razorpay options")?
+                .to_owned();
+            Ok(Some(Started {
+                pay_url: format!("{}/razorpay/pay/{reference}", world.sandbox),
+                cancel_url: format!("{}/checkout/cancel/{token}", world.shop),
+                reference,
+                callback_url,
+            }))
+        }
+    }
+}
+
+/// Press a button on the provider's page; follow the way back to the shop
+/// unless the return is lost.
+async fn press(
+    provider: Provider,
+    started: &Started,
+    client: &reqwest::Client,
+    action: &str,
+    follow: bool,
+) -> anyhow::Result<()> {
+    match provider {
+        Provider::Stripe => {
+            let answer = client
+                .post(format!("{}/{action}", started.pay_url))
+                .send()
+                .await?;
+            if answer.status() == 303 && (follow || action == "abandon") {
+                let back = client.get(location(&answer)?).send().await?;
+                anyhow::ensure!(
+                    back.status().is_success() || back.status().is_redirection(),
+                    "the way back answered {}",
+                    back.status()
+                );
+            }
+        }
+        Provider::Razorpay => {
+            let answer = client
+                .post(format!("{}/{action}", started.pay_url))
+                .form(&[
+                    ("callback_url", started.callback_url.as_str()),
+                    ("cancel_url", started.cancel_url.as_str()),
+                ])
+                .send()
+                .await?;
+            if action == "abandon" {
+                if answer.status() == 303 {
+                    client.get(location(&answer)?).send().await?;
+                }
+                return Ok(());
+            }
+            let page = answer.text().await?;
+            let fields: Vec<(&str, String)> = [
+                "razorpay_payment_id",
+                "razorpay_order_id",
+                "razorpay_signature",
+            ]
+            .into_iter()
+            .filter_map(|name| form_field(&page, name).map(|value| (name, value)))
+            .collect();
+            if follow && fields.len() == 3 {
+                let back = client
+                    .post(&started.callback_url)
+                    .form(&fields)
+                    .send()
+                    .await?;
+                anyhow::ensure!(
+                    back.status().is_success() || back.status().is_redirection(),
+                    "the callback answered {}",
+                    back.status()
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The end of the sale: every provider page closes, every payment window
+/// runs out, and the worker's passes run until nothing changes.
+async fn closing_time(
+    world: &World,
+    ledger: &mut SimLedger,
+    reconcile: bool,
+) -> anyhow::Result<()> {
+    let outbox = Outbox::new(world.pool.clone(), world.stripe.clone())
+        .with_razorpay(Some(world.razorpay.clone()));
+    let reconciler = Reconciler::new(
+        world.pool.clone(),
+        world.stripe.clone(),
+        Some(world.razorpay.clone()),
+    )
+    .with_times(ReconcileTimes::immediately());
+    outbox.drain().await?;
+    settle(world).await;
+    // during the payment window, the worker asks about quiet pages
+    if reconcile {
+        let found = reconciler.drain().await?;
+        add_report(&mut ledger.reconciliation, &found);
+    }
+
+    // the providers' clock: every page still open expires
+    let open: Vec<String> = sqlx::query_scalar(
+        "select provider_session_id from orders \
+          where provider = 'stripe' and state = 'pending' and provider_session_id is not null \
+          order by created_at",
+    )
+    .fetch_all(&world.pool)
+    .await?;
+    for session in open {
+        match world.stripe.expire_session(&session).await {
+            Ok(_) | Err(crate::payments::ProviderError::Refused { status: 400, .. }) => {}
+            Err(error) => return Err(error.into()),
+        }
+    }
+    settle(world).await;
+
+    // our clock: every payment window and hold has run out
+    sqlx::query(
+        "update holds set expires_at = least(expires_at, now()), \
+                payment_deadline = case when payment_deadline is not null \
+                                        then least(payment_deadline, now()) end \
+          where state in ('held', 'awaiting_payment')",
+    )
+    .execute(&world.pool)
+    .await?;
+    // and the reconciler's waits between checks are over
+    sqlx::query("update orders set reconcile_after = null where reconciled_at is null")
+        .execute(&world.pool)
+        .await?;
+    sqlx::query(
+        "update resources set next_expiry = least(next_expiry, now()), \
+                next_deadline = least(next_deadline, now())",
+    )
+    .execute(&world.pool)
+    .await?;
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    Sweeper::new(Inventory::new(world.pool.clone()), "simulate")
+        .run_once()
+        .await?;
+    crate::checkout::expire_abandoned_orders(&world.pool).await?;
+
+    // the worker until quiet: reconciliation finds what nothing reported
+    for _ in 0..5 {
+        if !reconcile {
+            outbox.drain().await?;
+            settle(world).await;
+            break;
+        }
+        let found = reconciler.drain().await?;
+        add_report(&mut ledger.reconciliation, &found);
+        outbox.drain().await?;
+        settle(world).await;
+        if found.fulfilled + found.refunds_queued + found.released == 0 {
+            break;
+        }
+    }
+    outbox.drain().await?;
+    Ok(())
+}
+
+fn add_report(total: &mut ReconcileReport, pass: &ReconcileReport) {
+    total.checked += pass.checked;
+    total.fulfilled += pass.fulfilled;
+    total.refunds_queued += pass.refunds_queued;
+    total.already_known += pass.already_known;
+    total.released += pass.released;
+    total.finished += pass.finished;
+    total.failed += pass.failed;
+}
+
+/// Wait until the sandbox has stopped delivering webhooks (late ones come
+/// after three seconds).
+async fn settle(world: &World) {
+    let deliveries = || {
+        world.stripe_sandbox.ledger().deliveries.len()
+            + world.razorpay_sandbox.ledger().deliveries.len()
+    };
+    let mut seen = deliveries();
+    let mut quiet = Duration::ZERO;
+    while quiet < Duration::from_millis(3500) {
+        tokio::time::sleep(Duration::from_millis(250)).await;
+        let now = deliveries();
+        if now == seen {
+            quiet += Duration::from_millis(250);
+        } else {
+            seen = now;
+            quiet = Duration::ZERO;
+        }
+    }
+}
+
+/// Compare what the providers hold with what the shop did.
+async fn account(world: &World, ledger: &mut SimLedger) -> anyhow::Result<()> {
+    let mut charges: Vec<(String, String, i64)> = Vec::new();
+    let mut refunds: Vec<(String, String, i64)> = Vec::new();
+    let sandboxes: [(&str, Ledger); 2] = [
+        ("stripe", world.stripe_sandbox.ledger()),
+        ("razorpay", world.razorpay_sandbox.ledger()),
+    ];
+    for (provider, sandbox) in &sandboxes {
+        for charge in &sandbox.charges {
+            charges.push((
+                provider.to_string(),
+                charge.payment_intent.clone(),
+                charge.amount,
+            ));
+        }
+        for refund in &sandbox.refunds {
+            refunds.push((
+                provider.to_string(),
+                refund.payment_intent.clone(),
+                refund.amount,
+            ));
+        }
+    }
+    ledger.charges = charges.len() as u64;
+    ledger.charged_minor = charges.iter().map(|c| c.2).sum();
+    ledger.refunds = refunds.len() as u64;
+    ledger.refunded_minor = refunds.iter().map(|r| r.2).sum();
+
+    let paid: Vec<(String, String, i64)> = sqlx::query_as(
+        "select provider, payment_ref, amount_minor from orders \
+          where state = 'paid' and payment_ref is not null",
+    )
+    .fetch_all(&world.pool)
+    .await?;
+    ledger.fulfilled_orders = paid.len() as u64;
+    ledger.fulfilled_minor = paid.iter().map(|p| p.2).sum();
+    let fulfilled: BTreeMap<(String, String), i64> = paid
+        .iter()
+        .map(|(provider, payment, amount)| ((provider.clone(), payment.clone()), *amount))
+        .collect();
+    let mut refunded: BTreeMap<(String, String), u64> = BTreeMap::new();
+    for (provider, payment, _) in &refunds {
+        *refunded
+            .entry((provider.clone(), payment.clone()))
+            .or_insert(0) += 1;
+    }
+    for (provider, payment, amount) in &charges {
+        let key = (provider.clone(), payment.clone());
+        let kept = fulfilled.get(&key);
+        let back = refunded.get(&key).copied().unwrap_or(0);
+        match (kept, back) {
+            (None, 0) => ledger.violations.push(format!(
+                "{provider} charge {payment} ({amount}) has neither a fulfilment nor a refund"
+            )),
+            (Some(_), n) if n > 0 => ledger.violations.push(format!(
+                "{provider} charge {payment} was fulfilled and refunded"
+            )),
+            (_, n) if n > 1 => ledger.violations.push(format!(
+                "{provider} charge {payment} was refunded {n} times"
+            )),
+            (Some(order_amount), _) if order_amount != amount => ledger.violations.push(format!(
+                "{provider} charge {payment} took {amount} for an order of {order_amount}"
+            )),
+            _ => {}
+        }
+    }
+    for key in fulfilled.keys() {
+        if !charges.iter().any(|(p, id, _)| (p, id) == (&key.0, &key.1)) {
+            ledger.violations.push(format!(
+                "order paid by {} {} that no provider charged",
+                key.0, key.1
+            ));
+        }
+    }
+    for key in refunded.keys() {
+        if !charges.iter().any(|(p, id, _)| (p, id) == (&key.0, &key.1)) {
+            ledger.violations.push(format!(
+                "refund of {} {} that was never charged",
+                key.0, key.1
+            ));
+        }
+    }
+
+    let states: Vec<(String, i64)> =
+        sqlx::query_as("select state, count(*) from orders group by state order by state")
+            .fetch_all(&world.pool)
+            .await?;
+    ledger.orders_by_state = states
+        .into_iter()
+        .map(|(state, n)| (state, n as u64))
+        .collect();
+
+    let resources: Vec<(String, i32, i32, i32, i64)> = sqlx::query_as(
+        "select r.id, r.total, r.sold, r.held, \
+                coalesce((select sum(l.qty) from order_lines l \
+                            join orders o on o.id = l.order_id \
+                            join products p on p.id = l.product_id \
+                           where p.resource_id = r.id and o.state = 'paid'), 0)::int8 \
+           from resources r order by r.id",
+    )
+    .fetch_all(&world.pool)
+    .await?;
+    for (resource, total, sold, held, on_orders) in resources {
+        if i64::from(sold) != on_orders {
+            ledger.violations.push(format!(
+                "{resource}: {sold} sold by the counters, {on_orders} on fulfilled orders"
+            ));
+        }
+        if on_orders > i64::from(total) || sold + held > total {
+            ledger.violations.push(format!(
+                "{resource}: oversold ({on_orders} on orders, {held} held, {total} in all)"
+            ));
+        }
+        ledger.resources.push(ResourceLine {
+            resource,
+            total,
+            sold,
+            sold_on_orders: on_orders,
+            held,
+        });
+    }
+
+    ledger.leaked_holds = sqlx::query_scalar::<_, i64>(
+        "select count(*) from holds where state in ('held', 'awaiting_payment')",
+    )
+    .fetch_one(&world.pool)
+    .await? as u64;
+    if ledger.leaked_holds > 0 {
+        ledger.violations.push(format!(
+            "{} holds still active after their deadline and a sweep",
+            ledger.leaked_holds
+        ));
+    }
+    ledger.drifted_resources = Inventory::new(world.pool.clone())
+        .check(None)
+        .await?
+        .iter()
+        .filter(|row| row.drift)
+        .count() as u64;
+    if ledger.drifted_resources > 0 {
+        ledger.violations.push(format!(
+            "{} resources whose counters disagree with their rows",
+            ledger.drifted_resources
+        ));
+    }
+    ledger.pending_refund_jobs = sqlx::query_scalar::<_, i64>(
+        "select count(*) from outbox_jobs where kind = 'refund' and state = 'pending'",
+    )
+    .fetch_one(&world.pool)
+    .await? as u64;
+    if ledger.pending_refund_jobs > 0 {
+        ledger.violations.push(format!(
+            "{} refund jobs not finished",
+            ledger.pending_refund_jobs
+        ));
+    }
+    let stuck: i64 = sqlx::query_scalar("select count(*) from orders where state = 'pending'")
+        .fetch_one(&world.pool)
+        .await?;
+    if stuck > 0 {
+        ledger
+            .violations
+            .push(format!("{stuck} orders still pending after closing time"));
+    }
+    Ok(())
+}
+
+fn location(response: &reqwest::Response) -> anyhow::Result<String> {
+    Ok(response
+        .headers()
+        .get("location")
+        .context("a redirect without a location")?
+        .to_str()?
+        .to_owned())
+}
+
+/// A hidden or filled form field's value from a page.
+fn form_field(page: &str, name: &str) -> Option<String> {
+    let marker = format!("name=\"{name}\" value=\"");
+    let start = page.find(&marker)? + marker.len();
+    let end = page[start..].find('"')? + start;
+    Some(
+        page[start..end]
+            .replace("&amp;", "&")
+            .replace("&#34;", "\"")
+            .replace("&quot;", "\""),
+    )
+}
+
+impl SimLedger {
+    /// The ledger for people.
+    pub fn text(&self) -> String {
+        let mut out = format!(
+            "simulation: {} shoppers, seed {}, providers {}\n",
+            self.shoppers,
+            self.seed,
+            self.providers.join("+")
+        );
+        out.push_str(&format!(
+            "checkouts: {} reached a payment page, {} refused (sold out)\n",
+            self.checkouts_started, self.checkouts_refused
+        ));
+        out.push_str(&format!(
+            "money: {} charges ({} minor units); {} orders fulfilled ({}); {} refunds ({})\n",
+            self.charges,
+            self.charged_minor,
+            self.fulfilled_orders,
+            self.fulfilled_minor,
+            self.refunds,
+            self.refunded_minor
+        ));
+        out.push_str("units:\n");
+        for r in &self.resources {
+            out.push_str(&format!(
+                "  {:<18} total {:>6}  sold {:>6}  on fulfilled orders {:>6}  held {}\n",
+                r.resource, r.total, r.sold, r.sold_on_orders, r.held
+            ));
+        }
+        out.push_str(&format!(
+            "orders: {}\n",
+            self.orders_by_state
+                .iter()
+                .map(|(state, n)| format!("{state} {n}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+        out.push_str(&format!(
+            "behaviours: {}\n",
+            self.behaviours
+                .iter()
+                .map(|(b, n)| format!("{b} {n}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+        out.push_str(&format!(
+            "reconciliation: {} checks, {} fulfilled, {} refunds queued, {} released\n",
+            self.reconciliation.checked,
+            self.reconciliation.fulfilled,
+            self.reconciliation.refunds_queued,
+            self.reconciliation.released
+        ));
+        out.push_str(&format!(
+            "leaked holds: {}; drifted resources: {}; refund jobs pending: {}\n",
+            self.leaked_holds, self.drifted_resources, self.pending_refund_jobs
+        ));
+        if self.violations.is_empty() {
+            out.push_str("violations: none\n");
+        } else {
+            out.push_str(&format!("violations: {}\n", self.violations.len()));
+            for v in self.violations.iter().take(50) {
+                out.push_str(&format!("  - {v}\n"));
+            }
+        }
+        out
+    }
+}
