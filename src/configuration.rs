@@ -92,6 +92,10 @@ pub struct ServerSettings {
     /// asks a provider about a quiet payment page, and when it makes the
     /// last check of an order that has left `pending`.
     pub reconcile: crate::worker::reconcile::ReconcileTimes,
+    /// `HOLDFAST_OUTBOX_LEASE_SECONDS` (default 120, at least 2): how long
+    /// a worker that took a job (a refund, say) has before another worker
+    /// may take it over, if the first one died.
+    pub outbox_lease_seconds: u64,
     /// Stripe keys; `None` runs the built-in sandbox instead.
     pub stripe: Option<StripeKeys>,
     /// Razorpay keys; with neither provider configured, the sandbox plays
@@ -186,6 +190,7 @@ impl ServerSettings {
             razorpay,
             sweep_every_seconds: parse_or("HOLDFAST_SWEEP_SECONDS", 5)?,
             session_minutes,
+            outbox_lease_seconds: parse_or::<u64>("HOLDFAST_OUTBOX_LEASE_SECONDS", 120)?.max(2),
             reconcile: crate::worker::reconcile::ReconcileTimes {
                 first_check: std::time::Duration::from_secs(parse_or(
                     "HOLDFAST_RECONCILE_AFTER_SECONDS",

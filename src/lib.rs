@@ -7,6 +7,7 @@ pub mod checkout;
 pub mod cli;
 pub mod configuration;
 pub mod database;
+pub mod faults;
 pub mod inventory;
 pub mod metrics;
 pub mod payments;

@@ -261,6 +261,7 @@ pub async fn serve(
             razorpay.as_ref().map(|r| r.adapter.clone()),
             settings.sweep_every_seconds,
             settings.reconcile,
+            settings.outbox_lease_seconds,
             "serve",
         );
     }
@@ -308,6 +309,7 @@ pub fn spawn_worker(
     razorpay: Option<RazorpayAdapter>,
     every_seconds: u64,
     reconcile: crate::worker::reconcile::ReconcileTimes,
+    outbox_lease_seconds: u64,
     name: &str,
 ) {
     use std::time::Duration;
@@ -326,7 +328,9 @@ pub fn spawn_worker(
     let reconciler =
         crate::worker::reconcile::Reconciler::new(pool.clone(), stripe.clone(), razorpay.clone())
             .with_times(reconcile);
-    let outbox = Outbox::new(pool, stripe).with_razorpay(razorpay);
+    let outbox = Outbox::new(pool, stripe)
+        .with_razorpay(razorpay)
+        .with_lease(Duration::from_secs(outbox_lease_seconds));
     tokio::spawn(async move {
         let mut ticker = tokio::time::interval(every);
         loop {

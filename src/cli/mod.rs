@@ -373,6 +373,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 Some(razorpay),
                 server.sweep_every_seconds,
                 server.reconcile,
+                server.outbox_lease_seconds,
                 "worker",
             );
             std::future::pending::<()>().await;

@@ -415,6 +415,7 @@ pub async fn start_checkout(
         }
     };
 
+    crate::faults::crash_point("after_checkout_commit");
     // Outside any transaction or lock: the provider.
     let opened = match provider {
         Provider::Stripe => open_stripe(&shop, &order, &lines).await,
@@ -441,6 +442,7 @@ pub async fn start_checkout(
             );
         }
     };
+    crate::faults::crash_point("after_provider_call");
     let url = provider_session.url.clone();
     let attached = match checkout::attach_payment(&shop.pool, order.id, &provider_session).await {
         Ok(attached) => attached,

@@ -48,6 +48,7 @@ pub struct Outbox {
     pool: PgPool,
     stripe: StripeAdapter,
     razorpay: Option<RazorpayAdapter>,
+    lease: std::time::Duration,
 }
 
 impl Outbox {
@@ -56,7 +57,16 @@ impl Outbox {
             pool,
             stripe,
             razorpay: None,
+            lease: std::time::Duration::from_secs(120),
         }
+    }
+
+    /// How long a taken job is left to its worker before another may take
+    /// it (default two minutes). Keep it above the providers' timeout
+    /// (20 s), so a slow call never runs alongside its own retry.
+    pub fn with_lease(mut self, lease: std::time::Duration) -> Self {
+        self.lease = lease;
+        self
     }
 
     /// Refunds of Razorpay payments go through this adapter.
@@ -70,7 +80,7 @@ impl Outbox {
         // lease: long enough for a slow provider, short enough to recover
         let job: Option<Job> = sqlx::query_as(
             "update outbox_jobs \
-                set run_after = now() + interval '2 minutes', attempts = attempts + 1 \
+                set run_after = now() + $1 * interval '1 second', attempts = attempts + 1 \
               where id = (select id from outbox_jobs \
                            where state = 'pending' and run_after <= now() \
                            order by run_after, id \
@@ -78,6 +88,7 @@ impl Outbox {
                            limit 1) \
              returning id, kind, dedupe_key, payload, attempts",
         )
+        .bind(self.lease.as_secs_f64())
         .fetch_optional(&self.pool)
         .await?;
         let Some(job) = job else {
@@ -86,6 +97,9 @@ impl Outbox {
         let result = self.execute(&job).await;
         match result {
             Ok(()) => {
+                if job.kind == "refund" {
+                    crate::faults::crash_point("after_refund_call");
+                }
                 let mut tx = self.pool.begin().await?;
                 // a refund closes through its order (order lock, then job);
                 // other jobs touch only themselves

@@ -13,6 +13,7 @@ mod journey;
 mod lifecycle;
 mod providers;
 mod razorpay;
+mod recovery;
 mod simulate;
 mod soak;
 mod storms;

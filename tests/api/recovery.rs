@@ -1,0 +1,337 @@
+//! Crashes at the worst moments, for real: `holdfast serve` runs as its own
+//! process with `HOLDFAST_CRASH_AT` set, dies at that point (abort: no
+//! cleanup), and is started again. The sandbox lives in the test process,
+//! so the money it saw survives the crash. Then the ledger must balance.
+
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use holdfast::checkout::catalogue::CatalogueFile;
+
+use crate::helpers::*;
+
+/// A `holdfast serve` process against the test database and sandbox.
+struct Server {
+    child: Child,
+    address: String,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+async fn serve(db: &TestDb, sandbox: &TestSandbox, port: u16, crash_at: Option<&str>) -> Server {
+    let address = format!("http://127.0.0.1:{port}");
+    sandbox
+        .stripe
+        .set_webhook_url(format!("{address}/webhooks/stripe"));
+    sandbox
+        .razorpay
+        .set_webhook_url(format!("{address}/webhooks/razorpay"));
+    let mut command = Command::new(env!("CARGO_BIN_EXE_holdfast"));
+    command
+        .arg("serve")
+        .env("DATABASE_URL", &db.url)
+        .env("HOLDFAST_ADDR", format!("127.0.0.1:{port}"))
+        .env(
+            "HOLDFAST_SESSION_KEY",
+            "recovery-test-session-key-0123456789abcdef",
+        )
+        .env("HOLDFAST_SWEEP_SECONDS", "1")
+        .env("HOLDFAST_OUTBOX_LEASE_SECONDS", "3")
+        .env(
+            "STRIPE_SECRET_KEY",
+            sandbox.settings.stripe_secret_key.expose(),
+        )
+        .env(
+            "STRIPE_WEBHOOK_SECRET",
+            sandbox.settings.stripe_webhook_secret.expose(),
+        )
+        .env("STRIPE_API_BASE", sandbox.stripe.api_base())
+        .env("RAZORPAY_KEY_ID", &sandbox.settings.razorpay_key_id)
+        .env(
+            "RAZORPAY_KEY_SECRET",
+            sandbox.settings.razorpay_key_secret.expose(),
+        )
+        .env("RAZORPAY_API_BASE", sandbox.razorpay.api_base())
+        .env("RUST_LOG", "warn")
+        .env_remove("HOLDFAST_CRASH_AT")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    if let Some(point) = crash_at {
+        command.env("HOLDFAST_CRASH_AT", point);
+    }
+    let server = Server {
+        child: command.spawn().expect("start holdfast serve"),
+        address,
+    };
+    let client = reqwest::Client::new();
+    for _ in 0..300 {
+        if let Ok(answer) = client
+            .get(format!("{}/healthz", server.address))
+            .send()
+            .await
+            && answer.status() == 200
+        {
+            return server;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("holdfast serve did not come up");
+}
+
+/// Wait for the crashed server to be gone, and say how it ended.
+async fn died(server: &mut Server) -> std::process::ExitStatus {
+    for _ in 0..100 {
+        if let Some(status) = server.child.try_wait().unwrap() {
+            return status;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("the server did not die at its crash point");
+}
+
+async fn demo(db: &TestDb) {
+    CatalogueFile::read(concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/catalogue.json").as_ref())
+        .unwrap()
+        .load(&db.pool)
+        .await
+        .unwrap();
+}
+
+fn field(page: &str, name: &str) -> String {
+    let marker = format!("name=\"{name}\" value=\"");
+    let start = page.find(&marker).unwrap() + marker.len();
+    let end = page[start..].find('"').unwrap() + start;
+    page[start..end].to_owned()
+}
+
+/// Put `qty` VIP tickets in the basket and read the checkout form's key.
+async fn basket(server: &Server, shopper: &reqwest::Client, qty: i64) -> String {
+    let added = shopper
+        .post(format!("{}/basket/add", server.address))
+        .form(&[
+            ("product_id", "harbour-lights-vip"),
+            ("qty", &qty.to_string()),
+        ])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(added.status(), 303);
+    checkout_key(server, shopper).await
+}
+
+async fn checkout_key(server: &Server, shopper: &reqwest::Client) -> String {
+    let page = shopper
+        .get(format!("{}/basket", server.address))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    field(&page, "checkout_key")
+}
+
+async fn submit(
+    server: &Server,
+    shopper: &reqwest::Client,
+    key: &str,
+) -> reqwest::Result<reqwest::Response> {
+    shopper
+        .post(format!("{}/checkout", server.address))
+        .form(&[
+            ("checkout_key", key),
+            ("name", "Ada Shopper"),
+            ("email", "ada@example.com"),
+            ("provider", "stripe"),
+        ])
+        .send()
+        .await
+}
+
+async fn vip(db: &TestDb) -> (i32, i32) {
+    let status = db
+        .inventory()
+        .status(&rid("harbour-lights-vip"))
+        .await
+        .unwrap()
+        .unwrap();
+    (status.held, status.sold)
+}
+
+async fn wait_until<F, Fut>(what: &str, mut check: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    for _ in 0..200 {
+        if check().await {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("never: {what}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_crash_before_or_after_the_provider_call_gives_the_units_back_and_nothing_is_charged() {
+    for point in ["after_checkout_commit", "after_provider_call"] {
+        let db = TestDb::new().await;
+        demo(&db).await;
+        // plain holds live two seconds, so the way back is quick to watch
+        fast_clock(&db.inventory(), 2.0, 60.0).await;
+        let sandbox = spawn_sandbox();
+        let port = free_port();
+        let shopper = browser();
+
+        let mut server = serve(&db, &sandbox, port, Some(point)).await;
+        let key = basket(&server, &shopper, 2).await;
+        let answer = submit(&server, &shopper, &key).await;
+        assert!(answer.is_err(), "{point}: the server died mid-request");
+        assert!(!died(&mut server).await.success(), "{point}");
+        drop(server);
+
+        // what the crash left: a pending order holding two units, with no
+        // payment page we know of
+        let (state, session): (String, Option<String>) =
+            sqlx::query_as("select state, provider_session_id from orders")
+                .fetch_one(&db.pool)
+                .await
+                .unwrap();
+        assert_eq!((state.as_str(), session), ("pending", None), "{point}");
+        assert_eq!(vip(&db).await, (2, 0), "{point}");
+
+        // restarted: the sweeper gives the units back at the TTL, and the
+        // order stops waiting
+        let server = serve(&db, &sandbox, port, None).await;
+        wait_until("the units came back", || async { vip(&db).await == (0, 0) }).await;
+        wait_until("the order expired", || async {
+            sqlx::query_scalar::<_, String>("select state from orders")
+                .fetch_one(&db.pool)
+                .await
+                .unwrap()
+                == "expired"
+        })
+        .await;
+        // the same form again finds its order, and holds nothing twice
+        let again = submit(&server, &shopper, &key).await.unwrap();
+        assert_eq!(again.status(), 303, "{point}");
+        assert!(location(&again).starts_with("/orders/"), "{point}");
+        assert_eq!(vip(&db).await, (0, 0), "{point}");
+
+        // and a new checkout goes all the way
+        let key = checkout_key(&server, &shopper).await;
+        let started = submit(&server, &shopper, &key).await.unwrap();
+        assert_eq!(started.status(), 303, "{point}");
+        let paid = shopper
+            .post(format!("{}/pay", location(&started)))
+            .send()
+            .await
+            .unwrap();
+        let back = shopper.get(location(&paid)).send().await.unwrap();
+        assert_eq!(back.status(), 303, "{point}");
+        assert_eq!(vip(&db).await, (0, 2), "{point}");
+        let ledger = sandbox.stripe.ledger();
+        assert_eq!(
+            ledger.charges.len(),
+            1,
+            "{point}: only the finished checkout was charged"
+        );
+        assert!(ledger.refunds.is_empty(), "{point}");
+        assert_no_drift(&db.inventory()).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_killed_mid_refund_refunds_exactly_once_after_its_restart() {
+    let db = TestDb::new().await;
+    demo(&db).await;
+    let sandbox = spawn_sandbox();
+    let port = free_port();
+    let shopper = browser();
+
+    let mut server = serve(&db, &sandbox, port, Some("after_refund_call")).await;
+    let key = basket(&server, &shopper, 1).await;
+    let started = submit(&server, &shopper, &key).await.unwrap();
+    assert_eq!(started.status(), 303);
+    // two charges for one checkout: one sale and one refund job
+    let paid = shopper
+        .post(format!("{}/pay-twice", location(&started)))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(paid.status(), 303);
+    let _ = shopper.get(location(&paid)).send().await;
+    // lose the refund's own webhook, so only the job's rerun can close it
+    let session = location(&started).rsplit('/').next().unwrap().to_owned();
+    wait_until("the refund job was queued", || async {
+        sqlx::query_scalar::<_, i64>("select count(*) from outbox_jobs where kind = 'refund'")
+            .fetch_one(&db.pool)
+            .await
+            .unwrap()
+            == 1
+    })
+    .await;
+    assert!(
+        sandbox
+            .stripe
+            .set_delivery(&session, holdfast::payments::sandbox::DeliveryMode::Never)
+    );
+    // the worker takes the refund, the provider makes it, and the process
+    // dies before the job is marked done
+    assert!(!died(&mut server).await.success());
+    drop(server);
+    assert_eq!(sandbox.stripe.ledger().refunds.len(), 1);
+    let (state, attempts): (String, i32) =
+        sqlx::query_as("select state, attempts from outbox_jobs where kind = 'refund'")
+            .fetch_one(&db.pool)
+            .await
+            .unwrap();
+    assert_eq!((state.as_str(), attempts), ("pending", 1));
+
+    // restarted: once the dead worker's lease runs out the job runs again,
+    // with the same key, and the provider answers with the same refund
+    let _server = serve(&db, &sandbox, port, None).await;
+    wait_until("the refund job was done", || async {
+        sqlx::query_scalar::<_, String>("select state from outbox_jobs where kind = 'refund'")
+            .fetch_one(&db.pool)
+            .await
+            .unwrap()
+            == "done"
+    })
+    .await;
+    let (dedupe_key, attempts): (String, i32) =
+        sqlx::query_as("select dedupe_key, attempts from outbox_jobs where kind = 'refund'")
+            .fetch_one(&db.pool)
+            .await
+            .unwrap();
+    assert_eq!(attempts, 2);
+    let ledger = sandbox.stripe.ledger();
+    assert_eq!(ledger.charges.len(), 2);
+    assert_eq!(ledger.refunds.len(), 1, "refunded exactly once");
+    assert_eq!(
+        ledger.refunds[0].idempotency_key.as_deref(),
+        Some(dedupe_key.as_str())
+    );
+    // the other charge bought the ticket
+    let kept: String = sqlx::query_scalar("select payment_ref from orders where state = 'paid'")
+        .fetch_one(&db.pool)
+        .await
+        .unwrap();
+    assert!(ledger.charges.iter().any(|c| c.payment_intent == kept));
+    assert_ne!(ledger.refunds[0].payment_intent, kept);
+    assert_eq!(vip(&db).await, (0, 1));
+    assert_no_drift(&db.inventory()).await;
+}
