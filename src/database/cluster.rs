@@ -43,6 +43,24 @@ impl LocalCluster {
         format!("postgres://postgres@127.0.0.1:{}/{database}", self.port)
     }
 
+    /// Stop the server (fast: sessions are ended, nothing is lost). Blocking.
+    pub fn stop(&self) -> anyhow::Result<()> {
+        let bin = find_binaries()?;
+        let status = self
+            .pg_command(&bin, "pg_ctl", running_as_root())
+            .arg("-D")
+            .arg(self.data_dir())
+            .args(["-m", "fast", "-w", "stop"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .context("cannot run pg_ctl")?;
+        if !status.success() {
+            bail!("PostgreSQL on port {} did not stop", self.port);
+        }
+        Ok(())
+    }
+
     /// Make sure the cluster exists and is running. Blocking; call it from
     /// `spawn_blocking` in async code.
     pub fn ensure_running(&self) -> anyhow::Result<()> {

@@ -71,7 +71,7 @@ pub async fn recreate(
         .context("DATABASE_URL is not a valid PostgreSQL URL")?;
     let admin = PgPoolOptions::new()
         .max_connections(1)
-        .acquire_timeout(Duration::from_secs(10))
+        .acquire_timeout(ACQUIRE_TIMEOUT)
         .connect_with(base.clone().database("postgres"))
         .await
         .context("cannot connect to the server's postgres database")?;
@@ -90,7 +90,7 @@ pub async fn recreate(
     admin.close().await;
     let pool = PgPoolOptions::new()
         .max_connections(max_connections)
-        .acquire_timeout(Duration::from_secs(10))
+        .acquire_timeout(ACQUIRE_TIMEOUT)
         .connect_with(base.database(name))
         .await
         .context("cannot connect to the new database")?;
@@ -106,6 +106,9 @@ pub fn quote_identifier(name: &str) -> String {
     format!("\"{}\"", name.replace('"', "\"\""))
 }
 
+/// How long a request waits for a connection before it is answered 503.
+const ACQUIRE_TIMEOUT: Duration = Duration::from_secs(2);
+
 /// A pool that fails fast when the server is gone instead of hanging.
 pub async fn connect(url: &Secret, max_connections: u32) -> anyhow::Result<PgPool> {
     let options: PgConnectOptions = url
@@ -114,7 +117,7 @@ pub async fn connect(url: &Secret, max_connections: u32) -> anyhow::Result<PgPoo
         .context("DATABASE_URL is not a valid PostgreSQL URL")?;
     PgPoolOptions::new()
         .max_connections(max_connections)
-        .acquire_timeout(Duration::from_secs(10))
+        .acquire_timeout(ACQUIRE_TIMEOUT)
         .connect_with(options)
         .await
         .context("cannot connect to PostgreSQL")

@@ -71,12 +71,26 @@ impl std::fmt::Display for ShopError {
     }
 }
 
+/// Whether the database is away (down, restarting, out of connections)
+/// rather than refusing this request: the shopper should try again.
+pub fn database_away(error: &sqlx::Error) -> bool {
+    match error {
+        sqlx::Error::PoolTimedOut
+        | sqlx::Error::Io(_)
+        | sqlx::Error::PoolClosed
+        | sqlx::Error::WorkerCrashed => true,
+        // connection exceptions (08…), operator intervention such as a
+        // shutdown (57P01–57P03), too many connections (53300)
+        sqlx::Error::Database(db) => db.code().is_some_and(|code| {
+            code.starts_with("08") || code.starts_with("57P") || code == "53300"
+        }),
+        _ => false,
+    }
+}
+
 impl From<sqlx::Error> for ShopError {
     fn from(error: sqlx::Error) -> Self {
-        let unavailable = matches!(
-            error,
-            sqlx::Error::PoolTimedOut | sqlx::Error::Io(_) | sqlx::Error::PoolClosed
-        );
+        let unavailable = database_away(&error);
         let mut shop = Self::internal(error.into());
         if unavailable {
             shop.status = StatusCode::SERVICE_UNAVAILABLE;
@@ -90,7 +104,10 @@ impl From<crate::checkout::CheckoutError> for ShopError {
     fn from(error: crate::checkout::CheckoutError) -> Self {
         match error {
             crate::checkout::CheckoutError::InvalidInput(message) => Self::bad_request(&message),
-            crate::checkout::CheckoutError::Database(error) => error.into(),
+            crate::checkout::CheckoutError::Database(error)
+            | crate::checkout::CheckoutError::Inventory(
+                crate::inventory::InventoryError::Database(error),
+            ) => error.into(),
             other => Self::internal(other.into()),
         }
     }

@@ -11,6 +11,7 @@ mod health;
 mod helpers;
 mod journey;
 mod lifecycle;
+mod outage;
 mod providers;
 mod razorpay;
 mod recovery;
