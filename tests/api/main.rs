@@ -15,6 +15,7 @@ mod outage;
 mod providers;
 mod razorpay;
 mod recovery;
+mod scale_out;
 mod simulate;
 mod soak;
 mod storms;

@@ -11,9 +11,9 @@ use holdfast::checkout::catalogue::CatalogueFile;
 use crate::helpers::*;
 
 /// A `holdfast serve` process against the test database and sandbox.
-struct Server {
-    child: Child,
-    address: String,
+pub(crate) struct Server {
+    pub(crate) child: Child,
+    pub(crate) address: String,
 }
 
 impl Drop for Server {
@@ -23,7 +23,7 @@ impl Drop for Server {
     }
 }
 
-fn free_port() -> u16 {
+pub(crate) fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
@@ -39,11 +39,26 @@ async fn serve(db: &TestDb, sandbox: &TestSandbox, port: u16, crash_at: Option<&
     sandbox
         .razorpay
         .set_webhook_url(format!("{address}/webhooks/razorpay"));
+    let mut command = holdfast_process(db, sandbox, &["serve"]);
+    command.env("HOLDFAST_ADDR", format!("127.0.0.1:{port}"));
+    if let Some(point) = crash_at {
+        command.env("HOLDFAST_CRASH_AT", point);
+    }
+    let server = Server {
+        child: command.spawn().expect("start holdfast serve"),
+        address,
+    };
+    ready(&server).await;
+    server
+}
+
+/// The binary with `args`, configured for the test database and the
+/// test's sandbox (as real provider keys and API bases).
+pub(crate) fn holdfast_process(db: &TestDb, sandbox: &TestSandbox, args: &[&str]) -> Command {
     let mut command = Command::new(env!("CARGO_BIN_EXE_holdfast"));
     command
-        .arg("serve")
+        .args(args)
         .env("DATABASE_URL", &db.url)
-        .env("HOLDFAST_ADDR", format!("127.0.0.1:{port}"))
         .env(
             "HOLDFAST_SESSION_KEY",
             "recovery-test-session-key-0123456789abcdef",
@@ -69,13 +84,11 @@ async fn serve(db: &TestDb, sandbox: &TestSandbox, port: u16, crash_at: Option<&
         .env_remove("HOLDFAST_CRASH_AT")
         .stdout(Stdio::null())
         .stderr(Stdio::null());
-    if let Some(point) = crash_at {
-        command.env("HOLDFAST_CRASH_AT", point);
-    }
-    let server = Server {
-        child: command.spawn().expect("start holdfast serve"),
-        address,
-    };
+    command
+}
+
+/// Wait for a server to answer its health check.
+pub(crate) async fn ready(server: &Server) {
     let client = reqwest::Client::new();
     for _ in 0..300 {
         if let Ok(answer) = client
@@ -84,7 +97,7 @@ async fn serve(db: &TestDb, sandbox: &TestSandbox, port: u16, crash_at: Option<&
             .await
             && answer.status() == 200
         {
-            return server;
+            return;
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }

@@ -1,0 +1,157 @@
+//! Two web servers and two workers, each its own process, against one
+//! database: a storm of shoppers through both servers for the last VIP
+//! places, with the workers sweeping and reconciling underneath.
+
+use std::process::Child;
+use std::time::{Duration, Instant};
+
+use holdfast::checkout::catalogue::CatalogueFile;
+
+use crate::helpers::*;
+use crate::recovery::{Server, free_port, holdfast_process, ready};
+
+struct Worker(Child);
+
+impl Drop for Worker {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn field(page: &str, name: &str) -> String {
+    let marker = format!("name=\"{name}\" value=\"");
+    let start = page.find(&marker).unwrap() + marker.len();
+    let end = page[start..].find('"').unwrap() + start;
+    page[start..end].to_owned()
+}
+
+/// One shopper through one server: basket, checkout, pay, return.
+/// Returns whether they got a payment page.
+async fn shop_at(server: String) -> bool {
+    let shopper = browser();
+    let added = shopper
+        .post(format!("{server}/basket/add"))
+        .form(&[("product_id", "harbour-lights-vip"), ("qty", "1")])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(added.status(), 303);
+    let page = shopper
+        .get(format!("{server}/basket"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let key = field(&page, "checkout_key");
+    let started = shopper
+        .post(format!("{server}/checkout"))
+        .form(&[
+            ("checkout_key", key.as_str()),
+            ("name", "Ada Shopper"),
+            ("email", "ada@example.com"),
+            ("provider", "stripe"),
+        ])
+        .send()
+        .await
+        .unwrap();
+    match started.status().as_u16() {
+        409 => return false,
+        303 => {}
+        other => panic!("checkout answered {other}"),
+    }
+    let paid = shopper
+        .post(format!("{}/pay", location(&started)))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(paid.status(), 303);
+    let back = shopper.get(location(&paid)).send().await.unwrap();
+    assert_eq!(back.status(), 303);
+    true
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn two_servers_and_two_workers_sell_the_last_twenty_places_exactly_once() {
+    let db = TestDb::new().await;
+    CatalogueFile::read(concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/catalogue.json").as_ref())
+        .unwrap()
+        .load(&db.pool)
+        .await
+        .unwrap();
+    let sandbox = spawn_sandbox();
+    let mut servers = Vec::new();
+    for _ in 0..2 {
+        let port = free_port();
+        let mut command = holdfast_process(&db, &sandbox, &["serve", "--no-worker"]);
+        command.env("HOLDFAST_ADDR", format!("127.0.0.1:{port}"));
+        let server = Server {
+            child: command.spawn().unwrap(),
+            address: format!("http://127.0.0.1:{port}"),
+        };
+        ready(&server).await;
+        servers.push(server);
+    }
+    // Stripe's webhooks reach the first server only; the returns come back
+    // to whichever server started the checkout
+    sandbox
+        .stripe
+        .set_webhook_url(format!("{}/webhooks/stripe", servers[0].address));
+    let _workers: Vec<Worker> = (0..2)
+        .map(|_| {
+            let mut command = holdfast_process(&db, &sandbox, &["worker"]);
+            // the reconcilers race the webhooks and the returns
+            command.env("HOLDFAST_RECONCILE_AFTER_SECONDS", "0");
+            Worker(command.spawn().unwrap())
+        })
+        .collect();
+
+    let storm = Instant::now();
+    let shoppers: Vec<_> = (0..200)
+        .map(|i| tokio::spawn(shop_at(servers[i % 2].address.clone())))
+        .collect();
+    let mut started = 0;
+    for shopper in shoppers {
+        started += usize::from(shopper.await.unwrap());
+    }
+    let elapsed = storm.elapsed();
+    // every started checkout was paid; wait for the last confirmations
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let paid: i64 = sqlx::query_scalar("select count(*) from orders where state = 'paid'")
+            .fetch_one(&db.pool)
+            .await
+            .unwrap();
+        if paid == 20 || Instant::now() > deadline {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    eprintln!(
+        "two-server storm: 200 shoppers through 2 servers in {elapsed:?} ({:.0} checkouts/s), {started} started",
+        200.0 / elapsed.as_secs_f64()
+    );
+
+    assert_eq!(started, 20, "exactly the twenty places found buyers");
+    let (paid, confirmed, codes, sold, held): (i64, i64, i64, i32, i32) = sqlx::query_as(
+        "select (select count(*) from orders where state = 'paid'), \
+                (select count(*) from hold_events where kind = 'confirmed'), \
+                (select count(*) from order_codes), \
+                sold, held from resources where id = 'harbour-lights-vip'",
+    )
+    .fetch_one(&db.pool)
+    .await
+    .unwrap();
+    assert_eq!((paid, confirmed, codes, sold, held), (20, 20, 20, 20, 0));
+    let ledger = sandbox.stripe.ledger();
+    assert_eq!(ledger.charges.len(), 20);
+    assert!(ledger.refunds.is_empty());
+    let refunds: i64 = sqlx::query_scalar("select count(*) from outbox_jobs where kind = 'refund'")
+        .fetch_one(&db.pool)
+        .await
+        .unwrap();
+    assert_eq!(refunds, 0);
+    assert_no_drift(&db.inventory()).await;
+}
