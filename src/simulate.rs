@@ -643,7 +643,7 @@ async fn closing_time(
     // during the payment window, the worker asks about quiet pages
     if reconcile {
         let found = reconciler.drain().await?;
-        add_report(&mut ledger.reconciliation, &found);
+        ledger.reconciliation.add(&found);
     }
 
     // the providers' clock: every page still open expires
@@ -695,7 +695,7 @@ async fn closing_time(
             break;
         }
         let found = reconciler.drain().await?;
-        add_report(&mut ledger.reconciliation, &found);
+        ledger.reconciliation.add(&found);
         outbox.drain().await?;
         settle(world).await;
         if found.fulfilled + found.refunds_queued + found.released == 0 {
@@ -704,16 +704,6 @@ async fn closing_time(
     }
     outbox.drain().await?;
     Ok(())
-}
-
-fn add_report(total: &mut ReconcileReport, pass: &ReconcileReport) {
-    total.checked += pass.checked;
-    total.fulfilled += pass.fulfilled;
-    total.refunds_queued += pass.refunds_queued;
-    total.already_known += pass.already_known;
-    total.released += pass.released;
-    total.finished += pass.finished;
-    total.failed += pass.failed;
 }
 
 /// Wait until the sandbox has stopped delivering webhooks (late ones come

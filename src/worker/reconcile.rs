@@ -77,7 +77,8 @@ pub struct ReconcileReport {
 }
 
 impl ReconcileReport {
-    fn add(&mut self, other: &ReconcileReport) {
+    /// Sum another pass into this one.
+    pub fn add(&mut self, other: &ReconcileReport) {
         self.checked += other.checked;
         self.fulfilled += other.fulfilled;
         self.refunds_queued += other.refunds_queued;

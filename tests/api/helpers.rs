@@ -440,3 +440,16 @@ pub async fn wait_for_accepted(ledger: impl Fn() -> holdfast::payments::sandbox:
     }
     panic!("webhooks were not accepted: {:?}", ledger().deliveries);
 }
+
+/// A form field's value on a page (`name="…" value="…"`), `&amp;` decoded.
+pub fn field(page: &str, name: &str) -> String {
+    try_field(page, name).unwrap_or_else(|| panic!("no {name} in {page}"))
+}
+
+/// [`field`], when the page may not have it.
+pub fn try_field(page: &str, name: &str) -> Option<String> {
+    let marker = format!("name=\"{name}\" value=\"");
+    let start = page.find(&marker)? + marker.len();
+    let end = page[start..].find('"')? + start;
+    Some(page[start..end].replace("&amp;", "&"))
+}

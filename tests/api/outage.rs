@@ -36,13 +36,6 @@ async fn timed(
     answer.ok()
 }
 
-fn field(page: &str, name: &str) -> Option<String> {
-    let marker = format!("name=\"{name}\" value=\"");
-    let start = page.find(&marker)? + marker.len();
-    let end = page[start..].find('"')? + start;
-    Some(page[start..end].to_owned())
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn postgres_stopped_under_load_answers_503_fast_and_loses_or_doubles_nothing() {
     let home = std::path::PathBuf::from(format!(
@@ -136,7 +129,7 @@ async fn postgres_stopped_under_load_answers_503_fast_and_loses_or_doubles_nothi
                             timed(&log, "basket", client.get(format!("{address}/basket"))).await;
                         match page {
                             Some(page) if page.status() == 200 => {
-                                key = field(&page.text().await.unwrap(), "checkout_key");
+                                key = try_field(&page.text().await.unwrap(), "checkout_key");
                             }
                             _ => {
                                 tokio::time::sleep(Duration::from_millis(200)).await;

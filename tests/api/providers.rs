@@ -35,16 +35,6 @@ struct Started {
     pay_url: String,
 }
 
-fn field(page: &str, name: &str) -> String {
-    let marker = format!("name=\"{name}\" value=\"");
-    let start = page
-        .find(&marker)
-        .unwrap_or_else(|| panic!("no {name} in {page}"))
-        + marker.len();
-    let end = page[start..].find('"').unwrap() + start;
-    page[start..end].replace("&amp;", "&")
-}
-
 fn encode(text: &str) -> String {
     text.bytes()
         .map(|b| match b {
@@ -154,24 +144,8 @@ async fn pay(
             shopper.get(location(&paid)).send().await.unwrap()
         }
         Via::Razorpay => {
-            let page = shopper
-                .get(&started.pay_url)
-                .send()
+            let answer = razorpay_action(shopper, started, action)
                 .await
-                .unwrap()
-                .text()
-                .await
-                .unwrap();
-            let (base, _) = started.pay_url.split_once('?').unwrap();
-            let answer = shopper
-                .post(format!("{base}/{action}"))
-                .form(&[
-                    ("callback_url", field(&page, "callback_url")),
-                    ("cancel_url", field(&page, "cancel_url")),
-                ])
-                .send()
-                .await
-                .unwrap()
                 .text()
                 .await
                 .unwrap();
@@ -191,6 +165,33 @@ async fn pay(
                 .unwrap()
         }
     }
+}
+
+/// Press `action` on the sandbox's Razorpay checkout, as checkout.js
+/// would: the answer is the callback form (or the page for a decline).
+async fn razorpay_action(
+    shopper: &reqwest::Client,
+    started: &Started,
+    action: &str,
+) -> reqwest::Response {
+    let page = shopper
+        .get(&started.pay_url)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let (base, _) = started.pay_url.split_once('?').unwrap();
+    shopper
+        .post(format!("{base}/{action}"))
+        .form(&[
+            ("callback_url", field(&page, "callback_url")),
+            ("cancel_url", field(&page, "cancel_url")),
+        ])
+        .send()
+        .await
+        .unwrap()
 }
 
 fn ledger(app: &TestApp, via: Via) -> Ledger {
@@ -525,24 +526,7 @@ async fn press_and_leave(shopper: &reqwest::Client, via: Via, started: &Started,
             assert_eq!(paid.status(), 303, "{action}");
         }
         Via::Razorpay => {
-            let page = shopper
-                .get(&started.pay_url)
-                .send()
-                .await
-                .unwrap()
-                .text()
-                .await
-                .unwrap();
-            let (base, _) = started.pay_url.split_once('?').unwrap();
-            let answer = shopper
-                .post(format!("{base}/{action}"))
-                .form(&[
-                    ("callback_url", field(&page, "callback_url")),
-                    ("cancel_url", field(&page, "cancel_url")),
-                ])
-                .send()
-                .await
-                .unwrap();
+            let answer = razorpay_action(shopper, started, action).await;
             assert_eq!(answer.status(), 200, "{action}");
         }
     }

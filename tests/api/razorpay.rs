@@ -9,16 +9,6 @@ use holdfast::webhooks::signature::hmac_sha256_hex;
 
 use crate::helpers::*;
 
-fn field(page: &str, name: &str) -> String {
-    let marker = format!("name=\"{name}\" value=\"");
-    let start = page
-        .find(&marker)
-        .unwrap_or_else(|| panic!("no {name} in {page}"))
-        + marker.len();
-    let end = page[start..].find('"').unwrap() + start;
-    page[start..end].replace("&amp;", "&")
-}
-
 async fn load_demo(app: &TestApp) {
     CatalogueFile::read(concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/catalogue.json").as_ref())
         .unwrap()

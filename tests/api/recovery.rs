@@ -123,13 +123,6 @@ async fn demo(db: &TestDb) {
         .unwrap();
 }
 
-fn field(page: &str, name: &str) -> String {
-    let marker = format!("name=\"{name}\" value=\"");
-    let start = page.find(&marker).unwrap() + marker.len();
-    let end = page[start..].find('"').unwrap() + start;
-    page[start..end].to_owned()
-}
-
 /// Put `qty` VIP tickets in the basket and read the checkout form's key.
 async fn basket(server: &Server, shopper: &reqwest::Client, qty: i64) -> String {
     let added = shopper

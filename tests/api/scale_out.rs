@@ -19,13 +19,6 @@ impl Drop for Worker {
     }
 }
 
-fn field(page: &str, name: &str) -> String {
-    let marker = format!("name=\"{name}\" value=\"");
-    let start = page.find(&marker).unwrap() + marker.len();
-    let end = page[start..].find('"').unwrap() + start;
-    page[start..end].to_owned()
-}
-
 /// One shopper through one server: basket, checkout, pay, return.
 /// Returns whether they got a payment page.
 async fn shop_at(server: String) -> bool {
