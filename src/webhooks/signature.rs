@@ -114,7 +114,10 @@ pub fn verify_stripe(
     if !matched {
         return Err(SignatureError::Mismatch);
     }
-    if (now - timestamp).abs() > STRIPE_TOLERANCE_SECONDS {
+    // abs_diff, not (now - timestamp).abs(): the subtraction overflows for
+    // timestamps near i64's ends, which panics in debug builds and in
+    // release wraps to i64::MIN, whose abs() is negative, so "fresh".
+    if now.abs_diff(timestamp) > STRIPE_TOLERANCE_SECONDS.unsigned_abs() {
         return Err(SignatureError::Stale);
     }
     Ok(())
@@ -230,6 +233,29 @@ mod tests {
                 "{header:?}"
             );
         }
+    }
+
+    #[test]
+    fn timestamps_at_the_ends_of_i64_are_stale_not_a_panic() {
+        // found by fuzz/run stripe_signature: (now - t).abs() overflowed
+        for (t, now) in [
+            (0, i64::MIN),
+            (i64::MIN, 1_700_000_000),
+            (i64::MAX, i64::MIN),
+            (1_700_000_000_i64.wrapping_add(i64::MIN), 1_700_000_000),
+        ] {
+            let header = stripe_signature_header(&secret(), t, BODY);
+            assert_eq!(
+                verify_stripe(BODY, Some(&header), Some(&secret()), now),
+                Err(SignatureError::Stale),
+                "t={t} now={now}"
+            );
+        }
+        let header = stripe_signature_header(&secret(), i64::MAX, BODY);
+        assert_eq!(
+            verify_stripe(BODY, Some(&header), Some(&secret()), i64::MAX - 300),
+            Ok(())
+        );
     }
 
     #[test]

@@ -7,6 +7,7 @@ mod browser;
 mod checkout;
 mod cli;
 mod combining;
+mod fuzz_regressions;
 mod health;
 mod helpers;
 mod journey;

@@ -1,0 +1,7 @@
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+
+// The decoding and the properties live in the library, which the stable
+// regression test (tests/api/fuzz_regressions.rs) replays as well.
+fuzz_target!(|data: &[u8]| holdfast_fuzz::stripe_event(data));
