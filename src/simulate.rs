@@ -411,7 +411,7 @@ async fn step(
                         ("product_id", shopper.product.as_str()),
                         ("qty", &shopper.qty.to_string()),
                     ])
-                    .send()
+                    .shop_send()
                     .await?;
                 anyhow::ensure!(added.status() == 303, "add to basket: {}", added.status());
                 Ok(false)
@@ -485,7 +485,7 @@ async fn start_checkout(world: &World, shopper: &Shopper) -> anyhow::Result<Opti
     let basket = shopper
         .client
         .get(format!("{}/basket", world.shop))
-        .send()
+        .shop_send()
         .await?
         .text()
         .await?;
@@ -499,7 +499,7 @@ async fn start_checkout(world: &World, shopper: &Shopper) -> anyhow::Result<Opti
             ("email", "shopper@example.com"),
             ("provider", shopper.provider.as_str()),
         ])
-        .send()
+        .shop_send()
         .await?;
     match submitted.status().as_u16() {
         409 => return Ok(None),
@@ -532,7 +532,10 @@ async fn start_checkout(world: &World, shopper: &Shopper) -> anyhow::Result<Opti
             } else {
                 format!("{}{target}", world.shop)
             };
-            let page = shopper.client.get(page_url).send().await?.text().await?;
+            let page = shop_send(shopper.client.get(page_url))
+                .await?
+                .text()
+                .await?;
             // what Razorpay's checkout.js reads from the page
             let options = page
                 .split("<script id=\"rzp-options\" type=\"application/json\">")
@@ -574,7 +577,7 @@ async fn press(
                 .send()
                 .await?;
             if answer.status() == 303 && (follow || action == "abandon") {
-                let back = client.get(location(&answer)?).send().await?;
+                let back = shop_send(client.get(location(&answer)?)).await?;
                 anyhow::ensure!(
                     back.status().is_success() || back.status().is_redirection(),
                     "the way back answered {}",
@@ -593,7 +596,7 @@ async fn press(
                 .await?;
             if action == "abandon" {
                 if answer.status() == 303 {
-                    client.get(location(&answer)?).send().await?;
+                    shop_send(client.get(location(&answer)?)).await?;
                 }
                 return Ok(());
             }
@@ -610,7 +613,7 @@ async fn press(
                 let back = client
                     .post(&started.callback_url)
                     .form(&fields)
-                    .send()
+                    .shop_send()
                     .await?;
                 anyhow::ensure!(
                     back.status().is_success() || back.status().is_redirection(),
@@ -893,6 +896,33 @@ async fn account(world: &World, ledger: &mut SimLedger) -> anyhow::Result<()> {
             .push(format!("{stuck} orders still pending after closing time"));
     }
     Ok(())
+}
+
+/// The shop answers 503 while it is too busy to get a database connection
+/// (its pool waits two seconds at most): a shopper tries again, as a person
+/// at a browser would. Every request sent this way is safe to repeat.
+trait ShopSend {
+    async fn shop_send(self) -> anyhow::Result<reqwest::Response>;
+}
+
+impl ShopSend for reqwest::RequestBuilder {
+    async fn shop_send(self) -> anyhow::Result<reqwest::Response> {
+        shop_send(self).await
+    }
+}
+
+async fn shop_send(request: reqwest::RequestBuilder) -> anyhow::Result<reqwest::Response> {
+    for _ in 0..50 {
+        let attempt = request
+            .try_clone()
+            .context("a request that cannot be sent again")?;
+        let answer = attempt.send().await?;
+        if answer.status() != reqwest::StatusCode::SERVICE_UNAVAILABLE {
+            return Ok(answer);
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    Ok(request.send().await?)
 }
 
 fn location(response: &reqwest::Response) -> anyhow::Result<String> {

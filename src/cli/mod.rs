@@ -266,7 +266,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             SimProvider::Razorpay => vec![Provider::Razorpay],
             SimProvider::Both => vec![Provider::Stripe, Provider::Razorpay],
         };
-        let pool = database::recreate(&settings, &name, 16).await?;
+        let pool = database::recreate(&settings, &name, 32).await?;
         let options = crate::simulate::SimulateOptions {
             shoppers,
             seed,
