@@ -28,3 +28,10 @@ update outbox_jobs j
   from orders o
  where j.kind = 'expire_session' and j.state = 'pending'
    and o.id = (j.payload->>'order_id')::uuid and o.provider = 'razorpay';
+
+-- Orders settled more than a day before reconciliation existed are not
+-- asked about again: the paths that settled them had their day, and a
+-- shop's whole history should not land on the providers' APIs at once.
+update orders
+   set reconciled_at = now(), reconcile_note = 'settled before reconciliation existed'
+ where state <> 'pending' and updated_at < now() - interval '1 day';
