@@ -453,3 +453,14 @@ pub fn try_field(page: &str, name: &str) -> Option<String> {
     let end = page[start..].find('"')? + start;
     Some(page[start..end].replace("&amp;", "&"))
 }
+
+/// A resource's (held, sold) counters.
+pub async fn held_and_sold(db: &TestDb, resource: &str) -> (i32, i32) {
+    let status = db
+        .inventory()
+        .status(&rid(resource))
+        .await
+        .unwrap()
+        .unwrap_or_else(|| panic!("no resource {resource}"));
+    (status.held, status.sold)
+}

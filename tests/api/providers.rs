@@ -194,6 +194,15 @@ async fn razorpay_action(
         .unwrap()
 }
 
+/// The shopper gives up and goes back to the shop.
+async fn cancel(app: &TestApp, shopper: &reqwest::Client, started: &Started) -> reqwest::Response {
+    shopper
+        .get(format!("{}/checkout/cancel/{}", app.address, started.token))
+        .send()
+        .await
+        .unwrap()
+}
+
 fn ledger(app: &TestApp, via: Via) -> Ledger {
     match via {
         Via::Stripe => app.sandbox.stripe.ledger(),
@@ -247,15 +256,8 @@ async fn a_full_journey_ends_on_an_order_page_with_codes_for_each_provider() {
         assert!(page.contains("Thank you, Ada Shopper"), "{via:?}: {page}");
         assert_eq!(page.matches("class=\"ticket-code\"").count(), 2, "{via:?}");
         accepted(&app, via, events_per_payment(via)).await;
-        let status = app
-            .db
-            .inventory()
-            .status(&rid("harbour-lights-vip"))
-            .await
-            .unwrap()
-            .unwrap();
         assert_eq!(
-            (status.held, status.sold),
+            held_and_sold(&app.db, "harbour-lights-vip").await,
             (0, 2),
             "{via:?}: sold moved once"
         );
@@ -356,11 +358,7 @@ async fn money_after_an_abandoned_checkout_is_refunded_for_each_provider() {
         let shopper = browser();
         let started = start(&app, &shopper, via, "harbour-lights-vip", 3).await;
         // the shopper gives up and goes back to the shop
-        let cancelled = shopper
-            .get(format!("{}/checkout/cancel/{}", app.address, started.token))
-            .send()
-            .await
-            .unwrap();
+        let cancelled = cancel(&app, &shopper, &started).await;
         assert_eq!(cancelled.status(), 200, "{via:?}");
         assert_eq!(
             app.db
@@ -380,14 +378,11 @@ async fn money_after_an_abandoned_checkout_is_refunded_for_each_provider() {
         outbox(&app).await;
         app.wait_for_state(&started.token, "refunded").await;
         assert_eq!(ledger(&app, via).refunds.len(), 1, "{via:?}");
-        let status = app
-            .db
-            .inventory()
-            .status(&rid("harbour-lights-vip"))
-            .await
-            .unwrap()
-            .unwrap();
-        assert_eq!((status.held, status.sold), (0, 0), "{via:?}");
+        assert_eq!(
+            held_and_sold(&app.db, "harbour-lights-vip").await,
+            (0, 0),
+            "{via:?}"
+        );
     }
 }
 
@@ -577,14 +572,11 @@ async fn a_payment_whose_webhook_and_return_are_both_lost_is_fulfilled_by_reconc
         .await
         .unwrap();
         assert_eq!((payment_ref, codes), (charge, 3), "{via:?}");
-        let status = app
-            .db
-            .inventory()
-            .status(&rid("harbour-lights-vip"))
-            .await
-            .unwrap()
-            .unwrap();
-        assert_eq!((status.held, status.sold), (0, 3), "{via:?}");
+        assert_eq!(
+            held_and_sold(&app.db, "harbour-lights-vip").await,
+            (0, 3),
+            "{via:?}"
+        );
 
         // asking again changes nothing
         let again = reconciler(&app, ReconcileTimes::immediately())
@@ -632,14 +624,7 @@ async fn an_expired_stripe_page_whose_webhook_was_lost_gives_its_units_back() {
         "{report:?}"
     );
     assert_eq!(app.order_state(&started.token).await, "expired");
-    let status = app
-        .db
-        .inventory()
-        .status(&rid("harbour-lights-vip"))
-        .await
-        .unwrap()
-        .unwrap();
-    assert_eq!((status.held, status.sold), (0, 0));
+    assert_eq!(held_and_sold(&app.db, "harbour-lights-vip").await, (0, 0));
     let reconciled: Option<chrono::DateTime<chrono::Utc>> =
         sqlx::query_scalar("select reconciled_at from orders where token = $1")
             .bind(&started.token)
@@ -656,11 +641,7 @@ async fn late_money_on_a_closed_order_with_every_message_lost_is_refunded_once()
         demo(&app).await;
         let shopper = browser();
         let started = start(&app, &shopper, via, "harbour-lights-vip", 2).await;
-        let cancelled = shopper
-            .get(format!("{}/checkout/cancel/{}", app.address, started.token))
-            .send()
-            .await
-            .unwrap();
+        let cancelled = cancel(&app, &shopper, &started).await;
         assert_eq!(cancelled.status(), 200, "{via:?}");
         outbox(&app).await;
         // Stripe's page is closed; a Razorpay order has none to close, and
@@ -711,14 +692,11 @@ async fn late_money_on_a_closed_order_with_every_message_lost_is_refunded_once()
             ledger.refunds[0].payment_intent, ledger.charges[0].payment_intent,
             "{via:?}"
         );
-        let status = app
-            .db
-            .inventory()
-            .status(&rid("harbour-lights-vip"))
-            .await
-            .unwrap()
-            .unwrap();
-        assert_eq!((status.held, status.sold), (0, 0), "{via:?}");
+        assert_eq!(
+            held_and_sold(&app.db, "harbour-lights-vip").await,
+            (0, 0),
+            "{via:?}"
+        );
     }
 }
 

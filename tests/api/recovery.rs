@@ -168,13 +168,7 @@ async fn submit(
 }
 
 async fn vip(db: &TestDb) -> (i32, i32) {
-    let status = db
-        .inventory()
-        .status(&rid("harbour-lights-vip"))
-        .await
-        .unwrap()
-        .unwrap();
-    (status.held, status.sold)
+    held_and_sold(db, "harbour-lights-vip").await
 }
 
 async fn wait_until<F, Fut>(what: &str, mut check: F)
