@@ -236,6 +236,7 @@ fn start_world(pool: PgPool, providers: &[Provider]) -> anyhow::Result<World> {
         api_base: sandbox.razorpay.api_base(),
     })?;
     let shop = Shop {
+        checkouts: crate::checkout::Checkouts::new(pool.clone()),
         pool: pool.clone(),
         stripe: stripe.clone(),
         stripe_webhook_secret: Some(settings.stripe_webhook_secret.clone()),

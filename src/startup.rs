@@ -20,6 +20,8 @@ use crate::staff::SessionKey;
 #[derive(Debug, Clone)]
 pub struct Shop {
     pub pool: PgPool,
+    /// Checkout, combined per resource where it can be.
+    pub checkouts: crate::checkout::Checkouts,
     pub stripe: StripeAdapter,
     pub stripe_webhook_secret: Option<Secret>,
     /// How browsers and providers reach us, without a trailing slash.
@@ -285,6 +287,7 @@ pub async fn serve(
         }
     };
     let shop = Shop {
+        checkouts: crate::checkout::Checkouts::new(pool.clone()),
         pool,
         stripe,
         stripe_webhook_secret,

@@ -10,12 +10,17 @@
 pub mod basket;
 pub mod catalogue;
 pub mod codes;
+mod combined;
+
+pub use combined::Checkouts;
+use combined::{OneStart, Starts, one_outcome, start_batch};
 
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 use sqlx::{PgPool, Postgres, Transaction};
 use uuid::Uuid;
 
+use crate::combine::Combiner;
 use crate::inventory::{
     self, AccountId, Basket, BasketLine, BasketOutcome, BasketRequest, BeginPaymentOutcome,
     ConfirmOutcome, HoldId, IdempotencyKey, InvalidInput, InventoryError, PaymentRef, Quantity,
@@ -161,7 +166,13 @@ pub struct OrderLine {
 #[serde(tag = "status", rename_all = "snake_case")]
 pub enum StartOutcome {
     /// The order is pending and every line is held: call the provider.
-    Started { order: Order, lines: Vec<OrderLine> },
+    Started {
+        order: Order,
+        lines: Vec<OrderLine>,
+        /// For a one-product checkout, the resource it holds: its payment
+        /// phase can start in a combined call ([`Checkouts::attach`]).
+        resource: Option<String>,
+    },
     /// The form was submitted before: this is its order.
     AlreadyStarted { order: Order },
     /// Nothing was held; these lines are short.
@@ -227,6 +238,105 @@ pub async fn order_codes(pool: &PgPool, order_id: Uuid) -> sqlx::Result<Vec<(Str
     .await
 }
 
+/// What checking out a basket needs, read in one snapshot: whether the
+/// form was submitted before, and the basket's lines with each product's
+/// price and what its resource's committed counters leave.
+#[derive(Debug, Clone)]
+pub struct CheckoutRead {
+    /// The order this checkout key already started.
+    pub existing: Option<Uuid>,
+    pub lines: Vec<ReadLine>,
+}
+
+/// A basket line as [`read_checkout`] sees it.
+#[derive(Debug, Clone)]
+pub struct ReadLine {
+    pub product_id: String,
+    pub name: String,
+    pub qty: i32,
+    pub price_minor: i64,
+    pub currency: String,
+    pub resource_id: String,
+    /// Still for sale.
+    pub active: bool,
+    left: i32,
+    settled: bool,
+}
+
+impl ReadLine {
+    /// The line as the basket page shows it.
+    pub fn basket_line(&self) -> basket::BasketLine {
+        basket::BasketLine {
+            product_id: self.product_id.clone(),
+            name: self.name.clone(),
+            qty: self.qty,
+            price_minor: self.price_minor,
+            currency: self.currency.clone(),
+        }
+    }
+}
+
+/// One query for a submitted checkout form: its order if the key was used
+/// before, else the basket with prices and counters. The crowd at a sold-out
+/// product is answered from this read alone.
+pub async fn read_checkout(
+    pool: &PgPool,
+    checkout_key: &str,
+    basket_id: &str,
+) -> sqlx::Result<CheckoutRead> {
+    // one row when the basket is empty or the key was used: the lines are
+    // optional
+    #[derive(sqlx::FromRow)]
+    struct Row {
+        existing: Option<Uuid>,
+        product_id: Option<String>,
+        name: Option<String>,
+        qty: Option<i32>,
+        price_minor: Option<i64>,
+        currency: Option<String>,
+        resource_id: Option<String>,
+        active: Option<bool>,
+        left: Option<i32>,
+        settled: Option<bool>,
+    }
+    let rows: Vec<Row> = sqlx::query_as(
+        "select k.existing, l.product_id, l.name, l.qty, l.price_minor, l.currency, \
+                l.resource_id, l.active, l.left, l.settled \
+           from (select (select id from orders where checkout_key = $1) as existing) k \
+           left join lateral ( \
+                select b.product_id, p.name, b.qty, p.price_minor, p.currency, p.resource_id, \
+                       p.active, r.total - r.held - r.sold as left, \
+                       coalesce(r.next_expiry > now(), true) as settled, b.added_at \
+                  from basket_lines b \
+                  join products p on p.id = b.product_id \
+                  join resources r on r.id = p.resource_id \
+                 where b.basket_id = $2 and k.existing is null) l on true \
+          order by l.added_at, l.product_id",
+    )
+    .bind(checkout_key)
+    .bind(basket_id)
+    .fetch_all(pool)
+    .await?;
+    let existing = rows.first().and_then(|r| r.existing);
+    let lines = rows
+        .into_iter()
+        .filter_map(|r| {
+            Some(ReadLine {
+                product_id: r.product_id?,
+                name: r.name?,
+                qty: r.qty?,
+                price_minor: r.price_minor?,
+                currency: r.currency?,
+                resource_id: r.resource_id?,
+                active: r.active?,
+                left: r.left?,
+                settled: r.settled?,
+            })
+        })
+        .collect();
+    Ok(CheckoutRead { existing, lines })
+}
+
 #[derive(sqlx::FromRow)]
 struct PricedProduct {
     id: String,
@@ -269,9 +379,20 @@ fn short_without_lock(lines: &[OrderLine], products: &[PricedProduct]) -> Vec<Sh
 }
 
 /// Step one of checkout: in one transaction, the pending order and a hold on
-/// every line. Nothing is held when anything is short.
+/// every line. Nothing is held when anything is short. (The shop goes
+/// through [`Checkouts::start`], which combines concurrent checkouts of one
+/// product; this is the same with nobody to combine with.)
 pub async fn start_checkout(pool: &PgPool, start: &CheckoutStart) -> Result<StartOutcome> {
-    let outcome = start_checkout_once(pool, start).await?;
+    start_checkout_via(pool, None, start, None).await
+}
+
+async fn start_checkout_via(
+    pool: &PgPool,
+    starts: Option<&Combiner<Starts>>,
+    start: &CheckoutStart,
+    read: Option<&CheckoutRead>,
+) -> Result<StartOutcome> {
+    let outcome = start_checkout_once(pool, starts, start, read).await?;
     crate::metrics::checkout(match &outcome {
         StartOutcome::Started { .. } => "started",
         StartOutcome::AlreadyStarted { .. } => "already_started",
@@ -282,7 +403,12 @@ pub async fn start_checkout(pool: &PgPool, start: &CheckoutStart) -> Result<Star
     Ok(outcome)
 }
 
-async fn start_checkout_once(pool: &PgPool, start: &CheckoutStart) -> Result<StartOutcome> {
+async fn start_checkout_once(
+    pool: &PgPool,
+    starts: Option<&Combiner<Starts>>,
+    start: &CheckoutStart,
+    read: Option<&CheckoutRead>,
+) -> Result<StartOutcome> {
     // the same product twice is one line
     let mut wanted: Vec<(String, i64)> = Vec::new();
     for line in &start.lines {
@@ -295,15 +421,35 @@ async fn start_checkout_once(pool: &PgPool, start: &CheckoutStart) -> Result<Sta
         return Err(CheckoutError::InvalidInput("the basket is empty".into()));
     }
     let ids: Vec<&str> = wanted.iter().map(|(id, _)| id.as_str()).collect();
-    let products: Vec<PricedProduct> = sqlx::query_as(
-        "select p.id, p.resource_id, p.name, p.price_minor, p.currency, \
-                r.total - r.held - r.sold as left, coalesce(r.next_expiry > now(), true) as settled \
-           from products p join resources r on r.id = p.resource_id \
-          where p.active and p.id = any($1)",
-    )
-    .bind(&ids)
-    .fetch_all(pool)
-    .await?;
+    let products: Vec<PricedProduct> = match read {
+        // read with the basket, in the same snapshot
+        Some(read) => read
+            .lines
+            .iter()
+            .filter(|l| l.active && ids.contains(&l.product_id.as_str()))
+            .map(|l| PricedProduct {
+                id: l.product_id.clone(),
+                resource_id: l.resource_id.clone(),
+                name: l.name.clone(),
+                price_minor: l.price_minor,
+                currency: l.currency.clone(),
+                left: l.left,
+                settled: l.settled,
+            })
+            .collect(),
+        None => {
+            sqlx::query_as(
+                "select p.id, p.resource_id, p.name, p.price_minor, p.currency, \
+                        r.total - r.held - r.sold as left, \
+                        coalesce(r.next_expiry > now(), true) as settled \
+                   from products p join resources r on r.id = p.resource_id \
+                  where p.active and p.id = any($1)",
+            )
+            .bind(&ids)
+            .fetch_all(pool)
+            .await?
+        }
+    };
     let unknown: Vec<String> = ids
         .iter()
         .filter(|id| !products.iter().any(|p| p.id == **id))
@@ -344,11 +490,42 @@ async fn start_checkout_once(pool: &PgPool, start: &CheckoutStart) -> Result<Sta
     // through the locked path below.
     let short = short_without_lock(&lines, &products);
     if !short.is_empty() {
-        // a double submit that raced the first one's hold is still that order
-        if let Some(order) = order_by_checkout_key(pool, start.checkout_key.as_str()).await? {
+        // A double submit that raced the first one's hold is still that
+        // order. (Read in one snapshot with the counters, the form's order
+        // is there exactly when its hold is counted.)
+        if read.is_none()
+            && let Some(order) = order_by_checkout_key(pool, start.checkout_key.as_str()).await?
+        {
             return Ok(StartOutcome::AlreadyStarted { order });
         }
         return Ok(StartOutcome::Unavailable { lines: short });
+    }
+
+    // One product: order, line and hold in one call, combined with the
+    // other checkouts of its resource waiting at the same moment.
+    if let [line] = lines.as_slice() {
+        let resource = product(&line.product_id).resource_id.clone();
+        let one = OneStart {
+            key: start.checkout_key.as_str().to_owned(),
+            account: start.account.as_str().to_owned(),
+            qty: line.qty,
+            product: line.product_id.clone(),
+            product_name: line.name.clone(),
+            unit_price: line.unit_price_minor,
+            currency: currency.clone(),
+            token: codes::order_token(),
+            name: start.customer.name().to_owned(),
+            email: start.customer.email().to_owned(),
+            provider: start.provider.as_str(),
+        };
+        let row = match starts {
+            Some(starts) => starts.call(&resource, one.clone()).await?,
+            None => start_batch(pool, &resource, std::slice::from_ref(&one))
+                .await?
+                .pop()
+                .ok_or_else(|| CheckoutError::Database(sqlx::Error::RowNotFound))?,
+        };
+        return one_outcome(pool, one, row, lines, resource).await;
     }
 
     let mut tx = pool.begin().await?;
@@ -455,7 +632,11 @@ async fn start_checkout_once(pool: &PgPool, start: &CheckoutStart) -> Result<Sta
     .fetch_one(&mut *tx)
     .await?;
     tx.commit().await?;
-    Ok(StartOutcome::Started { order, lines })
+    Ok(StartOutcome::Started {
+        order,
+        lines,
+        resource: None,
+    })
 }
 
 /// What the provider gave us for a started order.
@@ -484,7 +665,6 @@ pub async fn attach_payment(
     order_id: Uuid,
     session: &ProviderSession,
 ) -> Result<AttachOutcome> {
-    const MARGIN_SECONDS: i64 = 5 * 60;
     let mut tx = pool.begin().await?;
     let hold_id: Option<Uuid> =
         sqlx::query_scalar("select hold_id from orders where id = $1 for update")
@@ -497,7 +677,7 @@ pub async fn attach_payment(
             "no started order {order_id}"
         )));
     };
-    let window = (session.expires_at - Utc::now()).num_seconds().max(0) + MARGIN_SECONDS;
+    let window = combined::payment_window_seconds(session.expires_at);
     let window = Span::parse(
         "payment window",
         std::time::Duration::from_secs(window as u64),

@@ -10,14 +10,10 @@
 //! their own holds; the database still serialises them on the row lock, and
 //! the CHECK on `resources` is still the last word.
 
-use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
-
 use sqlx::PgPool;
-use tokio::sync::oneshot;
 
 use super::{HoldOutcome, HoldRequest, InventoryError, Result, hold_many};
+use crate::combine::{self, Batch};
 
 /// Most requests one call carries.
 pub const MAX_BATCH: usize = 512;
@@ -25,178 +21,60 @@ pub const MAX_BATCH: usize = 512;
 /// Combines holds per resource for one process. Cheap to clone.
 #[derive(Debug, Clone)]
 pub struct Combiner {
-    pool: PgPool,
-    queues: Queues,
-    /// Calls made to the database so far (for the curious and the tests).
-    calls: Arc<AtomicU64>,
-}
-
-type Queues = Arc<Mutex<HashMap<String, Arc<Queue>>>>;
-
-#[derive(Debug, Default)]
-struct Queue {
-    state: Mutex<QueueState>,
-}
-
-#[derive(Debug, Default)]
-struct QueueState {
-    waiting: Vec<Waiting>,
-    /// A call for this resource is in flight (its task drains the queue).
-    flying: bool,
-}
-
-#[derive(Debug)]
-struct Waiting {
-    request: HoldRequest,
-    reply: oneshot::Sender<Result<HoldOutcome>>,
+    inner: combine::Combiner<Holds>,
 }
 
 impl Combiner {
     pub fn new(pool: PgPool) -> Self {
         Self {
-            pool,
-            queues: Arc::default(),
-            calls: Arc::default(),
+            inner: combine::Combiner::new(Holds { pool }),
         }
     }
 
     /// How many database calls the holds so far took.
     pub fn calls(&self) -> u64 {
-        self.calls.load(Ordering::Relaxed)
+        self.inner.calls()
     }
 
     /// Hold units of one resource, as [`super::Inventory::hold`] does,
     /// together with whatever else is waiting for the same resource.
     pub async fn hold(&self, request: HoldRequest) -> Result<HoldOutcome> {
-        let request_resource = request.resource.as_str().to_owned();
-        let queue = self.queue(&request_resource);
-        let (reply, answer) = oneshot::channel();
-        let lead = {
-            let mut state = queue.state.lock().expect("queue lock");
-            state.waiting.push(Waiting { request, reply });
-            !std::mem::replace(&mut state.flying, true)
-        };
-        if lead {
-            // its own task: a caller that goes away (a closed connection)
-            // must not strand the others waiting behind it
-            let flight = Flight {
-                pool: self.pool.clone(),
-                queues: self.queues.clone(),
-                resource: request_resource,
-                queue,
-                calls: self.calls.clone(),
-                landed: false,
-            };
-            tokio::spawn(flight.drain());
-        }
-        answer.await.unwrap_or_else(|_| {
-            Err(InventoryError::Unexpected(
-                "the combined call ended without an answer".into(),
-            ))
-        })
-    }
-
-    fn queue(&self, resource: &str) -> Arc<Queue> {
-        let mut queues = self.queues.lock().expect("queues lock");
-        queues.entry(resource.to_owned()).or_default().clone()
+        let resource = request.resource.as_str().to_owned();
+        self.inner.call(&resource, request).await
     }
 }
 
-/// The task that sends one resource's queue, call after call, until it is
-/// empty. If it ends any other way (a panic, a runtime shutting down), its
-/// drop lets the queue fly again and tells those waiting.
-struct Flight {
+/// Holds on one resource, as `hf_hold_many` takes them.
+struct Holds {
     pool: PgPool,
-    queues: Queues,
-    resource: String,
-    queue: Arc<Queue>,
-    calls: Arc<AtomicU64>,
-    landed: bool,
 }
 
-impl Flight {
-    async fn drain(mut self) {
-        loop {
-            // Callers just answered are runnable now and about to ask
-            // again: one turn of the scheduler lets them join this call
-            // instead of each leading a call of one. A yield, not a timer.
-            tokio::task::yield_now().await;
-            let batch: Vec<Waiting> = {
-                let mut state = self.queue.state.lock().expect("queue lock");
-                // a caller that stopped waiting before its call went out
-                // gets no hold, as a direct call never sent would not
-                state.waiting.retain(|w| !w.reply.is_closed());
-                if state.waiting.is_empty() {
-                    state.flying = false;
-                    drop(state);
-                    self.landed = true;
-                    self.forget_if_idle();
-                    return;
-                }
-                let take = state.waiting.len().min(MAX_BATCH);
-                state.waiting.drain(..take).collect()
-            };
-            // one call per run of equal TTLs, in arrival order
-            let mut rest = batch;
-            while !rest.is_empty() {
-                let ttl = rest[0].request.ttl;
-                let split = rest
-                    .iter()
-                    .position(|w| w.request.ttl != ttl)
-                    .unwrap_or(rest.len());
-                let tail = rest.split_off(split);
-                self.calls.fetch_add(1, Ordering::Relaxed);
-                send(&self.pool, rest).await;
-                rest = tail;
+impl Batch for Holds {
+    type Request = HoldRequest;
+    type Reply = Result<HoldOutcome>;
+    const MAX: usize = MAX_BATCH;
+
+    async fn run(&self, _resource: &str, requests: Vec<HoldRequest>) -> Vec<Result<HoldOutcome>> {
+        let mut replies = Vec::with_capacity(requests.len());
+        // one call per run of equal TTLs, in arrival order
+        let mut rest = requests;
+        while !rest.is_empty() {
+            let ttl = rest[0].ttl;
+            let split = rest.iter().position(|r| r.ttl != ttl).unwrap_or(rest.len());
+            let tail = rest.split_off(split);
+            match hold_many(&self.pool, &rest).await {
+                Ok(outcomes) => replies.extend(outcomes.into_iter().map(Ok)),
+                Err(error) => replies.extend(rest.iter().map(|_| Err(share(&error)))),
             }
+            rest = tail;
         }
+        replies
     }
 
-    /// An idle queue leaves the map, so made-up resource ids cannot grow it.
-    fn forget_if_idle(&self) {
-        let mut queues = self.queues.lock().expect("queues lock");
-        let idle = {
-            let state = self.queue.state.lock().expect("queue lock");
-            !state.flying && state.waiting.is_empty()
-        };
-        if idle
-            && queues
-                .get(&self.resource)
-                .is_some_and(|q| Arc::ptr_eq(q, &self.queue))
-        {
-            queues.remove(&self.resource);
-        }
-    }
-}
-
-impl Drop for Flight {
-    fn drop(&mut self) {
-        if self.landed {
-            return;
-        }
-        // dropping the waiting senders answers their callers with an error
-        if let Ok(mut state) = self.queue.state.lock() {
-            state.waiting.clear();
-            state.flying = false;
-        }
-    }
-}
-
-async fn send(pool: &PgPool, batch: Vec<Waiting>) {
-    let requests: Vec<HoldRequest> = batch.iter().map(|w| w.request.clone()).collect();
-    match hold_many(pool, &requests).await {
-        Ok(outcomes) => {
-            for (waiting, outcome) in batch.into_iter().zip(outcomes) {
-                // a caller that stopped waiting has its hold all the same,
-                // as it would with a direct call
-                let _ = waiting.reply.send(Ok(outcome));
-            }
-        }
-        Err(error) => {
-            for waiting in batch {
-                let _ = waiting.reply.send(Err(share(&error)));
-            }
-        }
+    fn lost() -> Result<HoldOutcome> {
+        Err(InventoryError::Unexpected(
+            "the combined call ended without an answer".into(),
+        ))
     }
 }
 
@@ -205,15 +83,8 @@ fn share(error: &InventoryError) -> InventoryError {
     match error {
         InventoryError::InvalidInput(message) => InventoryError::InvalidInput(message.clone()),
         InventoryError::Unexpected(message) => InventoryError::Unexpected(message.clone()),
-        InventoryError::Database(sqlx::Error::PoolTimedOut) => {
-            InventoryError::Database(sqlx::Error::PoolTimedOut)
+        InventoryError::Database(error) => {
+            InventoryError::Database(crate::database::share_error(error))
         }
-        InventoryError::Database(sqlx::Error::PoolClosed) => {
-            InventoryError::Database(sqlx::Error::PoolClosed)
-        }
-        InventoryError::Database(sqlx::Error::Io(io)) => InventoryError::Database(sqlx::Error::Io(
-            std::io::Error::new(io.kind(), io.to_string()),
-        )),
-        InventoryError::Database(other) => InventoryError::Unexpected(other.to_string()),
     }
 }

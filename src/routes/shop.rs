@@ -331,8 +331,22 @@ pub async fn start_checkout(
     let key = IdempotencyKey::parse(&form.checkout_key).map_err(|_| {
         ShopError::bad_request("the checkout form is out of date; please try again")
     })?;
+    // One read: whether this form was submitted before, and the basket
+    // with its prices and what is left (enough to refuse a sold-out line).
+    let basket = basket_id(&request);
+    let read = match &basket {
+        Some(basket) => checkout::read_checkout(&shop.pool, key.as_str(), basket).await?,
+        None => checkout::CheckoutRead {
+            existing: checkout::order_by_checkout_key(&shop.pool, key.as_str())
+                .await?
+                .map(|order| order.id),
+            lines: Vec::new(),
+        },
+    };
     // a double submit goes where the first one went, once it knows
-    if let Some(order) = checkout::order_by_checkout_key(&shop.pool, key.as_str()).await? {
+    if let Some(existing) = read.existing
+        && let Some(order) = checkout::order_by_id(&shop.pool, existing).await?
+    {
         return Ok(see_other(&redirect_for(
             &await_provider_page(&shop, order).await?,
         )));
@@ -358,18 +372,18 @@ pub async fn start_checkout(
             .await;
         }
     };
-    let Some(basket) = basket_id(&request) else {
+    let Some(basket) = basket else {
         return Ok(see_other("/basket"));
     };
-    let lines = basket::lines(&shop.pool, &basket).await?;
-    if lines.is_empty() {
+    if read.lines.is_empty() {
         return Ok(see_other("/basket"));
     }
     let start = CheckoutStart {
         checkout_key: key,
         account: AccountId::parse(&format!("basket:{basket}"))
             .map_err(|e| ShopError::bad_request(&e.0))?,
-        lines: lines
+        lines: read
+            .lines
             .iter()
             .map(|line| {
                 Ok(WantedLine {
@@ -382,9 +396,12 @@ pub async fn start_checkout(
         customer,
         provider,
     };
-    let basket_rows = lines;
-    let (order, lines) = match checkout::start_checkout(&shop.pool, &start).await? {
-        StartOutcome::Started { order, lines } => (order, lines),
+    let (order, lines, resource) = match shop.checkouts.start_read(&start, &read).await? {
+        StartOutcome::Started {
+            order,
+            lines,
+            resource,
+        } => (order, lines, resource),
         StartOutcome::AlreadyStarted { order } => {
             return Ok(see_other(&redirect_for(
                 &await_provider_page(&shop, order).await?,
@@ -394,7 +411,7 @@ pub async fn start_checkout(
             // the basket as read above: nothing in it changed
             return basket_page_of(
                 &shop,
-                basket_rows,
+                read.lines.iter().map(|line| line.basket_line()).collect(),
                 StatusCode::CONFLICT,
                 describe_short(&lines),
                 String::new(),
@@ -444,15 +461,20 @@ pub async fn start_checkout(
     };
     crate::faults::crash_point("after_provider_call");
     let url = provider_session.url.clone();
-    let attached = match checkout::attach_payment(&shop.pool, order.id, &provider_session).await {
+    let order_id = order.id;
+    let attached = match shop
+        .checkouts
+        .attach(order, resource.as_deref(), &provider_session, Some(&basket))
+        .await
+    {
         Ok(attached) => attached,
         Err(error) => {
             // the provider's page exists but our holds could not move into
             // the payment phase: give them back now rather than at the TTL
-            tracing::error!(order = %order.id, error = %error, "could not start the payment phase");
+            tracing::error!(order = %order_id, error = %error, "could not start the payment phase");
             checkout::release_order(
                 &shop.pool,
-                order.id,
+                order_id,
                 "payment_phase_failed",
                 "checkout",
                 "cancelled",
@@ -468,10 +490,8 @@ pub async fn start_checkout(
         }
     };
     match attached {
-        checkout::AttachOutcome::Paying { .. } => {
-            basket::clear(&shop.pool, &basket).await?;
-            Ok(see_other(&url))
-        }
+        // the basket was emptied with the payment phase
+        checkout::AttachOutcome::Paying { .. } => Ok(see_other(&url)),
         checkout::AttachOutcome::Ended { .. } => message(
             StatusCode::CONFLICT,
             "Your reservation ran out",

@@ -244,6 +244,7 @@ pub async fn spawn_app_with(db: TestDb) -> TestApp {
         .set_webhook_url(format!("{address}/webhooks/razorpay"));
     let csp_reports = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
     let shop = holdfast::startup::Shop {
+        checkouts: holdfast::checkout::Checkouts::new(db.pool.clone()),
         pool: db.pool.clone(),
         stripe: sandbox.adapter(),
         stripe_webhook_secret: Some(sandbox.settings.stripe_webhook_secret.clone()),

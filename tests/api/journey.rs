@@ -377,6 +377,7 @@ async fn a_provider_outage_at_checkout_start_releases_the_holds_and_tells_the_sh
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let address = format!("http://127.0.0.1:{}", listener.local_addr().unwrap().port());
     let shop = holdfast::startup::Shop {
+        checkouts: holdfast::checkout::Checkouts::new(db.pool.clone()),
         pool: db.pool.clone(),
         stripe: holdfast::payments::stripe::StripeAdapter::new(
             &holdfast::payments::stripe::StripeSettings {

@@ -6,6 +6,7 @@ mod baskets;
 mod browser;
 mod checkout;
 mod cli;
+mod combined_checkout;
 mod combining;
 mod fuzz_regressions;
 mod health;

@@ -72,6 +72,7 @@ async fn postgres_stopped_under_load_answers_503_fast_and_loses_or_doubles_nothi
         .stripe
         .set_webhook_url(format!("{address}/webhooks/stripe"));
     let shop = Shop {
+        checkouts: holdfast::checkout::Checkouts::new(pool.clone()),
         pool: pool.clone(),
         stripe: sandbox.adapter(),
         stripe_webhook_secret: Some(sandbox.settings.stripe_webhook_secret.clone()),

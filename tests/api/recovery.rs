@@ -115,7 +115,7 @@ async fn died(server: &mut Server) -> std::process::ExitStatus {
     panic!("the server did not die at its crash point");
 }
 
-async fn demo(db: &TestDb) {
+pub(crate) async fn demo(db: &TestDb) {
     CatalogueFile::read(concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/catalogue.json").as_ref())
         .unwrap()
         .load(&db.pool)

@@ -1,0 +1,372 @@
+//! Checkouts of one product, combined per resource. A flash sale is many
+//! shoppers checking out the same ticket tier at once: each checkout needs
+//! the tier's row lock twice (to hold and write the order; to start the
+//! payment phase after the provider answered), and the lock is held until
+//! the commit reaches disk. [`Checkouts`] sends the checkouts waiting for the
+//! same resource together, one call for each step (`hf_start_checkouts`,
+//! `hf_attach_payments`), as the engine's combiner does for holds. Each
+//! shopper still gets their own answer, and an order is still written in
+//! the same transaction as its hold.
+
+use chrono::{DateTime, SubsecRound, Utc};
+use sqlx::PgPool;
+use uuid::Uuid;
+
+use super::{
+    AttachOutcome, CheckoutError, CheckoutRead, CheckoutStart, Order, OrderLine, ProviderSession,
+    Result, ShortLine, StartOutcome, attach_payment, basket, order_by_id, start_checkout_via,
+};
+use crate::combine::{Batch, Combiner};
+use crate::database::share_error;
+
+/// Most checkouts one call carries.
+pub const MAX_BATCH: usize = 256;
+
+/// How long past the provider's own expiry a paying hold lives, so a
+/// payment the provider accepts finds it alive.
+pub(super) const MARGIN_SECONDS: i64 = 5 * 60;
+
+/// The shop's way into checkout: combined where it can be. Cheap to clone.
+#[derive(Debug, Clone)]
+pub struct Checkouts {
+    pool: PgPool,
+    starts: Combiner<Starts>,
+    attaches: Combiner<Attaches>,
+}
+
+impl Checkouts {
+    pub fn new(pool: PgPool) -> Self {
+        Self {
+            starts: Combiner::new(Starts { pool: pool.clone() }),
+            attaches: Combiner::new(Attaches { pool: pool.clone() }),
+            pool,
+        }
+    }
+
+    /// [`super::start_checkout`], combined with the other one-product
+    /// checkouts of the same resource waiting at the same moment.
+    pub async fn start(&self, start: &CheckoutStart) -> Result<StartOutcome> {
+        start_checkout_via(&self.pool, Some(&self.starts), start, None).await
+    }
+
+    /// [`Checkouts::start`] with the prices and counters already read with
+    /// the basket ([`super::read_checkout`]): a refusal needs no other query.
+    pub async fn start_read(
+        &self,
+        start: &CheckoutStart,
+        read: &CheckoutRead,
+    ) -> Result<StartOutcome> {
+        start_checkout_via(&self.pool, Some(&self.starts), start, Some(read)).await
+    }
+
+    /// [`super::attach_payment`] for a started order, then the shopper's
+    /// basket is emptied if the order is on its way to pay. For a
+    /// one-product checkout (`resource` from [`StartOutcome::Started`]) it
+    /// is one combined call with the other orders of that resource.
+    pub async fn attach(
+        &self,
+        order: Order,
+        resource: Option<&str>,
+        session: &ProviderSession,
+        basket_id: Option<&str>,
+    ) -> Result<AttachOutcome> {
+        let Some(resource) = resource else {
+            let attached = attach_payment(&self.pool, order.id, session).await?;
+            if let (AttachOutcome::Paying { .. }, Some(basket_id)) = (&attached, basket_id) {
+                basket::clear(&self.pool, basket_id).await?;
+            }
+            return Ok(attached);
+        };
+        let one = OneAttach {
+            order_id: order.id,
+            window_seconds: payment_window_seconds(session.expires_at),
+            session_id: session.id.clone(),
+            url: session.url.clone(),
+            expires_at: session.expires_at,
+            basket_id: basket_id.map(str::to_owned),
+        };
+        let (status, state) = self.attaches.call(resource, one).await?;
+        let alive = matches!(
+            status.as_str(),
+            "awaiting_payment" | "replayed" | "confirmed"
+        );
+        if status == "not_found" {
+            return Err(CheckoutError::InvalidInput(format!(
+                "no started order {}",
+                order.id
+            )));
+        }
+        let order = Order {
+            provider_session_id: Some(session.id.clone()),
+            provider_url: Some(session.url.clone()),
+            // as stored: PostgreSQL keeps microseconds
+            provider_expires_at: Some(session.expires_at.trunc_subsecs(6)),
+            state: state.unwrap_or(order.state),
+            ..order
+        };
+        Ok(if alive {
+            AttachOutcome::Paying { order }
+        } else {
+            AttachOutcome::Ended { order }
+        })
+    }
+
+    /// Calls made so far: (checkout starts, payment starts).
+    pub fn calls(&self) -> (u64, u64) {
+        (self.starts.calls(), self.attaches.calls())
+    }
+}
+
+/// The payment window for a provider session that ends at `expires_at`.
+pub(super) fn payment_window_seconds(expires_at: DateTime<Utc>) -> i64 {
+    (expires_at - Utc::now()).num_seconds().max(0) + MARGIN_SECONDS
+}
+
+/// One checkout of one product, as `hf_start_checkouts` takes it.
+#[derive(Debug, Clone)]
+pub(super) struct OneStart {
+    pub key: String,
+    pub account: String,
+    pub qty: i32,
+    pub product: String,
+    pub product_name: String,
+    pub unit_price: i64,
+    pub currency: String,
+    pub token: String,
+    pub name: String,
+    pub email: String,
+    pub provider: &'static str,
+}
+
+/// What `hf_start_checkouts` said about one checkout.
+#[derive(Debug, sqlx::FromRow)]
+pub(super) struct StartRow {
+    status: String,
+    order_id: Option<Uuid>,
+    hold_id: Option<Uuid>,
+    available: Option<i32>,
+    created_at: DateTime<Utc>,
+}
+
+pub(super) struct Starts {
+    pool: PgPool,
+}
+
+impl Batch for Starts {
+    type Request = OneStart;
+    type Reply = Result<StartRow>;
+    const MAX: usize = MAX_BATCH;
+
+    async fn run(&self, resource: &str, requests: Vec<OneStart>) -> Vec<Result<StartRow>> {
+        each(
+            requests.len(),
+            start_batch(&self.pool, resource, &requests).await,
+        )
+    }
+
+    fn lost() -> Result<StartRow> {
+        Err(lost())
+    }
+}
+
+/// One call of `hf_start_checkouts`: the checkouts of one resource, answered
+/// in the order given.
+pub(super) async fn start_batch(
+    pool: &PgPool,
+    resource: &str,
+    requests: &[OneStart],
+) -> Result<Vec<StartRow>> {
+    let column = |f: fn(&OneStart) -> &str| -> Vec<&str> { requests.iter().map(f).collect() };
+    sqlx::query_as(
+        "select status, order_id, hold_id, available, created_at \
+           from hf_start_checkouts($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)",
+    )
+    .bind(resource)
+    .bind(column(|r| &r.key))
+    .bind(column(|r| &r.account))
+    .bind(requests.iter().map(|r| r.qty).collect::<Vec<_>>())
+    .bind(column(|r| &r.product))
+    .bind(column(|r| &r.product_name))
+    .bind(requests.iter().map(|r| r.unit_price).collect::<Vec<_>>())
+    .bind(column(|r| &r.currency))
+    .bind(column(|r| &r.token))
+    .bind(column(|r| &r.name))
+    .bind(column(|r| &r.email))
+    .bind(column(|r| r.provider))
+    .fetch_all(pool)
+    .await
+    .map_err(classify)
+}
+
+/// What one checkout's answer means for the shopper.
+pub(super) async fn one_outcome(
+    pool: &PgPool,
+    one: OneStart,
+    row: StartRow,
+    lines: Vec<OrderLine>,
+    resource: String,
+) -> Result<StartOutcome> {
+    let short = |available: Option<i32>| {
+        vec![ShortLine {
+            product_id: one.product.clone(),
+            name: one.product_name.clone(),
+            requested: one.qty,
+            available: available.unwrap_or(0).max(0),
+        }]
+    };
+    Ok(match (row.status.as_str(), row.order_id) {
+        ("started", Some(order_id)) => StartOutcome::Started {
+            order: Order {
+                id: order_id,
+                token: one.token,
+                state: "pending".into(),
+                customer_name: one.name,
+                customer_email: one.email,
+                amount_minor: one.unit_price * i64::from(one.qty),
+                currency: one.currency,
+                hold_id: row.hold_id,
+                provider: one.provider.into(),
+                provider_session_id: None,
+                provider_url: None,
+                provider_expires_at: None,
+                payment_ref: None,
+                flag: None,
+                pickup_code: None,
+                created_at: row.created_at,
+                paid_at: None,
+            },
+            lines,
+            resource: Some(resource),
+        },
+        ("already_started", Some(order_id)) => match order_by_id(pool, order_id).await? {
+            Some(order) => StartOutcome::AlreadyStarted { order },
+            None => return Err(CheckoutError::Database(sqlx::Error::RowNotFound)),
+        },
+        ("insufficient", _) => StartOutcome::Unavailable {
+            lines: short(row.available),
+        },
+        ("account_cap", _) => StartOutcome::OverLimit {
+            lines: short(row.available),
+        },
+        ("unknown_resource", _) => StartOutcome::UnknownProducts {
+            ids: vec![one.product],
+        },
+        (status, _) => {
+            return Err(CheckoutError::Database(sqlx::Error::Protocol(format!(
+                "a checkout answered {status:?}"
+            ))));
+        }
+    })
+}
+
+/// One started order's payment phase, as `hf_attach_payments` takes it.
+#[derive(Debug, Clone)]
+pub(super) struct OneAttach {
+    order_id: Uuid,
+    window_seconds: i64,
+    session_id: String,
+    url: String,
+    expires_at: DateTime<Utc>,
+    basket_id: Option<String>,
+}
+
+pub(super) struct Attaches {
+    pool: PgPool,
+}
+
+impl Batch for Attaches {
+    type Request = OneAttach;
+    /// The engine's answer and the order's state after.
+    type Reply = Result<(String, Option<String>)>;
+    const MAX: usize = MAX_BATCH;
+
+    async fn run(
+        &self,
+        resource: &str,
+        requests: Vec<OneAttach>,
+    ) -> Vec<Result<(String, Option<String>)>> {
+        each(
+            requests.len(),
+            attach_batch(&self.pool, resource, &requests).await,
+        )
+    }
+
+    fn lost() -> Result<(String, Option<String>)> {
+        Err(lost())
+    }
+}
+
+async fn attach_batch(
+    pool: &PgPool,
+    resource: &str,
+    requests: &[OneAttach],
+) -> Result<Vec<(String, Option<String>)>> {
+    let windows: Vec<i32> = requests
+        .iter()
+        .map(|r| i32::try_from(r.window_seconds).unwrap_or(i32::MAX))
+        .collect();
+    sqlx::query_as("select status, order_state from hf_attach_payments($1, $2, $3, $4, $5, $6, $7)")
+        .bind(resource)
+        .bind(requests.iter().map(|r| r.order_id).collect::<Vec<_>>())
+        .bind(windows)
+        .bind(
+            requests
+                .iter()
+                .map(|r| r.session_id.as_str())
+                .collect::<Vec<_>>(),
+        )
+        .bind(requests.iter().map(|r| r.url.as_str()).collect::<Vec<_>>())
+        .bind(requests.iter().map(|r| r.expires_at).collect::<Vec<_>>())
+        .bind(
+            requests
+                .iter()
+                .map(|r| r.basket_id.as_deref())
+                .collect::<Vec<_>>(),
+        )
+        .fetch_all(pool)
+        .await
+        .map_err(classify)
+}
+
+/// A refusal raised by the functions (`hf_bad_input`) is bad input; any
+/// other failure stays a database error.
+fn classify(error: sqlx::Error) -> CheckoutError {
+    match error.as_database_error() {
+        Some(db) if db.code().as_deref() == Some("22023") => {
+            CheckoutError::InvalidInput(db.message().to_owned())
+        }
+        _ => CheckoutError::Database(error),
+    }
+}
+
+/// One answer for each of the `n` requests of a call: its own row, or the
+/// call's failure.
+fn each<T>(n: usize, answers: Result<Vec<T>>) -> Vec<Result<T>> {
+    match answers {
+        Ok(rows) if rows.len() == n => rows.into_iter().map(Ok).collect(),
+        Ok(rows) => {
+            let error = sqlx::Error::Protocol(format!("{} answers for {n} requests", rows.len()));
+            (0..n)
+                .map(|_| Err(CheckoutError::Database(share_error(&error))))
+                .collect()
+        }
+        Err(error) => (0..n).map(|_| Err(share(&error))).collect(),
+    }
+}
+
+/// One failure, told to every checkout of the call.
+fn share(error: &CheckoutError) -> CheckoutError {
+    match error {
+        CheckoutError::InvalidInput(message) => CheckoutError::InvalidInput(message.clone()),
+        CheckoutError::Database(error) => CheckoutError::Database(share_error(error)),
+        CheckoutError::Inventory(error) => {
+            CheckoutError::Database(sqlx::Error::Protocol(error.to_string()))
+        }
+    }
+}
+
+fn lost() -> CheckoutError {
+    CheckoutError::Database(sqlx::Error::Protocol(
+        "the combined checkout call ended without an answer".into(),
+    ))
+}

@@ -1,0 +1,663 @@
+//! Checkouts of one product, combined per resource: `hf_start_checkouts` and
+//! `hf_attach_payments` on their own, the shop's `Checkouts` under real
+//! concurrency, two processes' worth of them against one tier, and a server
+//! killed with batches in flight.
+
+use std::time::Duration;
+
+use futures::future::join_all;
+use holdfast::checkout::{
+    self, AttachOutcome, CheckoutStart, Checkouts, Customer, Order, Provider, ProviderSession,
+    StartOutcome, WantedLine,
+};
+use holdfast::inventory::{Capacity, IdempotencyKey};
+use uuid::Uuid;
+
+use crate::helpers::*;
+use crate::recovery::{Server, demo, free_port, holdfast_process, ready};
+
+async fn capacity(db: &TestDb, resource: &str, total: i64) {
+    db.inventory()
+        .upsert_resource(&rid(resource), Capacity::parse(total).unwrap())
+        .await
+        .unwrap();
+}
+
+fn form(key: &str, basket: &str, product: &str, n: i64) -> CheckoutStart {
+    CheckoutStart {
+        checkout_key: IdempotencyKey::parse(key).unwrap(),
+        account: account(&format!("basket:{basket}")),
+        lines: vec![WantedLine {
+            product_id: product.to_owned(),
+            qty: qty(n),
+        }],
+        customer: Customer::parse("Ada Shopper", "ada@example.com").unwrap(),
+        provider: Provider::Stripe,
+    }
+}
+
+fn session(order: &Order) -> ProviderSession {
+    ProviderSession {
+        id: format!("cs_test_{}", order.id.simple()),
+        url: format!("http://sandbox/pay/{}", order.id.simple()),
+        expires_at: chrono::Utc::now() + chrono::Duration::minutes(30),
+    }
+}
+
+/// The SQLSTATE of a refused call.
+fn code(error: &sqlx::Error) -> Option<String> {
+    error.as_database_error()?.code().map(|c| c.into_owned())
+}
+
+/// One row of `hf_start_checkouts` as the tests read it.
+type StartRow = (String, Option<Uuid>, Option<Uuid>, Option<i32>);
+
+/// Call `hf_start_checkouts` for `(key, qty)` pairs of one product, as one
+/// batch, each key its own basket.
+async fn start_batch(
+    db: &TestDb,
+    resource: &str,
+    product: &str,
+    batch: &[(&str, i32)],
+) -> Result<Vec<StartRow>, sqlx::Error> {
+    let n = batch.len();
+    let keys: Vec<&str> = batch.iter().map(|(k, _)| *k).collect();
+    let accounts: Vec<String> = keys.iter().map(|k| format!("basket:{k}")).collect();
+    let tokens: Vec<String> = (0..n)
+        .map(|_| Uuid::new_v4().simple().to_string())
+        .collect();
+    sqlx::query_as(
+        "select status, order_id, hold_id, available \
+           from hf_start_checkouts($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)",
+    )
+    .bind(resource)
+    .bind(&keys)
+    .bind(&accounts)
+    .bind(batch.iter().map(|(_, q)| *q).collect::<Vec<_>>())
+    .bind(vec![product; n])
+    .bind(vec!["Harbour Lights — VIP"; n])
+    .bind(vec![9000_i64; n])
+    .bind(vec!["eur"; n])
+    .bind(&tokens)
+    .bind(vec!["Ada Shopper"; n])
+    .bind(vec!["ada@example.com"; n])
+    .bind(vec!["stripe"; n])
+    .fetch_all(&db.pool)
+    .await
+}
+
+/// Orders, order lines, holds and held units of `resource`, and how many
+/// orders do not match their hold and line exactly.
+async fn books(db: &TestDb, resource: &str) -> (i64, i64, i64, i32, i64) {
+    sqlx::query_as(
+        "select (select count(*) from orders o join holds h on h.id = o.hold_id \
+                  where h.resource_id = $1), \
+                (select count(*) from order_lines l join products p on p.id = l.product_id \
+                  where p.resource_id = $1), \
+                (select count(*) from holds where resource_id = $1), \
+                (select held + sold from resources where id = $1), \
+                (select count(*) from orders o \
+                   join holds h on h.id = o.hold_id \
+                   join order_lines l on l.order_id = o.id \
+                  where h.resource_id = $1 \
+                    and (h.qty <> l.qty or o.amount_minor <> l.qty * l.unit_price_minor \
+                         or h.idempotency_key <> o.checkout_key \
+                         or h.account_id not like 'basket:%'))",
+    )
+    .bind(resource)
+    .fetch_one(&db.pool)
+    .await
+    .unwrap()
+}
+
+#[tokio::test]
+async fn a_batch_of_mixed_quantities_that_runs_out_halfway_orders_the_first_and_refuses_the_rest() {
+    let db = TestDb::new().await;
+    demo(&db).await;
+    capacity(&db, "harbour-lights-vip", 6).await;
+    let rows = start_batch(
+        &db,
+        "harbour-lights-vip",
+        "harbour-lights-vip",
+        &[("k1", 3), ("k2", 1), ("k3", 2), ("k4", 5), ("k5", 1)],
+    )
+    .await
+    .unwrap();
+    let statuses: Vec<(&str, Option<i32>)> = rows.iter().map(|r| (r.0.as_str(), r.3)).collect();
+    assert_eq!(
+        statuses,
+        [
+            ("started", Some(3)),
+            ("started", Some(2)),
+            ("started", Some(0)),
+            ("insufficient", Some(0)),
+            ("insufficient", Some(0)),
+        ]
+    );
+    assert!(rows[..3].iter().all(|r| r.1.is_some() && r.2.is_some()));
+    assert!(rows[3..].iter().all(|r| r.1.is_none() && r.2.is_none()));
+    // three orders, each with its line and its own hold, six units held
+    assert_eq!(books(&db, "harbour-lights-vip").await, (3, 3, 3, 6, 0));
+    let events: i64 = sqlx::query_scalar("select count(*) from hold_events where kind = 'held'")
+        .fetch_one(&db.pool)
+        .await
+        .unwrap();
+    assert_eq!(events, 3);
+    assert_no_drift(&db.inventory()).await;
+}
+
+#[tokio::test]
+async fn a_checkout_key_repeated_in_a_batch_or_used_before_is_one_order() {
+    let db = TestDb::new().await;
+    demo(&db).await;
+    let rows = start_batch(
+        &db,
+        "harbour-lights-vip",
+        "harbour-lights-vip",
+        &[("twice", 2), ("other", 1), ("twice", 2)],
+    )
+    .await
+    .unwrap();
+    assert_eq!(rows[0].0, "started");
+    assert_eq!(rows[1].0, "started");
+    assert_eq!(rows[2].0, "already_started");
+    assert_eq!(rows[2].1, rows[0].1, "the first submit's order");
+    // a later call with a used key and a new one
+    let again = start_batch(
+        &db,
+        "harbour-lights-vip",
+        "harbour-lights-vip",
+        &[("other", 1), ("third", 1)],
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        (again[0].0.as_str(), again[0].1),
+        ("already_started", rows[1].1)
+    );
+    assert_eq!(again[1].0, "started");
+    assert_eq!(books(&db, "harbour-lights-vip").await, (3, 3, 3, 4, 0));
+}
+
+#[tokio::test]
+async fn a_malformed_batch_is_refused_whole_and_writes_nothing() {
+    let db = TestDb::new().await;
+    demo(&db).await;
+    // a field array one short
+    let error = sqlx::query(
+        "select * from hf_start_checkouts('harbour-lights-vip', array['a','b'], array['basket:a'], \
+            array[1,1], array['harbour-lights-vip','harbour-lights-vip'], array['VIP','VIP'], \
+            array[9000,9000]::bigint[], array['eur','eur'], array['t1','t2'], array['A','B'], \
+            array['a@example.com','b@example.com'], array['stripe','stripe'])",
+    )
+    .execute(&db.pool)
+    .await
+    .unwrap_err();
+    assert_eq!(code(&error).as_deref(), Some("22023"));
+    // a quantity the engine refuses: the whole batch rolls back
+    let error = start_batch(
+        &db,
+        "harbour-lights-vip",
+        "harbour-lights-vip",
+        &[("fine", 1), ("bad", 0)],
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(code(&error).as_deref(), Some("22023"));
+    // a key already holding units outside any order is not a checkout's
+    sqlx::query("select hf_hold('harbour-lights-vip', 1, 'basket:stray', 'stray')")
+        .execute(&db.pool)
+        .await
+        .unwrap();
+    let error = start_batch(
+        &db,
+        "harbour-lights-vip",
+        "harbour-lights-vip",
+        &[("fine", 1), ("stray", 1)],
+    )
+    .await
+    .unwrap_err();
+    assert!(error.to_string().contains("not an order"), "{error}");
+    let (orders, holds, held): (i64, i64, i32) = sqlx::query_as(
+        "select (select count(*) from orders), (select count(*) from holds), \
+                (select held from resources where id = 'harbour-lights-vip')",
+    )
+    .fetch_one(&db.pool)
+    .await
+    .unwrap();
+    assert_eq!((orders, holds, held), (0, 1, 1), "only the stray hold");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn three_hundred_combined_checkouts_for_forty_places_start_forty_orders_and_pay_them() {
+    let db = TestDb::with_connections(40).await;
+    demo(&db).await;
+    capacity(&db, "harbour-lights-vip", 40).await;
+    let checkouts = Checkouts::new(db.pool.clone());
+    let barrier = std::sync::Arc::new(tokio::sync::Barrier::new(300));
+    let outcomes = join_all((0..300).map(|i| {
+        let (checkouts, barrier) = (checkouts.clone(), barrier.clone());
+        tokio::spawn(async move {
+            let start = form(
+                &format!("flash-{i}"),
+                &format!("b{i}"),
+                "harbour-lights-vip",
+                1,
+            );
+            barrier.wait().await;
+            checkouts.start(&start).await.unwrap()
+        })
+    }))
+    .await;
+    let mut started = Vec::new();
+    let mut refused = 0;
+    for outcome in outcomes {
+        match outcome.unwrap() {
+            StartOutcome::Started {
+                order,
+                lines,
+                resource,
+            } => {
+                assert_eq!(resource.as_deref(), Some("harbour-lights-vip"));
+                assert_eq!((lines.len(), lines[0].qty), (1, 1));
+                assert_eq!(
+                    (order.state.as_str(), order.amount_minor),
+                    ("pending", 9000)
+                );
+                started.push((order, resource));
+            }
+            StartOutcome::Unavailable { lines } => {
+                assert_eq!(lines[0].available, 0);
+                refused += 1;
+            }
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+    assert_eq!((started.len(), refused), (40, 260));
+    let (start_calls, _) = checkouts.calls();
+    assert!(
+        start_calls < 40,
+        "forty grants should have shared calls, took {start_calls}"
+    );
+    assert_eq!(books(&db, "harbour-lights-vip").await, (40, 40, 40, 40, 0));
+    // each order as returned is the order as stored
+    for (order, _) in &started {
+        let stored = checkout::order_by_id(&db.pool, order.id)
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(&stored, order);
+    }
+
+    // the payment phase, combined too, each basket emptied with it
+    for (order, _) in &started {
+        sqlx::query(
+            "insert into basket_lines (basket_id, product_id, qty) \
+             values ($1, 'harbour-lights-vip', 1)",
+        )
+        .bind(format!("{:064x}", order.id.as_u128()))
+        .execute(&db.pool)
+        .await
+        .unwrap();
+    }
+    let attached = join_all(started.iter().map(|(order, resource)| {
+        let checkouts = checkouts.clone();
+        let (order, resource) = (order.clone(), resource.clone());
+        tokio::spawn(async move {
+            let session = session(&order);
+            let basket = format!("{:064x}", order.id.as_u128());
+            checkouts
+                .attach(order, resource.as_deref(), &session, Some(&basket))
+                .await
+                .unwrap()
+        })
+    }))
+    .await;
+    for attached in attached {
+        let AttachOutcome::Paying { order } = attached.unwrap() else {
+            panic!("every started order goes on to pay");
+        };
+        let stored = checkout::order_by_id(&db.pool, order.id)
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(stored, order);
+    }
+    let baskets: i64 = sqlx::query_scalar("select count(*) from basket_lines")
+        .fetch_one(&db.pool)
+        .await
+        .unwrap();
+    assert_eq!(
+        baskets, 0,
+        "every shopper on the way to pay has an empty basket"
+    );
+    let (_, attach_calls) = checkouts.calls();
+    assert!(attach_calls < 40, "took {attach_calls} calls");
+    let (paying, late, events): (i64, i64, i64) = sqlx::query_as(
+        "select count(*) filter (where h.state = 'awaiting_payment'), \
+                count(*) filter (where h.payment_deadline < o.provider_expires_at + interval '4 minutes'), \
+                (select count(*) from hold_events where kind = 'payment_started') \
+           from holds h join orders o on o.hold_id = h.id",
+    )
+    .fetch_one(&db.pool)
+    .await
+    .unwrap();
+    assert_eq!((paying, late, events), (40, 0, 40));
+    let hint_ok: bool = sqlx::query_scalar(
+        "select next_deadline <= (select min(payment_deadline) from holds \
+                                   where resource_id = 'harbour-lights-vip') \
+           from resources where id = 'harbour-lights-vip'",
+    )
+    .fetch_one(&db.pool)
+    .await
+    .unwrap();
+    assert!(hint_ok, "the sweeper's hint is never late");
+    assert_no_drift(&db.inventory()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_double_submit_racing_itself_through_the_combiner_is_one_order() {
+    let db = TestDb::with_connections(20).await;
+    demo(&db).await;
+    let checkouts = Checkouts::new(db.pool.clone());
+    let outcomes = join_all((0..20).map(|_| {
+        let checkouts = checkouts.clone();
+        tokio::spawn(async move {
+            checkouts
+                .start(&form("same-form", "same-basket", "harbour-lights-vip", 2))
+                .await
+                .unwrap()
+        })
+    }))
+    .await;
+    let mut ids = Vec::new();
+    let mut firsts = 0;
+    for outcome in outcomes {
+        match outcome.unwrap() {
+            StartOutcome::Started { order, .. } => {
+                firsts += 1;
+                ids.push(order.id);
+            }
+            StartOutcome::AlreadyStarted { order } => ids.push(order.id),
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+    assert_eq!(firsts, 1);
+    ids.dedup();
+    assert_eq!(ids.len(), 1, "every submit found the same order");
+    assert_eq!(books(&db, "harbour-lights-vip").await, (1, 1, 1, 2, 0));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn two_processes_combining_checkouts_sell_one_tier_exactly_once() {
+    let db = TestDb::with_connections(30).await;
+    demo(&db).await;
+    capacity(&db, "harbour-lights-general", 25).await;
+    let other_pool = sqlx::postgres::PgPoolOptions::new()
+        .max_connections(30)
+        .connect(&db.url)
+        .await
+        .unwrap();
+    let both = [Checkouts::new(db.pool.clone()), Checkouts::new(other_pool)];
+    let outcomes = join_all((0..200).map(|i| {
+        let checkouts = both[i % 2].clone();
+        tokio::spawn(async move {
+            let start = form(
+                &format!("two-{i}"),
+                &format!("t{i}"),
+                "harbour-lights-general",
+                1,
+            );
+            checkouts.start(&start).await.unwrap()
+        })
+    }))
+    .await;
+    let started = outcomes
+        .into_iter()
+        .filter(|o| matches!(o.as_ref().unwrap(), StartOutcome::Started { .. }))
+        .count();
+    assert_eq!(started, 25);
+    assert_eq!(
+        books(&db, "harbour-lights-general").await,
+        (25, 25, 25, 25, 0)
+    );
+    assert_no_drift(&db.inventory()).await;
+}
+
+#[tokio::test]
+async fn a_hold_that_ended_before_its_payment_phase_ends_the_order_and_keeps_the_basket() {
+    let db = TestDb::new().await;
+    demo(&db).await;
+    let checkouts = Checkouts::new(db.pool.clone());
+    let mut orders = Vec::new();
+    for key in ["lapsed", "released", "fine"] {
+        let StartOutcome::Started {
+            order, resource, ..
+        } = checkouts
+            .start(&form(key, key, "harbour-lights-vip", 1))
+            .await
+            .unwrap()
+        else {
+            panic!("expected a start");
+        };
+        sqlx::query(
+            "insert into basket_lines (basket_id, product_id, qty) values ($1, 'harbour-lights-vip', 1)",
+        )
+        .bind(format!("{key:0>64}"))
+        .execute(&db.pool)
+        .await
+        .unwrap();
+        orders.push((key, order, resource));
+    }
+    // the first lapsed (its TTL passed on the way to the provider), the
+    // second was given back
+    sqlx::query("update holds set expires_at = now() - interval '1 second' where id = $1")
+        .bind(orders[0].1.hold_id)
+        .execute(&db.pool)
+        .await
+        .unwrap();
+    checkout::release_order(&db.pool, orders[1].1.id, "shopper", "shopper", "cancelled")
+        .await
+        .unwrap();
+    let mut states = Vec::new();
+    for (key, order, resource) in orders {
+        let session = session(&order);
+        let outcome = checkouts
+            .attach(
+                order,
+                resource.as_deref(),
+                &session,
+                Some(&format!("{key:0>64}")),
+            )
+            .await
+            .unwrap();
+        let (alive, order) = match outcome {
+            AttachOutcome::Paying { order } => (true, order),
+            AttachOutcome::Ended { order } => (false, order),
+        };
+        let stored = checkout::order_by_id(&db.pool, order.id)
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(stored, order);
+        let basket: i64 =
+            sqlx::query_scalar("select count(*) from basket_lines where basket_id = $1")
+                .bind(format!("{key:0>64}"))
+                .fetch_one(&db.pool)
+                .await
+                .unwrap();
+        states.push((key, alive, stored.state, basket));
+    }
+    assert_eq!(
+        states,
+        [
+            ("lapsed", false, "expired".to_owned(), 1),
+            ("released", false, "cancelled".to_owned(), 1),
+            ("fine", true, "pending".to_owned(), 0),
+        ]
+    );
+    // the lapsed hold was expired once, with its history
+    let (state, by): (String, String) = sqlx::query_as(
+        "select h.state, h.ended_by from holds h join orders o on o.hold_id = h.id \
+                  where o.checkout_key = 'lapsed'",
+    )
+    .fetch_one(&db.pool)
+    .await
+    .unwrap();
+    assert_eq!((state.as_str(), by.as_str()), ("expired", "lazy-expiry"));
+    assert_eq!(held_and_sold(&db, "harbour-lights-vip").await, (1, 0));
+    assert_no_drift(&db.inventory()).await;
+}
+
+#[tokio::test]
+async fn a_payment_window_no_longer_than_the_hold_ttl_is_refused_and_changes_nothing() {
+    let db = TestDb::new().await;
+    demo(&db).await;
+    let StartOutcome::Started { order, .. } = Checkouts::new(db.pool.clone())
+        .start(&form("short", "short", "harbour-lights-vip", 1))
+        .await
+        .unwrap()
+    else {
+        panic!("expected a start");
+    };
+    let error = sqlx::query(
+        "select * from hf_attach_payments('harbour-lights-vip', array[$1]::uuid[], array[60], \
+            array['cs_x'], array['http://x'], array[now()], array[null]::text[])",
+    )
+    .bind(order.id)
+    .execute(&db.pool)
+    .await
+    .unwrap_err();
+    assert_eq!(code(&error).as_deref(), Some("22023"));
+    // an order of a basket of two products is not this path's to attach
+    let slot = holdfast::checkout::catalogue::products(&db.pool, Some("bakery"))
+        .await
+        .unwrap()[0]
+        .id
+        .clone();
+    let mut two = form("two-lines", "two-lines", "harbour-lights-vip", 1);
+    two.lines.push(WantedLine {
+        product_id: slot,
+        qty: qty(1),
+    });
+    let StartOutcome::Started {
+        order: basket_order,
+        resource,
+        ..
+    } = checkout::start_checkout(&db.pool, &two).await.unwrap()
+    else {
+        panic!("expected a start");
+    };
+    assert_eq!(resource, None, "a basket of two products is not combined");
+    let error = sqlx::query(
+        "select * from hf_attach_payments('harbour-lights-vip', array[$1]::uuid[], array[3600], \
+            array['cs_y'], array['http://y'], array[now()], array[null]::text[])",
+    )
+    .bind(basket_order.id)
+    .execute(&db.pool)
+    .await
+    .unwrap_err();
+    assert!(
+        error.to_string().contains("not a one-product checkout"),
+        "{error}"
+    );
+    let (paying, sessions): (i64, i64) = sqlx::query_as(
+        "select (select count(*) from holds where state <> 'held'), \
+                (select count(*) from orders where provider_session_id is not null)",
+    )
+    .fetch_one(&db.pool)
+    .await
+    .unwrap();
+    assert_eq!((paying, sessions), (0, 0));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_server_killed_with_checkout_batches_in_flight_leaves_nothing_half_written() {
+    let db = TestDb::with_connections(10).await;
+    demo(&db).await;
+    capacity(&db, "harbour-lights-general", 100_000).await;
+    let sandbox = spawn_sandbox();
+    let port = free_port();
+    let mut command = holdfast_process(&db, &sandbox, &["serve", "--no-worker"]);
+    command.env("HOLDFAST_ADDR", format!("127.0.0.1:{port}"));
+    let mut server = Server {
+        child: command.spawn().unwrap(),
+        address: format!("http://127.0.0.1:{port}"),
+    };
+    ready(&server).await;
+    // shoppers with a ticket each in their basket, checking out at once
+    sqlx::query(
+        "insert into basket_lines (basket_id, product_id, qty) \
+         select lpad(to_hex(n), 64, '0'), 'harbour-lights-general', 1 \
+           from generate_series(1, 3000) n",
+    )
+    .execute(&db.pool)
+    .await
+    .unwrap();
+    let client = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    let address = server.address.clone();
+    let shoppers: Vec<_> = (0..64)
+        .map(|lane| {
+            let (client, address) = (client.clone(), address.clone());
+            tokio::spawn(async move {
+                for n in (lane + 1..=3000).step_by(64) {
+                    let sent = client
+                        .post(format!("{address}/checkout"))
+                        .header("Cookie", format!("hf_basket={n:064x}"))
+                        .form(&[
+                            ("checkout_key", format!("crash-{n}")),
+                            ("name", "Ada".into()),
+                            ("email", "ada@example.com".into()),
+                        ])
+                        .send()
+                        .await;
+                    if sent.is_err() {
+                        return;
+                    }
+                }
+            })
+        })
+        .collect();
+    // kill it once orders are flowing
+    let mut seen = 0;
+    for _ in 0..400 {
+        seen = sqlx::query_scalar::<_, i64>("select count(*) from orders")
+            .fetch_one(&db.pool)
+            .await
+            .unwrap();
+        if seen > 300 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    assert!(seen > 300, "the checkouts never got going");
+    server.child.kill().unwrap();
+    server.child.wait().unwrap();
+    for shopper in shoppers {
+        shopper.await.unwrap();
+    }
+    // every committed batch is whole: each order has its line and hold,
+    // each hold its order and its history, and the counters match
+    let (orders, lines, holds, units, mismatched) = books(&db, "harbour-lights-general").await;
+    assert!(orders > 300 && orders < 3000, "{orders} orders");
+    assert_eq!(
+        (lines, holds, i64::from(units), mismatched),
+        (orders, orders, orders, 0)
+    );
+    let (orphans, without_event, paying_without_page): (i64, i64, i64) = sqlx::query_as(
+        "select (select count(*) from holds h where not exists \
+                   (select 1 from orders o where o.hold_id = h.id)), \
+                (select count(*) from holds h where not exists \
+                   (select 1 from hold_events e where e.hold_id = h.id and e.kind = 'held')), \
+                (select count(*) from holds h join orders o on o.hold_id = h.id \
+                  where h.state = 'awaiting_payment' and o.provider_session_id is null)",
+    )
+    .fetch_one(&db.pool)
+    .await
+    .unwrap();
+    assert_eq!((orphans, without_event, paying_without_page), (0, 0, 0));
+    assert_no_drift(&db.inventory()).await;
+}
