@@ -9,11 +9,15 @@
 
 -- Step one for a batch of one-product checkouts on p_resource: the pending
 -- order, its line and its hold, together, in the order given. The holds are
--- decided by hf_hold_many with the checkout key as the idempotency key, so
--- a checkout key already used finds its order instead of a second one.
+-- decided by hf_hold_many with the checkout key as the idempotency key.
+--
+-- Locks, as on the basket path: each order row is written first, then the
+-- resource is locked. A form submitted twice at once (even down the other
+-- path, with another basket) waits on its order's unique key, not on the
+-- resource, and then finds that order.
 --
 -- status: started | already_started | insufficient | account_cap |
---         unknown_resource
+--         unknown_resource | key_in_use (a hold outside checkout has the key)
 create function hf_start_checkouts(
     p_resource text,
     p_keys text[], p_accounts text[], p_qtys integer[],
@@ -30,7 +34,6 @@ declare
     -- the requests that go to hf_hold_many, by position
     v_idx integer[] := '{}';
     v_existing uuid;
-    v_granted integer := 0;
     v_written integer;
     h record;
 begin
@@ -47,20 +50,38 @@ begin
     if exists (select 1 from unnest(p_keys) k where k is null) then
         perform hf_bad_input('every checkout needs its checkout key');
     end if;
+    if exists (select 1 from unnest(p_qtys, p_unit_prices) as x(q, price)
+                where q is null or q <= 0 or price is null or price < 0) then
+        perform hf_bad_input('every checkout needs a positive qty and a price');
+    end if;
 
-    -- a key that already has its order: that order, nothing held
+    -- the orders, pending and not yet holding anything; a key that already
+    -- has its order (or gets it from a transaction that commits first, or
+    -- earlier in this batch) writes nothing
     for i in 1 .. v_n loop
-        select o.id into v_existing from orders o where o.checkout_key = p_keys[i];
-        if found then
-            v_status[i] := 'already_started';
-            v_order[i] := v_existing;
-        else
+        v_order[i] := gen_random_uuid();
+    end loop;
+    insert into orders (id, token, checkout_key, customer_name, customer_email, currency,
+                        amount_minor, provider)
+    select x.order_id, x.token, x.key, x.name, x.email, x.currency, x.price * x.qty, x.provider
+      from unnest(v_order, p_tokens, p_keys, p_names, p_emails, p_currencies, p_unit_prices,
+                  p_qtys, p_providers)
+           with ordinality as x(order_id, token, key, name, email, currency, price, qty, provider, n)
+     order by x.n
+    on conflict (checkout_key) do nothing;
+    get diagnostics v_written = row_count;
+    for i in 1 .. v_n loop
+        if v_written = v_n or exists (select 1 from orders o where o.id = v_order[i]) then
             v_idx := v_idx || i;
+        else
+            v_status[i] := 'already_started';
+            v_order[i] := null;
         end if;
     end loop;
 
     if cardinality(v_idx) > 0 then
-        -- the holds, decided in arrival order under the resource's lock
+        -- lock: the resource (inside hf_hold_many); its holds decided in
+        -- arrival order
         for h in
             select x.status, x.hold_id, x.available, x.n
               from hf_hold_many(p_resource,
@@ -74,57 +95,42 @@ begin
             v_status[v_idx[h.n]] := h.status;
             v_hold[v_idx[h.n]] := h.hold_id;
             v_avail[v_idx[h.n]] := h.available;
-            if h.status = 'held' then
-                v_order[v_idx[h.n]] := gen_random_uuid();
-                v_granted := v_granted + 1;
-            end if;
         end loop;
     end if;
 
-    if v_granted > 0 then
-        -- the orders of the grants, in the same transaction as their holds
-        insert into orders (id, token, checkout_key, customer_name, customer_email, currency,
-                            amount_minor, provider, hold_id)
-        select x.order_id, x.token, x.key, x.name, x.email, x.currency, x.price * x.qty,
-               x.provider, x.hold_id
-          from unnest(v_status, v_order, v_hold, p_tokens, p_keys, p_names, p_emails,
-                      p_currencies, p_unit_prices, p_qtys, p_providers)
-               as x(status, order_id, hold_id, token, key, name, email, currency, price, qty, provider)
-         where x.status = 'held'
-        on conflict (checkout_key) do nothing;
-        get diagnostics v_written = row_count;
-        if v_written < v_granted then
-            -- A key whose order another transaction wrote after the first
-            -- look (a checkout of another basket shape with the same form):
-            -- that order stands, and this hold must not outlive the call.
-            for i in 1 .. v_n loop
-                if v_status[i] = 'held'
-                   and not exists (select 1 from orders o where o.id = v_order[i]) then
-                    perform hf_release(v_hold[i], 'duplicate_checkout', 'checkout');
-                    v_status[i] := 'replayed';
-                    v_order[i] := null;
-                end if;
-            end loop;
-        end if;
-        insert into order_lines (order_id, product_id, name, qty, unit_price_minor)
-        select x.order_id, x.product, x.product_name, x.qty, x.price
-          from unnest(v_status, v_order, p_products, p_product_names, p_qtys, p_unit_prices)
-               as x(status, order_id, product, product_name, qty, price)
-         where x.status = 'held';
-    end if;
-
-    -- a key repeated in this batch, or held by a transaction that committed
-    -- first: the order that key already has
+    -- Our order is new, yet a hold already has its key: a hold made outside
+    -- checkout, which this checkout may not take over (the others of the
+    -- batch go on).
     for i in 1 .. v_n loop
         if v_status[i] = 'replayed' then
+            v_status[i] := 'key_in_use';
+        end if;
+    end loop;
+
+    -- each grant's order takes its hold and its line; a refused checkout
+    -- leaves no order behind
+    update orders o
+       set hold_id = x.hold_id
+      from unnest(v_order, v_hold, v_status) as x(order_id, hold_id, status)
+     where o.id = x.order_id and x.status = 'held';
+    insert into order_lines (order_id, product_id, name, qty, unit_price_minor)
+    select x.order_id, x.product, x.product_name, x.qty, x.price
+      from unnest(v_status, v_order, p_products, p_product_names, p_qtys, p_unit_prices)
+           as x(status, order_id, product, product_name, qty, price)
+     where x.status = 'held';
+    delete from orders o
+     using unnest(v_order, v_status) as x(order_id, status)
+     where o.id = x.order_id
+       and x.status in ('insufficient', 'account_cap', 'unknown_resource', 'key_in_use');
+
+    -- the order each repeated key already has
+    for i in 1 .. v_n loop
+        if v_status[i] = 'already_started' then
+            v_existing := null;
             select o.id into v_existing from orders o where o.checkout_key = p_keys[i];
-            if found then
-                v_status[i] := 'already_started';
-                v_order[i] := v_existing;
-            else
-                -- a hold with this key and no order: not a checkout's
-                perform hf_bad_input('this checkout key was used for a hold that is not an order');
-            end if;
+            v_order[i] := v_existing;
+        elsif v_status[i] <> 'held' then
+            v_order[i] := null;
         end if;
     end loop;
 

@@ -251,6 +251,11 @@ pub(super) async fn one_outcome(
         ("unknown_resource", _) => StartOutcome::UnknownProducts {
             ids: vec![one.product],
         },
+        ("key_in_use", _) => {
+            return Err(CheckoutError::InvalidInput(
+                "this checkout form was used before; please reload your basket".into(),
+            ));
+        }
         (status, _) => {
             return Err(CheckoutError::Database(sqlx::Error::Protocol(format!(
                 "a checkout answered {status:?}"

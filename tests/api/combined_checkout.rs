@@ -204,20 +204,6 @@ async fn a_malformed_batch_is_refused_whole_and_writes_nothing() {
     .await
     .unwrap_err();
     assert_eq!(code(&error).as_deref(), Some("22023"));
-    // a key already holding units outside any order is not a checkout's
-    sqlx::query("select hf_hold('harbour-lights-vip', 1, 'basket:stray', 'stray')")
-        .execute(&db.pool)
-        .await
-        .unwrap();
-    let error = start_batch(
-        &db,
-        "harbour-lights-vip",
-        "harbour-lights-vip",
-        &[("fine", 1), ("stray", 1)],
-    )
-    .await
-    .unwrap_err();
-    assert!(error.to_string().contains("not an order"), "{error}");
     let (orders, holds, held): (i64, i64, i32) = sqlx::query_as(
         "select (select count(*) from orders), (select count(*) from holds), \
                 (select held from resources where id = 'harbour-lights-vip')",
@@ -225,7 +211,37 @@ async fn a_malformed_batch_is_refused_whole_and_writes_nothing() {
     .fetch_one(&db.pool)
     .await
     .unwrap();
-    assert_eq!((orders, holds, held), (0, 1, 1), "only the stray hold");
+    assert_eq!((orders, holds, held), (0, 0, 0));
+    // a key already holding units outside any order is not a checkout's:
+    // that checkout is refused, the rest of the batch goes on
+    sqlx::query("select hf_hold('harbour-lights-vip', 1, 'basket:stray', 'stray')")
+        .execute(&db.pool)
+        .await
+        .unwrap();
+    let rows = start_batch(
+        &db,
+        "harbour-lights-vip",
+        "harbour-lights-vip",
+        &[("fine", 1), ("stray", 1)],
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        (rows[0].0.as_str(), rows[1].0.as_str(), rows[1].1),
+        ("started", "key_in_use", None)
+    );
+    let (orders, holds, held): (i64, i64, i32) = sqlx::query_as(
+        "select (select count(*) from orders), (select count(*) from holds), \
+                (select held from resources where id = 'harbour-lights-vip')",
+    )
+    .fetch_one(&db.pool)
+    .await
+    .unwrap();
+    assert_eq!(
+        (orders, holds, held),
+        (1, 2, 2),
+        "the fine one and the stray hold"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -659,5 +675,58 @@ async fn a_server_killed_with_checkout_batches_in_flight_leaves_nothing_half_wri
     .await
     .unwrap();
     assert_eq!((orphans, without_event, paying_without_page), (0, 0, 0));
+    assert_no_drift(&db.inventory()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn one_form_down_both_paths_at_once_is_one_order_and_never_a_deadlock() {
+    let db = TestDb::with_connections(20).await;
+    demo(&db).await;
+    let slot = holdfast::checkout::catalogue::products(&db.pool, Some("bakery"))
+        .await
+        .unwrap()[0]
+        .id
+        .clone();
+    capacity(&db, &slot, 100).await;
+    capacity(&db, "harbour-lights-vip", 100).await;
+    let checkouts = Checkouts::new(db.pool.clone());
+    for round in 0..30 {
+        // the same form, submitted from a basket of one ticket and (after
+        // the shopper added a slot in another tab) from a basket of two
+        let key = format!("both-{round}");
+        let one = form(&key, &key, "harbour-lights-vip", 1);
+        let mut two = one.clone();
+        two.lines.push(WantedLine {
+            product_id: slot.clone(),
+            qty: qty(1),
+        });
+        let combined = {
+            let checkouts = checkouts.clone();
+            tokio::spawn(async move { checkouts.start(&one).await.unwrap() })
+        };
+        let basket = {
+            let pool = db.pool.clone();
+            tokio::spawn(async move { checkout::start_checkout(&pool, &two).await.unwrap() })
+        };
+        let outcomes = [combined.await.unwrap(), basket.await.unwrap()];
+        let id = |outcome: &StartOutcome| match outcome {
+            StartOutcome::Started { order, .. } | StartOutcome::AlreadyStarted { order } => {
+                order.id
+            }
+            other => panic!("round {round}: unexpected {other:?}"),
+        };
+        let started = outcomes
+            .iter()
+            .filter(|o| matches!(o, StartOutcome::Started { .. }))
+            .count();
+        assert_eq!(started, 1, "round {round}: one of the two starts the order");
+        assert_eq!(id(&outcomes[0]), id(&outcomes[1]), "round {round}");
+    }
+    let (orders, holding): (i64, i64) =
+        sqlx::query_as("select count(*), count(*) filter (where hold_id is not null) from orders")
+            .fetch_one(&db.pool)
+            .await
+            .unwrap();
+    assert_eq!((orders, holding), (30, 30));
     assert_no_drift(&db.inventory()).await;
 }
