@@ -465,3 +465,52 @@ async fn the_history_of_a_hold_is_append_only() {
         .unwrap()[0];
     assert_eq!(record.payment_ref.as_deref(), Some("pi_hist"));
 }
+
+#[tokio::test]
+async fn a_sweep_in_small_chunks_expires_every_due_hold_once_even_with_equal_expiries() {
+    let db = TestDb::new().await;
+    let inventory = db.inventory();
+    let r = resource(&inventory, "ties", 100).await;
+    // twenty holds from one batch share their expiry to the microsecond;
+    // five more are not due for a long while
+    let due: Vec<_> = (0..20)
+        .map(|i| {
+            let mut short = request(&r, 1, &format!("tie-{i}"));
+            short.ttl = Some(ttl(0.3));
+            short
+        })
+        .collect();
+    inventory.hold_many(&due).await.unwrap();
+    for i in 0..5 {
+        hold_ok(&inventory, &request(&r, 1, &format!("later-{i}"))).await;
+    }
+    let distinct: i64 = sqlx::query_scalar(
+        "select count(distinct expires_at) from holds where account_id like 'tie-%'",
+    )
+    .fetch_one(&db.pool)
+    .await
+    .unwrap();
+    assert_eq!(distinct, 1, "the batch's holds expire at the same instant");
+    tokio::time::sleep(Duration::from_millis(400)).await;
+
+    // chunks of 7 split the tie: each chunk starts where the last one ended
+    let counts = Sweeper::new(inventory.clone(), "sweeper:ties")
+        .with_batch(7)
+        .run_once()
+        .await
+        .unwrap();
+    let chunks: Vec<i32> = counts.iter().map(|c| c.expired_holds).collect();
+    assert_eq!(chunks, [7, 7, 6]);
+    let (expired, held, hint_exact): (i64, i32, bool) = sqlx::query_as(
+        "select (select count(*) from holds where state = 'expired' and account_id like 'tie-%'), \
+                held, \
+                next_expiry = (select min(expires_at) from holds \
+                                where resource_id = 'ties' and state = 'held') \
+           from resources where id = 'ties'",
+    )
+    .fetch_one(&db.pool)
+    .await
+    .unwrap();
+    assert_eq!((expired, held, hint_exact), (20, 5, true));
+    assert_no_drift(&inventory).await;
+}
