@@ -67,7 +67,10 @@ begin
       from unnest(v_order, p_tokens, p_keys, p_names, p_emails, p_currencies, p_unit_prices,
                   p_qtys, p_providers)
            with ordinality as x(order_id, token, key, name, email, currency, price, qty, provider, n)
-     order by x.n
+     -- in key order, so two batches sharing keys wait on each other's
+     -- orders in one direction only; a key repeated here is written once,
+     -- for its first request
+     order by x.key, x.n
     on conflict (checkout_key) do nothing;
     get diagnostics v_written = row_count;
     for i in 1 .. v_n loop
@@ -129,6 +132,17 @@ begin
             v_existing := null;
             select o.id into v_existing from orders o where o.checkout_key = p_keys[i];
             v_order[i] := v_existing;
+            if v_existing is null then
+                -- a key repeated in this batch whose first request was
+                -- refused: the same answer as the first
+                for j in 1 .. i - 1 loop
+                    if p_keys[j] = p_keys[i] and v_status[j] <> 'already_started' then
+                        v_status[i] := v_status[j];
+                        v_avail[i] := v_avail[j];
+                        exit;
+                    end if;
+                end loop;
+            end if;
         elsif v_status[i] <> 'held' then
             v_order[i] := null;
         end if;
@@ -149,7 +163,8 @@ $$;
 -- every other path that touches both takes them.
 --
 -- status: awaiting_payment | replayed | confirmed | expired | released |
---         not_found (as hf_begin_payment), with the order's state after
+--         not_found (as hf_begin_payment) | not_one_product (nothing done),
+--         with the order's state after
 create function hf_attach_payments(
     p_resource text, p_orders uuid[], p_window_seconds integer[],
     p_session_ids text[], p_urls text[], p_expires timestamptz[], p_baskets text[])
@@ -192,15 +207,15 @@ begin
         end if;
         select * into h from holds where id = v_hold;
         if not found then
-            if exists (select 1 from holds where purchase_id = v_hold) then
-                -- a basket's id: its lines may lie on other resources
-                perform hf_bad_input(format('order %s is not a one-product checkout of %s', p_orders[i], p_resource));
-            end if;
-            v_status[i] := 'not_found';
+            -- a basket's id (its lines may lie on other resources) is not
+            -- this call's to move; the rest of the batch goes on
+            v_status[i] := case when exists (select 1 from holds where purchase_id = v_hold)
+                                then 'not_one_product' else 'not_found' end;
             continue;
         end if;
         if h.resource_id <> p_resource or h.basket_id is not null then
-            perform hf_bad_input(format('order %s is not a one-product checkout of %s', p_orders[i], p_resource));
+            v_status[i] := 'not_one_product';
+            continue;
         end if;
         if h.state = 'confirmed' then
             v_status[i] := 'confirmed';
@@ -252,7 +267,7 @@ begin
            updated_at = now()
       from unnest(p_orders, p_session_ids, p_urls, p_expires, v_status)
            as p(order_id, session_id, url, expires, status)
-     where o.id = p.order_id and p.status <> 'not_found';
+     where o.id = p.order_id and p.status not in ('not_found', 'not_one_product');
 
     -- the baskets of those on their way to pay
     delete from basket_lines b

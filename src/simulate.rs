@@ -666,25 +666,29 @@ async fn closing_time(
     }
     settle(world).await;
 
-    // our clock: every payment window and hold has run out
+    // Our clock: every payment window and hold has run out. One
+    // transaction, so the hints move to the very instant the rows do (a
+    // hint later than a hold's time would hide it from the sweeper).
+    let mut tx = world.pool.begin().await?;
     sqlx::query(
         "update holds set expires_at = least(expires_at, now()), \
                 payment_deadline = case when payment_deadline is not null \
                                         then least(payment_deadline, now()) end \
           where state in ('held', 'awaiting_payment')",
     )
-    .execute(&world.pool)
+    .execute(&mut *tx)
     .await?;
-    // and the reconciler's waits between checks are over
-    sqlx::query("update orders set reconcile_after = null where reconciled_at is null")
-        .execute(&world.pool)
-        .await?;
     sqlx::query(
         "update resources set next_expiry = least(next_expiry, now()), \
                 next_deadline = least(next_deadline, now())",
     )
-    .execute(&world.pool)
+    .execute(&mut *tx)
     .await?;
+    tx.commit().await?;
+    // and the reconciler's waits between checks are over
+    sqlx::query("update orders set reconcile_after = null where reconciled_at is null")
+        .execute(&world.pool)
+        .await?;
     tokio::time::sleep(Duration::from_millis(20)).await;
     Sweeper::new(Inventory::new(world.pool.clone()), "simulate")
         .run_once()

@@ -90,11 +90,21 @@ impl Checkouts {
             status.as_str(),
             "awaiting_payment" | "replayed" | "confirmed"
         );
-        if status == "not_found" {
-            return Err(CheckoutError::InvalidInput(format!(
-                "no started order {}",
-                order.id
-            )));
+        match status.as_str() {
+            "not_found" | "not_one_product" => {
+                return Err(CheckoutError::InvalidInput(format!(
+                    "no started one-product order {} of {resource}",
+                    order.id
+                )));
+            }
+            // the money got there first: the order as it is now, paid
+            "confirmed" => {
+                let order = order_by_id(&self.pool, order.id)
+                    .await?
+                    .ok_or_else(|| CheckoutError::Database(sqlx::Error::RowNotFound))?;
+                return Ok(AttachOutcome::Paying { order });
+            }
+            _ => {}
         }
         let order = Order {
             provider_session_id: Some(session.id.clone()),

@@ -177,6 +177,27 @@ async fn a_checkout_key_repeated_in_a_batch_or_used_before_is_one_order() {
     );
     assert_eq!(again[1].0, "started");
     assert_eq!(books(&db, "harbour-lights-vip").await, (3, 3, 3, 4, 0));
+
+    // a double click whose first request is refused: both say so
+    capacity(&db, "harbour-lights-vip", 6).await;
+    let refused = start_batch(
+        &db,
+        "harbour-lights-vip",
+        "harbour-lights-vip",
+        &[("dup", 5), ("dup", 5)],
+    )
+    .await
+    .unwrap();
+    let answers: Vec<(&str, Option<Uuid>, Option<i32>)> =
+        refused.iter().map(|r| (r.0.as_str(), r.1, r.3)).collect();
+    assert_eq!(
+        answers,
+        [
+            ("insufficient", None, Some(2)),
+            ("insufficient", None, Some(2))
+        ]
+    );
+    assert_eq!(books(&db, "harbour-lights-vip").await, (3, 3, 3, 4, 0));
 }
 
 #[tokio::test]
@@ -194,12 +215,13 @@ async fn a_malformed_batch_is_refused_whole_and_writes_nothing() {
     .await
     .unwrap_err();
     assert_eq!(code(&error).as_deref(), Some("22023"));
-    // a quantity the engine refuses: the whole batch rolls back
+    // an account the engine refuses, found after the orders were written:
+    // the whole batch rolls back
     let error = start_batch(
         &db,
         "harbour-lights-vip",
         "harbour-lights-vip",
-        &[("fine", 1), ("bad", 0)],
+        &[("fine", 1), (&"k".repeat(250), 1)],
     )
     .await
     .unwrap_err();
@@ -467,11 +489,16 @@ async fn a_hold_that_ended_before_its_payment_phase_ends_the_order_and_keeps_the
     }
     // the first lapsed (its TTL passed on the way to the provider), the
     // second was given back
-    sqlx::query("update holds set expires_at = now() - interval '1 second' where id = $1")
-        .bind(orders[0].1.hold_id)
-        .execute(&db.pool)
-        .await
-        .unwrap();
+    sqlx::query(
+        "with lapsed as (update holds set expires_at = now() - interval '1 second' \
+                          where id = $1 returning resource_id, expires_at) \
+         update resources r set next_expiry = least(r.next_expiry, l.expires_at) \
+           from lapsed l where r.id = l.resource_id",
+    )
+    .bind(orders[0].1.hold_id)
+    .execute(&db.pool)
+    .await
+    .unwrap();
     checkout::release_order(&db.pool, orders[1].1.id, "shopper", "shopper", "cancelled")
         .await
         .unwrap();
@@ -565,26 +592,38 @@ async fn a_payment_window_no_longer_than_the_hold_ttl_is_refused_and_changes_not
         panic!("expected a start");
     };
     assert_eq!(resource, None, "a basket of two products is not combined");
-    let error = sqlx::query(
-        "select * from hf_attach_payments('harbour-lights-vip', array[$1]::uuid[], array[3600], \
-            array['cs_y'], array['http://y'], array[now()], array[null]::text[])",
+    // refused on its own: the others of its batch go on
+    let statuses: Vec<String> = sqlx::query_scalar(
+        "select status from hf_attach_payments('harbour-lights-vip', array[$1, $2]::uuid[], \
+            array[3600, 3600], array['cs_y', 'cs_z'], array['http://y', 'http://z'], \
+            array[now(), now()], array[null, null]::text[])",
     )
     .bind(basket_order.id)
-    .execute(&db.pool)
+    .bind(order.id)
+    .fetch_all(&db.pool)
     .await
-    .unwrap_err();
-    assert!(
-        error.to_string().contains("not a one-product checkout"),
-        "{error}"
-    );
-    let (paying, sessions): (i64, i64) = sqlx::query_as(
+    .unwrap();
+    assert_eq!(statuses, ["not_one_product", "awaiting_payment"]);
+    let basket_session: Option<String> =
+        sqlx::query_scalar("select provider_session_id from orders where id = $1")
+            .bind(basket_order.id)
+            .fetch_one(&db.pool)
+            .await
+            .unwrap();
+    assert_eq!(basket_session, None);
+    let (paying, basket_paying, sessions): (i64, i64, i64) = sqlx::query_as(
         "select (select count(*) from holds where state <> 'held'), \
+                (select count(*) from holds where basket_id is not null and state <> 'held'), \
                 (select count(*) from orders where provider_session_id is not null)",
     )
     .fetch_one(&db.pool)
     .await
     .unwrap();
-    assert_eq!((paying, sessions), (0, 0));
+    assert_eq!(
+        (paying, basket_paying, sessions),
+        (1, 0, 1),
+        "only the one-product order moved on"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

@@ -514,3 +514,32 @@ async fn a_sweep_in_small_chunks_expires_every_due_hold_once_even_with_equal_exp
     assert_eq!((expired, held, hint_exact), (20, 5, true));
     assert_no_drift(&inventory).await;
 }
+
+#[tokio::test]
+async fn a_hint_made_late_by_hand_heals_within_one_more_sweep() {
+    let db = TestDb::new().await;
+    let inventory = db.inventory();
+    let r = resource(&inventory, "late-hint", 10).await;
+    for i in 0..3 {
+        hold_ok(&inventory, &request(&r, 1, &format!("early-{i}"))).await;
+    }
+    // a hand-written update moves the holds' time back but leaves the hint
+    // after them (the scans start at the hint)
+    sqlx::query(
+        "with moved as (update holds set expires_at = now() - interval '2 seconds' \
+                         where resource_id = 'late-hint' returning 1) \
+         update resources set next_expiry = now() - interval '1 second' where id = 'late-hint'",
+    )
+    .execute(&db.pool)
+    .await
+    .unwrap();
+    let sweeper = Sweeper::new(inventory.clone(), "sweeper:heal");
+    let swept = |counts: Vec<holdfast::inventory::SweepCount>| -> i32 {
+        counts.iter().map(|c| c.expired_holds).sum()
+    };
+    // the first pass finds nothing past the hint, and puts the hint right
+    assert_eq!(swept(sweeper.run_once().await.unwrap()), 0);
+    assert_eq!(swept(sweeper.run_once().await.unwrap()), 3);
+    assert_eq!(held_and_sold(&db, "late-hint").await, (0, 0));
+    assert_no_drift(&inventory).await;
+}
