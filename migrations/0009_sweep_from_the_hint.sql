@@ -6,9 +6,12 @@
 -- chunks cost N² and stalled the resource under 1-second TTLs for most of
 -- a second. The hints next_expiry and next_deadline are never late, so a
 -- scan may start at them; and after a chunk, whatever is still due lies at
--- or past the last hold it expired. The last chunk of a pass recounts its
--- hint from the start of the range, once: linear, and a hint that was late
--- after all (a hand-written update) is put right by the next pass.
+-- or past the last hold it expired. A chunk that finds nothing from the
+-- hint recounts the hint from the start of the range: a resource due by its
+-- hint with nothing due past it is how a hint made late by a hand-written
+-- update shows, and the next pass puts it right. (Recounting from the start
+-- after every pass would walk all the dead entries left since the last
+-- vacuum, every second under churn.)
 
 create or replace function hf_expire_due_plain(p_resource text, p_now timestamptz, p_actor text, p_limit integer,
                                                out expired_holds integer, out expired_qty integer)
@@ -41,14 +44,12 @@ begin
 
     update resources
        set held = held - expired_qty,
-           -- between the chunks of a sweep, from where this chunk ended; after
-           -- the last chunk (or an unlimited call) from the start, once, so
-           -- a hint made late by a hand-written update heals on the next pass
+           -- from where this chunk ended; when it found nothing, from the
+           -- start, so a hint made late by a hand-written update heals on the
+           -- next pass
            next_expiry = (select min(expires_at) from holds
                        where resource_id = p_resource and state = 'held'
-                         and expires_at >= case when expired_holds >= p_limit
-                                            then coalesce(v_last, v_from, '-infinity')
-                                            else '-infinity' end),
+                         and expires_at >= coalesce(v_last, '-infinity')),
            updated_at = p_now
      where id = p_resource;
 end;
@@ -85,14 +86,12 @@ begin
 
     update resources
        set held = held - expired_qty,
-           -- between the chunks of a sweep, from where this chunk ended; after
-           -- the last chunk (or an unlimited call) from the start, once, so
-           -- a hint made late by a hand-written update heals on the next pass
+           -- from where this chunk ended; when it found nothing, from the
+           -- start, so a hint made late by a hand-written update heals on the
+           -- next pass
            next_deadline = (select min(payment_deadline) from holds
                        where resource_id = p_resource and state = 'awaiting_payment'
-                         and payment_deadline >= case when expired_holds >= p_limit
-                                            then coalesce(v_last, v_from, '-infinity')
-                                            else '-infinity' end),
+                         and payment_deadline >= coalesce(v_last, '-infinity')),
            updated_at = p_now
      where id = p_resource;
 end;
