@@ -28,7 +28,7 @@ async fn demo(db: &TestDb) {
     assert_eq!((again.products, again.resources_created), (11, 0));
 }
 
-async fn first_slot(db: &TestDb) -> String {
+pub(crate) async fn first_slot(db: &TestDb) -> String {
     catalogue::products(&db.pool, Some("bakery")).await.unwrap()[0]
         .id
         .clone()

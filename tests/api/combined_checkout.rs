@@ -10,18 +10,12 @@ use holdfast::checkout::{
     self, AttachOutcome, CheckoutStart, Checkouts, Customer, Order, Provider, ProviderSession,
     StartOutcome, WantedLine,
 };
-use holdfast::inventory::{Capacity, IdempotencyKey};
+use holdfast::inventory::IdempotencyKey;
 use uuid::Uuid;
 
+use crate::checkout::first_slot;
 use crate::helpers::*;
 use crate::recovery::{Server, demo, free_port, holdfast_process, ready};
-
-async fn capacity(db: &TestDb, resource: &str, total: i64) {
-    db.inventory()
-        .upsert_resource(&rid(resource), Capacity::parse(total).unwrap())
-        .await
-        .unwrap();
-}
 
 fn form(key: &str, basket: &str, product: &str, n: i64) -> CheckoutStart {
     CheckoutStart {
@@ -114,7 +108,7 @@ async fn books(db: &TestDb, resource: &str) -> (i64, i64, i64, i32, i64) {
 async fn a_batch_of_mixed_quantities_that_runs_out_halfway_orders_the_first_and_refuses_the_rest() {
     let db = TestDb::new().await;
     demo(&db).await;
-    capacity(&db, "harbour-lights-vip", 6).await;
+    resource(&db.inventory(), "harbour-lights-vip", 6).await;
     let rows = start_batch(
         &db,
         "harbour-lights-vip",
@@ -179,7 +173,7 @@ async fn a_checkout_key_repeated_in_a_batch_or_used_before_is_one_order() {
     assert_eq!(books(&db, "harbour-lights-vip").await, (3, 3, 3, 4, 0));
 
     // a double click whose first request is refused: both say so
-    capacity(&db, "harbour-lights-vip", 6).await;
+    resource(&db.inventory(), "harbour-lights-vip", 6).await;
     let refused = start_batch(
         &db,
         "harbour-lights-vip",
@@ -198,6 +192,17 @@ async fn a_checkout_key_repeated_in_a_batch_or_used_before_is_one_order() {
         ]
     );
     assert_eq!(books(&db, "harbour-lights-vip").await, (3, 3, 3, 4, 0));
+}
+
+/// Orders, holds and held units of the VIP tier.
+async fn written(db: &TestDb) -> (i64, i64, i32) {
+    sqlx::query_as(
+        "select (select count(*) from orders), (select count(*) from holds), \
+                (select held from resources where id = 'harbour-lights-vip')",
+    )
+    .fetch_one(&db.pool)
+    .await
+    .unwrap()
 }
 
 #[tokio::test]
@@ -226,13 +231,7 @@ async fn a_malformed_batch_is_refused_whole_and_writes_nothing() {
     .await
     .unwrap_err();
     assert_eq!(code(&error).as_deref(), Some("22023"));
-    let (orders, holds, held): (i64, i64, i32) = sqlx::query_as(
-        "select (select count(*) from orders), (select count(*) from holds), \
-                (select held from resources where id = 'harbour-lights-vip')",
-    )
-    .fetch_one(&db.pool)
-    .await
-    .unwrap();
+    let (orders, holds, held) = written(&db).await;
     assert_eq!((orders, holds, held), (0, 0, 0));
     // a key already holding units outside any order is not a checkout's:
     // that checkout is refused, the rest of the batch goes on
@@ -252,13 +251,7 @@ async fn a_malformed_batch_is_refused_whole_and_writes_nothing() {
         (rows[0].0.as_str(), rows[1].0.as_str(), rows[1].1),
         ("started", "key_in_use", None)
     );
-    let (orders, holds, held): (i64, i64, i32) = sqlx::query_as(
-        "select (select count(*) from orders), (select count(*) from holds), \
-                (select held from resources where id = 'harbour-lights-vip')",
-    )
-    .fetch_one(&db.pool)
-    .await
-    .unwrap();
+    let (orders, holds, held) = written(&db).await;
     assert_eq!(
         (orders, holds, held),
         (1, 2, 2),
@@ -270,7 +263,7 @@ async fn a_malformed_batch_is_refused_whole_and_writes_nothing() {
 async fn three_hundred_combined_checkouts_for_forty_places_start_forty_orders_and_pay_them() {
     let db = TestDb::with_connections(40).await;
     demo(&db).await;
-    capacity(&db, "harbour-lights-vip", 40).await;
+    resource(&db.inventory(), "harbour-lights-vip", 40).await;
     let checkouts = Checkouts::new(db.pool.clone());
     let barrier = std::sync::Arc::new(tokio::sync::Barrier::new(300));
     let outcomes = join_all((0..300).map(|i| {
@@ -430,7 +423,7 @@ async fn a_double_submit_racing_itself_through_the_combiner_is_one_order() {
 async fn two_processes_combining_checkouts_sell_one_tier_exactly_once() {
     let db = TestDb::with_connections(30).await;
     demo(&db).await;
-    capacity(&db, "harbour-lights-general", 25).await;
+    resource(&db.inventory(), "harbour-lights-general", 25).await;
     let other_pool = sqlx::postgres::PgPoolOptions::new()
         .max_connections(30)
         .connect(&db.url)
@@ -573,11 +566,7 @@ async fn a_payment_window_no_longer_than_the_hold_ttl_is_refused_and_changes_not
     .unwrap_err();
     assert_eq!(code(&error).as_deref(), Some("22023"));
     // an order of a basket of two products is not this path's to attach
-    let slot = holdfast::checkout::catalogue::products(&db.pool, Some("bakery"))
-        .await
-        .unwrap()[0]
-        .id
-        .clone();
+    let slot = first_slot(&db).await;
     let mut two = form("two-lines", "two-lines", "harbour-lights-vip", 1);
     two.lines.push(WantedLine {
         product_id: slot,
@@ -630,7 +619,7 @@ async fn a_payment_window_no_longer_than_the_hold_ttl_is_refused_and_changes_not
 async fn a_server_killed_with_checkout_batches_in_flight_leaves_nothing_half_written() {
     let db = TestDb::with_connections(10).await;
     demo(&db).await;
-    capacity(&db, "harbour-lights-general", 100_000).await;
+    resource(&db.inventory(), "harbour-lights-general", 100_000).await;
     let sandbox = spawn_sandbox();
     let port = free_port();
     let mut command = holdfast_process(&db, &sandbox, &["serve", "--no-worker"]);
@@ -721,13 +710,9 @@ async fn a_server_killed_with_checkout_batches_in_flight_leaves_nothing_half_wri
 async fn one_form_down_both_paths_at_once_is_one_order_and_never_a_deadlock() {
     let db = TestDb::with_connections(20).await;
     demo(&db).await;
-    let slot = holdfast::checkout::catalogue::products(&db.pool, Some("bakery"))
-        .await
-        .unwrap()[0]
-        .id
-        .clone();
-    capacity(&db, &slot, 100).await;
-    capacity(&db, "harbour-lights-vip", 100).await;
+    let slot = first_slot(&db).await;
+    resource(&db.inventory(), &slot, 100).await;
+    resource(&db.inventory(), "harbour-lights-vip", 100).await;
     let checkouts = Checkouts::new(db.pool.clone());
     for round in 0..30 {
         // the same form, submitted from a basket of one ticket and (after
