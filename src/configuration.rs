@@ -108,24 +108,36 @@ pub struct ServerSettings {
     /// cookies. Unset, a random key is made at start (and the server says
     /// so): sessions then end on restart and do not cross servers.
     pub session_key: Option<Secret>,
+    /// `HOLDFAST_PROVIDER_CA_FILE`: certificate authorities (PEM) the
+    /// provider clients trust besides Mozilla's, for a TLS-inspecting proxy
+    /// (or a test). Unset in production.
+    pub provider_ca_file: Option<PathBuf>,
 }
 
-/// `STRIPE_SECRET_KEY`, `STRIPE_WEBHOOK_SECRET`, `STRIPE_API_BASE`.
+/// `STRIPE_SECRET_KEY`, `STRIPE_WEBHOOK_SECRET` (and
+/// `STRIPE_WEBHOOK_SECRET_PREVIOUS`), `STRIPE_API_BASE`,
+/// `HOLDFAST_STRIPE_PAYMENT_METHODS`.
 #[derive(Debug, Clone)]
 pub struct StripeKeys {
     pub secret_key: Secret,
-    pub webhook_secret: Option<Secret>,
+    /// The current signing secret first, then the previous one.
+    pub webhook_secrets: Vec<Secret>,
     /// Default `https://api.stripe.com/`; must end with `/`.
     pub api_base: String,
+    /// The payment methods sessions allow (default `card`); empty: the
+    /// dashboard's choice, delayed methods included.
+    pub payment_methods: Vec<String>,
 }
 
-/// `RAZORPAY_KEY_ID`, `RAZORPAY_KEY_SECRET`, `RAZORPAY_WEBHOOK_SECRET`,
-/// `RAZORPAY_API_BASE`, `RAZORPAY_CHECKOUT_SCRIPT`.
+/// `RAZORPAY_KEY_ID`, `RAZORPAY_KEY_SECRET`, `RAZORPAY_WEBHOOK_SECRET` (and
+/// `RAZORPAY_WEBHOOK_SECRET_PREVIOUS`), `RAZORPAY_API_BASE`,
+/// `RAZORPAY_CHECKOUT_SCRIPT`.
 #[derive(Debug, Clone)]
 pub struct RazorpayKeys {
     pub key_id: String,
     pub key_secret: Secret,
-    pub webhook_secret: Option<Secret>,
+    /// The current webhook secret first, then the previous one.
+    pub webhook_secrets: Vec<Secret>,
     /// Default `https://api.razorpay.com/`.
     pub api_base: String,
     /// Default `https://checkout.razorpay.com/v1/checkout.js`.
@@ -162,8 +174,9 @@ impl ServerSettings {
                 }
                 Some(StripeKeys {
                     secret_key: Secret::new(key),
-                    webhook_secret: non_empty("STRIPE_WEBHOOK_SECRET").map(Secret::new),
+                    webhook_secrets: secrets("STRIPE_WEBHOOK_SECRET"),
                     api_base,
+                    payment_methods: stripe_payment_methods()?,
                 })
             }
             None => None,
@@ -175,7 +188,7 @@ impl ServerSettings {
             (Some(key_id), Some(secret)) => Some(RazorpayKeys {
                 key_id,
                 key_secret: Secret::new(secret),
-                webhook_secret: non_empty("RAZORPAY_WEBHOOK_SECRET").map(Secret::new),
+                webhook_secrets: secrets("RAZORPAY_WEBHOOK_SECRET"),
                 api_base: non_empty("RAZORPAY_API_BASE")
                     .unwrap_or_else(|| "https://api.razorpay.com/".to_owned()),
                 checkout_script: non_empty("RAZORPAY_CHECKOUT_SCRIPT")
@@ -212,8 +225,53 @@ impl ServerSettings {
                 }
                 key => key.map(Secret::new),
             },
+            provider_ca_file: non_empty("HOLDFAST_PROVIDER_CA_FILE").map(PathBuf::from),
         })
     }
+
+    /// The certificate authorities provider calls trust.
+    pub fn provider_roots(&self) -> anyhow::Result<crate::payments::http::TrustedRoots> {
+        match &self.provider_ca_file {
+            Some(path) => crate::payments::http::TrustedRoots::with_pem_file(path)
+                .context("HOLDFAST_PROVIDER_CA_FILE"),
+            None => Ok(crate::payments::http::TrustedRoots::mozilla()),
+        }
+    }
+}
+
+/// `NAME` and `NAME_PREVIOUS`, the secrets of a webhook during a rotation,
+/// the current one first.
+fn secrets(name: &str) -> Vec<Secret> {
+    [non_empty(name), non_empty(&format!("{name}_PREVIOUS"))]
+        .into_iter()
+        .flatten()
+        .map(Secret::new)
+        .collect()
+}
+
+/// `HOLDFAST_STRIPE_PAYMENT_METHODS`: a comma-separated list of Stripe
+/// payment method types (default `card`), or `dynamic` for whatever the
+/// dashboard enables.
+fn stripe_payment_methods() -> anyhow::Result<Vec<String>> {
+    let listed = non_empty("HOLDFAST_STRIPE_PAYMENT_METHODS").unwrap_or_else(|| "card".into());
+    if listed.trim() == "dynamic" {
+        return Ok(Vec::new());
+    }
+    let methods: Vec<String> = listed
+        .split(',')
+        .map(|m| m.trim().to_owned())
+        .filter(|m| !m.is_empty())
+        .collect();
+    if methods.is_empty()
+        || methods
+            .iter()
+            .any(|m| !m.bytes().all(|b| b.is_ascii_lowercase() || b == b'_'))
+    {
+        anyhow::bail!(
+            "HOLDFAST_STRIPE_PAYMENT_METHODS must be `dynamic` or payment method types like `card,link`"
+        );
+    }
+    Ok(methods)
 }
 
 fn non_empty(name: &str) -> Option<String> {

@@ -21,13 +21,12 @@ use rand::{Rng, SeedableRng};
 use serde::Serialize;
 use sqlx::PgPool;
 
-use crate::checkout::Provider;
 use crate::checkout::catalogue::{CatalogueFile, ProductSpec};
 use crate::inventory::Inventory;
-use crate::payments::razorpay::{RazorpayAdapter, RazorpaySettings};
+use crate::payments::http::TrustedRoots;
 use crate::payments::sandbox::{DeliveryMode, Ledger, Sandbox, SandboxSettings};
-use crate::payments::stripe::{StripeAdapter, StripeSettings};
-use crate::startup::{Application, RazorpayShop, Shop};
+use crate::payments::{ProviderKind as Provider, Providers};
+use crate::startup::{Application, Shop, build_providers, sandbox_keys};
 use crate::worker::Sweeper;
 use crate::worker::outbox::Outbox;
 use crate::worker::reconcile::{ReconcileReport, ReconcileTimes, Reconciler};
@@ -64,23 +63,40 @@ pub enum Behaviour {
     WebhookDuplicated,
     WebhookReordered,
     WebhookLate,
+    /// The bank authorises the payment after the provider's capture
+    /// window (Razorpay): it stays authorised until the shop captures it.
+    /// (Stripe's Checkout captures at once: a plain payment there.)
+    AuthorizeOnly,
+    /// Pays twice; the refund of the second payment stays pending at the
+    /// provider until closing time.
+    PendingRefund,
+    /// Someone pays 1.00 on another payment page that names this order
+    /// (a payment link opened with its id); then the shopper pays.
+    AnotherPage,
+    /// A payment of 1.00 lands on the order's own Razorpay order (on
+    /// Stripe, on another page); then the shopper pays in full.
+    UnderPayment,
 }
 
 /// Out of 100.
-const MIX: [(Behaviour, u32); 13] = [
-    (Behaviour::Pay, 20),
+const MIX: [(Behaviour, u32); 17] = [
+    (Behaviour::Pay, 14),
     (Behaviour::DeclineThenLeave, 5),
     (Behaviour::DeclineThenPay, 5),
-    (Behaviour::Abandon, 10),
-    (Behaviour::WalkAway, 8),
+    (Behaviour::Abandon, 8),
+    (Behaviour::WalkAway, 6),
     (Behaviour::PayTwice, 5),
-    (Behaviour::PayAfterExpiry, 8),
-    (Behaviour::WebhookLost, 8),
-    (Behaviour::ReturnLost, 8),
-    (Behaviour::BothLost, 8),
-    (Behaviour::WebhookDuplicated, 6),
-    (Behaviour::WebhookReordered, 6),
+    (Behaviour::PayAfterExpiry, 7),
+    (Behaviour::WebhookLost, 7),
+    (Behaviour::ReturnLost, 7),
+    (Behaviour::BothLost, 7),
+    (Behaviour::WebhookDuplicated, 5),
+    (Behaviour::WebhookReordered, 5),
     (Behaviour::WebhookLate, 3),
+    (Behaviour::AuthorizeOnly, 5),
+    (Behaviour::PendingRefund, 3),
+    (Behaviour::AnotherPage, 4),
+    (Behaviour::UnderPayment, 4),
 ];
 
 impl Behaviour {
@@ -157,8 +173,10 @@ struct World {
     pool: PgPool,
     stripe_sandbox: crate::payments::sandbox::StripeSandbox,
     razorpay_sandbox: crate::payments::sandbox::RazorpaySandbox,
-    stripe: StripeAdapter,
-    razorpay: RazorpayAdapter,
+    /// Every provider, whichever the shop offers: the worker settles both.
+    payments: Providers,
+    /// Pages whose refunds the banks finish only at closing time.
+    slow_refunds: std::sync::Mutex<std::collections::HashSet<String>>,
 }
 
 /// Run a whole simulation on `pool`, which must be an empty, migrated
@@ -219,6 +237,8 @@ fn start_world(pool: PgPool, providers: &[Provider]) -> anyhow::Result<World> {
     let mut settings = SandboxSettings::development();
     settings.retry_base = Duration::from_millis(50);
     settings.max_attempts = 6;
+    // refunds stay pending until the simulation's banks finish them
+    settings.refunds_settle_after = None;
     let sandbox_listener = TcpListener::bind("127.0.0.1:0")?;
     let sandbox_base = format!("http://{}", sandbox_listener.local_addr()?);
     let shop_listener = TcpListener::bind("127.0.0.1:0")?;
@@ -226,29 +246,20 @@ fn start_world(pool: PgPool, providers: &[Provider]) -> anyhow::Result<World> {
     settings.stripe_webhook_url = Some(format!("{shop_base}/webhooks/stripe"));
     settings.razorpay_webhook_url = Some(format!("{shop_base}/webhooks/razorpay"));
     let sandbox = Sandbox::build(sandbox_listener, settings.clone(), sandbox_base.clone())?;
-    let stripe = StripeAdapter::new(&StripeSettings {
-        secret_key: settings.stripe_secret_key.clone(),
-        api_base: sandbox.stripe.api_base(),
-    })?;
-    let razorpay = RazorpayAdapter::new(&RazorpaySettings {
-        key_id: settings.razorpay_key_id.clone(),
-        key_secret: settings.razorpay_key_secret.clone(),
-        api_base: sandbox.razorpay.api_base(),
-    })?;
+    let (stripe, razorpay) = sandbox_keys(&settings, &sandbox_base, vec!["card".into()]);
+    let roots = TrustedRoots::mozilla();
+    let payments = build_providers(Some(&stripe), Some(&razorpay), &roots)?;
+    let offered = build_providers(
+        providers.contains(&Provider::Stripe).then_some(&stripe),
+        providers.contains(&Provider::Razorpay).then_some(&razorpay),
+        &roots,
+    )?;
     let shop = Shop {
         checkouts: crate::checkout::Checkouts::new(pool.clone()),
         pool: pool.clone(),
-        stripe: stripe.clone(),
-        stripe_webhook_secret: Some(settings.stripe_webhook_secret.clone()),
+        payments: offered,
         base_url: shop_base.clone(),
         session_minutes: 31,
-        razorpay: Some(RazorpayShop {
-            adapter: razorpay.clone(),
-            key_secret: settings.razorpay_key_secret.clone(),
-            webhook_secret: Some(settings.razorpay_webhook_secret.clone()),
-            checkout_script: sandbox.razorpay.checkout_script_url(),
-        }),
-        providers: providers.to_vec(),
         session_key: crate::staff::SessionKey::generate(),
         csp_reports: Arc::default(),
     };
@@ -258,8 +269,8 @@ fn start_world(pool: PgPool, providers: &[Provider]) -> anyhow::Result<World> {
         pool,
         stripe_sandbox: sandbox.stripe.clone(),
         razorpay_sandbox: sandbox.razorpay.clone(),
-        stripe,
-        razorpay,
+        payments,
+        slow_refunds: Default::default(),
     };
     let app = Application::build(shop_listener, shop)?;
     tokio::spawn(sandbox.run_until_stopped());
@@ -344,8 +355,7 @@ async fn run_lane(
     let mut report = LaneReport::default();
     let mut live: Vec<Shopper> = Vec::new();
     let mut arrived = 0;
-    let outbox = Outbox::new(world.pool.clone(), world.stripe.clone())
-        .with_razorpay(Some(world.razorpay.clone()));
+    let outbox = Outbox::new(world.pool.clone(), world.payments.clone());
     let mut steps = 0u64;
     while arrived < count || !live.is_empty() {
         while live.len() < LIVE && arrived < count {
@@ -365,9 +375,8 @@ async fn run_lane(
                 provider: options.providers[rng.gen_range(0..options.providers.len())],
                 product: products[rng.gen_range(0..products.len())].clone(),
                 qty: if rng.gen_range(0..4) == 0 { 2 } else { 1 },
-                client: reqwest::Client::builder()
+                client: crate::payments::http::client_builder(&TrustedRoots::mozilla())
                     .cookie_store(true)
-                    .redirect(reqwest::redirect::Policy::none())
                     .timeout(Duration::from_secs(30))
                     .build()?,
                 step: 0,
@@ -386,10 +395,12 @@ async fn run_lane(
         if done {
             live.swap_remove(i);
         }
-        // the worker's outbox, as a running worker would get to it
+        // the worker's outbox, as a running worker would get to it, and
+        // the banks finishing the refunds it asked for
         steps += 1;
         if steps.is_multiple_of(25) {
             outbox.drain().await?;
+            finish_refunds(world, false);
         }
     }
     Ok(report)
@@ -447,16 +458,35 @@ async fn step(
     let page_step = shopper.step - 2;
     use Behaviour::*;
     let action = match (shopper.behaviour, page_step) {
+        (AnotherPage, 1) => {
+            pay_elsewhere(world, shopper.provider, started).await?;
+            return Ok(false);
+        }
+        (UnderPayment, 1) => {
+            underpay(world, shopper.provider, started).await?;
+            return Ok(false);
+        }
+        (AnotherPage | UnderPayment, 2) => "pay",
+        // a late authorisation; Stripe's Checkout has none
+        (AuthorizeOnly, 1) => match shopper.provider {
+            Provider::Razorpay => "pay-late",
+            Provider::Stripe => "pay",
+        },
+        (PendingRefund, 1) => {
+            world
+                .slow_refunds
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner())
+                .insert(started.reference.clone());
+            "pay-twice"
+        }
         (WalkAway, _) => return Ok(true),
         (Abandon, 1) | (DeclineThenLeave, 2) | (PayAfterExpiry, 1) => "abandon",
         (DeclineThenLeave, 1) | (DeclineThenPay, 1) => "decline",
         (PayAfterExpiry, 2) => {
             // the provider's clock: the page we closed is closed there too
-            if shopper.provider == Provider::Stripe {
-                match world.stripe.expire_session(&started.reference).await {
-                    Ok(_) | Err(crate::payments::ProviderError::Refused { status: 400, .. }) => {}
-                    Err(error) => return Err(error.into()),
-                }
+            if let Some(provider) = world.payments.get(shopper.provider) {
+                provider.close_page(&started.reference).await?;
             }
             return Ok(false);
         }
@@ -621,10 +651,137 @@ async fn press(
                     "the callback answered {}",
                     back.status()
                 );
+            } else if follow && page.contains("name=\"error[code]\"") {
+                // a declined card comes back too, with Razorpay's error fields
+                let errors: Vec<(&str, String)> = [
+                    "error[code]",
+                    "error[description]",
+                    "error[source]",
+                    "error[step]",
+                    "error[reason]",
+                    "error[metadata]",
+                ]
+                .into_iter()
+                .filter_map(|name| form_field(&page, name).map(|value| (name, value)))
+                .collect();
+                let back = client
+                    .post(&started.callback_url)
+                    .form(&errors)
+                    .shop_send()
+                    .await?;
+                anyhow::ensure!(
+                    back.status() == reqwest::StatusCode::OK,
+                    "the failure callback answered {}",
+                    back.status()
+                );
             }
         }
     }
     Ok(())
+}
+
+/// The order a page belongs to.
+async fn order_of(world: &World, page_id: &str) -> anyhow::Result<uuid::Uuid> {
+    Ok(
+        sqlx::query_scalar("select id from orders where provider_session_id = $1")
+            .bind(page_id)
+            .fetch_one(&world.pool)
+            .await?,
+    )
+}
+
+/// Someone pays 1.00 on another page that names the order: a Stripe
+/// session (a payment link) with the order's id as client_reference_id, or
+/// a Razorpay order with it in its notes.
+async fn pay_elsewhere(world: &World, provider: Provider, started: &Started) -> anyhow::Result<()> {
+    let order_id = order_of(world, &started.reference).await?;
+    let http = crate::payments::http::client(Duration::from_secs(30));
+    let keys = SandboxSettings::development();
+    match provider {
+        Provider::Stripe => {
+            let expires_at = chrono::Utc::now().timestamp() + 3600;
+            let body = format!(
+                "mode=payment&success_url=https%3A%2F%2Felsewhere.test%2F&expires_at={expires_at}\
+                 &client_reference_id={order_id}&line_items[0][quantity]=1\
+                 &line_items[0][price_data][currency]=eur&line_items[0][price_data][unit_amount]=100\
+                 &line_items[0][price_data][product_data][name]=Elsewhere"
+            );
+            let session: serde_json::Value = http
+                .post(format!("{}/stripe/v1/checkout/sessions", world.sandbox))
+                .bearer_auth(keys.stripe_secret_key.expose())
+                .header("Content-Type", "application/x-www-form-urlencoded")
+                .body(body)
+                .send()
+                .await?
+                .error_for_status()?
+                .json()
+                .await?;
+            let id = session["id"].as_str().context("a session id")?;
+            http.post(format!("{}/stripe/pay/{id}/pay", world.sandbox))
+                .send()
+                .await?;
+        }
+        Provider::Razorpay => {
+            let order: serde_json::Value = http
+                .post(format!("{}/razorpay/v1/orders", world.sandbox))
+                .basic_auth(
+                    &keys.razorpay_key_id,
+                    Some(keys.razorpay_key_secret.expose()),
+                )
+                .json(&serde_json::json!({
+                    "amount": 100, "currency": "EUR",
+                    "notes": { "holdfast_order_id": order_id.to_string() },
+                    "payment": { "capture": "automatic",
+                                 "capture_options": { "automatic_expiry_period": 12 } },
+                }))
+                .send()
+                .await?
+                .error_for_status()?
+                .json()
+                .await?;
+            let id = order["id"].as_str().context("an order id")?;
+            world
+                .razorpay_sandbox
+                .authorize(id, None, false)
+                .map_err(|e| anyhow::anyhow!(e))?;
+        }
+    }
+    Ok(())
+}
+
+/// A payment of 1.00 lands on the order's own Razorpay order (Stripe's
+/// session takes only its own amount: there, on another page).
+async fn underpay(world: &World, provider: Provider, started: &Started) -> anyhow::Result<()> {
+    match provider {
+        Provider::Razorpay => {
+            world
+                .razorpay_sandbox
+                .authorize(&started.reference, Some(100), false)
+                .map_err(|e| anyhow::anyhow!(e))?;
+            Ok(())
+        }
+        Provider::Stripe => pay_elsewhere(world, provider, started).await,
+    }
+}
+
+/// The banks finish the refunds the providers accepted: all of them at
+/// closing time, else all but those of pages whose refunds are slow.
+fn finish_refunds(world: &World, all: bool) {
+    let slow = world
+        .slow_refunds
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+        .clone();
+    for (refund, page) in world.stripe_sandbox.pending_refunds() {
+        if all || !slow.contains(&page) {
+            let _ = world.stripe_sandbox.settle_refund(&refund, true);
+        }
+    }
+    for (refund, page) in world.razorpay_sandbox.pending_refunds() {
+        if all || !slow.contains(&page) {
+            let _ = world.razorpay_sandbox.settle_refund(&refund, true);
+        }
+    }
 }
 
 /// The end of the sale: every provider page closes, every payment window
@@ -634,15 +791,11 @@ async fn closing_time(
     ledger: &mut SimLedger,
     reconcile: bool,
 ) -> anyhow::Result<()> {
-    let outbox = Outbox::new(world.pool.clone(), world.stripe.clone())
-        .with_razorpay(Some(world.razorpay.clone()));
-    let reconciler = Reconciler::new(
-        world.pool.clone(),
-        world.stripe.clone(),
-        Some(world.razorpay.clone()),
-    )
-    .with_times(ReconcileTimes::immediately());
+    let outbox = Outbox::new(world.pool.clone(), world.payments.clone());
+    let reconciler = Reconciler::new(world.pool.clone(), world.payments.clone())
+        .with_times(ReconcileTimes::immediately());
     outbox.drain().await?;
+    finish_refunds(world, false);
     settle(world).await;
     // during the payment window, the worker asks about quiet pages
     if reconcile {
@@ -658,11 +811,12 @@ async fn closing_time(
     )
     .fetch_all(&world.pool)
     .await?;
+    let stripe = world
+        .payments
+        .get(Provider::Stripe)
+        .context("the simulation has every provider")?;
     for session in open {
-        match world.stripe.expire_session(&session).await {
-            Ok(_) | Err(crate::payments::ProviderError::Refused { status: 400, .. }) => {}
-            Err(error) => return Err(error.into()),
-        }
+        stripe.close_page(&session).await?;
     }
     settle(world).await;
 
@@ -694,23 +848,39 @@ async fn closing_time(
         .run_once()
         .await?;
     crate::checkout::expire_abandoned_orders(&world.pool).await?;
+    // days pass at the providers: authorisations nobody captured go back,
+    // and every refund the banks were slow with is finished
+    world.razorpay_sandbox.auto_refund_uncaptured();
 
     // the worker until quiet: reconciliation finds what nothing reported
-    for _ in 0..5 {
-        if !reconcile {
-            outbox.drain().await?;
-            settle(world).await;
-            break;
+    for _ in 0..8 {
+        if reconcile {
+            let found = reconciler.drain().await?;
+            ledger.reconciliation.add(&found);
         }
-        let found = reconciler.drain().await?;
-        ledger.reconciliation.add(&found);
+        // the outbox's waits between tries are over too
+        sqlx::query("update outbox_jobs set run_after = now() where state = 'pending'")
+            .execute(&world.pool)
+            .await?;
         outbox.drain().await?;
+        finish_refunds(world, true);
         settle(world).await;
-        if found.fulfilled + found.refunds_queued + found.released == 0 {
+        let unfinished: i64 =
+            sqlx::query_scalar("select count(*) from outbox_jobs where state = 'pending'")
+                .fetch_one(&world.pool)
+                .await?;
+        let waiting: i64 = sqlx::query_scalar(
+            "select count(*) from orders where reconciled_at is null and provider_session_id is not null",
+        )
+        .fetch_one(&world.pool)
+        .await?;
+        if unfinished == 0 && (!reconcile || waiting == 0) {
             break;
         }
+        sqlx::query("update orders set reconcile_after = null where reconciled_at is null")
+            .execute(&world.pool)
+            .await?;
     }
-    outbox.drain().await?;
     Ok(())
 }
 
@@ -751,7 +921,7 @@ async fn account(world: &World, ledger: &mut SimLedger) -> anyhow::Result<()> {
                 charge.amount,
             ));
         }
-        for refund in &sandbox.refunds {
+        for refund in sandbox.refunds_standing() {
             refunds.push((
                 provider.to_string(),
                 refund.payment_intent.clone(),

@@ -9,10 +9,12 @@ use actix_web::middleware::from_fn;
 use actix_web::{App, HttpServer, web};
 use sqlx::PgPool;
 
-use crate::checkout::Provider;
-use crate::configuration::{Secret, ServerSettings};
-use crate::payments::razorpay::{RazorpayAdapter, RazorpaySettings};
-use crate::payments::stripe::StripeAdapter;
+use crate::configuration::ServerSettings;
+use crate::payments::http::{TrustedRoots, client_builder};
+use crate::payments::razorpay::{RazorpayProvider, RazorpaySettings};
+use crate::payments::sandbox::SandboxSettings;
+use crate::payments::stripe::{StripeProvider, StripeSettings};
+use crate::payments::{PaymentProvider, Providers};
 use crate::routes::{self, admin, shop};
 use crate::staff::SessionKey;
 
@@ -22,15 +24,12 @@ pub struct Shop {
     pub pool: PgPool,
     /// Checkout, combined per resource where it can be.
     pub checkouts: crate::checkout::Checkouts,
-    pub stripe: StripeAdapter,
-    pub stripe_webhook_secret: Option<Secret>,
+    /// The payment providers offered, the default first.
+    pub payments: Providers,
     /// How browsers and providers reach us, without a trailing slash.
     pub base_url: String,
-    /// Life of a provider payment session.
+    /// Life of a provider payment page.
     pub session_minutes: i64,
-    pub razorpay: Option<RazorpayShop>,
-    /// The providers a shopper may choose, the default first.
-    pub providers: Vec<Provider>,
     /// Signs staff session cookies.
     pub session_key: SessionKey,
     /// Content Security Policy violations browsers reported.
@@ -44,16 +43,84 @@ impl Shop {
     }
 }
 
-/// What the shop needs for Razorpay's redirect-mode checkout.
-#[derive(Debug, Clone)]
-pub struct RazorpayShop {
-    pub adapter: RazorpayAdapter,
-    /// Signs the checkout callback (`order_id|payment_id`).
-    pub key_secret: Secret,
-    /// Signs webhooks.
-    pub webhook_secret: Option<Secret>,
-    /// Razorpay's checkout script (or the sandbox's stand-in).
-    pub checkout_script: String,
+/// Where each provider's API is, when no keys are set: the sandbox's
+/// development keys at the sandbox's address.
+pub fn sandbox_keys(
+    sandbox: &SandboxSettings,
+    base: &str,
+    stripe_payment_methods: Vec<String>,
+) -> (StripeSettings, RazorpaySettings) {
+    (
+        StripeSettings {
+            secret_key: sandbox.stripe_secret_key.clone(),
+            api_base: format!("{base}/stripe/"),
+            webhook_secrets: vec![sandbox.stripe_webhook_secret.clone()],
+            payment_methods: stripe_payment_methods,
+        },
+        RazorpaySettings {
+            key_id: sandbox.razorpay_key_id.clone(),
+            key_secret: sandbox.razorpay_key_secret.clone(),
+            webhook_secrets: vec![sandbox.razorpay_webhook_secret.clone()],
+            api_base: format!("{base}/razorpay/"),
+            checkout_script: format!("{base}/razorpay/checkout.js"),
+        },
+    )
+}
+
+/// The adapters for whichever providers have settings, Stripe first, each
+/// with its own HTTPS client (Holdfast's TLS setup, `roots` trusted).
+pub fn build_providers(
+    stripe: Option<&StripeSettings>,
+    razorpay: Option<&RazorpaySettings>,
+    roots: &TrustedRoots,
+) -> anyhow::Result<Providers> {
+    let http = |timeout: std::time::Duration| -> anyhow::Result<reqwest::Client> {
+        Ok(client_builder(roots).timeout(timeout).build()?)
+    };
+    let mut offered: Vec<Arc<dyn PaymentProvider>> = Vec::new();
+    if let Some(stripe) = stripe {
+        // well under the outbox's two-minute lease, so a hung call can
+        // never run concurrently with its own retry
+        offered.push(Arc::new(StripeProvider::new(
+            stripe,
+            http(std::time::Duration::from_secs(20))?,
+        )?));
+    }
+    if let Some(razorpay) = razorpay {
+        offered.push(Arc::new(RazorpayProvider::new(
+            razorpay,
+            http(crate::payments::razorpay::TIMEOUT)?,
+        )?));
+    }
+    Ok(Providers::new(offered))
+}
+
+/// The providers from the environment's keys; with none at all, the
+/// sandbox at `HOLDFAST_SANDBOX_ADDR` (where `holdfast serve` runs it).
+pub fn configured_providers(settings: &ServerSettings) -> anyhow::Result<Providers> {
+    let roots = settings.provider_roots()?;
+    if settings.stripe.is_none() && settings.razorpay.is_none() {
+        let (stripe, razorpay) = sandbox_keys(
+            &SandboxSettings::development(),
+            &format!("http://{}", settings.sandbox_addr),
+            vec!["card".into()],
+        );
+        return build_providers(Some(&stripe), Some(&razorpay), &roots);
+    }
+    let stripe = settings.stripe.as_ref().map(|keys| StripeSettings {
+        secret_key: keys.secret_key.clone(),
+        api_base: keys.api_base.clone(),
+        webhook_secrets: keys.webhook_secrets.clone(),
+        payment_methods: keys.payment_methods.clone(),
+    });
+    let razorpay = settings.razorpay.as_ref().map(|keys| RazorpaySettings {
+        key_id: keys.key_id.clone(),
+        key_secret: keys.key_secret.clone(),
+        webhook_secrets: keys.webhook_secrets.clone(),
+        api_base: keys.api_base.clone(),
+        checkout_script: keys.checkout_script.clone(),
+    });
+    build_providers(stripe.as_ref(), razorpay.as_ref(), &roots)
 }
 
 /// A server bound and ready to run, with the port it got.
@@ -116,7 +183,8 @@ impl Application {
                             "/orders/{order}/jobs/{job}/retry",
                             web::post().to(admin::retry_refund),
                         )
-                        .route("/activity", web::get().to(admin::activity)),
+                        .route("/activity", web::get().to(admin::activity))
+                        .route("/payments/orphans", web::get().to(admin::orphans)),
                 )
                 .route("/", web::get().to(shop::catalogue))
                 .route("/c/{collection}", web::get().to(shop::collection))
@@ -128,22 +196,19 @@ impl Application {
                     "/checkout/return/{token}",
                     web::get().to(shop::checkout_return),
                 )
+                // Razorpay Checkout in redirect mode posts its callback
+                .route(
+                    "/checkout/return/{token}",
+                    web::post().to(shop::checkout_return_post),
+                )
                 .route(
                     "/checkout/cancel/{token}",
                     web::get().to(shop::checkout_cancel),
                 )
-                .route("/pay/razorpay/{token}", web::get().to(shop::razorpay_page))
-                .route(
-                    "/checkout/razorpay/callback",
-                    web::post().to(shop::razorpay_callback),
-                )
+                .route("/pay/{token}", web::get().to(shop::pay_page))
                 .route("/orders/{token}", web::get().to(shop::order_page))
                 .route("/static/shop.css", web::get().to(shop::stylesheet))
-                .route("/webhooks/stripe", web::post().to(routes::stripe_webhook))
-                .route(
-                    "/webhooks/razorpay",
-                    web::post().to(routes::razorpay_webhook),
-                )
+                .route("/webhooks/{provider}", web::post().to(routes::webhook))
         })
         .listen(listener)?
         .run();
@@ -165,16 +230,12 @@ pub async fn serve(
 ) -> anyhow::Result<()> {
     use anyhow::Context;
 
-    use crate::payments::sandbox::{Sandbox, SandboxSettings};
-    use crate::payments::stripe::StripeSettings;
+    use crate::payments::sandbox::Sandbox;
 
     let listener = TcpListener::bind(settings.addr)
         .with_context(|| format!("cannot listen on {}", settings.addr))?;
     let sandboxed = settings.stripe.is_none() && settings.razorpay.is_none();
-    let mut stripe_webhook_secret = None;
-    let mut razorpay = None;
-    let mut providers = Vec::new();
-    let stripe_settings = if sandboxed {
+    let payments = if sandboxed {
         let mut sandbox_settings = SandboxSettings::development();
         sandbox_settings.stripe_webhook_url =
             Some(format!("{}/webhooks/stripe", settings.base_url));
@@ -183,22 +244,8 @@ pub async fn serve(
         let sandbox_listener = TcpListener::bind(settings.sandbox_addr).with_context(|| {
             format!("cannot listen on {} for the sandbox", settings.sandbox_addr)
         })?;
-        let sandbox = Sandbox::build(
-            sandbox_listener,
-            sandbox_settings.clone(),
-            format!("http://{}", settings.sandbox_addr),
-        )?;
-        let stripe_base = sandbox.stripe.api_base();
-        razorpay = Some(RazorpayShop {
-            adapter: RazorpayAdapter::new(&RazorpaySettings {
-                key_id: sandbox_settings.razorpay_key_id.clone(),
-                key_secret: sandbox_settings.razorpay_key_secret.clone(),
-                api_base: sandbox.razorpay.api_base(),
-            })?,
-            key_secret: sandbox_settings.razorpay_key_secret.clone(),
-            webhook_secret: Some(sandbox_settings.razorpay_webhook_secret.clone()),
-            checkout_script: sandbox.razorpay.checkout_script_url(),
-        });
+        let base = format!("http://{}", settings.sandbox_addr);
+        let sandbox = Sandbox::build(sandbox_listener, sandbox_settings.clone(), base.clone())?;
         tokio::spawn(sandbox.run_until_stopped());
         let catalogue = std::path::Path::new("fixtures/catalogue.json");
         if catalogue.exists() {
@@ -208,59 +255,28 @@ pub async fn serve(
             tracing::info!(products = report.products, "demo catalogue loaded");
         }
         tracing::warn!(
-            sandbox = %stripe_base,
+            sandbox = %base,
             "no provider keys: payments go to the built-in sandbox, no real money moves"
         );
-        stripe_webhook_secret = Some(sandbox_settings.stripe_webhook_secret.clone());
-        providers.push(Provider::Stripe);
-        StripeSettings {
-            secret_key: sandbox_settings.stripe_secret_key,
-            api_base: stripe_base,
-        }
+        let (stripe, razorpay) = sandbox_keys(&sandbox_settings, &base, vec!["card".into()]);
+        build_providers(Some(&stripe), Some(&razorpay), &TrustedRoots::mozilla())?
     } else {
-        if let Some(keys) = &settings.razorpay {
-            razorpay = Some(RazorpayShop {
-                adapter: RazorpayAdapter::new(&RazorpaySettings {
-                    key_id: keys.key_id.clone(),
-                    key_secret: keys.key_secret.clone(),
-                    api_base: keys.api_base.clone(),
-                })?,
-                key_secret: keys.key_secret.clone(),
-                webhook_secret: keys.webhook_secret.clone(),
-                checkout_script: keys.checkout_script.clone(),
-            });
-        }
-        match &settings.stripe {
-            Some(keys) => {
-                stripe_webhook_secret = keys.webhook_secret.clone();
-                providers.push(Provider::Stripe);
-                StripeSettings {
-                    secret_key: keys.secret_key.clone(),
-                    api_base: keys.api_base.clone(),
-                }
-            }
-            // not offered: an adapter nobody calls
-            None => StripeSettings {
-                secret_key: Secret::new("sk_unused"),
-                api_base: "https://api.stripe.com/".into(),
-            },
-        }
+        configured_providers(&settings)?
     };
-    if providers.contains(&Provider::Stripe) && stripe_webhook_secret.is_none() {
+    if let Some(keys) = &settings.stripe
+        && keys.webhook_secrets.is_empty()
+    {
         tracing::warn!("no STRIPE_WEBHOOK_SECRET: every Stripe webhook will be refused");
     }
-    if let Some(razorpay) = &razorpay {
-        providers.push(Provider::Razorpay);
-        if razorpay.webhook_secret.is_none() {
-            tracing::warn!("no RAZORPAY_WEBHOOK_SECRET: every Razorpay webhook will be refused");
-        }
+    if let Some(keys) = &settings.razorpay
+        && keys.webhook_secrets.is_empty()
+    {
+        tracing::warn!("no RAZORPAY_WEBHOOK_SECRET: every Razorpay webhook will be refused");
     }
-    let stripe = StripeAdapter::new(&stripe_settings)?;
     if with_worker {
         spawn_worker(
             pool.clone(),
-            stripe.clone(),
-            razorpay.as_ref().map(|r| r.adapter.clone()),
+            payments.clone(),
             settings.sweep_every_seconds,
             settings.reconcile,
             settings.outbox_lease_seconds,
@@ -289,12 +305,9 @@ pub async fn serve(
     let shop = Shop {
         checkouts: crate::checkout::Checkouts::new(pool.clone()),
         pool,
-        stripe,
-        stripe_webhook_secret,
+        payments,
         base_url: settings.base_url.clone(),
         session_minutes: settings.session_minutes,
-        razorpay,
-        providers,
         session_key,
         csp_reports: Arc::default(),
     };
@@ -308,8 +321,7 @@ pub async fn serve(
 /// The sweeper, reconciliation and the outbox, on a schedule, until the process ends.
 pub fn spawn_worker(
     pool: PgPool,
-    stripe: StripeAdapter,
-    razorpay: Option<RazorpayAdapter>,
+    payments: Providers,
     every_seconds: u64,
     reconcile: crate::worker::reconcile::ReconcileTimes,
     outbox_lease_seconds: u64,
@@ -328,12 +340,9 @@ pub fn spawn_worker(
     );
     tokio::spawn(sweeper.run_forever(every));
     let pool_for_orders = pool.clone();
-    let reconciler =
-        crate::worker::reconcile::Reconciler::new(pool.clone(), stripe.clone(), razorpay.clone())
-            .with_times(reconcile);
-    let outbox = Outbox::new(pool, stripe)
-        .with_razorpay(razorpay)
-        .with_lease(Duration::from_secs(outbox_lease_seconds));
+    let reconciler = crate::worker::reconcile::Reconciler::new(pool.clone(), payments.clone())
+        .with_times(reconcile);
+    let outbox = Outbox::new(pool, payments).with_lease(Duration::from_secs(outbox_lease_seconds));
     tokio::spawn(async move {
         let mut ticker = tokio::time::interval(every);
         loop {

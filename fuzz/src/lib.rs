@@ -11,12 +11,15 @@
 
 use holdfast::configuration::Secret;
 use holdfast::inventory::PaymentRef;
-use holdfast::webhooks::razorpay;
-use holdfast::webhooks::signature::{
+use holdfast::payments::razorpay::{self, CallbackVerdict};
+use holdfast::payments::signature::{
     STRIPE_TOLERANCE_SECONDS, SignatureError, hmac_sha256_hex, hmac_sha256_matches,
     stripe_signature_header, verify_stripe,
 };
-use holdfast::webhooks::stripe;
+use holdfast::payments::stripe;
+use holdfast::payments::{
+    PageEnd, PaymentStatus, ProviderEvent, ProviderKind, ReturnParams, WebhookDelivery,
+};
 
 /// The first `N - 1` lines of `data`, then the rest; missing fields are empty.
 fn fields<const N: usize>(data: &[u8]) -> [&[u8]; N] {
@@ -82,11 +85,12 @@ fn with_wrong_digit(signature: &str, data: &[u8]) -> String {
 pub fn stripe_signature(data: &[u8]) {
     let [secret, now, timestamp, header, payload] = fields::<5>(data);
     let secret = Secret::new(text(secret));
+    let secrets = std::slice::from_ref(&secret);
     let (now, timestamp, header) = (number(now), number(timestamp), text(header));
 
-    let outcome = verify_stripe(payload, Some(&header), Some(&secret), now);
+    let outcome = verify_stripe(payload, Some(&header), secrets, now);
     assert_eq!(
-        verify_stripe(payload, Some(&header), None, now),
+        verify_stripe(payload, Some(&header), &[], now),
         Err(SignatureError::NoSecret)
     );
     if secret.expose().is_empty() {
@@ -94,15 +98,17 @@ pub fn stripe_signature(data: &[u8]) {
         return;
     }
     assert_eq!(
-        verify_stripe(payload, None, Some(&secret), now),
+        verify_stripe(payload, None, secrets, now),
         Err(SignatureError::Missing)
     );
     if outcome.is_ok() {
-        // only a real signature over exactly this payload is accepted
+        // only a real signature over exactly this payload is accepted, from
+        // a header of at most a handful of candidates
         assert!(header.len() <= 4096 && header.contains("v1="));
+        assert!(header.matches("v1=").count() <= 8);
         if let Some(other) = flipped(payload, data) {
             assert_eq!(
-                verify_stripe(&other, Some(&header), Some(&secret), now),
+                verify_stripe(&other, Some(&header), secrets, now),
                 Err(SignatureError::Mismatch)
             );
         }
@@ -112,7 +118,7 @@ pub fn stripe_signature(data: &[u8]) {
     let own = stripe_signature_header(&secret, timestamp, payload);
     let fresh = now.abs_diff(timestamp) <= STRIPE_TOLERANCE_SECONDS.unsigned_abs();
     assert_eq!(
-        verify_stripe(payload, Some(&own), Some(&secret), now),
+        verify_stripe(payload, Some(&own), secrets, now),
         if fresh {
             Ok(())
         } else {
@@ -120,19 +126,25 @@ pub fn stripe_signature(data: &[u8]) {
         }
     );
     assert_eq!(
-        verify_stripe(payload, Some(&own), Some(&secret), timestamp),
+        verify_stripe(payload, Some(&own), secrets, timestamp),
         Ok(())
     );
     // ... also among other schemes and stale v1s, as while a secret rolls
     let rolled = format!("v0=abc, {own} ,v1={}", "00".repeat(32));
     assert_eq!(
-        verify_stripe(payload, Some(&rolled), Some(&secret), timestamp),
+        verify_stripe(payload, Some(&rolled), secrets, timestamp),
+        Ok(())
+    );
+    // ... and with the secret as the previous one of a rotation
+    let rotated = [Secret::new(format!("{}x", secret.expose())), secret.clone()];
+    assert_eq!(
+        verify_stripe(payload, Some(&own), &rotated, timestamp),
         Ok(())
     );
     // ... and never once anything in it changes
     if let Some(other) = flipped(payload, data) {
         assert_eq!(
-            verify_stripe(&other, Some(&own), Some(&secret), timestamp),
+            verify_stripe(&other, Some(&own), secrets, timestamp),
             Err(SignatureError::Mismatch)
         );
     }
@@ -140,14 +152,19 @@ pub fn stripe_signature(data: &[u8]) {
         verify_stripe(
             payload,
             Some(&with_wrong_digit(&own, data)),
-            Some(&secret),
+            secrets,
             timestamp
         ),
         Err(SignatureError::Mismatch)
     );
     let other_secret = Secret::new(format!("{}x", secret.expose()));
     assert_eq!(
-        verify_stripe(payload, Some(&own), Some(&other_secret), timestamp),
+        verify_stripe(
+            payload,
+            Some(&own),
+            std::slice::from_ref(&other_secret),
+            timestamp
+        ),
         Err(SignatureError::Mismatch)
     );
     // a second timestamp is ambiguous, so malformed
@@ -155,11 +172,59 @@ pub fn stripe_signature(data: &[u8]) {
         verify_stripe(
             payload,
             Some(&format!("{own},t={timestamp}")),
-            Some(&secret),
+            secrets,
             timestamp
         ),
         Err(SignatureError::Malformed)
     );
+}
+
+/// What every parsed event must be, whichever provider sent it.
+fn check_delivery(delivery: &WebhookDelivery, provider: ProviderKind) {
+    let kind = delivery.kind.as_str();
+    match &delivery.event {
+        ProviderEvent::Payment(payment) => {
+            assert_eq!(payment.provider, provider);
+            assert!(!payment.payment_ref.is_empty());
+            match provider {
+                ProviderKind::Stripe => {
+                    assert!(matches!(
+                        kind,
+                        "checkout.session.completed" | "checkout.session.async_payment_succeeded"
+                    ));
+                    assert!(payment.page_id.is_some());
+                    assert!(matches!(
+                        payment.status,
+                        PaymentStatus::Captured | PaymentStatus::Pending
+                    ));
+                }
+                ProviderKind::Razorpay => assert!(matches!(
+                    kind,
+                    "payment.captured" | "order.paid" | "payment.authorized"
+                )),
+            }
+            assert_eq!(payment.currency, payment.currency.to_ascii_lowercase());
+        }
+        ProviderEvent::PageEnded { end, .. } => match (kind, end) {
+            ("checkout.session.expired", PageEnd::Expired)
+            | ("checkout.session.async_payment_failed", PageEnd::PaymentFailed) => {}
+            _ => panic!("{kind} ended a page as {end:?}"),
+        },
+        ProviderEvent::Refund(refund) => {
+            assert!(
+                kind.starts_with("refund.") || kind == "charge.refund.updated",
+                "{kind} moved a refund"
+            );
+            assert!(!refund.payment_ref.is_empty());
+        }
+        ProviderEvent::Ignore(reason) => assert!(!reason.is_empty()),
+    }
+    if let ProviderEvent::Payment(payment) = &delivery.event
+        && payment.status == PaymentStatus::Captured
+    {
+        // what the confirm routine will claim parses as a payment reference
+        let _ = PaymentRef::parse(&payment.payment_ref);
+    }
 }
 
 /// The whole input is a Stripe event body.
@@ -171,52 +236,31 @@ pub fn stripe_event(body: &[u8]) {
         "parsing is deterministic"
     );
     if let Ok(event) = &parsed {
-        assert!(!event.id.is_empty() && event.id.len() <= 255);
-        let kind = event.kind.as_str();
-        match &event.action {
-            stripe::Action::Confirm { payment_ref, .. } => {
-                assert!(matches!(
-                    kind,
-                    "checkout.session.completed" | "checkout.session.async_payment_succeeded"
-                ));
-                assert_eq!(
-                    PaymentRef::parse(payment_ref.as_str()).as_ref(),
-                    Ok(payment_ref)
-                );
-            }
-            stripe::Action::Release { final_state, .. } => match kind {
-                "checkout.session.expired" => assert_eq!(*final_state, "expired"),
-                "checkout.session.async_payment_failed" => assert_eq!(*final_state, "cancelled"),
-                _ => panic!("{kind} released an order"),
-            },
-            stripe::Action::CloseRefund { payment_intent }
-            | stripe::Action::ReopenRefund { payment_intent } => {
-                assert!(kind.starts_with("refund.") && !payment_intent.is_empty());
-            }
-            stripe::Action::Ignore(reason) => assert!(!reason.is_empty()),
-        }
+        assert!(!event.event_id.is_empty() && event.event_id.len() <= 255);
+        check_delivery(event, ProviderKind::Stripe);
     }
 
     // Signed and fresh, the body gets exactly what parsing says; otherwise
     // it is refused before parsing.
     let secret = Secret::new("whsec_fuzz");
+    let secrets = std::slice::from_ref(&secret);
     let now = 1_700_000_000;
     let header = stripe_signature_header(&secret, now, body);
     assert_eq!(
-        stripe::accept(Some(&secret), Some(&header), body, now),
+        stripe::accept(secrets, Some(&header), body, now),
         parsed.map_err(str::to_owned)
     );
     assert_eq!(
-        stripe::accept(Some(&secret), None, body, now),
+        stripe::accept(secrets, None, body, now),
         Err("no signature header".to_owned())
     );
     assert_eq!(
-        stripe::accept(None, Some(&header), body, now),
+        stripe::accept(&[], Some(&header), body, now),
         Err("no webhook secret configured".to_owned())
     );
     if let Some(other) = flipped(body, body) {
         assert_eq!(
-            stripe::accept(Some(&secret), Some(&header), &other, now),
+            stripe::accept(secrets, Some(&header), &other, now),
             Err("no signature matches".to_owned())
         );
     }
@@ -226,9 +270,10 @@ pub fn stripe_event(body: &[u8]) {
 pub fn razorpay_webhook(data: &[u8]) {
     let [secret, event_id, signature, body] = fields::<4>(data);
     let secret = Secret::new(text(secret));
+    let secrets = std::slice::from_ref(&secret);
     let (event_id, signature) = (text(event_id), text(signature));
 
-    let outcome = razorpay::accept(Some(&secret), Some(&signature), Some(&event_id), body);
+    let outcome = razorpay::accept(secrets, Some(&signature), Some(&event_id), body);
     if secret.expose().is_empty() {
         assert_eq!(outcome, Err("no webhook secret configured"));
         return;
@@ -241,6 +286,7 @@ pub fn razorpay_webhook(data: &[u8]) {
         ));
         assert!(!event.event_id.is_empty() && event.event_id.len() <= 255);
         assert!(event.kind.len() <= 100);
+        check_delivery(event, ProviderKind::Razorpay);
     }
     let parsed = razorpay::parse_event(body);
     assert_eq!(
@@ -248,22 +294,6 @@ pub fn razorpay_webhook(data: &[u8]) {
         razorpay::parse_event(body),
         "parsing is deterministic"
     );
-    if let Ok((kind, action)) = &parsed {
-        match action {
-            razorpay::Action::Confirm { payment_ref, .. } => {
-                assert!(matches!(kind.as_str(), "payment.captured" | "order.paid"));
-                if let Some(payment_ref) = payment_ref {
-                    assert_eq!(
-                        PaymentRef::parse(payment_ref.as_str()).as_ref(),
-                        Ok(payment_ref)
-                    );
-                }
-            }
-            razorpay::Action::CloseRefund { .. } => assert_eq!(kind, "refund.processed"),
-            razorpay::Action::ReopenRefund { .. } => assert_eq!(kind, "refund.failed"),
-            razorpay::Action::Ignore(reason) => assert!(!reason.is_empty()),
-        }
-    }
 
     // With our own signature the event id and body decide; without a
     // correct one nothing is parsed.
@@ -271,14 +301,14 @@ pub fn razorpay_webhook(data: &[u8]) {
     let expected = if event_id.is_empty() || event_id.len() > 255 {
         Err("no event id header")
     } else {
-        parsed.map(|(kind, action)| razorpay::ParsedEvent {
+        parsed.map(|(kind, event)| WebhookDelivery {
             event_id: event_id.clone(),
             kind,
-            action,
+            event,
         })
     };
     let accept = |signature: Option<&str>, body: &[u8]| {
-        razorpay::accept(Some(&secret), signature, Some(&event_id), body)
+        razorpay::accept(secrets, signature, Some(&event_id), body)
     };
     assert_eq!(accept(Some(&own), body), expected);
     assert_eq!(accept(None, body), Err("no signature header"));
@@ -289,55 +319,100 @@ pub fn razorpay_webhook(data: &[u8]) {
     if let Some(other) = flipped(body, data) {
         assert_eq!(accept(Some(&own), &other), Err("no signature matches"));
     }
+    // the previous secret of a rotation still verifies; neither does not
+    let rotated = [Secret::new(format!("{}x", secret.expose())), secret.clone()];
     assert_eq!(
-        razorpay::accept(None, Some(&own), Some(&event_id), body),
+        razorpay::accept(&rotated, Some(&own), Some(&event_id), body),
+        expected
+    );
+    assert_eq!(
+        razorpay::accept(&rotated[..1], Some(&own), Some(&event_id), body),
+        Err("no signature matches")
+    );
+    assert_eq!(
+        razorpay::accept(&[], Some(&own), Some(&event_id), body),
         Err("no webhook secret configured")
     );
 }
 
-/// `key secret \n callback form`: Razorpay Checkout's redirect, checked as
-/// `razorpay_callback` does, with `hmac_sha256_matches` over
-/// `order_id|payment_id`. Other fields (an `error[...]` form) are ignored.
+/// `key secret \n callback form`: Razorpay Checkout's redirect, through
+/// the very function the return route's Razorpay adapter calls
+/// (`verify_callback`), for the order id the form names as if we had
+/// stored it, and for another.
 pub fn razorpay_callback(data: &[u8]) {
     let [key_secret, form] = fields::<2>(data);
-    let mut payment_id = String::new();
-    let mut order_id = String::new();
-    let mut signature = String::new();
-    for (name, value) in form_urlencoded::parse(form) {
-        let slot = match name.as_ref() {
-            "razorpay_payment_id" => &mut payment_id,
-            "razorpay_order_id" => &mut order_id,
-            "razorpay_signature" => &mut signature,
-            _ => continue,
-        };
-        if slot.is_empty() {
-            *slot = value.into_owned();
-        }
-    }
+    let secret = Secret::new(text(key_secret));
+    let params = ReturnParams(
+        form_urlencoded::parse(form)
+            .map(|(k, v)| (k.into_owned(), v.into_owned()))
+            .collect(),
+    );
+    let field = |name: &str| params.get(name).unwrap_or_default().to_owned();
+    let (payment_id, order_id, signature) = (
+        field("razorpay_payment_id"),
+        field("razorpay_order_id"),
+        field("razorpay_signature"),
+    );
+    let failed = params.get("error[description]").is_some() || params.get("error[code]").is_some();
     let signed = format!("{order_id}|{payment_id}");
-    let own = hmac_sha256_hex(key_secret, signed.as_bytes());
-
-    // Whatever the form says, only the HMAC itself (as hex, spaces around
-    // it allowed) is accepted.
-    if hmac_sha256_matches(key_secret, signed.as_bytes(), &signature) {
-        assert_eq!(signature.trim().to_ascii_lowercase(), own);
+    let own = hmac_sha256_hex(secret.expose().as_bytes(), signed.as_bytes());
+    let verdict = razorpay::verify_callback(&secret, &order_id, &params);
+    assert_eq!(
+        verdict,
+        razorpay::verify_callback(&secret, &order_id, &params)
+    );
+    match &verdict {
+        // a failure is only ever reported, never a payment
+        Ok(CallbackVerdict::Failed(reason)) => {
+            assert!(failed);
+            assert!(reason.chars().count() <= 200 && !reason.chars().any(char::is_control));
+        }
+        // only the HMAC itself (as hex, spaces around it allowed) pays
+        Ok(CallbackVerdict::Paid(paid)) => {
+            assert!(!failed);
+            assert_eq!(paid, &payment_id);
+            assert_eq!(signature.trim().to_ascii_lowercase(), own);
+        }
+        Err(reason) => assert!(!reason.is_empty()),
     }
-    assert!(hmac_sha256_matches(key_secret, signed.as_bytes(), &own));
-    assert!(!hmac_sha256_matches(
-        key_secret,
-        signed.as_bytes(),
-        &with_wrong_digit(&own, data)
-    ));
-    assert!(!hmac_sha256_matches(
-        key_secret,
-        format!("{order_id}|{payment_id}x").as_bytes(),
-        &own
-    ));
-    let swapped = format!("{payment_id}|{order_id}");
-    if swapped != signed {
-        assert!(!hmac_sha256_matches(key_secret, swapped.as_bytes(), &own));
+    if failed {
+        return;
     }
-    let mut other_key = key_secret.to_vec();
-    other_key.push(b'x');
-    assert!(!hmac_sha256_matches(&other_key, signed.as_bytes(), &own));
+    // for another order than the one stored, never
+    let elsewhere = format!("{order_id}x");
+    assert!(!matches!(
+        razorpay::verify_callback(&secret, &elsewhere, &params),
+        Ok(CallbackVerdict::Paid(_))
+    ));
+    // with its own signature, a well-formed callback pays; a changed digit
+    // or another key does not
+    let with_signature = |signature: &str| {
+        let mut params = params.clone();
+        params.0.retain(|(k, _)| k != "razorpay_signature");
+        params
+            .0
+            .push(("razorpay_signature".into(), signature.to_owned()));
+        params
+    };
+    let well_formed = [&payment_id, &order_id]
+        .iter()
+        .all(|v| !v.is_empty() && v.len() <= 100)
+        && payment_id.len() <= 64
+        && payment_id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_');
+    assert_eq!(
+        razorpay::verify_callback(&secret, &order_id, &with_signature(&own)).is_ok(),
+        well_formed
+    );
+    assert!(
+        razorpay::verify_callback(
+            &secret,
+            &order_id,
+            &with_signature(&with_wrong_digit(&own, data))
+        )
+        .is_err()
+    );
+    let other = Secret::new(format!("{}x", secret.expose()));
+    assert!(razorpay::verify_callback(&other, &order_id, &with_signature(&own)).is_err());
 }

@@ -13,11 +13,12 @@ use sqlx::PgPool;
 use uuid::Uuid;
 
 use super::{
-    AttachOutcome, CheckoutError, CheckoutRead, CheckoutStart, Order, OrderLine, ProviderSession,
+    AttachOutcome, CheckoutError, CheckoutRead, CheckoutStart, Order, OrderLine, OrderState,
     Result, ShortLine, StartOutcome, attach_payment, basket, order_by_id, start_checkout_via,
 };
 use crate::combine::{Batch, Combiner};
 use crate::database::share_error;
+use crate::payments::{PaymentPage, ProviderKind};
 
 /// Most checkouts one call carries.
 pub const MAX_BATCH: usize = 256;
@@ -67,7 +68,7 @@ impl Checkouts {
         &self,
         order: Order,
         resource: Option<&str>,
-        session: &ProviderSession,
+        session: &PaymentPage,
         basket_id: Option<&str>,
     ) -> Result<AttachOutcome> {
         let Some(resource) = resource else {
@@ -145,7 +146,7 @@ pub(super) struct OneStart {
     pub token: String,
     pub name: String,
     pub email: String,
-    pub provider: &'static str,
+    pub provider: ProviderKind,
 }
 
 /// What `hf_start_checkouts` said about one checkout.
@@ -202,7 +203,7 @@ pub(super) async fn start_batch(
     .bind(column(|r| &r.token))
     .bind(column(|r| &r.name))
     .bind(column(|r| &r.email))
-    .bind(column(|r| r.provider))
+    .bind(column(|r| r.provider.as_str()))
     .fetch_all(pool)
     .await
     .map_err(classify)
@@ -229,13 +230,13 @@ pub(super) async fn one_outcome(
             order: Order {
                 id: order_id,
                 token: one.token,
-                state: "pending".into(),
+                state: OrderState::Pending,
                 customer_name: one.name,
                 customer_email: one.email,
                 amount_minor: one.unit_price * i64::from(one.qty),
                 currency: one.currency,
                 hold_id: row.hold_id,
-                provider: one.provider.into(),
+                provider: one.provider,
                 provider_session_id: None,
                 provider_url: None,
                 provider_expires_at: None,
@@ -292,21 +293,21 @@ pub(super) struct Attaches {
 impl Batch for Attaches {
     type Request = OneAttach;
     /// The engine's answer and the order's state after.
-    type Reply = Result<(String, Option<String>)>;
+    type Reply = Result<(String, Option<OrderState>)>;
     const MAX: usize = MAX_BATCH;
 
     async fn run(
         &self,
         resource: &str,
         requests: Vec<OneAttach>,
-    ) -> Vec<Result<(String, Option<String>)>> {
+    ) -> Vec<Result<(String, Option<OrderState>)>> {
         each(
             requests.len(),
             attach_batch(&self.pool, resource, &requests).await,
         )
     }
 
-    fn lost() -> Result<(String, Option<String>)> {
+    fn lost() -> Result<(String, Option<OrderState>)> {
         Err(lost())
     }
 }
@@ -315,7 +316,7 @@ async fn attach_batch(
     pool: &PgPool,
     resource: &str,
     requests: &[OneAttach],
-) -> Result<Vec<(String, Option<String>)>> {
+) -> Result<Vec<(String, Option<OrderState>)>> {
     let windows: Vec<i32> = requests
         .iter()
         .map(|r| i32::try_from(r.window_seconds).unwrap_or(i32::MAX))

@@ -11,6 +11,9 @@ pub mod basket;
 pub mod catalogue;
 pub mod codes;
 mod combined;
+pub mod outbox;
+pub mod refund;
+pub mod settle;
 
 pub use combined::Checkouts;
 use combined::{OneStart, Starts, one_outcome, start_batch};
@@ -26,6 +29,7 @@ use crate::inventory::{
     ConfirmOutcome, HoldId, IdempotencyKey, InvalidInput, InventoryError, PaymentRef, Quantity,
     ReleaseOutcome, ResourceId, Span,
 };
+use crate::payments::{PaymentPage, PaymentStatus, ProviderKind, ProviderPayment};
 
 #[derive(Debug, thiserror::Error)]
 pub enum CheckoutError {
@@ -45,20 +49,41 @@ impl From<InvalidInput> for CheckoutError {
 
 pub type Result<T> = std::result::Result<T, CheckoutError>;
 
-/// The payment providers a shop can use.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+/// Where an order stands. Stored in `orders.state` as text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, sqlx::Type)]
 #[serde(rename_all = "snake_case")]
-pub enum Provider {
-    Stripe,
-    Razorpay,
+#[sqlx(type_name = "text", rename_all = "snake_case")]
+pub enum OrderState {
+    /// Held, waiting for its payment.
+    Pending,
+    /// Paid and fulfilled: it has its codes.
+    Paid,
+    /// Its holds ran out before a payment came.
+    Expired,
+    /// Given up (by the shopper, staff, or a failed payment page).
+    Cancelled,
+    /// Money came after the holds ended: it is on its way back.
+    RefundPending,
+    /// That money went back.
+    Refunded,
 }
 
-impl Provider {
+impl OrderState {
     pub fn as_str(self) -> &'static str {
         match self {
-            Provider::Stripe => "stripe",
-            Provider::Razorpay => "razorpay",
+            OrderState::Pending => "pending",
+            OrderState::Paid => "paid",
+            OrderState::Expired => "expired",
+            OrderState::Cancelled => "cancelled",
+            OrderState::RefundPending => "refund_pending",
+            OrderState::Refunded => "refunded",
         }
+    }
+}
+
+impl std::fmt::Display for OrderState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
     }
 }
 
@@ -119,7 +144,7 @@ pub struct CheckoutStart {
     pub account: AccountId,
     pub lines: Vec<WantedLine>,
     pub customer: Customer,
-    pub provider: Provider,
+    pub provider: ProviderKind,
 }
 
 /// A line that cannot be had, in the shopper's words.
@@ -136,13 +161,14 @@ pub struct ShortLine {
 pub struct Order {
     pub id: Uuid,
     pub token: String,
-    pub state: String,
+    pub state: OrderState,
     pub customer_name: String,
     pub customer_email: String,
     pub currency: String,
     pub amount_minor: i64,
     pub hold_id: Option<Uuid>,
-    pub provider: String,
+    pub provider: ProviderKind,
+    /// The provider's payment page (Checkout Session, Razorpay order).
     pub provider_session_id: Option<String>,
     pub provider_url: Option<String>,
     pub provider_expires_at: Option<DateTime<Utc>>,
@@ -184,9 +210,17 @@ pub enum StartOutcome {
 }
 
 pub async fn order_by_id(pool: &PgPool, id: Uuid) -> sqlx::Result<Option<Order>> {
+    order_by_id_in(pool, id).await
+}
+
+/// [`order_by_id`] on any executor (a webhook's transaction).
+pub async fn order_by_id_in<'e>(
+    executor: impl sqlx::PgExecutor<'e>,
+    id: Uuid,
+) -> sqlx::Result<Option<Order>> {
     sqlx::query_as("select * from orders where id = $1")
         .bind(id)
-        .fetch_optional(pool)
+        .fetch_optional(executor)
         .await
 }
 
@@ -208,11 +242,11 @@ pub async fn order_by_checkout_key(pool: &PgPool, key: &str) -> sqlx::Result<Opt
 /// (the Razorpay webhook asks inside its transaction).
 pub async fn order_by_provider_session<'e>(
     executor: impl sqlx::PgExecutor<'e>,
-    provider: Provider,
+    provider: ProviderKind,
     session_id: &str,
 ) -> sqlx::Result<Option<Order>> {
     sqlx::query_as("select * from orders where provider = $1 and provider_session_id = $2")
-        .bind(provider.as_str())
+        .bind(provider)
         .bind(session_id)
         .fetch_optional(executor)
         .await
@@ -516,7 +550,7 @@ async fn start_checkout_once(
             token: codes::order_token(),
             name: start.customer.name().to_owned(),
             email: start.customer.email().to_owned(),
-            provider: start.provider.as_str(),
+            provider: start.provider,
         };
         let row = match starts {
             Some(starts) => starts.call(&resource, one.clone()).await?,
@@ -543,7 +577,7 @@ async fn start_checkout_once(
     .bind(start.customer.email())
     .bind(currency)
     .bind(amount)
-    .bind(start.provider.as_str())
+    .bind(start.provider)
     .fetch_optional(&mut *tx)
     .await?;
     let Some(order_id) = inserted else {
@@ -639,14 +673,6 @@ async fn start_checkout_once(
     })
 }
 
-/// What the provider gave us for a started order.
-#[derive(Debug, Clone)]
-pub struct ProviderSession {
-    pub id: String,
-    pub url: String,
-    pub expires_at: DateTime<Utc>,
-}
-
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "status", rename_all = "snake_case")]
 pub enum AttachOutcome {
@@ -663,7 +689,7 @@ pub enum AttachOutcome {
 pub async fn attach_payment(
     pool: &PgPool,
     order_id: Uuid,
-    session: &ProviderSession,
+    session: &PaymentPage,
 ) -> Result<AttachOutcome> {
     let mut tx = pool.begin().await?;
     let hold_id: Option<Uuid> =
@@ -712,49 +738,45 @@ pub async fn attach_payment(
     })
 }
 
+/// Why an order's units go back, and whether its payment page may still
+/// be open (then it is closed too, so nobody pays for units that are gone).
+#[derive(Debug, Clone, Copy)]
+pub struct Release<'a> {
+    pub reason: &'a str,
+    /// Who let go: `shopper`, `checkout`, `reconciler`, a staff member, or
+    /// the provider's name for its own events.
+    pub actor: &'a str,
+    /// `Expired` or `Cancelled`.
+    pub final_state: OrderState,
+    /// The provider may still take money on the page: queue its closing.
+    /// False when the provider itself said the page ended.
+    pub close_page: bool,
+}
+
 /// Give an order's units back before it was paid: the provider failed at
-/// checkout start, the session expired, or the shopper cancelled. A paid
+/// checkout start, the page expired, or the shopper cancelled. A paid
 /// order is left alone. Returns the order as it is now.
 pub async fn release_order(
     pool: &PgPool,
     order_id: Uuid,
-    reason: &str,
-    actor: &str,
-    final_state: &str,
+    release: Release<'_>,
 ) -> Result<Option<Order>> {
     let mut tx = pool.begin().await?;
-    let found = release_order_in(&mut tx, order_id, reason, actor, final_state).await?;
+    let found = release_order_in(&mut tx, order_id, release).await?;
     tx.commit().await?;
-    if !found {
+    if found.is_none() {
         return Ok(None);
     }
     Ok(order_by_id(pool, order_id).await?)
 }
 
 /// [`release_order`] inside the caller's transaction (a webhook's, with its
-/// dedupe row). Returns whether the order exists.
+/// dedupe row), saying what the engine did with the order's hold
+/// (`NotFound` for an order without one); `None` if there is no such order.
 pub async fn release_order_in(
     tx: &mut Transaction<'_, Postgres>,
     order_id: Uuid,
-    reason: &str,
-    actor: &str,
-    final_state: &str,
-) -> Result<bool> {
-    Ok(
-        release_order_outcome_in(tx, order_id, reason, actor, final_state)
-            .await?
-            .is_some(),
-    )
-}
-
-/// [`release_order_in`], saying what the engine did with the order's hold
-/// (`NotFound` for an order without one); `None` if there is no such order.
-pub async fn release_order_outcome_in(
-    tx: &mut Transaction<'_, Postgres>,
-    order_id: Uuid,
-    reason: &str,
-    actor: &str,
-    final_state: &str,
+    release: Release<'_>,
 ) -> Result<Option<ReleaseOutcome>> {
     // lock: the order first, then (inside the engine) its resources
     let hold_id: Option<Option<Uuid>> =
@@ -766,7 +788,9 @@ pub async fn release_order_outcome_in(
         return Ok(None);
     };
     let outcome = match hold_id {
-        Some(hold_id) => inventory::release(&mut **tx, HoldId(hold_id), reason, actor).await?,
+        Some(hold_id) => {
+            inventory::release(&mut **tx, HoldId(hold_id), release.reason, release.actor).await?
+        }
         None => ReleaseOutcome::NotFound,
     };
     match outcome {
@@ -777,104 +801,31 @@ pub async fn release_order_outcome_in(
         // the money won the race: the order is paid, not released
         ReleaseOutcome::Confirmed { .. } => return Ok(Some(outcome)),
     }
-    let session: Option<(Option<String>, String)> = sqlx::query_as(
+    let page: Option<(Option<String>, ProviderKind)> = sqlx::query_as(
         "update orders set state = $2, updated_at = now() where id = $1 and state = 'pending' \
          returning provider_session_id, provider",
     )
     .bind(order_id)
-    .bind(final_state)
+    .bind(release.final_state)
     .fetch_optional(&mut **tx)
     .await?;
-    // Released on our side while Stripe's page may still be open: close the
-    // page too, so nobody pays for units that are gone. (A Razorpay order
-    // cannot be closed; money that still lands on it is refunded.)
-    if let Some((Some(session_id), provider)) = session
-        && provider == "stripe"
-        && actor != "stripe"
+    // Released on our side while the provider's page may still be open:
+    // close it too. (A provider whose pages cannot close answers the job at
+    // once; money that still lands there is refunded.)
+    if let Some((Some(page_id), provider)) = page
+        && release.close_page
     {
-        sqlx::query(
-            "insert into outbox_jobs (kind, dedupe_key, payload) values ('expire_session', $1, $2) \
-             on conflict (dedupe_key) do nothing",
+        outbox::queue(
+            &mut **tx,
+            &outbox::OutboxJob::ClosePage {
+                order_id,
+                provider,
+                page_id,
+            },
         )
-        .bind(format!("expire_session:{session_id}"))
-        .bind(serde_json::json!({ "order_id": order_id, "session_id": session_id }))
-        .execute(&mut **tx)
         .await?;
     }
     Ok(Some(outcome))
-}
-
-/// A refund finished at the provider: close its job and, for an order that
-/// was waiting for its money to go back, mark it refunded. Returns whether
-/// Holdfast asked for that refund.
-///
-/// Lock order, as everywhere: the order row before its outbox jobs (the
-/// confirm routine holds the order while it queues a refund).
-pub async fn close_refund_in(
-    tx: &mut Transaction<'_, Postgres>,
-    provider: Provider,
-    payment_ref: &str,
-) -> Result<bool> {
-    let key = format!("refund:{}:{payment_ref}", provider.as_str());
-    // unlocked read: which order the job belongs to never changes
-    let order: Option<Option<String>> =
-        sqlx::query_scalar("select payload->>'order_id' from outbox_jobs where dedupe_key = $1")
-            .bind(&key)
-            .fetch_optional(&mut **tx)
-            .await?;
-    let Some(order) = order else {
-        return Ok(false);
-    };
-    let order_id = order.and_then(|id| Uuid::parse_str(&id).ok());
-    if let Some(order_id) = order_id {
-        // lock: the order first
-        sqlx::query("select 1 from orders where id = $1 for update")
-            .bind(order_id)
-            .execute(&mut **tx)
-            .await?;
-    }
-    // then its job
-    sqlx::query(
-        "update outbox_jobs \
-            set state = 'done', done_at = coalesce(done_at, now()), last_error = null \
-          where dedupe_key = $1",
-    )
-    .bind(&key)
-    .execute(&mut **tx)
-    .await?;
-    if let Some(order_id) = order_id {
-        sqlx::query(
-            "update orders set state = 'refunded', updated_at = now() \
-              where id = $1 and state = 'refund_pending'",
-        )
-        .bind(order_id)
-        .execute(&mut **tx)
-        .await?;
-    }
-    Ok(true)
-}
-
-/// A refund the provider reports failed: open its job again so the worker
-/// tries once more (and staff see the error). Returns whether it was ours.
-pub async fn reopen_refund_in(
-    tx: &mut Transaction<'_, Postgres>,
-    provider: Provider,
-    payment_ref: &str,
-    reason: &str,
-) -> Result<bool> {
-    let reopened = sqlx::query(
-        "update outbox_jobs \
-            set state = 'pending', done_at = null, run_after = now(), last_error = $2, \
-                -- a new try needs a new provider key: still the job's, never random
-                payload = jsonb_set(payload, '{reopened}', \
-                                    to_jsonb(coalesce((payload->>'reopened')::int, 0) + 1)) \
-          where dedupe_key = $1",
-    )
-    .bind(format!("refund:{}:{payment_ref}", provider.as_str()))
-    .bind(reason)
-    .execute(&mut **tx)
-    .await?;
-    Ok(reopened.rows_affected() > 0)
 }
 
 /// Orders still `pending` whose holds have all ended (the sweeper expired
@@ -894,14 +845,35 @@ pub async fn expire_abandoned_orders(pool: &PgPool) -> sqlx::Result<u64> {
     Ok(changed.rows_affected())
 }
 
-/// A payment reported by a provider, from any path.
+/// Which path reported a payment, for the history and metrics.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Source {
+    /// The shopper's browser came back from the provider.
+    Return,
+    Webhook,
+    Reconciliation,
+    /// The worker captured an authorised payment.
+    Capture,
+}
+
+impl Source {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Source::Return => "return",
+            Source::Webhook => "webhook",
+            Source::Reconciliation => "reconciliation",
+            Source::Capture => "capture",
+        }
+    }
+}
+
+/// A payment reported by a provider, from any path, for one of our orders.
 #[derive(Debug, Clone)]
 pub struct PaymentReport {
     pub order_id: Uuid,
-    pub provider: Provider,
-    pub payment_ref: PaymentRef,
-    /// Which path reported it, for the history.
-    pub source: &'static str,
+    pub payment: ProviderPayment,
+    pub source: Source,
 }
 
 /// What the one confirm routine did with a payment.
@@ -916,6 +888,20 @@ pub enum Fulfilment {
     RefundQueued { order_id: Uuid, reason: String },
     /// The payment already bought another order: staff must look.
     Flagged { order_id: Uuid, other_hold_id: Uuid },
+    /// The payment is not what the order asks for (another page, another
+    /// amount or currency): the order is flagged for staff, and a captured
+    /// payment is refunded.
+    Mismatch {
+        order_id: Uuid,
+        reason: String,
+        refund_queued: bool,
+    },
+    /// Not money yet (authorised, settling, failed, refunded): nothing
+    /// changes until it is captured.
+    NotCaptured {
+        order_id: Uuid,
+        status: PaymentStatus,
+    },
     /// No such order or hold: logged, nothing to do.
     Unknown,
 }
@@ -928,8 +914,44 @@ impl Fulfilment {
             Fulfilment::AlreadyFulfilled { .. } => "already_fulfilled",
             Fulfilment::RefundQueued { .. } => "refund_queued",
             Fulfilment::Flagged { .. } => "flagged",
+            Fulfilment::Mismatch { .. } => "mismatch",
+            Fulfilment::NotCaptured { .. } => "not_captured",
             Fulfilment::Unknown => "unknown",
         }
+    }
+}
+
+/// What an order asks a payment to be: its provider, its page, its amount
+/// and currency. `Err` says what differs, in words for staff.
+pub fn payment_matches(
+    order: (ProviderKind, Option<&str>, i64, &str),
+    payment: &ProviderPayment,
+) -> std::result::Result<(), String> {
+    let (provider, page, amount, currency) = order;
+    let mut differences = Vec::new();
+    if payment.provider != provider {
+        differences.push(format!(
+            "paid at {} for an order at {provider}",
+            payment.provider
+        ));
+    }
+    if page.is_none() || payment.page_id.as_deref() != page {
+        differences.push(format!(
+            "paid on page {} instead of {}",
+            payment.page_id.as_deref().unwrap_or("(none)"),
+            page.unwrap_or("(none)")
+        ));
+    }
+    if payment.amount_minor != amount || !payment.currency.eq_ignore_ascii_case(currency) {
+        differences.push(format!(
+            "paid {} {} instead of {amount} {currency}",
+            payment.amount_minor, payment.currency
+        ));
+    }
+    if differences.is_empty() {
+        Ok(())
+    } else {
+        Err(differences.join("; "))
     }
 }
 
@@ -942,37 +964,92 @@ pub async fn confirm_payment(pool: &PgPool, report: &PaymentReport) -> Result<Fu
     let mut tx = pool.begin().await?;
     let fulfilment = confirm_payment_in(&mut tx, report).await?;
     tx.commit().await?;
-    crate::metrics::confirmation(fulfilment.label(), report.source);
-    tracing::info!(order = %report.order_id, source = report.source, ?fulfilment, "payment confirmed");
+    crate::metrics::confirmation(fulfilment.label(), report.source.as_str());
+    tracing::info!(order = %report.order_id, source = report.source.as_str(), ?fulfilment, "payment confirmed");
     Ok(fulfilment)
 }
 
 /// [`confirm_payment`] inside the caller's transaction, so a webhook's
 /// dedupe row commits together with the effect.
+///
+/// What was paid is checked before anything is sold: only a captured
+/// payment on the order's own page, at its provider, for its amount and
+/// currency, can pay for it. Anything else is a mismatch (flagged, and
+/// refunded when it is money) or not money yet.
 pub async fn confirm_payment_in(
     tx: &mut Transaction<'_, Postgres>,
     report: &PaymentReport,
 ) -> Result<Fulfilment> {
+    #[derive(sqlx::FromRow)]
+    struct Locked {
+        hold_id: Option<Uuid>,
+        provider: ProviderKind,
+        provider_session_id: Option<String>,
+        amount_minor: i64,
+        currency: String,
+    }
     // lock: the order first, then (inside the engine) its resources
-    let row: Option<(Option<Uuid>, String)> =
-        sqlx::query_as("select hold_id, state from orders where id = $1 for update")
-            .bind(report.order_id)
-            .fetch_optional(&mut **tx)
-            .await?;
-    let Some((Some(hold_id), _state)) = row else {
-        tracing::warn!(order = %report.order_id, source = report.source, "payment for an unknown order");
+    let order: Option<Locked> = sqlx::query_as(
+        "select hold_id, provider, provider_session_id, amount_minor, currency \
+           from orders where id = $1 for update",
+    )
+    .bind(report.order_id)
+    .fetch_optional(&mut **tx)
+    .await?;
+    let Some(order) = order else {
+        tracing::warn!(order = %report.order_id, source = report.source.as_str(), "payment for an unknown order");
         return Ok(Fulfilment::Unknown);
     };
     let order_id = report.order_id;
-    let outcome = inventory::confirm(&mut **tx, HoldId(hold_id), &report.payment_ref).await?;
+    let payment = &report.payment;
+    let captured = payment.status == PaymentStatus::Captured;
+    if let Err(reason) = payment_matches(
+        (
+            order.provider,
+            order.provider_session_id.as_deref(),
+            order.amount_minor,
+            &order.currency,
+        ),
+        payment,
+    ) {
+        let note = format!("payment_mismatch: {} {reason}", payment.payment_ref);
+        tracing::warn!(order = %order_id, payment = %payment.payment_ref, %reason, "a payment that does not match its order");
+        sqlx::query("update orders set flag = $2, updated_at = now() where id = $1")
+            .bind(order_id)
+            .bind(note.chars().take(500).collect::<String>())
+            .execute(&mut **tx)
+            .await?;
+        // an uncaptured payment cannot be refunded: its provider gives it
+        // back by itself when nobody captures it
+        if captured {
+            refund::queue(&mut **tx, order_id, payment, "payment_mismatch").await?;
+        }
+        return Ok(Fulfilment::Mismatch {
+            order_id,
+            reason,
+            refund_queued: captured,
+        });
+    }
+    if !captured {
+        return Ok(Fulfilment::NotCaptured {
+            order_id,
+            status: payment.status,
+        });
+    }
+    let Some(hold_id) = order.hold_id else {
+        tracing::warn!(order = %order_id, "an order without a hold");
+        return Ok(Fulfilment::Unknown);
+    };
+    let payment_ref = PaymentRef::parse(&payment.payment_ref)?;
+    let outcome = inventory::confirm(&mut **tx, HoldId(hold_id), &payment_ref).await?;
     let fulfilment = match outcome {
         ConfirmOutcome::Confirmed { .. } => {
-            fulfil(tx, order_id, &report.payment_ref).await?;
+            fulfil(tx, order_id, &payment_ref).await?;
             Fulfilment::Fulfilled { order_id }
         }
         ConfirmOutcome::AlreadyConfirmed { .. } => Fulfilment::AlreadyFulfilled { order_id },
         ConfirmOutcome::DuplicatePayment { .. } => {
-            queue_refund(tx, report, "duplicate_payment").await?;
+            refund::queue(&mut **tx, order_id, payment, "duplicate_payment").await?;
             Fulfilment::RefundQueued {
                 order_id,
                 reason: "duplicate_payment".into(),
@@ -984,7 +1061,7 @@ pub async fn confirm_payment_in(
             } else {
                 "hold_released"
             };
-            queue_refund(tx, report, reason).await?;
+            refund::queue(&mut **tx, order_id, payment, reason).await?;
             sqlx::query(
                 "update orders set state = 'refund_pending', updated_at = now() \
                   where id = $1 and state in ('pending', 'expired', 'cancelled')",
@@ -1002,7 +1079,7 @@ pub async fn confirm_payment_in(
                 .bind(order_id)
                 .bind(format!(
                     "payment_ref_in_use: {} already paid hold {}",
-                    report.payment_ref, other_hold_id
+                    payment.payment_ref, other_hold_id
                 ))
                 .execute(&mut **tx)
                 .await?;
@@ -1059,40 +1136,10 @@ async fn fulfil(
                 .await?;
         }
     }
-    sqlx::query(
-        "insert into outbox_jobs (kind, dedupe_key, payload) values ('order_confirmation', $1, $2) \
-         on conflict (dedupe_key) do nothing",
+    outbox::queue(
+        &mut **tx,
+        &outbox::OutboxJob::OrderConfirmation { order_id },
     )
-    .bind(format!("order_confirmation:{order_id}"))
-    .bind(serde_json::json!({ "order_id": order_id }))
-    .execute(&mut **tx)
-    .await?;
-    Ok(())
-}
-
-/// Queue the refund of one payment. One payment is refunded once, however
-/// many paths report it.
-async fn queue_refund(
-    tx: &mut Transaction<'_, Postgres>,
-    report: &PaymentReport,
-    reason: &str,
-) -> Result<()> {
-    sqlx::query(
-        "insert into outbox_jobs (kind, dedupe_key, payload) values ('refund', $1, $2) \
-         on conflict (dedupe_key) do nothing",
-    )
-    .bind(format!(
-        "refund:{}:{}",
-        report.provider.as_str(),
-        report.payment_ref
-    ))
-    .bind(serde_json::json!({
-        "order_id": report.order_id,
-        "provider": report.provider.as_str(),
-        "payment_ref": report.payment_ref.as_str(),
-        "reason": reason,
-    }))
-    .execute(&mut **tx)
     .await?;
     Ok(())
 }

@@ -260,7 +260,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         without_reconciliation,
     } = cli.command
     {
-        use crate::checkout::Provider;
+        use crate::payments::ProviderKind as Provider;
         let providers = match provider {
             SimProvider::Stripe => vec![Provider::Stripe],
             SimProvider::Razorpay => vec![Provider::Razorpay],
@@ -339,38 +339,12 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         }
         Command::Worker => {
             let server = ServerSettings::from_env()?;
-            let stripe = match &server.stripe {
-                Some(keys) => crate::payments::stripe::StripeSettings {
-                    secret_key: keys.secret_key.clone(),
-                    api_base: keys.api_base.clone(),
-                },
-                // the sandbox a `holdfast serve` without keys runs
-                None => crate::payments::stripe::StripeSettings {
-                    secret_key: crate::payments::sandbox::SandboxSettings::development()
-                        .stripe_secret_key,
-                    api_base: format!("http://{}/stripe/", server.sandbox_addr),
-                },
-            };
-            let stripe = crate::payments::stripe::StripeAdapter::new(&stripe)?;
-            let sandbox = crate::payments::sandbox::SandboxSettings::development();
-            let razorpay = match &server.razorpay {
-                Some(keys) => crate::payments::razorpay::RazorpaySettings {
-                    key_id: keys.key_id.clone(),
-                    key_secret: keys.key_secret.clone(),
-                    api_base: keys.api_base.clone(),
-                },
-                None => crate::payments::razorpay::RazorpaySettings {
-                    key_id: sandbox.razorpay_key_id,
-                    key_secret: sandbox.razorpay_key_secret,
-                    api_base: format!("http://{}/razorpay/", server.sandbox_addr),
-                },
-            };
-            let razorpay = crate::payments::razorpay::RazorpayAdapter::new(&razorpay)?;
+            // with no keys, the sandbox a `holdfast serve` without keys runs
+            let payments = crate::startup::configured_providers(&server)?;
             tracing::info!(every = server.sweep_every_seconds, "worker started");
             crate::startup::spawn_worker(
                 pool,
-                stripe,
-                Some(razorpay),
+                payments,
                 server.sweep_every_seconds,
                 server.reconcile,
                 server.outbox_lease_seconds,

@@ -1,13 +1,26 @@
-//! Razorpay, over its REST API with reqwest: create an order, fetch a
-//! payment or an order's payments, refund a payment with `X-Refund-Idempotency`. HTTP basic auth
-//! with the key id and key secret; the base URL comes from configuration,
-//! so the same code talks to Razorpay and to the sandbox.
+//! Razorpay, over its REST API: orders as payment pages (captured
+//! automatically, set on each order), payments fetched and captured,
+//! refunds with `X-Refund-Idempotency` and read back by id, signed
+//! webhooks (current and previous secret), and Razorpay Checkout in
+//! redirect mode, whose callback is verified and then checked with the API.
+//! HTTP basic auth with the key id and key secret; the base URL comes from
+//! configuration, so the same code talks to Razorpay and to the sandbox.
 
 use std::time::Duration;
 
-use serde::{Deserialize, Serialize};
+use async_trait::async_trait;
+use chrono::Utc;
+use serde::Deserialize;
+use serde_json::{Value, json};
+use uuid::Uuid;
 
-use super::ProviderError;
+use super::signature::{hmac_sha256_matches, signed_by_any};
+use super::{
+    EmbedRequest, EmbeddedCheckout, HeaderLookup, PageRequest, PageState, PageStatus, PaymentPage,
+    PaymentProvider, PaymentStatus, ProviderError, ProviderEvent, ProviderKind, ProviderPayment,
+    RefundRequest, RefundStatus, RefundView, ReturnError, ReturnParams, ReturnReport,
+    WebhookDelivery,
+};
 use crate::configuration::Secret;
 
 /// Where Razorpay is and how to sign in.
@@ -15,29 +28,74 @@ use crate::configuration::Secret;
 pub struct RazorpaySettings {
     pub key_id: String,
     pub key_secret: Secret,
+    /// The webhook's secrets: the current one and, while a rotation's old
+    /// events are still being retried, the previous one.
+    pub webhook_secrets: Vec<Secret>,
     /// `https://api.razorpay.com/`, or the sandbox's `http://…/razorpay/`.
     pub api_base: String,
+    /// Razorpay's checkout script (or the sandbox's stand-in).
+    pub checkout_script: String,
 }
 
-/// A Razorpay order as Holdfast needs it.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
-pub struct RazorpayOrder {
-    pub id: String,
-    pub amount: i64,
-    pub currency: String,
-    pub receipt: Option<String>,
-    pub status: String,
-}
-
-/// A Razorpay payment as Holdfast needs it.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
-pub struct RazorpayPayment {
-    pub id: String,
-    pub order_id: Option<String>,
-    pub amount: i64,
-    pub currency: String,
+/// A payment entity as Razorpay sends it.
+#[derive(Debug, Clone, Deserialize)]
+struct Payment {
+    id: String,
+    order_id: Option<String>,
+    amount: i64,
+    currency: String,
     /// created, authorized, captured, refunded or failed
-    pub status: String,
+    status: String,
+}
+
+impl Payment {
+    fn view(&self, order_hint: Option<Uuid>) -> ProviderPayment {
+        ProviderPayment {
+            provider: ProviderKind::Razorpay,
+            payment_ref: self.id.clone(),
+            page_id: self.order_id.clone(),
+            amount_minor: self.amount,
+            currency: self.currency.to_ascii_lowercase(),
+            status: match self.status.as_str() {
+                "captured" => PaymentStatus::Captured,
+                "authorized" => PaymentStatus::Authorized,
+                "refunded" => PaymentStatus::Refunded,
+                "failed" => PaymentStatus::Failed,
+                _ => PaymentStatus::Pending,
+            },
+            order_hint,
+        }
+    }
+}
+
+/// A refund entity as Razorpay sends it.
+#[derive(Debug, Clone, Deserialize)]
+struct Refund {
+    id: String,
+    payment_id: String,
+    amount: i64,
+    /// pending, processed or failed
+    status: Option<String>,
+}
+
+impl Refund {
+    fn view(&self) -> RefundView {
+        RefundView {
+            id: self.id.clone(),
+            payment_ref: self.payment_id.clone(),
+            amount_minor: self.amount,
+            status: match self.status.as_deref() {
+                Some("processed") => RefundStatus::Succeeded,
+                Some("failed") => RefundStatus::Failed,
+                _ => RefundStatus::Pending,
+            },
+        }
+    }
+}
+
+#[derive(Debug, Deserialize)]
+struct Collection<T> {
+    items: Vec<T>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -51,39 +109,162 @@ struct ErrorDetail {
     description: Option<String>,
 }
 
-#[derive(Serialize)]
-struct CreateOrder<'a> {
-    amount: i64,
-    currency: &'a str,
-    receipt: &'a str,
-    notes: serde_json::Value,
+/// Razorpay ids are letters, digits and `_` (`order_…`, `pay_…`, `rfnd_…`):
+/// anything else never reaches a URL.
+fn checked_id<'a>(id: &'a str, what: &str) -> Result<&'a str, ProviderError> {
+    if !id.is_empty()
+        && id.len() <= 64
+        && id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
+    {
+        Ok(id)
+    } else {
+        Err(ProviderError::Unexpected(format!("not a {what} id")))
+    }
 }
 
+/// Razorpay's shortest automatic capture window, in minutes.
+const SHORTEST_CAPTURE_WINDOW_MINUTES: u64 = 12;
+
+/// Razorpay behind [`PaymentProvider`].
 #[derive(Clone)]
-pub struct RazorpayAdapter {
+pub struct RazorpayProvider {
     http: reqwest::Client,
     settings: RazorpaySettings,
 }
 
-impl std::fmt::Debug for RazorpayAdapter {
+impl std::fmt::Debug for RazorpayProvider {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("RazorpayAdapter")
+        f.debug_struct("RazorpayProvider")
             .field("key_id", &self.settings.key_id)
             .field("api_base", &self.settings.api_base)
             .finish_non_exhaustive()
     }
 }
 
-impl RazorpayAdapter {
-    pub fn new(settings: &RazorpaySettings) -> Result<Self, ProviderError> {
+/// What a verified Razorpay event asks for. Pure: no I/O.
+pub fn parse_event(body: &[u8]) -> Result<(String, ProviderEvent), &'static str> {
+    let Ok(event) = serde_json::from_slice::<Value>(body) else {
+        return Err("the body is not a Razorpay event");
+    };
+    let Some(kind) = event["event"].as_str().filter(|k| k.len() <= 100) else {
+        return Err("the event has no type");
+    };
+    let payload = &event["payload"];
+    let payment = || -> Option<ProviderPayment> {
+        let payment: Payment = serde_json::from_value(payload["payment"]["entity"].clone()).ok()?;
+        let hint = payload["order"]["entity"]["notes"]["holdfast_order_id"]
+            .as_str()
+            .and_then(|id| Uuid::parse_str(id).ok());
+        Some(payment.view(hint))
+    };
+    let action = match kind {
+        "payment.captured" | "order.paid" | "payment.authorized" => match payment() {
+            Some(payment) if payment.well_formed() => ProviderEvent::Payment(payment),
+            Some(_) => ProviderEvent::Ignore("malformed payment ids"),
+            None => ProviderEvent::Ignore("no payment in the event"),
+        },
+        // One failed attempt does not end a Razorpay order: the shopper may
+        // try another card until the payment window closes, and then the
+        // sweeper gives the units back.
+        "payment.failed" => ProviderEvent::Ignore("another attempt can still succeed"),
+        "refund.created" | "refund.processed" | "refund.failed" => {
+            match serde_json::from_value::<Refund>(payload["refund"]["entity"].clone()) {
+                Ok(refund)
+                    if super::well_formed_id(&refund.id)
+                        && super::well_formed_id(&refund.payment_id) =>
+                {
+                    ProviderEvent::Refund(refund.view())
+                }
+                _ => ProviderEvent::Ignore("no well-formed refund in the event"),
+            }
+        }
+        _ => ProviderEvent::Ignore("event type not used"),
+    };
+    Ok((kind.to_owned(), action))
+}
+
+/// Everything a delivery is judged on before the database: a secret, the
+/// signature (current or previous secret), the event id, then the body.
+pub fn accept(
+    secrets: &[Secret],
+    signature: Option<&str>,
+    event_id: Option<&str>,
+    body: &[u8],
+) -> Result<WebhookDelivery, &'static str> {
+    if secrets.iter().all(|s| s.expose().is_empty()) {
+        return Err("no webhook secret configured");
+    }
+    let Some(signature) = signature else {
+        return Err("no signature header");
+    };
+    if !signed_by_any(secrets, body, signature) {
+        return Err("no signature matches");
+    }
+    let Some(event_id) = event_id.filter(|id| !id.is_empty() && id.len() <= 255) else {
+        return Err("no event id header");
+    };
+    let (kind, event) = parse_event(body)?;
+    Ok(WebhookDelivery {
+        event_id: event_id.to_owned(),
+        kind,
+        event,
+    })
+}
+
+/// What Razorpay Checkout posted back, judged without the network: a
+/// failure (its `error[…]` fields), or the payment id whose signature,
+/// HMAC-SHA256 of `order_id|payment_id` with the key secret, matches for
+/// `page_id`, the Razorpay order we stored. Pure: the fuzz target runs it.
+pub fn verify_callback(
+    key_secret: &Secret,
+    page_id: &str,
+    params: &ReturnParams,
+) -> Result<CallbackVerdict, &'static str> {
+    let error = params
+        .get("error[description]")
+        .or_else(|| params.get("error[code]"));
+    if let Some(error) = error {
+        let reason: String = error
+            .chars()
+            .filter(|c| !c.is_control())
+            .take(200)
+            .collect();
+        return Ok(CallbackVerdict::Failed(reason));
+    }
+    let field = |name: &str| params.get(name).filter(|v| !v.is_empty() && v.len() <= 100);
+    let (Some(payment_id), Some(order_id), Some(signature)) = (
+        field("razorpay_payment_id"),
+        field("razorpay_order_id"),
+        field("razorpay_signature"),
+    ) else {
+        return Err("the callback is missing its fields");
+    };
+    if order_id != page_id {
+        return Err("not this order's payment page");
+    }
+    let signed = format!("{page_id}|{payment_id}");
+    if !hmac_sha256_matches(key_secret.expose().as_bytes(), signed.as_bytes(), signature) {
+        return Err("the signature does not match");
+    }
+    checked_id(payment_id, "payment").map_err(|_| "not a payment id")?;
+    Ok(CallbackVerdict::Paid(payment_id.to_owned()))
+}
+
+/// A verified Razorpay Checkout callback.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CallbackVerdict {
+    /// The shopper paid with this payment (its state is asked of the API).
+    Paid(String),
+    /// The attempt failed, for this reason (as Razorpay put it).
+    Failed(String),
+}
+
+impl RazorpayProvider {
+    pub fn new(settings: &RazorpaySettings, http: reqwest::Client) -> Result<Self, ProviderError> {
         let mut settings = settings.clone();
         if !settings.api_base.ends_with('/') {
             settings.api_base.push('/');
         }
-        let http = reqwest::Client::builder()
-            .timeout(Duration::from_secs(15))
-            .build()
-            .map_err(|e| ProviderError::Unexpected(format!("cannot build the HTTP client: {e}")))?;
         Ok(Self { http, settings })
     }
 
@@ -116,122 +297,222 @@ impl RazorpayAdapter {
             return serde_json::from_slice(&body)
                 .map_err(|e| ProviderError::Unexpected(format!("unreadable answer: {e}")));
         }
-        let message = serde_json::from_slice::<ErrorBody>(&body)
+        let detail = serde_json::from_slice::<ErrorBody>(&body)
             .ok()
-            .map(|b| {
-                format!(
-                    "{}: {}",
-                    b.error.code.unwrap_or_default(),
-                    b.error.description.unwrap_or_default()
-                )
-            })
+            .map(|b| b.error);
+        let message = detail
+            .as_ref()
+            .and_then(|d| d.description.clone())
             .unwrap_or_else(|| "no description".into());
-        if status >= 500 {
-            Err(ProviderError::Unavailable(format!(
+        // 409: a refund with this key is still in flight; come back later
+        if status == 409 || status == 429 || status >= 500 {
+            return Err(ProviderError::Unavailable(format!(
                 "status {status}: {message}"
-            )))
-        } else {
-            Err(ProviderError::Refused { status, message })
+            )));
         }
+        Err(ProviderError::Refused {
+            status,
+            code: detail.and_then(|d| d.code),
+            message,
+        })
+    }
+
+    async fn fetch_payment(&self, payment_id: &str) -> Result<Payment, ProviderError> {
+        let id = checked_id(payment_id, "payment")?;
+        self.send(self.http.get(self.url(&format!("payments/{id}"))))
+            .await
+    }
+}
+
+#[async_trait]
+impl PaymentProvider for RazorpayProvider {
+    fn kind(&self) -> ProviderKind {
+        ProviderKind::Razorpay
     }
 
     /// `POST /v1/orders`: amount in the currency's minor unit, our order id
-    /// as the receipt.
-    pub async fn create_order(
-        &self,
-        order_id: &str,
-        amount_minor: i64,
-        currency: &str,
-    ) -> Result<RazorpayOrder, ProviderError> {
-        let body = CreateOrder {
-            amount: amount_minor,
-            currency: &currency.to_uppercase(),
-            receipt: order_id,
-            notes: serde_json::json!({ "holdfast_order_id": order_id }),
-        };
-        self.send(self.http.post(self.url("orders")).json(&body))
-            .await
-    }
-
-    pub async fn fetch_payment(&self, payment_id: &str) -> Result<RazorpayPayment, ProviderError> {
-        if payment_id.is_empty()
-            || !payment_id
-                .bytes()
-                .all(|b| b.is_ascii_alphanumeric() || b == b'_')
-        {
-            return Err(ProviderError::Refused {
-                status: 400,
-                message: "not a payment id".into(),
-            });
-        }
-        self.send(self.http.get(self.url(&format!("payments/{payment_id}"))))
-            .await
-    }
-
-    /// `GET /v1/orders/{id}/payments`: every payment attempt on an order,
-    /// for reconciliation when neither the callback nor the webhook came.
-    pub async fn order_payments(
-        &self,
-        order_id: &str,
-    ) -> Result<Vec<RazorpayPayment>, ProviderError> {
+    /// as the receipt and in the notes, and automatic capture set on the
+    /// order itself (it overrides the account's setting), so a payment
+    /// authorised while the page is open is captured by Razorpay.
+    async fn open_page(&self, request: &PageRequest) -> Result<PaymentPage, ProviderError> {
         #[derive(Deserialize)]
-        struct Collection {
-            items: Vec<RazorpayPayment>,
+        struct Order {
+            id: String,
         }
-        if order_id.is_empty()
-            || !order_id
-                .bytes()
-                .all(|b| b.is_ascii_alphanumeric() || b == b'_')
-        {
-            return Err(ProviderError::Refused {
-                status: 400,
-                message: "not an order id".into(),
-            });
-        }
-        let collection: Collection = self
+        let minutes = (request.lifetime.as_secs() / 60).max(SHORTEST_CAPTURE_WINDOW_MINUTES);
+        let body = json!({
+            "amount": request.amount_minor,
+            "currency": request.currency.to_ascii_uppercase(),
+            "receipt": request.order_id.to_string(),
+            "notes": { "holdfast_order_id": request.order_id.to_string() },
+            "payment": {
+                "capture": "automatic",
+                "capture_options": {
+                    "automatic_expiry_period": minutes,
+                    "refund_speed": "normal",
+                },
+            },
+        });
+        let order: Order = self
+            .send(self.http.post(self.url("orders")).json(&body))
+            .await?;
+        Ok(PaymentPage {
+            id: order.id,
+            url: request.pay_url.clone(),
+            // Razorpay orders never expire; our hold's window decides
+            expires_at: Utc::now()
+                + chrono::Duration::from_std(request.lifetime).unwrap_or_default(),
+        })
+    }
+
+    /// `GET /v1/orders/{id}/payments`: every attempt on the order.
+    async fn page(&self, page_id: &str) -> Result<PageState, ProviderError> {
+        let id = checked_id(page_id, "order")?;
+        let payments: Collection<Payment> = self
+            .send(self.http.get(self.url(&format!("orders/{id}/payments"))))
+            .await?;
+        Ok(PageState {
+            status: PageStatus::Endless,
+            payments: payments.items.iter().map(|p| p.view(None)).collect(),
+        })
+    }
+
+    /// `POST /v1/payments/{id}/capture` for the authorised amount.
+    async fn capture(&self, payment: &ProviderPayment) -> Result<ProviderPayment, ProviderError> {
+        let id = checked_id(&payment.payment_ref, "payment")?;
+        let body = json!({
+            "amount": payment.amount_minor,
+            "currency": payment.currency.to_ascii_uppercase(),
+        });
+        let captured: Result<Payment, _> = self
             .send(
                 self.http
-                    .get(self.url(&format!("orders/{order_id}/payments"))),
+                    .post(self.url(&format!("payments/{id}/capture")))
+                    .json(&body),
             )
-            .await?;
-        Ok(collection.items)
+            .await;
+        match captured {
+            Ok(captured) => Ok(captured.view(payment.order_hint)),
+            // captured meanwhile (by Razorpay's automatic capture, or
+            // another of our paths): report it as it is
+            Err(ProviderError::Refused { status: 400, .. }) => {
+                Ok(self.fetch_payment(id).await?.view(payment.order_hint))
+            }
+            Err(error) => Err(error),
+        }
     }
 
-    /// Refund a payment in full. The key comes from our refund job (at least
-    /// ten characters, as Razorpay asks), so a retried refund is one refund.
-    pub async fn refund(
-        &self,
-        payment_id: &str,
-        idempotency_key: &str,
-    ) -> Result<(String, super::RefundState), ProviderError> {
-        #[derive(Deserialize)]
-        struct Refund {
-            id: String,
-            status: Option<String>,
+    /// `POST /v1/payments/{id}/refund` with `X-Refund-Idempotency`: the same
+    /// key and the same body on every retry (Razorpay refuses a key reused
+    /// with another body, and answers 409 while the first is in flight).
+    async fn create_refund(&self, request: &RefundRequest) -> Result<RefundView, ProviderError> {
+        let id = checked_id(&request.payment_ref, "payment")?;
+        let mut body = json!({ "speed": "normal" });
+        if let Some(amount) = request.amount_minor {
+            body["amount"] = json!(amount);
         }
-        if payment_id.is_empty()
-            || !payment_id
-                .bytes()
-                .all(|b| b.is_ascii_alphanumeric() || b == b'_')
-        {
-            return Err(ProviderError::Refused {
-                status: 400,
-                message: "not a payment id".into(),
-            });
+        if let Some(order_id) = request.order_id {
+            body["notes"] = json!({ "holdfast_order_id": order_id.to_string() });
         }
         let refund: Refund = self
             .send(
                 self.http
-                    .post(self.url(&format!("payments/{payment_id}/refund")))
-                    .header("X-Refund-Idempotency", idempotency_key)
-                    .json(&serde_json::json!({ "speed": "normal" })),
+                    .post(self.url(&format!("payments/{id}/refund")))
+                    .header("X-Refund-Idempotency", &request.idempotency_key)
+                    .json(&body),
             )
             .await?;
-        let state = match refund.status.as_deref() {
-            Some("processed") => super::RefundState::Settled,
-            Some("failed") => super::RefundState::Failed,
-            _ => super::RefundState::Pending,
-        };
-        Ok((refund.id, state))
+        Ok(refund.view())
+    }
+
+    /// `GET /v1/refunds/{id}`.
+    async fn refund(&self, refund_id: &str) -> Result<RefundView, ProviderError> {
+        let id = checked_id(refund_id, "refund")?;
+        let refund: Refund = self
+            .send(self.http.get(self.url(&format!("refunds/{id}"))))
+            .await?;
+        Ok(refund.view())
+    }
+
+    /// `GET /v1/payments/{id}/refunds`.
+    async fn refunds_of(&self, payment_ref: &str) -> Result<Vec<RefundView>, ProviderError> {
+        let id = checked_id(payment_ref, "payment")?;
+        let refunds: Collection<Refund> = self
+            .send(self.http.get(self.url(&format!("payments/{id}/refunds"))))
+            .await?;
+        Ok(refunds.items.iter().map(Refund::view).collect())
+    }
+
+    /// A Razorpay order cannot be closed: money that still lands on it is
+    /// judged by the confirm routine (and refunded if the hold ended).
+    async fn close_page(&self, _page_id: &str) -> Result<(), ProviderError> {
+        Ok(())
+    }
+
+    fn verify_webhook(
+        &self,
+        header: HeaderLookup<'_>,
+        body: &[u8],
+        _now: i64,
+    ) -> Result<WebhookDelivery, String> {
+        accept(
+            &self.settings.webhook_secrets,
+            header("X-Razorpay-Signature").as_deref(),
+            header("X-Razorpay-Event-Id").as_deref(),
+            body,
+        )
+        .map_err(str::to_owned)
+    }
+
+    /// The redirect-mode callback: its signature is checked against the
+    /// order we stored, then the payment is fetched, because the signature
+    /// proves an authorisation, not a capture.
+    async fn read_return(
+        &self,
+        page_id: &str,
+        params: &ReturnParams,
+    ) -> Result<ReturnReport, ReturnError> {
+        match verify_callback(&self.settings.key_secret, page_id, params)
+            .map_err(ReturnError::Rejected)?
+        {
+            CallbackVerdict::Failed(reason) => Ok(ReturnReport::Failed { reason }),
+            CallbackVerdict::Paid(payment_id) => {
+                let payment = self.fetch_payment(&payment_id).await?;
+                if payment.order_id.as_deref() != Some(page_id) {
+                    return Err(ReturnError::Rejected("the payment is for another order"));
+                }
+                Ok(ReturnReport::Payment(payment.view(None)))
+            }
+        }
+    }
+
+    fn embedded_checkout(&self, order: &EmbedRequest) -> Option<EmbeddedCheckout> {
+        let origin = reqwest::Url::parse(&self.settings.checkout_script)
+            .map(|url| url.origin().ascii_serialization())
+            .unwrap_or_default();
+        Some(EmbeddedCheckout {
+            script_url: self.settings.checkout_script.clone(),
+            options: json!({
+                "key": self.settings.key_id,
+                "order_id": order.page_id,
+                "amount": order.amount_minor,
+                "currency": order.currency.to_ascii_uppercase(),
+                "name": "Holdfast Market",
+                "callback_url": order.return_url,
+                "redirect": true,
+                "prefill": { "name": order.customer_name, "email": order.customer_email },
+                "modal": { "cancel_url": order.cancel_url },
+            }),
+            origins: vec![
+                origin,
+                "https://api.razorpay.com".into(),
+                "https://checkout.razorpay.com".into(),
+                "https://*.razorpay.com".into(),
+            ],
+        })
     }
 }
+
+/// How long a Razorpay call may take before it is given up on (well under
+/// the outbox's lease, so a hung call never runs beside its own retry).
+pub const TIMEOUT: Duration = Duration::from_secs(15);

@@ -18,11 +18,11 @@ use super::ShopError;
 use crate::checkout;
 use crate::configuration::Secret;
 use crate::inventory::{HoldEvent, HoldId, Inventory};
+use crate::payments::signature::same_text;
 use crate::staff::actions::{self, CapacityChanged, HoldReleased, RefundRetry};
 use crate::staff::views::{self, HoldQuery, OrderQuery};
 use crate::staff::{self, LoginOutcome, Session, StaffError};
 use crate::startup::Shop;
-use crate::webhooks::signature::same_text;
 
 pub const STAFF_COOKIE: &str = "hf_staff";
 const LOGIN_COOKIE: &str = "hf_login";
@@ -411,6 +411,7 @@ struct Nav {
     email: String,
     csrf: String,
     flagged: i64,
+    orphans: i64,
     notice: String,
     notice_kind: &'static str,
 }
@@ -421,6 +422,7 @@ async fn nav(shop: &Shop, session: &Session, notice: &NoticeQuery) -> Result<Nav
         email: session.staff.email.clone(),
         csrf: session.csrf_token.clone(),
         flagged: views::flagged_count(&shop.pool).await?,
+        orphans: views::orphan_count(&shop.pool).await?,
         notice,
         notice_kind,
     })
@@ -814,6 +816,26 @@ pub async fn retry_refund(
         RefundRetry::AlreadyDone => Ok(see_other(&format!("{back}?notice=refund_done"))),
         RefundRetry::NotFound => Err(ShopError::not_found("no such refund job")),
     }
+}
+
+#[derive(Template)]
+#[template(path = "admin/orphans.html")]
+struct OrphansPage {
+    nav: Nav,
+    payments: Vec<views::OrphanRow>,
+}
+
+/// `GET /admin/payments/orphans`: signed payments for pages Holdfast does
+/// not know, kept so that no money is silently forgotten.
+pub async fn orphans(
+    shop: web::Data<Shop>,
+    session: web::ReqData<Session>,
+) -> Result<HttpResponse, ShopError> {
+    let page = OrphansPage {
+        nav: nav(&shop, &session, &NoticeQuery::default()).await?,
+        payments: views::orphan_payments(&shop.pool, LIST_LIMIT).await?,
+    };
+    render(StatusCode::OK, &page)
 }
 
 #[derive(Template)]

@@ -11,7 +11,7 @@ use actix_web::{HttpResponse, ResponseError};
 
 pub use health::{healthz, metrics};
 pub use security::{CONTENT_SECURITY_POLICY, bad_form, csp_report, not_found, security_headers};
-pub use webhooks::{razorpay_webhook, stripe_webhook};
+pub use webhooks::webhook;
 
 /// What a handler can fail with. Shoppers see a plain page; the cause of a
 /// 500 goes to the log, never to the page.

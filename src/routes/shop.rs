@@ -6,16 +6,19 @@ use actix_web::http::StatusCode;
 use actix_web::http::header;
 use actix_web::{HttpRequest, HttpResponse, web};
 use askama::Template;
-use chrono::Utc;
 use serde::Deserialize;
 
 use super::ShopError;
+use crate::checkout::settle::{SettleError, settle_payment};
 use crate::checkout::{
-    self, CheckoutStart, Customer, PaymentReport, Provider, ShortLine, StartOutcome, WantedLine,
-    basket, catalogue,
+    self, CheckoutStart, Customer, OrderState, Release, ShortLine, Source, StartOutcome,
+    WantedLine, basket, catalogue,
 };
-use crate::inventory::{AccountId, IdempotencyKey, PaymentRef, Quantity};
-use crate::payments::stripe::{SessionLine, SessionRequest};
+use crate::inventory::{AccountId, IdempotencyKey, Quantity};
+use crate::payments::{
+    EmbedRequest, PageLine, PageRequest, PaymentPage, ProviderError, ProviderKind, ReturnError,
+    ReturnParams, ReturnReport,
+};
 use crate::startup::Shop;
 
 const BASKET_COOKIE: &str = "hf_basket";
@@ -285,7 +288,7 @@ fn basket_page_of(
         checkout_key: checkout::codes::order_token(),
         problems,
         error,
-        providers: shop.providers.iter().map(|p| p.as_str()).collect(),
+        providers: shop.payments.kinds().iter().map(|p| p.as_str()).collect(),
     };
     render(status, &page)
 }
@@ -352,12 +355,10 @@ pub async fn start_checkout(
         )));
     }
     let provider = match form.provider.as_deref() {
-        None => shop.providers.first().copied(),
-        Some("stripe") => Some(Provider::Stripe),
-        Some("razorpay") => Some(Provider::Razorpay),
-        Some(_) => None,
+        None => shop.payments.default_kind(),
+        Some(name) => ProviderKind::parse(name),
     }
-    .filter(|p| shop.providers.contains(p))
+    .filter(|kind| shop.payments.get(*kind).is_some())
     .ok_or_else(|| ShopError::bad_request("that way of paying is not offered here"))?;
     let customer = match Customer::parse(&form.name, &form.email) {
         Ok(customer) => customer,
@@ -434,10 +435,7 @@ pub async fn start_checkout(
 
     crate::faults::crash_point("after_checkout_commit");
     // Outside any transaction or lock: the provider.
-    let opened = match provider {
-        Provider::Stripe => open_stripe(&shop, &order, &lines).await,
-        Provider::Razorpay => open_razorpay(&shop, &order).await,
-    };
+    let opened = open_page(&shop, &order, &lines).await;
     let provider_session = match opened {
         Ok(session) => session,
         Err(error) => {
@@ -445,9 +443,12 @@ pub async fn start_checkout(
             checkout::release_order(
                 &shop.pool,
                 order.id,
-                "provider_error",
-                "checkout",
-                "cancelled",
+                Release {
+                    reason: "provider_error",
+                    actor: "checkout",
+                    final_state: OrderState::Cancelled,
+                    close_page: false,
+                },
             )
             .await?;
             return message(
@@ -475,9 +476,12 @@ pub async fn start_checkout(
             checkout::release_order(
                 &shop.pool,
                 order_id,
-                "payment_phase_failed",
-                "checkout",
-                "cancelled",
+                Release {
+                    reason: "payment_phase_failed",
+                    actor: "checkout",
+                    final_state: OrderState::Cancelled,
+                    close_page: true,
+                },
             )
             .await?;
             return message(
@@ -502,61 +506,33 @@ pub async fn start_checkout(
     }
 }
 
-/// A Stripe Checkout Session for a started order.
-async fn open_stripe(
+/// The provider's payment page for a started order.
+async fn open_page(
     shop: &Shop,
     order: &checkout::Order,
     lines: &[checkout::OrderLine],
-) -> Result<checkout::ProviderSession, crate::payments::ProviderError> {
-    let request = SessionRequest {
-        order_id: order.id.to_string(),
+) -> Result<PaymentPage, ProviderError> {
+    let provider = shop.payments.for_order(order.provider)?;
+    let request = PageRequest {
+        order_id: order.id,
+        amount_minor: order.amount_minor,
         currency: order.currency.clone(),
         lines: lines
             .iter()
-            .map(|line| SessionLine {
+            .map(|line| PageLine {
                 name: line.name.clone(),
-                qty: line.qty as u64,
+                qty: line.qty.unsigned_abs(),
                 unit_amount_minor: line.unit_price_minor,
             })
             .collect(),
+        customer_name: order.customer_name.clone(),
         customer_email: order.customer_email.clone(),
-        success_url: format!(
-            "{}/checkout/return/{}?session_id={{CHECKOUT_SESSION_ID}}",
-            shop.base_url, order.token
-        ),
+        return_url: format!("{}/checkout/return/{}", shop.base_url, order.token),
         cancel_url: format!("{}/checkout/cancel/{}", shop.base_url, order.token),
-        expires_at: Utc::now() + chrono::Duration::minutes(shop.session_minutes),
-        idempotency_key: format!("checkout:{}", order.id),
+        pay_url: format!("{}/pay/{}", shop.base_url, order.token),
+        lifetime: std::time::Duration::from_secs(shop.session_minutes.unsigned_abs() * 60),
     };
-    let session = shop.stripe.create_session(&request).await?;
-    let url = session.url.clone().ok_or_else(|| {
-        crate::payments::ProviderError::Unexpected("a session without a payment page".into())
-    })?;
-    Ok(checkout::ProviderSession {
-        id: session.id,
-        url,
-        expires_at: session.expires_at,
-    })
-}
-
-/// A Razorpay order for a started order; the shopper pays on our page,
-/// which opens Razorpay Checkout in redirect mode.
-async fn open_razorpay(
-    shop: &Shop,
-    order: &checkout::Order,
-) -> Result<checkout::ProviderSession, crate::payments::ProviderError> {
-    let razorpay = shop.razorpay.as_ref().ok_or_else(|| {
-        crate::payments::ProviderError::Unexpected("Razorpay is not configured".into())
-    })?;
-    let created = razorpay
-        .adapter
-        .create_order(&order.id.to_string(), order.amount_minor, &order.currency)
-        .await?;
-    Ok(checkout::ProviderSession {
-        id: created.id,
-        url: format!("{}/pay/razorpay/{}", shop.base_url, order.token),
-        expires_at: Utc::now() + chrono::Duration::minutes(shop.session_minutes),
-    })
+    provider.open_page(&request).await
 }
 
 /// A second submit of a checkout form may arrive while the first is still
@@ -567,7 +543,7 @@ async fn await_provider_page(
     mut order: checkout::Order,
 ) -> Result<checkout::Order, ShopError> {
     for _ in 0..40 {
-        if order.state != "pending" || order.provider_url.is_some() {
+        if order.state != OrderState::Pending || order.provider_url.is_some() {
             break;
         }
         tokio::time::sleep(std::time::Duration::from_millis(250)).await;
@@ -581,8 +557,8 @@ async fn await_provider_page(
 
 /// Where a started order's shopper should go now.
 fn redirect_for(order: &checkout::Order) -> String {
-    match (&order.provider_url, order.state.as_str()) {
-        (Some(url), "pending") => url.clone(),
+    match (&order.provider_url, order.state) {
+        (Some(url), OrderState::Pending) => url.clone(),
         _ => format!("/orders/{}", order.token),
     }
 }
@@ -616,50 +592,111 @@ pub fn message(
     )
 }
 
-#[derive(Deserialize)]
-pub struct ReturnQuery {
-    session_id: Option<String>,
-}
-
-/// `GET /checkout/return/{token}?session_id=…`: the browser's way back.
-/// The order's unguessable token is in the path, so a session id alone
-/// (which shows up in URLs and history) leads nowhere; the query only names
-/// the session, and what happened is asked of the provider.
+/// `GET /checkout/return/{token}`: the browser's way back from the
+/// provider's page (Stripe adds `?session_id=…`).
 pub async fn checkout_return(
     shop: web::Data<Shop>,
     token: web::Path<String>,
-    query: web::Query<ReturnQuery>,
+    query: web::Query<Vec<(String, String)>>,
+) -> Result<HttpResponse, ShopError> {
+    returned(&shop, &token, ReturnParams(query.into_inner())).await
+}
+
+/// `POST /checkout/return/{token}`: the same way back when the provider
+/// posts it (Razorpay Checkout's redirect-mode callback, success or
+/// failure).
+pub async fn checkout_return_post(
+    shop: web::Data<Shop>,
+    token: web::Path<String>,
+    query: web::Query<Vec<(String, String)>>,
+    form: web::Form<Vec<(String, String)>>,
+) -> Result<HttpResponse, ShopError> {
+    let mut params = query.into_inner();
+    params.extend(form.into_inner());
+    returned(&shop, &token, ReturnParams(params)).await
+}
+
+/// The order's unguessable token is in the path, so what the browser
+/// brings (a session id, a signed callback) leads nowhere on its own; the
+/// provider's adapter verifies it against the page we stored and asks the
+/// provider what happened, and a payment goes the way every payment goes:
+/// captured if it must be, then the one confirm routine.
+async fn returned(
+    shop: &Shop,
+    token: &str,
+    params: ReturnParams,
 ) -> Result<HttpResponse, ShopError> {
     let unknown = || ShopError::not_found("that is not a payment we know");
-    let session_id = query
-        .session_id
-        .as_deref()
-        .filter(|id| id.starts_with("cs_") && id.len() <= 255)
-        .ok_or_else(unknown)?;
-    let order = checkout::order_by_token(&shop.pool, &token)
-        .await?
-        .filter(|order| order.provider_session_id.as_deref() == Some(session_id))
-        .ok_or_else(unknown)?;
-    let session = shop
-        .stripe
-        .retrieve_session(session_id)
-        .await
-        .map_err(|e| ShopError::unavailable(e.to_string()))?;
-    if session.client_reference_id.as_deref() != Some(order.id.to_string().as_str()) {
+    if token.len() != 64 || !token.bytes().all(|b| b.is_ascii_hexdigit()) {
         return Err(unknown());
     }
-    if session.paid
-        && let Some(intent) = session.payment_intent.as_deref()
-    {
-        let report = PaymentReport {
-            order_id: order.id,
-            provider: Provider::Stripe,
-            payment_ref: PaymentRef::parse(intent).map_err(|e| ShopError::internal(e.into()))?,
-            source: "stripe-return",
-        };
-        checkout::confirm_payment(&shop.pool, &report).await?;
+    let order = checkout::order_by_token(&shop.pool, token)
+        .await?
+        .ok_or_else(unknown)?;
+    let page_id = order.provider_session_id.clone().ok_or_else(unknown)?;
+    let provider = shop
+        .payments
+        .for_order(order.provider)
+        .map_err(|e| ShopError::unavailable(e.to_string()))?;
+    let order_page = format!("/orders/{}", order.token);
+    match provider.read_return(&page_id, &params).await {
+        Ok(ReturnReport::Payment(payment)) => {
+            match settle_payment(
+                &shop.pool,
+                provider.as_ref(),
+                order.id,
+                payment,
+                Source::Return,
+            )
+            .await
+            {
+                Ok(_) => {}
+                Err(SettleError::Checkout(error)) => return Err(error.into()),
+                // the capture did not go through now: the webhook, the
+                // worker or reconciliation will finish it; the order page
+                // says it is waiting
+                Err(SettleError::Provider(error)) => {
+                    tracing::warn!(order = %order.id, %error, "could not capture at the return");
+                }
+            }
+            Ok(see_other(&order_page))
+        }
+        Ok(ReturnReport::NotPaid) => Ok(see_other(&order_page)),
+        Ok(ReturnReport::Failed { reason }) => {
+            tracing::info!(order = %order.id, %reason, "the provider says the payment failed");
+            let retry = match (&order.provider_url, order.state) {
+                (Some(url), OrderState::Pending) => url.clone(),
+                _ => order_page,
+            };
+            let explanation = format!(
+                "{} Nothing was charged, and your items are still held for you: you can try again, \
+                 with another card or method if you like.",
+                if reason.is_empty() {
+                    "The payment did not go through.".to_owned()
+                } else {
+                    format!("The payment did not go through: {reason}.")
+                }
+            );
+            message(
+                StatusCode::OK,
+                "Your payment did not go through",
+                &explanation,
+                &retry,
+                "Try again",
+            )
+        }
+        Err(ReturnError::Rejected(why)) => {
+            tracing::warn!(order = %order.id, why, "a return that could not be verified");
+            message(
+                StatusCode::BAD_REQUEST,
+                "We could not verify this payment",
+                "Nothing was changed. If money left your account, it will be matched to your order or refunded.",
+                &order_page,
+                "See your order",
+            )
+        }
+        Err(ReturnError::Provider(error)) => Err(ShopError::unavailable(error.to_string())),
     }
-    Ok(see_other(&format!("/orders/{}", order.token)))
 }
 
 /// `GET /checkout/cancel/{token}`: the shopper left the provider's page.
@@ -673,15 +710,18 @@ pub async fn checkout_cancel(
     let after = checkout::release_order(
         &shop.pool,
         order.id,
-        "shopper left the payment page",
-        "shopper",
-        "cancelled",
+        Release {
+            reason: "shopper left the payment page",
+            actor: "shopper",
+            final_state: OrderState::Cancelled,
+            close_page: true,
+        },
     )
     .await?;
     // paid (or being refunded) already: the order page tells the truth
     if after
         .as_ref()
-        .is_some_and(|o| o.state != "cancelled" && o.state != "expired")
+        .is_some_and(|o| !matches!(o.state, OrderState::Cancelled | OrderState::Expired))
     {
         return Ok(see_other(&format!("/orders/{}", order.token)));
     }
@@ -730,26 +770,26 @@ pub async fn order_page(
         .into_iter()
         .map(|(product, code)| (names.get(&product).cloned().unwrap_or(product), code))
         .collect();
-    let (headline, explanation) = match order.state.as_str() {
-        "expired" => (
+    let (headline, explanation) = match order.state {
+        OrderState::Expired => (
             "Your reservation ran out",
             "Nothing was charged; the items went back on sale.",
         ),
-        "cancelled" => ("This order was cancelled", "Nothing was charged."),
-        "refund_pending" => (
+        OrderState::Cancelled => ("This order was cancelled", "Nothing was charged."),
+        OrderState::RefundPending => (
             "Your payment is being refunded",
             "The money arrived after your reservation had ended, so it is on its way back to you.",
         ),
-        "refunded" => (
+        OrderState::Refunded => (
             "Your payment was refunded",
             "The money is on its way back to you.",
         ),
-        _ => ("", ""),
+        OrderState::Pending | OrderState::Paid => ("", ""),
     };
     let page = OrderPage {
         basket_count: 0,
-        waiting: order.state == "pending",
-        paid: order.state == "paid",
+        waiting: order.state == OrderState::Pending,
+        paid: order.state == OrderState::Paid,
         name: order.customer_name.clone(),
         total: money(order.amount_minor, &order.currency),
         pickup_code: order.pickup_code.clone().unwrap_or_default(),
@@ -781,57 +821,61 @@ pub async fn stylesheet() -> HttpResponse {
 }
 
 #[derive(Template)]
-#[template(path = "razorpay.html")]
-struct RazorpayPage {
+#[template(path = "pay.html")]
+struct PayPage {
     basket_count: i64,
     total: String,
     script_url: String,
     cancel_url: String,
-    /// JSON for Razorpay Checkout; `<` is escaped so it cannot end the tag.
+    /// JSON for the provider's script; `<` is escaped so it cannot end the tag.
     options_json: String,
 }
 
-/// `GET /pay/razorpay/{token}`: opens Razorpay Checkout (redirect mode) for
-/// a started order.
-pub async fn razorpay_page(
+/// `GET /pay/{token}`: our page for a provider whose checkout runs in its
+/// script on a page of ours (Razorpay Checkout, redirect mode). Other
+/// providers' orders go to the provider's own page.
+pub async fn pay_page(
     shop: web::Data<Shop>,
     token: web::Path<String>,
 ) -> Result<HttpResponse, ShopError> {
-    let razorpay = shop
-        .razorpay
-        .as_ref()
-        .ok_or_else(|| ShopError::not_found("Razorpay is not offered here"))?;
     let order = checkout::order_by_token(&shop.pool, &token)
         .await?
-        .filter(|o| o.provider == "razorpay")
         .ok_or_else(|| ShopError::not_found("no such order"))?;
-    let Some(razorpay_order) = order
+    let order_page = format!("/orders/{}", order.token);
+    let Some(page_id) = order
         .provider_session_id
         .clone()
-        .filter(|_| order.state == "pending")
+        .filter(|_| order.state == OrderState::Pending)
     else {
-        return Ok(see_other(&format!("/orders/{}", order.token)));
+        return Ok(see_other(&order_page));
     };
-    let options = serde_json::json!({
-        "key": razorpay.adapter.key_id(),
-        "order_id": razorpay_order,
-        "amount": order.amount_minor,
-        "currency": order.currency.to_uppercase(),
-        "name": "Holdfast Market",
-        "callback_url": format!("{}/checkout/razorpay/callback", shop.base_url),
-        "redirect": true,
-        "prefill": { "name": order.customer_name, "email": order.customer_email },
-        "modal": { "cancel_url": format!("{}/checkout/cancel/{}", shop.base_url, order.token) },
-    });
-    let page = RazorpayPage {
+    let provider = shop
+        .payments
+        .for_order(order.provider)
+        .map_err(|e| ShopError::unavailable(e.to_string()))?;
+    let embed = EmbedRequest {
+        page_id,
+        amount_minor: order.amount_minor,
+        currency: order.currency.clone(),
+        customer_name: order.customer_name.clone(),
+        customer_email: order.customer_email.clone(),
+        return_url: format!("{}/checkout/return/{}", shop.base_url, order.token),
+        cancel_url: format!("{}/checkout/cancel/{}", shop.base_url, order.token),
+    };
+    let Some(checkout) = provider.embedded_checkout(&embed) else {
+        return Ok(see_other(
+            order.provider_url.as_deref().unwrap_or(&order_page),
+        ));
+    };
+    let page = PayPage {
         basket_count: 0,
         total: money(order.amount_minor, &order.currency),
-        script_url: razorpay.checkout_script.clone(),
+        script_url: checkout.script_url.clone(),
         cancel_url: format!("/checkout/cancel/{}", order.token),
-        options_json: options.to_string().replace('<', "\\u003c"),
+        options_json: checkout.options.to_string().replace('<', "\\u003c"),
     };
     let mut response = render(StatusCode::OK, &page)?;
-    let policy = razorpay_policy(&razorpay.checkout_script);
+    let policy = embedded_policy(&checkout.origins);
     response.headers_mut().insert(
         header::CONTENT_SECURITY_POLICY,
         header::HeaderValue::from_str(&policy).map_err(|e| ShopError::internal(e.into()))?,
@@ -839,17 +883,14 @@ pub async fn razorpay_page(
     Ok(response)
 }
 
-/// The Razorpay page's policy: ours, plus Razorpay's script, frames and
-/// calls (or the sandbox's stand-in). Razorpay's script styles its own
-/// overlay inline, so this one page allows inline styles.
-fn razorpay_policy(script: &str) -> String {
-    let origin = reqwest::Url::parse(script)
-        .map(|url| url.origin().ascii_serialization())
-        .unwrap_or_default();
+/// The embedded checkout page's policy: ours, plus the provider's script,
+/// frames and calls. Razorpay's script styles its own overlay inline, so
+/// this one page allows inline styles.
+fn embedded_policy(origins: &[String]) -> String {
+    let origins = origins.join(" ");
     format!(
-        "default-src 'self'; script-src 'self' {origin}; style-src 'self' 'unsafe-inline'; \
-         img-src 'self' data: https://*.razorpay.com; connect-src 'self' {origin} https://*.razorpay.com; \
-         frame-src {origin} https://api.razorpay.com https://checkout.razorpay.com; \
+        "default-src 'self'; script-src 'self' {origins}; style-src 'self' 'unsafe-inline'; \
+         img-src 'self' data: {origins}; connect-src 'self' {origins}; frame-src {origins}; \
          object-src 'none'; base-uri 'none'; frame-ancestors 'none'; report-uri /csp-report"
     )
 }
@@ -861,70 +902,4 @@ pub async fn razorpay_script() -> HttpResponse {
         .content_type("text/javascript; charset=utf-8")
         .insert_header((header::CACHE_CONTROL, "public, max-age=3600"))
         .body(include_str!("../../static/razorpay.js"))
-}
-
-#[derive(Deserialize)]
-pub struct RazorpayCallback {
-    razorpay_payment_id: Option<String>,
-    razorpay_order_id: Option<String>,
-    razorpay_signature: Option<String>,
-}
-
-/// `POST /checkout/razorpay/callback`: Razorpay Checkout's redirect. The
-/// signature (HMAC-SHA256 of `order_id|payment_id` with the key secret) is
-/// checked against the Razorpay order id we stored, in constant time, before
-/// anything changes; then the one confirm routine.
-pub async fn razorpay_callback(
-    shop: web::Data<Shop>,
-    form: web::Form<RazorpayCallback>,
-) -> Result<HttpResponse, ShopError> {
-    let razorpay = shop
-        .razorpay
-        .as_ref()
-        .ok_or_else(|| ShopError::not_found("Razorpay is not offered here"))?;
-    let unverified = || {
-        message(
-            StatusCode::BAD_REQUEST,
-            "We could not verify this payment",
-            "Nothing was changed. If money left your account, it will be matched to your order or refunded.",
-            "/",
-            "Back to the shop",
-        )
-    };
-    let (Some(payment_id), Some(order_ref), Some(signature)) = (
-        form.razorpay_payment_id
-            .as_deref()
-            .filter(|v| !v.is_empty() && v.len() <= 100),
-        form.razorpay_order_id
-            .as_deref()
-            .filter(|v| !v.is_empty() && v.len() <= 100),
-        form.razorpay_signature
-            .as_deref()
-            .filter(|v| v.len() <= 200),
-    ) else {
-        return unverified();
-    };
-    let Some(order) =
-        checkout::order_by_provider_session(&shop.pool, Provider::Razorpay, order_ref).await?
-    else {
-        return unverified();
-    };
-    let stored = order.provider_session_id.clone().unwrap_or_default();
-    let signed = format!("{stored}|{payment_id}");
-    if !crate::webhooks::signature::hmac_sha256_matches(
-        razorpay.key_secret.expose().as_bytes(),
-        signed.as_bytes(),
-        signature,
-    ) {
-        tracing::warn!(order = %order.id, "razorpay callback with a bad signature");
-        return unverified();
-    }
-    let report = PaymentReport {
-        order_id: order.id,
-        provider: Provider::Razorpay,
-        payment_ref: PaymentRef::parse(payment_id).map_err(|e| ShopError::bad_request(&e.0))?,
-        source: "razorpay-callback",
-    };
-    checkout::confirm_payment(&shop.pool, &report).await?;
-    Ok(see_other(&format!("/orders/{}", order.token)))
 }

@@ -82,7 +82,13 @@ pub async fn release_hold(
     // made counts as ours, not one the shopper or the sweeper just made
     let released = match order {
         Some(order_id) => {
-            checkout::release_order_outcome_in(&mut tx, order_id, reason, &actor, "cancelled")
+            let release = checkout::Release {
+                reason,
+                actor: &actor,
+                final_state: checkout::OrderState::Cancelled,
+                close_page: true,
+            };
+            checkout::release_order_in(&mut tx, order_id, release)
                 .await
                 .map_err(order_error)?
         }

@@ -17,7 +17,7 @@ use sha2::{Digest, Sha256};
 use sqlx::PgPool;
 
 use crate::configuration::Secret;
-use crate::webhooks::signature::{hmac_sha256_hex, hmac_sha256_matches};
+use crate::payments::signature::{hmac_sha256_hex, hmac_sha256_matches};
 
 /// How long a staff session lasts after login.
 pub const SESSION_HOURS: i64 = 12;

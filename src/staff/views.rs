@@ -253,6 +253,39 @@ pub async fn order_jobs(pool: &PgPool, order: Uuid) -> sqlx::Result<Vec<JobRow>>
     .await
 }
 
+/// A signed payment for a page Holdfast does not know.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct OrphanRow {
+    pub provider: String,
+    pub payment_ref: String,
+    pub page_id: Option<String>,
+    pub amount_minor: i64,
+    pub currency: String,
+    pub status: String,
+    pub order_hint: Option<Uuid>,
+    pub seen_in: String,
+    pub first_seen_at: DateTime<Utc>,
+    pub last_seen_at: DateTime<Utc>,
+}
+
+pub async fn orphan_payments(pool: &PgPool, limit: i64) -> sqlx::Result<Vec<OrphanRow>> {
+    sqlx::query_as(
+        "select provider, payment_ref, page_id, amount_minor, currency, status, order_hint, \
+                seen_in, first_seen_at, last_seen_at \
+           from orphan_payments order by last_seen_at desc limit $1",
+    )
+    .bind(limit.clamp(1, 1000))
+    .fetch_all(pool)
+    .await
+}
+
+/// How many payments nobody's order claims (shown in the navigation).
+pub async fn orphan_count(pool: &PgPool) -> sqlx::Result<i64> {
+    sqlx::query_scalar("select count(*) from orphan_payments")
+        .fetch_one(pool)
+        .await
+}
+
 /// A line of the staff action record.
 #[derive(Debug, Clone, sqlx::FromRow)]
 pub struct ActionRow {

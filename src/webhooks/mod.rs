@@ -1,19 +1,71 @@
-//! Verify, dedupe, dispatch into checkout. Each provider module verifies its
-//! own signature before parsing; both record the event here, in the same
-//! transaction as its effect.
+//! Receive a provider's webhook: the provider's adapter verifies the
+//! signature before a byte is parsed and turns the event into a
+//! provider-neutral [`ProviderEvent`]; here the event id is recorded and
+//! the effect written in one transaction, so each event changes things at
+//! most once whatever the retries, duplicates and order of delivery.
 
-pub mod razorpay;
-pub mod signature;
-pub mod stripe;
+use serde::Serialize;
+use sqlx::{PgPool, Postgres, Transaction};
 
-use sqlx::{Postgres, Transaction};
+use crate::checkout::outbox::{self, OutboxJob};
+use crate::checkout::refund::{self, RefundMove};
+use crate::checkout::{
+    self, CheckoutError, Fulfilment, OrderState, PaymentReport, Release, Source, settle,
+};
+use crate::payments::{
+    HeaderLookup, PageEnd, PaymentProvider, PaymentStatus, ProviderEvent, ProviderKind,
+    ProviderPayment,
+};
+
+/// What became of one delivery. Rejections answer 400; everything else 2xx.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "verdict", rename_all = "snake_case")]
+pub enum Verdict {
+    /// Bad or missing signature, stale timestamp, malformed body.
+    Rejected { reason: String },
+    /// Seen before: nothing changed.
+    Duplicate,
+    /// Verified but nothing to do (unknown type, not money yet).
+    Ignored { reason: &'static str },
+    /// The payment went through the confirm routine.
+    Confirmed { fulfilment: Fulfilment },
+    /// An authorised payment: the worker captures it (outside any lock).
+    CaptureQueued,
+    /// A payment for a page Holdfast does not know: kept for staff.
+    Orphan,
+    /// The order's holds were given back.
+    Released,
+    /// A refund the provider reports finished.
+    RefundClosed,
+    /// A refund the provider reports failed: it will be tried again.
+    RefundReopened,
+    /// A refund still on its way.
+    RefundNoted,
+}
+
+impl Verdict {
+    pub fn label(&self) -> &'static str {
+        match self {
+            Verdict::Rejected { .. } => "rejected",
+            Verdict::Duplicate => "duplicate",
+            Verdict::Ignored { .. } => "ignored",
+            Verdict::Confirmed { .. } => "confirmed",
+            Verdict::CaptureQueued => "capture_queued",
+            Verdict::Orphan => "orphan",
+            Verdict::Released => "released",
+            Verdict::RefundClosed => "refund_closed",
+            Verdict::RefundReopened => "refund_reopened",
+            Verdict::RefundNoted => "refund_noted",
+        }
+    }
+}
 
 /// Record a provider's event id. Returns false when it was seen before:
 /// then the caller changes nothing. A concurrent delivery of the same id
 /// waits here for the first transaction and then finds it.
 pub async fn first_delivery(
     tx: &mut Transaction<'_, Postgres>,
-    provider: &str,
+    provider: ProviderKind,
     event_id: &str,
     event_type: &str,
 ) -> sqlx::Result<bool> {
@@ -21,10 +73,120 @@ pub async fn first_delivery(
         "insert into webhook_events (provider, event_id, event_type) values ($1, $2, $3) \
          on conflict do nothing returning event_id",
     )
-    .bind(provider)
+    .bind(provider.as_str())
     .bind(event_id)
     .bind(event_type)
     .fetch_optional(&mut **tx)
     .await?;
     Ok(fresh.is_some())
+}
+
+/// Receive one delivery. `now` is the current unix time.
+pub async fn receive(
+    pool: &PgPool,
+    provider: &dyn PaymentProvider,
+    header: HeaderLookup<'_>,
+    body: &[u8],
+    now: i64,
+) -> Result<Verdict, CheckoutError> {
+    let delivery = match provider.verify_webhook(header, body, now) {
+        Ok(delivery) => delivery,
+        Err(reason) => return Ok(Verdict::Rejected { reason }),
+    };
+    let kind = provider.kind();
+    let mut tx = pool.begin().await?;
+    if !first_delivery(&mut tx, kind, &delivery.event_id, &delivery.kind).await? {
+        tx.rollback().await?;
+        return Ok(Verdict::Duplicate);
+    }
+    let verdict = match delivery.event {
+        ProviderEvent::Payment(payment) => {
+            let seen_in = format!("webhook {}", delivery.event_id);
+            payment_event(&mut tx, payment, &seen_in).await?
+        }
+        ProviderEvent::PageEnded { page_id, end } => {
+            match checkout::order_by_provider_session(&mut *tx, kind, &page_id).await? {
+                Some(order) => {
+                    let release = Release {
+                        reason: &delivery.kind,
+                        actor: kind.as_str(),
+                        final_state: match end {
+                            PageEnd::Expired => OrderState::Expired,
+                            PageEnd::PaymentFailed => OrderState::Cancelled,
+                        },
+                        // the provider said so: the page is closed already
+                        close_page: false,
+                    };
+                    checkout::release_order_in(&mut tx, order.id, release).await?;
+                    Verdict::Released
+                }
+                // only the order's own page can end it: another page's
+                // expiry (one made with our order id by someone else)
+                // releases nothing
+                None => Verdict::Ignored {
+                    reason: "not a page of ours",
+                },
+            }
+        }
+        ProviderEvent::Refund(view) => match refund::refund_moved_in(&mut tx, kind, &view).await? {
+            RefundMove::Closed => Verdict::RefundClosed,
+            RefundMove::Reopened => Verdict::RefundReopened,
+            RefundMove::Noted => Verdict::RefundNoted,
+            RefundMove::NotOurs => Verdict::Ignored {
+                reason: "no refund of ours for that payment",
+            },
+        },
+        ProviderEvent::Ignore(reason) => Verdict::Ignored { reason },
+    };
+    tx.commit().await?;
+    Ok(verdict)
+}
+
+/// A payment event: the order is the one whose page it was made on; failing
+/// that, the one it claims (then the confirm routine finds the page wrong,
+/// flags the order and refunds the money); failing that, an orphan.
+async fn payment_event(
+    tx: &mut Transaction<'_, Postgres>,
+    payment: ProviderPayment,
+    seen_in: &str,
+) -> Result<Verdict, CheckoutError> {
+    let mut order = None;
+    if let Some(page_id) = &payment.page_id {
+        order = checkout::order_by_provider_session(&mut **tx, payment.provider, page_id)
+            .await?
+            .map(|o| o.id);
+    }
+    if order.is_none()
+        && let Some(hint) = payment.order_hint
+    {
+        order = checkout::order_by_id_in(&mut **tx, hint)
+            .await?
+            .map(|o| o.id);
+    }
+    let Some(order_id) = order else {
+        settle::record_orphan(&mut **tx, &payment, seen_in).await?;
+        return Ok(Verdict::Orphan);
+    };
+    Ok(match payment.status {
+        PaymentStatus::Captured => {
+            let report = PaymentReport {
+                order_id,
+                payment,
+                source: Source::Webhook,
+            };
+            Verdict::Confirmed {
+                fulfilment: checkout::confirm_payment_in(tx, &report).await?,
+            }
+        }
+        // capturing is a provider call: never inside this transaction
+        PaymentStatus::Authorized => {
+            outbox::queue(&mut **tx, &OutboxJob::CapturePayment { order_id, payment }).await?;
+            Verdict::CaptureQueued
+        }
+        PaymentStatus::Pending | PaymentStatus::Failed | PaymentStatus::Refunded => {
+            Verdict::Ignored {
+                reason: "not money yet",
+            }
+        }
+    })
 }

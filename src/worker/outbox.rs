@@ -10,10 +10,10 @@
 use serde::Serialize;
 use sqlx::PgPool;
 
-use crate::checkout::{self, Provider};
-use crate::payments::razorpay::RazorpayAdapter;
-use crate::payments::stripe::StripeAdapter;
-use crate::payments::{ProviderError, RefundState};
+use crate::checkout::outbox::{OutboxJob, RefundJob};
+use crate::checkout::refund::{self, RefundMove};
+use crate::checkout::{Source, settle};
+use crate::payments::{ProviderError, Providers, RefundRequest, RefundStatus, RefundView};
 
 /// What one pass did.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -42,21 +42,27 @@ struct Job {
     attempts: i32,
 }
 
+/// What a job did, when it worked.
+enum Done {
+    /// Finished.
+    Plain,
+    /// A refund the provider reports finished: closed through its order.
+    Refund(crate::payments::ProviderKind, RefundView),
+}
+
 /// The outbox worker.
 #[derive(Debug, Clone)]
 pub struct Outbox {
     pool: PgPool,
-    stripe: StripeAdapter,
-    razorpay: Option<RazorpayAdapter>,
+    payments: Providers,
     lease: std::time::Duration,
 }
 
 impl Outbox {
-    pub fn new(pool: PgPool, stripe: StripeAdapter) -> Self {
+    pub fn new(pool: PgPool, payments: Providers) -> Self {
         Self {
             pool,
-            stripe,
-            razorpay: None,
+            payments,
             lease: std::time::Duration::from_secs(120),
         }
     }
@@ -66,12 +72,6 @@ impl Outbox {
     /// (20 s), so a slow call never runs alongside its own retry.
     pub fn with_lease(mut self, lease: std::time::Duration) -> Self {
         self.lease = lease;
-        self
-    }
-
-    /// Refunds of Razorpay payments go through this adapter.
-    pub fn with_razorpay(mut self, razorpay: Option<RazorpayAdapter>) -> Self {
-        self.razorpay = razorpay;
         self
     }
 
@@ -96,23 +96,12 @@ impl Outbox {
         };
         let result = self.execute(&job).await;
         match result {
-            Ok(()) => {
-                if job.kind == "refund" {
-                    crate::faults::crash_point("after_refund_call");
-                }
+            Ok(done) => {
                 let mut tx = self.pool.begin().await?;
                 // a refund closes through its order (order lock, then job);
                 // other jobs touch only themselves
-                if job.kind == "refund"
-                    && let Some(payment_ref) = job.payload["payment_ref"].as_str()
-                {
-                    let provider = match job.payload["provider"].as_str() {
-                        Some("razorpay") => Provider::Razorpay,
-                        _ => Provider::Stripe,
-                    };
-                    checkout::close_refund_in(&mut tx, provider, payment_ref)
-                        .await
-                        .map_err(|e| sqlx::Error::Protocol(e.to_string()))?;
+                if let Done::Refund(provider, refund) = &done {
+                    refund::refund_moved_in(&mut tx, *provider, refund).await?;
                 }
                 sqlx::query(
                     "update outbox_jobs set state = 'done', done_at = coalesce(done_at, now()), \
@@ -164,76 +153,107 @@ impl Outbox {
         }
     }
 
-    async fn execute(&self, job: &Job) -> Result<(), ProviderError> {
-        let text = |field: &str| {
-            job.payload[field]
-                .as_str()
-                .map(str::to_owned)
-                .ok_or_else(|| ProviderError::Unexpected(format!("job {} has no {field}", job.id)))
-        };
-        match job.kind.as_str() {
-            "refund" => {
-                // the key is the job's, never random: a repeat is the same
-                // refund; a refund the provider failed gets a new generation
-                let key = match job.payload["reopened"].as_i64() {
-                    Some(n) if n > 0 => format!("{}:r{n}", job.dedupe_key),
-                    _ => job.dedupe_key.clone(),
-                };
-                let payment_ref = text("payment_ref")?;
-                let (_, state) = match text("provider")?.as_str() {
-                    "stripe" => self.stripe.refund(&payment_ref, &key).await?,
-                    "razorpay" => match &self.razorpay {
-                        Some(razorpay) => razorpay.refund(&payment_ref, &key).await?,
-                        None => {
-                            return Err(ProviderError::Unexpected(
-                                "no Razorpay keys are configured for this refund".into(),
-                            ));
-                        }
-                    },
-                    other => {
-                        return Err(ProviderError::Unexpected(format!("no adapter for {other}")));
+    async fn execute(&self, job: &Job) -> Result<Done, ProviderError> {
+        let typed = OutboxJob::parse(&job.kind, &job.payload).map_err(ProviderError::Unexpected)?;
+        match typed {
+            OutboxJob::Refund(refund) => self.refund(job, &refund).await,
+            OutboxJob::ClosePage {
+                provider, page_id, ..
+            } => {
+                self.payments
+                    .for_order(provider)?
+                    .close_page(&page_id)
+                    .await?;
+                Ok(Done::Plain)
+            }
+            OutboxJob::CapturePayment { order_id, payment } => {
+                let provider = self.payments.for_order(payment.provider)?;
+                match settle::settle_payment(
+                    &self.pool,
+                    provider.as_ref(),
+                    order_id,
+                    payment,
+                    Source::Capture,
+                )
+                .await
+                {
+                    Ok(fulfilment) => {
+                        tracing::info!(order = %order_id, ?fulfilment, "authorised payment settled");
+                        Ok(Done::Plain)
                     }
-                };
-                match state {
-                    RefundState::Settled => Ok(()),
-                    // asked again later with the same key: the same refund
-                    RefundState::Pending => Err(ProviderError::Unavailable(
-                        "the refund is not finished at the provider yet".into(),
-                    )),
-                    RefundState::Failed => {
-                        // the same key would only repeat the failure
-                        sqlx::query(
-                            "update outbox_jobs set payload = jsonb_set(payload, '{reopened}', \
-                                    to_jsonb(coalesce((payload->>'reopened')::int, 0) + 1)) \
-                              where id = $1",
-                        )
-                        .bind(job.id)
-                        .execute(&self.pool)
-                        .await
-                        .map_err(|e| ProviderError::Unexpected(e.to_string()))?;
-                        Err(ProviderError::Refused {
-                            status: 402,
-                            message: "the provider failed the refund; it will be tried again"
-                                .into(),
-                        })
+                    Err(settle::SettleError::Provider(error)) => Err(error),
+                    Err(settle::SettleError::Checkout(error)) => {
+                        Err(ProviderError::Unavailable(format!("the database: {error}")))
                     }
                 }
             }
-            "expire_session" => match self.stripe.expire_session(&text("session_id")?).await {
-                Ok(_) => Ok(()),
-                // already complete or expired: nothing left to close; any
-                // other refusal (auth, rate limit) is retried
-                Err(ProviderError::Refused { status: 400, .. }) => Ok(()),
-                Err(error) => Err(error),
-            },
-            "order_confirmation" => {
+            OutboxJob::OrderConfirmation { order_id } => {
                 // No mailer is configured; the order page carries the codes.
-                tracing::info!(order = %job.payload["order_id"], "order confirmation recorded");
-                Ok(())
+                tracing::info!(order = %order_id, "order confirmation recorded");
+                Ok(Done::Plain)
             }
-            other => Err(ProviderError::Unexpected(format!(
-                "unknown job kind {other}"
-            ))),
+        }
+    }
+
+    /// One step of a refund: ask for it (the key is the job's and its
+    /// generation's, never random), or, once its id is known, read how it
+    /// is doing. Pending is a failure to retry later; a refund the provider
+    /// failed opens a new generation.
+    async fn refund(&self, job: &Job, refund: &RefundJob) -> Result<Done, ProviderError> {
+        let provider = self.payments.for_order(refund.provider)?;
+        let generation = job.payload["reopened"].as_i64().unwrap_or(0);
+        let view = match job.payload["refund_id"].as_str() {
+            Some(refund_id) => provider.refund(refund_id).await?,
+            None => {
+                let view = provider
+                    .create_refund(&RefundRequest {
+                        payment_ref: refund.payment_ref.clone(),
+                        amount_minor: refund.amount_minor,
+                        idempotency_key: refund::idempotency_key(&job.dedupe_key, generation),
+                        order_id: refund.order_id,
+                    })
+                    .await?;
+                // a worker killed here leaves the job to another, which asks
+                // with the same key and gets the same refund
+                crate::faults::crash_point("after_refund_call");
+                if view.payment_ref != refund.payment_ref {
+                    return Err(ProviderError::Unexpected(format!(
+                        "asked to refund {}, the provider refunded {}",
+                        refund.payment_ref, view.payment_ref
+                    )));
+                }
+                view
+            }
+        };
+        match view.status {
+            RefundStatus::Succeeded => Ok(Done::Refund(refund.provider, view)),
+            RefundStatus::Pending | RefundStatus::Failed => {
+                // keep its id (pending), or open a new generation (failed)
+                let mut tx = self
+                    .pool
+                    .begin()
+                    .await
+                    .map_err(|e| ProviderError::Unavailable(format!("the database: {e}")))?;
+                let moved = refund::refund_moved_in(&mut tx, refund.provider, &view)
+                    .await
+                    .map_err(|e| ProviderError::Unavailable(format!("the database: {e}")))?;
+                tx.commit()
+                    .await
+                    .map_err(|e| ProviderError::Unavailable(format!("the database: {e}")))?;
+                Err(match moved {
+                    RefundMove::Reopened => ProviderError::refused(
+                        402,
+                        format!(
+                            "the provider failed refund {}; it will be tried again",
+                            view.id
+                        ),
+                    ),
+                    _ => ProviderError::Unavailable(format!(
+                        "refund {} is not finished at the provider yet",
+                        view.id
+                    )),
+                })
+            }
         }
     }
 }

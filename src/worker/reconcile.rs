@@ -23,11 +23,13 @@ use serde::Serialize;
 use sqlx::PgPool;
 use uuid::Uuid;
 
-use crate::checkout::{self, Fulfilment, PaymentReport, Provider};
-use crate::inventory::PaymentRef;
-use crate::payments::ProviderError;
-use crate::payments::razorpay::RazorpayAdapter;
-use crate::payments::stripe::StripeAdapter;
+use crate::checkout::outbox::refund_key;
+use crate::checkout::settle::{self, SettleError};
+use crate::checkout::{self, Fulfilment, OrderState, Release, Source};
+use crate::payments::{
+    PageStatus, PaymentProvider, PaymentStatus, ProviderError, ProviderKind, ProviderPayment,
+    Providers,
+};
 
 /// When orders are checked.
 #[derive(Debug, Clone, Copy)]
@@ -92,9 +94,9 @@ impl ReconcileReport {
 #[derive(Debug, sqlx::FromRow)]
 struct Due {
     id: Uuid,
-    provider: String,
+    provider: ProviderKind,
     provider_session_id: String,
-    state: String,
+    state: OrderState,
     reconcile_attempts: i32,
 }
 
@@ -102,8 +104,7 @@ struct Due {
 #[derive(Debug, Clone)]
 pub struct Reconciler {
     pool: PgPool,
-    stripe: StripeAdapter,
-    razorpay: Option<RazorpayAdapter>,
+    payments: Providers,
     times: ReconcileTimes,
 }
 
@@ -111,11 +112,10 @@ pub struct Reconciler {
 const MAX_ATTEMPTS: i32 = 30;
 
 impl Reconciler {
-    pub fn new(pool: PgPool, stripe: StripeAdapter, razorpay: Option<RazorpayAdapter>) -> Self {
+    pub fn new(pool: PgPool, payments: Providers) -> Self {
         Self {
             pool,
-            stripe,
-            razorpay,
+            payments,
             times: ReconcileTimes::default(),
         }
     }
@@ -149,12 +149,9 @@ impl Reconciler {
         let mut report = ReconcileReport::default();
         for order in due {
             report.checked += 1;
-            let result = match order.provider.as_str() {
-                "stripe" => self.check_stripe(&order).await,
-                "razorpay" => self.check_razorpay(&order).await,
-                other => Err(CheckError::Provider(ProviderError::Unexpected(format!(
-                    "no adapter for {other}"
-                )))),
+            let result = match self.payments.for_order(order.provider) {
+                Ok(provider) => self.check(provider.as_ref(), &order).await,
+                Err(error) => Err(CheckError::Provider(error)),
             };
             let (finished, note) = match result {
                 Ok(check) => {
@@ -211,110 +208,131 @@ impl Reconciler {
         Ok(())
     }
 
-    async fn check_stripe(&self, order: &Due) -> Result<Check, CheckError> {
-        // one session takes one payment: a settled order has nothing more
-        // to learn from it
-        if matches!(order.state.as_str(), "paid" | "refund_pending" | "refunded") {
-            return Ok(Check::finished("settled through the usual paths"));
-        }
-        let session = self
-            .stripe
-            .retrieve_session(&order.provider_session_id)
-            .await?;
+    /// Ask the provider about the order's page and bring every payment on
+    /// it in: captured ones through the confirm routine, authorised ones
+    /// captured first if the order still wants them. The check is final
+    /// when the page can take no more money and nothing on it is still
+    /// settling.
+    async fn check(
+        &self,
+        provider: &dyn PaymentProvider,
+        order: &Due,
+    ) -> Result<Check, CheckError> {
+        let page = provider.page(&order.provider_session_id).await?;
         let mut check = Check::default();
-        if session.paid
-            && let Some(intent) = &session.payment_intent
-        {
-            self.confirm(order, Provider::Stripe, intent, &mut check.counts)
-                .await?;
-        }
-        match session.status.as_deref() {
-            Some("open") => {
-                check.note = "the payment page is still open".into();
+        let mut captured = 0;
+        let mut in_flight = 0;
+        for payment in page.payments {
+            match payment.status {
+                PaymentStatus::Captured => {
+                    captured += 1;
+                    self.confirm(provider, order, payment, &mut check.counts)
+                        .await?;
+                }
+                PaymentStatus::Authorized => {
+                    // captured if the order still wants it; otherwise left
+                    // to its provider, which gives it back by itself
+                    let fulfilment = self.settle(provider, order, payment).await?;
+                    if matches!(
+                        fulfilment,
+                        Fulfilment::NotCaptured { .. }
+                            | Fulfilment::Mismatch {
+                                refund_queued: false,
+                                ..
+                            }
+                    ) {
+                        in_flight += 1;
+                    } else {
+                        captured += 1;
+                        count(&fulfilment, &mut check.counts);
+                    }
+                }
+                // a bank debit settling: not money yet, but it may become so
+                PaymentStatus::Pending => in_flight += 1,
+                // no money, or money already given back: nothing to sell
+                PaymentStatus::Failed | PaymentStatus::Refunded => {}
             }
-            Some("expired") if !session.paid && order.state == "pending" => {
+        }
+        let settling = if in_flight > 0 {
+            format!(", {in_flight} payment(s) not captured yet")
+        } else {
+            String::new()
+        };
+        match page.status {
+            PageStatus::Open => {
+                check.note = format!("the payment page is still open{settling}");
+            }
+            PageStatus::Expired if captured == 0 && order.state == OrderState::Pending => {
                 // the expiry webhook was lost: give the units back now
                 // rather than at the payment deadline
                 let released = checkout::release_order(
                     &self.pool,
                     order.id,
-                    "session_expired",
-                    "reconciler",
-                    "expired",
+                    Release {
+                        reason: "session_expired",
+                        actor: "reconciler",
+                        final_state: OrderState::Expired,
+                        close_page: false,
+                    },
                 )
                 .await
                 .map_err(CheckError::from_checkout)?;
-                if released.is_some_and(|o| o.state == "expired") {
+                if released.is_some_and(|o| o.state == OrderState::Expired) {
                     check.counts.released += 1;
                 }
-                check.finished = true;
-                check.note = "the payment page expired unpaid".into();
+                check.finished = in_flight == 0;
+                check.note = format!("the payment page expired unpaid{settling}");
             }
-            status => {
-                check.finished = true;
-                check.note = format!(
-                    "the payment page is {}{}",
-                    status.unwrap_or("closed"),
-                    if session.paid { ", paid" } else { "" }
-                );
+            PageStatus::Expired | PageStatus::Complete => {
+                check.finished = in_flight == 0;
+                check.note =
+                    format!("the payment page is closed, {captured} payment(s) captured{settling}");
+            }
+            // a page that never closes: once the order has left `pending`,
+            // this (later) check is the last, unless money is still in the air
+            PageStatus::Endless => {
+                check.finished = order.state != OrderState::Pending && in_flight == 0;
+                check.note = format!("{captured} payment(s) captured on the order{settling}");
             }
         }
         Ok(check)
     }
 
-    async fn check_razorpay(&self, order: &Due) -> Result<Check, CheckError> {
-        let Some(razorpay) = &self.razorpay else {
-            return Err(CheckError::Provider(ProviderError::Unexpected(
-                "no Razorpay keys are configured".into(),
-            )));
-        };
-        let payments = razorpay.order_payments(&order.provider_session_id).await?;
-        let mut check = Check::default();
-        let mut authorised = 0;
-        for payment in &payments {
-            match payment.status.as_str() {
-                // money we hold (or held and gave back): it must have gone
-                // through the confirm routine
-                "captured" | "refunded" => {
-                    self.confirm(order, Provider::Razorpay, &payment.id, &mut check.counts)
-                        .await?;
-                }
-                // not ours yet: captured later or refunded by Razorpay
-                "authorized" | "created" => authorised += 1,
-                _ => {}
-            }
-        }
-        // a Razorpay order never closes; once ours has left `pending`, this
-        // (later) check is the last, unless a payment is still in the air
-        let closed = order.state != "pending";
-        check.finished = closed && authorised == 0;
-        check.note = format!(
-            "{} payment(s) on the order, {authorised} not captured yet",
-            payments.len()
-        );
-        Ok(check)
+    async fn settle(
+        &self,
+        provider: &dyn PaymentProvider,
+        order: &Due,
+        payment: ProviderPayment,
+    ) -> Result<Fulfilment, CheckError> {
+        settle::settle_payment(
+            &self.pool,
+            provider,
+            order.id,
+            payment,
+            Source::Reconciliation,
+        )
+        .await
+        .map_err(|error| match error {
+            SettleError::Provider(error) => CheckError::Provider(error),
+            SettleError::Checkout(error) => CheckError::from_checkout(error),
+        })
     }
 
     async fn confirm(
         &self,
+        provider: &dyn PaymentProvider,
         order: &Due,
-        provider: Provider,
-        payment_id: &str,
+        payment: ProviderPayment,
         counts: &mut ReconcileReport,
     ) -> Result<(), CheckError> {
-        let Ok(payment_ref) = PaymentRef::parse(payment_id) else {
-            return Err(CheckError::Provider(ProviderError::Unexpected(
-                "the provider gave a malformed payment id".into(),
-            )));
-        };
         // the usual answer: a path already brought this payment in
         let known: bool = sqlx::query_scalar(
             "select exists (select 1 from orders where id = $1 and payment_ref = $2) \
                  or exists (select 1 from outbox_jobs where dedupe_key = $3)",
         )
         .bind(order.id)
-        .bind(payment_id)
-        .bind(format!("refund:{}:{payment_id}", provider.as_str()))
+        .bind(&payment.payment_ref)
+        .bind(refund_key(payment.provider, &payment.payment_ref))
         .fetch_one(&self.pool)
         .await
         .map_err(CheckError::Database)?;
@@ -322,26 +340,29 @@ impl Reconciler {
             counts.already_known += 1;
             return Ok(());
         }
-        let report = PaymentReport {
-            order_id: order.id,
-            provider,
-            payment_ref,
-            source: "reconciliation",
-        };
-        let fulfilment = checkout::confirm_payment(&self.pool, &report)
-            .await
-            .map_err(CheckError::from_checkout)?;
-        match fulfilment {
-            Fulfilment::Fulfilled { .. } => {
-                tracing::warn!(order = %order.id, "reconciliation found a payment no other path reported");
-                counts.fulfilled += 1;
-            }
-            Fulfilment::RefundQueued { .. } => counts.refunds_queued += 1,
-            Fulfilment::AlreadyFulfilled { .. }
-            | Fulfilment::Flagged { .. }
-            | Fulfilment::Unknown => counts.already_known += 1,
+        let fulfilment = self.settle(provider, order, payment).await?;
+        if matches!(fulfilment, Fulfilment::Fulfilled { .. }) {
+            tracing::warn!(order = %order.id, "reconciliation found a payment no other path reported");
         }
+        count(&fulfilment, counts);
         Ok(())
+    }
+}
+
+/// A payment reconciliation brought in, in the pass's counts.
+fn count(fulfilment: &Fulfilment, counts: &mut ReconcileReport) {
+    match fulfilment {
+        Fulfilment::Fulfilled { .. } => counts.fulfilled += 1,
+        Fulfilment::RefundQueued { .. }
+        | Fulfilment::Mismatch {
+            refund_queued: true,
+            ..
+        } => counts.refunds_queued += 1,
+        Fulfilment::AlreadyFulfilled { .. }
+        | Fulfilment::Flagged { .. }
+        | Fulfilment::Mismatch { .. }
+        | Fulfilment::NotCaptured { .. }
+        | Fulfilment::Unknown => counts.already_known += 1,
     }
 }
 
@@ -350,16 +371,6 @@ struct Check {
     finished: bool,
     note: String,
     counts: ReconcileReport,
-}
-
-impl Check {
-    fn finished(note: &str) -> Self {
-        Self {
-            finished: true,
-            note: note.into(),
-            counts: ReconcileReport::default(),
-        }
-    }
 }
 
 #[derive(Debug)]

@@ -80,7 +80,7 @@ async fn start_driver() -> Driver {
         child,
         url: format!("http://127.0.0.1:{port}"),
     };
-    let probe = reqwest::Client::new();
+    let probe = crate::helpers::http_client();
     for _ in 0..100 {
         if let Ok(response) = probe.get(format!("{}/status", driver.url)).send().await
             && response.status().is_success()

@@ -4,10 +4,11 @@
 use futures::future::join_all;
 use holdfast::checkout::catalogue::{self, CatalogueFile};
 use holdfast::checkout::{
-    self, AttachOutcome, CheckoutStart, Customer, Fulfilment, PaymentReport, Provider,
-    ProviderSession, StartOutcome, WantedLine,
+    self, AttachOutcome, CheckoutStart, Customer, Fulfilment, PaymentReport, Source, StartOutcome,
+    WantedLine,
 };
-use holdfast::inventory::{IdempotencyKey, PaymentRef};
+use holdfast::inventory::IdempotencyKey;
+use holdfast::payments::{PaymentPage, ProviderKind};
 use uuid::Uuid;
 
 use crate::helpers::*;
@@ -46,25 +47,55 @@ fn start(key: &str, lines: &[(&str, i64)]) -> CheckoutStart {
             })
             .collect(),
         customer: Customer::parse("Ada Shopper", "ada@example.com").unwrap(),
-        provider: Provider::Stripe,
+        provider: ProviderKind::Stripe,
     }
 }
 
+/// A started order with a payment page of its own (its holds stay plain:
+/// the page is only named, as if the provider had answered).
 async fn started(db: &TestDb, key: &str, lines: &[(&str, i64)]) -> checkout::Order {
-    match checkout::start_checkout(&db.pool, &start(key, lines))
+    let order = match checkout::start_checkout(&db.pool, &start(key, lines))
         .await
         .unwrap()
     {
         StartOutcome::Started { order, .. } => order,
         other => panic!("expected a started checkout, got {other:?}"),
-    }
+    };
+    sqlx::query("update orders set provider_session_id = $2 where id = $1")
+        .bind(order.id)
+        .bind(format!("cs_test_{key}"))
+        .execute(&db.pool)
+        .await
+        .unwrap();
+    checkout::order_by_id(&db.pool, order.id)
+        .await
+        .unwrap()
+        .unwrap()
 }
 
-fn report(order_id: Uuid, payment: &str, source: &'static str) -> PaymentReport {
+/// A captured payment for exactly what the order asks (for an order that
+/// does not exist, a payment for nothing in particular).
+async fn report(db: &TestDb, order_id: Uuid, payment: &str, source: Source) -> PaymentReport {
+    let exists = checkout::order_by_id(&db.pool, order_id)
+        .await
+        .unwrap()
+        .is_some();
+    let payment = if exists {
+        payment_for(&db.pool, order_id, payment).await
+    } else {
+        holdfast::payments::ProviderPayment {
+            provider: ProviderKind::Stripe,
+            payment_ref: payment.to_owned(),
+            page_id: Some("cs_test_nobody".into()),
+            amount_minor: 100,
+            currency: "eur".into(),
+            status: holdfast::payments::PaymentStatus::Captured,
+            order_hint: None,
+        }
+    };
     PaymentReport {
         order_id,
-        provider: Provider::Stripe,
-        payment_ref: PaymentRef::parse(payment).unwrap(),
+        payment,
         source,
     }
 }
@@ -222,13 +253,17 @@ async fn the_return_and_the_webhook_racing_fulfil_exactly_once_twenty_times() {
         )
         .await;
         let payment = format!("pi_race_{round}");
+        let reported = report(&db, order.id, &payment, Source::Webhook).await;
         let results = join_all((0..6).map(|i| {
             let pool = db.pool.clone();
-            let report = report(
-                order.id,
-                &payment,
-                if i % 2 == 0 { "return" } else { "webhook" },
-            );
+            let report = PaymentReport {
+                source: if i % 2 == 0 {
+                    Source::Return
+                } else {
+                    Source::Webhook
+                },
+                ..reported.clone()
+            };
             tokio::spawn(async move { checkout::confirm_payment(&pool, &report).await.unwrap() })
         }))
         .await;
@@ -262,7 +297,7 @@ async fn a_paid_order_has_its_codes_and_a_second_payment_is_refunded_once() {
     demo(&db).await;
     let slot = first_slot(&db).await;
     let order = started(&db, "pay-twice", &[(&slot, 1), ("harbour-lights-vip", 2)]).await;
-    let session = ProviderSession {
+    let session = PaymentPage {
         id: "cs_test_1".into(),
         url: "http://sandbox/pay/cs_test_1".into(),
         expires_at: chrono::Utc::now() + chrono::Duration::minutes(30),
@@ -286,9 +321,12 @@ async fn a_paid_order_has_its_codes_and_a_second_payment_is_refunded_once() {
     );
 
     assert_eq!(
-        checkout::confirm_payment(&db.pool, &report(order.id, "pi_first", "webhook"))
-            .await
-            .unwrap(),
+        checkout::confirm_payment(
+            &db.pool,
+            &report(&db, order.id, "pi_first", Source::Webhook).await
+        )
+        .await
+        .unwrap(),
         Fulfilment::Fulfilled { order_id: order.id }
     );
     let paid = checkout::order_by_id(&db.pool, order.id)
@@ -309,10 +347,11 @@ async fn a_paid_order_has_its_codes_and_a_second_payment_is_refunded_once() {
     );
 
     // the second payment, reported by both paths, is refunded once
-    for source in ["webhook", "return", "webhook"] {
-        let outcome = checkout::confirm_payment(&db.pool, &report(order.id, "pi_second", source))
-            .await
-            .unwrap();
+    for source in [Source::Webhook, Source::Return, Source::Webhook] {
+        let outcome =
+            checkout::confirm_payment(&db.pool, &report(&db, order.id, "pi_second", source).await)
+                .await
+                .unwrap();
         assert!(
             matches!(outcome, Fulfilment::RefundQueued { ref reason, .. } if reason == "duplicate_payment"),
             "{outcome:?}"
@@ -336,15 +375,9 @@ async fn money_after_a_release_or_expiry_is_refunded_and_never_revives_the_order
     let db = TestDb::new().await;
     demo(&db).await;
     let released = started(&db, "released", &[("wild-honey", 3)]).await;
-    checkout::release_order(
-        &db.pool,
-        released.id,
-        "checkout.session.expired",
-        "stripe",
-        "expired",
-    )
-    .await
-    .unwrap();
+    checkout::release_order(&db.pool, released.id, expired_by_provider())
+        .await
+        .unwrap();
     assert_eq!(
         db.inventory()
             .status(&rid("wild-honey"))
@@ -354,9 +387,12 @@ async fn money_after_a_release_or_expiry_is_refunded_and_never_revives_the_order
             .held,
         0
     );
-    let outcome = checkout::confirm_payment(&db.pool, &report(released.id, "pi_late", "webhook"))
-        .await
-        .unwrap();
+    let outcome = checkout::confirm_payment(
+        &db.pool,
+        &report(&db, released.id, "pi_late", Source::Webhook).await,
+    )
+    .await
+    .unwrap();
     assert_eq!(
         outcome,
         Fulfilment::RefundQueued {
@@ -368,7 +404,7 @@ async fn money_after_a_release_or_expiry_is_refunded_and_never_revives_the_order
         .await
         .unwrap()
         .unwrap();
-    assert_eq!(order.state, "refund_pending");
+    assert_eq!(order.state.as_str(), "refund_pending");
     assert_eq!(
         db.inventory()
             .status(&rid("wild-honey"))
@@ -382,12 +418,18 @@ async fn money_after_a_release_or_expiry_is_refunded_and_never_revives_the_order
     // a payment that already bought one order cannot buy another: flagged
     let first = started(&db, "first", &[("wild-honey", 1)]).await;
     let second = started(&db, "second", &[("wild-honey", 1)]).await;
-    checkout::confirm_payment(&db.pool, &report(first.id, "pi_shared", "webhook"))
-        .await
-        .unwrap();
-    let outcome = checkout::confirm_payment(&db.pool, &report(second.id, "pi_shared", "webhook"))
-        .await
-        .unwrap();
+    checkout::confirm_payment(
+        &db.pool,
+        &report(&db, first.id, "pi_shared", Source::Webhook).await,
+    )
+    .await
+    .unwrap();
+    let outcome = checkout::confirm_payment(
+        &db.pool,
+        &report(&db, second.id, "pi_shared", Source::Webhook).await,
+    )
+    .await
+    .unwrap();
     assert!(
         matches!(outcome, Fulfilment::Flagged { order_id, .. } if order_id == second.id),
         "{outcome:?}"
@@ -397,13 +439,15 @@ async fn money_after_a_release_or_expiry_is_refunded_and_never_revives_the_order
         .unwrap()
         .unwrap();
     assert!(flagged.flag.unwrap().starts_with("payment_ref_in_use"));
-    assert_eq!(flagged.state, "pending");
+    assert_eq!(flagged.state.as_str(), "pending");
 
     // an unknown order is logged and nothing happens
-    let unknown =
-        checkout::confirm_payment(&db.pool, &report(Uuid::new_v4(), "pi_nobody", "webhook"))
-            .await
-            .unwrap();
+    let unknown = checkout::confirm_payment(
+        &db.pool,
+        &report(&db, Uuid::new_v4(), "pi_nobody", Source::Webhook).await,
+    )
+    .await
+    .unwrap();
     assert_eq!(unknown, Fulfilment::Unknown);
     assert_no_drift(&db.inventory()).await;
 }
@@ -413,20 +457,17 @@ async fn a_release_that_loses_to_the_payment_leaves_the_order_paid() {
     let db = TestDb::new().await;
     demo(&db).await;
     let order = started(&db, "close-call", &[("wild-honey", 1)]).await;
-    checkout::confirm_payment(&db.pool, &report(order.id, "pi_close", "return"))
-        .await
-        .unwrap();
-    let after = checkout::release_order(
+    checkout::confirm_payment(
         &db.pool,
-        order.id,
-        "checkout.session.expired",
-        "stripe",
-        "expired",
+        &report(&db, order.id, "pi_close", Source::Return).await,
     )
     .await
-    .unwrap()
     .unwrap();
-    assert_eq!(after.state, "paid");
+    let after = checkout::release_order(&db.pool, order.id, expired_by_provider())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(after.state.as_str(), "paid");
     assert_eq!(
         db.inventory()
             .status(&rid("wild-honey"))
@@ -445,9 +486,12 @@ async fn an_order_whose_holds_ran_out_stops_waiting() {
     fast_clock(&db.inventory(), 0.3, 0.9).await;
     let order = started(&db, "lapsed", &[("wild-honey", 1)]).await;
     let paid = started(&db, "kept", &[("wild-honey", 1)]).await;
-    checkout::confirm_payment(&db.pool, &report(paid.id, "pi_kept", "webhook"))
-        .await
-        .unwrap();
+    checkout::confirm_payment(
+        &db.pool,
+        &report(&db, paid.id, "pi_kept", Source::Webhook).await,
+    )
+    .await
+    .unwrap();
     tokio::time::sleep(std::time::Duration::from_millis(400)).await;
     holdfast::worker::Sweeper::new(db.inventory(), "sweeper:test")
         .run_once()
@@ -470,8 +514,11 @@ async fn an_order_whose_holds_ran_out_stops_waiting() {
         ("expired", "paid")
     );
     // late money for it is still refunded, never sold
-    let late = checkout::confirm_payment(&db.pool, &report(order.id, "pi_lapsed", "webhook"))
-        .await
-        .unwrap();
+    let late = checkout::confirm_payment(
+        &db.pool,
+        &report(&db, order.id, "pi_lapsed", Source::Webhook).await,
+    )
+    .await
+    .unwrap();
     assert!(matches!(late, Fulfilment::RefundQueued { .. }), "{late:?}");
 }

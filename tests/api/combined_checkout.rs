@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use futures::future::join_all;
 use holdfast::checkout::{
-    self, AttachOutcome, CheckoutStart, Checkouts, Customer, Order, Provider, ProviderSession,
+    self, AttachOutcome, CheckoutStart, Checkouts, Customer, Order, OrderState, Release,
     StartOutcome, WantedLine,
 };
 use holdfast::inventory::IdempotencyKey;
@@ -26,12 +26,12 @@ fn form(key: &str, basket: &str, product: &str, n: i64) -> CheckoutStart {
             qty: qty(n),
         }],
         customer: Customer::parse("Ada Shopper", "ada@example.com").unwrap(),
-        provider: Provider::Stripe,
+        provider: holdfast::payments::ProviderKind::Stripe,
     }
 }
 
-fn session(order: &Order) -> ProviderSession {
-    ProviderSession {
+fn session(order: &Order) -> holdfast::payments::PaymentPage {
+    holdfast::payments::PaymentPage {
         id: format!("cs_test_{}", order.id.simple()),
         url: format!("http://sandbox/pay/{}", order.id.simple()),
         expires_at: chrono::Utc::now() + chrono::Duration::minutes(30),
@@ -492,9 +492,18 @@ async fn a_hold_that_ended_before_its_payment_phase_ends_the_order_and_keeps_the
     .execute(&db.pool)
     .await
     .unwrap();
-    checkout::release_order(&db.pool, orders[1].1.id, "shopper", "shopper", "cancelled")
-        .await
-        .unwrap();
+    checkout::release_order(
+        &db.pool,
+        orders[1].1.id,
+        Release {
+            reason: "shopper",
+            actor: "shopper",
+            final_state: OrderState::Cancelled,
+            close_page: true,
+        },
+    )
+    .await
+    .unwrap();
     let mut states = Vec::new();
     for (key, order, resource) in orders {
         let session = session(&order);
@@ -522,14 +531,14 @@ async fn a_hold_that_ended_before_its_payment_phase_ends_the_order_and_keeps_the
                 .fetch_one(&db.pool)
                 .await
                 .unwrap();
-        states.push((key, alive, stored.state, basket));
+        states.push((key, alive, stored.state.as_str(), basket));
     }
     assert_eq!(
         states,
         [
-            ("lapsed", false, "expired".to_owned(), 1),
-            ("released", false, "cancelled".to_owned(), 1),
-            ("fine", true, "pending".to_owned(), 0),
+            ("lapsed", false, "expired", 1),
+            ("released", false, "cancelled", 1),
+            ("fine", true, "pending", 0),
         ]
     );
     // the lapsed hold was expired once, with its history
@@ -638,7 +647,7 @@ async fn a_server_killed_with_checkout_batches_in_flight_leaves_nothing_half_wri
     .execute(&db.pool)
     .await
     .unwrap();
-    let client = reqwest::Client::builder()
+    let client = crate::helpers::http_builder()
         .redirect(reqwest::redirect::Policy::none())
         .build()
         .unwrap();

@@ -233,6 +233,15 @@ pub async fn spawn_app() -> TestApp {
 }
 
 pub async fn spawn_app_with(db: TestDb) -> TestApp {
+    spawn_app_shaped(db, |_, _| {}).await
+}
+
+/// [`spawn_app_with`], with the shop changed before it opens (other keys,
+/// other settings).
+pub async fn spawn_app_shaped(
+    db: TestDb,
+    shape: impl FnOnce(&TestSandbox, &mut holdfast::startup::Shop),
+) -> TestApp {
     let sandbox = spawn_sandbox();
     let listener = TcpListener::bind("127.0.0.1:0").expect("bind port 0");
     let address = format!("http://127.0.0.1:{}", listener.local_addr().unwrap().port());
@@ -246,23 +255,14 @@ pub async fn spawn_app_with(db: TestDb) -> TestApp {
     let shop = holdfast::startup::Shop {
         checkouts: holdfast::checkout::Checkouts::new(db.pool.clone()),
         pool: db.pool.clone(),
-        stripe: sandbox.adapter(),
-        stripe_webhook_secret: Some(sandbox.settings.stripe_webhook_secret.clone()),
+        payments: sandbox.providers(),
         base_url: address.clone(),
         session_minutes: 31,
-        razorpay: Some(holdfast::startup::RazorpayShop {
-            adapter: sandbox.razorpay_adapter(),
-            key_secret: sandbox.settings.razorpay_key_secret.clone(),
-            webhook_secret: Some(sandbox.settings.razorpay_webhook_secret.clone()),
-            checkout_script: sandbox.razorpay.checkout_script_url(),
-        }),
-        providers: vec![
-            holdfast::checkout::Provider::Stripe,
-            holdfast::checkout::Provider::Razorpay,
-        ],
         session_key: holdfast::staff::SessionKey::generate(),
         csp_reports: csp_reports.clone(),
     };
+    let mut shop = shop;
+    shape(&sandbox, &mut shop);
     let app = Application::build(listener, shop).expect("build app");
     tokio::spawn(app.run_until_stopped());
     TestApp {
@@ -276,11 +276,18 @@ pub async fn spawn_app_with(db: TestDb) -> TestApp {
 
 /// A new shopper: own cookie jar, redirects left to the test.
 pub fn browser() -> reqwest::Client {
-    reqwest::Client::builder()
-        .cookie_store(true)
-        .redirect(reqwest::redirect::Policy::none())
-        .build()
-        .expect("client")
+    http_builder().cookie_store(true).build().expect("client")
+}
+
+/// An HTTP client with Holdfast's TLS setup (rustls with aws-lc-rs, the
+/// only crypto backend built), redirects left to the test.
+pub fn http_builder() -> reqwest::ClientBuilder {
+    holdfast::payments::http::client_builder(&holdfast::payments::http::TrustedRoots::mozilla())
+}
+
+/// [`http_builder`], built.
+pub fn http_client() -> reqwest::Client {
+    http_builder().build().expect("client")
 }
 
 pub fn rid(id: &str) -> ResourceId {
@@ -355,25 +362,48 @@ pub struct TestSandbox {
 }
 
 impl TestSandbox {
-    pub fn razorpay_adapter(&self) -> holdfast::payments::razorpay::RazorpayAdapter {
-        holdfast::payments::razorpay::RazorpayAdapter::new(
-            &holdfast::payments::razorpay::RazorpaySettings {
-                key_id: self.settings.razorpay_key_id.clone(),
-                key_secret: self.settings.razorpay_key_secret.clone(),
-                api_base: self.razorpay.api_base(),
-            },
+    /// Where the shop's Stripe adapter finds this sandbox, and its keys.
+    pub fn stripe_settings(&self) -> holdfast::payments::stripe::StripeSettings {
+        self.keys().0
+    }
+
+    /// Where the shop's Razorpay adapter finds this sandbox, and its keys.
+    pub fn razorpay_settings(&self) -> holdfast::payments::razorpay::RazorpaySettings {
+        self.keys().1
+    }
+
+    fn keys(
+        &self,
+    ) -> (
+        holdfast::payments::stripe::StripeSettings,
+        holdfast::payments::razorpay::RazorpaySettings,
+    ) {
+        holdfast::startup::sandbox_keys(&self.settings, &self.base, vec!["card".into()])
+    }
+
+    /// The real Stripe adapter, pointed at this sandbox.
+    pub fn stripe_provider(&self) -> holdfast::payments::stripe::StripeProvider {
+        holdfast::payments::stripe::StripeProvider::new(&self.stripe_settings(), http_client())
+            .expect("stripe adapter")
+    }
+
+    /// The real Razorpay adapter, pointed at this sandbox.
+    pub fn razorpay_provider(&self) -> holdfast::payments::razorpay::RazorpayProvider {
+        holdfast::payments::razorpay::RazorpayProvider::new(
+            &self.razorpay_settings(),
+            http_client(),
         )
         .expect("razorpay adapter")
     }
 
-    pub fn adapter(&self) -> holdfast::payments::stripe::StripeAdapter {
-        holdfast::payments::stripe::StripeAdapter::new(
-            &holdfast::payments::stripe::StripeSettings {
-                secret_key: self.settings.stripe_secret_key.clone(),
-                api_base: self.stripe.api_base(),
-            },
+    /// Both adapters, Stripe first, as a shop with both keys has them.
+    pub fn providers(&self) -> holdfast::payments::Providers {
+        holdfast::startup::build_providers(
+            Some(&self.stripe_settings()),
+            Some(&self.razorpay_settings()),
+            &holdfast::payments::http::TrustedRoots::mozilla(),
         )
-        .expect("adapter")
+        .expect("providers")
     }
 }
 
@@ -383,6 +413,7 @@ pub fn spawn_sandbox() -> TestSandbox {
     let base = format!("http://127.0.0.1:{}", listener.local_addr().unwrap().port());
     let mut settings = SandboxSettings::development();
     settings.retry_base = std::time::Duration::from_millis(50);
+    settings.refunds_settle_after = Some(std::time::Duration::from_millis(50));
     let sandbox = Sandbox::build(listener, settings.clone(), base.clone()).expect("sandbox");
     let stripe = sandbox.stripe.clone();
     let razorpay = sandbox.razorpay.clone();
@@ -397,7 +428,7 @@ pub fn spawn_sandbox() -> TestSandbox {
 
 impl TestApp {
     pub async fn order_state(&self, token: &str) -> String {
-        sqlx::query_scalar("select state from orders where token = $1")
+        sqlx::query_scalar("select state::text from orders where token = $1")
             .bind(token)
             .fetch_one(&self.db.pool)
             .await
@@ -464,4 +495,159 @@ pub async fn held_and_sold(db: &TestDb, resource: &str) -> (i32, i32) {
         .unwrap()
         .unwrap_or_else(|| panic!("no resource {resource}"));
     (status.held, status.sold)
+}
+
+/// A captured payment that is exactly what the order asks for: its
+/// provider, its page, its amount and currency.
+pub async fn payment_for(
+    pool: &PgPool,
+    order_id: Uuid,
+    payment_ref: &str,
+) -> holdfast::payments::ProviderPayment {
+    let order = holdfast::checkout::order_by_id(pool, order_id)
+        .await
+        .unwrap()
+        .unwrap_or_else(|| panic!("no order {order_id}"));
+    holdfast::payments::ProviderPayment {
+        provider: order.provider,
+        payment_ref: payment_ref.to_owned(),
+        page_id: order.provider_session_id.clone(),
+        amount_minor: order.amount_minor,
+        currency: order.currency.clone(),
+        status: holdfast::payments::PaymentStatus::Captured,
+        order_hint: Some(order.id),
+    }
+}
+
+/// A release of an order's units, as a provider's expiry event asks for.
+pub fn expired_by_provider() -> holdfast::checkout::Release<'static> {
+    holdfast::checkout::Release {
+        reason: "checkout.session.expired",
+        actor: "stripe",
+        final_state: holdfast::checkout::OrderState::Expired,
+        close_page: false,
+    }
+}
+
+/// The worker's outbox until nothing is due and no refund is still
+/// pending at the provider (the sandbox finishes refunds a moment after
+/// it accepts them, as banks do): each pass asks a pending refund again by
+/// its id. Five seconds at most.
+pub async fn drain_outbox(
+    pool: &PgPool,
+    payments: holdfast::payments::Providers,
+) -> Vec<holdfast::worker::outbox::JobOutcome> {
+    use holdfast::worker::outbox::{JobOutcome, Outbox};
+    let outbox = Outbox::new(pool.clone(), payments);
+    let mut all = Vec::new();
+    for _ in 0..100 {
+        let outcomes = outbox.drain().await.expect("outbox");
+        let waiting = outcomes.iter().any(|o| {
+            matches!(o, JobOutcome::Failed { error, .. } if error.contains("not finished at the provider"))
+        });
+        all.extend(outcomes);
+        if !waiting {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        // the backoff is over: ask again now
+        sqlx::query(
+            "update outbox_jobs set run_after = now() where state = 'pending' and kind = 'refund'",
+        )
+        .execute(pool)
+        .await
+        .unwrap();
+    }
+    all
+}
+
+/// A test certificate authority, and an HTTPS server of its signing in
+/// front of a plain HTTP one (the sandbox): what a provider's TLS looks
+/// like to an adapter told to trust that authority.
+pub struct TlsFront {
+    /// `https://127.0.0.1:<port>`
+    pub base: String,
+    /// The authority's certificate, PEM.
+    pub authority_pem: String,
+}
+
+pub async fn tls_front(plain_base: &str) -> TlsFront {
+    use rcgen::{
+        BasicConstraints, CertificateParams, CertifiedIssuer, DnType, IsCa, KeyPair,
+        KeyUsagePurpose,
+    };
+    use std::sync::Arc;
+
+    let mut authority = CertificateParams::new(Vec::<String>::new()).unwrap();
+    authority.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    authority
+        .distinguished_name
+        .push(DnType::CommonName, "Holdfast test authority");
+    authority.key_usages = vec![
+        KeyUsagePurpose::KeyCertSign,
+        KeyUsagePurpose::CrlSign,
+        KeyUsagePurpose::DigitalSignature,
+    ];
+    let authority = CertifiedIssuer::self_signed(authority, KeyPair::generate().unwrap()).unwrap();
+    let server_key = KeyPair::generate().unwrap();
+    let server = CertificateParams::new(vec!["127.0.0.1".to_owned(), "localhost".to_owned()])
+        .unwrap()
+        .signed_by(&server_key, &authority)
+        .unwrap();
+    let config = rustls::ServerConfig::builder_with_provider(Arc::new(
+        rustls::crypto::aws_lc_rs::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .unwrap()
+    .with_no_client_auth()
+    .with_single_cert(
+        vec![server.der().clone()],
+        rustls_pki_types::PrivateKeyDer::Pkcs8(server_key.serialize_der().into()),
+    )
+    .unwrap();
+    let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let upstream = plain_base.trim_start_matches("http://").to_owned();
+    tokio::spawn(async move {
+        loop {
+            let Ok((stream, _)) = listener.accept().await else {
+                return;
+            };
+            let acceptor = acceptor.clone();
+            let upstream = upstream.clone();
+            tokio::spawn(async move {
+                let Ok(mut tls) = acceptor.accept(stream).await else {
+                    return;
+                };
+                let Ok(mut plain) = tokio::net::TcpStream::connect(&upstream).await else {
+                    return;
+                };
+                let _ = tokio::io::copy_bidirectional(&mut tls, &mut plain).await;
+            });
+        }
+    });
+    TlsFront {
+        base: format!("https://127.0.0.1:{port}"),
+        authority_pem: authority.pem(),
+    }
+}
+
+/// Wait (five seconds at most) until a webhook of `event_type` from a
+/// sandbox was accepted by the shop.
+pub async fn wait_for_event(
+    ledger: impl Fn() -> holdfast::payments::sandbox::Ledger,
+    event_type: &str,
+) {
+    for _ in 0..100 {
+        if ledger()
+            .deliveries
+            .iter()
+            .any(|d| d.event_type == event_type && d.status == Some(200))
+        {
+            return;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    panic!("no {event_type} was accepted: {:?}", ledger().deliveries);
 }

@@ -7,8 +7,8 @@ use std::time::Duration;
 use futures::future::join_all;
 use holdfast::checkout::catalogue::CatalogueFile;
 use holdfast::configuration::Secret;
-use holdfast::webhooks::signature::stripe_signature_header;
-use holdfast::worker::outbox::Outbox;
+use holdfast::payments::PaymentProvider;
+use holdfast::payments::signature::stripe_signature_header;
 use reqwest::Response;
 
 use crate::helpers::*;
@@ -70,11 +70,7 @@ impl TestApp {
     }
 
     async fn outbox(&self) -> Vec<holdfast::worker::outbox::JobOutcome> {
-        Outbox::new(self.db.pool.clone(), self.sandbox.adapter())
-            .with_razorpay(Some(self.sandbox.razorpay_adapter()))
-            .drain()
-            .await
-            .unwrap()
+        drain_outbox(&self.db.pool, self.sandbox.providers()).await
     }
 
     async fn wait_for_deliveries(&self, accepted: usize) {
@@ -271,16 +267,11 @@ async fn abandoning_gives_the_units_back_and_late_money_is_refunded() {
     // the worker closes the provider's page as well
     app.outbox().await;
     let session_id = session_url.rsplit('/').next().unwrap();
-    let session = app
-        .sandbox
-        .adapter()
-        .retrieve_session(session_id)
-        .await
-        .unwrap();
-    assert_eq!(session.status.as_deref(), Some("expired"));
+    let session = app.sandbox.stripe.session(session_id).unwrap();
+    assert_eq!(session["status"], "expired");
 
     // money arriving after all that is refunded, never sold
-    let forced = reqwest::Client::new()
+    let forced = crate::helpers::http_client()
         .post(format!(
             "{}/stripe/_sandbox/sessions/{session_id}/force-pay",
             app.sandbox.base
@@ -379,18 +370,19 @@ async fn a_provider_outage_at_checkout_start_releases_the_holds_and_tells_the_sh
     let shop = holdfast::startup::Shop {
         checkouts: holdfast::checkout::Checkouts::new(db.pool.clone()),
         pool: db.pool.clone(),
-        stripe: holdfast::payments::stripe::StripeAdapter::new(
-            &holdfast::payments::stripe::StripeSettings {
+        payments: holdfast::startup::build_providers(
+            Some(&holdfast::payments::stripe::StripeSettings {
                 secret_key: Secret::new("sk_test_x"),
                 api_base: "http://127.0.0.1:1/stripe/".into(),
-            },
+                webhook_secrets: Vec::new(),
+                payment_methods: vec!["card".into()],
+            }),
+            None,
+            &holdfast::payments::http::TrustedRoots::mozilla(),
         )
         .unwrap(),
-        stripe_webhook_secret: None,
         base_url: address.clone(),
         session_minutes: 31,
-        razorpay: None,
-        providers: vec![holdfast::checkout::Provider::Stripe],
         session_key: holdfast::staff::SessionKey::generate(),
         csp_reports: Default::default(),
     };
@@ -477,7 +469,7 @@ mod webhooks {
     }
 
     async fn post(app: &TestApp, body: &str, signature: Option<String>) -> reqwest::Response {
-        let mut request = reqwest::Client::new()
+        let mut request = crate::helpers::http_client()
             .post(format!("{}/webhooks/stripe", app.address))
             .header("Content-Type", "application/json")
             .body(body.to_owned());
@@ -528,7 +520,7 @@ mod webhooks {
         let completed = event(
             "checkout.session.completed",
             "evt_forged",
-            serde_json::json!({ "id": session_id, "client_reference_id": order_id, "payment_status": "paid", "payment_intent": "pi_forged" }),
+            serde_json::json!({ "id": session_id, "client_reference_id": order_id, "status": "complete", "payment_status": "paid", "payment_intent": "pi_forged", "amount_total": 1400, "currency": "eur" }),
         );
         let now = chrono::Utc::now().timestamp();
         let before = effects(&app).await;
@@ -563,7 +555,7 @@ mod webhooks {
         app.load_demo().await;
         let (session_id, order_id) = paid_order(&app).await;
         let now = chrono::Utc::now().timestamp();
-        let object = serde_json::json!({ "id": session_id, "client_reference_id": order_id, "payment_status": "paid", "payment_intent": "pi_from_webhook" });
+        let object = serde_json::json!({ "id": session_id, "client_reference_id": order_id, "status": "complete", "payment_status": "paid", "payment_intent": "pi_from_webhook", "amount_total": 1400, "currency": "eur" });
         let completed = event("checkout.session.completed", "evt_paid", object.clone());
         let expired = event("checkout.session.expired", "evt_expired", object);
         // the expiry notice arrives late, after the payment: it must not
@@ -590,7 +582,7 @@ mod deliveries {
         app.add(shopper, "harbour-lights-general", 1).await;
         let session_url = location(&app.checkout(shopper).await);
         let session_id = session_url.rsplit('/').next().unwrap();
-        let set = reqwest::Client::new()
+        let set = crate::helpers::http_client()
             .post(format!(
                 "{}/stripe/_sandbox/sessions/{session_id}/delivery?mode={mode}",
                 app.sandbox.base
@@ -677,8 +669,8 @@ async fn paying_on_an_expired_page_is_money_after_expiry_and_is_refunded() {
     let session_id = session_url.rsplit('/').next().unwrap().to_owned();
     // the session expires at the provider; the webhook gives the units back
     app.sandbox
-        .adapter()
-        .expire_session(&session_id)
+        .stripe_provider()
+        .close_page(&session_id)
         .await
         .unwrap();
     let token: String = sqlx::query_scalar("select token from orders")

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use holdfast::checkout::catalogue::CatalogueFile;
 use holdfast::configuration::DatabaseSettings;
 use holdfast::database::cluster::LocalCluster;
-use holdfast::startup::{Application, RazorpayShop, Shop};
+use holdfast::startup::{Application, Shop};
 use tokio::sync::Mutex;
 
 use crate::helpers::*;
@@ -74,17 +74,9 @@ async fn postgres_stopped_under_load_answers_503_fast_and_loses_or_doubles_nothi
     let shop = Shop {
         checkouts: holdfast::checkout::Checkouts::new(pool.clone()),
         pool: pool.clone(),
-        stripe: sandbox.adapter(),
-        stripe_webhook_secret: Some(sandbox.settings.stripe_webhook_secret.clone()),
+        payments: sandbox.providers(),
         base_url: address.clone(),
         session_minutes: 31,
-        razorpay: Some(RazorpayShop {
-            adapter: sandbox.razorpay_adapter(),
-            key_secret: sandbox.settings.razorpay_key_secret.clone(),
-            webhook_secret: Some(sandbox.settings.razorpay_webhook_secret.clone()),
-            checkout_script: sandbox.razorpay.checkout_script_url(),
-        }),
-        providers: vec![holdfast::checkout::Provider::Stripe],
         session_key: holdfast::staff::SessionKey::generate(),
         csp_reports: Arc::default(),
     };
@@ -105,7 +97,7 @@ async fn postgres_stopped_under_load_answers_503_fast_and_loses_or_doubles_nothi
             tokio::spawn(async move {
                 // arriving one by one, before, during and after the outage
                 tokio::time::sleep(Duration::from_millis(200 + 400 * i)).await;
-                let client = reqwest::Client::builder()
+                let client = crate::helpers::http_builder()
                     .cookie_store(true)
                     .redirect(reqwest::redirect::Policy::none())
                     .timeout(Duration::from_secs(30))
@@ -169,7 +161,7 @@ async fn postgres_stopped_under_load_answers_503_fast_and_loses_or_doubles_nothi
             let address = address.clone();
             let stop = stop_reading.clone();
             tokio::spawn(async move {
-                let client = reqwest::Client::builder()
+                let client = crate::helpers::http_builder()
                     .timeout(Duration::from_secs(30))
                     .build()
                     .unwrap();

@@ -89,7 +89,7 @@ pub(crate) fn holdfast_process(db: &TestDb, sandbox: &TestSandbox, args: &[&str]
 
 /// Wait for a server to answer its health check.
 pub(crate) async fn ready(server: &Server) {
-    let client = reqwest::Client::new();
+    let client = crate::helpers::http_client();
     for _ in 0..300 {
         if let Ok(answer) = client
             .get(format!("{}/healthz", server.address))
@@ -303,6 +303,8 @@ async fn a_worker_killed_mid_refund_refunds_exactly_once_after_its_restart() {
 
     // restarted: once the dead worker's lease runs out the job runs again,
     // with the same key, and the provider answers with the same refund
+    // (pending at first; then the worker reads it by its id until it is
+    // done)
     let _server = serve(&db, &sandbox, port, None).await;
     wait_until("the refund job was done", || async {
         sqlx::query_scalar::<_, String>("select state from outbox_jobs where kind = 'refund'")
@@ -317,13 +319,13 @@ async fn a_worker_killed_mid_refund_refunds_exactly_once_after_its_restart() {
             .fetch_one(&db.pool)
             .await
             .unwrap();
-    assert_eq!(attempts, 2);
+    assert!((2..=3).contains(&attempts), "{attempts}");
     let ledger = sandbox.stripe.ledger();
     assert_eq!(ledger.charges.len(), 2);
     assert_eq!(ledger.refunds.len(), 1, "refunded exactly once");
     assert_eq!(
         ledger.refunds[0].idempotency_key.as_deref(),
-        Some(dedupe_key.as_str())
+        Some(holdfast::checkout::refund::idempotency_key(&dedupe_key, 0).as_str())
     );
     // the other charge bought the ticket
     let kept: String = sqlx::query_scalar("select payment_ref from orders where state = 'paid'")

@@ -1,158 +1,494 @@
-//! The real Stripe adapter (async-stripe) against the sandbox over HTTP.
+//! The real Stripe adapter (async-stripe's requests over Holdfast's HTTPS
+//! client) against the sandbox over HTTP, and the sandbox holding it to
+//! Stripe's rules.
 
-use chrono::{Duration, Utc};
+use std::time::Duration;
+
 use holdfast::configuration::Secret;
-use holdfast::payments::ProviderError;
-use holdfast::payments::stripe::{SessionLine, SessionRequest, StripeAdapter, StripeSettings};
+use holdfast::payments::stripe::{StripeProvider, StripeSettings};
+use holdfast::payments::{
+    PageLine, PageRequest, PageStatus, PaymentProvider, PaymentStatus, ProviderError,
+    RefundRequest, RefundStatus,
+};
+use uuid::Uuid;
 
-use crate::helpers::spawn_sandbox;
+use crate::helpers::{http_builder, http_client, spawn_sandbox};
 
-fn session_request(key: &str) -> SessionRequest {
-    SessionRequest {
-        order_id: "order-1".into(),
+pub(crate) fn page_request(order_id: Uuid, lifetime_minutes: u64) -> PageRequest {
+    PageRequest {
+        order_id,
+        amount_minor: 2 * 9000 + 1400,
         currency: "eur".into(),
         lines: vec![
-            SessionLine {
+            PageLine {
                 name: "Harbour Lights — VIP".into(),
                 qty: 2,
                 unit_amount_minor: 9000,
             },
-            SessionLine {
+            PageLine {
                 name: "Wild honey".into(),
                 qty: 1,
                 unit_amount_minor: 1400,
             },
         ],
+        customer_name: "Ada".into(),
         customer_email: "ada@example.com".into(),
-        success_url: "http://shop.test/checkout/return?session_id={CHECKOUT_SESSION_ID}".into(),
+        return_url: "http://shop.test/checkout/return/token".into(),
         cancel_url: "http://shop.test/basket".into(),
-        expires_at: Utc::now() + Duration::minutes(31),
-        idempotency_key: key.into(),
+        pay_url: "http://shop.test/pay/token".into(),
+        lifetime: Duration::from_secs(lifetime_minutes * 60),
     }
 }
 
-#[tokio::test]
-async fn sessions_are_created_once_per_key_paid_on_the_page_and_refunded_once() {
-    let sandbox = spawn_sandbox();
-    let stripe = sandbox.adapter();
+fn refund(payment_ref: &str, key: &str) -> RefundRequest {
+    RefundRequest {
+        payment_ref: payment_ref.to_owned(),
+        amount_minor: None,
+        idempotency_key: key.to_owned(),
+        order_id: None,
+    }
+}
 
-    let created = stripe
-        .create_session(&session_request("checkout:order-1"))
-        .await
-        .unwrap();
-    assert!(created.id.starts_with("cs_test_"));
-    assert_eq!(created.client_reference_id.as_deref(), Some("order-1"));
-    assert!(!created.paid);
-    let url = created.url.clone().expect("a payment page");
-    // the same idempotency key returns the same session
-    let again = stripe
-        .create_session(&session_request("checkout:order-1"))
-        .await
-        .unwrap();
-    assert_eq!(again.id, created.id);
-
-    // pay on the hosted page: redirected to the success URL with the id
-    let browser = reqwest::Client::builder()
-        .redirect(reqwest::redirect::Policy::none())
+/// Pay a Stripe page on the sandbox's hosted page; the success URL.
+pub(crate) async fn pay_on_page(url: &str, action: &str) -> reqwest::Response {
+    http_builder()
         .build()
-        .unwrap();
-    let page = browser
-        .get(&url)
+        .unwrap()
+        .post(format!("{url}/{action}"))
         .send()
         .await
         .unwrap()
-        .text()
-        .await
-        .unwrap();
-    assert!(page.contains("Pay 194.00 EUR"), "{page}");
-    let paid = browser.post(format!("{url}/pay")).send().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_page_is_opened_once_per_order_paid_on_the_page_and_refunded_once() {
+    let sandbox = spawn_sandbox();
+    sandbox.stripe.set_refunds_settle_after(None);
+    let stripe = sandbox.stripe_provider();
+    let order_id = Uuid::new_v4();
+
+    let page = stripe.open_page(&page_request(order_id, 31)).await.unwrap();
+    assert!(page.id.starts_with("cs_test_"));
+    let session = sandbox.stripe.session(&page.id).unwrap();
+    assert_eq!(session["client_reference_id"], order_id.to_string());
+    // instant methods only; the order is on the payment for the dashboard
+    assert_eq!(session["payment_method_types"], serde_json::json!(["card"]));
+    let state = stripe.page(&page.id).await.unwrap();
+    assert_eq!((state.status, state.payments.len()), (PageStatus::Open, 0));
+
+    // pay on the hosted page: sent to the success URL with the session id
+    let paid = pay_on_page(&page.url, "pay").await;
     assert_eq!(paid.status(), 303);
     assert_eq!(
         paid.headers()["location"].to_str().unwrap(),
-        format!("http://shop.test/checkout/return?session_id={}", created.id)
+        format!(
+            "http://shop.test/checkout/return/token?session_id={}",
+            page.id
+        )
+    );
+    let state = stripe.page(&page.id).await.unwrap();
+    assert_eq!(state.status, PageStatus::Complete);
+    let [payment] = state.payments.as_slice() else {
+        panic!("one payment: {:?}", state.payments);
+    };
+    assert_eq!(
+        (
+            payment.status,
+            payment.amount_minor,
+            payment.currency.as_str(),
+            payment.page_id.as_deref(),
+            payment.order_hint
+        ),
+        (
+            PaymentStatus::Captured,
+            19400,
+            "eur",
+            Some(page.id.as_str()),
+            Some(order_id)
+        )
+    );
+    let ledger = sandbox.stripe.ledger();
+    assert_eq!(
+        ledger.charges[0].metadata["order_id"],
+        order_id.to_string(),
+        "payment_intent_data.metadata ties the payment to the order"
     );
 
-    let retrieved = stripe.retrieve_session(&created.id).await.unwrap();
-    assert!(retrieved.paid);
-    let intent = retrieved.payment_intent.expect("a payment intent");
-    assert!(intent.starts_with("pi_"));
-
-    // a refund is executed once per key, and a second refund is refused
-    let first = stripe.refund(&intent, "refund:job-1").await.unwrap();
-    let replay = stripe.refund(&intent, "refund:job-1").await.unwrap();
-    assert_eq!(first, replay);
-    assert_eq!(first.1, holdfast::payments::RefundState::Settled);
-    assert_eq!(sandbox.stripe.ledger().refunds.len(), 1);
-    let twice = stripe.refund(&intent, "refund:job-2").await.unwrap_err();
-    assert!(
-        matches!(twice, ProviderError::Refused { status: 400, .. }),
-        "{twice}"
+    // a refund is pending at first; asked again under its key, it is the
+    // same refund; read by its id, it finishes
+    let key = "a".repeat(64);
+    let first = stripe
+        .create_refund(&refund(&payment.payment_ref, &key))
+        .await
+        .unwrap();
+    assert_eq!(first.status, RefundStatus::Pending);
+    let replay = stripe
+        .create_refund(&refund(&payment.payment_ref, &key))
+        .await
+        .unwrap();
+    assert_eq!(replay, first);
+    sandbox.stripe.settle_refund(&first.id, true).unwrap();
+    assert_eq!(
+        stripe.refund(&first.id).await.unwrap().status,
+        RefundStatus::Succeeded
     );
-
-    // the ledger over HTTP agrees: one charge, one refund
-    let ledger: serde_json::Value =
-        reqwest::get(format!("{}/stripe/_sandbox/ledger", sandbox.base))
+    // ... while its key still replays the first answer: pending
+    assert_eq!(
+        stripe
+            .create_refund(&refund(&payment.payment_ref, &key))
             .await
             .unwrap()
-            .json()
-            .await
-            .unwrap();
-    assert_eq!(ledger["charges"].as_array().unwrap().len(), 1);
-    assert_eq!(ledger["refunds"][0]["idempotency_key"], "refund:job-1");
+            .status,
+        RefundStatus::Pending
+    );
+    assert_eq!(sandbox.stripe.ledger().refunds_standing().count(), 1);
+    // a second refund of the whole payment is refused...
+    let twice = stripe
+        .create_refund(&refund(&payment.payment_ref, &"b".repeat(64)))
+        .await;
+    // ... and the adapter finds the refund that was made instead
+    assert_eq!(twice.unwrap().id, first.id);
+    assert_eq!(
+        stripe.refunds_of(&payment.payment_ref).await.unwrap()[0].id,
+        first.id
+    );
+
+    // closing a completed page is nothing to do
+    stripe.close_page(&page.id).await.unwrap();
 }
 
 #[tokio::test]
 async fn the_sandbox_answers_like_stripe_when_things_are_wrong() {
     let sandbox = spawn_sandbox();
-    let stripe = sandbox.adapter();
+    let stripe = sandbox.stripe_provider();
+    let base = sandbox.stripe.api_base();
+    let key = sandbox.settings.stripe_secret_key.expose().to_owned();
+    let client = http_client();
+    let create = |body: String, idempotency: &str| {
+        client
+            .post(format!("{base}v1/checkout/sessions"))
+            .bearer_auth(&key)
+            .header("Idempotency-Key", idempotency)
+            .header("Content-Type", "application/x-www-form-urlencoded")
+            .body(body)
+            .send()
+    };
+    let now = chrono::Utc::now().timestamp();
+    let body = |expires_at: i64, amount: i64| {
+        format!(
+            "mode=payment&success_url=http%3A%2F%2Fshop.test%2F&expires_at={expires_at}\
+             &line_items[0][quantity]=1&line_items[0][price_data][currency]=eur\
+             &line_items[0][price_data][unit_amount]={amount}\
+             &line_items[0][price_data][product_data][name]=Honey"
+        )
+    };
 
-    let mut too_soon = session_request("k-soon");
-    too_soon.expires_at = Utc::now() + Duration::minutes(5);
-    let error = stripe.create_session(&too_soon).await.unwrap_err();
-    assert!(
-        matches!(&error, ProviderError::Refused { status: 400, message } if message.contains("expires_at")),
-        "{error}"
+    // expires_at: 30 minutes to 24 hours from when the request arrives
+    for (expires_at, ok) in [
+        (now + 29 * 60, false),
+        (now + 30 * 60 - 5, false),
+        (now + 24 * 3600 + 5, false),
+        (now + 31 * 60, true),
+    ] {
+        let answer = create(body(expires_at, 1400), &Uuid::new_v4().to_string())
+            .await
+            .unwrap();
+        assert_eq!(answer.status().is_success(), ok, "{expires_at} - {now}");
+        if !ok {
+            let error: serde_json::Value = answer.json().await.unwrap();
+            assert_eq!(error["error"]["param"], "expires_at");
+        }
+    }
+
+    // an idempotency key replays its first answer, and refuses other
+    // parameters or another endpoint
+    let first = create(body(now + 3600, 1400), "key-1").await.unwrap();
+    let first_id = first.json::<serde_json::Value>().await.unwrap()["id"].clone();
+    let replay = create(body(now + 3600, 1400), "key-1").await.unwrap();
+    assert_eq!(replay.headers()["Idempotent-Replayed"], "true");
+    assert_eq!(
+        replay.json::<serde_json::Value>().await.unwrap()["id"],
+        first_id
     );
+    let other = create(body(now + 3600, 1500), "key-1").await.unwrap();
+    assert_eq!(other.status(), 400);
+    assert_eq!(
+        other.json::<serde_json::Value>().await.unwrap()["error"]["type"],
+        "idempotency_error"
+    );
+    let elsewhere = client
+        .post(format!("{base}v1/refunds"))
+        .bearer_auth(&key)
+        .header("Idempotency-Key", "key-1")
+        .form(&[("payment_intent", "pi_x")])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        elsewhere.json::<serde_json::Value>().await.unwrap()["error"]["type"],
+        "idempotency_error"
+    );
+    // after 24 hours the key is forgotten: a new session
+    sandbox.stripe.expire_idempotency_keys();
+    let fresh = create(body(now + 3600, 1400), "key-1").await.unwrap();
+    assert_ne!(
+        fresh.json::<serde_json::Value>().await.unwrap()["id"],
+        first_id
+    );
+    // a key longer than 255 characters is refused
+    let long = create(body(now + 3600, 1400), &"k".repeat(256))
+        .await
+        .unwrap();
+    assert_eq!(long.status(), 400);
 
-    let missing = stripe.retrieve_session("cs_test_nope").await.unwrap_err();
+    // basic auth with the key as user name is as good as a bearer
+    let basic = client
+        .get(format!(
+            "{base}v1/checkout/sessions/{}",
+            first_id.as_str().unwrap()
+        ))
+        .basic_auth(&key, None::<&str>)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(basic.status(), 200);
+
+    // unknown objects and routes: Stripe's 404s
+    let missing = stripe.page("cs_test_nope").await.unwrap_err();
     assert!(
-        matches!(missing, ProviderError::Refused { status: 404, .. }),
+        matches!(&missing, ProviderError::Refused { status: 404, code: Some(code), .. } if code == "resource_missing"),
         "{missing}"
     );
+    let route = client
+        .get(format!("{base}v1/nothing"))
+        .bearer_auth(&key)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(route.status(), 404);
+    assert_eq!(
+        route.json::<serde_json::Value>().await.unwrap()["error"]["type"],
+        "invalid_request_error"
+    );
 
-    let wrong_key = StripeAdapter::new(&StripeSettings {
-        secret_key: Secret::new("sk_test_wrong"),
-        api_base: sandbox.stripe.api_base(),
-    })
+    // wrong keys are refused, and never printed
+    let wrong = StripeProvider::new(
+        &StripeSettings {
+            secret_key: Secret::new("sk_test_wrong"),
+            ..sandbox.stripe_settings()
+        },
+        http_client(),
+    )
     .unwrap();
-    let refused = wrong_key
-        .create_session(&session_request("k-auth"))
+    let refused = wrong
+        .open_page(&page_request(Uuid::new_v4(), 31))
         .await
         .unwrap_err();
     assert!(
         matches!(refused, ProviderError::Refused { status: 401, .. }),
         "{refused}"
     );
-    assert!(
-        !format!("{refused:?}").contains("sk_test"),
-        "no key in errors"
-    );
+    assert!(!format!("{refused:?} {wrong:?}").contains("sk_test"));
 
-    let session = stripe
-        .create_session(&session_request("k-expire"))
+    // a page closes once; closing it again is nothing to do
+    let page = stripe
+        .open_page(&page_request(Uuid::new_v4(), 31))
         .await
         .unwrap();
-    let expired = stripe.expire_session(&session.id).await.unwrap();
-    assert_eq!(expired.status.as_deref(), Some("expired"));
-    let again = stripe.expire_session(&session.id).await.unwrap_err();
-    assert!(matches!(again, ProviderError::Refused { status: 400, .. }));
+    stripe.close_page(&page.id).await.unwrap();
+    assert_eq!(
+        stripe.page(&page.id).await.unwrap().status,
+        PageStatus::Expired
+    );
+    stripe.close_page(&page.id).await.unwrap();
 
     // nothing listening: the provider is unavailable, which is transient
-    let gone = StripeAdapter::new(&StripeSettings {
-        secret_key: Secret::new("sk_test_x"),
-        api_base: "http://127.0.0.1:1/stripe/".into(),
-    })
+    let gone = StripeProvider::new(
+        &StripeSettings {
+            api_base: "http://127.0.0.1:1/stripe/".into(),
+            ..sandbox.stripe_settings()
+        },
+        http_client(),
+    )
     .unwrap();
-    let outage = gone.retrieve_session("cs_test_x").await.unwrap_err();
+    let outage = gone.page("cs_test_x").await.unwrap_err();
     assert!(outage.is_transient(), "{outage}");
+}
+
+/// The fields of Stripe's published example objects (`openapi/fixtures3.json`
+/// in `stripe/openapi`), top level: the sandbox's objects carry every one.
+const SESSION_FIELDS: &[&str] = &[
+    "adaptive_pricing",
+    "after_expiration",
+    "allow_promotion_codes",
+    "amount_subtotal",
+    "amount_total",
+    "automatic_tax",
+    "billing_address_collection",
+    "cancel_url",
+    "client_reference_id",
+    "client_secret",
+    "collected_information",
+    "consent",
+    "consent_collection",
+    "created",
+    "currency",
+    "currency_conversion",
+    "custom_fields",
+    "custom_text",
+    "customer",
+    "customer_account",
+    "customer_creation",
+    "customer_details",
+    "customer_email",
+    "discounts",
+    "expires_at",
+    "id",
+    "integration_identifier",
+    "invoice",
+    "invoice_creation",
+    "livemode",
+    "locale",
+    "managed_payments",
+    "metadata",
+    "mode",
+    "object",
+    "origin_context",
+    "payment_intent",
+    "payment_link",
+    "payment_method_collection",
+    "payment_method_configuration_details",
+    "payment_method_options",
+    "payment_method_types",
+    "payment_status",
+    "permissions",
+    "phone_number_collection",
+    "recovered_from",
+    "saved_payment_method_options",
+    "setup_intent",
+    "shipping_address_collection",
+    "shipping_cost",
+    "shipping_options",
+    "status",
+    "submit_type",
+    "subscription",
+    "success_url",
+    "total_details",
+    "ui_mode",
+    "url",
+    "wallet_options",
+];
+const REFUND_FIELDS: &[&str] = &[
+    "amount",
+    "balance_transaction",
+    "charge",
+    "created",
+    "currency",
+    "customer",
+    "customer_account",
+    "destination_details",
+    "id",
+    "metadata",
+    "object",
+    "payment_intent",
+    "payment_method",
+    "reason",
+    "receipt_number",
+    "source_transfer_reversal",
+    "status",
+    "transfer_reversal",
+];
+const EVENT_FIELDS: &[&str] = &[
+    "api_version",
+    "created",
+    "data",
+    "id",
+    "livemode",
+    "object",
+    "pending_webhooks",
+    "request",
+    "type",
+];
+
+fn fields(object: &serde_json::Value) -> std::collections::BTreeSet<String> {
+    object
+        .as_object()
+        .map(|o| o.keys().cloned().collect())
+        .unwrap_or_default()
+}
+
+#[tokio::test]
+async fn the_sandboxs_objects_carry_the_fields_of_stripes_published_fixtures() {
+    // the lists above are Stripe's: checked against the fixture file where
+    // the workplace has it (it is reference data, not part of the project)
+    let fixtures = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../shared/reference/stripe-openapi-fixtures3.json");
+    if let Ok(text) = std::fs::read_to_string(&fixtures) {
+        let fixtures: serde_json::Value = serde_json::from_str(&text).unwrap();
+        for (name, listed) in [
+            ("checkout.session", SESSION_FIELDS),
+            ("refund", REFUND_FIELDS),
+            ("event", EVENT_FIELDS),
+        ] {
+            let published = fields(&fixtures["resources"][name]);
+            let listed: std::collections::BTreeSet<String> =
+                listed.iter().map(|f| (*f).to_owned()).collect();
+            assert_eq!(published, listed, "the fields of Stripe's {name}");
+        }
+    }
+
+    let sandbox = spawn_sandbox();
+    let stripe = sandbox.stripe_provider();
+    let page = stripe
+        .open_page(&page_request(Uuid::new_v4(), 31))
+        .await
+        .unwrap();
+    pay_on_page(&page.url, "pay").await;
+    let base = sandbox.stripe.api_base();
+    let key = sandbox.settings.stripe_secret_key.expose().to_owned();
+    let get = |path: String| {
+        let key = key.clone();
+        let base = base.clone();
+        async move {
+            http_client()
+                .get(format!("{base}v1/{path}"))
+                .bearer_auth(key)
+                .send()
+                .await
+                .unwrap()
+                .json::<serde_json::Value>()
+                .await
+                .unwrap()
+        }
+    };
+    let session = get(format!("checkout/sessions/{}", page.id)).await;
+    let intent = session["payment_intent"].as_str().unwrap().to_owned();
+    let made = stripe
+        .create_refund(&refund(&intent, &"c".repeat(64)))
+        .await
+        .unwrap();
+    let refund = get(format!("refunds/{}", made.id)).await;
+    let event_id = sandbox
+        .stripe
+        .events()
+        .iter()
+        .find(|e| e["type"] == "checkout.session.completed")
+        .and_then(|e| e["id"].as_str())
+        .unwrap()
+        .to_owned();
+    let event = get(format!("events/{event_id}")).await;
+    for (name, object, listed) in [
+        ("checkout.session", &session, SESSION_FIELDS),
+        ("refund", &refund, REFUND_FIELDS),
+        ("event", &event, EVENT_FIELDS),
+    ] {
+        let missing: Vec<&&str> = listed
+            .iter()
+            .filter(|f| !fields(object).contains(**f))
+            .collect();
+        assert!(missing.is_empty(), "{name} lacks {missing:?}: {object}");
+    }
+    assert_eq!(event["object"], "event");
+    assert_eq!(event["type"], "checkout.session.completed");
+    assert_eq!(event["data"]["object"]["id"], page.id);
 }

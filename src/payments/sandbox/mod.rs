@@ -1,25 +1,22 @@
 //! The provider sandbox (SPEC §5): the subsets of Stripe's and Razorpay's
-//! HTTP APIs that
-//! Holdfast uses, hosted payment pages, and correctly signed webhooks with
-//! retries, so that nothing needs a network. The real adapters talk to it by
-//! base URL. It keeps its state in memory and never touches the database.
+//! HTTP APIs that Holdfast uses, hosted payment pages, and correctly signed
+//! webhooks with retries, so that nothing needs a network. The real
+//! adapters talk to it by base URL, and so can the providers' official
+//! SDKs. It keeps its state in memory and never touches the database.
 //!
-//! Routes, under `/stripe`:
-//! - `POST /v1/checkout/sessions`, `GET /v1/checkout/sessions/{id}`,
-//!   `POST /v1/checkout/sessions/{id}/expire`, `POST /v1/refunds`
-//!   (form-encoded, Stripe's JSON objects and error shape, `Idempotency-Key`
-//!   honoured, `Authorization: Bearer <secret key>` required);
-//! - `GET /pay/{id}` the hosted page, `POST /pay/{id}/{action}` with action
-//!   `pay`, `decline`, `abandon`, `pay-twice` or `pay-late` (after expiry);
-//! - `POST /_sandbox/sessions/{id}/delivery?mode=…` test controls
-//!   (`normal`, `twice`, `never`, `late`, `reorder`), `POST
-//!   /_sandbox/sessions/{id}/force-pay` (money arriving after expiry),
-//!   `GET /_sandbox/ledger`.
+//! **It refuses what the provider refuses.** Each rule it enforces is one
+//! the provider documents (README, "The provider sandbox", lists them with
+//! their sources): Stripe's `expires_at` bounds, idempotency keys that
+//! replay their first answer and refuse other parameters, refunds that
+//! finish later; Razorpay's capture settings, refund keys and their body,
+//! 409 while a refund is in flight, authorised payments that stay
+//! uncaptured until captured (and are given back if never), the failure
+//! callback. The Stripe part lives in `stripe.rs`, the Razorpay part in
+//! `razorpay.rs`; each lists its routes and test controls.
 
 mod razorpay;
 mod stripe;
 
-use std::collections::HashMap;
 use std::net::TcpListener;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -56,6 +53,9 @@ pub struct SandboxSettings {
     pub retry_base: Duration,
     /// Attempts before a delivery is given up.
     pub max_attempts: u32,
+    /// How long a refund stays pending before it succeeds; `None`: until
+    /// a test settles it (`/_sandbox/refunds/{id}/settle`).
+    pub refunds_settle_after: Option<Duration>,
 }
 
 impl SandboxSettings {
@@ -71,6 +71,7 @@ impl SandboxSettings {
             razorpay_webhook_url: None,
             retry_base: Duration::from_millis(500),
             max_attempts: 8,
+            refunds_settle_after: Some(Duration::from_millis(500)),
         }
     }
 }
@@ -83,20 +84,39 @@ pub struct Ledger {
     pub deliveries: Vec<Delivery>,
 }
 
+/// Money the provider took: a captured payment (an authorisation is not
+/// money until it is captured).
 #[derive(Debug, Clone, Serialize)]
 pub struct Charge {
     pub payment_intent: String,
     pub session_id: String,
     pub amount: i64,
     pub currency: String,
+    /// What the payment carries for the merchant's dashboard (Stripe's
+    /// PaymentIntent metadata, Razorpay's order notes).
+    pub metadata: serde_json::Value,
 }
 
+/// Money given back, or on its way.
 #[derive(Debug, Clone, Serialize)]
 pub struct RefundRecord {
     pub id: String,
     pub payment_intent: String,
     pub amount: i64,
     pub idempotency_key: Option<String>,
+    /// pending, then succeeded or failed (Stripe's words; Razorpay's
+    /// processed is succeeded here)
+    pub status: &'static str,
+    /// Made by the provider itself (Razorpay returning an authorisation
+    /// nobody captured, or a second payment on a paid order), not asked for.
+    pub by_provider: bool,
+}
+
+impl Ledger {
+    /// Refunds that gave (or are giving) money back: not the failed ones.
+    pub fn refunds_standing(&self) -> impl Iterator<Item = &RefundRecord> {
+        self.refunds.iter().filter(|r| r.status != "failed")
+    }
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -164,6 +184,10 @@ impl<T> Clone for Shared<T> {
 }
 
 impl<T> Shared<T> {
+    fn new(value: T) -> Self {
+        Self(Arc::new(Mutex::new(value)))
+    }
+
     fn with<R>(&self, f: impl FnOnce(&mut T) -> R) -> R {
         let mut guard = self
             .0
@@ -172,9 +196,6 @@ impl<T> Shared<T> {
         f(&mut guard)
     }
 }
-
-/// Stored responses by idempotency key.
-type IdempotencyStore = HashMap<String, (u16, serde_json::Value)>;
 
 /// What the sandbox does with the webhooks of one payment (test controls).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize)]
@@ -246,6 +267,16 @@ async fn post_until_accepted(
         tokio::time::sleep(wait).await;
         wait = (wait * 2).min(Duration::from_secs(60));
     }
+}
+
+/// Money as the hosted pages show it.
+pub(super) fn amount_text(minor: i64, currency: &str) -> String {
+    format!(
+        "{}.{:02} {}",
+        minor / 100,
+        minor % 100,
+        escape(&currency.to_uppercase())
+    )
 }
 
 pub(super) fn random_id(prefix: &str) -> String {

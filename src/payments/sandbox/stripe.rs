@@ -1,4 +1,36 @@
-//! The Stripe part of the sandbox.
+//! The Stripe part of the sandbox, under `/stripe`.
+//!
+//! API (form-encoded requests, Stripe's JSON objects and error shape,
+//! `Authorization: Bearer <key>` or HTTP basic with the key as user name):
+//! - `POST /v1/checkout/sessions`, `GET /v1/checkout/sessions/{id}`,
+//!   `POST /v1/checkout/sessions/{id}/expire`;
+//! - `POST /v1/refunds`, `GET /v1/refunds/{id}`,
+//!   `GET /v1/refunds?payment_intent=…`;
+//! - `GET /v1/events/{id}`;
+//! - anything else: Stripe's 404.
+//!
+//! Rules it enforces, as Stripe documents them: `expires_at` 30 minutes to
+//! 24 hours after the request arrives; `Idempotency-Key` (at most 255
+//! characters) replays the first answer, status and body, with
+//! `Idempotent-Replayed: true`, and the same key with other parameters or
+//! another endpoint is an `idempotency_error`; keys are forgotten after 24
+//! hours (a test control plays that); refunds start `pending` and finish
+//! later (`refund.updated`, or `refund.failed`), and a payment refunded in
+//! full refuses another (`charge_already_refunded`); webhook events are
+//! `refund.*` for endpoints on API versions from 2024-10-28 and
+//! `charge.refund.updated` before; delayed methods (SEPA debit for EUR)
+//! are offered only when the session does not restrict its methods, and
+//! complete `unpaid`, settling later.
+//!
+//! The hosted page (`GET /pay/{id}`) offers pay, a declined card, pay
+//! twice, a bank debit that settles later (when allowed) and back to the
+//! shop. Test controls, under `/_sandbox`: `sessions/{id}/delivery?mode=…`
+//! (`normal`, `twice`, `never`, `late`, `reorder`), `sessions/{id}/force-pay`
+//! (money after expiry), `sessions/{id}/settle?outcome=succeeded|failed`
+//! (a delayed payment), `refunds/{id}/settle?outcome=succeeded|failed`,
+//! `refunds/auto?after_ms=N` (or `never`), `idempotency/expire` (24 hours
+//! pass), `webhook-version?version=…`, `latency?ms=N` (the request's trip),
+//! `ledger`.
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -9,12 +41,22 @@ use actix_web::{HttpRequest, HttpResponse, web};
 use chrono::Utc;
 use serde::Deserialize;
 use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
 
 use super::{
-    Charge, Delivery, DeliveryMode, IdempotencyStore, Ledger, RefundRecord, SandboxSettings,
-    Shared, escape, page, plan, post_until_accepted, random_id, redirect,
+    Charge, Delivery, DeliveryMode, Ledger, RefundRecord, SandboxSettings, Shared, amount_text,
+    escape, page, plan, post_until_accepted, random_id, redirect,
 };
-use crate::webhooks::signature::{same_text, stripe_signature_header};
+use crate::payments::signature::{same_text, stripe_signature_header};
+
+/// The API version whose event types the sandbox's webhook endpoint gets
+/// unless a test says otherwise: async-stripe's, as Holdfast pins it.
+fn default_webhook_version() -> String {
+    crate::payments::stripe::api_version().to_owned()
+}
+
+/// The first API version that sends `refund.*` events for card refunds.
+const REFUND_EVENTS_SINCE: &str = "2024-10-28";
 
 #[derive(Debug, Clone)]
 struct Session {
@@ -25,12 +67,16 @@ struct Session {
     currency: String,
     client_reference_id: Option<String>,
     metadata: HashMap<String, String>,
+    /// `payment_intent_data[metadata]`, carried to the payment
+    intent_metadata: HashMap<String, String>,
     success_url: Option<String>,
     cancel_url: Option<String>,
     customer_email: Option<String>,
     line_items: Vec<(String, i64, i64)>,
+    payment_method_types: Vec<String>,
     /// open, complete or expired
     status: &'static str,
+    /// paid, unpaid
     payment_status: &'static str,
     payment_intent: Option<String>,
     delivery: DeliveryMode,
@@ -38,40 +84,151 @@ struct Session {
 }
 
 impl Session {
+    /// The session as Stripe shows it: every field of Stripe's published
+    /// `checkout.session` object.
     fn to_json(&self, public_base: &str) -> Value {
-        json!({
+        let mut session = json!({
             "id": self.id,
             "object": "checkout.session",
+            "adaptive_pricing": { "enabled": false },
+            "after_expiration": null,
+            "allow_promotion_codes": null,
             "amount_subtotal": self.amount_total,
             "amount_total": self.amount_total,
             "automatic_tax": { "enabled": false, "liability": null, "provider": null, "status": null },
+            "billing_address_collection": null,
             "cancel_url": self.cancel_url,
             "client_reference_id": self.client_reference_id,
+            "client_secret": null,
+            "collected_information": null,
+            "consent": null,
+            "consent_collection": null,
             "created": self.created,
             "currency": self.currency,
+            "currency_conversion": null,
             "custom_fields": [],
             "custom_text": { "after_submit": null, "shipping_address": null, "submit": null, "terms_of_service_acceptance": null },
+            "customer": null,
+            "customer_account": null,
+            "customer_creation": "if_required",
+            "customer_details": self.customer_email.as_ref().map(|email| json!({
+                "address": null, "business_name": null, "email": email, "individual_name": null,
+                "name": null, "phone": null, "tax_exempt": "none", "tax_ids": [],
+            })),
             "customer_email": self.customer_email,
+            "discounts": [],
             "expires_at": self.expires_at,
+        });
+        let rest = json!({
+            "integration_identifier": null,
+            "invoice": null,
+            "invoice_creation": { "enabled": false, "invoice_data": {
+                "account_tax_ids": null, "custom_fields": null, "description": null, "footer": null,
+                "issuer": null, "metadata": {}, "rendering_options": null,
+            } },
             "livemode": false,
+            "locale": null,
+            "managed_payments": null,
             "metadata": self.metadata,
             "mode": "payment",
+            "origin_context": null,
             "payment_intent": self.payment_intent,
-            "payment_method_types": ["card"],
+            "payment_link": null,
+            "payment_method_collection": "if_required",
+            "payment_method_configuration_details": null,
+            "payment_method_options": {},
+            "payment_method_types": self.payment_method_types,
             "payment_status": self.payment_status,
+            "permissions": null,
+            "phone_number_collection": { "enabled": false },
+            "recovered_from": null,
+            "saved_payment_method_options": null,
+            "setup_intent": null,
+            "shipping_address_collection": null,
+            "shipping_cost": null,
             "shipping_options": [],
             "status": self.status,
+            "submit_type": null,
+            "subscription": null,
             "success_url": self.success_url,
+            "total_details": { "amount_discount": 0, "amount_shipping": 0, "amount_tax": 0 },
+            "ui_mode": "hosted_page",
             "url": (self.status == "open").then(|| format!("{public_base}/stripe/pay/{}", self.id)),
+            "wallet_options": null,
+        });
+        if let (Some(object), Value::Object(rest)) = (session.as_object_mut(), rest) {
+            object.extend(rest);
+        }
+        session
+    }
+
+    fn allows(&self, method: &str) -> bool {
+        self.payment_method_types.iter().any(|m| m == method)
+    }
+}
+
+#[derive(Debug, Clone)]
+struct Refund {
+    id: String,
+    payment_intent: String,
+    session_id: String,
+    amount: i64,
+    currency: String,
+    created: i64,
+    metadata: HashMap<String, String>,
+    /// pending, succeeded or failed
+    status: &'static str,
+}
+
+impl Refund {
+    /// The refund as Stripe shows it: every field of Stripe's published
+    /// `refund` object.
+    fn to_json(&self) -> Value {
+        json!({
+            "id": self.id,
+            "object": "refund",
+            "amount": self.amount,
+            "balance_transaction": null,
+            "charge": format!("ch_{}", self.payment_intent.trim_start_matches("pi_")),
+            "created": self.created,
+            "currency": self.currency,
+            "customer": null,
+            "customer_account": null,
+            "destination_details": { "card": { "type": "refund" }, "type": "card" },
+            "failure_reason": (self.status == "failed").then_some("unknown"),
+            "metadata": self.metadata,
+            "payment_intent": self.payment_intent,
+            "payment_method": null,
+            "reason": null,
+            "receipt_number": null,
+            "source_transfer_reversal": null,
+            "status": self.status,
+            "transfer_reversal": null,
         })
     }
 }
 
-#[derive(Debug, Default)]
+/// The first answer given under an idempotency key.
+#[derive(Debug, Clone)]
+struct Remembered {
+    /// method and path
+    endpoint: String,
+    /// SHA-256 of the request's parameters
+    params: [u8; 32],
+    status: u16,
+    body: Value,
+}
+
+#[derive(Debug)]
 struct State {
     webhook_url: Option<String>,
+    webhook_version: String,
+    latency: Duration,
+    refunds_settle_after: Option<Duration>,
     sessions: HashMap<String, Session>,
-    idempotency: IdempotencyStore,
+    refunds: Vec<Refund>,
+    idempotency: HashMap<String, Remembered>,
+    events: HashMap<String, Value>,
     ledger: Ledger,
 }
 
@@ -96,26 +253,63 @@ impl std::fmt::Debug for StripeSandbox {
 fn stripe_error(
     status: StatusCode,
     kind: &str,
+    code: Option<&str>,
     message: &str,
     param: Option<&str>,
-) -> HttpResponse {
-    HttpResponse::build(status).json(json!({
-        "error": { "type": kind, "message": message, "param": param }
-    }))
+) -> (StatusCode, Value) {
+    (
+        status,
+        json!({
+            "error": {
+                "type": kind, "code": code, "message": message, "param": param,
+                "doc_url": code.map(|c| format!("https://stripe.com/docs/error-codes/{}", c.replace('_', "-"))),
+            }
+        }),
+    )
+}
+
+fn answer((status, body): (StatusCode, Value)) -> HttpResponse {
+    HttpResponse::build(status).json(body)
+}
+
+fn invalid(message: &str, param: Option<&str>) -> HttpResponse {
+    answer(stripe_error(
+        StatusCode::BAD_REQUEST,
+        "invalid_request_error",
+        None,
+        message,
+        param,
+    ))
+}
+
+fn missing(kind: &str, id: &str, param: &str) -> (StatusCode, Value) {
+    stripe_error(
+        StatusCode::NOT_FOUND,
+        "invalid_request_error",
+        Some("resource_missing"),
+        &format!("No such {kind}: '{id}'"),
+        Some(param),
+    )
 }
 
 impl StripeSandbox {
     pub fn new(settings: SandboxSettings, public_base: String) -> Self {
-        let state = Shared::default();
-        state.with(|s: &mut State| s.webhook_url = settings.stripe_webhook_url.clone());
+        let state = Shared::new(State {
+            webhook_url: settings.stripe_webhook_url.clone(),
+            webhook_version: default_webhook_version(),
+            latency: Duration::ZERO,
+            refunds_settle_after: settings.refunds_settle_after,
+            sessions: HashMap::new(),
+            refunds: Vec::new(),
+            idempotency: HashMap::new(),
+            events: HashMap::new(),
+            ledger: Ledger::default(),
+        });
         Self {
             settings,
             public_base,
             state,
-            http: reqwest::Client::builder()
-                .timeout(Duration::from_secs(10))
-                .build()
-                .expect("an HTTP client"),
+            http: crate::payments::http::client(Duration::from_secs(10)),
         }
     }
 
@@ -145,60 +339,167 @@ impl StripeSandbox {
             })
     }
 
+    /// The API version the webhook endpoint is on (its events' shapes).
+    pub fn set_webhook_version(&self, version: &str) {
+        self.state
+            .with(|state| state.webhook_version = version.to_owned());
+    }
+
+    /// How long each API request takes to reach "Stripe".
+    pub fn set_latency(&self, latency: Duration) {
+        self.state.with(|state| state.latency = latency);
+    }
+
+    /// How long new refunds stay pending; `None`: until settled by hand.
+    pub fn set_refunds_settle_after(&self, after: Option<Duration>) {
+        self.state.with(|state| state.refunds_settle_after = after);
+    }
+
+    /// 24 hours pass: every idempotency key is forgotten.
+    pub fn expire_idempotency_keys(&self) {
+        self.state.with(|state| state.idempotency.clear());
+    }
+
+    /// Refunds still pending: (refund id, the session of their payment).
+    pub fn pending_refunds(&self) -> Vec<(String, String)> {
+        self.state.with(|state| {
+            state
+                .refunds
+                .iter()
+                .filter(|r| r.status == "pending")
+                .map(|r| (r.id.clone(), r.session_id.clone()))
+                .collect()
+        })
+    }
+
+    /// Every event made so far (delivered or not), oldest first.
+    pub fn events(&self) -> Vec<Value> {
+        self.state.with(|state| {
+            let mut events: Vec<Value> = state.events.values().cloned().collect();
+            events.sort_by_key(|e| (e["created"].as_i64(), e["id"].as_str().map(str::to_owned)));
+            events
+        })
+    }
+
+    /// A session as Stripe shows it.
+    pub fn session(&self, id: &str) -> Option<Value> {
+        self.state.with(|state| {
+            state
+                .sessions
+                .get(id)
+                .map(|session| session.to_json(&self.public_base))
+        })
+    }
+
     fn authorised(&self, request: &HttpRequest) -> bool {
-        let expected = format!("Bearer {}", self.settings.stripe_secret_key.expose());
-        request
+        use base64::Engine;
+        let key = self.settings.stripe_secret_key.expose();
+        let Some(value) = request
             .headers()
             .get(header::AUTHORIZATION)
             .and_then(|value| value.to_str().ok())
-            .is_some_and(|value| same_text(value, &expected))
+        else {
+            return false;
+        };
+        if let Some(bearer) = value.strip_prefix("Bearer ") {
+            return same_text(bearer, key);
+        }
+        // HTTP basic with the key as user name and no password
+        value
+            .strip_prefix("Basic ")
+            .and_then(|encoded| {
+                base64::engine::general_purpose::STANDARD
+                    .decode(encoded)
+                    .ok()
+            })
+            .and_then(|decoded| String::from_utf8(decoded).ok())
+            .is_some_and(|given| same_text(given.trim_end_matches(':'), key))
     }
 
-    /// Answer a POST once per idempotency key: a replay gets the first answer.
+    /// Answer a POST once per idempotency key: the first answer is replayed,
+    /// status and body; the same key for another endpoint or other
+    /// parameters is refused. Only answers from a request that got as far
+    /// as executing are kept (`handle` is that part).
     fn idempotent(
         &self,
         request: &HttpRequest,
+        params: &[u8],
         handle: impl FnOnce() -> (StatusCode, Value),
     ) -> HttpResponse {
         let key = request
             .headers()
             .get("Idempotency-Key")
             .and_then(|value| value.to_str().ok())
-            .map(|key| format!("{} {}", request.path(), key));
-        if let Some(key) = &key
-            && let Some((status, body)) = self.state.with(|s| s.idempotency.get(key).cloned())
-        {
-            return HttpResponse::build(StatusCode::from_u16(status).unwrap_or(StatusCode::OK))
-                .insert_header(("Idempotent-Replayed", "true"))
-                .json(body);
+            .map(str::to_owned);
+        let Some(key) = key else {
+            return answer(handle());
+        };
+        if key.is_empty() || key.len() > 255 {
+            return invalid(
+                "Idempotency keys must be between 1 and 255 characters long.",
+                None,
+            );
+        }
+        let endpoint = format!("{} {}", request.method(), request.path());
+        let params: [u8; 32] = Sha256::digest(params).into();
+        if let Some(first) = self.state.with(|s| s.idempotency.get(&key).cloned()) {
+            if first.endpoint != endpoint || first.params != params {
+                return answer(stripe_error(
+                    StatusCode::BAD_REQUEST,
+                    "idempotency_error",
+                    None,
+                    &format!(
+                        "Keys for idempotent requests can only be used with the same parameters \
+                         they were first used with. Try using a key other than '{key}' if you \
+                         meant to execute a different request."
+                    ),
+                    None,
+                ));
+            }
+            return HttpResponse::build(
+                StatusCode::from_u16(first.status).unwrap_or(StatusCode::OK),
+            )
+            .insert_header(("Idempotent-Replayed", "true"))
+            .json(first.body);
         }
         let (status, body) = handle();
-        if let Some(key) = key
-            && status.is_success()
-        {
-            self.state
-                .with(|s| s.idempotency.insert(key, (status.as_u16(), body.clone())));
-        }
+        self.state.with(|s| {
+            s.idempotency.insert(
+                key,
+                Remembered {
+                    endpoint,
+                    params,
+                    status: status.as_u16(),
+                    body: body.clone(),
+                },
+            )
+        });
         HttpResponse::build(status).json(body)
     }
 
-    /// Sign and deliver one event, following the session's delivery mode.
+    /// Sign and deliver one event about a session, following its delivery
+    /// mode. The event is kept for `GET /v1/events/{id}`.
     fn emit(&self, session_id: &str, event_type: &str, object: Value) {
         let event = json!({
             "id": random_id("evt"),
             "object": "event",
-            "api_version": "2025-03-31.basil",
+            "api_version": self.state.with(|s| s.webhook_version.clone()),
             "created": Utc::now().timestamp(),
-            "livemode": false,
-            "type": event_type,
             "data": { "object": object },
+            "livemode": false,
+            "pending_webhooks": 1,
+            "request": { "id": null, "idempotency_key": null },
+            "type": event_type,
         });
-        let (to_send, copies, delay) =
-            self.state
-                .with(|state| match state.sessions.get_mut(session_id) {
-                    Some(session) => plan(session.delivery, &mut session.held_back, event),
-                    None => plan(DeliveryMode::Normal, &mut Vec::new(), event),
-                });
+        let (to_send, copies, delay) = self.state.with(|state| {
+            if let Some(id) = event["id"].as_str() {
+                state.events.insert(id.to_owned(), event.clone());
+            }
+            match state.sessions.get_mut(session_id) {
+                Some(session) => plan(session.delivery, &mut session.held_back, event),
+                None => plan(DeliveryMode::Normal, &mut Vec::new(), event),
+            }
+        });
         if to_send.is_empty() || copies == 0 {
             return;
         }
@@ -213,6 +514,22 @@ impl StripeSandbox {
                 }
             }
         });
+    }
+
+    /// A refund's news, as the endpoint's API version words it.
+    fn emit_refund(&self, refund: &Refund, change: &str) {
+        let modern = self
+            .state
+            .with(|s| s.webhook_version.as_str() >= REFUND_EVENTS_SINCE);
+        let event_type = match (modern, change) {
+            (true, "created") => "refund.created",
+            (true, "failed") => "refund.failed",
+            (true, _) => "refund.updated",
+            // older endpoints hear about card refunds only this way
+            (false, "created") => return,
+            (false, _) => "charge.refund.updated",
+        };
+        self.emit(&refund.session_id, event_type, refund.to_json());
     }
 
     /// POST the event to the webhook URL until it is accepted or the
@@ -255,8 +572,8 @@ impl StripeSandbox {
         .await;
     }
 
-    /// Complete a session with a new payment, as paying on the page does.
-    /// Returns the session's success URL.
+    /// Complete a session with a new card payment, as paying on the page
+    /// does. Returns the session's success URL.
     fn pay(&self, session_id: &str, allow_expired: bool) -> Result<Option<String>, String> {
         let (object, success) = self.state.with(|state| {
             let session = state
@@ -277,16 +594,99 @@ impl StripeSandbox {
                 session_id: session.id.clone(),
                 amount: session.amount_total,
                 currency: session.currency.clone(),
+                metadata: json!(session.intent_metadata),
             });
-            let success = session
-                .success_url
-                .as_ref()
-                .map(|url| url.replace("{CHECKOUT_SESSION_ID}", &session.id));
-            Ok((session.to_json(&self.public_base), success))
+            Ok((session.to_json(&self.public_base), success_url(session)))
         })?;
         self.emit(session_id, "checkout.session.completed", object);
         Ok(success)
     }
+
+    /// Complete a session with a bank debit (SEPA), which settles days
+    /// later: `complete`, `unpaid`, a payment intent, no money yet.
+    fn pay_delayed(&self, session_id: &str) -> Result<Option<String>, String> {
+        let (object, success) = self.state.with(|state| {
+            let session = state
+                .sessions
+                .get_mut(session_id)
+                .ok_or_else(|| "no such session".to_owned())?;
+            if session.status != "open" || session.expires_at <= Utc::now().timestamp() {
+                return Err("this payment page has expired".to_owned());
+            }
+            if !session.allows("sepa_debit") {
+                return Err("this page does not take bank debits".to_owned());
+            }
+            session.status = "complete";
+            session.payment_status = "unpaid";
+            session.payment_intent = Some(random_id("pi"));
+            Ok((session.to_json(&self.public_base), success_url(session)))
+        })?;
+        self.emit(session_id, "checkout.session.completed", object);
+        Ok(success)
+    }
+
+    /// A delayed payment's bank answers: the money arrives, or it fails.
+    pub fn settle_delayed(&self, session_id: &str, succeeded: bool) -> Result<(), String> {
+        let object = self.state.with(|state| {
+            let session = state
+                .sessions
+                .get_mut(session_id)
+                .ok_or_else(|| "no such session".to_owned())?;
+            let Some(intent) = session.payment_intent.clone() else {
+                return Err("nothing is settling on this session".to_owned());
+            };
+            if session.status != "complete" || session.payment_status != "unpaid" {
+                return Err("nothing is settling on this session".to_owned());
+            }
+            if succeeded {
+                session.payment_status = "paid";
+                state.ledger.charges.push(Charge {
+                    payment_intent: intent,
+                    session_id: session.id.clone(),
+                    amount: session.amount_total,
+                    currency: session.currency.clone(),
+                    metadata: json!(session.intent_metadata),
+                });
+            }
+            Ok(session.to_json(&self.public_base))
+        })?;
+        let event = if succeeded {
+            "checkout.session.async_payment_succeeded"
+        } else {
+            "checkout.session.async_payment_failed"
+        };
+        self.emit(session_id, event, object);
+        Ok(())
+    }
+
+    /// A pending refund ends: the money went back, or the bank refused it.
+    pub fn settle_refund(&self, refund_id: &str, succeeded: bool) -> Result<(), String> {
+        let refund = self.state.with(|state| {
+            let refund = state
+                .refunds
+                .iter_mut()
+                .find(|r| r.id == refund_id)
+                .ok_or_else(|| "no such refund".to_owned())?;
+            if refund.status != "pending" {
+                return Err(format!("the refund is {} already", refund.status));
+            }
+            refund.status = if succeeded { "succeeded" } else { "failed" };
+            let refund = refund.clone();
+            if let Some(record) = state.ledger.refunds.iter_mut().find(|r| r.id == refund_id) {
+                record.status = refund.status;
+            }
+            Ok(refund)
+        })?;
+        self.emit_refund(&refund, if succeeded { "updated" } else { "failed" });
+        Ok(())
+    }
+}
+
+fn success_url(session: &Session) -> Option<String> {
+    session
+        .success_url
+        .as_ref()
+        .map(|url| url.replace("{CHECKOUT_SESSION_ID}", &session.id))
 }
 
 pub fn routes(config: &mut web::ServiceConfig) {
@@ -301,6 +701,9 @@ pub fn routes(config: &mut web::ServiceConfig) {
             web::post().to(expire_session),
         )
         .route("/v1/refunds", web::post().to(create_refund))
+        .route("/v1/refunds", web::get().to(list_refunds))
+        .route("/v1/refunds/{id}", web::get().to(retrieve_refund))
+        .route("/v1/events/{id}", web::get().to(retrieve_event))
         .route("/pay/{id}", web::get().to(hosted_page))
         .route("/pay/{id}/{action}", web::post().to(hosted_action))
         .route(
@@ -311,7 +714,38 @@ pub fn routes(config: &mut web::ServiceConfig) {
             "/_sandbox/sessions/{id}/force-pay",
             web::post().to(force_pay),
         )
-        .route("/_sandbox/ledger", web::get().to(ledger));
+        .route(
+            "/_sandbox/sessions/{id}/settle",
+            web::post().to(settle_session),
+        )
+        .route("/_sandbox/refunds/auto", web::post().to(refunds_auto))
+        .route(
+            "/_sandbox/refunds/{id}/settle",
+            web::post().to(settle_refund),
+        )
+        .route(
+            "/_sandbox/idempotency/expire",
+            web::post().to(expire_idempotency),
+        )
+        .route("/_sandbox/webhook-version", web::post().to(webhook_version))
+        .route("/_sandbox/latency", web::post().to(latency))
+        .route("/_sandbox/ledger", web::get().to(ledger))
+        .default_service(web::to(unknown_route));
+}
+
+/// Stripe's answer to a URL it does not serve.
+async fn unknown_route(request: HttpRequest) -> HttpResponse {
+    answer(stripe_error(
+        StatusCode::NOT_FOUND,
+        "invalid_request_error",
+        None,
+        &format!(
+            "Unrecognized request URL ({}: {}).",
+            request.method(),
+            request.path()
+        ),
+        None,
+    ))
 }
 
 #[derive(Debug, Deserialize)]
@@ -325,7 +759,21 @@ struct CreateSessionForm {
     #[serde(default)]
     metadata: HashMap<String, String>,
     #[serde(default)]
+    payment_intent_data: Option<IntentDataForm>,
+    #[serde(default)]
     line_items: Vec<LineItemForm>,
+    /// what API versions from 2026-09-30 take
+    #[serde(default)]
+    allowed_payment_method_types: Vec<String>,
+    /// what older versions take
+    #[serde(default)]
+    payment_method_types: Vec<String>,
+}
+
+#[derive(Debug, Deserialize)]
+struct IntentDataForm {
+    #[serde(default)]
+    metadata: HashMap<String, String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -355,22 +803,47 @@ fn parse_form<T: for<'de> Deserialize<'de>>(body: &[u8]) -> Result<T, String> {
         .map_err(|error| format!("could not read the request: {error}"))
 }
 
-fn bad_form(message: String) -> HttpResponse {
-    stripe_error(
-        StatusCode::BAD_REQUEST,
-        "invalid_request_error",
-        &message,
-        None,
-    )
-}
-
 fn unauthorised() -> HttpResponse {
-    stripe_error(
+    answer(stripe_error(
         StatusCode::UNAUTHORIZED,
         "invalid_request_error",
+        None,
         "Invalid API Key provided.",
         None,
-    )
+    ))
+}
+
+/// Stripe's metadata limits: 50 keys, keys up to 40 characters without
+/// square brackets, values up to 500.
+fn metadata_problem(metadata: &HashMap<String, String>, param: &str) -> Option<HttpResponse> {
+    if metadata.len() > 50 {
+        return Some(invalid("Metadata can have up to 50 keys.", Some(param)));
+    }
+    for (key, value) in metadata {
+        if key.is_empty() || key.chars().count() > 40 || key.contains(['[', ']']) {
+            return Some(invalid(
+                "Metadata keys must be 1 to 40 characters, without square brackets.",
+                Some(param),
+            ));
+        }
+        if value.chars().count() > 500 {
+            return Some(invalid(
+                "Metadata values can have up to 500 characters.",
+                Some(param),
+            ));
+        }
+    }
+    None
+}
+
+/// The methods a session offers when it names none: the account's
+/// dashboard choice, which for EUR includes a bank debit that settles
+/// later.
+fn dynamic_methods(currency: &str) -> Vec<String> {
+    match currency {
+        "eur" => vec!["card".into(), "sepa_debit".into()],
+        _ => vec!["card".into()],
+    }
 }
 
 async fn create_session(
@@ -378,62 +851,74 @@ async fn create_session(
     request: HttpRequest,
     body: web::Bytes,
 ) -> HttpResponse {
+    // the request's trip to Stripe: Stripe's clock is read when it arrives
+    let latency = sandbox.state.with(|s| s.latency);
+    if !latency.is_zero() {
+        tokio::time::sleep(latency).await;
+    }
     if !sandbox.authorised(&request) {
         return unauthorised();
     }
     let form: CreateSessionForm = match parse_form(&body) {
         Ok(form) => form,
-        Err(message) => return bad_form(message),
+        Err(message) => return invalid(&message, None),
     };
     let now = Utc::now().timestamp();
-    let expires_at = form.expires_at.unwrap_or(now + 24 * 3600);
     if form.mode.as_deref() != Some("payment") {
-        return stripe_error(
-            StatusCode::BAD_REQUEST,
-            "invalid_request_error",
-            "The sandbox only supports mode=payment.",
-            Some("mode"),
-        );
+        return invalid("The sandbox only supports mode=payment.", Some("mode"));
     }
-    if !(now + 30 * 60 - 5..=now + 24 * 3600 + 5).contains(&expires_at) {
-        return stripe_error(
-            StatusCode::BAD_REQUEST,
-            "invalid_request_error",
+    let expires_at = form.expires_at.unwrap_or(now + 24 * 3600);
+    if !(now + 30 * 60..=now + 24 * 3600).contains(&expires_at) {
+        return invalid(
             "The `expires_at` timestamp must be between 30 minutes and 24 hours from Checkout Session creation.",
             Some("expires_at"),
         );
+    }
+    if form
+        .client_reference_id
+        .as_ref()
+        .is_some_and(|id| id.is_empty() || id.chars().count() > 200)
+    {
+        return invalid(
+            "client_reference_id must be 1 to 200 characters.",
+            Some("client_reference_id"),
+        );
+    }
+    if form.success_url.is_none() {
+        return invalid("Missing required param: success_url.", Some("success_url"));
+    }
+    let intent_metadata = form
+        .payment_intent_data
+        .map(|data| data.metadata)
+        .unwrap_or_default();
+    if let Some(problem) = metadata_problem(&form.metadata, "metadata")
+        .or_else(|| metadata_problem(&intent_metadata, "payment_intent_data[metadata]"))
+    {
+        return problem;
     }
     let mut line_items = Vec::new();
     let mut currency = None;
     for (index, item) in form.line_items.iter().enumerate() {
         let (Some(quantity), Some(price)) = (item.quantity, item.price_data.as_ref()) else {
-            return stripe_error(
-                StatusCode::BAD_REQUEST,
-                "invalid_request_error",
+            return invalid(
                 "Each line item needs a quantity and price_data.",
                 Some(&format!("line_items[{index}]")),
             );
         };
         let (Some(amount), Some(product)) = (price.unit_amount, price.product_data.as_ref()) else {
-            return stripe_error(
-                StatusCode::BAD_REQUEST,
-                "invalid_request_error",
+            return invalid(
                 "price_data needs unit_amount and product_data.",
                 Some(&format!("line_items[{index}][price_data]")),
             );
         };
         if quantity <= 0 || amount < 0 {
-            return stripe_error(
-                StatusCode::BAD_REQUEST,
-                "invalid_request_error",
+            return invalid(
                 "Invalid quantity or amount.",
                 Some(&format!("line_items[{index}]")),
             );
         }
         if currency.get_or_insert_with(|| price.currency.clone()) != &price.currency {
-            return stripe_error(
-                StatusCode::BAD_REQUEST,
-                "invalid_request_error",
+            return invalid(
                 "All line items must share one currency.",
                 Some("line_items"),
             );
@@ -441,14 +926,19 @@ async fn create_session(
         line_items.push((product.name.clone(), quantity, amount));
     }
     let Some(currency) = currency else {
-        return stripe_error(
-            StatusCode::BAD_REQUEST,
-            "invalid_request_error",
-            "Missing required param: line_items.",
-            Some("line_items"),
-        );
+        return invalid("Missing required param: line_items.", Some("line_items"));
     };
-    sandbox.idempotent(&request, || {
+    let named = if form.allowed_payment_method_types.is_empty() {
+        form.payment_method_types
+    } else {
+        form.allowed_payment_method_types
+    };
+    let payment_method_types = if named.is_empty() {
+        dynamic_methods(&currency)
+    } else {
+        named
+    };
+    sandbox.idempotent(&request, &body, || {
         let session = Session {
             id: random_id("cs_test"),
             created: now,
@@ -457,10 +947,12 @@ async fn create_session(
             currency,
             client_reference_id: form.client_reference_id,
             metadata: form.metadata,
+            intent_metadata,
             success_url: form.success_url,
             cancel_url: form.cancel_url,
             customer_email: form.customer_email,
             line_items,
+            payment_method_types,
             status: "open",
             payment_status: "unpaid",
             payment_intent: None,
@@ -475,15 +967,6 @@ async fn create_session(
     })
 }
 
-fn no_such_session(id: &str) -> HttpResponse {
-    stripe_error(
-        StatusCode::NOT_FOUND,
-        "invalid_request_error",
-        &format!("No such checkout.session: '{id}'"),
-        Some("session"),
-    )
-}
-
 async fn retrieve_session(
     sandbox: web::Data<StripeSandbox>,
     request: HttpRequest,
@@ -493,14 +976,9 @@ async fn retrieve_session(
         return unauthorised();
     }
     let id = path.into_inner();
-    match sandbox.state.with(|state| {
-        state
-            .sessions
-            .get(&id)
-            .map(|s| s.to_json(&sandbox.public_base))
-    }) {
+    match sandbox.session(&id) {
         Some(body) => HttpResponse::Ok().json(body),
-        None => no_such_session(&id),
+        None => answer(missing("checkout.session", &id, "session")),
     }
 }
 
@@ -508,40 +986,52 @@ async fn expire_session(
     sandbox: web::Data<StripeSandbox>,
     request: HttpRequest,
     path: web::Path<String>,
+    body: web::Bytes,
 ) -> HttpResponse {
     if !sandbox.authorised(&request) {
         return unauthorised();
     }
     let id = path.into_inner();
-    let result = sandbox
-        .state
-        .with(|state| match state.sessions.get_mut(&id) {
-            None => Err(None),
-            Some(session) if session.status != "open" => Err(Some(session.status)),
-            Some(session) => {
-                session.status = "expired";
-                Ok(session.to_json(&sandbox.public_base))
-            }
-        });
-    match result {
-        Ok(body) => {
-            sandbox.emit(&id, "checkout.session.expired", body.clone());
-            HttpResponse::Ok().json(body)
-        }
-        Err(None) => no_such_session(&id),
-        Err(Some(status)) => stripe_error(
-            StatusCode::BAD_REQUEST,
-            "invalid_request_error",
-            &format!("This Checkout Session is {status} and cannot be expired."),
-            None,
-        ),
+    let known = sandbox.state.with(|s| s.sessions.contains_key(&id));
+    if !known {
+        return answer(missing("checkout.session", &id, "session"));
     }
+    let mut expired = None;
+    let response = sandbox.idempotent(&request, &body, || {
+        sandbox
+            .state
+            .with(|state| match state.sessions.get_mut(&id) {
+                Some(session) if session.status == "open" => {
+                    session.status = "expired";
+                    let body = session.to_json(&sandbox.public_base);
+                    expired = Some(body.clone());
+                    (StatusCode::OK, body)
+                }
+                Some(session) => stripe_error(
+                    StatusCode::BAD_REQUEST,
+                    "invalid_request_error",
+                    None,
+                    &format!(
+                        "This Checkout Session is {} and cannot be expired.",
+                        session.status
+                    ),
+                    None,
+                ),
+                None => missing("checkout.session", &id, "session"),
+            })
+    });
+    if let Some(body) = expired {
+        sandbox.emit(&id, "checkout.session.expired", body);
+    }
+    response
 }
 
 #[derive(Debug, Deserialize)]
 struct RefundForm {
     payment_intent: Option<String>,
     amount: Option<i64>,
+    #[serde(default)]
+    metadata: HashMap<String, String>,
 }
 
 async fn create_refund(
@@ -554,89 +1044,171 @@ async fn create_refund(
     }
     let form: RefundForm = match parse_form(&body) {
         Ok(form) => form,
-        Err(message) => return bad_form(message),
+        Err(message) => return invalid(&message, None),
     };
     let Some(payment_intent) = form.payment_intent else {
-        return stripe_error(
-            StatusCode::BAD_REQUEST,
-            "invalid_request_error",
+        return invalid(
             "Missing required param: payment_intent.",
             Some("payment_intent"),
         );
     };
-    let charge = sandbox.state.with(|state| {
-        state
-            .ledger
-            .charges
-            .iter()
-            .find(|c| c.payment_intent == payment_intent)
-            .cloned()
-    });
-    let Some(charge) = charge else {
-        return stripe_error(
-            StatusCode::NOT_FOUND,
-            "invalid_request_error",
-            &format!("No such payment_intent: '{payment_intent}'"),
-            Some("payment_intent"),
-        );
-    };
+    if let Some(problem) = metadata_problem(&form.metadata, "metadata") {
+        return problem;
+    }
     let key = request
         .headers()
         .get("Idempotency-Key")
         .and_then(|value| value.to_str().ok())
         .map(str::to_owned);
-    let already = sandbox.state.with(|state| {
-        state
-            .ledger
-            .refunds
-            .iter()
-            .filter(|r| r.payment_intent == payment_intent)
-            .map(|r| r.amount)
-            .sum::<i64>()
-    });
-    let amount = form.amount.unwrap_or(charge.amount - already);
-    let replay = key.as_ref().is_some_and(|key| {
-        sandbox.state.with(|s| {
-            s.idempotency
-                .contains_key(&format!("{} {key}", request.path()))
+    let mut created = None;
+    let response = sandbox.idempotent(&request, &body, || {
+        sandbox.state.with(|state| {
+            let Some(charge) = state
+                .ledger
+                .charges
+                .iter()
+                .find(|c| c.payment_intent == payment_intent)
+                .cloned()
+            else {
+                return missing("payment_intent", &payment_intent, "payment_intent");
+            };
+            // what is given back, or on its way: failed refunds gave nothing
+            let already: i64 = state
+                .refunds
+                .iter()
+                .filter(|r| r.payment_intent == payment_intent && r.status != "failed")
+                .map(|r| r.amount)
+                .sum();
+            let left = charge.amount - already;
+            if left <= 0 {
+                return stripe_error(
+                    StatusCode::BAD_REQUEST,
+                    "invalid_request_error",
+                    Some("charge_already_refunded"),
+                    &format!("Charge for {payment_intent} has already been refunded."),
+                    None,
+                );
+            }
+            let amount = form.amount.unwrap_or(left);
+            if amount <= 0 || amount > left {
+                return stripe_error(
+                    StatusCode::BAD_REQUEST,
+                    "invalid_request_error",
+                    Some("amount_too_large"),
+                    &format!(
+                        "Refund amount ({amount}) is greater than unrefunded amount on charge ({left})"
+                    ),
+                    Some("amount"),
+                );
+            }
+            let refund = Refund {
+                id: random_id("re"),
+                payment_intent: payment_intent.clone(),
+                session_id: charge.session_id.clone(),
+                amount,
+                currency: charge.currency.clone(),
+                created: Utc::now().timestamp(),
+                metadata: form.metadata.clone(),
+                status: "pending",
+            };
+            state.ledger.refunds.push(RefundRecord {
+                id: refund.id.clone(),
+                payment_intent: payment_intent.clone(),
+                amount,
+                idempotency_key: key.clone(),
+                status: "pending",
+                by_provider: false,
+            });
+            state.refunds.push(refund.clone());
+            created = Some(refund.clone());
+            (StatusCode::OK, refund.to_json())
         })
     });
-    if !replay && (amount <= 0 || already + amount > charge.amount) {
-        return stripe_error(
-            StatusCode::BAD_REQUEST,
-            "invalid_request_error",
-            &format!("Charge for payment_intent {payment_intent} has already been refunded."),
-            None,
-        );
-    }
-    let response = sandbox.idempotent(&request, || {
-        let refund = RefundRecord {
-            id: random_id("re"),
-            payment_intent: payment_intent.clone(),
-            amount,
-            idempotency_key: key.clone(),
-        };
-        let body = json!({
-            "id": refund.id,
-            "object": "refund",
-            "amount": amount,
-            "created": Utc::now().timestamp(),
-            "currency": charge.currency,
-            "payment_intent": payment_intent,
-            "status": "succeeded",
-            "metadata": {},
-        });
-        sandbox
-            .state
-            .with(|state| state.ledger.refunds.push(refund));
-        (StatusCode::OK, body)
-    });
-    if !replay {
-        sandbox.emit(&charge.session_id, "refund.updated", json!({
-            "id": "re", "object": "refund", "payment_intent": payment_intent, "status": "succeeded",
-        }));
+    if let Some(refund) = created {
+        sandbox.emit_refund(&refund, "created");
+        // the bank takes a moment
+        if let Some(after) = sandbox.state.with(|s| s.refunds_settle_after) {
+            let sandbox = sandbox.clone();
+            tokio::spawn(async move {
+                tokio::time::sleep(after).await;
+                let _ = sandbox.settle_refund(&refund.id, true);
+            });
+        }
     }
     response
+}
+
+async fn retrieve_refund(
+    sandbox: web::Data<StripeSandbox>,
+    request: HttpRequest,
+    path: web::Path<String>,
+) -> HttpResponse {
+    if !sandbox.authorised(&request) {
+        return unauthorised();
+    }
+    let id = path.into_inner();
+    match sandbox.state.with(|state| {
+        state
+            .refunds
+            .iter()
+            .find(|r| r.id == id)
+            .map(Refund::to_json)
+    }) {
+        Some(body) => HttpResponse::Ok().json(body),
+        None => answer(missing("refund", &id, "id")),
+    }
+}
+
+#[derive(Debug, Deserialize)]
+struct ListQuery {
+    payment_intent: Option<String>,
+    limit: Option<usize>,
+}
+
+async fn list_refunds(
+    sandbox: web::Data<StripeSandbox>,
+    request: HttpRequest,
+    query: web::Query<ListQuery>,
+) -> HttpResponse {
+    if !sandbox.authorised(&request) {
+        return unauthorised();
+    }
+    let limit = query.limit.unwrap_or(10);
+    if !(1..=100).contains(&limit) {
+        return invalid("limit must be between 1 and 100.", Some("limit"));
+    }
+    let data: Vec<Value> = sandbox.state.with(|state| {
+        state
+            .refunds
+            .iter()
+            .rev()
+            .filter(|r| {
+                query
+                    .payment_intent
+                    .as_ref()
+                    .is_none_or(|pi| &r.payment_intent == pi)
+            })
+            .take(limit)
+            .map(Refund::to_json)
+            .collect()
+    });
+    HttpResponse::Ok()
+        .json(json!({ "object": "list", "data": data, "has_more": false, "url": "/v1/refunds" }))
+}
+
+async fn retrieve_event(
+    sandbox: web::Data<StripeSandbox>,
+    request: HttpRequest,
+    path: web::Path<String>,
+) -> HttpResponse {
+    if !sandbox.authorised(&request) {
+        return unauthorised();
+    }
+    let id = path.into_inner();
+    match sandbox.state.with(|state| state.events.get(&id).cloned()) {
+        Some(event) => HttpResponse::Ok().json(event),
+        None => answer(missing("event", &id, "id")),
+    }
 }
 
 async fn hosted_page(sandbox: web::Data<StripeSandbox>, path: web::Path<String>) -> HttpResponse {
@@ -644,6 +1216,7 @@ async fn hosted_page(sandbox: web::Data<StripeSandbox>, path: web::Path<String>)
     let Some(session) = sandbox.state.with(|s| s.sessions.get(&id).cloned()) else {
         return HttpResponse::NotFound().body("No such payment page.");
     };
+    let id = escape(&session.id);
     if session.status != "open" || session.expires_at <= Utc::now().timestamp() {
         // Stripe would stop here; the sandbox can also play money that
         // arrives after expiry (an async method settling late)
@@ -654,9 +1227,8 @@ async fn hosted_page(sandbox: web::Data<StripeSandbox>, path: web::Path<String>)
         };
         let late = if state == "expired" {
             format!(
-                "<form method=\"post\" action=\"/stripe/pay/{}/pay-late\">\
-                 <button id=\"pay-late\">Pay anyway (money arriving after expiry)</button></form>",
-                escape(&session.id)
+                "<form method=\"post\" action=\"/stripe/pay/{id}/pay-late\">\
+                 <button id=\"pay-late\">Pay anyway (money arriving after expiry)</button></form>"
             )
         } else {
             String::new()
@@ -671,27 +1243,31 @@ async fn hosted_page(sandbox: web::Data<StripeSandbox>, path: web::Path<String>)
         .iter()
         .map(|(name, qty, amount)| {
             format!(
-                "<li>{} × {} — {}.{:02} {}</li>",
+                "<li>{} × {} — {}</li>",
                 qty,
                 escape(name),
-                amount / 100,
-                amount % 100,
-                escape(&session.currency.to_uppercase())
+                amount_text(*amount, &session.currency)
             )
         })
         .collect();
-    let id = escape(&session.id);
+    let delayed = if session.allows("sepa_debit") {
+        format!(
+            "<form method=\"post\" action=\"/stripe/pay/{id}/pay-delayed\">\
+             <button id=\"pay-delayed\">Pay by SEPA Direct Debit (settles in a few days)</button></form>"
+        )
+    } else {
+        String::new()
+    };
     page(
         "Pay",
         &format!(
-            "<h1>Pay {}.{:02} {}</h1><ul>{lines}</ul>\
+            "<h1>Pay {}</h1><ul>{lines}</ul>\
              <form method=\"post\" action=\"/stripe/pay/{id}/pay\"><button id=\"pay\">Pay</button></form>\
              <form method=\"post\" action=\"/stripe/pay/{id}/decline\"><button id=\"decline\">Pay with a card that is declined</button></form>\
              <form method=\"post\" action=\"/stripe/pay/{id}/pay-twice\"><button id=\"pay-twice\">Pay twice</button></form>\
+             {delayed}\
              <form method=\"post\" action=\"/stripe/pay/{id}/abandon\"><button id=\"abandon\">Back to the shop</button></form>",
-            session.amount_total / 100,
-            session.amount_total % 100,
-            escape(&session.currency.to_uppercase())
+            amount_text(session.amount_total, &session.currency)
         ),
     )
 }
@@ -701,26 +1277,24 @@ async fn hosted_action(
     path: web::Path<(String, String)>,
 ) -> HttpResponse {
     let (id, action) = path.into_inner();
+    let done = |result: Result<Option<String>, String>| match result {
+        Ok(Some(url)) => redirect(&url),
+        Ok(None) => page("Paid", "<h1>Paid</h1>"),
+        Err(message) => page("Payment", &format!("<h1>{}</h1>", escape(&message))),
+    };
     match action.as_str() {
-        "pay" | "pay-twice" => match sandbox.pay(&id, false) {
-            Ok(success) => {
-                if action == "pay-twice" {
-                    // a second charge for the same checkout, as a double
-                    // click on a slow bank page can produce
-                    let _ = sandbox.pay(&id, true);
-                }
-                match success {
-                    Some(url) => redirect(&url),
-                    None => page("Paid", "<h1>Paid</h1>"),
-                }
+        "pay" => done(sandbox.pay(&id, false)),
+        "pay-twice" => {
+            let first = sandbox.pay(&id, false);
+            if first.is_ok() {
+                // a second charge for the same checkout, as a double
+                // click on a slow bank page can produce
+                let _ = sandbox.pay(&id, true);
             }
-            Err(message) => page("Payment", &format!("<h1>{}</h1>", escape(&message))),
-        },
-        "pay-late" => match sandbox.pay(&id, true) {
-            Ok(Some(url)) => redirect(&url),
-            Ok(None) => page("Paid", "<h1>Paid</h1>"),
-            Err(message) => page("Payment", &format!("<h1>{}</h1>", escape(&message))),
-        },
+            done(first)
+        }
+        "pay-late" => done(sandbox.pay(&id, true)),
+        "pay-delayed" => done(sandbox.pay_delayed(&id)),
         "decline" => page(
             "Declined",
             &format!(
@@ -765,6 +1339,87 @@ async fn force_pay(sandbox: web::Data<StripeSandbox>, path: web::Path<String>) -
         Ok(_) => HttpResponse::NoContent().finish(),
         Err(message) => HttpResponse::NotFound().body(message),
     }
+}
+
+#[derive(Debug, Deserialize)]
+struct OutcomeQuery {
+    outcome: String,
+}
+
+async fn settle_session(
+    sandbox: web::Data<StripeSandbox>,
+    path: web::Path<String>,
+    query: web::Query<OutcomeQuery>,
+) -> HttpResponse {
+    let succeeded = match query.outcome.as_str() {
+        "succeeded" => true,
+        "failed" => false,
+        _ => return HttpResponse::BadRequest().body("outcome is succeeded or failed"),
+    };
+    match sandbox.settle_delayed(&path.into_inner(), succeeded) {
+        Ok(()) => HttpResponse::NoContent().finish(),
+        Err(message) => HttpResponse::Conflict().body(message),
+    }
+}
+
+async fn settle_refund(
+    sandbox: web::Data<StripeSandbox>,
+    path: web::Path<String>,
+    query: web::Query<OutcomeQuery>,
+) -> HttpResponse {
+    let succeeded = match query.outcome.as_str() {
+        "succeeded" => true,
+        "failed" => false,
+        _ => return HttpResponse::BadRequest().body("outcome is succeeded or failed"),
+    };
+    match sandbox.settle_refund(&path.into_inner(), succeeded) {
+        Ok(()) => HttpResponse::NoContent().finish(),
+        Err(message) => HttpResponse::Conflict().body(message),
+    }
+}
+
+#[derive(Debug, Deserialize)]
+struct AutoQuery {
+    after_ms: Option<u64>,
+}
+
+async fn refunds_auto(
+    sandbox: web::Data<StripeSandbox>,
+    query: web::Query<AutoQuery>,
+) -> HttpResponse {
+    sandbox.set_refunds_settle_after(query.after_ms.map(Duration::from_millis));
+    HttpResponse::NoContent().finish()
+}
+
+async fn expire_idempotency(sandbox: web::Data<StripeSandbox>) -> HttpResponse {
+    sandbox.expire_idempotency_keys();
+    HttpResponse::NoContent().finish()
+}
+
+#[derive(Debug, Deserialize)]
+struct VersionQuery {
+    version: String,
+}
+
+async fn webhook_version(
+    sandbox: web::Data<StripeSandbox>,
+    query: web::Query<VersionQuery>,
+) -> HttpResponse {
+    sandbox.set_webhook_version(&query.version);
+    HttpResponse::NoContent().finish()
+}
+
+#[derive(Debug, Deserialize)]
+struct LatencyQuery {
+    ms: u64,
+}
+
+async fn latency(
+    sandbox: web::Data<StripeSandbox>,
+    query: web::Query<LatencyQuery>,
+) -> HttpResponse {
+    sandbox.set_latency(Duration::from_millis(query.ms.min(60_000)));
+    HttpResponse::NoContent().finish()
 }
 
 async fn ledger(sandbox: web::Data<StripeSandbox>) -> HttpResponse {

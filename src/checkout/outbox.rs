@@ -1,0 +1,213 @@
+//! The work checkout leaves for after its commit, as typed jobs: each is
+//! written in the transaction that decided it (so it exists exactly when
+//! its cause does), once per effect (its dedupe key), and run by the
+//! worker (`worker::outbox`), which retries it until it is done.
+
+use serde::{Deserialize, Serialize};
+use sqlx::PgExecutor;
+use uuid::Uuid;
+
+use crate::payments::{ProviderKind, ProviderPayment};
+
+/// Give one payment's money back.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RefundJob {
+    /// The order it was paid for (a payment on a page of ours whose order
+    /// we know; `None` only for jobs staff create by hand).
+    pub order_id: Option<Uuid>,
+    pub provider: ProviderKind,
+    pub payment_ref: String,
+    /// Why: duplicate_payment, hold_expired, hold_released,
+    /// payment_mismatch, staff.
+    pub reason: String,
+    /// `None`: whatever of the payment has not been refunded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub amount_minor: Option<i64>,
+}
+
+/// One job of the outbox.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum OutboxJob {
+    Refund(RefundJob),
+    /// Tell the shopper their order is paid (with its codes).
+    OrderConfirmation {
+        order_id: Uuid,
+    },
+    /// Stop a payment page from taking money: its order was released.
+    ClosePage {
+        order_id: Uuid,
+        provider: ProviderKind,
+        page_id: String,
+    },
+    /// Capture an authorised payment (if its order still wants it), then
+    /// confirm it.
+    CapturePayment {
+        order_id: Uuid,
+        payment: ProviderPayment,
+    },
+}
+
+#[derive(Serialize, Deserialize)]
+struct OrderPayload {
+    order_id: Uuid,
+}
+
+#[derive(Serialize, Deserialize)]
+struct ClosePayload {
+    order_id: Uuid,
+    provider: ProviderKind,
+    /// named for the first kind of page it closed, a Checkout Session
+    session_id: String,
+}
+
+#[derive(Serialize, Deserialize)]
+struct CapturePayload {
+    order_id: Uuid,
+    payment: ProviderPayment,
+}
+
+/// The dedupe key of the refund of one payment: one payment is refunded
+/// once, however many paths report it.
+pub fn refund_key(provider: ProviderKind, payment_ref: &str) -> String {
+    format!("refund:{provider}:{payment_ref}")
+}
+
+impl OutboxJob {
+    /// The `kind` column.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            OutboxJob::Refund(_) => "refund",
+            OutboxJob::OrderConfirmation { .. } => "order_confirmation",
+            OutboxJob::ClosePage { .. } => "expire_session",
+            OutboxJob::CapturePayment { .. } => "capture_payment",
+        }
+    }
+
+    /// One job per effect.
+    pub fn dedupe_key(&self) -> String {
+        match self {
+            OutboxJob::Refund(job) => refund_key(job.provider, &job.payment_ref),
+            OutboxJob::OrderConfirmation { order_id } => format!("order_confirmation:{order_id}"),
+            OutboxJob::ClosePage { page_id, .. } => format!("expire_session:{page_id}"),
+            OutboxJob::CapturePayment { payment, .. } => {
+                format!("capture:{}:{}", payment.provider, payment.payment_ref)
+            }
+        }
+    }
+
+    /// The `payload` column.
+    pub fn payload(&self) -> serde_json::Value {
+        let value = match self {
+            OutboxJob::Refund(job) => serde_json::to_value(job),
+            OutboxJob::OrderConfirmation { order_id } => serde_json::to_value(OrderPayload {
+                order_id: *order_id,
+            }),
+            OutboxJob::ClosePage {
+                order_id,
+                provider,
+                page_id,
+            } => serde_json::to_value(ClosePayload {
+                order_id: *order_id,
+                provider: *provider,
+                session_id: page_id.clone(),
+            }),
+            OutboxJob::CapturePayment { order_id, payment } => {
+                serde_json::to_value(CapturePayload {
+                    order_id: *order_id,
+                    payment: payment.clone(),
+                })
+            }
+        };
+        value.expect("job payloads are plain data")
+    }
+
+    /// A stored job, read back.
+    pub fn parse(kind: &str, payload: &serde_json::Value) -> Result<Self, String> {
+        let read =
+            |error: serde_json::Error| format!("a {kind} job's payload is unreadable: {error}");
+        Ok(match kind {
+            "refund" => OutboxJob::Refund(serde_json::from_value(payload.clone()).map_err(read)?),
+            "order_confirmation" => {
+                let p: OrderPayload = serde_json::from_value(payload.clone()).map_err(read)?;
+                OutboxJob::OrderConfirmation {
+                    order_id: p.order_id,
+                }
+            }
+            "expire_session" => {
+                let p: ClosePayload = serde_json::from_value(payload.clone()).map_err(read)?;
+                OutboxJob::ClosePage {
+                    order_id: p.order_id,
+                    provider: p.provider,
+                    page_id: p.session_id,
+                }
+            }
+            "capture_payment" => {
+                let p: CapturePayload = serde_json::from_value(payload.clone()).map_err(read)?;
+                OutboxJob::CapturePayment {
+                    order_id: p.order_id,
+                    payment: p.payment,
+                }
+            }
+            other => return Err(format!("unknown job kind {other}")),
+        })
+    }
+}
+
+/// Queue a job unless the same effect is queued already. Returns whether
+/// this call queued it.
+pub async fn queue<'e>(executor: impl PgExecutor<'e>, job: &OutboxJob) -> sqlx::Result<bool> {
+    let inserted = sqlx::query(
+        "insert into outbox_jobs (kind, dedupe_key, payload) values ($1, $2, $3) \
+         on conflict (dedupe_key) do nothing",
+    )
+    .bind(job.kind())
+    .bind(job.dedupe_key())
+    .bind(job.payload())
+    .execute(executor)
+    .await?;
+    Ok(inserted.rows_affected() > 0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::payments::PaymentStatus;
+
+    #[test]
+    fn every_job_reads_back_as_it_was_written() {
+        let order_id = Uuid::new_v4();
+        let payment = ProviderPayment {
+            provider: ProviderKind::Razorpay,
+            payment_ref: "pay_1".into(),
+            page_id: Some("order_1".into()),
+            amount_minor: 1400,
+            currency: "inr".into(),
+            status: PaymentStatus::Authorized,
+            order_hint: None,
+        };
+        for job in [
+            OutboxJob::Refund(RefundJob {
+                order_id: Some(order_id),
+                provider: ProviderKind::Stripe,
+                payment_ref: "pi_1".into(),
+                reason: "duplicate_payment".into(),
+                amount_minor: None,
+            }),
+            OutboxJob::OrderConfirmation { order_id },
+            OutboxJob::ClosePage {
+                order_id,
+                provider: ProviderKind::Stripe,
+                page_id: "cs_1".into(),
+            },
+            OutboxJob::CapturePayment { order_id, payment },
+        ] {
+            assert_eq!(OutboxJob::parse(job.kind(), &job.payload()), Ok(job));
+        }
+        assert_eq!(
+            refund_key(ProviderKind::Razorpay, "pay_1"),
+            "refund:razorpay:pay_1"
+        );
+        assert!(OutboxJob::parse("refund", &serde_json::json!({})).is_err());
+        assert!(OutboxJob::parse("nonsense", &serde_json::json!({})).is_err());
+    }
+}

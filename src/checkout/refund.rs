@@ -1,0 +1,170 @@
+//! Refund bookkeeping: one refund job per payment, the provider's
+//! idempotency key derived from the job, the provider's refund id kept on
+//! the job once known, and the job closed (or opened again) by whatever
+//! tells us first how the refund ended: the worker reading it by id, or the
+//! provider's refund event.
+
+use sha2::{Digest, Sha256};
+use sqlx::{PgExecutor, Postgres, Transaction};
+use uuid::Uuid;
+
+use super::outbox::{self, OutboxJob, RefundJob, refund_key};
+use crate::payments::{ProviderKind, ProviderPayment, RefundStatus, RefundView};
+
+/// Queue the refund of one payment (of the whole of it). One payment is
+/// refunded once, however many paths report it.
+pub async fn queue<'e>(
+    executor: impl PgExecutor<'e>,
+    order_id: Uuid,
+    payment: &ProviderPayment,
+    reason: &str,
+) -> sqlx::Result<bool> {
+    outbox::queue(
+        executor,
+        &OutboxJob::Refund(RefundJob {
+            order_id: Some(order_id),
+            provider: payment.provider,
+            payment_ref: payment.payment_ref.clone(),
+            reason: reason.to_owned(),
+            amount_minor: None,
+        }),
+    )
+    .await
+}
+
+/// The provider idempotency key of a refund job's `generation`-th try:
+/// hex SHA-256 of the job's dedupe key and the generation. 64 letters and
+/// digits, so it passes every provider's rules (Razorpay takes letters,
+/// digits, `-` and `_`, at least 10; Stripe up to 255 characters), and the
+/// same on every retry of a generation, never random. A generation ends
+/// only when the provider failed the refund.
+pub fn idempotency_key(dedupe_key: &str, generation: i64) -> String {
+    let mut digest = Sha256::new();
+    digest.update(dedupe_key.as_bytes());
+    digest.update(b"#");
+    digest.update(generation.to_string().as_bytes());
+    hex::encode(digest.finalize())
+}
+
+/// What a refund's news did to its job.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RefundMove {
+    /// It finished: the job is done and a waiting order is refunded.
+    Closed,
+    /// It failed: the job will try again under a new key.
+    Reopened,
+    /// Still on its way (its id is now on the job), or news of an older
+    /// try that no longer counts.
+    Noted,
+    /// Holdfast never asked for a refund of that payment.
+    NotOurs,
+}
+
+/// Apply a refund's state, as the provider reports it, to its job.
+///
+/// Lock order, as everywhere: the order row before its outbox jobs (the
+/// confirm routine holds the order while it queues a refund).
+pub async fn refund_moved_in(
+    tx: &mut Transaction<'_, Postgres>,
+    provider: ProviderKind,
+    refund: &RefundView,
+) -> sqlx::Result<RefundMove> {
+    let key = refund_key(provider, &refund.payment_ref);
+    // unlocked read: which order a job belongs to never changes
+    let order: Option<Option<String>> =
+        sqlx::query_scalar("select payload->>'order_id' from outbox_jobs where dedupe_key = $1")
+            .bind(&key)
+            .fetch_optional(&mut **tx)
+            .await?;
+    let Some(order) = order else {
+        return Ok(RefundMove::NotOurs);
+    };
+    let order_id = order.and_then(|id| Uuid::parse_str(&id).ok());
+    if let Some(order_id) = order_id {
+        // lock: the order first
+        sqlx::query("select 1 from orders where id = $1 for update")
+            .bind(order_id)
+            .execute(&mut **tx)
+            .await?;
+    }
+    // then its job
+    let current: Option<String> = sqlx::query_scalar(
+        "select payload->>'refund_id' from outbox_jobs where dedupe_key = $1 for update",
+    )
+    .bind(&key)
+    .fetch_one(&mut **tx)
+    .await?;
+    let moved = match refund.status {
+        // whichever try it was, the money is on its way back
+        RefundStatus::Succeeded => {
+            sqlx::query(
+                "update outbox_jobs \
+                    set state = 'done', done_at = coalesce(done_at, now()), last_error = null, \
+                        payload = payload || jsonb_build_object('refund_id', $2::text) \
+                  where dedupe_key = $1",
+            )
+            .bind(&key)
+            .bind(&refund.id)
+            .execute(&mut **tx)
+            .await?;
+            if let Some(order_id) = order_id {
+                sqlx::query(
+                    "update orders set state = 'refunded', updated_at = now() \
+                      where id = $1 and state = 'refund_pending'",
+                )
+                .bind(order_id)
+                .execute(&mut **tx)
+                .await?;
+            }
+            RefundMove::Closed
+        }
+        // only the current try's failure counts (a refund can fail even
+        // after it succeeded); an older try's must not reopen a job whose
+        // newer refund is on its way
+        RefundStatus::Failed if current.is_none() || current.as_deref() == Some(&refund.id) => {
+            sqlx::query(
+                "update outbox_jobs \
+                    set state = 'pending', done_at = null, run_after = now(), \
+                        last_error = 'the provider failed refund ' || $2, \
+                        -- a new try needs a new provider key: still the job's, never random
+                        payload = (payload - 'refund_id') || jsonb_build_object('reopened', \
+                                  coalesce((payload->>'reopened')::int, 0) + 1) \
+                  where dedupe_key = $1",
+            )
+            .bind(&key)
+            .bind(&refund.id)
+            .execute(&mut **tx)
+            .await?;
+            RefundMove::Reopened
+        }
+        RefundStatus::Failed => RefundMove::Noted,
+        RefundStatus::Pending => {
+            sqlx::query(
+                "update outbox_jobs \
+                    set payload = payload || jsonb_build_object('refund_id', $2::text) \
+                  where dedupe_key = $1 and state = 'pending' and payload->>'refund_id' is null",
+            )
+            .bind(&key)
+            .bind(&refund.id)
+            .execute(&mut **tx)
+            .await?;
+            RefundMove::Noted
+        }
+    };
+    Ok(moved)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_are_what_every_provider_accepts_and_never_random() {
+        let key = idempotency_key("refund:razorpay:pay_ABC123", 0);
+        assert_eq!(key.len(), 64);
+        assert!(key.bytes().all(|b| b.is_ascii_alphanumeric()));
+        assert_eq!(key, idempotency_key("refund:razorpay:pay_ABC123", 0));
+        assert_ne!(key, idempotency_key("refund:razorpay:pay_ABC123", 1));
+        assert_ne!(key, idempotency_key("refund:razorpay:pay_ABC124", 0));
+    }
+}

@@ -1,0 +1,99 @@
+//! From a payment a provider reported to the confirm routine: an
+//! authorised payment is captured first, if its order still wants it (a
+//! provider call, so outside any transaction); a payment for no order of
+//! ours is kept for staff.
+
+use sqlx::{PgExecutor, PgPool};
+use uuid::Uuid;
+
+use super::{
+    CheckoutError, Fulfilment, OrderState, PaymentReport, Source, confirm_payment, order_by_id,
+    payment_matches,
+};
+use crate::payments::{PaymentProvider, PaymentStatus, ProviderError, ProviderPayment};
+
+#[derive(Debug, thiserror::Error)]
+pub enum SettleError {
+    #[error(transparent)]
+    Checkout(#[from] CheckoutError),
+    #[error(transparent)]
+    Provider(#[from] ProviderError),
+}
+
+impl From<sqlx::Error> for SettleError {
+    fn from(error: sqlx::Error) -> Self {
+        SettleError::Checkout(CheckoutError::Database(error))
+    }
+}
+
+/// Bring a reported payment for `order_id` to the confirm routine. An
+/// authorised payment that matches a still-pending order is captured
+/// first (for its full amount); one that does not (the order ended, or the
+/// payment is not what it asks) is left to its provider, which gives it
+/// back by itself, rather than captured only to be refunded.
+pub async fn settle_payment(
+    pool: &PgPool,
+    provider: &dyn PaymentProvider,
+    order_id: Uuid,
+    payment: ProviderPayment,
+    source: Source,
+) -> Result<Fulfilment, SettleError> {
+    let mut payment = payment;
+    if payment.status == PaymentStatus::Authorized {
+        // unlocked read: the confirm routine decides again under the lock
+        let wanted = order_by_id(pool, order_id).await?.is_some_and(|order| {
+            order.state == OrderState::Pending
+                && payment_matches(
+                    (
+                        order.provider,
+                        order.provider_session_id.as_deref(),
+                        order.amount_minor,
+                        &order.currency,
+                    ),
+                    &payment,
+                )
+                .is_ok()
+        });
+        if wanted {
+            payment = provider.capture(&payment).await?;
+        }
+    }
+    let report = PaymentReport {
+        order_id,
+        payment,
+        source,
+    };
+    Ok(confirm_payment(pool, &report).await?)
+}
+
+/// Keep a signed payment for a page Holdfast does not know, for staff:
+/// never acknowledged and forgotten. Seen again, it is updated.
+pub async fn record_orphan<'e>(
+    executor: impl PgExecutor<'e>,
+    payment: &ProviderPayment,
+    seen_in: &str,
+) -> sqlx::Result<()> {
+    sqlx::query(
+        "insert into orphan_payments \
+                (provider, payment_ref, page_id, amount_minor, currency, status, order_hint, seen_in) \
+         values ($1, $2, $3, $4, $5, $6, $7, $8) \
+         on conflict (provider, payment_ref) do update \
+            set status = excluded.status, last_seen_at = now(), seen_in = excluded.seen_in",
+    )
+    .bind(payment.provider)
+    .bind(&payment.payment_ref)
+    .bind(&payment.page_id)
+    .bind(payment.amount_minor)
+    .bind(&payment.currency)
+    .bind(payment.status.as_str())
+    .bind(payment.order_hint)
+    .bind(seen_in)
+    .execute(executor)
+    .await?;
+    tracing::warn!(
+        provider = %payment.provider,
+        payment = %payment.payment_ref,
+        "a signed payment for a page Holdfast does not know: kept for staff"
+    );
+    Ok(())
+}
