@@ -14,6 +14,7 @@ mod helpers;
 mod journey;
 mod lifecycle;
 mod live_keys;
+mod official_sdks;
 mod outage;
 mod providers;
 mod razorpay;
