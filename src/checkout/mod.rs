@@ -987,13 +987,21 @@ pub async fn confirm_payment_in(
         provider_session_id: Option<String>,
         amount_minor: i64,
         currency: String,
+        payment_ref: Option<String>,
+        /// Why this payment is being refunded, if it is.
+        refunding: Option<String>,
     }
     // lock: the order first, then (inside the engine) its resources
     let order: Option<Locked> = sqlx::query_as(
-        "select hold_id, provider, provider_session_id, amount_minor, currency \
+        "select hold_id, provider, provider_session_id, amount_minor, currency, payment_ref, \
+                (select payload->>'reason' from outbox_jobs where dedupe_key = $2) as refunding \
            from orders where id = $1 for update",
     )
     .bind(report.order_id)
+    .bind(outbox::refund_key(
+        report.payment.provider,
+        &report.payment.payment_ref,
+    ))
     .fetch_optional(&mut **tx)
     .await?;
     let Some(order) = order else {
@@ -1003,6 +1011,16 @@ pub async fn confirm_payment_in(
     let order_id = report.order_id;
     let payment = &report.payment;
     let captured = payment.status == PaymentStatus::Captured;
+    // One payment has one fate, whichever path reports it and however the
+    // reports differ (a webhook on an older API version may word the same
+    // payment differently): the payment that paid the order paid it...
+    if order.payment_ref.as_deref() == Some(payment.payment_ref.as_str()) {
+        return Ok(Fulfilment::AlreadyFulfilled { order_id });
+    }
+    // ... and a payment on its way back is never sold.
+    if let Some(reason) = order.refunding {
+        return Ok(Fulfilment::RefundQueued { order_id, reason });
+    }
     if let Err(reason) = payment_matches(
         (
             order.provider,
@@ -1014,11 +1032,7 @@ pub async fn confirm_payment_in(
     ) {
         let note = format!("payment_mismatch: {} {reason}", payment.payment_ref);
         tracing::warn!(order = %order_id, payment = %payment.payment_ref, %reason, "a payment that does not match its order");
-        sqlx::query("update orders set flag = $2, updated_at = now() where id = $1")
-            .bind(order_id)
-            .bind(note.chars().take(500).collect::<String>())
-            .execute(&mut **tx)
-            .await?;
+        flag(tx, order_id, &note).await?;
         // an uncaptured payment cannot be refunded: its provider gives it
         // back by itself when nobody captures it
         if captured {
@@ -1075,14 +1089,11 @@ pub async fn confirm_payment_in(
             }
         }
         ConfirmOutcome::PaymentRefInUse { other_hold_id, .. } => {
-            sqlx::query("update orders set flag = $2, updated_at = now() where id = $1")
-                .bind(order_id)
-                .bind(format!(
-                    "payment_ref_in_use: {} already paid hold {}",
-                    payment.payment_ref, other_hold_id
-                ))
-                .execute(&mut **tx)
-                .await?;
+            let note = format!(
+                "payment_ref_in_use: {} already paid hold {}",
+                payment.payment_ref, other_hold_id
+            );
+            flag(tx, order_id, &note).await?;
             Fulfilment::Flagged {
                 order_id,
                 other_hold_id: other_hold_id.0,
@@ -1094,6 +1105,24 @@ pub async fn confirm_payment_in(
         }
     };
     Ok(fulfilment)
+}
+
+/// Flag an order for staff. A note is added once; earlier ones stay.
+async fn flag(tx: &mut Transaction<'_, Postgres>, order_id: Uuid, note: &str) -> Result<()> {
+    let note: String = note.chars().take(500).collect();
+    sqlx::query(
+        "update orders \
+            set flag = case when flag is null then $2 \
+                            when position($2 in flag) > 0 then flag \
+                            else left(flag || '; ' || $2, 2000) end, \
+                updated_at = now() \
+          where id = $1",
+    )
+    .bind(order_id)
+    .bind(note)
+    .execute(&mut **tx)
+    .await?;
+    Ok(())
 }
 
 /// Mark the order paid, issue its codes and queue its confirmation message.

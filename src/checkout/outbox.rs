@@ -23,6 +23,11 @@ pub struct RefundJob {
     /// `None`: whatever of the payment has not been refunded.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub amount_minor: Option<i64>,
+    /// What the payment took, as it was reported: a refund event for less
+    /// than the job asked for (a partial refund made by hand at the
+    /// provider) does not close the job.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub paid_minor: Option<i64>,
 }
 
 /// One job of the outbox.
@@ -192,6 +197,7 @@ mod tests {
                 payment_ref: "pi_1".into(),
                 reason: "duplicate_payment".into(),
                 amount_minor: None,
+                paid_minor: Some(1400),
             }),
             OutboxJob::OrderConfirmation { order_id },
             OutboxJob::ClosePage {

@@ -27,6 +27,7 @@ pub async fn queue<'e>(
             payment_ref: payment.payment_ref.clone(),
             reason: reason.to_owned(),
             amount_minor: None,
+            paid_minor: Some(payment.amount_minor),
         }),
     )
     .await
@@ -60,7 +61,11 @@ pub enum RefundMove {
     NotOurs,
 }
 
-/// Apply a refund's state, as the provider reports it, to its job.
+/// Apply a refund's state, as the provider reports it, to its job. `ours`
+/// says the refund is the job's own current try (the worker just asked for
+/// it or read it by the id the job keeps); a provider's event is believed
+/// about the refund the job knows by id, and a success event with no id
+/// kept yet only if it gives back all the job asked for.
 ///
 /// Lock order, as everywhere: the order row before its outbox jobs (the
 /// confirm routine holds the order while it queues a refund).
@@ -68,6 +73,7 @@ pub async fn refund_moved_in(
     tx: &mut Transaction<'_, Postgres>,
     provider: ProviderKind,
     refund: &RefundView,
+    ours: bool,
 ) -> sqlx::Result<RefundMove> {
     let key = refund_key(provider, &refund.payment_ref);
     // unlocked read: which order a job belongs to never changes
@@ -88,15 +94,19 @@ pub async fn refund_moved_in(
             .await?;
     }
     // then its job
-    let current: Option<String> = sqlx::query_scalar(
-        "select payload->>'refund_id' from outbox_jobs where dedupe_key = $1 for update",
+    let (current, asked): (Option<String>, Option<i64>) = sqlx::query_as(
+        "select payload->>'refund_id', \
+                coalesce(payload->>'amount_minor', payload->>'paid_minor')::int8 \
+           from outbox_jobs where dedupe_key = $1 for update",
     )
     .bind(&key)
     .fetch_one(&mut **tx)
     .await?;
+    let known = ours || current.as_deref() == Some(refund.id.as_str());
     let moved = match refund.status {
-        // whichever try it was, the money is on its way back
-        RefundStatus::Succeeded => {
+        RefundStatus::Succeeded
+            if known || (current.is_none() && asked.is_none_or(|a| refund.amount_minor >= a)) =>
+        {
             sqlx::query(
                 "update outbox_jobs \
                     set state = 'done', done_at = coalesce(done_at, now()), last_error = null, \
@@ -118,10 +128,10 @@ pub async fn refund_moved_in(
             }
             RefundMove::Closed
         }
-        // only the current try's failure counts (a refund can fail even
-        // after it succeeded); an older try's must not reopen a job whose
-        // newer refund is on its way
-        RefundStatus::Failed if current.is_none() || current.as_deref() == Some(&refund.id) => {
+        // only the job's own try's failure counts (a refund can fail even
+        // after it succeeded): another refund's, or an older try's, must not
+        // open a job whose money is on its way
+        RefundStatus::Failed if known => {
             sqlx::query(
                 "update outbox_jobs \
                     set state = 'pending', done_at = null, run_after = now(), \
@@ -135,10 +145,22 @@ pub async fn refund_moved_in(
             .bind(&refund.id)
             .execute(&mut **tx)
             .await?;
+            if let Some(order_id) = order_id {
+                // the money did not go back after all
+                sqlx::query(
+                    "update orders set state = 'refund_pending', updated_at = now() \
+                      where id = $1 and state = 'refunded'",
+                )
+                .bind(order_id)
+                .execute(&mut **tx)
+                .await?;
+            }
             RefundMove::Reopened
         }
-        RefundStatus::Failed => RefundMove::Noted,
-        RefundStatus::Pending => {
+        RefundStatus::Succeeded | RefundStatus::Failed => RefundMove::Noted,
+        // the worker keeps the id of the refund it asked for; an event
+        // about some refund of the payment proves nothing about the job
+        RefundStatus::Pending if ours => {
             sqlx::query(
                 "update outbox_jobs \
                     set payload = payload || jsonb_build_object('refund_id', $2::text) \
@@ -150,10 +172,10 @@ pub async fn refund_moved_in(
             .await?;
             RefundMove::Noted
         }
+        RefundStatus::Pending => RefundMove::Noted,
     };
     Ok(moved)
 }
-
 #[cfg(test)]
 mod tests {
     use super::*;

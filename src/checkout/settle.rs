@@ -40,7 +40,7 @@ pub async fn settle_payment(
 ) -> Result<Fulfilment, SettleError> {
     let mut payment = payment;
     if payment.status == PaymentStatus::Authorized {
-        // unlocked read: the confirm routine decides again under the lock
+        // unlocked reads: the confirm routine decides again under the lock
         let wanted = order_by_id(pool, order_id).await?.is_some_and(|order| {
             order.state == OrderState::Pending
                 && payment_matches(
@@ -53,7 +53,7 @@ pub async fn settle_payment(
                     &payment,
                 )
                 .is_ok()
-        });
+        }) && holds_alive(pool, order_id).await?;
         if wanted {
             payment = provider.capture(&payment).await?;
         }
@@ -64,6 +64,21 @@ pub async fn settle_payment(
         source,
     };
     Ok(confirm_payment(pool, &report).await?)
+}
+
+/// Whether every hold of an order is alive and inside its time: between a
+/// hold's deadline and the sweeper, its order still reads `pending`, and
+/// money captured then would only be refunded.
+async fn holds_alive(pool: &PgPool, order_id: Uuid) -> sqlx::Result<bool> {
+    sqlx::query_scalar(
+        "select coalesce(bool_and(h.state in ('held', 'awaiting_payment') \
+                                  and coalesce(h.payment_deadline, h.expires_at) > now()), false) \
+           from orders o join holds h on h.purchase_id = o.hold_id \
+          where o.id = $1",
+    )
+    .bind(order_id)
+    .fetch_one(pool)
+    .await
 }
 
 /// Keep a signed payment for a page Holdfast does not know, for staff:

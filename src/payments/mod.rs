@@ -158,7 +158,11 @@ impl ProviderPayment {
     /// Ids a provider could have made: 1 to 255 visible ASCII characters.
     /// A signed event with anything else is ignored, never stored.
     pub fn well_formed(&self) -> bool {
-        well_formed_id(&self.payment_ref) && self.page_id.as_deref().is_none_or(well_formed_id)
+        well_formed_id(&self.payment_ref)
+            && self.page_id.as_deref().is_none_or(well_formed_id)
+            && self.currency.len() == 3
+            && self.currency.bytes().all(|b| b.is_ascii_lowercase())
+            && self.amount_minor >= 0
     }
 }
 
@@ -361,8 +365,9 @@ pub struct EmbedRequest {
 pub trait PaymentProvider: Send + Sync + fmt::Debug {
     fn kind(&self) -> ProviderKind;
 
-    /// Open a payment page for an order. Retried with the same order, it
-    /// opens the same page.
+    /// Open a payment page for an order. Called once per order (a form
+    /// submitted twice finds the order's page instead); where the provider
+    /// takes an idempotency key, one derived from the order goes with it.
     async fn open_page(&self, request: &PageRequest) -> Result<PaymentPage, ProviderError>;
 
     /// A page and every payment made on it: for the return path and

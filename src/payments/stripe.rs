@@ -16,10 +16,10 @@ use chrono::{DateTime, TimeZone, Utc};
 use serde::Deserialize;
 use serde_json::Value;
 use stripe_checkout::checkout_session::{
-    CreateCheckoutSession, CreateCheckoutSessionAllowedPaymentMethodTypes,
-    CreateCheckoutSessionLineItems, CreateCheckoutSessionLineItemsPriceData,
-    CreateCheckoutSessionPaymentIntentData, ExpireCheckoutSession, ProductData,
-    RetrieveCheckoutSession,
+    CreateCheckoutSession, CreateCheckoutSessionAdaptivePricing,
+    CreateCheckoutSessionAllowedPaymentMethodTypes, CreateCheckoutSessionLineItems,
+    CreateCheckoutSessionLineItemsPriceData, CreateCheckoutSessionPaymentIntentData,
+    ExpireCheckoutSession, ProductData, RetrieveCheckoutSession,
 };
 use stripe_checkout::{CheckoutSession, CheckoutSessionMode};
 use stripe_client_core::{
@@ -467,7 +467,12 @@ impl PaymentProvider for StripeProvider {
             .cancel_url(request.cancel_url.clone())
             .line_items(line_items)
             .metadata(metadata)
-            .payment_intent_data(intent);
+            .payment_intent_data(intent)
+            // one currency, the order's: the shopper pays what the order
+            // says, and every report of the payment says the same
+            .adaptive_pricing(CreateCheckoutSessionAdaptivePricing {
+                enabled: Some(false),
+            });
         if !self.payment_methods.is_empty() {
             create = create.allowed_payment_method_types(self.payment_methods.clone());
         }

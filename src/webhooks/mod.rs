@@ -128,14 +128,16 @@ pub async fn receive(
                 },
             }
         }
-        ProviderEvent::Refund(view) => match refund::refund_moved_in(&mut tx, kind, &view).await? {
-            RefundMove::Closed => Verdict::RefundClosed,
-            RefundMove::Reopened => Verdict::RefundReopened,
-            RefundMove::Noted => Verdict::RefundNoted,
-            RefundMove::NotOurs => Verdict::Ignored {
-                reason: "no refund of ours for that payment",
-            },
-        },
+        ProviderEvent::Refund(view) => {
+            match refund::refund_moved_in(&mut tx, kind, &view, false).await? {
+                RefundMove::Closed => Verdict::RefundClosed,
+                RefundMove::Reopened => Verdict::RefundReopened,
+                RefundMove::Noted => Verdict::RefundNoted,
+                RefundMove::NotOurs => Verdict::Ignored {
+                    reason: "no refund of ours for that payment",
+                },
+            }
+        }
         ProviderEvent::Ignore(reason) => Verdict::Ignored { reason },
     };
     tx.commit().await?;

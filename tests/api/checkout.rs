@@ -522,3 +522,164 @@ async fn an_order_whose_holds_ran_out_stops_waiting() {
     .unwrap();
     assert!(matches!(late, Fulfilment::RefundQueued { .. }), "{late:?}");
 }
+
+#[tokio::test]
+async fn one_payment_has_one_fate_however_differently_it_is_reported() {
+    let db = TestDb::new().await;
+    demo(&db).await;
+    let jobs_now = || async { jobs(&db, "refund").await.len() };
+    // sold first: a later, different report of the same payment changes
+    // nothing (no refund of the money that paid)
+    let order = started(&db, "one-fate", &[("wild-honey", 1)]).await;
+    let right = report(&db, order.id, "pi_one_fate", Source::Return).await;
+    let mut wrong = right.clone();
+    wrong.payment.amount_minor += 150;
+    wrong.payment.currency = "usd".into();
+    wrong.source = Source::Webhook;
+    assert_eq!(
+        checkout::confirm_payment(&db.pool, &right).await.unwrap(),
+        Fulfilment::Fulfilled { order_id: order.id }
+    );
+    assert_eq!(
+        checkout::confirm_payment(&db.pool, &wrong).await.unwrap(),
+        Fulfilment::AlreadyFulfilled { order_id: order.id }
+    );
+    assert_eq!(jobs_now().await, 0);
+    // refunded first: a later, matching report does not sell it
+    let order = started(&db, "other-fate", &[("wild-honey", 1)]).await;
+    let right = report(&db, order.id, "pi_other_fate", Source::Return).await;
+    let mut wrong = right.clone();
+    wrong.payment.amount_minor = 100;
+    assert!(matches!(
+        checkout::confirm_payment(&db.pool, &wrong).await.unwrap(),
+        Fulfilment::Mismatch {
+            refund_queued: true,
+            ..
+        }
+    ));
+    assert_eq!(
+        checkout::confirm_payment(&db.pool, &right).await.unwrap(),
+        Fulfilment::RefundQueued {
+            order_id: order.id,
+            reason: "payment_mismatch".into()
+        }
+    );
+    let still = checkout::order_by_id(&db.pool, order.id)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(still.state.as_str(), "pending");
+    assert_eq!(jobs_now().await, 1);
+    assert_no_drift(&db.inventory()).await;
+}
+
+#[tokio::test]
+async fn a_refund_job_believes_news_only_of_its_own_refund() {
+    use holdfast::checkout::refund::{RefundMove, refund_moved_in};
+    use holdfast::payments::{RefundStatus, RefundView};
+
+    let db = TestDb::new().await;
+    demo(&db).await;
+    let order = started(&db, "refund-news", &[("wild-honey", 1)]).await;
+    let paid = report(&db, order.id, "pi_news", Source::Webhook).await;
+    checkout::release_order(&db.pool, order.id, expired_by_provider())
+        .await
+        .unwrap();
+    assert!(matches!(
+        checkout::confirm_payment(&db.pool, &paid).await.unwrap(),
+        Fulfilment::RefundQueued { .. }
+    ));
+    let news = |id: &str, amount: i64, status: RefundStatus, ours: bool| {
+        let pool = db.pool.clone();
+        let view = RefundView {
+            id: id.into(),
+            payment_ref: "pi_news".into(),
+            amount_minor: amount,
+            status,
+        };
+        async move {
+            let mut tx = pool.begin().await.unwrap();
+            let moved = refund_moved_in(&mut tx, ProviderKind::Stripe, &view, ours)
+                .await
+                .unwrap();
+            tx.commit().await.unwrap();
+            moved
+        }
+    };
+    let job = || async {
+        let (state, payload): (String, serde_json::Value) =
+            sqlx::query_as("select state, payload from outbox_jobs where kind = 'refund'")
+                .fetch_one(&db.pool)
+                .await
+                .unwrap();
+        (
+            state,
+            payload["refund_id"].clone(),
+            payload["reopened"].clone(),
+        )
+    };
+    // someone's partial refund in the dashboard, and some refund's failure
+    assert_eq!(
+        news("re_hand", 500, RefundStatus::Succeeded, false).await,
+        RefundMove::Noted
+    );
+    assert_eq!(
+        news("re_else", 1400, RefundStatus::Failed, false).await,
+        RefundMove::Noted
+    );
+    assert_eq!(
+        news("re_else", 1400, RefundStatus::Pending, false).await,
+        RefundMove::Noted
+    );
+    assert_eq!(
+        job().await,
+        (
+            "pending".into(),
+            serde_json::Value::Null,
+            serde_json::Value::Null
+        )
+    );
+    // the worker's own refund: its id is kept; its success closes the job
+    assert_eq!(
+        news("re_ours", 1400, RefundStatus::Pending, true).await,
+        RefundMove::Noted
+    );
+    assert_eq!(
+        news("re_other", 1400, RefundStatus::Succeeded, false).await,
+        RefundMove::Noted
+    );
+    assert_eq!(
+        news("re_ours", 1400, RefundStatus::Succeeded, false).await,
+        RefundMove::Closed
+    );
+    assert_eq!(job().await.0, "done");
+    let state = |pool: sqlx::PgPool| async move {
+        checkout::order_by_id(&pool, order.id)
+            .await
+            .unwrap()
+            .unwrap()
+            .state
+            .as_str()
+    };
+    assert_eq!(state(db.pool.clone()).await, "refunded");
+    // it failed after all: asked for again, and the order waits again
+    assert_eq!(
+        news("re_ours", 1400, RefundStatus::Failed, false).await,
+        RefundMove::Reopened
+    );
+    assert_eq!(
+        job().await,
+        (
+            "pending".into(),
+            serde_json::Value::Null,
+            serde_json::json!(1)
+        )
+    );
+    assert_eq!(state(db.pool.clone()).await, "refund_pending");
+    // a replay of that failure opens nothing more
+    assert_eq!(
+        news("re_ours", 1400, RefundStatus::Failed, false).await,
+        RefundMove::Noted
+    );
+    assert_eq!(job().await.2, serde_json::json!(1));
+}

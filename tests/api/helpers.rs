@@ -532,7 +532,9 @@ pub fn expired_by_provider() -> holdfast::checkout::Release<'static> {
 /// The worker's outbox until nothing is due and no refund is still
 /// pending at the provider (the sandbox finishes refunds a moment after
 /// it accepts them, as banks do): each pass asks a pending refund again by
-/// its id. Five seconds at most.
+/// its id, and a refund that failed for any other reason (a connection the
+/// sandbox closed as it was reused) is tried again at once rather than
+/// after its backoff. Five seconds at most.
 pub async fn drain_outbox(
     pool: &PgPool,
     payments: holdfast::payments::Providers,
@@ -542,9 +544,9 @@ pub async fn drain_outbox(
     let mut all = Vec::new();
     for _ in 0..100 {
         let outcomes = outbox.drain().await.expect("outbox");
-        let waiting = outcomes.iter().any(|o| {
-            matches!(o, JobOutcome::Failed { error, .. } if error.contains("not finished at the provider"))
-        });
+        let waiting = outcomes
+            .iter()
+            .any(|o| matches!(o, JobOutcome::Failed { kind, .. } if kind == "refund"));
         all.extend(outcomes);
         if !waiting {
             break;

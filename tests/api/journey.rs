@@ -56,6 +56,33 @@ impl TestApp {
         self.submit_checkout(shopper, &key).await
     }
 
+    /// [`TestApp::checkout`], paying with `provider`.
+    pub(crate) async fn checkout_with(
+        &self,
+        shopper: &reqwest::Client,
+        provider: &str,
+    ) -> Response {
+        let page = shopper
+            .get(format!("{}/basket", self.address))
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        shopper
+            .post(format!("{}/checkout", self.address))
+            .form(&[
+                ("checkout_key", checkout_key(&page).as_str()),
+                ("name", "Ada Shopper"),
+                ("email", "ada@example.com"),
+                ("provider", provider),
+            ])
+            .send()
+            .await
+            .unwrap()
+    }
+
     pub(crate) async fn submit_checkout(&self, shopper: &reqwest::Client, key: &str) -> Response {
         shopper
             .post(format!("{}/checkout", self.address))

@@ -5,7 +5,6 @@
 
 use std::time::Duration;
 
-use holdfast::checkout::catalogue::CatalogueFile;
 use holdfast::configuration::Secret;
 use holdfast::payments::http::{TrustedRoots, client_builder};
 use holdfast::payments::razorpay::{RazorpayProvider, RazorpaySettings};
@@ -18,14 +17,6 @@ use uuid::Uuid;
 
 use crate::helpers::*;
 use crate::stripe_adapter::page_request;
-
-async fn demo(app: &TestApp) {
-    CatalogueFile::read(concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/catalogue.json").as_ref())
-        .unwrap()
-        .load(&app.db.pool)
-        .await
-        .unwrap();
-}
 
 /// A checkout as a shopper makes it.
 struct Checkout {
@@ -44,32 +35,8 @@ async fn checkout(
     product: &str,
     qty: i64,
 ) -> Checkout {
-    let added = shopper
-        .post(format!("{}/basket/add", app.address))
-        .form(&[("product_id", product), ("qty", &qty.to_string())])
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(added.status(), 303);
-    let basket = shopper
-        .get(format!("{}/basket", app.address))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
-    let started = shopper
-        .post(format!("{}/checkout", app.address))
-        .form(&[
-            ("checkout_key", field(&basket, "checkout_key").as_str()),
-            ("name", "Ada Shopper"),
-            ("email", "ada@example.com"),
-            ("provider", provider),
-        ])
-        .send()
-        .await
-        .unwrap();
+    app.add(shopper, product, qty).await;
+    let started = app.checkout_with(shopper, provider).await;
     assert_eq!(started.status(), 303, "{}", started.text().await.unwrap());
     let location = location(&started);
     let (token, order_id, page_id): (String, Uuid, String) = sqlx::query_as(
@@ -126,6 +93,44 @@ async fn flag(app: &TestApp, order_id: Uuid) -> Option<String> {
     sqlx::query_scalar("select flag from orders where id = $1")
         .bind(order_id)
         .fetch_one(&app.db.pool)
+        .await
+        .unwrap()
+}
+
+/// A Checkout Session someone else made, as a payment link opened with
+/// `?client_reference_id=<order id>` makes it: 1.00, naming our order.
+async fn another_session(app: &TestApp, order_id: Uuid) -> serde_json::Value {
+    let expires_at = chrono::Utc::now().timestamp() + 3600;
+    http_client()
+        .post(format!(
+            "{}v1/checkout/sessions",
+            app.sandbox.stripe.api_base()
+        ))
+        .bearer_auth(app.sandbox.settings.stripe_secret_key.expose())
+        .header("Content-Type", "application/x-www-form-urlencoded")
+        .body(format!(
+            "mode=payment&success_url=https%3A%2F%2Fexample.test%2F&expires_at={expires_at}\
+             &client_reference_id={order_id}&line_items[0][quantity]=1\
+             &line_items[0][price_data][currency]=eur&line_items[0][price_data][unit_amount]=100\
+             &line_items[0][price_data][product_data][name]=Anything"
+        ))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap()
+}
+
+/// Expire a Checkout Session at the sandbox, as its owner would.
+async fn expire_session(app: &TestApp, id: &str) -> reqwest::Response {
+    http_client()
+        .post(format!(
+            "{}v1/checkout/sessions/{id}/expire",
+            app.sandbox.stripe.api_base()
+        ))
+        .bearer_auth(app.sandbox.settings.stripe_secret_key.expose())
+        .send()
         .await
         .unwrap()
 }
@@ -199,7 +204,7 @@ async fn both_adapters_reach_their_provider_over_https_trusting_a_configured_aut
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn razorpay_refunds_use_keys_razorpay_takes_and_are_followed_by_their_id() {
     let app = spawn_app().await;
-    demo(&app).await;
+    app.load_demo().await;
     app.sandbox.razorpay.set_refunds_settle_after(None);
     let shopper = browser();
     let started = checkout(&app, &shopper, "razorpay", "wild-honey", 1).await;
@@ -263,7 +268,7 @@ async fn razorpay_refunds_use_keys_razorpay_takes_and_are_followed_by_their_id()
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_razorpay_payment_is_captured_before_it_is_sold_and_an_unwanted_one_is_left_to_go_back() {
     let app = spawn_app().await;
-    demo(&app).await;
+    app.load_demo().await;
     let shopper = browser();
     // authorised after Razorpay's capture window: only authorised
     let started = checkout(&app, &shopper, "razorpay", "harbour-lights-vip", 1).await;
@@ -333,33 +338,11 @@ async fn a_razorpay_payment_is_captured_before_it_is_sold_and_an_unwanted_one_is
 async fn a_stripe_payment_on_another_page_naming_the_order_is_flagged_refunded_and_releases_nothing()
  {
     let app = spawn_app().await;
-    demo(&app).await;
+    app.load_demo().await;
     let shopper = browser();
     let started = checkout(&app, &shopper, "stripe", "wild-honey", 1).await;
     // a payment link opened with ?client_reference_id=<order id>, paying 1.00
-    let key = app.sandbox.settings.stripe_secret_key.expose().to_owned();
-    let expires_at = chrono::Utc::now().timestamp() + 3600;
-    let other: serde_json::Value = http_client()
-        .post(format!(
-            "{}v1/checkout/sessions",
-            app.sandbox.stripe.api_base()
-        ))
-        .bearer_auth(&key)
-        .header("Content-Type", "application/x-www-form-urlencoded")
-        .body(format!(
-            "mode=payment&success_url=https%3A%2F%2Fexample.test%2F&expires_at={expires_at}\
-             &client_reference_id={}&line_items[0][quantity]=1\
-             &line_items[0][price_data][currency]=eur&line_items[0][price_data][unit_amount]=100\
-             &line_items[0][price_data][product_data][name]=Anything",
-            started.order_id
-        ))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    let other_id = other["id"].as_str().unwrap().to_owned();
+    let other = another_session(&app, started.order_id).await;
     crate::stripe_adapter::pay_on_page(other["url"].as_str().unwrap(), "pay").await;
     wait_for_accepted(|| app.sandbox.stripe.ledger(), 1).await;
     assert_eq!(
@@ -377,48 +360,17 @@ async fn a_stripe_payment_on_another_page_naming_the_order_is_flagged_refunded_a
     assert_eq!(ledger.refunds.len(), 1);
     assert_eq!(ledger.refunds[0].amount, 100);
 
-    // letting that other page expire releases nothing of ours
-    let expired = http_client()
-        .post(format!(
-            "{}v1/checkout/sessions/{other_id}/expire",
-            app.sandbox.stripe.api_base()
-        ))
-        .bearer_auth(&key)
-        .send()
-        .await
-        .unwrap();
-    // (it is complete: Stripe refuses; a page still open would expire)
+    // that page is complete: Stripe refuses to expire it
+    let expired = expire_session(&app, other["id"].as_str().unwrap()).await;
     assert_eq!(expired.status(), 400);
-    let open: serde_json::Value = http_client()
-        .post(format!(
-            "{}v1/checkout/sessions",
-            app.sandbox.stripe.api_base()
-        ))
-        .bearer_auth(&key)
-        .header("Content-Type", "application/x-www-form-urlencoded")
-        .body(format!(
-            "mode=payment&success_url=https%3A%2F%2Fexample.test%2F&expires_at={expires_at}\
-             &client_reference_id={}&line_items[0][quantity]=1\
-             &line_items[0][price_data][currency]=eur&line_items[0][price_data][unit_amount]=100\
-             &line_items[0][price_data][product_data][name]=Anything",
-            started.order_id
-        ))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    http_client()
-        .post(format!(
-            "{}v1/checkout/sessions/{}/expire",
-            app.sandbox.stripe.api_base(),
-            open["id"].as_str().unwrap()
-        ))
-        .bearer_auth(&key)
-        .send()
-        .await
-        .unwrap();
+    // another page naming the order, left to expire, releases nothing ours
+    let open = another_session(&app, started.order_id).await;
+    assert_eq!(
+        expire_session(&app, open["id"].as_str().unwrap())
+            .await
+            .status(),
+        200
+    );
     wait_for_event(|| app.sandbox.stripe.ledger(), "checkout.session.expired").await;
     assert_eq!(app.order_state(&started.token).await, "pending");
     assert_eq!(held_and_sold(&app.db, "wild-honey").await, (1, 0));
@@ -433,7 +385,7 @@ async fn a_stripe_payment_on_another_page_naming_the_order_is_flagged_refunded_a
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_razorpay_payment_of_less_than_the_order_is_never_sold_and_goes_back() {
     let app = spawn_app().await;
-    demo(&app).await;
+    app.load_demo().await;
     let shopper = browser();
     let started = checkout(&app, &shopper, "razorpay", "wild-honey", 1).await;
     // 1.00 against a 14.00 order, captured, signed, brought back by the
@@ -464,7 +416,7 @@ async fn a_razorpay_payment_of_less_than_the_order_is_never_sold_and_goes_back()
 #[tokio::test]
 async fn signed_payments_for_pages_nobody_knows_are_kept_for_staff() {
     let app = spawn_app().await;
-    demo(&app).await;
+    app.load_demo().await;
     let now = chrono::Utc::now().timestamp();
     let event = serde_json::json!({
         "id": "evt_orphan", "object": "event", "type": "checkout.session.completed",
@@ -546,7 +498,7 @@ async fn signed_payments_for_pages_nobody_knows_are_kept_for_staff() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_pending_stripe_refund_is_followed_by_its_id_even_with_every_event_lost() {
     let app = spawn_app().await;
-    demo(&app).await;
+    app.load_demo().await;
     app.sandbox.stripe.set_refunds_settle_after(None);
     let shopper = browser();
     let started = checkout(&app, &shopper, "stripe", "wild-honey", 1).await;
@@ -586,7 +538,8 @@ async fn a_pending_stripe_refund_is_followed_by_its_id_even_with_every_event_los
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_refund_whose_key_stripe_forgot_is_found_again_not_made_twice() {
     let app = spawn_app().await;
-    demo(&app).await;
+    app.load_demo().await;
+    app.sandbox.stripe.set_refunds_settle_after(None);
     let shopper = browser();
     let started = checkout(&app, &shopper, "stripe", "wild-honey", 1).await;
     app.sandbox
@@ -625,7 +578,9 @@ async fn a_refund_whose_key_stripe_forgot_is_found_again_not_made_twice() {
     let outbox =
         holdfast::worker::outbox::Outbox::new(app.db.pool.clone(), app.sandbox.providers());
     outbox.drain().await.unwrap();
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    for (refund, _) in app.sandbox.stripe.pending_refunds() {
+        app.sandbox.stripe.settle_refund(&refund, true).unwrap();
+    }
     // the worker died before it kept the refund's id, and a day passed:
     // Stripe has forgotten the key and refuses a second refund
     sqlx::query("update outbox_jobs set run_after = now(), payload = payload - 'refund_id'")
@@ -645,7 +600,7 @@ async fn a_refund_whose_key_stripe_forgot_is_found_again_not_made_twice() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn an_endpoint_on_an_older_api_version_closes_refunds_with_charge_refund_updated() {
     let app = spawn_app().await;
-    demo(&app).await;
+    app.load_demo().await;
     app.sandbox.stripe.set_webhook_version("2024-06-20");
     let shopper = browser();
     let started = checkout(&app, &shopper, "stripe", "wild-honey", 1).await;
@@ -683,7 +638,7 @@ async fn an_endpoint_on_an_older_api_version_closes_refunds_with_charge_refund_u
 async fn sessions_take_instant_methods_unless_told_and_a_delayed_payment_is_followed_until_it_settles()
  {
     let app = spawn_app().await;
-    demo(&app).await;
+    app.load_demo().await;
     let shopper = browser();
     let started = checkout(&app, &shopper, "stripe", "wild-honey", 1).await;
     let session = app.sandbox.stripe.session(&started.page_id).unwrap();
@@ -719,7 +674,7 @@ async fn sessions_take_instant_methods_unless_told_and_a_delayed_payment_is_foll
         .unwrap();
     })
     .await;
-    demo(&app).await;
+    app.load_demo().await;
     let started = checkout(&app, &shopper, "stripe", "wild-honey", 1).await;
     app.sandbox
         .stripe
@@ -752,7 +707,7 @@ async fn sessions_take_instant_methods_unless_told_and_a_delayed_payment_is_foll
 #[tokio::test]
 async fn a_thirty_minute_session_is_accepted_however_long_the_request_takes() {
     let app = spawn_app_shaped(TestDb::new().await, |_, shop| shop.session_minutes = 30).await;
-    demo(&app).await;
+    app.load_demo().await;
     // a second and a half between our clock and Stripe's
     app.sandbox.stripe.set_latency(Duration::from_millis(1500));
     let shopper = browser();
@@ -771,7 +726,7 @@ async fn a_thirty_minute_session_is_accepted_however_long_the_request_takes() {
 #[tokio::test]
 async fn a_failed_razorpay_payment_offers_another_try_and_keeps_the_units() {
     let app = spawn_app().await;
-    demo(&app).await;
+    app.load_demo().await;
     let shopper = browser();
     let started = checkout(&app, &shopper, "razorpay", "wild-honey", 2).await;
     let back = shopper
@@ -826,7 +781,7 @@ async fn razorpay_webhooks_signed_with_the_previous_secret_are_accepted_during_a
             rotated(sandbox, shop, keep_old)
         })
         .await;
-        demo(&app).await;
+        app.load_demo().await;
         let started = checkout(&app, &browser(), "razorpay", "wild-honey", 1).await;
         // the events of a payment nobody comes back from, still signed with
         // the old secret (Razorpay keeps it for retries of older events)
@@ -834,15 +789,16 @@ async fn razorpay_webhooks_signed_with_the_previous_secret_are_accepted_during_a
             .razorpay
             .authorize(&started.page_id, None, false)
             .unwrap();
-        tokio::time::sleep(Duration::from_millis(500)).await;
-        let statuses: Vec<Option<u16>> = app
-            .sandbox
-            .razorpay
-            .ledger()
-            .deliveries
-            .iter()
-            .map(|d| d.status)
-            .collect();
+        // every event's first delivery has been answered
+        let mut statuses: Vec<Option<u16>> = Vec::new();
+        for _ in 0..100 {
+            let ledger = app.sandbox.razorpay.ledger();
+            statuses = ledger.deliveries.iter().map(|d| d.status).collect();
+            if ledger.deliveries.iter().filter(|d| d.attempt == 1).count() >= 3 {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
         if keep_old {
             assert!(statuses.contains(&Some(200)), "{statuses:?}");
             app.wait_for_state(&started.token, "paid").await;
@@ -876,4 +832,27 @@ async fn a_header_of_hundreds_of_candidates_is_refused_before_the_body_is_hashed
         answer.text().await.unwrap(),
         "the signature header is malformed"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn an_authorisation_after_the_hold_ran_out_is_not_captured_even_before_the_sweep() {
+    let app = spawn_app().await;
+    app.load_demo().await;
+    let shopper = browser();
+    let started = checkout(&app, &shopper, "razorpay", "wild-honey", 1).await;
+    // the payment window is over; no sweeper has come by yet, so the
+    // order still reads pending
+    sqlx::query("update holds set payment_deadline = now() - interval '1 second'")
+        .execute(&app.db.pool)
+        .await
+        .unwrap();
+    assert_eq!(app.order_state(&started.token).await, "pending");
+    let back = razorpay_pay(&app, &shopper, &started, None, true).await;
+    assert_eq!(back.status(), 303);
+    // left authorised: capturing it would only lead to a refund
+    assert!(
+        app.sandbox.razorpay.ledger().charges.is_empty(),
+        "nothing captured"
+    );
+    assert_ne!(app.order_state(&started.token).await, "paid");
 }

@@ -63,7 +63,7 @@ def stripe_part():
         "cancel_url": "https://shop.example/basket",
         "expires_at": int(time.time()) + 3600,
         "client_reference_id": order_id,
-        "payment_method_types": ["card"],
+        "allowed_payment_method_types": ["card"],
         "metadata": {"order_id": order_id},
         "payment_intent_data": {"metadata": {"order_id": order_id}},
         "line_items": [

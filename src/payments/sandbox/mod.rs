@@ -145,6 +145,15 @@ impl Sandbox {
     ) -> anyhow::Result<Self> {
         let port = listener.local_addr()?.port();
         let stripe = StripeSandbox::new(settings.clone(), public_base.clone());
+        // Stripe expires a session by itself when its time comes
+        let clock = stripe.clone();
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(Duration::from_secs(1));
+            loop {
+                tick.tick().await;
+                clock.expire_due();
+            }
+        });
         let razorpay = RazorpaySandbox::new(settings, public_base);
         let data = web::Data::new(stripe.clone());
         let razorpay_data = web::Data::new(razorpay.clone());
@@ -212,6 +221,53 @@ pub enum DeliveryMode {
     /// Events are held back and delivered newest first once a second one
     /// exists.
     Reorder,
+}
+
+/// `?mode=…` of the delivery test control.
+#[derive(Debug, serde::Deserialize)]
+struct DeliveryQuery {
+    mode: DeliveryMode,
+}
+
+/// `?outcome=…` of the settle test controls.
+#[derive(Debug, serde::Deserialize)]
+struct OutcomeQuery {
+    outcome: String,
+}
+
+impl OutcomeQuery {
+    /// Settle something pending as the outcome says: the provider's word
+    /// for success (`succeeded` at Stripe, `processed` at Razorpay) or
+    /// `failed`. 204 when done, 409 when there was nothing to settle.
+    fn settle(
+        &self,
+        success: &str,
+        settle: impl FnOnce(bool) -> Result<(), String>,
+    ) -> HttpResponse {
+        let succeeded = match self.outcome.as_str() {
+            "failed" => false,
+            word if word == success => true,
+            _ => {
+                return HttpResponse::BadRequest().body(format!("outcome is {success} or failed"));
+            }
+        };
+        match settle(succeeded) {
+            Ok(()) => HttpResponse::NoContent().finish(),
+            Err(message) => HttpResponse::Conflict().body(message),
+        }
+    }
+}
+
+/// `?after_ms=N` of the refunds test control (none: never by itself).
+#[derive(Debug, serde::Deserialize)]
+struct AutoQuery {
+    after_ms: Option<u64>,
+}
+
+impl AutoQuery {
+    fn after(&self) -> Option<Duration> {
+        self.after_ms.map(Duration::from_millis)
+    }
 }
 
 /// How to send one new event under `mode`: which events (in order), how

@@ -45,8 +45,9 @@ use serde_json::{Map, Value, json};
 use sha2::{Digest, Sha256};
 
 use super::{
-    Charge, Delivery, DeliveryMode, Ledger, RefundRecord, SandboxSettings, Shared, amount_text,
-    escape, page, plan, post_until_accepted, random_id, redirect,
+    AutoQuery, Charge, Delivery, DeliveryMode, DeliveryQuery, Ledger, OutcomeQuery, RefundRecord,
+    SandboxSettings, Shared, amount_text, escape, page, plan, post_until_accepted, random_id,
+    redirect,
 };
 use crate::payments::signature::{hmac_sha256_hex, same_text};
 
@@ -1474,11 +1475,6 @@ async fn hosted_action(
     }
 }
 
-#[derive(Debug, Deserialize)]
-struct DeliveryQuery {
-    mode: DeliveryMode,
-}
-
 async fn set_delivery(
     sandbox: web::Data<RazorpaySandbox>,
     path: web::Path<String>,
@@ -1520,37 +1516,20 @@ async fn auto_refund(sandbox: web::Data<RazorpaySandbox>) -> HttpResponse {
     HttpResponse::Ok().json(json!({ "refunded": returned }))
 }
 
-#[derive(Debug, Deserialize)]
-struct OutcomeQuery {
-    outcome: String,
-}
-
 async fn settle_refund(
     sandbox: web::Data<RazorpaySandbox>,
     path: web::Path<String>,
     query: web::Query<OutcomeQuery>,
 ) -> HttpResponse {
-    let processed = match query.outcome.as_str() {
-        "processed" => true,
-        "failed" => false,
-        _ => return HttpResponse::BadRequest().body("outcome is processed or failed"),
-    };
-    match sandbox.settle_refund(&path.into_inner(), processed) {
-        Ok(()) => HttpResponse::NoContent().finish(),
-        Err(message) => HttpResponse::Conflict().body(message),
-    }
-}
-
-#[derive(Debug, Deserialize)]
-struct AutoQuery {
-    after_ms: Option<u64>,
+    let id = path.into_inner();
+    query.settle("processed", |ok| sandbox.settle_refund(&id, ok))
 }
 
 async fn refunds_auto(
     sandbox: web::Data<RazorpaySandbox>,
     query: web::Query<AutoQuery>,
 ) -> HttpResponse {
-    sandbox.set_refunds_settle_after(query.after_ms.map(Duration::from_millis));
+    sandbox.set_refunds_settle_after(query.after());
     HttpResponse::NoContent().finish()
 }
 

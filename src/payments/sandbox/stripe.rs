@@ -44,8 +44,9 @@ use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
 use super::{
-    Charge, Delivery, DeliveryMode, Ledger, RefundRecord, SandboxSettings, Shared, amount_text,
-    escape, page, plan, post_until_accepted, random_id, redirect,
+    AutoQuery, Charge, Delivery, DeliveryMode, DeliveryQuery, Ledger, OutcomeQuery, RefundRecord,
+    SandboxSettings, Shared, amount_text, escape, page, plan, post_until_accepted, random_id,
+    redirect,
 };
 use crate::payments::signature::{same_text, stripe_signature_header};
 
@@ -74,6 +75,8 @@ struct Session {
     customer_email: Option<String>,
     line_items: Vec<(String, i64, i64)>,
     payment_method_types: Vec<String>,
+    /// shown in the shopper's currency (the account's default: on)
+    adaptive_pricing: bool,
     /// open, complete or expired
     status: &'static str,
     /// paid, unpaid
@@ -90,7 +93,7 @@ impl Session {
         let mut session = json!({
             "id": self.id,
             "object": "checkout.session",
-            "adaptive_pricing": { "enabled": false },
+            "adaptive_pricing": { "enabled": self.adaptive_pricing },
             "after_expiration": null,
             "allow_promotion_codes": null,
             "amount_subtotal": self.amount_total,
@@ -215,8 +218,8 @@ struct Remembered {
     endpoint: String,
     /// SHA-256 of the request's parameters
     params: [u8; 32],
-    status: u16,
-    body: Value,
+    /// `None` while the first request is still executing
+    answer: Option<(u16, Value)>,
 }
 
 #[derive(Debug)]
@@ -442,7 +445,22 @@ impl StripeSandbox {
         }
         let endpoint = format!("{} {}", request.method(), request.path());
         let params: [u8; 32] = Sha256::digest(params).into();
-        if let Some(first) = self.state.with(|s| s.idempotency.get(&key).cloned()) {
+        // look and claim the key in one go: a concurrent twin sees the claim
+        let first = self.state.with(|s| match s.idempotency.get(&key) {
+            Some(first) => Some(first.clone()),
+            None => {
+                s.idempotency.insert(
+                    key.clone(),
+                    Remembered {
+                        endpoint: endpoint.clone(),
+                        params,
+                        answer: None,
+                    },
+                );
+                None
+            }
+        });
+        if let Some(first) = first {
             if first.endpoint != endpoint || first.params != params {
                 return answer(stripe_error(
                     StatusCode::BAD_REQUEST,
@@ -456,25 +474,48 @@ impl StripeSandbox {
                     None,
                 ));
             }
-            return HttpResponse::build(
-                StatusCode::from_u16(first.status).unwrap_or(StatusCode::OK),
-            )
-            .insert_header(("Idempotent-Replayed", "true"))
-            .json(first.body);
+            let Some((status, body)) = first.answer else {
+                return answer(stripe_error(
+                    StatusCode::CONFLICT,
+                    "idempotency_error",
+                    None,
+                    "There is currently another in-progress request using this Idempotent Key \
+                     (that probably means you submitted twice, and the other request is still \
+                     going through): please retry in a moment.",
+                    None,
+                ));
+            };
+            return HttpResponse::build(StatusCode::from_u16(status).unwrap_or(StatusCode::OK))
+                .insert_header(("Idempotent-Replayed", "true"))
+                .json(body);
         }
         let (status, body) = handle();
         self.state.with(|s| {
-            s.idempotency.insert(
-                key,
-                Remembered {
-                    endpoint,
-                    params,
-                    status: status.as_u16(),
-                    body: body.clone(),
-                },
-            )
+            if let Some(remembered) = s.idempotency.get_mut(&key) {
+                remembered.answer = Some((status.as_u16(), body.clone()));
+            }
         });
         HttpResponse::build(status).json(body)
+    }
+
+    /// Sessions past their `expires_at` expire, as Stripe expires them by
+    /// itself, each with its `checkout.session.expired`.
+    pub fn expire_due(&self) {
+        let now = Utc::now().timestamp();
+        let expired: Vec<(String, Value)> = self.state.with(|state| {
+            state
+                .sessions
+                .values_mut()
+                .filter(|s| s.status == "open" && s.expires_at <= now)
+                .map(|session| {
+                    session.status = "expired";
+                    (session.id.clone(), session.to_json(&self.public_base))
+                })
+                .collect()
+        });
+        for (id, object) in expired {
+            self.emit(&id, "checkout.session.expired", object);
+        }
     }
 
     /// Sign and deliver one event about a session, following its delivery
@@ -749,6 +790,7 @@ async fn unknown_route(request: HttpRequest) -> HttpResponse {
 }
 
 #[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
 struct CreateSessionForm {
     mode: Option<String>,
     success_url: Option<String>,
@@ -765,24 +807,35 @@ struct CreateSessionForm {
     /// what API versions from 2026-09-30 take
     #[serde(default)]
     allowed_payment_method_types: Vec<String>,
-    /// what older versions take
+    /// what versions before 2026-09-30 take
     #[serde(default)]
     payment_method_types: Vec<String>,
+    #[serde(default)]
+    adaptive_pricing: Option<AdaptivePricingForm>,
 }
 
 #[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct AdaptivePricingForm {
+    enabled: Option<bool>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
 struct IntentDataForm {
     #[serde(default)]
     metadata: HashMap<String, String>,
 }
 
 #[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
 struct LineItemForm {
     quantity: Option<i64>,
     price_data: Option<PriceDataForm>,
 }
 
 #[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
 struct PriceDataForm {
     currency: String,
     unit_amount: Option<i64>,
@@ -790,18 +843,33 @@ struct PriceDataForm {
 }
 
 #[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
 struct ProductDataForm {
     name: String,
 }
 
 /// Read Stripe's form encoding (`line_items[0][price_data][currency]=eur`).
+/// A parameter Stripe does not take is refused, in Stripe's words.
 fn parse_form<T: for<'de> Deserialize<'de>>(body: &[u8]) -> Result<T, String> {
     serde_qs::Config::new()
         .max_depth(6)
         .use_form_encoding(true)
         .deserialize_bytes(body)
-        .map_err(|error| format!("could not read the request: {error}"))
+        .map_err(|error| {
+            let text = error.to_string();
+            match text
+                .split_once("unknown field `")
+                .and_then(|(_, rest)| rest.split_once('`'))
+            {
+                Some((field, _)) => format!("Received unknown parameter: {field}"),
+                None => format!("could not read the request: {text}"),
+            }
+        })
 }
+
+/// The first API version without `payment_method_types` on Checkout
+/// Sessions (`allowed_payment_method_types` instead).
+const ALLOWED_METHODS_SINCE: &str = "2026-09-30";
 
 fn unauthorised() -> HttpResponse {
     answer(stripe_error(
@@ -859,6 +927,7 @@ async fn create_session(
     if !sandbox.authorised(&request) {
         return unauthorised();
     }
+    sandbox.expire_due();
     let form: CreateSessionForm = match parse_form(&body) {
         Ok(form) => form,
         Err(message) => return invalid(&message, None),
@@ -928,6 +997,24 @@ async fn create_session(
     let Some(currency) = currency else {
         return invalid("Missing required param: line_items.", Some("line_items"));
     };
+    // the request's API version decides which parameter exists
+    let legacy = request
+        .headers()
+        .get("Stripe-Version")
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v < ALLOWED_METHODS_SINCE);
+    if !legacy && !form.payment_method_types.is_empty() {
+        return invalid(
+            "Received unknown parameter: payment_method_types",
+            Some("payment_method_types"),
+        );
+    }
+    if legacy && !form.allowed_payment_method_types.is_empty() {
+        return invalid(
+            "Received unknown parameter: allowed_payment_method_types",
+            Some("allowed_payment_method_types"),
+        );
+    }
     let named = if form.allowed_payment_method_types.is_empty() {
         form.payment_method_types
     } else {
@@ -953,6 +1040,10 @@ async fn create_session(
             customer_email: form.customer_email,
             line_items,
             payment_method_types,
+            adaptive_pricing: form
+                .adaptive_pricing
+                .and_then(|a| a.enabled)
+                .unwrap_or(true),
             status: "open",
             payment_status: "unpaid",
             payment_intent: None,
@@ -975,6 +1066,7 @@ async fn retrieve_session(
     if !sandbox.authorised(&request) {
         return unauthorised();
     }
+    sandbox.expire_due();
     let id = path.into_inner();
     match sandbox.session(&id) {
         Some(body) => HttpResponse::Ok().json(body),
@@ -991,6 +1083,7 @@ async fn expire_session(
     if !sandbox.authorised(&request) {
         return unauthorised();
     }
+    sandbox.expire_due();
     let id = path.into_inner();
     let known = sandbox.state.with(|s| s.sessions.contains_key(&id));
     if !known {
@@ -1027,6 +1120,7 @@ async fn expire_session(
 }
 
 #[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
 struct RefundForm {
     payment_intent: Option<String>,
     amount: Option<i64>,
@@ -1042,6 +1136,7 @@ async fn create_refund(
     if !sandbox.authorised(&request) {
         return unauthorised();
     }
+    sandbox.expire_due();
     let form: RefundForm = match parse_form(&body) {
         Ok(form) => form,
         Err(message) => return invalid(&message, None),
@@ -1146,6 +1241,7 @@ async fn retrieve_refund(
     if !sandbox.authorised(&request) {
         return unauthorised();
     }
+    sandbox.expire_due();
     let id = path.into_inner();
     match sandbox.state.with(|state| {
         state
@@ -1173,6 +1269,7 @@ async fn list_refunds(
     if !sandbox.authorised(&request) {
         return unauthorised();
     }
+    sandbox.expire_due();
     let limit = query.limit.unwrap_or(10);
     if !(1..=100).contains(&limit) {
         return invalid("limit must be between 1 and 100.", Some("limit"));
@@ -1204,6 +1301,7 @@ async fn retrieve_event(
     if !sandbox.authorised(&request) {
         return unauthorised();
     }
+    sandbox.expire_due();
     let id = path.into_inner();
     match sandbox.state.with(|state| state.events.get(&id).cloned()) {
         Some(event) => HttpResponse::Ok().json(event),
@@ -1212,6 +1310,7 @@ async fn retrieve_event(
 }
 
 async fn hosted_page(sandbox: web::Data<StripeSandbox>, path: web::Path<String>) -> HttpResponse {
+    sandbox.expire_due();
     let id = path.into_inner();
     let Some(session) = sandbox.state.with(|s| s.sessions.get(&id).cloned()) else {
         return HttpResponse::NotFound().body("No such payment page.");
@@ -1276,6 +1375,7 @@ async fn hosted_action(
     sandbox: web::Data<StripeSandbox>,
     path: web::Path<(String, String)>,
 ) -> HttpResponse {
+    sandbox.expire_due();
     let (id, action) = path.into_inner();
     let done = |result: Result<Option<String>, String>| match result {
         Ok(Some(url)) => redirect(&url),
@@ -1317,11 +1417,6 @@ async fn hosted_action(
     }
 }
 
-#[derive(Debug, Deserialize)]
-struct DeliveryQuery {
-    mode: DeliveryMode,
-}
-
 async fn set_delivery(
     sandbox: web::Data<StripeSandbox>,
     path: web::Path<String>,
@@ -1341,25 +1436,13 @@ async fn force_pay(sandbox: web::Data<StripeSandbox>, path: web::Path<String>) -
     }
 }
 
-#[derive(Debug, Deserialize)]
-struct OutcomeQuery {
-    outcome: String,
-}
-
 async fn settle_session(
     sandbox: web::Data<StripeSandbox>,
     path: web::Path<String>,
     query: web::Query<OutcomeQuery>,
 ) -> HttpResponse {
-    let succeeded = match query.outcome.as_str() {
-        "succeeded" => true,
-        "failed" => false,
-        _ => return HttpResponse::BadRequest().body("outcome is succeeded or failed"),
-    };
-    match sandbox.settle_delayed(&path.into_inner(), succeeded) {
-        Ok(()) => HttpResponse::NoContent().finish(),
-        Err(message) => HttpResponse::Conflict().body(message),
-    }
+    let id = path.into_inner();
+    query.settle("succeeded", |ok| sandbox.settle_delayed(&id, ok))
 }
 
 async fn settle_refund(
@@ -1367,27 +1450,15 @@ async fn settle_refund(
     path: web::Path<String>,
     query: web::Query<OutcomeQuery>,
 ) -> HttpResponse {
-    let succeeded = match query.outcome.as_str() {
-        "succeeded" => true,
-        "failed" => false,
-        _ => return HttpResponse::BadRequest().body("outcome is succeeded or failed"),
-    };
-    match sandbox.settle_refund(&path.into_inner(), succeeded) {
-        Ok(()) => HttpResponse::NoContent().finish(),
-        Err(message) => HttpResponse::Conflict().body(message),
-    }
-}
-
-#[derive(Debug, Deserialize)]
-struct AutoQuery {
-    after_ms: Option<u64>,
+    let id = path.into_inner();
+    query.settle("succeeded", |ok| sandbox.settle_refund(&id, ok))
 }
 
 async fn refunds_auto(
     sandbox: web::Data<StripeSandbox>,
     query: web::Query<AutoQuery>,
 ) -> HttpResponse {
-    sandbox.set_refunds_settle_after(query.after_ms.map(Duration::from_millis));
+    sandbox.set_refunds_settle_after(query.after());
     HttpResponse::NoContent().finish()
 }
 
