@@ -69,6 +69,20 @@ pub enum OrderState {
 }
 
 impl OrderState {
+    pub const ALL: [OrderState; 6] = [
+        OrderState::Pending,
+        OrderState::Paid,
+        OrderState::Expired,
+        OrderState::Cancelled,
+        OrderState::RefundPending,
+        OrderState::Refunded,
+    ];
+
+    /// The state a filter or a stored value names.
+    pub fn parse(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|state| state.as_str() == name)
+    }
+
     pub fn as_str(self) -> &'static str {
         match self {
             OrderState::Pending => "pending",

@@ -16,6 +16,7 @@ use uuid::Uuid;
 
 use super::ShopError;
 use crate::checkout;
+use crate::checkout::OrderState;
 use crate::configuration::Secret;
 use crate::inventory::{HoldEvent, HoldId, Inventory};
 use crate::payments::signature::same_text;
@@ -35,15 +36,6 @@ const HOLD_STATES: [&str; 5] = [
     "released",
     "expired",
 ];
-const ORDER_STATES: [&str; 6] = [
-    "pending",
-    "paid",
-    "expired",
-    "cancelled",
-    "refund_pending",
-    "refunded",
-];
-
 impl From<StaffError> for ShopError {
     fn from(error: StaffError) -> Self {
         match error {
@@ -723,31 +715,26 @@ pub async fn orders(
     session: web::ReqData<Session>,
     filter: web::Query<OrdersFilter>,
 ) -> Result<HttpResponse, ShopError> {
-    let state = filter
-        .state
-        .as_deref()
-        .map(str::trim)
-        .filter(|s| !s.is_empty())
-        .map(str::to_owned);
-    if let Some(state) = &state
-        && !ORDER_STATES.contains(&state.as_str())
-    {
-        return Err(ShopError::bad_request("unknown order state"));
-    }
+    let state = match filter.state.as_deref().map(str::trim) {
+        None | Some("") => None,
+        Some(name) => Some(
+            OrderState::parse(name).ok_or_else(|| ShopError::bad_request("unknown order state"))?,
+        ),
+    };
     let flagged_only = filter
         .flagged
         .as_deref()
         .is_some_and(|f| !f.is_empty() && f != "0");
     let query = OrderQuery {
-        state: state.clone(),
+        state,
         flagged_only,
         limit: LIST_LIMIT,
     };
     let page = OrdersPage {
         nav: nav(&shop, &session, &NoticeQuery::default()).await?,
         orders: views::orders(&shop.pool, &query).await?,
-        states: ORDER_STATES.to_vec(),
-        filter_state: state.unwrap_or_default(),
+        states: OrderState::ALL.iter().map(|s| s.as_str()).collect(),
+        filter_state: state.map(|s| s.as_str()).unwrap_or_default().to_owned(),
         flagged_only,
     };
     render(StatusCode::OK, &page)

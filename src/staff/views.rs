@@ -139,12 +139,12 @@ pub async fn purchase_lines(pool: &PgPool, purchase: Uuid) -> sqlx::Result<Vec<H
 #[derive(Debug, Clone, sqlx::FromRow)]
 pub struct OrderRow {
     pub id: Uuid,
-    pub state: String,
+    pub state: crate::checkout::OrderState,
     pub customer_name: String,
     pub customer_email: String,
     pub currency: String,
     pub amount_minor: i64,
-    pub provider: String,
+    pub provider: crate::payments::ProviderKind,
     pub provider_session_id: Option<String>,
     pub payment_ref: Option<String>,
     pub flag: Option<String>,
@@ -158,7 +158,7 @@ pub struct OrderRow {
 
 #[derive(Debug, Clone, Default)]
 pub struct OrderQuery {
-    pub state: Option<String>,
+    pub state: Option<crate::checkout::OrderState>,
     pub flagged_only: bool,
     pub limit: i64,
 }
@@ -185,7 +185,7 @@ pub async fn orders(pool: &PgPool, query: &OrderQuery) -> sqlx::Result<Vec<Order
           order by o.created_at desc, o.id \
           limit $3"
     ))
-    .bind(query.state.as_deref())
+    .bind(query.state.map(|s| s.as_str()))
     .bind(query.flagged_only)
     .bind(query.limit.clamp(1, 1000))
     .fetch_all(pool)
