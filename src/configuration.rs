@@ -112,6 +112,20 @@ pub struct ServerSettings {
     /// provider clients trust besides Mozilla's, for a TLS-inspecting proxy
     /// (or a test). Unset in production.
     pub provider_ca_file: Option<PathBuf>,
+    /// `HOLDFAST_ADDRESS_RATE` (`30/60s`, or `off`), `HOLDFAST_ADDRESS_UNITS`
+    /// (20, or `off`), `HOLDFAST_EMAIL_LIMIT` (`on` or `off`).
+    pub limits: crate::limits::Limits,
+    /// `HOLDFAST_TRUSTED_PROXIES`: whose `X-Forwarded-For` is believed.
+    pub trusted_proxies: crate::limits::TrustedProxies,
+    /// `HOLDFAST_METRICS_TOKEN`: the bearer token `/metrics` asks for; unset,
+    /// only loopback clients are answered.
+    pub metrics_token: Option<Secret>,
+    /// `HOLDFAST_SANDBOX=1`: run the sandbox without keys even where the
+    /// public could reach the shop (a demo on purpose).
+    pub sandbox_anywhere: bool,
+    /// `HOLDFAST_RETENTION_DAYS` (default 30): how long baskets and orders
+    /// that were never paid are kept. Paid orders are kept.
+    pub retention_days: u32,
 }
 
 /// `STRIPE_SECRET_KEY`, `STRIPE_WEBHOOK_SECRET` (and
@@ -226,6 +240,23 @@ impl ServerSettings {
                 key => key.map(Secret::new),
             },
             provider_ca_file: non_empty("HOLDFAST_PROVIDER_CA_FILE").map(PathBuf::from),
+            limits: limits()?,
+            trusted_proxies: crate::limits::TrustedProxies::parse(
+                &non_empty("HOLDFAST_TRUSTED_PROXIES").unwrap_or_default(),
+            )
+            .map_err(|e| anyhow::anyhow!("HOLDFAST_TRUSTED_PROXIES: {e}"))?,
+            metrics_token: match non_empty("HOLDFAST_METRICS_TOKEN") {
+                Some(token) if token.len() < 16 => {
+                    anyhow::bail!("HOLDFAST_METRICS_TOKEN must have at least 16 characters")
+                }
+                token => token.map(Secret::new),
+            },
+            sandbox_anywhere: match non_empty("HOLDFAST_SANDBOX").as_deref() {
+                None | Some("0") => false,
+                Some("1") => true,
+                Some(other) => anyhow::bail!("HOLDFAST_SANDBOX is 1 or 0, not {other:?}"),
+            },
+            retention_days: parse_or::<u32>("HOLDFAST_RETENTION_DAYS", 30)?.max(1),
         })
     }
 
@@ -237,6 +268,43 @@ impl ServerSettings {
             None => Ok(crate::payments::http::TrustedRoots::mozilla()),
         }
     }
+}
+
+/// The limits of a fair sale, the defaults unless the environment says
+/// otherwise.
+fn limits() -> anyhow::Result<crate::limits::Limits> {
+    let mut limits = crate::limits::Limits::default();
+    if let Some(rate) = non_empty("HOLDFAST_ADDRESS_RATE") {
+        limits.address_rate = match rate.trim() {
+            "off" => None,
+            rate => Some(
+                crate::limits::Rate::parse(rate)
+                    .map_err(|e| anyhow::anyhow!("HOLDFAST_ADDRESS_RATE: {e}"))?,
+            ),
+        };
+    }
+    if let Some(units) = non_empty("HOLDFAST_ADDRESS_UNITS") {
+        limits.address_units = match units.trim() {
+            "off" => None,
+            units => Some(
+                units
+                    .parse::<i32>()
+                    .ok()
+                    .filter(|u| *u >= 1)
+                    .ok_or_else(|| {
+                        anyhow::anyhow!("HOLDFAST_ADDRESS_UNITS is a number of at least 1, or off")
+                    })?,
+            ),
+        };
+    }
+    if let Some(on) = non_empty("HOLDFAST_EMAIL_LIMIT") {
+        limits.per_email = match on.trim() {
+            "on" => true,
+            "off" => false,
+            other => anyhow::bail!("HOLDFAST_EMAIL_LIMIT is on or off, not {other:?}"),
+        };
+    }
+    Ok(limits)
 }
 
 /// `NAME` and `NAME_PREVIOUS`, the secrets of a webhook during a rotation,

@@ -10,6 +10,7 @@ pub mod configuration;
 pub mod database;
 pub mod faults;
 pub mod inventory;
+pub mod limits;
 pub mod metrics;
 pub mod payments;
 pub mod routes;

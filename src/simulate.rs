@@ -256,6 +256,7 @@ fn start_world(pool: PgPool, providers: &[Provider]) -> anyhow::Result<World> {
     )?;
     let shop = Shop {
         checkouts: crate::checkout::Checkouts::new(pool.clone()),
+        fairness: crate::routes::client::Fairness::off(pool.clone()),
         pool: pool.clone(),
         payments: offered,
         base_url: shop_base.clone(),
@@ -302,6 +303,7 @@ async fn catalogue(pool: &PgPool, units: i64) -> anyhow::Result<Vec<String>> {
             capacity: per + i64::from((i as i64) < extra),
             days_ahead: Some(1),
             time_utc: Some("12:00".into()),
+            max_per_order: crate::checkout::catalogue::DEFAULT_MAX_PER_ORDER,
         })
         .collect();
     let ids = products.iter().map(|p| p.id.clone()).collect();

@@ -24,6 +24,8 @@ pub struct Shop {
     pub pool: PgPool,
     /// Checkout, combined per resource where it can be.
     pub checkouts: crate::checkout::Checkouts,
+    /// Limits per buyer and per client address.
+    pub fairness: crate::routes::client::Fairness,
     /// The payment providers offered, the default first.
     pub payments: Providers,
     /// How browsers and providers reach us, without a trailing slash.
@@ -232,9 +234,12 @@ pub async fn serve(
 
     use crate::payments::sandbox::Sandbox;
 
+    let sandboxed = settings.stripe.is_none() && settings.razorpay.is_none();
+    if sandboxed {
+        sandbox_is_safe(&settings)?;
+    }
     let listener = TcpListener::bind(settings.addr)
         .with_context(|| format!("cannot listen on {}", settings.addr))?;
-    let sandboxed = settings.stripe.is_none() && settings.razorpay.is_none();
     let payments = if sandboxed {
         let mut sandbox_settings = SandboxSettings::development();
         sandbox_settings.stripe_webhook_url =
@@ -304,6 +309,11 @@ pub async fn serve(
     };
     let shop = Shop {
         checkouts: crate::checkout::Checkouts::new(pool.clone()),
+        fairness: crate::routes::client::Fairness::new(
+            pool.clone(),
+            settings.limits.clone(),
+            settings.trusted_proxies.clone(),
+        ),
         pool,
         payments,
         base_url: settings.base_url.clone(),
@@ -316,6 +326,25 @@ pub async fn serve(
     println!("Holdfast is serving the shop at {}", settings.base_url);
     app.run_until_stopped().await?;
     Ok(())
+}
+
+/// Without keys the shop takes test money from the built-in sandbox, whose
+/// secrets are in the README: anyone could sign a payment. That is only
+/// safe where the public cannot reach the shop (it listens on loopback and
+/// is not served over HTTPS), unless `HOLDFAST_SANDBOX=1` says a public
+/// demo is meant.
+pub fn sandbox_is_safe(settings: &ServerSettings) -> anyhow::Result<()> {
+    let private = settings.addr.ip().is_loopback() && !settings.base_url.starts_with("https://");
+    if private || settings.sandbox_anywhere {
+        return Ok(());
+    }
+    anyhow::bail!(
+        "refusing to take test money from the built-in sandbox on {} ({}): set \
+         STRIPE_SECRET_KEY and STRIPE_WEBHOOK_SECRET, or RAZORPAY_KEY_ID, RAZORPAY_KEY_SECRET \
+         and RAZORPAY_WEBHOOK_SECRET (or HOLDFAST_SANDBOX=1 for a public demo)",
+        settings.addr,
+        settings.base_url
+    )
 }
 
 /// The sweeper, reconciliation and the outbox, on a schedule, until the process ends.

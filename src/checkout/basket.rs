@@ -21,21 +21,44 @@ pub async fn count(pool: &PgPool, basket: &str) -> sqlx::Result<i64> {
         .await
 }
 
-/// Add `qty` of an active product (at most 100 of one product). Returns
-/// false when no such product is for sale.
-pub async fn add(pool: &PgPool, basket: &str, product: &str, qty: i32) -> sqlx::Result<bool> {
-    let added = sqlx::query(
-        "insert into basket_lines (basket_id, product_id, qty) \
-         select $1, id, $3 from products where id = $2 and active \
-         on conflict (basket_id, product_id) \
-         do update set qty = least(basket_lines.qty + excluded.qty, 100)",
+/// What adding to a basket came to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Added {
+    /// The basket now has this many of the product.
+    Added { qty: i32 },
+    /// More than one order may take: the basket is as it was.
+    TooMany { max_per_order: i32, in_basket: i32 },
+    /// No such product is for sale.
+    Unknown,
+}
+
+/// Add `qty` of an active product, up to its most units per order.
+pub async fn add(pool: &PgPool, basket: &str, product: &str, qty: i32) -> sqlx::Result<Added> {
+    let (max, in_basket, added): (Option<i32>, Option<i32>, Option<i32>) = sqlx::query_as(
+        "with p as (select id, max_per_order from products where id = $2 and active), \
+              had as (select qty from basket_lines where basket_id = $1 and product_id = $2), \
+              put as (insert into basket_lines (basket_id, product_id, qty) \
+                      select $1, p.id, $3 from p where $3 <= p.max_per_order \
+                      on conflict (basket_id, product_id) \
+                      do update set qty = basket_lines.qty + excluded.qty \
+                       where basket_lines.qty + excluded.qty \
+                             <= (select max_per_order from products where id = excluded.product_id) \
+                      returning qty) \
+         select (select max_per_order from p), (select qty from had), (select qty from put)",
     )
     .bind(basket)
     .bind(product)
     .bind(qty)
-    .execute(pool)
+    .fetch_one(pool)
     .await?;
-    Ok(added.rows_affected() > 0)
+    Ok(match (max, added) {
+        (None, _) => Added::Unknown,
+        (Some(_), Some(qty)) => Added::Added { qty },
+        (Some(max_per_order), None) => Added::TooMany {
+            max_per_order,
+            in_basket: in_basket.unwrap_or(0),
+        },
+    })
 }
 
 /// Take products out of the basket.

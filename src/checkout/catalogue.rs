@@ -28,6 +28,16 @@ pub struct PickupSlots {
     pub capacity: i64,
     pub days_ahead: Vec<i64>,
     pub times_utc: Vec<String>,
+    /// Most boxes one order may take (default 10).
+    #[serde(default = "default_max_per_order")]
+    pub max_per_order: i32,
+}
+
+/// A product's most units per order, unless the catalogue says otherwise.
+pub const DEFAULT_MAX_PER_ORDER: i32 = 10;
+
+fn default_max_per_order() -> i32 {
+    DEFAULT_MAX_PER_ORDER
 }
 
 #[derive(Debug, Deserialize)]
@@ -42,6 +52,9 @@ pub struct ProductSpec {
     pub capacity: i64,
     pub days_ahead: Option<i64>,
     pub time_utc: Option<String>,
+    /// Most units one order may take (default 10).
+    #[serde(default = "default_max_per_order")]
+    pub max_per_order: i32,
 }
 
 /// A product as the shop shows it.
@@ -56,6 +69,7 @@ pub struct Product {
     pub currency: String,
     pub starts_at: Option<DateTime<Utc>>,
     pub collection: String,
+    pub max_per_order: i32,
 }
 
 /// What loading changed.
@@ -105,6 +119,7 @@ impl CatalogueFile {
                             currency: self.currency.clone(),
                             starts_at: Some(starts),
                             collection: slots.collection.clone(),
+                            max_per_order: slots.max_per_order,
                         },
                         slots.capacity,
                     ));
@@ -127,6 +142,7 @@ impl CatalogueFile {
                     currency: self.currency.clone(),
                     starts_at,
                     collection: spec.collection.clone(),
+                    max_per_order: spec.max_per_order,
                 },
                 spec.capacity,
             ));
@@ -140,6 +156,11 @@ impl CatalogueFile {
         let inventory = Inventory::new(pool.clone());
         let mut report = LoadReport::default();
         for (product, capacity) in self.expand(Utc::now())? {
+            anyhow::ensure!(
+                (1..=100).contains(&product.max_per_order),
+                "{}: max_per_order must be 1 to 100",
+                product.id
+            );
             let resource = ResourceId::parse(&product.resource_id)?;
             match inventory
                 .upsert_resource(&resource, Capacity::parse(capacity)?)
@@ -153,13 +174,14 @@ impl CatalogueFile {
             }
             sqlx::query(
                 "insert into products (id, resource_id, kind, name, description, price_minor, currency, \
-                                       starts_at, collection, position) \
-                 values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) \
+                                       starts_at, collection, position, max_per_order) \
+                 values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) \
                  on conflict (id) do update \
                     set resource_id = excluded.resource_id, kind = excluded.kind, name = excluded.name, \
                         description = excluded.description, price_minor = excluded.price_minor, \
                         currency = excluded.currency, starts_at = excluded.starts_at, \
-                        collection = excluded.collection, position = excluded.position, active = true",
+                        collection = excluded.collection, position = excluded.position, \
+                        max_per_order = excluded.max_per_order, active = true",
             )
             .bind(&product.id)
             .bind(&product.resource_id)
@@ -171,6 +193,7 @@ impl CatalogueFile {
             .bind(product.starts_at)
             .bind(&product.collection)
             .bind(report.products as i32)
+            .bind(product.max_per_order)
             .execute(pool)
             .await
             .with_context(|| format!("cannot store product {}", product.id))?;
@@ -183,7 +206,8 @@ impl CatalogueFile {
 /// Active products of one collection (or all), in page order.
 pub async fn products(pool: &PgPool, collection: Option<&str>) -> sqlx::Result<Vec<Product>> {
     sqlx::query_as(
-        "select id, resource_id, kind, name, description, price_minor, currency, starts_at, collection \
+        "select id, resource_id, kind, name, description, price_minor, currency, starts_at, collection, \
+                max_per_order \
            from products \
           where active and ($1::text is null or collection = $1) \
           order by collection, position, id",
@@ -205,6 +229,7 @@ pub struct Availability {
     pub collection: String,
     pub kind: String,
     pub available_now: i32,
+    pub max_per_order: i32,
 }
 
 /// Active products of one collection (or all) with their availability, in
@@ -214,7 +239,8 @@ pub async fn availability(
     collection: Option<&str>,
 ) -> sqlx::Result<Vec<Availability>> {
     sqlx::query_as(
-        "select p.id, p.name, p.price_minor, p.currency, p.starts_at, p.collection, p.kind, s.available_now \
+        "select p.id, p.name, p.price_minor, p.currency, p.starts_at, p.collection, p.kind, s.available_now, \
+                p.max_per_order \
            from products p cross join lateral hf_status(p.resource_id) s \
           where p.active and ($1::text is null or p.collection = $1) \
           order by p.collection = 'pantry', p.collection, p.position, p.id",

@@ -147,6 +147,10 @@ pub(super) struct OneStart {
     pub name: String,
     pub email: String,
     pub provider: ProviderKind,
+    /// The limits it counts against (see `hf_start_checkouts`).
+    pub email_key: Option<String>,
+    pub email_cap: Option<i32>,
+    pub address: Option<(String, i32)>,
 }
 
 /// What `hf_start_checkouts` said about one checkout.
@@ -190,7 +194,8 @@ pub(super) async fn start_batch(
     let column = |f: fn(&OneStart) -> &str| -> Vec<&str> { requests.iter().map(f).collect() };
     sqlx::query_as(
         "select status, order_id, hold_id, available, created_at \
-           from hf_start_checkouts($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)",
+           from hf_start_checkouts($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, \
+                                   $13, $14, $15, $16)",
     )
     .bind(resource)
     .bind(column(|r| &r.key))
@@ -204,6 +209,25 @@ pub(super) async fn start_batch(
     .bind(column(|r| &r.name))
     .bind(column(|r| &r.email))
     .bind(column(|r| r.provider.as_str()))
+    .bind(
+        requests
+            .iter()
+            .map(|r| r.email_key.as_deref())
+            .collect::<Vec<_>>(),
+    )
+    .bind(
+        requests
+            .iter()
+            .map(|r| r.address.as_ref().map(|(a, _)| a.as_str()))
+            .collect::<Vec<_>>(),
+    )
+    .bind(requests.iter().map(|r| r.email_cap).collect::<Vec<_>>())
+    .bind(
+        requests
+            .iter()
+            .map(|r| r.address.as_ref().map(|(_, cap)| *cap))
+            .collect::<Vec<_>>(),
+    )
     .fetch_all(pool)
     .await
     .map_err(classify)
@@ -256,7 +280,7 @@ pub(super) async fn one_outcome(
         ("insufficient", _) => StartOutcome::Unavailable {
             lines: short(row.available),
         },
-        ("account_cap", _) => StartOutcome::OverLimit {
+        ("account_cap" | "over_limit", _) => StartOutcome::OverLimit {
             lines: short(row.available),
         },
         ("unknown_resource", _) => StartOutcome::UnknownProducts {

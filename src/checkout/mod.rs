@@ -159,6 +159,35 @@ pub struct CheckoutStart {
     pub lines: Vec<WantedLine>,
     pub customer: Customer,
     pub provider: ProviderKind,
+    /// Who the checkout counts against (see [`crate::limits`]).
+    pub limits: StartLimits,
+}
+
+/// What a checkout counts against. `Default`: nothing.
+#[derive(Debug, Clone, Default)]
+pub struct StartLimits {
+    /// The normalised e-mail: it may hold at most a product's
+    /// `max_per_order` units at once.
+    pub email_key: Option<String>,
+    /// The client address, and the most units of one resource it may hold
+    /// at once.
+    pub address: Option<(String, i32)>,
+}
+
+impl StartLimits {
+    /// The limits the shop's settings put on a customer from an address.
+    pub fn for_customer(
+        limits: &crate::limits::Limits,
+        customer: &Customer,
+        address: &str,
+    ) -> Self {
+        Self {
+            email_key: limits
+                .per_email
+                .then(|| crate::limits::email_key(customer.email())),
+            address: limits.address_units.map(|cap| (address.to_owned(), cap)),
+        }
+    }
 }
 
 /// A line that cannot be had, in the shopper's words.
@@ -307,6 +336,8 @@ pub struct ReadLine {
     pub resource_id: String,
     /// Still for sale.
     pub active: bool,
+    /// Most units of it one order may take.
+    pub max_per_order: i32,
     left: i32,
     settled: bool,
 }
@@ -344,16 +375,17 @@ pub async fn read_checkout(
         currency: Option<String>,
         resource_id: Option<String>,
         active: Option<bool>,
+        max_per_order: Option<i32>,
         left: Option<i32>,
         settled: Option<bool>,
     }
     let rows: Vec<Row> = sqlx::query_as(
         "select k.existing, l.product_id, l.name, l.qty, l.price_minor, l.currency, \
-                l.resource_id, l.active, l.left, l.settled \
+                l.resource_id, l.active, l.max_per_order, l.left, l.settled \
            from (select (select id from orders where checkout_key = $1) as existing) k \
            left join lateral ( \
                 select b.product_id, p.name, b.qty, p.price_minor, p.currency, p.resource_id, \
-                       p.active, r.total - r.held - r.sold as left, \
+                       p.active, p.max_per_order, r.total - r.held - r.sold as left, \
                        coalesce(r.next_expiry > now(), true) as settled, b.added_at \
                   from basket_lines b \
                   join products p on p.id = b.product_id \
@@ -377,6 +409,7 @@ pub async fn read_checkout(
                 currency: r.currency?,
                 resource_id: r.resource_id?,
                 active: r.active?,
+                max_per_order: r.max_per_order?,
                 left: r.left?,
                 settled: r.settled?,
             })
@@ -392,6 +425,7 @@ struct PricedProduct {
     name: String,
     price_minor: i64,
     currency: String,
+    max_per_order: i32,
     /// What the resource's committed counters leave, read without a lock.
     left: i32,
     /// Nothing on the resource is due to expire, so `left` is the answer
@@ -469,25 +503,26 @@ async fn start_checkout_once(
         return Err(CheckoutError::InvalidInput("the basket is empty".into()));
     }
     let ids: Vec<&str> = wanted.iter().map(|(id, _)| id.as_str()).collect();
-    let products: Vec<PricedProduct> = match read {
-        // read with the basket, in the same snapshot
-        Some(read) => read
-            .lines
-            .iter()
-            .filter(|l| l.active && ids.contains(&l.product_id.as_str()))
-            .map(|l| PricedProduct {
-                id: l.product_id.clone(),
-                resource_id: l.resource_id.clone(),
-                name: l.name.clone(),
-                price_minor: l.price_minor,
-                currency: l.currency.clone(),
-                left: l.left,
-                settled: l.settled,
-            })
-            .collect(),
-        None => {
-            sqlx::query_as(
-                "select p.id, p.resource_id, p.name, p.price_minor, p.currency, \
+    let products: Vec<PricedProduct> =
+        match read {
+            // read with the basket, in the same snapshot
+            Some(read) => read
+                .lines
+                .iter()
+                .filter(|l| l.active && ids.contains(&l.product_id.as_str()))
+                .map(|l| PricedProduct {
+                    id: l.product_id.clone(),
+                    resource_id: l.resource_id.clone(),
+                    name: l.name.clone(),
+                    price_minor: l.price_minor,
+                    currency: l.currency.clone(),
+                    max_per_order: l.max_per_order,
+                    left: l.left,
+                    settled: l.settled,
+                })
+                .collect(),
+            None => sqlx::query_as(
+                "select p.id, p.resource_id, p.name, p.price_minor, p.currency, p.max_per_order, \
                         r.total - r.held - r.sold as left, \
                         coalesce(r.next_expiry > now(), true) as settled \
                    from products p join resources r on r.id = p.resource_id \
@@ -495,9 +530,8 @@ async fn start_checkout_once(
             )
             .bind(&ids)
             .fetch_all(pool)
-            .await?
-        }
-    };
+            .await?,
+        };
     let unknown: Vec<String> = ids
         .iter()
         .filter(|id| !products.iter().any(|p| p.id == **id))
@@ -529,6 +563,23 @@ async fn start_checkout_once(
             qty: qty.get(),
             unit_price_minor: p.price_minor,
         });
+    }
+
+    // No order takes more of a product than its limit per order.
+    let too_many: Vec<ShortLine> = lines
+        .iter()
+        .filter_map(|line| {
+            let max = product(&line.product_id).max_per_order;
+            (line.qty > max).then(|| ShortLine {
+                product_id: line.product_id.clone(),
+                name: line.name.clone(),
+                requested: line.qty,
+                available: max,
+            })
+        })
+        .collect();
+    if !too_many.is_empty() {
+        return Ok(StartOutcome::OverLimit { lines: too_many });
     }
 
     // A refusal may be decided without the lock, as the engine decides
@@ -565,6 +616,13 @@ async fn start_checkout_once(
             name: start.customer.name().to_owned(),
             email: start.customer.email().to_owned(),
             provider: start.provider,
+            email_key: start.limits.email_key.clone(),
+            email_cap: start
+                .limits
+                .email_key
+                .as_ref()
+                .map(|_| product(&line.product_id).max_per_order),
+            address: start.limits.address.clone(),
         };
         let row = match starts {
             Some(starts) => starts.call(&resource, one.clone()).await?,
@@ -577,11 +635,20 @@ async fn start_checkout_once(
     }
 
     let mut tx = pool.begin().await?;
+    // the limits, decided under their locks before any order or resource
+    let over = over_limits(&mut tx, start, &lines, &products).await?;
+    if !over.is_empty() {
+        tx.rollback().await?;
+        if let Some(order) = order_by_checkout_key(pool, start.checkout_key.as_str()).await? {
+            return Ok(StartOutcome::AlreadyStarted { order });
+        }
+        return Ok(StartOutcome::OverLimit { lines: over });
+    }
     let token = codes::order_token();
     let inserted: Option<Uuid> = sqlx::query_scalar(
         "insert into orders (token, checkout_key, customer_name, customer_email, currency, \
-                             amount_minor, provider) \
-         values ($1, $2, $3, $4, $5, $6, $7) \
+                             amount_minor, provider, email_key, client_address) \
+         values ($1, $2, $3, $4, $5, $6, $7, $8, $9) \
          on conflict (checkout_key) do nothing \
          returning id",
     )
@@ -592,6 +659,8 @@ async fn start_checkout_once(
     .bind(currency)
     .bind(amount)
     .bind(start.provider)
+    .bind(start.limits.email_key.as_deref())
+    .bind(start.limits.address.as_ref().map(|(a, _)| a.as_str()))
     .fetch_optional(&mut *tx)
     .await?;
     let Some(order_id) = inserted else {
@@ -685,6 +754,85 @@ async fn start_checkout_once(
         lines,
         resource: None,
     })
+}
+
+/// The lines of a basket checkout that its e-mail or its address may not
+/// take now, decided in `tx` under the limits' locks (taken in key order,
+/// before any order row or resource, as `hf_start_checkouts` takes them),
+/// from what the pending orders of that e-mail and address still hold. A
+/// form submitted before is not limited: it is its own order.
+async fn over_limits(
+    tx: &mut Transaction<'_, Postgres>,
+    start: &CheckoutStart,
+    lines: &[OrderLine],
+    products: &[PricedProduct],
+) -> Result<Vec<ShortLine>> {
+    let limits = &start.limits;
+    let mut keys: Vec<&str> = limits
+        .email_key
+        .iter()
+        .map(String::as_str)
+        .chain(limits.address.iter().map(|(a, _)| a.as_str()))
+        .collect();
+    if keys.is_empty() {
+        return Ok(Vec::new());
+    }
+    keys.sort_unstable();
+    keys.dedup();
+    for key in keys {
+        sqlx::query("select hf_limit_lock($1)")
+            .bind(key)
+            .execute(&mut **tx)
+            .await?;
+    }
+    let used_before: bool =
+        sqlx::query_scalar("select exists (select 1 from orders where checkout_key = $1)")
+            .bind(start.checkout_key.as_str())
+            .fetch_one(&mut **tx)
+            .await?;
+    if used_before {
+        return Ok(Vec::new());
+    }
+    let product = |id: &str| products.iter().find(|p| p.id == id).expect("a priced line");
+    let mut over = Vec::new();
+    for line in lines {
+        let p = product(&line.product_id);
+        let mut room: Option<i32> = None;
+        if let Some(email_key) = &limits.email_key {
+            let held: i32 = sqlx::query_scalar("select hf_units_held_by_email($1, $2)")
+                .bind(email_key)
+                .bind(&line.product_id)
+                .fetch_one(&mut **tx)
+                .await?;
+            room = Some(p.max_per_order - held);
+        }
+        if let Some((address, cap)) = &limits.address {
+            let held: i32 = sqlx::query_scalar("select hf_units_held_from_address($1, $2)")
+                .bind(address)
+                .bind(&p.resource_id)
+                .fetch_one(&mut **tx)
+                .await?;
+            // the basket's own lines on the same resource count together
+            let wanted: i32 = lines
+                .iter()
+                .filter(|l| product(&l.product_id).resource_id == p.resource_id)
+                .map(|l| l.qty)
+                .sum();
+            let left = cap - held - (wanted - line.qty);
+            room = Some(room.map_or(left, |r| r.min(left)));
+        }
+        if let Some(room) = room
+            && line.qty > room
+        {
+            over.push(ShortLine {
+                product_id: line.product_id.clone(),
+                name: line.name.clone(),
+                requested: line.qty,
+                available: room.max(0),
+            });
+        }
+    }
+    Ok(over)
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]

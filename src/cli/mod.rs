@@ -224,6 +224,13 @@ pub async fn main() -> ExitCode {
 }
 
 async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    // a public shop on test money refuses to start before anything else
+    if matches!(cli.command, Command::Serve { .. }) {
+        let server = ServerSettings::from_env()?;
+        if server.stripe.is_none() && server.razorpay.is_none() {
+            crate::startup::sandbox_is_safe(&server)?;
+        }
+    }
     // the sandbox stands in for a provider: it needs no database
     if let Command::Sandbox { port, webhook_url } = cli.command {
         let server = ServerSettings::from_env()?;

@@ -1,6 +1,7 @@
 //! Thin handlers: parse into domain types, call, render.
 
 pub mod admin;
+pub mod client;
 mod health;
 mod security;
 pub mod shop;
@@ -26,6 +27,15 @@ impl ShopError {
     pub fn bad_request(message: &str) -> Self {
         Self {
             status: StatusCode::BAD_REQUEST,
+            message: message.to_owned(),
+            cause: None,
+        }
+    }
+
+    /// The request clashes with what is there (a limit, a sold-out line).
+    pub fn conflict(message: &str) -> Self {
+        Self {
+            status: StatusCode::CONFLICT,
             message: message.to_owned(),
             cause: None,
         }
@@ -129,6 +139,7 @@ impl ResponseError for ShopError {
         let headline = match self.status.as_u16() {
             400 => "That did not work",
             404 => "Not found",
+            409 => "That cannot be done now",
             503 => "Please try again in a moment",
             _ => "Sorry",
         };

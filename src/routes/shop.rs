@@ -161,7 +161,7 @@ async fn catalogue_page(
                     .unwrap_or_default(),
                 price: money(row.price_minor, &row.currency),
                 available,
-                max_qty: available.min(10),
+                max_qty: available.min(row.max_per_order),
             });
     }
     if sections.is_empty() && only.is_some() {
@@ -192,18 +192,34 @@ pub async fn add_to_basket(
             "choose between 1 and 100 of a product",
         ));
     }
+    if let Some(too_fast) = slow_down(&shop, &request).await? {
+        return Ok(too_fast);
+    }
     let (id, fresh) = match basket_id(&request) {
         Some(id) => (id, false),
         None => (checkout::codes::order_token(), true),
     };
-    if !basket::add(&shop.pool, &id, &form.product_id, qty as i32).await? {
-        return Err(ShopError::not_found("that product is not for sale"));
+    match basket::add(&shop.pool, &id, &form.product_id, qty as i32).await? {
+        basket::Added::Added { .. } => {}
+        basket::Added::Unknown => {
+            return Err(ShopError::not_found("that product is not for sale"));
+        }
+        basket::Added::TooMany {
+            max_per_order,
+            in_basket,
+        } => {
+            return Err(ShopError::conflict(&format!(
+                "one order takes at most {max_per_order} of that (your basket has {in_basket}); \
+                 nothing was added"
+            )));
+        }
     }
     let mut response = see_other("/basket");
     if fresh {
         let cookie = Cookie::build(BASKET_COOKIE, id)
             .path("/")
             .http_only(true)
+            .secure(shop.secure_cookies())
             .same_site(SameSite::Lax)
             .max_age(actix_web::cookie::time::Duration::days(7))
             .finish();
@@ -212,6 +228,35 @@ pub async fn add_to_basket(
             .map_err(|e| ShopError::internal(e.into()))?;
     }
     Ok(response)
+}
+
+/// One basket add or checkout start from the client's address: `Some`
+/// is the 429 to answer when the address has gone over its rate.
+async fn slow_down(shop: &Shop, request: &HttpRequest) -> Result<Option<HttpResponse>, ShopError> {
+    let address = shop.fairness.address(request);
+    match shop.fairness.take(&address).await? {
+        Ok(()) => Ok(None),
+        Err(too_fast) => {
+            let seconds = too_fast.retry_after.as_secs().max(1);
+            tracing::info!(%address, seconds, "an address over its rate");
+            let mut page = message(
+                StatusCode::TOO_MANY_REQUESTS,
+                "Too many requests from your address",
+                &format!(
+                    "So that everyone gets a fair chance, one address can add to baskets and start \
+                     checkouts only so often. Please try again in {seconds} seconds; nothing was changed."
+                ),
+                "/basket",
+                "Back to your basket",
+            )?;
+            page.headers_mut().insert(
+                header::RETRY_AFTER,
+                header::HeaderValue::from_str(&seconds.to_string())
+                    .map_err(|e| ShopError::internal(e.into()))?,
+            );
+            Ok(Some(page))
+        }
+    }
 }
 
 /// `POST /basket/remove`
@@ -323,6 +368,24 @@ fn describe_short(lines: &[ShortLine]) -> Vec<String> {
         .collect()
 }
 
+fn describe_limited(lines: &[ShortLine]) -> Vec<String> {
+    lines
+        .iter()
+        .map(|line| match line.available {
+            0 => format!(
+                "{}: you hold as many as one buyer may at once (you asked for {} more); \
+                 so that everyone gets a chance, there is a limit per buyer and per address",
+                line.name, line.requested
+            ),
+            left => format!(
+                "{}: at most {left} for you right now (you asked for {}); there is a limit per \
+                 order, per buyer and per address",
+                line.name, line.requested
+            ),
+        })
+        .collect()
+}
+
 /// `POST /checkout`: SPEC §3 in order. One transaction holds every line and
 /// writes the pending order; then, outside any lock, the provider's session;
 /// then the payment phase; then a 303 to the provider.
@@ -334,6 +397,9 @@ pub async fn start_checkout(
     let key = IdempotencyKey::parse(&form.checkout_key).map_err(|_| {
         ShopError::bad_request("the checkout form is out of date; please try again")
     })?;
+    if let Some(too_fast) = slow_down(&shop, &request).await? {
+        return Ok(too_fast);
+    }
     // One read: whether this form was submitted before, and the basket
     // with its prices and what is left (enough to refuse a sold-out line).
     let basket = basket_id(&request);
@@ -379,7 +445,13 @@ pub async fn start_checkout(
     if read.lines.is_empty() {
         return Ok(see_other("/basket"));
     }
+    let limits = checkout::StartLimits::for_customer(
+        &shop.fairness.limits,
+        &customer,
+        &shop.fairness.address(&request),
+    );
     let start = CheckoutStart {
+        limits,
         checkout_key: key,
         account: AccountId::parse(&format!("basket:{basket}"))
             .map_err(|e| ShopError::bad_request(&e.0))?,
@@ -408,13 +480,22 @@ pub async fn start_checkout(
                 &await_provider_page(&shop, order).await?,
             )));
         }
-        StartOutcome::Unavailable { lines } | StartOutcome::OverLimit { lines } => {
+        StartOutcome::Unavailable { lines } => {
             // the basket as read above: nothing in it changed
             return basket_page_of(
                 &shop,
                 read.lines.iter().map(|line| line.basket_line()).collect(),
                 StatusCode::CONFLICT,
                 describe_short(&lines),
+                String::new(),
+            );
+        }
+        StartOutcome::OverLimit { lines } => {
+            return basket_page_of(
+                &shop,
+                read.lines.iter().map(|line| line.basket_line()).collect(),
+                StatusCode::CONFLICT,
+                describe_limited(&lines),
                 String::new(),
             );
         }

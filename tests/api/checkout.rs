@@ -48,6 +48,7 @@ fn start(key: &str, lines: &[(&str, i64)]) -> CheckoutStart {
             .collect(),
         customer: Customer::parse("Ada Shopper", "ada@example.com").unwrap(),
         provider: ProviderKind::Stripe,
+        limits: Default::default(),
     }
 }
 
@@ -164,9 +165,10 @@ async fn checkout_start_writes_the_order_and_holds_every_line_in_one_go() {
 async fn a_short_line_is_named_and_nothing_is_held_or_ordered() {
     let db = TestDb::new().await;
     demo(&db).await;
+    resource(&db.inventory(), "harbour-lights-vip", 9).await;
     let outcome = checkout::start_checkout(
         &db.pool,
-        &start("greedy", &[("wild-honey", 2), ("harbour-lights-vip", 21)]),
+        &start("greedy", &[("wild-honey", 2), ("harbour-lights-vip", 10)]),
     )
     .await
     .unwrap();
@@ -180,7 +182,7 @@ async fn a_short_line_is_named_and_nothing_is_held_or_ordered() {
             lines[0].requested,
             lines[0].available
         ),
-        ("Harbour Lights — VIP", 21, 20)
+        ("Harbour Lights — VIP", 10, 9)
     );
     let (orders, holds): (i64, i64) =
         sqlx::query_as("select (select count(*) from orders), (select count(*) from holds)")

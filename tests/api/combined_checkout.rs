@@ -27,6 +27,7 @@ fn form(key: &str, basket: &str, product: &str, n: i64) -> CheckoutStart {
         }],
         customer: Customer::parse("Ada Shopper", "ada@example.com").unwrap(),
         provider: holdfast::payments::ProviderKind::Stripe,
+        limits: Default::default(),
     }
 }
 
@@ -62,7 +63,8 @@ async fn start_batch(
         .collect();
     sqlx::query_as(
         "select status, order_id, hold_id, available \
-           from hf_start_checkouts($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)",
+           from hf_start_checkouts($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, \
+                                   $13, $14, $15, $16)",
     )
     .bind(resource)
     .bind(&keys)
@@ -76,6 +78,11 @@ async fn start_batch(
     .bind(vec!["Ada Shopper"; n])
     .bind(vec!["ada@example.com"; n])
     .bind(vec!["stripe"; n])
+    // no limits here: tests of the limits use the shop
+    .bind(vec![None::<&str>; n])
+    .bind(vec![None::<&str>; n])
+    .bind(vec![None::<i32>; n])
+    .bind(vec![None::<i32>; n])
     .fetch_all(&db.pool)
     .await
 }
@@ -214,7 +221,9 @@ async fn a_malformed_batch_is_refused_whole_and_writes_nothing() {
         "select * from hf_start_checkouts('harbour-lights-vip', array['a','b'], array['basket:a'], \
             array[1,1], array['harbour-lights-vip','harbour-lights-vip'], array['VIP','VIP'], \
             array[9000,9000]::bigint[], array['eur','eur'], array['t1','t2'], array['A','B'], \
-            array['a@example.com','b@example.com'], array['stripe','stripe'])",
+            array['a@example.com','b@example.com'], array['stripe','stripe'], \
+            array[null,null]::text[], array[null,null]::text[], array[null,null]::int[], \
+            array[null,null]::int[])",
     )
     .execute(&db.pool)
     .await

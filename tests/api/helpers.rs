@@ -254,6 +254,7 @@ pub async fn spawn_app_shaped(
     let csp_reports = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
     let shop = holdfast::startup::Shop {
         checkouts: holdfast::checkout::Checkouts::new(db.pool.clone()),
+        fairness: holdfast::routes::client::Fairness::off(db.pool.clone()),
         pool: db.pool.clone(),
         payments: sandbox.providers(),
         base_url: address.clone(),

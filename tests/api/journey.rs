@@ -396,6 +396,7 @@ async fn a_provider_outage_at_checkout_start_releases_the_holds_and_tells_the_sh
     let address = format!("http://127.0.0.1:{}", listener.local_addr().unwrap().port());
     let shop = holdfast::startup::Shop {
         checkouts: holdfast::checkout::Checkouts::new(db.pool.clone()),
+        fairness: holdfast::routes::client::Fairness::off(db.pool.clone()),
         pool: db.pool.clone(),
         payments: holdfast::startup::build_providers(
             Some(&holdfast::payments::stripe::StripeSettings {
