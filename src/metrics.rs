@@ -5,16 +5,113 @@
 //! kept in memory and reset when the process restarts, as Prometheus
 //! expects of counters; and gauges read from the database at scrape time
 //! (outbox depth and oldest job, orders by state, drift per resource),
-//! which are the same whichever process is asked.
+//! which are the same whichever process is asked. Those cost queries, so
+//! each process keeps them for ten seconds ([`Exporter`]): a loop of
+//! scrapes cannot drain the pool the shoppers need.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{LazyLock, Mutex};
 
+use std::time::{Duration, Instant};
+
+use sha2::{Digest, Sha256};
 use sqlx::PgPool;
 
+use crate::configuration::Secret;
 use crate::worker::reconcile::ReconcileReport;
+
+/// How long a process keeps the database gauges it read.
+pub const GAUGES_FRESH_FOR: Duration = Duration::from_secs(10);
+
+/// Who may scrape `/metrics`, and the database gauges this process read
+/// last. Cheap to clone; clones share the cache.
+#[derive(Debug, Clone)]
+pub struct Exporter {
+    token: Option<Secret>,
+    fresh_for: Duration,
+    cached: std::sync::Arc<tokio::sync::Mutex<Option<(Instant, Gauges)>>>,
+}
+
+/// Whether a scrape may see the metrics.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Access {
+    Allowed,
+    /// A token is set and the request did not carry it.
+    NeedsToken,
+    /// No token is set and the request did not come from this machine.
+    LoopbackOnly,
+}
+
+impl Exporter {
+    /// `token` (`HOLDFAST_METRICS_TOKEN`) guards the page when set; unset,
+    /// only clients on this machine are answered.
+    pub fn new(token: Option<Secret>) -> Self {
+        Self {
+            token,
+            fresh_for: GAUGES_FRESH_FOR,
+            cached: Default::default(),
+        }
+    }
+
+    /// Keep the database gauges for `fresh_for` instead (zero: read them
+    /// on every scrape, for tests that count exactly).
+    pub fn fresh_for(mut self, fresh_for: Duration) -> Self {
+        self.fresh_for = fresh_for;
+        self
+    }
+
+    /// With a token set, the request must carry `Authorization: Bearer
+    /// <token>`. Without, it must come from loopback and not through a
+    /// proxy: a request a local reverse proxy forwarded (it says so in
+    /// `X-Forwarded-For` or `Forwarded`) came from somewhere else.
+    pub fn access(
+        &self,
+        client_is_loopback: bool,
+        authorization: Option<&[u8]>,
+        forwarded: bool,
+    ) -> Access {
+        match &self.token {
+            Some(token) => {
+                let offered = authorization
+                    .and_then(|value| value.strip_prefix(b"Bearer "))
+                    .unwrap_or_default();
+                // compare digests: equal length, no early exit on the secret
+                if Sha256::digest(offered) == Sha256::digest(token.expose().as_bytes()) {
+                    Access::Allowed
+                } else {
+                    Access::NeedsToken
+                }
+            }
+            None if client_is_loopback && !forwarded => Access::Allowed,
+            None => Access::LoopbackOnly,
+        }
+    }
+
+    /// The page, reading the database gauges only when this process's copy
+    /// is older than [`Exporter::fresh_for`]. Concurrent scrapes wait for
+    /// one read instead of each running their own.
+    pub async fn render(&self, pool: &PgPool) -> String {
+        let gauges = {
+            let mut cached = self.cached.lock().await;
+            match &*cached {
+                Some((read_at, gauges)) if read_at.elapsed() < self.fresh_for => {
+                    Some(gauges.clone())
+                }
+                _ => {
+                    let read = read_gauges(pool).await;
+                    // a failed read is not kept: the next scrape tries again
+                    if let Some(gauges) = &read {
+                        *cached = Some((Instant::now(), gauges.clone()));
+                    }
+                    read
+                }
+            }
+        };
+        render_with(gauges)
+    }
+}
 
 /// Hold decisions, by the engine's outcome names.
 const HOLD_OUTCOMES: [&str; 5] = [
@@ -182,9 +279,22 @@ const HELP: [(&str, &str, &str); 14] = [
     ),
 ];
 
+/// The database gauges, or `None` when the database does not answer
+/// within three seconds.
+async fn read_gauges(pool: &PgPool) -> Option<Gauges> {
+    tokio::time::timeout(Duration::from_secs(3), database_gauges(pool))
+        .await
+        .ok()
+        .and_then(|result| {
+            result
+                .inspect_err(|error| tracing::warn!(%error, "metrics: database gauges unavailable"))
+                .ok()
+        })
+}
+
 /// Everything, in the text format. Database gauges are skipped (and
-/// `holdfast_database_up` is 0) when the database does not answer.
-pub async fn render(pool: &PgPool) -> String {
+/// `holdfast_database_up` is 0) when they could not be read.
+fn render_with(gauges: Option<Gauges>) -> String {
     let mut samples: BTreeMap<&'static str, Vec<(String, f64)>> = BTreeMap::new();
     for (i, outcome) in HOLD_OUTCOMES.iter().enumerate() {
         samples.entry("holdfast_holds_total").or_default().push((
@@ -203,14 +313,6 @@ pub async fn render(pool: &PgPool) -> String {
                 .push((labels.clone(), *value as f64));
         }
     }
-    let gauges = tokio::time::timeout(std::time::Duration::from_secs(3), database_gauges(pool))
-        .await
-        .ok()
-        .and_then(|result| {
-            result
-                .inspect_err(|error| tracing::warn!(%error, "metrics: database gauges unavailable"))
-                .ok()
-        });
     let up = gauges.is_some();
     for (metric, values) in gauges.unwrap_or_default() {
         samples.entry(metric).or_default().extend(values);

@@ -254,16 +254,7 @@ fn start_world(pool: PgPool, providers: &[Provider]) -> anyhow::Result<World> {
         providers.contains(&Provider::Razorpay).then_some(&razorpay),
         &roots,
     )?;
-    let shop = Shop {
-        checkouts: crate::checkout::Checkouts::new(pool.clone()),
-        fairness: crate::routes::client::Fairness::off(pool.clone()),
-        pool: pool.clone(),
-        payments: offered,
-        base_url: shop_base.clone(),
-        session_minutes: 31,
-        session_key: crate::staff::SessionKey::generate(),
-        csp_reports: Arc::default(),
-    };
+    let shop = Shop::local(pool.clone(), offered, shop_base.clone());
     let world = World {
         shop: shop_base,
         sandbox: sandbox_base,

@@ -26,6 +26,8 @@ pub struct Shop {
     pub checkouts: crate::checkout::Checkouts,
     /// Limits per buyer and per client address.
     pub fairness: crate::routes::client::Fairness,
+    /// Who may scrape `/metrics`, and its cached database gauges.
+    pub metrics: crate::metrics::Exporter,
     /// The payment providers offered, the default first.
     pub payments: Providers,
     /// How browsers and providers reach us, without a trailing slash.
@@ -39,6 +41,23 @@ pub struct Shop {
 }
 
 impl Shop {
+    /// A shop for one machine (tests, `simulate`): no fairness limits, a
+    /// random session key, 31-minute payment pages, metrics for loopback.
+    /// `serve` builds its own from the settings.
+    pub fn local(pool: PgPool, payments: Providers, base_url: String) -> Self {
+        Self {
+            checkouts: crate::checkout::Checkouts::new(pool.clone()),
+            fairness: crate::routes::client::Fairness::off(pool.clone()),
+            metrics: crate::metrics::Exporter::new(None),
+            pool,
+            payments,
+            base_url,
+            session_minutes: 31,
+            session_key: SessionKey::generate(),
+            csp_reports: Arc::default(),
+        }
+    }
+
     /// Cookies are marked `Secure` when the shop is served over HTTPS.
     pub fn secure_cookies(&self) -> bool {
         self.base_url.starts_with("https://")
@@ -308,18 +327,15 @@ pub async fn serve(
         }
     };
     let shop = Shop {
-        checkouts: crate::checkout::Checkouts::new(pool.clone()),
         fairness: crate::routes::client::Fairness::new(
             pool.clone(),
             settings.limits.clone(),
             settings.trusted_proxies.clone(),
         ),
-        pool,
-        payments,
-        base_url: settings.base_url.clone(),
+        metrics: crate::metrics::Exporter::new(settings.metrics_token.clone()),
         session_minutes: settings.session_minutes,
         session_key,
-        csp_reports: Arc::default(),
+        ..Shop::local(pool, payments, settings.base_url.clone())
     };
     let app = Application::build(listener, shop)?;
     tracing::info!(url = %settings.base_url, "the shop is open");

@@ -1,10 +1,36 @@
 use actix_web::http::header::ContentType;
-use actix_web::{HttpResponse, web};
+use actix_web::{HttpRequest, HttpResponse, web};
 use sqlx::PgPool;
 
-/// `GET /metrics`: Prometheus' text format (see [`crate::metrics`]).
-pub async fn metrics(pool: web::Data<PgPool>) -> HttpResponse {
-    let body = crate::metrics::render(pool.get_ref()).await;
+use crate::metrics::Access;
+use crate::startup::Shop;
+
+/// `GET /metrics`: Prometheus' text format (see [`crate::metrics`]), for
+/// monitoring only: the bearer token when one is set, else loopback only.
+pub async fn metrics(request: HttpRequest, shop: web::Data<Shop>) -> HttpResponse {
+    let headers = request.headers();
+    let loopback = super::client::client_ip(&request, &shop.fairness.proxies)
+        .is_some_and(|ip| ip.is_loopback());
+    let forwarded = headers.contains_key("X-Forwarded-For") || headers.contains_key("Forwarded");
+    let authorization = headers.get("Authorization").map(|value| value.as_bytes());
+    match shop.metrics.access(loopback, authorization, forwarded) {
+        Access::Allowed => {}
+        Access::NeedsToken => {
+            return HttpResponse::Unauthorized()
+                .insert_header(("WWW-Authenticate", "Bearer realm=\"metrics\""))
+                .insert_header(("Cache-Control", "no-store"))
+                .body("metrics need the bearer token (HOLDFAST_METRICS_TOKEN)\n");
+        }
+        Access::LoopbackOnly => {
+            return HttpResponse::Forbidden()
+                .insert_header(("Cache-Control", "no-store"))
+                .body(
+                    "metrics answer only this machine; set HOLDFAST_METRICS_TOKEN to scrape \
+                     from elsewhere\n",
+                );
+        }
+    }
+    let body = shop.metrics.render(&shop.pool).await;
     HttpResponse::Ok()
         .content_type(ContentType(
             "text/plain; version=0.0.4; charset=utf-8"

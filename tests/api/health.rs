@@ -134,3 +134,131 @@ async fn metrics_count_what_happened_in_prometheus_text() {
         Some(1.0)
     );
 }
+
+#[tokio::test]
+async fn metrics_with_a_token_set_answer_only_the_bearer_of_it() {
+    use crate::helpers::{TestDb, spawn_app_shaped};
+    use holdfast::configuration::Secret;
+
+    let token = "scrape-me-7f3a9c1e2b";
+    let app = spawn_app_shaped(TestDb::new().await, |_, shop| {
+        shop.metrics = holdfast::metrics::Exporter::new(Some(Secret::new(token)));
+    })
+    .await;
+    let scrape = |authorization: Option<String>| {
+        let mut request = app.client.get(format!("{}/metrics", app.address));
+        if let Some(value) = authorization {
+            request = request.header("Authorization", value);
+        }
+        async move { request.send().await.unwrap() }
+    };
+    for refused in [
+        None,
+        Some("Bearer wrong-token-0000000".to_owned()),
+        Some(format!("Bearer {token}x")),
+        Some(format!("Basic {token}")),
+        Some(format!("bearer{token}")),
+    ] {
+        let response = scrape(refused.clone()).await;
+        assert_eq!(response.status(), 401, "{refused:?}");
+        assert_eq!(
+            response.headers()["www-authenticate"],
+            "Bearer realm=\"metrics\""
+        );
+        let body = response.text().await.unwrap();
+        assert!(!body.contains("holdfast_"), "{body}");
+        assert!(!body.contains(token), "the token never prints: {body}");
+    }
+    let allowed = scrape(Some(format!("Bearer {token}"))).await;
+    assert_eq!(allowed.status(), 200);
+    let body = allowed.text().await.unwrap();
+    assert_eq!(sample(&body, "holdfast_database_up"), Some(1.0), "{body}");
+}
+
+#[tokio::test]
+async fn metrics_without_a_token_answer_only_this_machine_unproxied() {
+    let app = spawn_app().await;
+    let scrape = |header: Option<(&'static str, &'static str)>| {
+        let mut request = app.client.get(format!("{}/metrics", app.address));
+        if let Some((name, value)) = header {
+            request = request.header(name, value);
+        }
+        async move { request.send().await.unwrap() }
+    };
+    assert_eq!(scrape(None).await.status(), 200);
+    // a local reverse proxy that forwards the public says so: not local
+    for forwarded in [
+        ("X-Forwarded-For", "203.0.113.7"),
+        ("X-Forwarded-For", "127.0.0.1"),
+        ("Forwarded", "for=198.51.100.2"),
+    ] {
+        let response = scrape(Some(forwarded)).await;
+        assert_eq!(response.status(), 403, "{forwarded:?}");
+        assert!(
+            response
+                .text()
+                .await
+                .unwrap()
+                .contains("HOLDFAST_METRICS_TOKEN")
+        );
+    }
+}
+
+#[tokio::test]
+async fn metrics_read_the_database_once_per_ten_seconds_however_many_scrape() {
+    use crate::helpers::{TestDb, resource, spawn_app_shaped};
+
+    // the production default: gauges kept ten seconds
+    let app = spawn_app_shaped(TestDb::with_connections(4).await, |_, shop| {
+        shop.metrics = holdfast::metrics::Exporter::new(None);
+    })
+    .await;
+    let inventory = app.db.inventory();
+    resource(&inventory, "cached-slot", 5).await;
+    let series = "holdfast_resource_units{resource=\"cached-slot\",counter=\"total\"}";
+    let scrape = || async {
+        let response = app
+            .client
+            .get(format!("{}/metrics", app.address))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 200);
+        response.text().await.unwrap()
+    };
+    let first_read = std::time::Instant::now();
+    assert_eq!(sample(&scrape().await, series), Some(5.0));
+    // the database changes; scrapes within ten seconds see the copy, and
+    // three hundred at once on a four-connection pool neither queue on it
+    // nor fail
+    sqlx::query("update resources set total = 9 where id = 'cached-slot'")
+        .execute(&app.db.pool)
+        .await
+        .unwrap();
+    let pages = futures::future::join_all((0..300).map(|_| scrape())).await;
+    for page in &pages {
+        assert_eq!(sample(page, series), Some(5.0));
+        assert_eq!(sample(page, "holdfast_database_up"), Some(1.0));
+    }
+    // the shop itself still answers at once: the pool was not drained
+    let shop = app
+        .client
+        .get(format!("{}/healthz", app.address))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(shop.status(), 200);
+    // and once the copy is ten seconds old, the next scrape reads anew
+    loop {
+        let page = scrape().await;
+        if sample(&page, series) == Some(9.0) {
+            break;
+        }
+        assert!(
+            first_read.elapsed() < std::time::Duration::from_secs(15),
+            "{page}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(250)).await;
+    }
+    assert!(first_read.elapsed() >= holdfast::metrics::GAUGES_FRESH_FOR);
+}

@@ -251,18 +251,11 @@ pub async fn spawn_app_shaped(
     sandbox
         .razorpay
         .set_webhook_url(format!("{address}/webhooks/razorpay"));
-    let csp_reports = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
-    let shop = holdfast::startup::Shop {
-        checkouts: holdfast::checkout::Checkouts::new(db.pool.clone()),
-        fairness: holdfast::routes::client::Fairness::off(db.pool.clone()),
-        pool: db.pool.clone(),
-        payments: sandbox.providers(),
-        base_url: address.clone(),
-        session_minutes: 31,
-        session_key: holdfast::staff::SessionKey::generate(),
-        csp_reports: csp_reports.clone(),
-    };
-    let mut shop = shop;
+    let mut shop =
+        holdfast::startup::Shop::local(db.pool.clone(), sandbox.providers(), address.clone());
+    // the tests count gauges exactly, before and after what they do
+    shop.metrics = holdfast::metrics::Exporter::new(None).fresh_for(std::time::Duration::ZERO);
+    let csp_reports = shop.csp_reports.clone();
     shape(&sandbox, &mut shop);
     let app = Application::build(listener, shop).expect("build app");
     tokio::spawn(app.run_until_stopped());

@@ -394,26 +394,18 @@ async fn a_provider_outage_at_checkout_start_releases_the_holds_and_tells_the_sh
     // a shop whose Stripe is unreachable
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let address = format!("http://127.0.0.1:{}", listener.local_addr().unwrap().port());
-    let shop = holdfast::startup::Shop {
-        checkouts: holdfast::checkout::Checkouts::new(db.pool.clone()),
-        fairness: holdfast::routes::client::Fairness::off(db.pool.clone()),
-        pool: db.pool.clone(),
-        payments: holdfast::startup::build_providers(
-            Some(&holdfast::payments::stripe::StripeSettings {
-                secret_key: Secret::new("sk_test_x"),
-                api_base: "http://127.0.0.1:1/stripe/".into(),
-                webhook_secrets: Vec::new(),
-                payment_methods: vec!["card".into()],
-            }),
-            None,
-            &holdfast::payments::http::TrustedRoots::mozilla(),
-        )
-        .unwrap(),
-        base_url: address.clone(),
-        session_minutes: 31,
-        session_key: holdfast::staff::SessionKey::generate(),
-        csp_reports: Default::default(),
-    };
+    let payments = holdfast::startup::build_providers(
+        Some(&holdfast::payments::stripe::StripeSettings {
+            secret_key: Secret::new("sk_test_x"),
+            api_base: "http://127.0.0.1:1/stripe/".into(),
+            webhook_secrets: Vec::new(),
+            payment_methods: vec!["card".into()],
+        }),
+        None,
+        &holdfast::payments::http::TrustedRoots::mozilla(),
+    )
+    .unwrap();
+    let shop = holdfast::startup::Shop::local(db.pool.clone(), payments, address.clone());
     tokio::spawn(
         holdfast::startup::Application::build(listener, shop)
             .unwrap()

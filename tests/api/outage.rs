@@ -71,16 +71,7 @@ async fn postgres_stopped_under_load_answers_503_fast_and_loses_or_doubles_nothi
     sandbox
         .stripe
         .set_webhook_url(format!("{address}/webhooks/stripe"));
-    let shop = Shop {
-        checkouts: holdfast::checkout::Checkouts::new(pool.clone()),
-        fairness: holdfast::routes::client::Fairness::off(pool.clone()),
-        pool: pool.clone(),
-        payments: sandbox.providers(),
-        base_url: address.clone(),
-        session_minutes: 31,
-        session_key: holdfast::staff::SessionKey::generate(),
-        csp_reports: Arc::default(),
-    };
+    let shop = Shop::local(pool.clone(), sandbox.providers(), address.clone());
     tokio::spawn(
         Application::build(listener, shop)
             .unwrap()
