@@ -300,3 +300,10 @@ begin
 end;
 $$;
 
+
+-- Staff login attempts are counted per e-mail from an address, per address
+-- and per e-mail ("pair:<address> <email>", "address:<address>",
+-- "email:<email>"): longer keys than one e-mail.
+alter table login_throttle
+    drop constraint throttle_key_shape,
+    add constraint throttle_key_shape check (length(key) between 1 and 320);

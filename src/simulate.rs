@@ -587,6 +587,26 @@ async fn start_checkout(world: &World, shopper: &Shopper) -> anyhow::Result<Opti
 
 /// Press a button on the provider's page; follow the way back to the shop
 /// unless the return is lost.
+/// Back at the shop's cancel URL, the shopper reads "Leave checkout?" and
+/// presses the button (the GET alone changes nothing).
+async fn leave(client: &reqwest::Client, cancel_url: &str) -> anyhow::Result<()> {
+    let asked = shop_send(client.get(cancel_url)).await?;
+    anyhow::ensure!(
+        asked.status().is_success() || asked.status().is_redirection(),
+        "the cancel URL answered {}",
+        asked.status()
+    );
+    if asked.text().await?.contains("Leave checkout?") {
+        let left = shop_send(client.post(cancel_url)).await?;
+        anyhow::ensure!(
+            left.status().is_success() || left.status().is_redirection(),
+            "leaving answered {}",
+            left.status()
+        );
+    }
+    Ok(())
+}
+
 async fn press(
     provider: Provider,
     started: &Started,
@@ -600,7 +620,9 @@ async fn press(
                 .post(format!("{}/{action}", started.pay_url))
                 .send()
                 .await?;
-            if answer.status() == 303 && (follow || action == "abandon") {
+            if answer.status() == 303 && action == "abandon" {
+                leave(client, &location(&answer)?).await?;
+            } else if answer.status() == 303 && follow {
                 let back = shop_send(client.get(location(&answer)?)).await?;
                 anyhow::ensure!(
                     back.status().is_success() || back.status().is_redirection(),
@@ -620,7 +642,7 @@ async fn press(
                 .await?;
             if action == "abandon" {
                 if answer.status() == 303 {
-                    shop_send(client.get(location(&answer)?)).await?;
+                    leave(client, &location(&answer)?).await?;
                 }
                 return Ok(());
             }

@@ -226,6 +226,10 @@ impl Application {
                     "/checkout/cancel/{token}",
                     web::get().to(shop::checkout_cancel),
                 )
+                .route(
+                    "/checkout/cancel/{token}",
+                    web::post().to(shop::checkout_leave),
+                )
                 .route("/pay/{token}", web::get().to(shop::pay_page))
                 .route("/orders/{token}", web::get().to(shop::order_page))
                 .route("/static/shop.css", web::get().to(shop::stylesheet))

@@ -337,7 +337,8 @@ pub async fn login(
         );
     }
     let typed: String = email.chars().take(254).collect();
-    match staff::log_in(&shop.pool, &typed, &password).await? {
+    let address = shop.fairness.address(&request);
+    match staff::log_in(&shop.pool, &typed, &address, &password).await? {
         LoginOutcome::SignedIn(session) => {
             tracing::info!(staff = %session.staff.email, "staff logged in");
             let mut signed_in = cookie(
@@ -367,9 +368,7 @@ pub async fn login(
             let mut response = login_form(
                 &shop,
                 StatusCode::TOO_MANY_REQUESTS,
-                &format!(
-                    "Too many failed logins for this address. Try again in {minutes} minutes."
-                ),
+                &format!("Too many failed logins. Try again in {minutes} minutes."),
                 &typed,
             )?;
             response.headers_mut().insert(

@@ -780,8 +780,57 @@ async fn returned(
     }
 }
 
-/// `GET /checkout/cancel/{token}`: the shopper left the provider's page.
+#[derive(Template)]
+#[template(path = "leave.html")]
+struct LeavePage {
+    basket_count: i64,
+    token: String,
+    items: String,
+    total: String,
+}
+
+/// `GET /checkout/cancel/{token}`: the provider's cancel URL. It asks
+/// whether to leave and changes nothing: link prefetchers and mail scanners
+/// follow URLs, and a purchase must not end because one did.
 pub async fn checkout_cancel(
+    shop: web::Data<Shop>,
+    token: web::Path<String>,
+) -> Result<HttpResponse, ShopError> {
+    let order = checkout::order_by_token(&shop.pool, &token)
+        .await?
+        .ok_or_else(|| ShopError::not_found("no such order"))?;
+    match order.state {
+        OrderState::Pending => {}
+        OrderState::Cancelled | OrderState::Expired => return left(),
+        // paid (or being refunded): the order page tells the truth
+        _ => return Ok(see_other(&format!("/orders/{}", order.token))),
+    }
+    let lines = checkout::order_lines(&shop.pool, order.id).await?;
+    let items = lines
+        .iter()
+        .map(|line| format!("{} × {}", line.name, line.qty))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let mut response = render(
+        StatusCode::OK,
+        &LeavePage {
+            basket_count: 0,
+            token: order.token.clone(),
+            items,
+            total: money(order.amount_minor, &order.currency),
+        },
+    )?;
+    response.headers_mut().insert(
+        header::CACHE_CONTROL,
+        header::HeaderValue::from_static("no-store"),
+    );
+    Ok(response)
+}
+
+/// `POST /checkout/cancel/{token}`: the shopper pressed "Leave checkout".
+/// The order and its holds are released and the provider's page closed;
+/// a payment that already arrived wins, and the order page says so.
+pub async fn checkout_leave(
     shop: web::Data<Shop>,
     token: web::Path<String>,
 ) -> Result<HttpResponse, ShopError> {
@@ -799,13 +848,16 @@ pub async fn checkout_cancel(
         },
     )
     .await?;
-    // paid (or being refunded) already: the order page tells the truth
     if after
         .as_ref()
         .is_some_and(|o| !matches!(o.state, OrderState::Cancelled | OrderState::Expired))
     {
         return Ok(see_other(&format!("/orders/{}", order.token)));
     }
+    left()
+}
+
+fn left() -> Result<HttpResponse, ShopError> {
     message(
         StatusCode::OK,
         "Checkout cancelled",

@@ -21,13 +21,44 @@ use crate::payments::signature::{hmac_sha256_hex, hmac_sha256_matches};
 
 /// How long a staff session lasts after login.
 pub const SESSION_HOURS: i64 = 12;
-/// Failed attempts in a window before answers are slowed.
-pub const SLOW_AFTER: i32 = 5;
-/// Attempts in a window that lock the address for [`LOCK_MINUTES`].
-pub const LOCK_AFTER: i32 = 10;
+/// How long a lock lasts.
 pub const LOCK_MINUTES: i64 = 15;
 /// The window attempts are counted in.
 pub const WINDOW_MINUTES: i64 = 15;
+
+/// One way login attempts are counted: attempts in a window, slowed from
+/// `slow_after` on, locked at `lock_after` (never, for `None`).
+#[derive(Debug, Clone, Copy)]
+pub struct Throttle {
+    /// The row key's prefix.
+    pub kind: &'static str,
+    pub slow_after: i32,
+    pub lock_after: Option<i32>,
+}
+
+/// One e-mail typed from one client address: a stranger guessing the
+/// owner's password from their own address locks only themselves.
+pub const PER_EMAIL_FROM_ADDRESS: Throttle = Throttle {
+    kind: "pair",
+    slow_after: 5,
+    lock_after: Some(10),
+};
+/// Everything typed from one client address: guessing across many
+/// e-mails is slowed, then locked, for that address only.
+pub const PER_ADDRESS: Throttle = Throttle {
+    kind: "address",
+    slow_after: 10,
+    lock_after: Some(30),
+};
+/// One e-mail from anywhere: guesses spread over many addresses are
+/// slowed, never locked, so nobody can lock the owner out from afar.
+pub const PER_EMAIL: Throttle = Throttle {
+    kind: "email",
+    slow_after: 10,
+    lock_after: None,
+};
+/// The longest a wrong answer is slowed.
+const SLOWEST: Duration = Duration::from_secs(3);
 
 #[derive(Debug, thiserror::Error)]
 pub enum StaffError {
@@ -328,26 +359,42 @@ pub enum LoginOutcome {
     },
 }
 
-/// Checks a login. Attempts are counted per address typed *before* the
-/// password is checked, so parallel guesses cannot slip past the limit:
-/// from the [`SLOW_AFTER`]th attempt on, a wrong answer is slowed; the
-/// [`LOCK_AFTER`]th locks the address for [`LOCK_MINUTES`], even for the
+/// Checks a login from client `address` (the limits key). Attempts are
+/// counted per e-mail from that address, per address and per e-mail
+/// ([`PER_EMAIL_FROM_ADDRESS`], [`PER_ADDRESS`], [`PER_EMAIL`]) *before*
+/// the password is checked, so parallel guesses cannot slip past a limit.
+/// Wrong answers past a count's `slow_after` are slowed; reaching a
+/// `lock_after` locks that count's key for [`LOCK_MINUTES`], even for the
 /// right password.
-pub async fn log_in(pool: &PgPool, typed_email: &str, password: &Secret) -> Result<LoginOutcome> {
-    let key: String = typed_email
+pub async fn log_in(
+    pool: &PgPool,
+    typed_email: &str,
+    address: &str,
+    password: &Secret,
+) -> Result<LoginOutcome> {
+    let typed: String = typed_email
         .trim()
         .to_lowercase()
         .chars()
         .take(254)
         .collect();
-    if key.is_empty() || password.expose().is_empty() {
+    if typed.is_empty() || password.expose().is_empty() {
         return Ok(LoginOutcome::Refused);
     }
     if password.expose().len() > MAX_PASSWORD_BYTES {
         return Ok(LoginOutcome::Refused);
     }
-    let counted: (i32, Option<f64>) = sqlx::query_as(
-        "insert into login_throttle as t (key, attempts) values ($1, 1) \
+    let address: String = address.chars().take(45).collect();
+    let counts = [
+        (PER_EMAIL_FROM_ADDRESS, format!("pair:{address} {typed}")),
+        (PER_ADDRESS, format!("address:{address}")),
+        (PER_EMAIL, format!("email:{typed}")),
+    ];
+    let keys: Vec<&str> = counts.iter().map(|(_, key)| key.as_str()).collect();
+    // one statement, keys in one order: concurrent logins cannot deadlock
+    let counted: Vec<(String, i32, Option<f64>)> = sqlx::query_as(
+        "insert into login_throttle as t (key, attempts) \
+         select key, 1 from unnest($1::text[]) as k(key) order by key \
          on conflict (key) do update set \
             attempts = case when t.locked_until > now() then t.attempts \
                             when t.locked_until is not null \
@@ -358,23 +405,45 @@ pub async fn log_in(pool: &PgPool, typed_email: &str, password: &Secret) -> Resu
                                        or t.window_started_at < now() - $2 * interval '1 minute' then now() \
                                      else t.window_started_at end, \
             locked_until = case when t.locked_until > now() then t.locked_until end \
-         returning attempts, extract(epoch from (locked_until - now()))::float8",
+         returning key, attempts, extract(epoch from (locked_until - now()))::float8",
     )
-    .bind(&key)
+    .bind(&keys)
     .bind(WINDOW_MINUTES as f64)
-    .fetch_one(pool)
+    .fetch_all(pool)
     .await?;
-    let (attempts, locked_for) = counted;
-    if let Some(seconds) = locked_for.filter(|s| *s > 0.0) {
+    let attempts = |key: &str| {
+        counted
+            .iter()
+            .find(|(k, _, _)| k == key)
+            .map_or(0, |(_, n, _)| *n)
+    };
+    let locked_for = counted
+        .iter()
+        .filter_map(|(_, _, seconds)| *seconds)
+        .fold(0.0_f64, f64::max);
+    if locked_for > 0.0 {
         return Ok(LoginOutcome::Locked {
-            retry_after: Duration::from_secs_f64(seconds.ceil()),
+            retry_after: Duration::from_secs_f64(locked_for.ceil()),
         });
     }
-    if attempts > LOCK_AFTER {
-        // a burst raced past the limit: lock without checking
-        return Ok(lock(pool, &key).await?);
+    let reached = |past: bool| -> Vec<&str> {
+        counts
+            .iter()
+            .filter(|(throttle, key)| {
+                throttle.lock_after.is_some_and(|limit| {
+                    let n = attempts(key);
+                    if past { n > limit } else { n >= limit }
+                })
+            })
+            .map(|(_, key)| key.as_str())
+            .collect()
+    };
+    let raced_past = reached(true);
+    if !raced_past.is_empty() {
+        // a burst raced past a limit: lock without checking
+        return Ok(lock(pool, &raced_past).await?);
     }
-    let email = StaffEmail::parse(&key).ok();
+    let email = StaffEmail::parse(&typed).ok();
     let stored: Option<(i64, String, String)> = match &email {
         Some(email) => {
             sqlx::query_as("select id, email, password_hash from staff where email = $1")
@@ -391,8 +460,10 @@ pub async fn log_in(pool: &PgPool, typed_email: &str, password: &Secret) -> Resu
             let session_id = random_token();
             let csrf_token = random_token();
             let mut tx = pool.begin().await?;
-            sqlx::query("delete from login_throttle where key = $1")
-                .bind(&key)
+            // the address's count stays: a right answer for one account
+            // does not buy more guesses at others
+            sqlx::query("delete from login_throttle where key = any($1)")
+                .bind([counts[0].1.as_str(), counts[2].1.as_str()])
                 .execute(&mut *tx)
                 .await?;
             sqlx::query(
@@ -403,18 +474,6 @@ pub async fn log_in(pool: &PgPool, typed_email: &str, password: &Secret) -> Resu
             .bind(staff.id)
             .bind(&csrf_token)
             .bind(SESSION_HOURS as f64)
-            .execute(&mut *tx)
-            .await?;
-            // stale sessions and throttle rows of anyone go as logins happen
-            sqlx::query("delete from staff_sessions where expires_at < now()")
-                .execute(&mut *tx)
-                .await?;
-            sqlx::query(
-                "delete from login_throttle \
-                  where window_started_at < now() - $1 * interval '1 minute' \
-                    and (locked_until is null or locked_until < now())",
-            )
-            .bind(WINDOW_MINUTES as f64)
             .execute(&mut *tx)
             .await?;
             record(
@@ -434,30 +493,62 @@ pub async fn log_in(pool: &PgPool, typed_email: &str, password: &Secret) -> Resu
                 id: session_id,
             }))
         }
-        None if attempts >= LOCK_AFTER => Ok(lock(pool, &key).await?),
         None => {
-            if attempts >= SLOW_AFTER {
-                let steps = u64::try_from(attempts - SLOW_AFTER + 1).unwrap_or(1);
-                tokio::time::sleep(Duration::from_millis(200 * steps)).await;
+            let reached = reached(false);
+            if !reached.is_empty() {
+                return Ok(lock(pool, &reached).await?);
             }
+            let slowest = counts
+                .iter()
+                .map(|(throttle, key)| attempts(key) - throttle.slow_after + 1)
+                .filter_map(|steps| u32::try_from(steps).ok())
+                .map(|steps| Duration::from_millis(200) * steps)
+                .max()
+                .unwrap_or_default()
+                .min(SLOWEST);
+            tokio::time::sleep(slowest).await;
             Ok(LoginOutcome::Refused)
         }
     }
 }
 
-async fn lock(pool: &PgPool, key: &str) -> sqlx::Result<LoginOutcome> {
+async fn lock(pool: &PgPool, keys: &[&str]) -> sqlx::Result<LoginOutcome> {
     sqlx::query(
-        "update login_throttle set locked_until = greatest(locked_until, now() + $2 * interval '1 minute') \
-          where key = $1",
+        "update login_throttle \
+            set locked_until = greatest(locked_until, now() + $2 * interval '1 minute') \
+          where key = any($1)",
     )
-    .bind(key)
+    .bind(keys)
     .bind(LOCK_MINUTES as f64)
     .execute(pool)
     .await?;
-    tracing::warn!("staff login locked after repeated failures");
+    let kinds: Vec<&str> = keys
+        .iter()
+        .filter_map(|key| key.split(':').next())
+        .collect();
+    tracing::warn!(?kinds, "staff login locked after repeated failures");
     Ok(LoginOutcome::Locked {
         retry_after: Duration::from_secs(LOCK_MINUTES as u64 * 60),
     })
+}
+
+/// Forgets throttle rows whose window and lock have passed, and staff
+/// sessions that have ended. The worker's housekeeping runs it.
+pub async fn prune(pool: &PgPool) -> sqlx::Result<(u64, u64)> {
+    let throttle = sqlx::query(
+        "delete from login_throttle \
+          where window_started_at < now() - $1 * interval '1 minute' \
+            and (locked_until is null or locked_until < now())",
+    )
+    .bind(WINDOW_MINUTES as f64)
+    .execute(pool)
+    .await?
+    .rows_affected();
+    let sessions = sqlx::query("delete from staff_sessions where expires_at < now()")
+        .execute(pool)
+        .await?
+        .rows_affected();
+    Ok((throttle, sessions))
 }
 
 /// Appends to the record of staff actions, in the caller's transaction.

@@ -65,7 +65,17 @@ impl TestApp {
         email: &str,
         password: &str,
     ) -> (reqwest::Client, reqwest::Response) {
-        let staff = browser();
+        self.try_login_with(browser(), email, password).await
+    }
+
+    /// [`TestApp::try_login`] from the given browser (one bound to another
+    /// client address, say).
+    pub async fn try_login_with(
+        &self,
+        staff: reqwest::Client,
+        email: &str,
+        password: &str,
+    ) -> (reqwest::Client, reqwest::Response) {
         let form = staff
             .get(format!("{}/admin/login", self.address))
             .send()
@@ -417,10 +427,115 @@ async fn a_burst_of_parallel_guesses_gets_no_more_than_the_limit_checked() {
         .count();
     // attempts are counted before the password is checked: nine wrong
     // answers, the tenth locks, and the rest never reach the hash
-    assert_eq!(refused, holdfast::staff::LOCK_AFTER as usize - 1);
+    let limit = holdfast::staff::PER_EMAIL_FROM_ADDRESS.lock_after.unwrap();
+    assert_eq!(refused, limit as usize - 1);
     assert_eq!(locked, guesses - refused);
     let (_, right) = app.try_login(STAFF_EMAIL, STAFF_PASSWORD).await;
     assert_eq!(right.status(), StatusCode::TOO_MANY_REQUESTS);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_strangers_burst_from_one_address_does_not_lock_the_owner_out() {
+    let app = spawn_app().await;
+    app.add_staff().await;
+    let stranger: std::net::IpAddr = "127.0.0.2".parse().unwrap();
+    let statuses = join_all((0..40).map(|i| {
+        let app = &app;
+        async move {
+            let (_, response) = app
+                .try_login_with(browser_from(stranger), STAFF_EMAIL, &format!("guess {i}"))
+                .await;
+            response.status()
+        }
+    }))
+    .await;
+    let refused = statuses
+        .iter()
+        .filter(|s| **s == StatusCode::UNAUTHORIZED)
+        .count();
+    let limit = holdfast::staff::PER_EMAIL_FROM_ADDRESS.lock_after.unwrap();
+    assert_eq!(refused, limit as usize - 1, "{statuses:?}");
+    assert_eq!(
+        statuses
+            .iter()
+            .filter(|s| **s == StatusCode::TOO_MANY_REQUESTS)
+            .count(),
+        40 - refused
+    );
+    // the stranger is locked out, even with the right password
+    let (_, theirs) = app
+        .try_login_with(browser_from(stranger), STAFF_EMAIL, STAFF_PASSWORD)
+        .await;
+    assert_eq!(theirs.status(), StatusCode::TOO_MANY_REQUESTS);
+    // the owner, from their own address, is not, and is not slowed either
+    let started = std::time::Instant::now();
+    let owner: std::net::IpAddr = "127.0.0.3".parse().unwrap();
+    let (_, mine) = app
+        .try_login_with(browser_from(owner), STAFF_EMAIL, STAFF_PASSWORD)
+        .await;
+    assert_eq!(mine.status(), StatusCode::SEE_OTHER);
+    assert!(started.elapsed() < std::time::Duration::from_secs(3));
+    // the owner's success forgets the owner's counts, not the stranger's
+    let keys: Vec<String> = sqlx::query_scalar("select key from login_throttle order by key")
+        .fetch_all(&app.db.pool)
+        .await
+        .unwrap();
+    assert_eq!(
+        keys,
+        [
+            "address:127.0.0.2".to_owned(),
+            "address:127.0.0.3".to_owned(),
+            format!("pair:127.0.0.2 {STAFF_EMAIL}"),
+        ]
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn guessing_across_many_emails_locks_that_address_only() {
+    let app = spawn_app().await;
+    app.add_staff().await;
+    let guesser: std::net::IpAddr = "127.0.0.4".parse().unwrap();
+    let guesses = 40;
+    let statuses = join_all((0..guesses).map(|i| {
+        let app = &app;
+        async move {
+            let (_, response) = app
+                .try_login_with(
+                    browser_from(guesser),
+                    &format!("staff{i}@holdfast.test"),
+                    "password123",
+                )
+                .await;
+            response.status()
+        }
+    }))
+    .await;
+    let limit = holdfast::staff::PER_ADDRESS.lock_after.unwrap() as usize;
+    let refused = statuses
+        .iter()
+        .filter(|s| **s == StatusCode::UNAUTHORIZED)
+        .count();
+    assert_eq!(refused, limit - 1, "{statuses:?}");
+    assert_eq!(
+        statuses
+            .iter()
+            .filter(|s| **s == StatusCode::TOO_MANY_REQUESTS)
+            .count(),
+        guesses - refused
+    );
+    // from that address nothing gets through now; from another, the owner does
+    let (_, there) = app
+        .try_login_with(browser_from(guesser), STAFF_EMAIL, STAFF_PASSWORD)
+        .await;
+    assert_eq!(there.status(), StatusCode::TOO_MANY_REQUESTS);
+    let (_, elsewhere) = app
+        .try_login_with(
+            browser_from("127.0.0.5".parse().unwrap()),
+            STAFF_EMAIL,
+            STAFF_PASSWORD,
+        )
+        .await;
+    assert_eq!(elsewhere.status(), StatusCode::SEE_OTHER);
 }
 
 #[tokio::test]

@@ -273,6 +273,16 @@ pub fn browser() -> reqwest::Client {
     http_builder().cookie_store(true).build().expect("client")
 }
 
+/// A new shopper whose connections come from `ip` (another 127.x.y.z
+/// address is another client to the shop's limits).
+pub fn browser_from(ip: std::net::IpAddr) -> reqwest::Client {
+    http_builder()
+        .cookie_store(true)
+        .local_address(ip)
+        .build()
+        .expect("client")
+}
+
 /// An HTTP client with Holdfast's TLS setup (rustls with aws-lc-rs, the
 /// only crypto backend built), redirects left to the test.
 pub fn http_builder() -> reqwest::ClientBuilder {
@@ -421,6 +431,17 @@ pub fn spawn_sandbox() -> TestSandbox {
 }
 
 impl TestApp {
+    /// The shopper leaves checkout as a browser does: the provider sends
+    /// them to the cancel URL, which asks; they press "Leave checkout".
+    /// The POST's answer.
+    pub async fn leave(&self, shopper: &reqwest::Client, cancel_url: &str) -> reqwest::Response {
+        let asked = shopper.get(cancel_url).send().await.unwrap();
+        assert_eq!(asked.status(), 200, "GET {cancel_url}");
+        let page = asked.text().await.unwrap();
+        assert!(page.contains("Leave checkout?"), "{page}");
+        shopper.post(cancel_url).send().await.unwrap()
+    }
+
     pub async fn order_state(&self, token: &str) -> String {
         sqlx::query_scalar("select state::text from orders where token = $1")
             .bind(token)

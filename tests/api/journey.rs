@@ -229,6 +229,17 @@ async fn a_shopper_buys_the_last_slot_and_two_tickets_and_gets_codes() {
         .unwrap();
     assert_eq!(cancel.status(), 303);
     assert_eq!(location(&cancel), order_url);
+    let pressed = shopper
+        .post(format!(
+            "{}/checkout/cancel/{}",
+            app.address,
+            token_of(&order_url)
+        ))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(pressed.status(), 303);
+    assert_eq!(location(&pressed), order_url);
 
     // the webhook arrives too and changes nothing more
     app.wait_for_deliveries(1).await;
@@ -279,8 +290,39 @@ async fn abandoning_gives_the_units_back_and_late_money_is_refunded() {
         .await
         .unwrap();
     let cancel = location(&left);
-    let cancelled = shopper.get(&cancel).send().await.unwrap();
+    // the provider's cancel URL asks and changes nothing (a link
+    // prefetcher or a mail scanner may follow it)
+    let before = crate::admin::snapshot(&app.db.pool).await;
+    for _ in 0..3 {
+        let asked = shopper.get(&cancel).send().await.unwrap();
+        assert_eq!(asked.status(), 200);
+        assert_eq!(asked.headers()["cache-control"], "no-store");
+        let page = asked.text().await.unwrap();
+        assert!(page.contains("Leave checkout?"), "{page}");
+        assert!(page.contains("Your items go back on sale"), "{page}");
+        assert!(page.contains("Harbour Lights"), "{page}");
+    }
+    assert_eq!(crate::admin::snapshot(&app.db.pool).await, before);
+    assert_eq!(
+        app.db
+            .inventory()
+            .status(&rid("harbour-lights-vip"))
+            .await
+            .unwrap()
+            .unwrap()
+            .held,
+        3
+    );
+    // pressing the button releases
+    let cancelled = shopper.post(&cancel).send().await.unwrap();
     assert_eq!(cancelled.status(), 200);
+    assert!(
+        cancelled
+            .text()
+            .await
+            .unwrap()
+            .contains("Checkout cancelled")
+    );
     assert_eq!(
         app.db
             .inventory()
@@ -291,6 +333,20 @@ async fn abandoning_gives_the_units_back_and_late_money_is_refunded() {
             .held,
         0
     );
+    // pressing it again, or asking again, says the same and changes nothing
+    let after = crate::admin::snapshot(&app.db.pool).await;
+    let again = shopper.post(&cancel).send().await.unwrap();
+    assert_eq!(again.status(), 200);
+    let asked = shopper
+        .get(&cancel)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(asked.contains("Checkout cancelled"), "{asked}");
+    assert_eq!(crate::admin::snapshot(&app.db.pool).await, after);
     // the worker closes the provider's page as well
     app.outbox().await;
     let session_id = session_url.rsplit('/').next().unwrap();

@@ -210,11 +210,12 @@ async fn razorpay_refunds_use_keys_razorpay_takes_and_are_followed_by_their_id()
     let started = checkout(&app, &shopper, "razorpay", "wild-honey", 1).await;
     // the shopper leaves; the money comes anyway (a Razorpay order never
     // closes): it must go back
-    let cancelled = shopper
-        .get(format!("{}/checkout/cancel/{}", app.address, started.token))
-        .send()
-        .await
-        .unwrap();
+    let cancelled = app
+        .leave(
+            &shopper,
+            &format!("{}/checkout/cancel/{}", app.address, started.token),
+        )
+        .await;
     assert_eq!(cancelled.status(), 200);
     razorpay_pay(&app, &shopper, &started, None, false).await;
     app.wait_for_state(&started.token, "refund_pending").await;
@@ -289,11 +290,11 @@ async fn a_razorpay_payment_is_captured_before_it_is_sold_and_an_unwanted_one_is
     // an authorisation for an order that ended: never captured (it would
     // only be refunded), and once Razorpay gives it back, nothing happens
     let other = checkout(&app, &browser(), "razorpay", "harbour-lights-vip", 1).await;
-    shopper
-        .get(format!("{}/checkout/cancel/{}", app.address, other.token))
-        .send()
-        .await
-        .unwrap();
+    app.leave(
+        &shopper,
+        &format!("{}/checkout/cancel/{}", app.address, other.token),
+    )
+    .await;
     app.sandbox
         .razorpay
         .set_delivery(&other.page_id, DeliveryMode::Normal);

@@ -196,11 +196,11 @@ async fn razorpay_action(
 
 /// The shopper gives up and goes back to the shop.
 async fn cancel(app: &TestApp, shopper: &reqwest::Client, started: &Started) -> reqwest::Response {
-    shopper
-        .get(format!("{}/checkout/cancel/{}", app.address, started.token))
-        .send()
-        .await
-        .unwrap()
+    app.leave(
+        shopper,
+        &format!("{}/checkout/cancel/{}", app.address, started.token),
+    )
+    .await
 }
 
 fn ledger(app: &TestApp, via: Via) -> Ledger {
