@@ -158,6 +158,7 @@ impl Application {
         let shop = web::Data::new(shop);
         let server = HttpServer::new(move || {
             App::new()
+                .wrap(from_fn(routes::edge::refuse_unstorable_text))
                 .wrap(routes::security_headers(https))
                 .app_data(pool.clone())
                 .app_data(shop.clone())
@@ -302,14 +303,7 @@ pub async fn serve(
         tracing::warn!("no RAZORPAY_WEBHOOK_SECRET: every Razorpay webhook will be refused");
     }
     if with_worker {
-        spawn_worker(
-            pool.clone(),
-            payments.clone(),
-            settings.sweep_every_seconds,
-            settings.reconcile,
-            settings.outbox_lease_seconds,
-            "serve",
-        );
+        spawn_worker(pool.clone(), payments.clone(), &settings, "serve");
     }
     let session_key = match &settings.session_key {
         Some(key) => SessionKey::new(key.clone())?,
@@ -367,22 +361,24 @@ pub fn sandbox_is_safe(settings: &ServerSettings) -> anyhow::Result<()> {
     )
 }
 
-/// The sweeper, reconciliation and the outbox, on a schedule, until the process ends.
-pub fn spawn_worker(
-    pool: PgPool,
-    payments: Providers,
-    every_seconds: u64,
-    reconcile: crate::worker::reconcile::ReconcileTimes,
-    outbox_lease_seconds: u64,
-    name: &str,
-) {
+/// The sweeper, reconciliation, the outbox and housekeeping, on a
+/// schedule, until the process ends.
+pub fn spawn_worker(pool: PgPool, payments: Providers, settings: &ServerSettings, name: &str) {
     use std::time::Duration;
 
     use crate::inventory::Inventory;
     use crate::worker::Sweeper;
     use crate::worker::outbox::Outbox;
 
-    let every = Duration::from_secs(every_seconds.max(1));
+    let every = Duration::from_secs(settings.sweep_every_seconds.max(1));
+    tokio::spawn(
+        crate::worker::housekeeping::Housekeeping::new(
+            pool.clone(),
+            settings.retention_days,
+            settings.limits.address_rate,
+        )
+        .run_forever(),
+    );
     let sweeper = Sweeper::new(
         Inventory::new(pool.clone()),
         format!("sweeper:{name}:{}", std::process::id()),
@@ -390,8 +386,9 @@ pub fn spawn_worker(
     tokio::spawn(sweeper.run_forever(every));
     let pool_for_orders = pool.clone();
     let reconciler = crate::worker::reconcile::Reconciler::new(pool.clone(), payments.clone())
-        .with_times(reconcile);
-    let outbox = Outbox::new(pool, payments).with_lease(Duration::from_secs(outbox_lease_seconds));
+        .with_times(settings.reconcile);
+    let outbox =
+        Outbox::new(pool, payments).with_lease(Duration::from_secs(settings.outbox_lease_seconds));
     tokio::spawn(async move {
         let mut ticker = tokio::time::interval(every);
         loop {

@@ -152,20 +152,19 @@ impl CatalogueFile {
 
     /// Create or update every resource and product. Loading twice changes
     /// nothing; a capacity that would fall below what is committed is kept.
+    /// Every product is checked before anything is written: a bad line
+    /// leaves the database as it was.
     pub async fn load(&self, pool: &PgPool) -> anyhow::Result<LoadReport> {
         let inventory = Inventory::new(pool.clone());
         let mut report = LoadReport::default();
+        let mut checked = Vec::new();
         for (product, capacity) in self.expand(Utc::now())? {
-            anyhow::ensure!(
-                (1..=100).contains(&product.max_per_order),
-                "{}: max_per_order must be 1 to 100",
-                product.id
-            );
-            let resource = ResourceId::parse(&product.resource_id)?;
-            match inventory
-                .upsert_resource(&resource, Capacity::parse(capacity)?)
-                .await?
-            {
+            let resource =
+                check(&product, capacity).with_context(|| format!("product {:?}", product.id))?;
+            checked.push((product, resource, Capacity::parse(capacity)?));
+        }
+        for (product, resource, capacity) in checked {
+            match inventory.upsert_resource(&resource, capacity).await? {
                 UpsertOutcome::Created { .. } => report.resources_created += 1,
                 UpsertOutcome::Updated { .. } => {}
                 UpsertOutcome::CapacityBelowCommitted { .. } => {
@@ -201,6 +200,33 @@ impl CatalogueFile {
         }
         Ok(report)
     }
+}
+
+/// One product's fields, as the database will take them.
+fn check(product: &Product, capacity: i64) -> anyhow::Result<ResourceId> {
+    anyhow::ensure!(
+        (1..=100).contains(&product.max_per_order),
+        "max_per_order must be 1 to 100"
+    );
+    anyhow::ensure!(product.price_minor >= 0, "price_minor must be zero or more");
+    Capacity::parse(capacity)?;
+    for (field, value) in [
+        ("id", &product.id),
+        ("kind", &product.kind),
+        ("name", &product.name),
+        ("collection", &product.collection),
+        ("currency", &product.currency),
+    ] {
+        anyhow::ensure!(
+            !value.chars().any(char::is_control),
+            "{field} must not contain control characters (a NUL, a line break)"
+        );
+    }
+    anyhow::ensure!(
+        !product.description.contains('\0'),
+        "description must not contain a NUL character"
+    );
+    Ok(ResourceId::parse(&product.resource_id)?)
 }
 
 /// Active products of one collection (or all), in page order.

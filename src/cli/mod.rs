@@ -349,14 +349,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             // with no keys, the sandbox a `holdfast serve` without keys runs
             let payments = crate::startup::configured_providers(&server)?;
             tracing::info!(every = server.sweep_every_seconds, "worker started");
-            crate::startup::spawn_worker(
-                pool,
-                payments,
-                server.sweep_every_seconds,
-                server.reconcile,
-                server.outbox_lease_seconds,
-                "worker",
-            );
+            crate::startup::spawn_worker(pool, payments, &server, "worker");
             std::future::pending::<()>().await;
         }
         Command::Resource { id, total } => {

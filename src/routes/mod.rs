@@ -2,6 +2,7 @@
 
 pub mod admin;
 pub mod client;
+pub mod edge;
 mod health;
 mod security;
 pub mod shop;
@@ -44,6 +45,15 @@ impl ShopError {
     pub fn not_found(message: &str) -> Self {
         Self {
             status: StatusCode::NOT_FOUND,
+            message: message.to_owned(),
+            cause: None,
+        }
+    }
+
+    /// A body larger than anything the shop accepts.
+    pub fn too_large(message: &str) -> Self {
+        Self {
+            status: StatusCode::PAYLOAD_TOO_LARGE,
             message: message.to_owned(),
             cause: None,
         }

@@ -30,6 +30,16 @@ pub async fn webhook(
         );
         return HttpResponse::BadRequest().body("body unreadable or too large");
     };
+    if !storable_json(&body) {
+        crate::metrics::webhook(name, "rejected");
+        tracing::warn!(
+            provider = name,
+            verdict = "rejected",
+            reason = "text that cannot be stored",
+            "webhook"
+        );
+        return HttpResponse::BadRequest().body("body carries a NUL character or is not UTF-8");
+    }
     let header = |name: &str| {
         request
             .headers()
@@ -40,6 +50,14 @@ pub async fn webhook(
     let now = chrono::Utc::now().timestamp();
     let verdict = webhooks::receive(&shop.pool, provider.as_ref(), &header, &body, now).await;
     answer(name, verdict)
+}
+
+/// Whether a JSON body's strings could all be stored: UTF-8, with no NUL
+/// raw or escaped (`\u0000`). No provider sends one; anything that does is
+/// not an event of theirs.
+fn storable_json(body: &[u8]) -> bool {
+    std::str::from_utf8(body)
+        .is_ok_and(|text| !text.contains('\0') && !text.to_ascii_lowercase().contains("\\u0000"))
 }
 
 /// The raw body, at most [`MAX_WEBHOOK_BYTES`]; `None` past that.

@@ -1,5 +1,7 @@
-//! Background work: the sweeper and the outbox.
+//! Background work: the sweeper, the outbox, reconciliation and
+//! housekeeping.
 
+pub mod housekeeping;
 pub mod outbox;
 pub mod reconcile;
 

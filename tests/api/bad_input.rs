@@ -238,3 +238,134 @@ async fn settings_that_break_the_rules_are_refused_and_change_nothing() {
     assert_eq!(snapshot(&db).await, before);
     assert_eq!(inventory.settings().await.unwrap(), current);
 }
+
+/// Every route, with text PostgreSQL cannot store in its path, its query
+/// or its form: 400 with the shop's error page and its headers, and
+/// nothing changed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn text_that_cannot_be_stored_is_refused_at_the_edge_on_every_route() {
+    let app = spawn_app().await;
+    app.load_demo().await;
+    app.add_staff().await;
+    let (staff, csrf) = app.staff_browser().await;
+    // a shopper mid-checkout, so the order routes have a real token
+    let shopper = browser();
+    app.add(&shopper, "wild-honey", 1).await;
+    let session_url = location(&app.checkout(&shopper).await);
+    let token: String = sqlx::query_scalar("select token from orders where provider_url = $1")
+        .bind(&session_url)
+        .fetch_one(&app.db.pool)
+        .await
+        .unwrap();
+    let before = crate::admin::snapshot(&app.db.pool).await;
+
+    let mut gets: Vec<String> = [
+        "/c/%00",
+        "/c/bakery%C3",
+        "/c/bakery?page=%00",
+        "/?q=%FF%FE",
+        "/basket?x=%00",
+        "/orders/%00",
+        "/pay/%00",
+        "/checkout/return/%00",
+        "/checkout/cancel/%00",
+        "/static/shop.css?v=%E9",
+        "/healthz?%00",
+        "/metrics?x=%00",
+        "/admin/login?next=%00",
+        "/admin/resources/%00",
+        "/admin/orders?state=%00",
+        "/admin/holds?resource=%C0%AF",
+    ]
+    .map(str::to_owned)
+    .to_vec();
+    gets.push(format!("/orders/{token}%00"));
+    gets.push(format!("/checkout/return/{token}?session_id=cs_%00"));
+    gets.push(format!("/checkout/cancel/{token}?x=%00"));
+    for path in &gets {
+        for client in [&shopper, &staff] {
+            let response = client
+                .get(format!("{}{path}", app.address))
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(response.status(), 400, "GET {path}");
+            assert!(
+                response.headers().contains_key("content-security-policy"),
+                "GET {path}"
+            );
+            let page = response.text().await.unwrap();
+            assert!(page.contains("cannot be stored"), "GET {path}: {page}");
+        }
+    }
+    let forms: Vec<(String, String)> = vec![
+        (
+            "/basket/add".into(),
+            "product_id=wild-honey%00&qty=1".into(),
+        ),
+        ("/basket/add".into(), "product_id=%FF&qty=1".into()),
+        ("/basket/remove".into(), "product_id=%00".into()),
+        (
+            "/checkout".into(),
+            "checkout_key=abc&name=Ada%00&email=ada%40example.com".into(),
+        ),
+        (
+            "/checkout".into(),
+            "checkout_key=abc&name=Ada&email=ada%40example.com%E9".into(),
+        ),
+        ("/checkout".into(), "na%00me=Ada".into()),
+        (
+            "/admin/login".into(),
+            "email=grace%00%40holdfast.test&password=x&csrf=y".into(),
+        ),
+        (
+            format!("/checkout/return/{token}"),
+            "razorpay_payment_id=pay_%00&razorpay_order_id=order_1&razorpay_signature=00".into(),
+        ),
+        (format!("/checkout/cancel/{token}"), "x=%00".into()),
+        (
+            "/admin/resources/wild-honey/capacity".into(),
+            format!("csrf={csrf}&total=4%00"),
+        ),
+        ("/admin/logout".into(), format!("csrf={csrf}%00")),
+    ];
+    for (path, body) in &forms {
+        for client in [&shopper, &staff] {
+            let response = client
+                .post(format!("{}{path}", app.address))
+                .header("Content-Type", "application/x-www-form-urlencoded")
+                .body(body.clone())
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(response.status(), 400, "POST {path} {body}");
+            let page = response.text().await.unwrap();
+            assert!(page.contains("cannot be stored"), "POST {path}: {page}");
+        }
+    }
+    // a webhook body with a NUL, raw or escaped, or bytes that are not UTF-8
+    for body in [
+        br#"{"id":"evt_\u0000","type":"checkout.session.completed"}"#.to_vec(),
+        b"{\"id\":\"evt_1\",\"type\":\"x\0\"}".to_vec(),
+        b"{\"id\":\"evt_\xff\"}".to_vec(),
+    ] {
+        for provider in ["stripe", "razorpay"] {
+            let response = http_client()
+                .post(format!("{}/webhooks/{provider}", app.address))
+                .header("Content-Type", "application/json")
+                .body(body.clone())
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(response.status(), 400, "{provider}");
+        }
+    }
+    assert_eq!(crate::admin::snapshot(&app.db.pool).await, before);
+    // and the same shopper goes on as if nothing had happened
+    let basket = shopper
+        .get(format!("{}/basket", app.address))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(basket.status(), 200);
+}

@@ -292,3 +292,208 @@ async fn staff_add_reads_the_password_from_stdin_and_stores_only_an_argon2id_has
         .unwrap();
     assert_eq!(staff, 1);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn text_that_cannot_be_stored_is_refused_by_every_command_and_changes_nothing() {
+    use std::os::unix::ffi::OsStrExt;
+
+    let db = TestDb::new().await;
+    let count = || async {
+        sqlx::query_scalar::<_, i64>(
+            "select (select count(*) from products) + (select count(*) from resources)",
+        )
+        .fetch_one(&db.pool)
+        .await
+        .unwrap()
+    };
+    // arguments that are not UTF-8: clap's own clear refusal
+    for args in [
+        vec![
+            "resource".as_ref(),
+            std::ffi::OsStr::from_bytes(b"slot\xff"),
+            "--total".as_ref(),
+            "3".as_ref(),
+        ],
+        vec!["show".as_ref(), std::ffi::OsStr::from_bytes(b"\xc3")],
+        vec![
+            "staff".as_ref(),
+            "add".as_ref(),
+            std::ffi::OsStr::from_bytes(b"a\xff@b.test"),
+        ],
+    ] {
+        let output = std::process::Command::new(env!("CARGO_BIN_EXE_holdfast"))
+            .arg("--db")
+            .arg(&db.url)
+            .args(&args)
+            .env_remove("DATABASE_URL")
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains("invalid UTF-8"), "{stderr}");
+    }
+    // a control character where an id or e-mail goes
+    for (args, message) in [
+        (
+            vec!["resource", "slot\u{1}", "--total", "3"],
+            "control characters",
+        ),
+        (vec!["staff", "add", "grace\u{7}@holdfast.test"], "e-mail"),
+    ] {
+        let output = holdfast(&db, &args);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(1), "{args:?}: {stderr}");
+        assert!(stderr.contains(message), "{args:?}: {stderr}");
+        assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
+    }
+    // a catalogue whose last product carries a NUL: refused before anything
+    // is written, naming the product and the field
+    let mut catalogue: Value = serde_json::from_str(
+        &std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/fixtures/catalogue.json"
+        ))
+        .unwrap(),
+    )
+    .unwrap();
+    let last = catalogue["products"].as_array().unwrap().len() - 1;
+    catalogue["products"][last]["name"] = "Wild\u{0} honey".into();
+    let file = std::env::temp_dir().join(format!("nul-catalogue-{}.json", db.name));
+    std::fs::write(&file, catalogue.to_string()).unwrap();
+    let output = holdfast(
+        &db,
+        &["catalogue", "load", "--file", file.to_str().unwrap()],
+    );
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("name must not contain control characters"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("wild-honey"), "{stderr}");
+    assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
+    // bytes that are not UTF-8 in the file
+    std::fs::write(&file, b"{\"currency\": \"eur\xff\"}").unwrap();
+    let output = holdfast(
+        &db,
+        &["catalogue", "load", "--file", file.to_str().unwrap()],
+    );
+    assert_eq!(output.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("valid UTF-8"));
+    std::fs::remove_file(&file).unwrap();
+    assert_eq!(count().await, 0, "nothing was written");
+}
+
+/// A port nothing listens on right now.
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// `holdfast serve` without provider keys, with `env` on top.
+fn serve_without_keys(db: &TestDb, env: &[(&str, String)]) -> std::process::Command {
+    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_holdfast"));
+    command
+        .arg("serve")
+        .env("DATABASE_URL", &db.url)
+        .env(
+            "HOLDFAST_SANDBOX_ADDR",
+            format!("127.0.0.1:{}", free_port()),
+        )
+        .env("RUST_LOG", "warn");
+    for name in [
+        "STRIPE_SECRET_KEY",
+        "RAZORPAY_KEY_ID",
+        "PORT",
+        "HOLDFAST_ADDR",
+        "HOLDFAST_BASE_URL",
+        "HOLDFAST_SANDBOX",
+    ] {
+        command.env_remove(name);
+    }
+    for (name, value) in env {
+        command.env(name, value);
+    }
+    command
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serve_without_keys_runs_the_sandbox_only_where_the_public_cannot_reach_it() {
+    let db = TestDb::new().await;
+    // a public bind (PORT means 0.0.0.0), or HTTPS: one line naming the keys
+    for env in [
+        vec![("PORT", free_port().to_string())],
+        vec![("HOLDFAST_ADDR", format!("0.0.0.0:{}", free_port()))],
+        vec![
+            ("HOLDFAST_ADDR", format!("127.0.0.1:{}", free_port())),
+            ("HOLDFAST_BASE_URL", "https://shop.example".to_owned()),
+        ],
+    ] {
+        let output = serve_without_keys(&db, &env).output().unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(1), "{env:?}: {stderr}");
+        assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
+        for named in ["STRIPE_SECRET_KEY", "RAZORPAY_KEY_ID", "HOLDFAST_SANDBOX=1"] {
+            assert!(stderr.contains(named), "{named}: {stderr}");
+        }
+        // the sandbox's secrets never print
+        let sandbox = holdfast::payments::sandbox::SandboxSettings::development();
+        assert!(!stderr.contains(sandbox.stripe_secret_key.expose()));
+        // refused before anything was done: the demo catalogue a sandboxed
+        // shop loads is not there
+        let products: i64 = sqlx::query_scalar("select count(*) from products")
+            .fetch_one(&db.pool)
+            .await
+            .unwrap();
+        assert_eq!(products, 0);
+    }
+    // loopback over HTTP (the README's first command), or a public demo on
+    // purpose: it serves
+    for env in [
+        vec![("HOLDFAST_ADDR", format!("127.0.0.1:{}", free_port()))],
+        vec![
+            ("PORT", free_port().to_string()),
+            ("HOLDFAST_SANDBOX", "1".to_owned()),
+        ],
+    ] {
+        let port = env
+            .iter()
+            .find_map(|(name, value)| match *name {
+                "PORT" => Some(value.clone()),
+                _ => value.rsplit(':').next().map(str::to_owned),
+            })
+            .unwrap();
+        let mut child = serve_without_keys(&db, &env)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let client = http_client();
+        let mut answered = None;
+        for _ in 0..300 {
+            if let Ok(response) = client
+                .get(format!("http://127.0.0.1:{port}/healthz"))
+                .send()
+                .await
+            {
+                answered = Some(response.status());
+                break;
+            }
+            if let Some(status) = child.try_wait().unwrap() {
+                panic!("{env:?}: serve ended with {status}");
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        }
+        child.kill().unwrap();
+        child.wait().unwrap();
+        assert_eq!(answered, Some(reqwest::StatusCode::OK), "{env:?}");
+    }
+    let products: i64 = sqlx::query_scalar("select count(*) from products")
+        .fetch_one(&db.pool)
+        .await
+        .unwrap();
+    assert!(products > 0, "the sandboxed shops loaded the demo");
+}

@@ -96,7 +96,7 @@ impl TestApp {
             .unwrap()
     }
 
-    async fn outbox(&self) -> Vec<holdfast::worker::outbox::JobOutcome> {
+    pub(crate) async fn outbox(&self) -> Vec<holdfast::worker::outbox::JobOutcome> {
         drain_outbox(&self.db.pool, self.sandbox.providers()).await
     }
 
@@ -109,12 +109,12 @@ pub(crate) fn checkout_key(page: &str) -> String {
     crate::admin::hidden(page, "checkout_key")
 }
 
-fn token_of(order_url: &str) -> String {
+pub(crate) fn token_of(order_url: &str) -> String {
     order_url.rsplit('/').next().unwrap().to_owned()
 }
 
 /// Pay on the hosted page and follow the return to the order page.
-async fn pay_and_return(
+pub(crate) async fn pay_and_return(
     app: &TestApp,
     shopper: &reqwest::Client,
     session_url: &str,

@@ -11,6 +11,7 @@ mod combining;
 mod fuzz_regressions;
 mod health;
 mod helpers;
+mod housekeeping;
 mod journey;
 mod lifecycle;
 mod live_keys;
