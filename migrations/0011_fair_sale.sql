@@ -307,3 +307,19 @@ $$;
 alter table login_throttle
     drop constraint throttle_key_shape,
     add constraint throttle_key_shape check (length(key) between 1 and 320);
+
+-- While holds are pending, "sold out" is not final: the units of a resource
+-- held by shoppers who are checking out or paying, and when the first of
+-- those holds ends (a paying hold past its deadline waits for the sweeper:
+-- it ends "now"). Plain holds past their TTL are not counted: they are
+-- already available (hf_status's available_now).
+create function hf_pending(p_resource text)
+returns table (units integer, first_ends_at timestamptz)
+language sql stable as $$
+    select coalesce(sum(h.qty), 0)::integer, min(h.ends_at)
+      from (select qty, expires_at as ends_at from holds
+             where resource_id = p_resource and state = 'held' and expires_at > clock_timestamp()
+            union all
+            select qty, payment_deadline from holds
+             where resource_id = p_resource and state = 'awaiting_payment') h;
+$$;

@@ -181,6 +181,8 @@ impl Application {
                 .route("/metrics", web::get().to(routes::metrics))
                 .route("/csp-report", web::post().to(routes::csp_report))
                 .route("/static/razorpay.js", web::get().to(shop::razorpay_script))
+                .route("/static/live.js", web::get().to(shop::live_script))
+                .route("/availability", web::get().to(shop::availability))
                 .route("/admin/login", web::get().to(admin::login_page))
                 .route("/admin/login", web::post().to(admin::login))
                 .service(

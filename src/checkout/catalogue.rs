@@ -256,6 +256,11 @@ pub struct Availability {
     pub kind: String,
     pub available_now: i32,
     pub max_per_order: i32,
+    /// Units held by shoppers checking out or paying: they come back if
+    /// those shoppers do not finish.
+    pub pending_units: i32,
+    /// When the first of those holds ends.
+    pub first_back_at: Option<DateTime<Utc>>,
 }
 
 /// Active products of one collection (or all) with their availability, in
@@ -266,12 +271,37 @@ pub async fn availability(
 ) -> sqlx::Result<Vec<Availability>> {
     sqlx::query_as(
         "select p.id, p.name, p.price_minor, p.currency, p.starts_at, p.collection, p.kind, s.available_now, \
-                p.max_per_order \
+                p.max_per_order, q.units as pending_units, q.first_ends_at as first_back_at \
            from products p cross join lateral hf_status(p.resource_id) s \
+                cross join lateral hf_pending(p.resource_id) q \
           where p.active and ($1::text is null or p.collection = $1) \
           order by p.collection = 'pantry', p.collection, p.position, p.id",
     )
     .bind(collection)
+    .fetch_all(pool)
+    .await
+}
+
+/// What is left of each of these products now, and what is pending
+/// (unknown ids are left out), for the pages' live updates.
+#[derive(Debug, Clone, PartialEq, Serialize, sqlx::FromRow)]
+pub struct Stock {
+    pub id: String,
+    pub available: i32,
+    pub pending: i32,
+    pub first_back_at: Option<DateTime<Utc>>,
+}
+
+pub async fn stock(pool: &PgPool, ids: &[String]) -> sqlx::Result<Vec<Stock>> {
+    sqlx::query_as(
+        "select p.id, greatest(s.available_now, 0) as available, q.units as pending, \
+                q.first_ends_at as first_back_at \
+           from products p cross join lateral hf_status(p.resource_id) s \
+                cross join lateral hf_pending(p.resource_id) q \
+          where p.active and p.id = any($1) \
+          order by p.id",
+    )
+    .bind(ids)
     .fetch_all(pool)
     .await
 }

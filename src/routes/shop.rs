@@ -75,6 +75,28 @@ pub struct CatalogueItem {
     pub price: String,
     pub available: i32,
     pub max_qty: i32,
+    /// While sold out with holds pending: what may come back, and when.
+    pub note: String,
+}
+
+/// What a sold-out product's page says while shoppers hold its units: it
+/// is not final. Empty when nothing is pending (sold out for good).
+pub fn pending_note(
+    pending: i32,
+    first_back_at: Option<chrono::DateTime<chrono::Utc>>,
+    now: chrono::DateTime<chrono::Utc>,
+) -> String {
+    if pending <= 0 {
+        return String::new();
+    }
+    let when = match first_back_at.filter(|at| *at > now) {
+        Some(at) => format!("by {} UTC", at.format("%H:%M")),
+        None => "any moment now".to_owned(),
+    };
+    format!(
+        "Sold out for now: {pending} held by shoppers who are paying. If they do not finish, \
+         the first come back {when}."
+    )
 }
 
 pub struct Section {
@@ -134,6 +156,7 @@ async fn catalogue_page(
     only: Option<&str>,
 ) -> Result<HttpResponse, ShopError> {
     let rows = catalogue::availability(&shop.pool, only).await?;
+    let now = chrono::Utc::now();
     let mut sections: Vec<Section> = Vec::new();
     for row in rows {
         if sections.last().is_none_or(|s| s.id != row.collection) {
@@ -162,6 +185,11 @@ async fn catalogue_page(
                 price: money(row.price_minor, &row.currency),
                 available,
                 max_qty: available.min(row.max_per_order),
+                note: if available == 0 {
+                    pending_note(row.pending_units, row.first_back_at, now)
+                } else {
+                    String::new()
+                },
             });
     }
     if sections.is_empty() && only.is_some() {
@@ -285,23 +313,68 @@ struct BasketPage {
     lines: Vec<BasketLineView>,
     total: String,
     checkout_key: String,
-    problems: Vec<String>,
-    error: String,
+    told: Told,
     providers: Vec<&'static str>,
+}
+
+/// What the basket page tells the shopper above its form, and what it
+/// fills the form in with again (a shopper who lost a race does not type
+/// their name twice).
+#[derive(Default)]
+struct Told {
+    problems: Vec<Problem>,
+    error: String,
+    name: String,
+    email: String,
+}
+
+impl Told {
+    fn problems(problems: Vec<Problem>, form: &CheckoutForm) -> Self {
+        Self {
+            problems,
+            ..Self::refilled(form)
+        }
+    }
+
+    fn refilled(form: &CheckoutForm) -> Self {
+        Self {
+            name: form.name.chars().take(200).collect(),
+            email: form.email.chars().take(254).collect(),
+            ..Self::default()
+        }
+    }
+}
+
+/// One thing wrong with a basket, as its page lists it. A sold-out line
+/// names its product, so the page can watch for units coming back.
+pub struct Problem {
+    text: String,
+    /// The sold-out product, or empty.
+    product: String,
+    note: String,
+}
+
+impl Problem {
+    fn plain(text: impl Into<String>) -> Self {
+        Self {
+            text: text.into(),
+            product: String::new(),
+            note: String::new(),
+        }
+    }
 }
 
 async fn basket_page(
     shop: &Shop,
     request: &HttpRequest,
     status: StatusCode,
-    problems: Vec<String>,
-    error: String,
+    told: Told,
 ) -> Result<HttpResponse, ShopError> {
     let rows = match basket_id(request) {
         Some(id) => basket::lines(&shop.pool, &id).await?,
         None => Vec::new(),
     };
-    basket_page_of(shop, rows, status, problems, error)
+    basket_page_of(shop, rows, status, told)
 }
 
 /// The basket page for rows already read.
@@ -309,8 +382,7 @@ fn basket_page_of(
     shop: &Shop,
     rows: Vec<basket::BasketLine>,
     status: StatusCode,
-    problems: Vec<String>,
-    error: String,
+    told: Told,
 ) -> Result<HttpResponse, ShopError> {
     let currency = rows
         .first()
@@ -331,8 +403,7 @@ fn basket_page_of(
         total: money(total, &currency),
         // a fresh key per rendered form: submitting it twice is one order
         checkout_key: checkout::codes::order_token(),
-        problems,
-        error,
+        told,
         providers: shop.payments.kinds().iter().map(|p| p.as_str()).collect(),
     };
     render(status, &page)
@@ -343,7 +414,7 @@ pub async fn basket(
     shop: web::Data<Shop>,
     request: HttpRequest,
 ) -> Result<HttpResponse, ShopError> {
-    basket_page(&shop, &request, StatusCode::OK, Vec::new(), String::new()).await
+    basket_page(&shop, &request, StatusCode::OK, Told::default()).await
 }
 
 #[derive(Deserialize)]
@@ -355,15 +426,26 @@ pub struct CheckoutForm {
     provider: Option<String>,
 }
 
-fn describe_short(lines: &[ShortLine]) -> Vec<String> {
+/// The lines a checkout could not hold; a sold-out one says what is
+/// pending and when it may come back (`stock` of the sold-out products).
+fn describe_short(lines: &[ShortLine], stock: &[catalogue::Stock]) -> Vec<Problem> {
+    let now = chrono::Utc::now();
     lines
         .iter()
         .map(|line| match line.available {
-            0 => format!("{}: sold out (you asked for {})", line.name, line.requested),
-            left => format!(
+            0 => Problem {
+                text: format!("{}: sold out (you asked for {})", line.name, line.requested),
+                product: line.product_id.clone(),
+                note: stock
+                    .iter()
+                    .find(|s| s.id == line.product_id)
+                    .map(|s| pending_note(s.pending, s.first_back_at, now))
+                    .unwrap_or_default(),
+            },
+            left => Problem::plain(format!(
                 "{}: only {left} left (you asked for {})",
                 line.name, line.requested
-            ),
+            )),
         })
         .collect()
 }
@@ -433,8 +515,10 @@ pub async fn start_checkout(
                 &shop,
                 &request,
                 StatusCode::BAD_REQUEST,
-                Vec::new(),
-                error.0,
+                Told {
+                    error: error.0,
+                    ..Told::refilled(&form)
+                },
             )
             .await;
         }
@@ -481,13 +565,18 @@ pub async fn start_checkout(
             )));
         }
         StartOutcome::Unavailable { lines } => {
+            let sold_out: Vec<String> = lines
+                .iter()
+                .filter(|line| line.available == 0)
+                .map(|line| line.product_id.clone())
+                .collect();
+            let stock = catalogue::stock(&shop.pool, &sold_out).await?;
             // the basket as read above: nothing in it changed
             return basket_page_of(
                 &shop,
                 read.lines.iter().map(|line| line.basket_line()).collect(),
                 StatusCode::CONFLICT,
-                describe_short(&lines),
-                String::new(),
+                Told::problems(describe_short(&lines, &stock), &form),
             );
         }
         StartOutcome::OverLimit { lines } => {
@@ -495,20 +584,25 @@ pub async fn start_checkout(
                 &shop,
                 read.lines.iter().map(|line| line.basket_line()).collect(),
                 StatusCode::CONFLICT,
-                describe_limited(&lines),
-                String::new(),
+                Told::problems(
+                    describe_limited(&lines)
+                        .into_iter()
+                        .map(Problem::plain)
+                        .collect(),
+                    &form,
+                ),
             );
         }
         StartOutcome::UnknownProducts { ids } => {
             basket::remove(&shop.pool, &basket, &ids).await?;
-            let problems =
-                vec!["Some items are no longer sold and were taken out of your basket.".to_owned()];
+            let problems = vec![Problem::plain(
+                "Some items are no longer sold and were taken out of your basket.",
+            )];
             return basket_page(
                 &shop,
                 &request,
                 StatusCode::CONFLICT,
-                problems,
-                String::new(),
+                Told::problems(problems, &form),
             )
             .await;
         }
@@ -1030,6 +1124,46 @@ fn embedded_policy(origins: &[String]) -> String {
 
 /// `GET /static/razorpay.js`: opens Razorpay Checkout from the page's
 /// options.
+/// `GET /static/live.js`: the pages' live availability.
+pub async fn live_script() -> HttpResponse {
+    HttpResponse::Ok()
+        .content_type("text/javascript; charset=utf-8")
+        .insert_header((header::CACHE_CONTROL, "public, max-age=3600"))
+        .body(include_str!("../../static/live.js"))
+}
+
+#[derive(Deserialize)]
+pub struct StockQuery {
+    ids: String,
+}
+
+/// The most products one availability request may ask about.
+pub const MAX_STOCK_IDS: usize = 100;
+
+/// `GET /availability?ids=a,b`: what is left of each product, what is
+/// pending and when the first pending hold ends (JSON, unknown ids left
+/// out). The pages poll it while something is sold out.
+pub async fn availability(
+    shop: web::Data<Shop>,
+    query: web::Query<StockQuery>,
+) -> Result<HttpResponse, ShopError> {
+    let ids: Vec<String> = query
+        .ids
+        .split(',')
+        .filter(|id| !id.is_empty())
+        .map(str::to_owned)
+        .collect();
+    if ids.is_empty() || ids.len() > MAX_STOCK_IDS || ids.iter().any(|id| id.len() > 200) {
+        return Err(ShopError::bad_request(
+            "ask about 1 to 100 products, by their ids separated by commas",
+        ));
+    }
+    let products = catalogue::stock(&shop.pool, &ids).await?;
+    Ok(HttpResponse::Ok()
+        .insert_header((header::CACHE_CONTROL, "public, max-age=2"))
+        .json(serde_json::json!({ "products": products })))
+}
+
 pub async fn razorpay_script() -> HttpResponse {
     HttpResponse::Ok()
         .content_type("text/javascript; charset=utf-8")

@@ -393,6 +393,92 @@ async fn the_second_browser_loses_the_last_unit_and_is_told_so() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sold_out_while_someone_pays_is_not_final_and_the_pages_see_units_come_back() {
+    let (app, driver, _turn) = shop_and_driver().await;
+    app.db
+        .inventory()
+        .upsert_resource(
+            &rid("harbour-lights-vip"),
+            holdfast::inventory::Capacity::parse(1).unwrap(),
+        )
+        .await
+        .unwrap();
+    let vip = "li[data-product=\"harbour-lights-vip\"]";
+    let mut payer = Browser::open(&driver, shots_for("not-final/payer")).await;
+    let mut loser = Browser::open(&driver, shots_for("not-final/loser")).await;
+    let mut watcher = Browser::open(&driver, shots_for("not-final/watcher")).await;
+    for browser in [&mut payer, &mut loser] {
+        browser.go(&format!("{}/", app.address)).await;
+        browser.click(&format!("{vip} button[type=submit]")).await;
+        browser.wait_for_path("/basket").await;
+        browser.fill("input[name=name]", "Ada Lovelace").await;
+        browser.fill("input[name=email]", "ada@example.com").await;
+    }
+    payer.click("form.checkout button[type=submit]").await;
+    payer.find("#pay").await;
+
+    // the one who lost the race: the 409 page says the place may come back
+    loser.click("form.checkout button[type=submit]").await;
+    let alert = loser.text(".alert").await;
+    assert!(alert.contains("Harbour Lights — VIP: sold out"), "{alert}");
+    let note = loser.text(".alert .live-note").await;
+    assert!(
+        note.starts_with("Sold out for now: 1 held by shoppers who are paying."),
+        "{note}"
+    );
+    assert!(note.contains("the first come back by "), "{note}");
+    loser.screenshot("sold-out-for-now").await;
+    // a shopper looking at the product page is told the same
+    watcher.go(&format!("{}/", app.address)).await;
+    assert_eq!(watcher.text(&format!("{vip} .left")).await, "Sold out");
+    let note = watcher.text(&format!("{vip} .live-note")).await;
+    assert!(note.contains("1 held by shoppers who are paying"), "{note}");
+    watcher.screenshot("product-page-pending").await;
+
+    // the payer goes back to the shop: the cancel URL asks first
+    payer.click("#abandon").await;
+    payer.wait_for_path("/checkout/cancel/").await;
+    assert!(payer.text("h1").await.contains("Leave checkout?"));
+    assert_eq!(
+        app.db
+            .inventory()
+            .status(&rid("harbour-lights-vip"))
+            .await
+            .unwrap()
+            .unwrap()
+            .held,
+        1,
+        "asking changed nothing"
+    );
+    payer.screenshot("leave-checkout").await;
+    payer.click("form button[type=submit]").await;
+    assert!(payer.text("h1").await.contains("Checkout cancelled"));
+
+    // both pages see the place come back by themselves
+    let mut noticed = String::new();
+    for _ in 0..250 {
+        noticed = loser.text(".alert .live-note").await;
+        if noticed.starts_with("Back on sale") {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(noticed, "Back on sale: 1 left. Press Pay to try again.");
+    loser.screenshot("back-on-sale").await;
+    // the product page reloads itself with the form back
+    watcher.find(&format!("{vip} button[type=submit]")).await;
+    assert_eq!(watcher.text(&format!("{vip} .left")).await, "1 left");
+    watcher.screenshot("product-page-back").await;
+    // and the loser's Pay button now works
+    loser.click("form.checkout button[type=submit]").await;
+    loser.find("#pay").await;
+    assert_no_policy_reports(&app).await;
+    payer.close().await;
+    loser.close().await;
+    watcher.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn staff_find_a_hold_release_it_and_see_the_units_come_back() {
     let (app, driver, _turn) = shop_and_driver().await;
     app.add_staff().await;

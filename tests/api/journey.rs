@@ -960,3 +960,80 @@ async fn checkouts_for_a_sold_out_product_are_refused_without_the_lock_or_an_ord
         .unwrap();
     assert_eq!(status.available, 0);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn availability_says_what_is_left_and_what_is_pending_and_refuses_bad_questions() {
+    let app = spawn_app().await;
+    app.load_demo().await;
+    app.db
+        .inventory()
+        .upsert_resource(
+            &rid("harbour-lights-vip"),
+            holdfast::inventory::Capacity::parse(3).unwrap(),
+        )
+        .await
+        .unwrap();
+    let ask = |query: &str| {
+        let request = browser().get(format!("{}/availability?{query}", app.address));
+        async move { request.send().await.unwrap() }
+    };
+    let stock = |body: serde_json::Value| -> Vec<(String, i64, i64, bool)> {
+        body["products"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| {
+                (
+                    p["id"].as_str().unwrap().to_owned(),
+                    p["available"].as_i64().unwrap(),
+                    p["pending"].as_i64().unwrap(),
+                    p["first_back_at"].is_string(),
+                )
+            })
+            .collect()
+    };
+    let before = ask("ids=harbour-lights-vip,wild-honey,no-such-thing").await;
+    assert_eq!(before.status(), 200);
+    assert_eq!(before.headers()["cache-control"], "public, max-age=2");
+    assert_eq!(
+        stock(before.json().await.unwrap()),
+        [
+            ("harbour-lights-vip".to_owned(), 3, 0, false),
+            ("wild-honey".to_owned(), 40, 0, false)
+        ]
+    );
+    // two shoppers paying for 1 and 2 places: sold out, 3 pending
+    for qty in [1, 2] {
+        let shopper = browser();
+        app.add(&shopper, "harbour-lights-vip", qty).await;
+        assert_eq!(app.checkout(&shopper).await.status(), 303);
+    }
+    let during = ask("ids=harbour-lights-vip").await.json().await.unwrap();
+    assert_eq!(
+        stock(during),
+        [("harbour-lights-vip".to_owned(), 0, 3, true)]
+    );
+    // the product page says so, and when the first could come back
+    let page = browser()
+        .get(format!("{}/c/harbour-lights", app.address))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        page.contains("Sold out for now: 3 held by shoppers who are paying."),
+        "{page}"
+    );
+    for bad in [
+        "".to_owned(),
+        "ids=".to_owned(),
+        "ids=,,".to_owned(),
+        format!("ids={}", vec!["wild-honey"; 101].join(",")),
+        format!("ids={}", "x".repeat(201)),
+    ] {
+        let response = ask(&bad).await;
+        assert_eq!(response.status(), 400, "{bad}");
+    }
+}

@@ -1,0 +1,92 @@
+// Live availability. While something on the page is sold out, ask the shop
+// every ten seconds or so what is left and what is pending; when units come
+// back, say so (the basket) or show them (a product page, reloaded). No
+// inline script: the page's policy allows only our own files.
+(function () {
+  "use strict";
+
+  var EVERY_MS = 10000;
+  var JITTER_MS = 3000;
+  var items = Array.prototype.slice.call(
+    document.querySelectorAll("[data-product][data-available]")
+  );
+
+  function soldOut() {
+    return items.filter(function (el) {
+      return el.getAttribute("data-available") === "0";
+    });
+  }
+
+  function clock(iso) {
+    return new Date(iso).toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" });
+  }
+
+  function pendingNote(product) {
+    if (product.pending <= 0) {
+      return "";
+    }
+    var back = product.first_back_at && new Date(product.first_back_at) > new Date()
+      ? "by " + clock(product.first_back_at)
+      : "any moment now";
+    return "Sold out for now: " + product.pending + " held by shoppers who are paying. " +
+      "If they do not finish, the first come back " + back + ".";
+  }
+
+  function apply(products) {
+    var reload = false;
+    products.forEach(function (product) {
+      items.forEach(function (el) {
+        if (el.getAttribute("data-product") !== product.id) {
+          return;
+        }
+        var note = el.querySelector(".live-note");
+        if (product.available > 0) {
+          el.setAttribute("data-available", String(product.available));
+          if (el.getAttribute("data-when-back") === "reload") {
+            reload = true;
+          } else if (note) {
+            note.textContent = "Back on sale: " + product.available +
+              " left. Press Pay to try again.";
+          }
+        } else if (note) {
+          note.textContent = pendingNote(product);
+        }
+      });
+    });
+    if (reload) {
+      window.location.reload();
+    }
+  }
+
+  function schedule() {
+    if (soldOut().length > 0) {
+      window.setTimeout(poll, EVERY_MS + Math.random() * JITTER_MS);
+    }
+  }
+
+  function poll() {
+    var watched = soldOut();
+    if (watched.length === 0) {
+      return;
+    }
+    if (document.hidden) {
+      schedule();
+      return;
+    }
+    var ids = watched.map(function (el) { return el.getAttribute("data-product"); });
+    fetch("/availability?ids=" + encodeURIComponent(ids.join(",")), {
+      headers: { Accept: "application/json" },
+      credentials: "omit"
+    })
+      .then(function (answer) { return answer.ok ? answer.json() : null; })
+      .then(function (body) {
+        if (body && body.products) {
+          apply(body.products);
+        }
+      })
+      .catch(function () { /* the next poll tries again */ })
+      .then(schedule);
+  }
+
+  schedule();
+})();
