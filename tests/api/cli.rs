@@ -5,6 +5,7 @@ use std::process::Output;
 use serde_json::Value;
 
 use crate::helpers::*;
+use crate::recovery::free_port;
 
 fn holdfast(db: &TestDb, args: &[&str]) -> Output {
     std::process::Command::new(env!("CARGO_BIN_EXE_holdfast"))
@@ -382,15 +383,6 @@ async fn text_that_cannot_be_stored_is_refused_by_every_command_and_changes_noth
     assert!(String::from_utf8_lossy(&output.stderr).contains("valid UTF-8"));
     std::fs::remove_file(&file).unwrap();
     assert_eq!(count().await, 0, "nothing was written");
-}
-
-/// A port nothing listens on right now.
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }
 
 /// `holdfast serve` without provider keys, with `env` on top.
