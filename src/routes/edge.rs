@@ -30,10 +30,15 @@ pub fn storable_form(form: &[u8]) -> bool {
         .all(storable)
 }
 
+/// A refusal from the edge: the error page, never cached (it answers one
+/// request, whatever route it was sent to).
 fn refuse<B>(request: ServiceRequest, error: ShopError) -> ServiceResponse<EitherBody<B>> {
-    request
-        .into_response(error.error_response())
-        .map_into_right_body()
+    let mut response = error.error_response();
+    response.headers_mut().insert(
+        actix_web::http::header::CACHE_CONTROL,
+        actix_web::http::header::HeaderValue::from_static("no-store"),
+    );
+    request.into_response(response).map_into_right_body()
 }
 
 /// The middleware (`from_fn`), wrapped inside the security headers so its

@@ -1108,12 +1108,13 @@ async fn other_methods_and_oversized_forms_are_refused_with_the_headers_on() {
         holdfast::routes::CONTENT_SECURITY_POLICY
     );
     assert_eq!(response.headers()["cache-control"], "no-store");
+    // refused at the edge, before the admin's own reading of the form
     assert!(
         response
             .text()
             .await
             .unwrap()
-            .contains("Nothing was changed")
+            .contains("nothing was changed")
     );
     let after = snapshot(&app.db.pool).await;
     assert_eq!(after, before);
