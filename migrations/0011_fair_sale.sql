@@ -36,62 +36,84 @@ language sql stable as $$
                       and coalesce(h.payment_deadline, h.expires_at) > now());
 $$;
 
--- Units of a product held or awaiting payment by one e-mail.
+-- Units of a product held or awaiting payment by one e-mail. (PL/pgSQL so
+-- the plan is kept per connection: a SQL function with a join is planned
+-- again on every call.)
 create function hf_units_held_by_email(p_email_key text, p_product text) returns integer
-language sql stable as $$
-    select coalesce(sum(l.qty), 0)::int
-      from orders o join order_lines l on l.order_id = o.id
-     where o.email_key = p_email_key and o.state = 'pending' and l.product_id = p_product
-       and hf_purchase_live(o.hold_id);
+language plpgsql stable as $$
+begin
+    return (select coalesce(sum(l.qty), 0)::int
+              from orders o join order_lines l on l.order_id = o.id
+             where o.email_key = p_email_key and o.state = 'pending' and l.product_id = p_product
+               and hf_purchase_live(o.hold_id));
+end;
 $$;
 
 -- Units of a resource held or awaiting payment from one client address.
 create function hf_units_held_from_address(p_address text, p_resource text) returns integer
-language sql stable as $$
-    select coalesce(sum(l.qty), 0)::int
-      from orders o join order_lines l on l.order_id = o.id
-                    join products p on p.id = l.product_id
-     where o.client_address = p_address and o.state = 'pending' and p.resource_id = p_resource
-       and hf_purchase_live(o.hold_id);
+language plpgsql stable as $$
+begin
+    return (select coalesce(sum(l.qty), 0)::int
+              from orders o join order_lines l on l.order_id = o.id
+                            join products p on p.id = l.product_id
+             where o.client_address = p_address and o.state = 'pending' and p.resource_id = p_resource
+               and hf_purchase_live(o.hold_id));
+end;
 $$;
 
 -- Token buckets per client address (basket adds, checkout starts): a row
--- each, refilled by time, taken from in one statement per combined batch.
-create table rate_buckets (
+-- each, refilled by time. `granted` is what the last take granted. A rate
+-- limit's state need not survive a crash (after one, every bucket is full
+-- again), so the table is unlogged: its writes cost no WAL.
+create unlogged table rate_buckets (
     key           text primary key,
     tokens        double precision not null,
     refreshed_at  timestamptz not null default now(),
+    granted       integer not null default 0,
     constraint bucket_key_shape check (length(key) between 1 and 128)
 );
 
--- Take up to p_wanted tokens from p_key's bucket (full at first): how many
--- were granted and, if not all, how long until the next one. A rate
--- limit's state need not survive a crash: its commit does not wait for
--- the disk.
-create function hf_take_tokens(p_key text, p_wanted integer, p_capacity double precision,
+-- One token for each entry of p_keys (an address may appear several
+-- times), from buckets that hold p_capacity and refill at p_per_second (a
+-- missing bucket is a full one): per distinct key, how many were granted
+-- and, if not all, how long until the next token. One statement writes each
+-- bucket once, in key order (so concurrent takes cannot deadlock), for a
+-- whole batch of requests, and its commit does not wait for the disk.
+create function hf_take_tokens(p_keys text[], p_capacity double precision,
                                p_per_second double precision)
-returns table (granted integer, retry_after_seconds double precision)
+returns table (key text, wanted integer, granted integer, retry_after_seconds double precision)
 language plpgsql as $$
-declare
-    v_tokens double precision;
-    v_granted integer;
 begin
-    if p_wanted < 1 or p_capacity < 1 or p_per_second <= 0 then
-        perform hf_bad_input('a bucket takes at least one token, holds at least one and refills');
+    if p_capacity < 1 or p_per_second <= 0 then
+        perform hf_bad_input('a bucket holds at least one token and refills');
+    end if;
+    if coalesce(cardinality(p_keys), 0) not between 1 and 10000
+       or exists (select 1 from unnest(p_keys) k where k is null) then
+        perform hf_bad_input('take tokens for 1 to 10000 keys, none of them null');
     end if;
     perform set_config('synchronous_commit', 'off', true);
-    insert into rate_buckets as b (key, tokens, refreshed_at) values (p_key, p_capacity, now())
-    on conflict (key) do update
-       set tokens = least(p_capacity,
-                          b.tokens + greatest(extract(epoch from now() - b.refreshed_at), 0) * p_per_second),
-           refreshed_at = now()
-    returning b.tokens into v_tokens;
-    v_granted := least(p_wanted, floor(v_tokens)::integer);
-    update rate_buckets set tokens = tokens - v_granted where key = p_key;
     return query
-        select v_granted,
-               case when v_granted < p_wanted
-                    then (1 - (v_tokens - v_granted)) / p_per_second else 0 end;
+    with wanted as (
+        select k as key, count(*)::integer as n from unnest(p_keys) k group by k
+    ), taken as (
+        -- a new bucket starts full; `granted` carries what is wanted (at
+        -- most the capacity) into the conflict branch as excluded.granted
+        insert into rate_buckets as b (key, tokens, refreshed_at, granted)
+        select w.key, p_capacity - least(w.n, floor(p_capacity)), now(),
+               least(w.n, floor(p_capacity))::integer
+          from wanted w order by w.key
+        on conflict on constraint rate_buckets_pkey do update
+           set granted = least(excluded.granted,
+                               floor(least(p_capacity, b.tokens + greatest(extract(epoch from now() - b.refreshed_at), 0) * p_per_second)))::integer,
+               tokens = least(p_capacity, b.tokens + greatest(extract(epoch from now() - b.refreshed_at), 0) * p_per_second)
+                        - least(excluded.granted,
+                                floor(least(p_capacity, b.tokens + greatest(extract(epoch from now() - b.refreshed_at), 0) * p_per_second))),
+               refreshed_at = now()
+        returning b.key, b.tokens, b.granted
+    )
+    select w.key, w.n, t.granted,
+           case when t.granted < w.n then (1 - t.tokens) / p_per_second else 0 end
+      from wanted w join taken t on t.key = w.key;
 end;
 $$;
 
@@ -112,9 +134,15 @@ create function hf_start_checkouts(
 returns table (status text, order_id uuid, hold_id uuid, available integer, created_at timestamptz)
 language plpgsql as $$
 declare
-    v_key text;
     v_used integer;
     v_limited boolean;
+    -- per checkout: what its e-mail (of its product) and its address (of
+    -- the resource) hold already, and whether an earlier checkout of the
+    -- batch shares the key
+    v_email_used integer[];
+    v_email_seen boolean[];
+    v_address_used integer[];
+    v_address_seen boolean[];
     -- new checkouts that passed the limits, counted against later ones
     v_counted boolean[] := array_fill(false, array[greatest(coalesce(cardinality(p_keys), 0), 1)]);
     v_n integer := coalesce(cardinality(p_keys), 0);
@@ -152,15 +180,46 @@ begin
     -- Limits per buyer and per address (see hf_limit_lock). Lock: every
     -- e-mail and address of the batch, in one order, before any order row
     -- and before the resource, as the basket path takes them.
-    for v_key in
-        select distinct k from unnest(p_email_keys || p_addresses) k where k is not null order by k
-    loop
-        perform hf_limit_lock(v_key);
-    end loop;
+    perform hf_limit_lock(k.k)
+       from (select distinct k from unnest(p_email_keys || p_addresses) k
+              where k is not null order by k) k;
+    -- what each checkout's e-mail already holds of its product, and its
+    -- address of the resource, from the orders: one statement each for the
+    -- whole batch (their plans are kept; a call per checkout was most of a
+    -- batch's time), only when a cap is set
+    if exists (select 1 from unnest(p_email_caps, p_email_keys) c(cap, k)
+                where c.cap is not null and c.k is not null) then
+        select array_agg(coalesce(u.used, 0) order by x.n),
+               array_agg(x.seen order by x.n)
+          into v_email_used, v_email_seen
+          from (select e.email_key, e.product, e.n,
+                       count(*) over (partition by e.email_key, e.product order by e.n) > 1 as seen
+                  from unnest(p_email_keys, p_products) with ordinality as e(email_key, product, n)) x
+          left join lateral (
+               select sum(l.qty)::integer as used
+                 from orders o join order_lines l on l.order_id = o.id
+                where o.email_key = x.email_key and o.state = 'pending'
+                  and l.product_id = x.product and hf_purchase_live(o.hold_id)) u on true;
+    end if;
+    if exists (select 1 from unnest(p_address_caps, p_addresses) c(cap, k)
+                where c.cap is not null and c.k is not null) then
+        select array_agg(coalesce(u.used, 0) order by x.n),
+               array_agg(x.seen order by x.n)
+          into v_address_used, v_address_seen
+          from (select a.address, a.n,
+                       count(*) over (partition by a.address order by a.n) > 1 as seen
+                  from unnest(p_addresses) with ordinality as a(address, n)) x
+          left join lateral (
+               select sum(l.qty)::integer as used
+                 from orders o join order_lines l on l.order_id = o.id
+                 join products p on p.id = l.product_id
+                where o.client_address = x.address and o.state = 'pending'
+                  and p.resource_id = p_resource and hf_purchase_live(o.hold_id)) u on true;
+    end if;
     -- each checkout that is new (its key has no order, here or earlier in
-    -- the batch), in arrival order: what its e-mail already holds of the
-    -- product and its address of the resource, counting the batch's own
-    -- earlier checkouts, must leave room for it
+    -- the batch), in arrival order: what its e-mail and its address hold,
+    -- with the batch's own earlier checkouts that passed (summed only for
+    -- a key seen earlier in the batch), must leave room for it
     for i in 1 .. v_n loop
         v_order[i] := gen_random_uuid();
         if p_keys[i] = any (p_keys[1 : i - 1]) then
@@ -171,10 +230,15 @@ begin
         continue when exists (select 1 from orders o where o.checkout_key = p_keys[i]);
         v_limited := false;
         if p_email_caps[i] is not null and p_email_keys[i] is not null then
-            v_used := hf_units_held_by_email(p_email_keys[i], p_products[i])
-                      + coalesce((select sum(p_qtys[j]) from generate_series(1, i - 1) j
-                                   where v_counted[j] and p_email_keys[j] = p_email_keys[i]
-                                     and p_products[j] = p_products[i]), 0);
+            v_used := v_email_used[i];
+            if v_email_seen[i] then
+                for j in 1 .. i - 1 loop
+                    if v_counted[j] and p_email_keys[j] = p_email_keys[i]
+                       and p_products[j] = p_products[i] then
+                        v_used := v_used + p_qtys[j];
+                    end if;
+                end loop;
+            end if;
             if v_used + p_qtys[i] > p_email_caps[i] then
                 v_status[i] := 'over_limit';
                 v_avail[i] := greatest(p_email_caps[i] - v_used, 0);
@@ -182,9 +246,14 @@ begin
             end if;
         end if;
         if not v_limited and p_address_caps[i] is not null and p_addresses[i] is not null then
-            v_used := hf_units_held_from_address(p_addresses[i], p_resource)
-                      + coalesce((select sum(p_qtys[j]) from generate_series(1, i - 1) j
-                                   where v_counted[j] and p_addresses[j] = p_addresses[i]), 0);
+            v_used := v_address_used[i];
+            if v_address_seen[i] then
+                for j in 1 .. i - 1 loop
+                    if v_counted[j] and p_addresses[j] = p_addresses[i] then
+                        v_used := v_used + p_qtys[j];
+                    end if;
+                end loop;
+            end if;
             if v_used + p_qtys[i] > p_address_caps[i] then
                 v_status[i] := 'over_limit';
                 v_avail[i] := greatest(p_address_caps[i] - v_used, 0);
@@ -308,18 +377,34 @@ alter table login_throttle
     drop constraint throttle_key_shape,
     add constraint throttle_key_shape check (length(key) between 1 and 320);
 
--- While holds are pending, "sold out" is not final: the units of a resource
--- held by shoppers who are checking out or paying, and when the first of
--- those holds ends (a paying hold past its deadline waits for the sweeper:
--- it ends "now"). Plain holds past their TTL are not counted: they are
--- already available (hf_status's available_now).
-create function hf_pending(p_resource text)
-returns table (units integer, first_ends_at timestamptz)
-language sql stable as $$
-    select coalesce(sum(h.qty), 0)::integer, min(h.ends_at)
-      from (select qty, expires_at as ends_at from holds
-             where resource_id = p_resource and state = 'held' and expires_at > clock_timestamp()
-            union all
-            select qty, payment_deadline from holds
-             where resource_id = p_resource and state = 'awaiting_payment') h;
+-- While holds are pending, "sold out" is not final: what is left of a
+-- resource now (plain holds past their TTL count as free, as in hf_status),
+-- the units held by shoppers who are checking out or paying, and when the
+-- first of those holds ends (a paying hold past its deadline waits for the
+-- sweeper: it ends "now"). Unlike hf_status it never sums the live holds:
+-- the counters say what is held, the due holds (few) are summed and the
+-- first ends are the first entries of the due indexes, so a crowd at a
+-- sold-out product with thousands of shoppers paying costs a few index
+-- probes per request. (now(), not clock_timestamp(): only a stable time
+-- can bound an index scan. PL/pgSQL, not SQL: its queries' plans are kept
+-- per connection, where an inlined SQL function would be planned again on
+-- every call of a parameterised query, which costs more than running it.)
+create function hf_stock(p_resource text)
+returns table (available_now integer, pending integer, first_ends_at timestamptz)
+language plpgsql stable as $$
+declare
+    v_due integer;
+begin
+    select coalesce(sum(h.qty), 0)::integer into v_due
+      from holds h
+     where h.resource_id = p_resource and h.state = 'held' and h.expires_at <= now();
+    return query
+        select r.total - r.held - r.sold + v_due, r.held - v_due,
+               least((select min(h.expires_at) from holds h
+                       where h.resource_id = r.id and h.state = 'held' and h.expires_at > now()),
+                     (select min(h.payment_deadline) from holds h
+                       where h.resource_id = r.id and h.state = 'awaiting_payment'))
+          from resources r
+         where r.id = p_resource;
+end;
 $$;

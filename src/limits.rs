@@ -12,9 +12,10 @@
 //!   ([`Limits::address_rate`]), answered 429 with `Retry-After`.
 //!
 //! Everything lives in PostgreSQL, so any number of web processes enforce
-//! one limit. A token bucket is a row (`rate_buckets`) taken from by one
-//! statement, combined per address like holds are, written without waiting
-//! for the disk (a rate limit's state need not survive a crash).
+//! one limit. A token bucket is a row (`rate_buckets`); the takes a process
+//! has waiting at one moment go as one statement that writes each bucket
+//! once, without waiting for the disk (a rate limit's state need not
+//! survive a crash).
 
 use std::net::IpAddr;
 use std::time::Duration;
@@ -182,7 +183,8 @@ pub struct TooFast {
     pub retry_after: Duration,
 }
 
-/// Token buckets per client address, combined per address.
+/// Token buckets per client address. Every take of a process waiting at
+/// the same moment goes in one statement, whatever its address.
 #[derive(Debug, Clone)]
 pub struct RateLimiter {
     rate: Option<Rate>,
@@ -208,7 +210,7 @@ impl RateLimiter {
         if self.rate.is_none() {
             return Ok(Ok(()));
         }
-        self.buckets.call(address, ()).await
+        self.buckets.call("buckets", address.to_owned()).await
     }
 }
 
@@ -219,36 +221,45 @@ struct Buckets {
 }
 
 impl Batch for Buckets {
-    type Request = ();
+    /// The address.
+    type Request = String;
     type Reply = Result<Result<(), TooFast>, sqlx::Error>;
     const MAX: usize = 1000;
 
-    async fn run(&self, key: &str, requests: Vec<()>) -> Vec<Self::Reply> {
-        let n = requests.len();
-        let taken: Result<(i32, f64), sqlx::Error> = sqlx::query_as(
-            "select granted, retry_after_seconds from hf_take_tokens($1, $2, $3, $4)",
+    async fn run(&self, _: &str, addresses: Vec<String>) -> Vec<Self::Reply> {
+        let taken: Result<Vec<(String, i32, i32, f64)>, sqlx::Error> = sqlx::query_as(
+            "select key, wanted, granted, retry_after_seconds from hf_take_tokens($1, $2, $3)",
         )
-        .bind(key)
-        .bind(i32::try_from(n).unwrap_or(i32::MAX))
+        .bind(&addresses)
         .bind(self.rate.capacity)
         .bind(self.rate.per_second)
-        .fetch_one(&self.pool)
+        .fetch_all(&self.pool)
         .await;
         match taken {
-            Ok((granted, retry_after)) => (0..n)
-                .map(|i| {
-                    if i < usize::try_from(granted).unwrap_or(0) {
-                        Ok(Ok(()))
-                    } else {
-                        Ok(Err(TooFast {
+            Ok(rows) => {
+                // each address's grants go to its first requests
+                let mut left: std::collections::HashMap<String, (i32, f64)> = rows
+                    .into_iter()
+                    .map(|(key, _, granted, retry_after)| (key, (granted, retry_after)))
+                    .collect();
+                addresses
+                    .iter()
+                    .map(|address| match left.get_mut(address) {
+                        Some((granted, _)) if *granted > 0 => {
+                            *granted -= 1;
+                            Ok(Ok(()))
+                        }
+                        Some((_, retry_after)) => Ok(Err(TooFast {
                             retry_after: Duration::from_secs_f64(retry_after.max(1.0).ceil()),
-                        }))
-                    }
-                })
-                .collect(),
+                        })),
+                        None => Self::lost(),
+                    })
+                    .collect()
+            }
             Err(error) => {
                 let shared = crate::database::share_error(&error);
-                (0..n)
+                addresses
+                    .iter()
                     .map(|_| Err(crate::database::share_error(&shared)))
                     .collect()
             }

@@ -28,6 +28,9 @@ pub struct Shop {
     pub fairness: crate::routes::client::Fairness,
     /// Who may scrape `/metrics`, and its cached database gauges.
     pub metrics: crate::metrics::Exporter,
+    /// What is left of products, a second old at most, for the pages that
+    /// watch sold-out products.
+    pub stock: crate::checkout::catalogue::StockCache,
     /// The payment providers offered, the default first.
     pub payments: Providers,
     /// How browsers and providers reach us, without a trailing slash.
@@ -49,6 +52,7 @@ impl Shop {
             checkouts: crate::checkout::Checkouts::new(pool.clone()),
             fairness: crate::routes::client::Fairness::off(pool.clone()),
             metrics: crate::metrics::Exporter::new(None),
+            stock: Default::default(),
             pool,
             payments,
             base_url,

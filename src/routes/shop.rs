@@ -262,7 +262,15 @@ pub async fn add_to_basket(
 /// is the 429 to answer when the address has gone over its rate.
 async fn slow_down(shop: &Shop, request: &HttpRequest) -> Result<Option<HttpResponse>, ShopError> {
     let address = shop.fairness.address(request);
-    match shop.fairness.take(&address).await? {
+    too_fast(&address, shop.fairness.take(&address).await?)
+}
+
+/// The 429 for a take from an address's bucket that was refused.
+fn too_fast(
+    address: &str,
+    taken: Result<(), crate::limits::TooFast>,
+) -> Result<Option<HttpResponse>, ShopError> {
+    match taken {
         Ok(()) => Ok(None),
         Err(too_fast) => {
             let seconds = too_fast.retry_after.as_secs().max(1);
@@ -479,21 +487,25 @@ pub async fn start_checkout(
     let key = IdempotencyKey::parse(&form.checkout_key).map_err(|_| {
         ShopError::bad_request("the checkout form is out of date; please try again")
     })?;
-    if let Some(too_fast) = slow_down(&shop, &request).await? {
-        return Ok(too_fast);
-    }
     // One read: whether this form was submitted before, and the basket
-    // with its prices and what is left (enough to refuse a sold-out line).
+    // with its prices and what is left (enough to refuse a sold-out line);
+    // the address's token is taken meanwhile, so a start pays one round
+    // trip for both.
     let basket = basket_id(&request);
-    let read = match &basket {
-        Some(basket) => checkout::read_checkout(&shop.pool, key.as_str(), basket).await?,
-        None => checkout::CheckoutRead {
-            existing: checkout::order_by_checkout_key(&shop.pool, key.as_str())
-                .await?
-                .map(|order| order.id),
-            lines: Vec::new(),
-        },
+    let address = shop.fairness.address(&request);
+    let read = async {
+        Ok::<_, sqlx::Error>(match &basket {
+            Some(basket) => checkout::read_checkout(&shop.pool, key.as_str(), basket).await?,
+            None => checkout::CheckoutRead {
+                existing: checkout::order_by_checkout_key(&shop.pool, key.as_str())
+                    .await?
+                    .map(|order| order.id),
+                lines: Vec::new(),
+            },
+        })
     };
+    let (read, taken) = futures::join!(read, shop.fairness.take(&address));
+    let read = read?;
     // a double submit goes where the first one went, once it knows
     if let Some(existing) = read.existing
         && let Some(order) = checkout::order_by_id(&shop.pool, existing).await?
@@ -529,11 +541,10 @@ pub async fn start_checkout(
     if read.lines.is_empty() {
         return Ok(see_other("/basket"));
     }
-    let limits = checkout::StartLimits::for_customer(
-        &shop.fairness.limits,
-        &customer,
-        &shop.fairness.address(&request),
-    );
+    if let Some(page) = too_fast(&address, taken?)? {
+        return Ok(page);
+    }
+    let limits = checkout::StartLimits::for_customer(&shop.fairness.limits, &customer, &address);
     let start = CheckoutStart {
         limits,
         checkout_key: key,
@@ -570,7 +581,7 @@ pub async fn start_checkout(
                 .filter(|line| line.available == 0)
                 .map(|line| line.product_id.clone())
                 .collect();
-            let stock = catalogue::stock(&shop.pool, &sold_out).await?;
+            let stock = shop.stock.get(&shop.pool, &sold_out).await?;
             // the basket as read above: nothing in it changed
             return basket_page_of(
                 &shop,
@@ -1158,7 +1169,7 @@ pub async fn availability(
             "ask about 1 to 100 products, by their ids separated by commas",
         ));
     }
-    let products = catalogue::stock(&shop.pool, &ids).await?;
+    let products = shop.stock.get(&shop.pool, &ids).await?;
     Ok(HttpResponse::Ok()
         .insert_header((header::CACHE_CONTROL, "public, max-age=2"))
         .json(serde_json::json!({ "products": products })))

@@ -229,6 +229,10 @@ struct State {
     latency: Duration,
     refunds_settle_after: Option<Duration>,
     sessions: HashMap<String, Session>,
+    /// Every session by its `expires_at` (which never changes), so expiring
+    /// the due ones reads only those: a sandbox with a hundred thousand
+    /// sessions must not scan them all at every call.
+    expiries: std::collections::BTreeSet<(i64, String)>,
     refunds: Vec<Refund>,
     idempotency: HashMap<String, Remembered>,
     events: HashMap<String, Value>,
@@ -303,6 +307,7 @@ impl StripeSandbox {
             latency: Duration::ZERO,
             refunds_settle_after: settings.refunds_settle_after,
             sessions: HashMap::new(),
+            expiries: Default::default(),
             refunds: Vec::new(),
             idempotency: HashMap::new(),
             events: HashMap::new(),
@@ -503,13 +508,15 @@ impl StripeSandbox {
     pub fn expire_due(&self) {
         let now = Utc::now().timestamp();
         let expired: Vec<(String, Value)> = self.state.with(|state| {
-            state
-                .sessions
-                .values_mut()
-                .filter(|s| s.status == "open" && s.expires_at <= now)
-                .map(|session| {
-                    session.status = "expired";
-                    (session.id.clone(), session.to_json(&self.public_base))
+            let later = state.expiries.split_off(&(now + 1, String::new()));
+            let due = std::mem::replace(&mut state.expiries, later);
+            due.into_iter()
+                .filter_map(|(_, id)| {
+                    let session = state.sessions.get_mut(&id)?;
+                    (session.status == "open").then(|| {
+                        session.status = "expired";
+                        (session.id.clone(), session.to_json(&self.public_base))
+                    })
                 })
                 .collect()
         });
@@ -1051,9 +1058,12 @@ async fn create_session(
             held_back: Vec::new(),
         };
         let body = session.to_json(&sandbox.public_base);
-        sandbox
-            .state
-            .with(|state| state.sessions.insert(session.id.clone(), session));
+        sandbox.state.with(|state| {
+            state
+                .expiries
+                .insert((session.expires_at, session.id.clone()));
+            state.sessions.insert(session.id.clone(), session)
+        });
         (StatusCode::OK, body)
     })
 }
