@@ -351,3 +351,65 @@ async fn two_server_processes_enforce_one_limit() {
     assert_eq!(held, 20);
     drop(servers);
 }
+
+#[tokio::test]
+async fn no_order_takes_more_than_a_products_limit_per_order() {
+    let app = fair_shop(Limits::off(), "").await;
+    // the page offers no more than the limit (10 by default)
+    let catalogue = browser()
+        .get(format!("{}/c/pantry", app.address))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        catalogue.contains(r#"name="qty" value="1" min="1" max="10""#),
+        "{catalogue}"
+    );
+    // the basket refuses more, in one add or in two
+    let shopper = browser();
+    let add = |qty: &'static str| {
+        shopper
+            .post(format!("{}/basket/add", app.address))
+            .form(&[("product_id", "wild-honey"), ("qty", qty)])
+            .send()
+    };
+    let eleven = add("11").await.unwrap();
+    assert_eq!(eleven.status(), 409);
+    let told = eleven.text().await.unwrap();
+    assert!(told.contains("one order takes at most 10"), "{told}");
+    assert_eq!(add("6").await.unwrap().status(), 303);
+    let five_more = add("5").await.unwrap();
+    assert_eq!(five_more.status(), 409);
+    assert!(
+        five_more
+            .text()
+            .await
+            .unwrap()
+            .contains("your basket has 6"),
+    );
+    let lines: Vec<i32> = sqlx::query_scalar("select qty from basket_lines")
+        .fetch_all(&app.db.pool)
+        .await
+        .unwrap();
+    assert_eq!(lines, [6], "a refused add changed nothing");
+
+    // the shop lowers the limit while the basket waits: checkout refuses
+    // the line, names it, and writes nothing
+    sqlx::query("update products set max_per_order = 4 where id = 'wild-honey'")
+        .execute(&app.db.pool)
+        .await
+        .unwrap();
+    let before = crate::admin::snapshot(&app.db.pool).await;
+    let page = app.checkout(&shopper).await;
+    assert_eq!(page.status(), 409);
+    let told = page.text().await.unwrap();
+    assert!(
+        told.contains("at most 4 for you right now (you asked for 6)"),
+        "{told}"
+    );
+    assert_eq!(crate::admin::snapshot(&app.db.pool).await, before);
+    assert_eq!(units_held(&app, "wild-honey").await, 0);
+}
