@@ -13,6 +13,7 @@ pub mod inventory;
 pub mod limits;
 pub mod metrics;
 pub mod payments;
+pub mod redemption;
 pub mod routes;
 pub mod simulate;
 pub mod staff;

@@ -186,6 +186,7 @@ impl Application {
                 .route("/csp-report", web::post().to(routes::csp_report))
                 .route("/static/razorpay.js", web::get().to(shop::razorpay_script))
                 .route("/static/live.js", web::get().to(shop::live_script))
+                .route("/static/redeem.js", web::get().to(admin::redeem_script))
                 .route("/availability", web::get().to(shop::availability))
                 .route("/admin/login", web::get().to(admin::login_page))
                 .route("/admin/login", web::post().to(admin::login))
@@ -211,6 +212,8 @@ impl Application {
                             "/orders/{order}/jobs/{job}/retry",
                             web::post().to(admin::retry_refund),
                         )
+                        .route("/redeem", web::get().to(admin::redeem_page))
+                        .route("/redeem", web::post().to(admin::redeem))
                         .route("/activity", web::get().to(admin::activity))
                         .route("/payments/orphans", web::get().to(admin::orphans)),
                 )

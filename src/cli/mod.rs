@@ -100,6 +100,14 @@ enum Command {
         #[arg(long)]
         repair: Option<String>,
     },
+    /// Redeem a ticket or pickup code once (exit 0 when admitted or
+    /// collected; 5 already used, 6 refunded, 7 not valid)
+    Redeem {
+        code: String,
+        /// Where: the door or counter
+        #[arg(long, default_value = "")]
+        place: String,
+    },
     /// Show or change the shared settings
     Settings {
         #[arg(long)]
@@ -534,6 +542,48 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 return Ok(ExitCode::from(EXIT_DRIFT));
             }
         }
+        Command::Redeem { code, place } => {
+            let by = format!(
+                "command line ({})",
+                std::env::var("USER").unwrap_or_else(|_| "unknown user".to_owned())
+            );
+            let door = crate::redemption::Door {
+                by: &by,
+                place: &place,
+            };
+            let redeemed = crate::redemption::redeem(&pool, &code, &door)
+                .await
+                .map_err(|error| match error {
+                    sqlx::Error::Database(e) if e.code().as_deref() == Some("22023") => {
+                        anyhow::anyhow!("{}", e.message())
+                    }
+                    other => other.into(),
+                })?;
+            let outcome = &redeemed.outcome;
+            print(
+                json,
+                &serde_json::json!({
+                    "code": redeemed.code,
+                    "outcome": outcome.as_str(),
+                    "order_id": redeemed.order_id,
+                    "customer": redeemed.customer_name,
+                    "what": redeemed.what,
+                    "used_at": match outcome {
+                        crate::redemption::Outcome::AlreadyUsed { at, .. } => Some(at),
+                        _ => None,
+                    },
+                }),
+                || redemption_text(&redeemed),
+            );
+            return Ok(match outcome {
+                crate::redemption::Outcome::Admitted | crate::redemption::Outcome::Collected => {
+                    ExitCode::SUCCESS
+                }
+                crate::redemption::Outcome::AlreadyUsed { .. } => ExitCode::from(5),
+                crate::redemption::Outcome::Refunded => ExitCode::from(6),
+                crate::redemption::Outcome::NotValid => ExitCode::from(7),
+            });
+        }
         Command::Settings {
             hold_ttl,
             payment_window,
@@ -646,6 +696,29 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// One redemption, as staff at a door read it.
+fn redemption_text(redeemed: &crate::redemption::Redemption) -> String {
+    use crate::redemption::Outcome;
+    let who = redeemed.customer_name.as_deref().unwrap_or("");
+    let what = redeemed.what.as_deref().unwrap_or("");
+    match &redeemed.outcome {
+        Outcome::Admitted => format!("{}: admitted — {what} ({who})", redeemed.code),
+        Outcome::Collected => format!("{}: collected — {what} ({who})", redeemed.code),
+        Outcome::AlreadyUsed { at, by, place } => format!(
+            "{}: already used at {} by {by}{}",
+            redeemed.code,
+            at.format("%Y-%m-%d %H:%M:%S UTC"),
+            if place.is_empty() {
+                String::new()
+            } else {
+                format!(" ({place})")
+            }
+        ),
+        Outcome::Refunded => format!("{}: refunded — not valid for entry", redeemed.code),
+        Outcome::NotValid => format!("{}: not valid", redeemed.code),
+    }
 }
 
 fn print<T: Serialize>(json: bool, value: &T, text: impl FnOnce() -> String) {

@@ -981,7 +981,10 @@ struct OrderPage {
     name: String,
     total: String,
     pickup_code: String,
-    tickets: Vec<(String, String)>,
+    /// When the pickup code was used, if it was.
+    pickup_used: String,
+    /// Product name, code, and when it was used (empty: not yet).
+    tickets: Vec<(String, String, String)>,
     headline: String,
     explanation: String,
     lines: Vec<checkout::OrderLine>,
@@ -1003,11 +1006,25 @@ pub async fn order_page(
         .iter()
         .map(|l| (l.product_id.clone(), l.name.clone()))
         .collect();
+    let used = crate::redemption::redeemed_codes(&shop.pool, order.id).await?;
+    let used_at = |code: &str| {
+        used.get(code)
+            .map(|at| at.format("%Y-%m-%d %H:%M UTC").to_string())
+            .unwrap_or_default()
+    };
     let tickets = checkout::order_codes(&shop.pool, order.id)
         .await?
         .into_iter()
-        .map(|(product, code)| (names.get(&product).cloned().unwrap_or(product), code))
+        .map(|(product, code)| {
+            let when = used_at(&code);
+            (names.get(&product).cloned().unwrap_or(product), code, when)
+        })
         .collect();
+    let pickup_used = order
+        .pickup_code
+        .as_deref()
+        .map(used_at)
+        .unwrap_or_default();
     let (headline, explanation) = match order.state {
         OrderState::Expired => (
             "Your reservation ran out",
@@ -1031,6 +1048,7 @@ pub async fn order_page(
         name: order.customer_name.clone(),
         total: money(order.amount_minor, &order.currency),
         pickup_code: order.pickup_code.clone().unwrap_or_default(),
+        pickup_used,
         tickets,
         headline: headline.into(),
         explanation: explanation.into(),
@@ -1133,8 +1151,6 @@ fn embedded_policy(origins: &[String]) -> String {
     )
 }
 
-/// `GET /static/razorpay.js`: opens Razorpay Checkout from the page's
-/// options.
 /// `GET /static/live.js`: the pages' live availability.
 pub async fn live_script() -> HttpResponse {
     HttpResponse::Ok()

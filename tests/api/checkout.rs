@@ -13,7 +13,7 @@ use uuid::Uuid;
 
 use crate::helpers::*;
 
-async fn demo(db: &TestDb) {
+pub(crate) async fn demo(db: &TestDb) {
     let file = CatalogueFile::read(
         concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/catalogue.json").as_ref(),
     )
@@ -99,6 +99,34 @@ async fn report(db: &TestDb, order_id: Uuid, payment: &str, source: Source) -> P
         payment,
         source,
     }
+}
+
+/// A paid order for `lines`: started, on its payment page, paid by a
+/// captured payment `pi_<key>` reported by the webhook.
+pub(crate) async fn paid(db: &TestDb, key: &str, lines: &[(&str, i64)]) -> checkout::Order {
+    let order = started(db, key, lines).await;
+    let page = PaymentPage {
+        id: format!("cs_test_{key}"),
+        url: format!("http://sandbox/pay/cs_test_{key}"),
+        expires_at: chrono::Utc::now() + chrono::Duration::minutes(30),
+    };
+    let AttachOutcome::Paying { .. } = checkout::attach_payment(&db.pool, order.id, &page)
+        .await
+        .unwrap()
+    else {
+        panic!("expected paying");
+    };
+    let fulfilled = checkout::confirm_payment(
+        &db.pool,
+        &report(db, order.id, &format!("pi_{key}"), Source::Webhook).await,
+    )
+    .await
+    .unwrap();
+    assert_eq!(fulfilled, Fulfilment::Fulfilled { order_id: order.id });
+    checkout::order_by_id(&db.pool, order.id)
+        .await
+        .unwrap()
+        .unwrap()
 }
 
 async fn jobs(db: &TestDb, kind: &str) -> Vec<serde_json::Value> {

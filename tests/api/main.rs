@@ -22,6 +22,7 @@ mod providers;
 mod razorpay;
 mod razorpay_adapter;
 mod recovery;
+mod redemption;
 mod scale_out;
 mod simulate;
 mod soak;
