@@ -208,6 +208,7 @@ impl Application {
                         .route("/holds/{id}/release", web::post().to(admin::release_hold))
                         .route("/orders", web::get().to(admin::orders))
                         .route("/orders/{id}", web::get().to(admin::order))
+                        .route("/orders/{id}/refund", web::post().to(admin::refund_order))
                         .route(
                             "/orders/{order}/jobs/{job}/retry",
                             web::post().to(admin::retry_refund),

@@ -20,6 +20,10 @@ pub struct RefundJob {
     /// Why: duplicate_payment, hold_expired, hold_released,
     /// payment_mismatch, staff.
     pub reason: String,
+    /// A refund staff asked for (`order_refunds.id`): one payment may be
+    /// refunded by staff several times, in parts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub staff_refund: Option<i64>,
     /// `None`: whatever of the payment has not been refunded.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub amount_minor: Option<i64>,
@@ -77,6 +81,11 @@ pub fn refund_key(provider: ProviderKind, payment_ref: &str) -> String {
     format!("refund:{provider}:{payment_ref}")
 }
 
+/// The dedupe key of one staff refund of a payment.
+pub fn staff_refund_key(provider: ProviderKind, payment_ref: &str, refund_id: i64) -> String {
+    format!("refund:{provider}:{payment_ref}:staff:{refund_id}")
+}
+
 impl OutboxJob {
     /// The `kind` column.
     pub fn kind(&self) -> &'static str {
@@ -91,7 +100,10 @@ impl OutboxJob {
     /// One job per effect.
     pub fn dedupe_key(&self) -> String {
         match self {
-            OutboxJob::Refund(job) => refund_key(job.provider, &job.payment_ref),
+            OutboxJob::Refund(job) => match job.staff_refund {
+                Some(id) => staff_refund_key(job.provider, &job.payment_ref, id),
+                None => refund_key(job.provider, &job.payment_ref),
+            },
             OutboxJob::OrderConfirmation { order_id } => format!("order_confirmation:{order_id}"),
             OutboxJob::ClosePage { page_id, .. } => format!("expire_session:{page_id}"),
             OutboxJob::CapturePayment { payment, .. } => {
@@ -196,7 +208,17 @@ mod tests {
                 provider: ProviderKind::Stripe,
                 payment_ref: "pi_1".into(),
                 reason: "duplicate_payment".into(),
+                staff_refund: None,
                 amount_minor: None,
+                paid_minor: Some(1400),
+            }),
+            OutboxJob::Refund(RefundJob {
+                order_id: Some(order_id),
+                provider: ProviderKind::Stripe,
+                payment_ref: "pi_1".into(),
+                reason: "staff".into(),
+                staff_refund: Some(7),
+                amount_minor: Some(700),
                 paid_minor: Some(1400),
             }),
             OutboxJob::OrderConfirmation { order_id },

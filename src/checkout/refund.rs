@@ -26,6 +26,7 @@ pub async fn queue<'e>(
             provider: payment.provider,
             payment_ref: payment.payment_ref.clone(),
             reason: reason.to_owned(),
+            staff_refund: None,
             amount_minor: None,
             paid_minor: Some(payment.amount_minor),
         }),
@@ -61,11 +62,13 @@ pub enum RefundMove {
     NotOurs,
 }
 
-/// Apply a refund's state, as the provider reports it, to its job. `ours`
-/// says the refund is the job's own current try (the worker just asked for
-/// it or read it by the id the job keeps); a provider's event is believed
-/// about the refund the job knows by id, and a success event with no id
-/// kept yet only if it gives back all the job asked for.
+/// Apply a refund's state, as the provider reports it, to its job.
+/// `own_job` names the job when the refund is that job's own current try
+/// (the worker just asked for it or read it by the id the job keeps).
+/// Otherwise (a provider's event) the job is the one that keeps this
+/// refund's id, failing that the payment's one refund job; an event is
+/// believed about the refund the job knows by id, and a success event with
+/// no id kept yet only if it gives back all the job asked for.
 ///
 /// Lock order, as everywhere: the order row before its outbox jobs (the
 /// confirm routine holds the order while it queues a refund).
@@ -73,9 +76,23 @@ pub async fn refund_moved_in(
     tx: &mut Transaction<'_, Postgres>,
     provider: ProviderKind,
     refund: &RefundView,
-    ours: bool,
+    own_job: Option<&str>,
 ) -> sqlx::Result<RefundMove> {
-    let key = refund_key(provider, &refund.payment_ref);
+    let ours = own_job.is_some();
+    let key = match own_job {
+        Some(key) => key.to_owned(),
+        None => sqlx::query_scalar(
+            "select dedupe_key from outbox_jobs \
+              where kind = 'refund' and payload->>'refund_id' = $1 \
+                and (dedupe_key = $2 or starts_with(dedupe_key, $2 || ':')) \
+              limit 1",
+        )
+        .bind(&refund.id)
+        .bind(refund_key(provider, &refund.payment_ref))
+        .fetch_optional(&mut **tx)
+        .await?
+        .unwrap_or_else(|| refund_key(provider, &refund.payment_ref)),
+    };
     // unlocked read: which order a job belongs to never changes
     let order: Option<Option<String>> =
         sqlx::query_scalar("select payload->>'order_id' from outbox_jobs where dedupe_key = $1")
@@ -118,11 +135,17 @@ pub async fn refund_moved_in(
             .execute(&mut **tx)
             .await?;
             if let Some(order_id) = order_id {
+                // refunded once no other refund of the order is on its way
                 sqlx::query(
                     "update orders set state = 'refunded', updated_at = now() \
-                      where id = $1 and state = 'refund_pending'",
+                      where id = $1 and state = 'refund_pending' \
+                        and not exists (select 1 from outbox_jobs j \
+                                         where j.kind = 'refund' and j.state = 'pending' \
+                                           and j.payload->>'order_id' = $1::text \
+                                           and j.dedupe_key <> $2)",
                 )
                 .bind(order_id)
+                .bind(&key)
                 .execute(&mut **tx)
                 .await?;
             }

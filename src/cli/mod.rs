@@ -108,6 +108,24 @@ enum Command {
         #[arg(long, default_value = "")]
         place: String,
     },
+    /// Refund a paid order, whole or some units; the units go back on sale
+    /// (unless --keep-off-sale) and the worker asks the provider
+    Refund {
+        order_id: String,
+        /// Units to refund: N (an order of one line), or PRODUCT:N, once
+        /// per product; default: everything not refunded yet
+        #[arg(long)]
+        units: Vec<String>,
+        /// Why (the shopper is told)
+        #[arg(long)]
+        reason: String,
+        /// Keep the units off sale (a cancelled slot)
+        #[arg(long)]
+        keep_off_sale: bool,
+        /// Refund units whose codes were already redeemed (recorded)
+        #[arg(long)]
+        override_redeemed: bool,
+    },
     /// Show or change the shared settings
     Settings {
         #[arg(long)]
@@ -541,6 +559,102 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             if drifted > 0 {
                 return Ok(ExitCode::from(EXIT_DRIFT));
             }
+        }
+        Command::Refund {
+            order_id,
+            units,
+            reason,
+            keep_off_sale,
+            override_redeemed,
+        } => {
+            use crate::staff::refunds::{self, RefundOutcome, RefundRequest};
+            let order_id = uuid::Uuid::parse_str(order_id.trim())
+                .map_err(|_| anyhow::anyhow!("{order_id:?} is not an order id"))?;
+            let mut wanted = Vec::new();
+            for item in &units {
+                let (product, n) = match item.rsplit_once(':') {
+                    Some((product, n)) => (Some(product.to_owned()), n),
+                    None => (None, item.as_str()),
+                };
+                let n: i32 =
+                    n.trim().parse().ok().filter(|n| *n >= 1).ok_or_else(|| {
+                        anyhow::anyhow!("--units {item:?}: a number of at least 1")
+                    })?;
+                wanted.push((product, n));
+            }
+            if wanted.iter().any(|(p, _)| p.is_none()) {
+                if wanted.len() > 1 {
+                    anyhow::bail!("--units N names one line; with several, give PRODUCT:N each");
+                }
+                let lines = crate::staff::views::refundable_lines(&pool, order_id).await?;
+                match lines.as_slice() {
+                    [] => anyhow::bail!("no order {order_id}"),
+                    [line] => wanted[0].0 = Some(line.product_id.clone()),
+                    _ => anyhow::bail!(
+                        "order {order_id} has several lines ({}); say which: --units PRODUCT:N",
+                        lines
+                            .iter()
+                            .map(|l| l.product_id.as_str())
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ),
+                }
+            }
+            let request = RefundRequest {
+                order_id,
+                units: wanted
+                    .into_iter()
+                    .map(|(p, n)| (p.unwrap_or_default(), n))
+                    .collect(),
+                reason,
+                restock: !keep_off_sale,
+                override_redeemed,
+                by: format!(
+                    "command line ({})",
+                    std::env::var("USER").unwrap_or_else(|_| "unknown user".to_owned())
+                ),
+                staff: None,
+            };
+            let outcome = refunds::refund_order(&pool, &request)
+                .await
+                .map_err(|error| anyhow::anyhow!("{error}"))?;
+            print(json, &outcome, || match &outcome {
+                RefundOutcome::Queued {
+                    refund_id,
+                    amount_minor,
+                    currency,
+                    units,
+                    whole,
+                } => format!(
+                    "refund #{refund_id} queued: {}.{:02} {} for {units} unit(s){}",
+                    amount_minor / 100,
+                    amount_minor % 100,
+                    currency.to_uppercase(),
+                    if *whole { ", the whole order" } else { "" }
+                ),
+                RefundOutcome::NotPaid { state } => {
+                    format!("refused: the order is {}, not paid", state.as_str())
+                }
+                RefundOutcome::NothingLeft => "refused: everything was refunded already".into(),
+                RefundOutcome::NotInOrder { product_id } => {
+                    format!("refused: the order has no {product_id}")
+                }
+                RefundOutcome::TooMany {
+                    product_id,
+                    asked,
+                    left,
+                } => format!("refused: {asked} of {product_id} asked, {left} left to refund"),
+                RefundOutcome::Redeemed { codes } => format!(
+                    "refused: already redeemed: {} (--override-redeemed to refund anyway)",
+                    codes.join(", ")
+                ),
+                RefundOutcome::NotFound => format!("no order {order_id}"),
+            });
+            return Ok(match outcome {
+                RefundOutcome::Queued { .. } => ExitCode::SUCCESS,
+                RefundOutcome::NotFound => ExitCode::from(7),
+                _ => ExitCode::from(6),
+            });
         }
         Command::Redeem { code, place } => {
             let by = format!(

@@ -452,10 +452,37 @@ impl NoticeQuery {
                 "The refund will be tried on the worker's next pass.".to_owned()
             }
             Some("refund_done") => "That refund is already done; nothing was changed.".to_owned(),
+            Some("staff_refund_queued") => "Refund queued: the units are off the order and the \
+                 worker asks the provider on its next pass."
+                .to_owned(),
+            Some("staff_refund_whole") => "The whole order is being refunded: the worker asks \
+                 the provider on its next pass."
+                .to_owned(),
+            Some("refund_not_paid") => {
+                "Refused: only a paid order can be refunded here. Nothing was changed.".to_owned()
+            }
+            Some("refund_nothing_left") => {
+                "Refused: everything on this order was refunded already.".to_owned()
+            }
+            Some("refund_too_many") => {
+                "Refused: that is more units than are left to refund. Nothing was changed."
+                    .to_owned()
+            }
+            Some("refund_redeemed") => "Refused: some of those codes were already used at the \
+                 door or counter. Tick \"refund used codes\" to refund them anyway (it is \
+                 recorded). Nothing was changed."
+                .to_owned(),
             _ => String::new(),
         };
         let kind = match self.notice.as_deref() {
-            Some("capacity_refused" | "paid") => "refused",
+            Some(
+                "capacity_refused"
+                | "paid"
+                | "refund_not_paid"
+                | "refund_nothing_left"
+                | "refund_too_many"
+                | "refund_redeemed",
+            ) => "refused",
             _ => "ok",
         };
         (text, kind)
@@ -746,6 +773,9 @@ struct OrderPage {
     o: views::OrderRow,
     /// name, quantity, line total
     lines: Vec<(String, i32, String)>,
+    refundable: Vec<views::RefundableLine>,
+    codes: Vec<views::CodeRow>,
+    refunds: Vec<views::StaffRefundRow>,
     holds: Vec<views::HoldRow>,
     payments: Vec<views::PaymentRefRow>,
     jobs: Vec<views::JobRow>,
@@ -780,12 +810,73 @@ pub async fn order(
     let page = OrderPage {
         nav: nav(&shop, &session, &notice).await?,
         jobs: views::order_jobs(&shop.pool, id).await?,
+        refundable: views::refundable_lines(&shop.pool, id).await?,
+        codes: views::order_codes(&shop.pool, id).await?,
+        refunds: views::staff_refunds(&shop.pool, id).await?,
         o,
         lines,
         holds,
         payments,
     };
     render(StatusCode::OK, &page)
+}
+
+/// `POST /admin/orders/{id}/refund`: fields `reason`, `restock`,
+/// `override_redeemed` (checkboxes) and `units:<product id>` per line.
+pub async fn refund_order(
+    shop: web::Data<Shop>,
+    session: web::ReqData<Session>,
+    id: web::Path<String>,
+    form: web::Form<Vec<(String, String)>>,
+) -> Result<HttpResponse, ShopError> {
+    use crate::staff::refunds::{self, RefundOutcome, RefundRequest};
+    let id = parse_id(&id, "order")?;
+    let field = |name: &str| {
+        form.iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.as_str())
+    };
+    let mut units = Vec::new();
+    for (name, value) in form.iter() {
+        if let Some(product) = name.strip_prefix("units:") {
+            let value = value.trim();
+            let n: i32 = if value.is_empty() {
+                0
+            } else {
+                value.parse().map_err(|_| {
+                    ShopError::bad_request(
+                        "units to refund are whole numbers; nothing was refunded",
+                    )
+                })?
+            };
+            units.push((product.to_owned(), n));
+        }
+    }
+    if units.is_empty() {
+        return Err(ShopError::bad_request(
+            "say how many units of each line to refund; nothing was refunded",
+        ));
+    }
+    let request = RefundRequest {
+        order_id: id,
+        units,
+        reason: field("reason").unwrap_or("").to_owned(),
+        restock: field("restock").is_some(),
+        override_redeemed: field("override_redeemed").is_some(),
+        by: session.staff.email.clone(),
+        staff: Some(session.staff.clone()),
+    };
+    let back = format!("/admin/orders/{id}");
+    let notice = match refunds::refund_order(&shop.pool, &request).await? {
+        RefundOutcome::Queued { whole: true, .. } => "staff_refund_whole",
+        RefundOutcome::Queued { .. } => "staff_refund_queued",
+        RefundOutcome::NotPaid { .. } => "refund_not_paid",
+        RefundOutcome::NothingLeft => "refund_nothing_left",
+        RefundOutcome::TooMany { .. } | RefundOutcome::NotInOrder { .. } => "refund_too_many",
+        RefundOutcome::Redeemed { .. } => "refund_redeemed",
+        RefundOutcome::NotFound => return Err(ShopError::not_found("no such order")),
+    };
+    Ok(see_other(&format!("{back}?notice={notice}")))
 }
 
 /// `POST /admin/orders/{order}/jobs/{job}/retry`: a waiting refund, now.

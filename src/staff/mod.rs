@@ -3,6 +3,7 @@
 //! actions, each recorded with who took it.
 
 pub mod actions;
+pub mod refunds;
 pub mod views;
 
 use std::fmt;

@@ -151,6 +151,8 @@ pub struct OrderRow {
     pub created_at: DateTime<Utc>,
     pub paid_at: Option<DateTime<Utc>>,
     pub hold_id: Option<Uuid>,
+    /// What staff refunds gave back so far.
+    pub refunded_minor: i64,
     /// Refund jobs not yet done.
     pub refunds_pending: i64,
     pub refunds_done: i64,
@@ -167,7 +169,7 @@ macro_rules! order_columns {
     () => {
         "o.id, o.state, o.customer_name, o.customer_email, o.currency, \
      o.amount_minor, o.provider, o.provider_session_id, o.payment_ref, o.flag, o.created_at, \
-     o.paid_at, o.hold_id, \
+     o.paid_at, o.hold_id, o.refunded_minor, \
      (select count(*) from outbox_jobs j where j.kind = 'refund' and j.state = 'pending' \
         and j.payload->>'order_id' = o.id::text) as refunds_pending, \
      (select count(*) from outbox_jobs j where j.kind = 'refund' and j.state = 'done' \
@@ -200,6 +202,106 @@ pub async fn order(pool: &PgPool, id: Uuid) -> sqlx::Result<Option<OrderRow>> {
     ))
     .bind(id)
     .fetch_optional(pool)
+    .await
+}
+
+/// A line of an order, as a refund sees it.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct RefundableLine {
+    pub product_id: String,
+    pub name: String,
+    pub qty: i32,
+    pub refunded_qty: i32,
+    pub unit_price_minor: i64,
+}
+
+impl RefundableLine {
+    pub fn left(&self) -> i32 {
+        self.qty - self.refunded_qty
+    }
+}
+
+pub async fn refundable_lines(pool: &PgPool, order: Uuid) -> sqlx::Result<Vec<RefundableLine>> {
+    sqlx::query_as(
+        "select product_id, name, qty, refunded_qty, unit_price_minor from order_lines \
+          where order_id = $1 order by product_id",
+    )
+    .bind(order)
+    .fetch_all(pool)
+    .await
+}
+
+/// A code of an order, with what became of it.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct CodeRow {
+    pub code: String,
+    /// `ticket` or `pickup`
+    pub kind: String,
+    pub refunded_at: Option<DateTime<Utc>>,
+    pub redeemed_at: Option<DateTime<Utc>>,
+    pub redeemed_by: Option<String>,
+    pub place: Option<String>,
+}
+
+pub async fn order_codes(pool: &PgPool, order: Uuid) -> sqlx::Result<Vec<CodeRow>> {
+    sqlx::query_as(
+        "select c.code, c.kind, c.refunded_at, r.redeemed_at, r.redeemed_by, r.place \
+           from (select code, 'ticket' as kind, refunded_at, 1 as rank from order_codes \
+                  where order_id = $1 \
+                 union all \
+                 select pickup_code, 'pickup', null, 0 from orders \
+                  where id = $1 and pickup_code is not null) c \
+           left join redemptions r on r.code = c.code \
+          order by c.rank, c.code",
+    )
+    .bind(order)
+    .fetch_all(pool)
+    .await
+}
+
+/// A staff refund of an order.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct StaffRefundRow {
+    pub id: i64,
+    pub amount_minor: i64,
+    pub units: serde_json::Value,
+    pub reason: String,
+    pub restocked: bool,
+    pub override_redeemed: bool,
+    pub refunded_by: String,
+    pub created_at: DateTime<Utc>,
+}
+
+impl StaffRefundRow {
+    /// "2 × harbour-lights-general, 1 × wild-honey"
+    pub fn units_text(&self) -> String {
+        self.units
+            .as_array()
+            .map(|units| {
+                units
+                    .iter()
+                    .map(|u| {
+                        format!(
+                            "{} × {}",
+                            u["qty"].as_i64().unwrap_or(0),
+                            u["product_id"].as_str().unwrap_or("?")
+                        )
+                    })
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            })
+            .unwrap_or_default()
+    }
+}
+
+pub async fn staff_refunds(pool: &PgPool, order: Uuid) -> sqlx::Result<Vec<StaffRefundRow>> {
+    sqlx::query_as(
+        "select id, amount_minor, units, reason, restocked, override_redeemed, refunded_by, \
+                created_at \
+           from order_refunds where order_id = $1 order by id",
+    )
+    .bind(order)
+    .fetch_all(pool)
     .await
 }
 

@@ -129,7 +129,7 @@ pub async fn receive(
             }
         }
         ProviderEvent::Refund(view) => {
-            match refund::refund_moved_in(&mut tx, kind, &view, false).await? {
+            match refund::refund_moved_in(&mut tx, kind, &view, None).await? {
                 RefundMove::Closed => Verdict::RefundClosed,
                 RefundMove::Reopened => Verdict::RefundReopened,
                 RefundMove::Noted => Verdict::RefundNoted,

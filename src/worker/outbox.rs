@@ -101,7 +101,8 @@ impl Outbox {
                 // a refund closes through its order (order lock, then job);
                 // other jobs touch only themselves
                 if let Done::Refund(provider, refund) = &done {
-                    refund::refund_moved_in(&mut tx, *provider, refund, true).await?;
+                    refund::refund_moved_in(&mut tx, *provider, refund, Some(&job.dedupe_key))
+                        .await?;
                 }
                 sqlx::query(
                     "update outbox_jobs set state = 'done', done_at = coalesce(done_at, now()), \
@@ -234,9 +235,10 @@ impl Outbox {
                     .begin()
                     .await
                     .map_err(|e| ProviderError::Unavailable(format!("the database: {e}")))?;
-                let moved = refund::refund_moved_in(&mut tx, refund.provider, &view, true)
-                    .await
-                    .map_err(|e| ProviderError::Unavailable(format!("the database: {e}")))?;
+                let moved =
+                    refund::refund_moved_in(&mut tx, refund.provider, &view, Some(&job.dedupe_key))
+                        .await
+                        .map_err(|e| ProviderError::Unavailable(format!("the database: {e}")))?;
                 tx.commit()
                     .await
                     .map_err(|e| ProviderError::Unavailable(format!("the database: {e}")))?;

@@ -629,7 +629,9 @@ async fn a_refund_job_believes_news_only_of_its_own_refund() {
         };
         async move {
             let mut tx = pool.begin().await.unwrap();
-            let moved = refund_moved_in(&mut tx, ProviderKind::Stripe, &view, ours)
+            // the worker names its own job; an event names none
+            let own_job = ours.then_some("refund:stripe:pi_news");
+            let moved = refund_moved_in(&mut tx, ProviderKind::Stripe, &view, own_job)
                 .await
                 .unwrap();
             tx.commit().await.unwrap();

@@ -26,5 +26,6 @@ mod redemption;
 mod scale_out;
 mod simulate;
 mod soak;
+mod staff_refunds;
 mod storms;
 mod stripe_adapter;

@@ -1,0 +1,414 @@
+//! Staff refunds of paid orders: the whole order or some of its units, with
+//! a reason. In one transaction, under the order's lock: the units are
+//! given back to the engine (on sale again, or off sale when staff say
+//! so), the codes of refunded tickets stop being redeemable, the amount is
+//! added to what the order has had refunded (which the database keeps at
+//! or under what was paid), the refund is recorded and its outbox job
+//! queued. The worker then asks the provider for that amount.
+//!
+//! A unit whose code was redeemed is refunded only with an override, and
+//! the override is recorded.
+
+use serde::Serialize;
+use serde_json::json;
+use sqlx::{PgPool, Postgres, Transaction};
+use uuid::Uuid;
+
+use super::StaffMember;
+
+use crate::checkout::OrderState;
+use crate::checkout::outbox::{self, OutboxJob, RefundJob};
+use crate::payments::ProviderKind;
+
+/// Longest reason kept.
+pub const MAX_REASON_CHARS: usize = 500;
+
+/// What staff ask for.
+#[derive(Debug, Clone)]
+pub struct RefundRequest {
+    pub order_id: Uuid,
+    /// Units per product; empty: everything not refunded yet.
+    pub units: Vec<(String, i32)>,
+    pub reason: String,
+    /// Put the units back on sale (otherwise they leave the resource's
+    /// total: a cancelled slot).
+    pub restock: bool,
+    /// Refund units whose codes were already redeemed.
+    pub override_redeemed: bool,
+    /// Who: a staff member's e-mail, or the command line's user.
+    pub by: String,
+    /// The staff member, when it came from the admin: the attempt goes in
+    /// the activity record, whatever came of it.
+    pub staff: Option<StaffMember>,
+}
+
+/// What a refund came to.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "outcome", rename_all = "snake_case")]
+pub enum RefundOutcome {
+    /// Recorded and queued; the provider is asked on the worker's next pass.
+    Queued {
+        refund_id: i64,
+        amount_minor: i64,
+        currency: String,
+        units: i32,
+        /// Nothing of the order is left unrefunded.
+        whole: bool,
+    },
+    /// Only a paid order can be refunded by staff.
+    NotPaid {
+        state: OrderState,
+    },
+    /// Every unit was refunded before.
+    NothingLeft,
+    /// A product the order does not have.
+    NotInOrder {
+        product_id: String,
+    },
+    /// More units than are left unrefunded.
+    TooMany {
+        product_id: String,
+        asked: i32,
+        left: i32,
+    },
+    /// These codes were redeemed: refunding them needs the override.
+    Redeemed {
+        codes: Vec<String>,
+    },
+    NotFound,
+}
+
+/// Bad input, said before anything is read.
+pub fn check(request: &RefundRequest) -> Result<(), String> {
+    let reason = request.reason.trim();
+    if reason.is_empty() {
+        return Err("say why the order is refunded (the shopper is told)".into());
+    }
+    if reason.chars().count() > MAX_REASON_CHARS {
+        return Err(format!(
+            "the reason is at most {MAX_REASON_CHARS} characters"
+        ));
+    }
+    if request.units.iter().any(|(_, n)| *n < 0) {
+        return Err("units to refund cannot be negative".into());
+    }
+    let mut products: Vec<&str> = request.units.iter().map(|(p, _)| p.as_str()).collect();
+    products.sort();
+    let named = products.len();
+    products.dedup();
+    if products.len() != named {
+        return Err("name each product once".into());
+    }
+    if !request.units.is_empty() && request.units.iter().all(|(_, n)| *n == 0) {
+        return Err("choose at least one unit to refund".into());
+    }
+    Ok(())
+}
+
+#[derive(sqlx::FromRow)]
+struct Line {
+    product_id: String,
+    kind: String,
+    resource_id: String,
+    qty: i32,
+    refunded_qty: i32,
+    unit_price_minor: i64,
+}
+
+impl RefundOutcome {
+    /// The word the activity record keeps.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            RefundOutcome::Queued { .. } => "queued",
+            RefundOutcome::NotPaid { .. } => "not_paid",
+            RefundOutcome::NothingLeft => "nothing_left",
+            RefundOutcome::NotInOrder { .. } => "not_in_order",
+            RefundOutcome::TooMany { .. } => "too_many",
+            RefundOutcome::Redeemed { .. } => "redeemed",
+            RefundOutcome::NotFound => "not_found",
+        }
+    }
+}
+
+/// Refund (some of) a paid order. Bad input is `Err(InvalidInput)`; a
+/// refusal that depends on the order is an outcome, and changes nothing
+/// but the activity record.
+pub async fn refund_order(pool: &PgPool, request: &RefundRequest) -> super::Result<RefundOutcome> {
+    check(request).map_err(super::StaffError::InvalidInput)?;
+    let mut tx = pool.begin().await?;
+    let outcome = refund_in(&mut tx, request).await?;
+    if let Some(staff) = &request.staff {
+        super::record(
+            &mut tx,
+            staff,
+            "refund_order",
+            &request.order_id.to_string(),
+            outcome.as_str(),
+            json!({
+                "reason": request.reason.trim(),
+                "units": request.units,
+                "restock": request.restock,
+                "override_redeemed": request.override_redeemed,
+            }),
+        )
+        .await?;
+    }
+    tx.commit().await?;
+    if let Some(staff) = &request.staff {
+        super::log_action(
+            staff,
+            "refund_order",
+            &request.order_id.to_string(),
+            outcome.as_str(),
+        );
+    }
+    Ok(outcome)
+}
+
+async fn refund_in(
+    tx: &mut Transaction<'_, Postgres>,
+    request: &RefundRequest,
+) -> super::Result<RefundOutcome> {
+    // lock: the order (a redemption holds it shared; the confirm routine
+    // and refund news hold it too)
+    type Locked = (
+        OrderState,
+        ProviderKind,
+        Option<String>,
+        i64,
+        i64,
+        String,
+        Option<Uuid>,
+    );
+    let locked: Option<Locked> = sqlx::query_as(
+        "select state, provider, payment_ref, amount_minor, refunded_minor, currency, hold_id \
+           from orders where id = $1 for no key update",
+    )
+    .bind(request.order_id)
+    .fetch_optional(&mut **tx)
+    .await?;
+    let Some((state, provider, payment_ref, paid_minor, refunded_minor, currency, purchase)) =
+        locked
+    else {
+        return Ok(RefundOutcome::NotFound);
+    };
+    let (Some(payment_ref), Some(purchase)) = (payment_ref, purchase) else {
+        return Ok(RefundOutcome::NotPaid { state });
+    };
+    if state != OrderState::Paid {
+        return Ok(RefundOutcome::NotPaid { state });
+    }
+    let lines: Vec<Line> = sqlx::query_as(
+        "select l.product_id, p.kind, p.resource_id, l.qty, l.refunded_qty, l.unit_price_minor \
+           from order_lines l join products p on p.id = l.product_id \
+          where l.order_id = $1 order by p.resource_id, l.product_id",
+    )
+    .bind(request.order_id)
+    .fetch_all(&mut **tx)
+    .await?;
+    for (product, _) in &request.units {
+        if !lines.iter().any(|l| &l.product_id == product) {
+            return Ok(RefundOutcome::NotInOrder {
+                product_id: product.clone(),
+            });
+        }
+    }
+    // how many of each line
+    let mut wanted: Vec<(&Line, i32)> = Vec::new();
+    for line in &lines {
+        let left = line.qty - line.refunded_qty;
+        let asked = if request.units.is_empty() {
+            left
+        } else {
+            request
+                .units
+                .iter()
+                .find(|(p, _)| p == &line.product_id)
+                .map_or(0, |(_, n)| *n)
+        };
+        if asked > left {
+            return Ok(RefundOutcome::TooMany {
+                product_id: line.product_id.clone(),
+                asked,
+                left,
+            });
+        }
+        if asked > 0 {
+            wanted.push((line, asked));
+        }
+    }
+    if wanted.is_empty() {
+        return Ok(RefundOutcome::NothingLeft);
+    }
+
+    // which codes stop: unredeemed tickets first; a pickup code covers the
+    // order's slots
+    let pickup_redeemed: bool = sqlx::query_scalar(
+        "select exists (select 1 from redemptions r join orders o on o.pickup_code = r.code \
+                         where o.id = $1)",
+    )
+    .bind(request.order_id)
+    .fetch_one(&mut **tx)
+    .await?;
+    let mut redeemed: Vec<String> = Vec::new();
+    let mut stopped: Vec<(&str, Vec<String>)> = Vec::new();
+    for (line, n) in &wanted {
+        match line.kind.as_str() {
+            "ticket" => {
+                let codes: Vec<(String, bool)> = sqlx::query_as(
+                    "select c.code, r.code is not null from order_codes c \
+                       left join redemptions r on r.code = c.code \
+                      where c.order_id = $1 and c.product_id = $2 and c.refunded_at is null \
+                      order by r.code is not null, c.code limit $3",
+                )
+                .bind(request.order_id)
+                .bind(&line.product_id)
+                .bind(i64::from(*n))
+                .fetch_all(&mut **tx)
+                .await?;
+                redeemed.extend(codes.iter().filter(|(_, r)| *r).map(|(c, _)| c.clone()));
+                stopped.push((
+                    line.product_id.as_str(),
+                    codes.into_iter().map(|(c, _)| c).collect(),
+                ));
+            }
+            "pickup_slot" if pickup_redeemed => {
+                redeemed.push("the pickup code".to_owned());
+                stopped.push((line.product_id.as_str(), Vec::new()));
+            }
+            _ => stopped.push((line.product_id.as_str(), Vec::new())),
+        }
+    }
+    redeemed.dedup();
+    if !redeemed.is_empty() && !request.override_redeemed {
+        return Ok(RefundOutcome::Redeemed { codes: redeemed });
+    }
+
+    let units: i32 = wanted.iter().map(|(_, n)| n).sum();
+    let whole = lines.iter().map(|l| l.qty - l.refunded_qty).sum::<i32>() == units;
+    // the last refund gives back all that is left of the payment
+    let amount_minor: i64 = if whole {
+        paid_minor - refunded_minor
+    } else {
+        wanted
+            .iter()
+            .map(|(l, n)| l.unit_price_minor * i64::from(*n))
+            .sum()
+    };
+    if amount_minor <= 0 {
+        return Ok(RefundOutcome::NothingLeft);
+    }
+    let actor = format!("refund:{}", request.by);
+    for (line, n) in &wanted {
+        sqlx::query(
+            "update order_lines set refunded_qty = refunded_qty + $3 \
+              where order_id = $1 and product_id = $2",
+        )
+        .bind(request.order_id)
+        .bind(&line.product_id)
+        .bind(*n)
+        .execute(&mut **tx)
+        .await?;
+    }
+    for (_, codes) in &stopped {
+        sqlx::query("update order_codes set refunded_at = now() where code = any($1)")
+            .bind(codes)
+            .execute(&mut **tx)
+            .await?;
+    }
+    // the engine, resource by resource (in id order: the lines are sorted
+    // so): the units leave `sold`
+    for (line, n) in &wanted {
+        let mut left = *n;
+        let holds: Vec<(Uuid, i32)> = sqlx::query_as(
+            "select id, qty - returned from holds \
+              where purchase_id = $1 and resource_id = $2 and state = 'confirmed' \
+                and returned < qty order by id",
+        )
+        .bind(purchase)
+        .bind(&line.resource_id)
+        .fetch_all(&mut **tx)
+        .await?;
+        for (hold, sold) in holds {
+            if left == 0 {
+                break;
+            }
+            let take = sold.min(left);
+            sqlx::query("select hf_return($1, $2, $3, $4, $5)")
+                .bind(hold)
+                .bind(take)
+                .bind(request.restock)
+                .bind(&actor)
+                .bind(request.reason.trim())
+                .execute(&mut **tx)
+                .await?;
+            left -= take;
+        }
+        if left > 0 {
+            return Err(super::StaffError::Internal(format!(
+                "order {} has {left} more units of {} than its holds sold",
+                request.order_id, line.product_id
+            )));
+        }
+    }
+    // the database refuses a sum over what was paid
+    sqlx::query(
+        "update orders set refunded_minor = refunded_minor + $2, \
+                state = case when $3 then 'refund_pending' else state end, updated_at = now() \
+          where id = $1",
+    )
+    .bind(request.order_id)
+    .bind(amount_minor)
+    .bind(whole)
+    .execute(&mut **tx)
+    .await?;
+    let recorded_units: Vec<serde_json::Value> = wanted
+        .iter()
+        .zip(&stopped)
+        .map(|((line, n), (_, codes))| {
+            json!({ "product_id": line.product_id, "qty": n, "codes": codes })
+        })
+        .collect();
+    let refund_id: i64 = sqlx::query_scalar(
+        "insert into order_refunds \
+            (order_id, amount_minor, units, reason, restocked, override_redeemed, refunded_by) \
+         values ($1, $2, $3, $4, $5, $6, $7) returning id",
+    )
+    .bind(request.order_id)
+    .bind(amount_minor)
+    .bind(serde_json::Value::Array(recorded_units))
+    .bind(request.reason.trim())
+    .bind(request.restock)
+    .bind(!redeemed.is_empty())
+    .bind(&request.by)
+    .fetch_one(&mut **tx)
+    .await?;
+    outbox::queue(
+        &mut **tx,
+        &OutboxJob::Refund(RefundJob {
+            order_id: Some(request.order_id),
+            provider,
+            payment_ref,
+            reason: "staff".to_owned(),
+            staff_refund: Some(refund_id),
+            amount_minor: Some(amount_minor),
+            paid_minor: Some(paid_minor),
+        }),
+    )
+    .await?;
+    tracing::info!(
+        order = %request.order_id,
+        refund = refund_id,
+        amount_minor,
+        units,
+        restocked = request.restock,
+        "staff refund queued"
+    );
+    Ok(RefundOutcome::Queued {
+        refund_id,
+        amount_minor,
+        currency,
+        units,
+        whole,
+    })
+}
