@@ -76,11 +76,14 @@ pub enum Behaviour {
     /// A payment of 1.00 lands on the order's own Razorpay order (on
     /// Stripe, on another page); then the shopper pays in full.
     UnderPayment,
+    /// Pays (its webhook late); then staff refund one unit, then the rest,
+    /// while the webhook may still be on its way.
+    StaffRefund,
 }
 
 /// Out of 100.
-const MIX: [(Behaviour, u32); 17] = [
-    (Behaviour::Pay, 14),
+const MIX: [(Behaviour, u32); 18] = [
+    (Behaviour::Pay, 10),
     (Behaviour::DeclineThenLeave, 5),
     (Behaviour::DeclineThenPay, 5),
     (Behaviour::Abandon, 8),
@@ -97,6 +100,7 @@ const MIX: [(Behaviour, u32); 17] = [
     (Behaviour::PendingRefund, 3),
     (Behaviour::AnotherPage, 4),
     (Behaviour::UnderPayment, 4),
+    (Behaviour::StaffRefund, 4),
 ];
 
 impl Behaviour {
@@ -116,7 +120,7 @@ impl Behaviour {
             Behaviour::WebhookLost | Behaviour::BothLost => DeliveryMode::Never,
             Behaviour::WebhookDuplicated => DeliveryMode::Twice,
             Behaviour::WebhookReordered => DeliveryMode::Reorder,
-            Behaviour::WebhookLate => DeliveryMode::Late,
+            Behaviour::WebhookLate | Behaviour::StaffRefund => DeliveryMode::Late,
             _ => DeliveryMode::Normal,
         }
     }
@@ -144,6 +148,11 @@ pub struct SimLedger {
     pub fulfilled_minor: i64,
     pub refunds: u64,
     pub refunded_minor: i64,
+    /// Fulfilled orders staff then refunded (some units or all), and the
+    /// provider refunds that gave that money back (not in `refunds`).
+    pub staff_refunded_orders: u64,
+    pub staff_refunds: u64,
+    pub staff_refunded_minor: i64,
     pub orders_by_state: BTreeMap<String, u64>,
     pub resources: Vec<ResourceLine>,
     /// Holds still active after closing time and a sweep (must be none).
@@ -485,6 +494,11 @@ async fn step(
         }
         (PayAfterExpiry, 3) => "pay-late",
         (PayTwice, 1) => "pay-twice",
+        (StaffRefund, 1) => "pay",
+        (StaffRefund, 2 | 3) => {
+            staff_refund(world, started, page_step == 3).await?;
+            return Ok(page_step == 3);
+        }
         (DeclineThenPay, 2) => "pay",
         (
             Pay | WebhookLost | ReturnLost | BothLost | WebhookDuplicated | WebhookReordered
@@ -501,7 +515,45 @@ async fn step(
         shopper.behaviour.follows_return(),
     )
     .await?;
-    Ok(matches!(action, "abandon") || matches!(action, "pay" | "pay-twice" | "pay-late"))
+    // a shopper whose order staff will refund is not done after paying
+    Ok(matches!(action, "abandon")
+        || (matches!(action, "pay" | "pay-twice" | "pay-late") && shopper.behaviour != StaffRefund))
+}
+
+/// Staff refund one unit of the shopper's order (or, with `rest`, all that
+/// is left), through the same routine as the admin. An order not paid yet
+/// (its money still on the way) is refused and left as it is.
+async fn staff_refund(world: &World, started: &Started, rest: bool) -> anyhow::Result<()> {
+    use crate::staff::refunds::{RefundRequest, refund_order};
+    let order: Option<(uuid::Uuid, String, i32)> = sqlx::query_as(
+        "select o.id, l.product_id, l.qty - l.refunded_qty from orders o \
+           join order_lines l on l.order_id = o.id \
+          where o.provider_session_id = $1 order by l.product_id limit 1",
+    )
+    .bind(&started.reference)
+    .fetch_optional(&world.pool)
+    .await?;
+    let Some((order_id, product, left)) = order else {
+        return Ok(());
+    };
+    let units = if rest || left < 2 {
+        Vec::new()
+    } else {
+        vec![(product, 1)]
+    };
+    let request = RefundRequest {
+        order_id,
+        units,
+        reason: "simulated: the shopper cannot come".into(),
+        restock: true,
+        override_redeemed: false,
+        by: "simulate".into(),
+        staff: None,
+    };
+    refund_order(&world.pool, &request)
+        .await
+        .map_err(|error| anyhow::anyhow!("staff refund: {error}"))?;
+    Ok(())
 }
 
 /// Basket, checkout form, submit. `None` when the shop refused (sold out).
@@ -946,31 +998,59 @@ async fn account(world: &World, ledger: &mut SimLedger) -> anyhow::Result<()> {
     }
     ledger.charges = charges.len() as u64;
     ledger.charged_minor = charges.iter().map(|c| c.2).sum();
-    ledger.refunds = refunds.len() as u64;
-    ledger.refunded_minor = refunds.iter().map(|r| r.2).sum();
 
-    let paid: Vec<(String, String, i64)> = sqlx::query_as(
-        "select provider, payment_ref, amount_minor from orders \
-          where state = 'paid' and payment_ref is not null",
+    // fulfilled: paid, or paid and then refunded (some or all) by staff
+    let paid: Vec<(String, String, i64, i64)> = sqlx::query_as(
+        "select provider, payment_ref, amount_minor, refunded_minor from orders o \
+          where payment_ref is not null \
+            and (state = 'paid' or exists (select 1 from order_refunds r where r.order_id = o.id))",
     )
     .fetch_all(&world.pool)
     .await?;
     ledger.fulfilled_orders = paid.len() as u64;
     ledger.fulfilled_minor = paid.iter().map(|p| p.2).sum();
+    ledger.staff_refunded_orders = paid.iter().filter(|p| p.3 > 0).count() as u64;
     let fulfilled: BTreeMap<(String, String), i64> = paid
         .iter()
-        .map(|(provider, payment, amount)| ((provider.clone(), payment.clone()), *amount))
+        .map(|(provider, payment, amount, _)| ((provider.clone(), payment.clone()), *amount))
+        .collect();
+    let by_staff: BTreeMap<(String, String), i64> = paid
+        .iter()
+        .filter(|p| p.3 > 0)
+        .map(|(provider, payment, _, refunded)| ((provider.clone(), payment.clone()), *refunded))
         .collect();
     let mut refunded: BTreeMap<(String, String), u64> = BTreeMap::new();
-    for (provider, payment, _) in &refunds {
-        *refunded
-            .entry((provider.clone(), payment.clone()))
-            .or_insert(0) += 1;
+    let mut refunded_sum: BTreeMap<(String, String), i64> = BTreeMap::new();
+    for (provider, payment, amount) in &refunds {
+        let key = (provider.clone(), payment.clone());
+        // money staff gave back of a sale is counted apart from payments
+        // that were never sold
+        if by_staff.contains_key(&key) {
+            ledger.staff_refunds += 1;
+            ledger.staff_refunded_minor += amount;
+        } else {
+            ledger.refunds += 1;
+            ledger.refunded_minor += amount;
+        }
+        *refunded.entry(key.clone()).or_insert(0) += 1;
+        *refunded_sum.entry(key).or_insert(0) += amount;
     }
     for (provider, payment, amount) in &charges {
         let key = (provider.clone(), payment.clone());
         let kept = fulfilled.get(&key);
         let back = refunded.get(&key).copied().unwrap_or(0);
+        // staff gave some of a sold payment back: exactly what the order
+        // records, never more than it took
+        if let Some(staff) = by_staff.get(&key) {
+            let back_minor = refunded_sum.get(&key).copied().unwrap_or(0);
+            if back_minor != *staff || back_minor > *amount {
+                ledger.violations.push(format!(
+                    "{provider} charge {payment} ({amount}): staff refunded {staff}, \
+                     the provider gave back {back_minor}"
+                ));
+            }
+            continue;
+        }
         match (kept, back) {
             (None, 0) => ledger.violations.push(format!(
                 "{provider} charge {payment} ({amount}) has neither a fulfilment nor a refund"
@@ -1015,10 +1095,13 @@ async fn account(world: &World, ledger: &mut SimLedger) -> anyhow::Result<()> {
 
     let resources: Vec<(String, i32, i32, i32, i64)> = sqlx::query_as(
         "select r.id, r.total, r.sold, r.held, \
-                coalesce((select sum(l.qty) from order_lines l \
+                coalesce((select sum(l.qty - l.refunded_qty) from order_lines l \
                             join orders o on o.id = l.order_id \
                             join products p on p.id = l.product_id \
-                           where p.resource_id = r.id and o.state = 'paid'), 0)::int8 \
+                           where p.resource_id = r.id \
+                             and (o.state = 'paid' \
+                                  or exists (select 1 from order_refunds x \
+                                              where x.order_id = o.id))), 0)::int8 \
            from resources r order by r.id",
     )
     .fetch_all(&world.pool)
@@ -1158,6 +1241,10 @@ impl SimLedger {
             self.fulfilled_minor,
             self.refunds,
             self.refunded_minor
+        ));
+        out.push_str(&format!(
+            "staff refunds: {} orders, {} refunds ({})\n",
+            self.staff_refunded_orders, self.staff_refunds, self.staff_refunded_minor
         ));
         out.push_str("units:\n");
         for r in &self.resources {

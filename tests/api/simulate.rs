@@ -87,6 +87,12 @@ async fn two_thousand_shoppers_per_provider_leave_a_clean_ledger() {
             "{provider}: {ledger:#}"
         );
         assert!(n(&ledger, "refunds") > 0, "{provider}: {ledger:#}");
+        // staff refunded sales, racing their late webhooks: exactly what
+        // each order records went back, no more
+        assert!(
+            n(&ledger, "staff_refunded_orders") > 0 && n(&ledger, "staff_refunds") > 0,
+            "{provider}: {ledger:#}"
+        );
         assert!(
             ledger["reconciliation"]["fulfilled"].as_u64().unwrap() > 0,
             "{provider}: {ledger:#}"
