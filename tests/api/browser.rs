@@ -92,6 +92,15 @@ async fn start_driver() -> Driver {
     panic!("chromedriver did not start");
 }
 
+/// Whether a command failed because the page replaced its element.
+fn stale(error: &fantoccini::error::CmdError) -> bool {
+    matches!(
+        error,
+        fantoccini::error::CmdError::Standard(e)
+            if e.error == fantoccini::error::ErrorStatus::StaleElementReference
+    )
+}
+
 /// One headless browser window with a folder for its screenshots.
 struct Browser {
     client: Client,
@@ -140,12 +149,29 @@ impl Browser {
             .unwrap_or_else(|e| panic!("no {css} on the page: {e}"))
     }
 
+    /// An element's text. A page that navigates or reloads itself (a
+    /// form's answer arriving, `live.js` reloading) can replace the element
+    /// between finding and reading it: then it is found again.
     async fn text(&self, css: &str) -> String {
-        self.find(css).await.text().await.unwrap()
+        for _ in 0..50 {
+            match self.find(css).await.text().await {
+                Ok(text) => return text,
+                Err(error) if stale(&error) => tokio::time::sleep(Duration::from_millis(100)).await,
+                Err(error) => panic!("reading {css}: {error}"),
+            }
+        }
+        panic!("{css} went stale fifty times");
     }
 
     async fn click(&self, css: &str) {
-        self.find(css).await.click().await.unwrap();
+        for _ in 0..50 {
+            match self.find(css).await.click().await {
+                Ok(()) => return,
+                Err(error) if stale(&error) => tokio::time::sleep(Duration::from_millis(100)).await,
+                Err(error) => panic!("clicking {css}: {error}"),
+            }
+        }
+        panic!("{css} went stale fifty times");
     }
 
     async fn fill(&self, css: &str, value: &str) {
