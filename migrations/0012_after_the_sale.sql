@@ -6,8 +6,22 @@
 -- redemption
 -------------------------------------------------------------------------------
 
--- A pickup code names one order: redemption finds the order by it.
-create unique index orders_pickup_code on orders (pickup_code) where pickup_code is not null;
+-- A pickup code names one order: redemption finds the order by it. Codes
+-- were drawn without a uniqueness rule before this migration, so a shop
+-- with many orders may hold two alike: then the index is a plain one, new
+-- codes are still drawn unused (checkout's fulfil), and redemption calls a
+-- code two orders share not valid (staff look the order up instead).
+do $$
+begin
+    if exists (select 1 from orders where pickup_code is not null
+                group by pickup_code having count(*) > 1) then
+        raise warning 'pickup codes shared by two orders exist: the pickup code index is not unique';
+        create index orders_pickup_code on orders (pickup_code) where pickup_code is not null;
+    else
+        create unique index orders_pickup_code on orders (pickup_code) where pickup_code is not null;
+    end if;
+end;
+$$;
 
 -- One row per redeemed code. The primary key is the exactly-once: two doors
 -- scanning one code at one moment both try to insert it, and one wins.
@@ -81,8 +95,13 @@ create table order_refunds (
     restocked          boolean not null,
     override_redeemed  boolean not null default false,
     refunded_by        text not null,
+    -- the form's (or the command's) one-time key: a double submit is one
+    -- refund
+    request_key        text unique,
     created_at         timestamptz not null default now(),
-    constraint order_refund_positive check (amount_minor > 0),
+    -- free units (a price of 0) are refunded for nothing
+    constraint order_refund_not_negative check (amount_minor >= 0),
+    constraint order_refund_key_shape check (request_key is null or request_key ~ '^[A-Za-z0-9_-]{16,64}$'),
     constraint order_refund_reason_shape check (length(reason) between 1 and 500),
     constraint order_refund_by_shape check (length(refunded_by) between 1 and 254)
 );
@@ -235,6 +254,14 @@ begin
     select c.order_id, 'ticket' into v_order, v_kind from order_codes c where c.code = p_code;
     if not found then
         select o.id, 'pickup' into v_order, v_kind from orders o where o.pickup_code = p_code;
+        -- shared by two orders (drawn before codes were unique): not
+        -- something a door can decide
+        if (select count(*) from orders o where o.pickup_code = p_code) > 1 then
+            return query select 'not_valid', null::text, null::uuid, null::text,
+                                'a pickup code two orders share: look the order up'::text,
+                                null::timestamptz, null::text, null::text;
+            return;
+        end if;
     end if;
     if v_order is null then
         return query select 'not_valid', null::text, null::uuid, null::text, null::text,

@@ -549,6 +549,10 @@ async fn staff_refund(world: &World, started: &Started, rest: bool) -> anyhow::R
         override_redeemed: false,
         by: "simulate".into(),
         staff: None,
+        key: Some(format!(
+            "sim-{order_id}-{}",
+            if rest { "rest" } else { "one" }
+        )),
     };
     refund_order(&world.pool, &request)
         .await

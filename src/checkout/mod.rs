@@ -306,9 +306,15 @@ pub async fn order_lines(pool: &PgPool, order_id: Uuid) -> sqlx::Result<Vec<Orde
 }
 
 /// The ticket codes of an order, by product.
-pub async fn order_codes(pool: &PgPool, order_id: Uuid) -> sqlx::Result<Vec<(String, String)>> {
+/// An order's ticket codes: product, code, and whether its unit was
+/// refunded.
+pub async fn order_codes(
+    pool: &PgPool,
+    order_id: Uuid,
+) -> sqlx::Result<Vec<(String, String, bool)>> {
     sqlx::query_as(
-        "select product_id, code from order_codes where order_id = $1 order by product_id, code",
+        "select product_id, code, refunded_at is not null from order_codes where order_id = $1 \
+          order by product_id, code",
     )
     .bind(order_id)
     .fetch_all(pool)
@@ -1300,14 +1306,22 @@ async fn fulfil(
     .bind(order_id)
     .fetch_one(&mut **tx)
     .await?;
+    // a pickup code names one order: of a few drawn, the first no order
+    // has (two checkouts drawing the same one at the same moment would
+    // meet at the unique index, and the confirmation be tried again)
+    let candidates: Option<Vec<String>> =
+        pickup.then(|| (0..4).map(|_| codes::pickup_code()).collect());
     sqlx::query(
-        "update orders set state = 'paid', payment_ref = $2, paid_at = now(), pickup_code = $3, \
+        "update orders set state = 'paid', payment_ref = $2, paid_at = now(), \
+                pickup_code = (select c from unnest($3::text[]) with ordinality as x(c, n) \
+                                where not exists (select 1 from orders o where o.pickup_code = x.c) \
+                                order by n limit 1), \
                 updated_at = now() \
           where id = $1",
     )
     .bind(order_id)
     .bind(payment_ref.as_str())
-    .bind(pickup.then(codes::pickup_code))
+    .bind(candidates)
     .execute(&mut **tx)
     .await?;
     let tickets: Vec<(String, i32)> = sqlx::query_as(

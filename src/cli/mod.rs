@@ -125,6 +125,10 @@ enum Command {
         /// Refund units whose codes were already redeemed (recorded)
         #[arg(long)]
         override_redeemed: bool,
+        /// A key of 16 to 64 letters, digits, - or _: run again with the
+        /// same key (after a lost connection), it is the same refund
+        #[arg(long)]
+        key: Option<String>,
     },
     /// Show or change the shared settings
     Settings {
@@ -566,6 +570,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             reason,
             keep_off_sale,
             override_redeemed,
+            key,
         } => {
             use crate::staff::refunds::{self, RefundOutcome, RefundRequest};
             let order_id = uuid::Uuid::parse_str(order_id.trim())
@@ -614,6 +619,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                     std::env::var("USER").unwrap_or_else(|_| "unknown user".to_owned())
                 ),
                 staff: None,
+                key,
             };
             let outcome = refunds::refund_order(&pool, &request)
                 .await
@@ -661,10 +667,8 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 "command line ({})",
                 std::env::var("USER").unwrap_or_else(|_| "unknown user".to_owned())
             );
-            let door = crate::redemption::Door {
-                by: &by,
-                place: &place,
-            };
+            let place = place.trim();
+            let door = crate::redemption::Door { by: &by, place };
             let redeemed = crate::redemption::redeem(&pool, &code, &door)
                 .await
                 .map_err(|error| match error {

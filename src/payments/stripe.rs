@@ -530,12 +530,16 @@ impl PaymentProvider for StripeProvider {
         match created {
             Ok(refund) => refund_view(&refund),
             // the key's first answer is gone (kept 24 hours) and the money
-            // went back already: that refund is ours, find it
+            // went back already: that refund is ours, find it (for a part
+            // of the payment, one of that amount)
             Err(error) if error.code() == Some("charge_already_refunded") => self
                 .refunds_of(&request.payment_ref)
                 .await?
                 .into_iter()
-                .find(|r| r.status != RefundStatus::Failed)
+                .find(|r| {
+                    r.status != RefundStatus::Failed
+                        && request.amount_minor.is_none_or(|a| r.amount_minor == a)
+                })
                 .ok_or(error),
             Err(error) => Err(error),
         }

@@ -461,6 +461,10 @@ impl NoticeQuery {
             Some("refund_not_paid") => {
                 "Refused: only a paid order can be refunded here. Nothing was changed.".to_owned()
             }
+            Some("refund_not_in_order") => {
+                "Refused: the order has no such line (it may have changed). Nothing was changed."
+                    .to_owned()
+            }
             Some("refund_nothing_left") => {
                 "Refused: everything on this order was refunded already.".to_owned()
             }
@@ -774,6 +778,8 @@ struct OrderPage {
     /// name, quantity, line total
     lines: Vec<(String, i32, String)>,
     refundable: Vec<views::RefundableLine>,
+    /// The refund form's one-time key: a double submit is one refund.
+    refund_key: String,
     codes: Vec<views::CodeRow>,
     refunds: Vec<views::StaffRefundRow>,
     holds: Vec<views::HoldRow>,
@@ -811,6 +817,7 @@ pub async fn order(
         nav: nav(&shop, &session, &notice).await?,
         jobs: views::order_jobs(&shop.pool, id).await?,
         refundable: views::refundable_lines(&shop.pool, id).await?,
+        refund_key: checkout::codes::order_token(),
         codes: views::order_codes(&shop.pool, id).await?,
         refunds: views::staff_refunds(&shop.pool, id).await?,
         o,
@@ -865,6 +872,7 @@ pub async fn refund_order(
         override_redeemed: field("override_redeemed").is_some(),
         by: session.staff.email.clone(),
         staff: Some(session.staff.clone()),
+        key: field("refund_key").map(str::to_owned),
     };
     let back = format!("/admin/orders/{id}");
     let notice = match refunds::refund_order(&shop.pool, &request).await? {
@@ -872,7 +880,8 @@ pub async fn refund_order(
         RefundOutcome::Queued { .. } => "staff_refund_queued",
         RefundOutcome::NotPaid { .. } => "refund_not_paid",
         RefundOutcome::NothingLeft => "refund_nothing_left",
-        RefundOutcome::TooMany { .. } | RefundOutcome::NotInOrder { .. } => "refund_too_many",
+        RefundOutcome::TooMany { .. } => "refund_too_many",
+        RefundOutcome::NotInOrder { .. } => "refund_not_in_order",
         RefundOutcome::Redeemed { .. } => "refund_redeemed",
         RefundOutcome::NotFound => return Err(ShopError::not_found("no such order")),
     };

@@ -983,11 +983,22 @@ struct OrderPage {
     pickup_code: String,
     /// When the pickup code was used, if it was.
     pickup_used: String,
-    /// Product name, code, and when it was used (empty: not yet).
-    tickets: Vec<(String, String, String)>,
+    /// Staff refunded part of a paid order: how much, and why.
+    refund_note: String,
+    tickets: Vec<TicketLine>,
     headline: String,
     explanation: String,
     lines: Vec<checkout::OrderLine>,
+}
+
+/// A ticket on the order page.
+struct TicketLine {
+    product: String,
+    code: String,
+    /// When it was used; empty: not yet.
+    used: String,
+    /// Its unit was refunded: it admits nobody.
+    refunded: bool,
 }
 
 /// `GET /orders/{token}`: reachable only by its unguessable link.
@@ -1015,9 +1026,11 @@ pub async fn order_page(
     let tickets = checkout::order_codes(&shop.pool, order.id)
         .await?
         .into_iter()
-        .map(|(product, code)| {
-            let when = used_at(&code);
-            (names.get(&product).cloned().unwrap_or(product), code, when)
+        .map(|(product, code, refunded)| TicketLine {
+            product: names.get(&product).cloned().unwrap_or(product),
+            used: used_at(&code),
+            code,
+            refunded,
         })
         .collect();
     let pickup_used = order
@@ -1025,7 +1038,29 @@ pub async fn order_page(
         .as_deref()
         .map(used_at)
         .unwrap_or_default();
+    // what staff refunded, and why (the latest reason)
+    let staff_refund: Option<(String, i64)> = sqlx::query_as(
+        "select reason, (select sum(amount_minor) from order_refunds where order_id = $1)::int8 \
+           from order_refunds where order_id = $1 order by id desc limit 1",
+    )
+    .bind(order.id)
+    .fetch_optional(&shop.pool)
+    .await?;
+    let refund_note = match &staff_refund {
+        Some((reason, amount)) if order.state == OrderState::Paid => format!(
+            "Part of this order was refunded ({}): {reason}",
+            money(*amount, &order.currency)
+        ),
+        _ => String::new(),
+    };
+    let staff_explanation = staff_refund.as_ref().map(|(reason, _)| {
+        format!("The shop refunded it: {reason}. The money is on its way back to you.")
+    });
     let (headline, explanation) = match order.state {
+        OrderState::RefundPending | OrderState::Refunded if staff_explanation.is_some() => (
+            "Your order was refunded",
+            staff_explanation.as_deref().unwrap_or_default(),
+        ),
         OrderState::Expired => (
             "Your reservation ran out",
             "Nothing was charged; the items went back on sale.",
@@ -1049,6 +1084,7 @@ pub async fn order_page(
         total: money(order.amount_minor, &order.currency),
         pickup_code: order.pickup_code.clone().unwrap_or_default(),
         pickup_used,
+        refund_note,
         tickets,
         headline: headline.into(),
         explanation: explanation.into(),

@@ -38,8 +38,11 @@ pub struct RefundRequest {
     /// Who: a staff member's e-mail, or the command line's user.
     pub by: String,
     /// The staff member, when it came from the admin: the attempt goes in
-    /// the activity record, whatever came of it.
+    /// the activity record, whatever outcome it had.
     pub staff: Option<StaffMember>,
+    /// The form's (or command's) one-time key: the same key again is the
+    /// same refund, answered again, never a second one.
+    pub key: Option<String>,
 }
 
 /// What a refund came to.
@@ -102,6 +105,15 @@ pub fn check(request: &RefundRequest) -> Result<(), String> {
     if !request.units.is_empty() && request.units.iter().all(|(_, n)| *n == 0) {
         return Err("choose at least one unit to refund".into());
     }
+    let key_shaped = |key: &str| {
+        (16..=64).contains(&key.len())
+            && key
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+    };
+    if request.key.as_deref().is_some_and(|key| !key_shaped(key)) {
+        return Err("the refund form is out of date; reload the order and try again".into());
+    }
     Ok(())
 }
 
@@ -132,7 +144,8 @@ impl RefundOutcome {
 
 /// Refund (some of) a paid order. Bad input is `Err(InvalidInput)`; a
 /// refusal that depends on the order is an outcome, and changes nothing
-/// but the activity record.
+/// but the activity record (an error, which rolls everything back, leaves
+/// only its log line).
 pub async fn refund_order(pool: &PgPool, request: &RefundRequest) -> super::Result<RefundOutcome> {
     check(request).map_err(super::StaffError::InvalidInput)?;
     let mut tx = pool.begin().await?;
@@ -195,6 +208,33 @@ async fn refund_in(
     let (Some(payment_ref), Some(purchase)) = (payment_ref, purchase) else {
         return Ok(RefundOutcome::NotPaid { state });
     };
+    // the same form again: the refund it made
+    if let Some(key) = &request.key {
+        let earlier: Option<(i64, Uuid, i64, serde_json::Value)> = sqlx::query_as(
+            "select id, order_id, amount_minor, units from order_refunds where request_key = $1",
+        )
+        .bind(key)
+        .fetch_optional(&mut **tx)
+        .await?;
+        if let Some((refund_id, order_id, amount_minor, units)) = earlier {
+            if order_id != request.order_id {
+                return Err(super::StaffError::InvalidInput(
+                    "that refund form belongs to another order".into(),
+                ));
+            }
+            let units = units
+                .as_array()
+                .map(|u| u.iter().filter_map(|u| u["qty"].as_i64()).sum::<i64>())
+                .unwrap_or(0);
+            return Ok(RefundOutcome::Queued {
+                refund_id,
+                amount_minor,
+                currency,
+                units: units as i32,
+                whole: state != OrderState::Paid,
+            });
+        }
+    }
     if state != OrderState::Paid {
         return Ok(RefundOutcome::NotPaid { state });
     }
@@ -273,13 +313,14 @@ async fn refund_in(
                 ));
             }
             "pickup_slot" if pickup_redeemed => {
-                redeemed.push("the pickup code".to_owned());
+                if !redeemed.iter().any(|c| c == "the pickup code") {
+                    redeemed.push("the pickup code".to_owned());
+                }
                 stopped.push((line.product_id.as_str(), Vec::new()));
             }
             _ => stopped.push((line.product_id.as_str(), Vec::new())),
         }
     }
-    redeemed.dedup();
     if !redeemed.is_empty() && !request.override_redeemed {
         return Ok(RefundOutcome::Redeemed { codes: redeemed });
     }
@@ -295,8 +336,11 @@ async fn refund_in(
             .map(|(l, n)| l.unit_price_minor * i64::from(*n))
             .sum()
     };
-    if amount_minor <= 0 {
-        return Ok(RefundOutcome::NothingLeft);
+    if amount_minor < 0 {
+        return Err(super::StaffError::Internal(format!(
+            "order {} has had more refunded than it took",
+            request.order_id
+        )));
     }
     let actor = format!("refund:{}", request.by);
     for (line, n) in &wanted {
@@ -351,10 +395,17 @@ async fn refund_in(
             )));
         }
     }
-    // the database refuses a sum over what was paid
+    // the database refuses a sum over what was paid; with nothing left,
+    // the order waits for its refunds (none, when the rest was free)
     sqlx::query(
         "update orders set refunded_minor = refunded_minor + $2, \
-                state = case when $3 then 'refund_pending' else state end, updated_at = now() \
+                state = case when not $3 then state \
+                             when $2 > 0 or exists (select 1 from outbox_jobs j \
+                                                     where j.kind = 'refund' and j.state = 'pending' \
+                                                       and j.payload->>'order_id' = $1::text) \
+                               then 'refund_pending' \
+                             else 'refunded' end, \
+                updated_at = now() \
           where id = $1",
     )
     .bind(request.order_id)
@@ -371,8 +422,9 @@ async fn refund_in(
         .collect();
     let refund_id: i64 = sqlx::query_scalar(
         "insert into order_refunds \
-            (order_id, amount_minor, units, reason, restocked, override_redeemed, refunded_by) \
-         values ($1, $2, $3, $4, $5, $6, $7) returning id",
+            (order_id, amount_minor, units, reason, restocked, override_redeemed, refunded_by, \
+             request_key) \
+         values ($1, $2, $3, $4, $5, $6, $7, $8) returning id",
     )
     .bind(request.order_id)
     .bind(amount_minor)
@@ -381,21 +433,25 @@ async fn refund_in(
     .bind(request.restock)
     .bind(!redeemed.is_empty())
     .bind(&request.by)
+    .bind(&request.key)
     .fetch_one(&mut **tx)
     .await?;
-    outbox::queue(
-        &mut **tx,
-        &OutboxJob::Refund(RefundJob {
-            order_id: Some(request.order_id),
-            provider,
-            payment_ref,
-            reason: "staff".to_owned(),
-            staff_refund: Some(refund_id),
-            amount_minor: Some(amount_minor),
-            paid_minor: Some(paid_minor),
-        }),
-    )
-    .await?;
+    // free units need no money back
+    if amount_minor > 0 {
+        outbox::queue(
+            &mut **tx,
+            &OutboxJob::Refund(RefundJob {
+                order_id: Some(request.order_id),
+                provider,
+                payment_ref,
+                reason: "staff".to_owned(),
+                staff_refund: Some(refund_id),
+                amount_minor: Some(amount_minor),
+                paid_minor: Some(paid_minor),
+            }),
+        )
+        .await?;
+    }
     tracing::info!(
         order = %request.order_id,
         refund = refund_id,

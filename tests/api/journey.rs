@@ -365,8 +365,20 @@ async fn abandoning_gives_the_units_back_and_late_money_is_refunded() {
     assert_eq!(forced.status(), 204);
     let token = token_of(&cancel);
     app.wait_for_state(&token, "refund_pending").await;
-    app.outbox().await;
-    assert_eq!(app.order_state(&token).await, "refunded");
+    let outcomes = app.outbox().await;
+    let state = app.order_state(&token).await;
+    if state != "refunded" {
+        let jobs: Vec<(String, String, serde_json::Value, Option<String>)> = sqlx::query_as(
+            "select dedupe_key, state, payload, last_error from outbox_jobs order by id",
+        )
+        .fetch_all(&app.db.pool)
+        .await
+        .unwrap();
+        panic!(
+            "the order is {state} after the outbox: {outcomes:?}; jobs {jobs:?}; refunds {:?}",
+            app.sandbox.stripe.ledger().refunds
+        );
+    }
     assert_eq!(app.sandbox.stripe.ledger().refunds.len(), 1);
     assert_eq!(
         app.db
@@ -785,8 +797,20 @@ async fn paying_on_an_expired_page_is_money_after_expiry_and_is_refunded() {
     assert_eq!(paid.status(), 303);
     shopper.get(location(&paid)).send().await.unwrap();
     app.wait_for_state(&token, "refund_pending").await;
-    app.outbox().await;
-    assert_eq!(app.order_state(&token).await, "refunded");
+    let outcomes = app.outbox().await;
+    let state = app.order_state(&token).await;
+    if state != "refunded" {
+        let jobs: Vec<(String, String, serde_json::Value, Option<String>)> = sqlx::query_as(
+            "select dedupe_key, state, payload, last_error from outbox_jobs order by id",
+        )
+        .fetch_all(&app.db.pool)
+        .await
+        .unwrap();
+        panic!(
+            "the order is {state} after the outbox: {outcomes:?}; jobs {jobs:?}; refunds {:?}",
+            app.sandbox.stripe.ledger().refunds
+        );
+    }
     let order = shopper
         .get(format!("{}/orders/{token}", app.address))
         .send()

@@ -114,6 +114,16 @@ async fn a_partial_then_a_full_refund_racing_the_late_webhook_give_back_exactly_
     );
     assert_eq!(notice, "staff_refund_queued");
     assert!(statuses.iter().all(|s| s.is_redirection()), "{statuses:?}");
+    let page = shopper
+        .get(format!("{}/orders/{token}", app.address))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert_eq!(page.matches("used-note\">refunded<").count(), 1, "{page}");
+    assert!(page.contains("Part of this order was refunded"), "{page}");
     wait_for_accepted(|| app.sandbox.stripe.ledger(), 1).await;
     assert_eq!(
         refunded_minor(&app, order).await,
@@ -192,6 +202,17 @@ async fn a_partial_then_a_full_refund_racing_the_late_webhook_give_back_exactly_
         .await
         .unwrap();
     assert_eq!(redeemed.outcome, holdfast::redemption::Outcome::Refunded);
+    // and the shopper's page says why
+    let page = shopper
+        .get(format!("{}/orders/{token}", app.address))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(page.contains("Your order was refunded"), "{page}");
+    assert!(page.contains("The band cancelled the encore"), "{page}");
 
     // the three seats are on sale again, and the next shopper buys them
     assert_eq!(held_and_sold(&app.db, TIER).await, (held, sold - 3));
@@ -401,7 +422,10 @@ async fn bad_refunds_are_refused_clearly_and_change_nothing() {
     assert_eq!(snapshot(&app.db.pool).await, before);
     // more than the order has, or a product it does not have: refused,
     // recorded, nothing else changed
-    for units in [("units:harbour-lights-vip", "3"), ("units:wild-honey", "1")] {
+    for (units, notice) in [
+        (("units:harbour-lights-vip", "3"), "refund_too_many"),
+        (("units:wild-honey", "1"), "refund_not_in_order"),
+    ] {
         let response = post(vec![
             ("csrf", csrf.clone()),
             ("reason", "x".into()),
@@ -409,7 +433,8 @@ async fn bad_refunds_are_refused_clearly_and_change_nothing() {
         ])
         .await;
         assert_eq!(response.status(), StatusCode::SEE_OTHER);
-        assert!(location(&response).ends_with("notice=refund_too_many"));
+        let back = location(&response);
+        assert!(back.ends_with(&format!("notice={notice}")), "{back}");
     }
     let after = snapshot(&app.db.pool).await;
     assert_eq!(before[..6], after[..6], "orders, holds and jobs unchanged");
@@ -478,5 +503,124 @@ async fn the_command_line_refunds_some_units_then_the_rest() {
         .unwrap();
     assert_eq!(by.len(), 2);
     assert!(by.iter().all(|b| b.starts_with("command line")));
+    assert_no_drift(&app.db.inventory()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_double_submitted_refund_form_is_one_refund_and_free_units_cost_nothing() {
+    let app = spawn_app().await;
+    app.load_demo().await;
+    app.add_staff().await;
+    let (staff, csrf) = app.staff_browser().await;
+    // the honey is free today
+    sqlx::query("update products set price_minor = 0 where id = 'wild-honey'")
+        .execute(&app.db.pool)
+        .await
+        .unwrap();
+    let order = paid(&app.db, "double-1", &[(TIER, 3), ("wild-honey", 1)]).await;
+    let page = app
+        .admin_page(&staff, &format!("/admin/orders/{}", order.id))
+        .await;
+    let key = crate::admin::hidden(&page, "refund_key");
+    // the same form, pressed five times at once
+    let presses = (0..5).map(|_| {
+        let staff = staff.clone();
+        let url = format!("{}/admin/orders/{}/refund", app.address, order.id);
+        let form = vec![
+            ("csrf", csrf.clone()),
+            ("refund_key", key.clone()),
+            ("reason", "Double click".to_owned()),
+            ("units:harbour-lights-vip", "1".to_owned()),
+            ("units:wild-honey", "0".to_owned()),
+            ("restock", "on".to_owned()),
+        ];
+        async move {
+            let response = staff.post(url).form(&form).send().await.unwrap();
+            location(&response)
+        }
+    });
+    let answers = join_all(presses).await;
+    assert!(
+        answers
+            .iter()
+            .all(|a| a.ends_with("notice=staff_refund_queued")),
+        "{answers:?}"
+    );
+    let refunds: Vec<i64> =
+        sqlx::query_scalar("select amount_minor from order_refunds where order_id = $1")
+            .bind(order.id)
+            .fetch_all(&app.db.pool)
+            .await
+            .unwrap();
+    let price: i64 = sqlx::query_scalar("select price_minor from products where id = $1")
+        .bind(TIER)
+        .fetch_one(&app.db.pool)
+        .await
+        .unwrap();
+    assert_eq!(refunds, [price], "one refund for five presses");
+    let jobs: i64 = sqlx::query_scalar("select count(*) from outbox_jobs where kind = 'refund'")
+        .fetch_one(&app.db.pool)
+        .await
+        .unwrap();
+    assert_eq!(jobs, 1);
+    // the same key for another order is refused
+    let other = paid(&app.db, "double-2", &[(TIER, 1)]).await;
+    let response = staff
+        .post(format!("{}/admin/orders/{}/refund", app.address, other.id))
+        .form(&[
+            ("csrf", csrf.as_str()),
+            ("refund_key", key.as_str()),
+            ("reason", "x"),
+            ("units:harbour-lights-vip", "1"),
+        ])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::BAD_REQUEST);
+
+    // the free jar: refunded for nothing, no provider call
+    let notice = refund(
+        &app,
+        &staff,
+        &csrf,
+        order.id,
+        &[(TIER, "0"), ("wild-honey", "1")],
+        &[],
+    )
+    .await;
+    assert_eq!(notice, "staff_refund_queued");
+    let jobs: i64 = sqlx::query_scalar("select count(*) from outbox_jobs where kind = 'refund'")
+        .fetch_one(&app.db.pool)
+        .await
+        .unwrap();
+    assert_eq!(jobs, 1, "nothing to ask the provider for");
+    // the rest: the order waits for its two refunds at the provider
+    let notice = refund(
+        &app,
+        &staff,
+        &csrf,
+        order.id,
+        &[(TIER, "2"), ("wild-honey", "0")],
+        &[],
+    )
+    .await;
+    assert_eq!(notice, "staff_refund_whole");
+    let (refunded, paid_minor, state) = refunded_minor(&app, order.id).await;
+    assert_eq!((refunded, state.as_str()), (paid_minor, "refund_pending"));
+    let recorded: Vec<i64> = sqlx::query_scalar(
+        "select amount_minor from order_refunds where order_id = $1 order by id",
+    )
+    .bind(order.id)
+    .fetch_all(&app.db.pool)
+    .await
+    .unwrap();
+    assert_eq!(recorded, [price, 0, 2 * price]);
+    let asked: Vec<i64> = sqlx::query_scalar(
+        "select (payload->>'amount_minor')::int8 from outbox_jobs where kind = 'refund' order by id",
+    )
+    .fetch_all(&app.db.pool)
+    .await
+    .unwrap();
+    assert_eq!(asked, [price, 2 * price]);
     assert_no_drift(&app.db.inventory()).await;
 }
