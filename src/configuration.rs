@@ -126,6 +126,9 @@ pub struct ServerSettings {
     /// `HOLDFAST_RETENTION_DAYS` (default 30): how long baskets and orders
     /// that were never paid are kept. Paid orders are kept.
     pub retention_days: u32,
+    /// `HOLDFAST_TIME_ZONE` (an IANA name, default `UTC`): the zone every
+    /// time on a page is shown in, and the catalogue's times are read in.
+    pub time_zone: crate::clock::ShopZone,
 }
 
 /// `STRIPE_SECRET_KEY`, `STRIPE_WEBHOOK_SECRET` (and
@@ -257,6 +260,7 @@ impl ServerSettings {
                 Some(other) => anyhow::bail!("HOLDFAST_SANDBOX is 1 or 0, not {other:?}"),
             },
             retention_days: parse_or::<u32>("HOLDFAST_RETENTION_DAYS", 30)?.max(1),
+            time_zone: time_zone()?,
         })
     }
 
@@ -305,6 +309,16 @@ fn limits() -> anyhow::Result<crate::limits::Limits> {
         };
     }
     Ok(limits)
+}
+
+/// `HOLDFAST_TIME_ZONE`, read wherever times are shown or read (the shop,
+/// `holdfast catalogue load`).
+pub fn time_zone() -> anyhow::Result<crate::clock::ShopZone> {
+    match non_empty("HOLDFAST_TIME_ZONE") {
+        None => Ok(crate::clock::ShopZone::UTC),
+        Some(name) => crate::clock::ShopZone::parse(&name)
+            .map_err(|e| anyhow::anyhow!("HOLDFAST_TIME_ZONE: {e}")),
+    }
 }
 
 /// `NAME` and `NAME_PREVIOUS`, the secrets of a webhook during a rotation,

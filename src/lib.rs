@@ -5,6 +5,7 @@
 
 pub mod checkout;
 pub mod cli;
+pub mod clock;
 pub mod combine;
 pub mod configuration;
 pub mod database;

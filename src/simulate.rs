@@ -302,6 +302,7 @@ async fn catalogue(pool: &PgPool, units: i64) -> anyhow::Result<Vec<String>> {
             price_minor: *price,
             capacity: per + i64::from((i as i64) < extra),
             days_ahead: Some(1),
+            time: None,
             time_utc: Some("12:00".into()),
             max_per_order: crate::checkout::catalogue::DEFAULT_MAX_PER_ORDER,
         })

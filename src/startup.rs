@@ -31,6 +31,8 @@ pub struct Shop {
     /// What is left of products, a second old at most, for the pages that
     /// watch sold-out products.
     pub stock: crate::checkout::catalogue::StockCache,
+    /// The zone pages show times in.
+    pub zone: crate::clock::ShopZone,
     /// The payment providers offered, the default first.
     pub payments: Providers,
     /// How browsers and providers reach us, without a trailing slash.
@@ -53,6 +55,7 @@ impl Shop {
             fairness: crate::routes::client::Fairness::off(pool.clone()),
             metrics: crate::metrics::Exporter::new(None),
             stock: Default::default(),
+            zone: crate::clock::ShopZone::UTC,
             pool,
             payments,
             base_url,
@@ -289,7 +292,7 @@ pub async fn serve(
         let catalogue = std::path::Path::new("fixtures/catalogue.json");
         if catalogue.exists() {
             let report = crate::checkout::catalogue::CatalogueFile::read(catalogue)?
-                .load(&pool)
+                .load_in(&pool, settings.time_zone)
                 .await?;
             tracing::info!(products = report.products, "demo catalogue loaded");
         }

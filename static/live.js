@@ -25,8 +25,9 @@
     if (product.pending <= 0) {
       return "";
     }
+    // the shop's own wording of the time, in the shop's zone
     var back = product.first_back_at && new Date(product.first_back_at) > new Date()
-      ? "by " + clock(product.first_back_at)
+      ? "by " + (product.first_back || clock(product.first_back_at))
       : "any moment now";
     return "Sold out for now: " + product.pending + " held by shoppers who are paying. " +
       "If they do not finish, the first come back " + back + ".";

@@ -3,6 +3,7 @@
 
 use std::path::Path;
 
+use crate::clock::ShopZone;
 use anyhow::Context;
 use chrono::{DateTime, Duration, NaiveTime, Utc};
 use serde::{Deserialize, Serialize};
@@ -18,7 +19,9 @@ pub struct CatalogueFile {
     pub products: Vec<ProductSpec>,
 }
 
-/// A bakery's slots: the same product every `times_utc` on each day ahead.
+/// A bakery's slots: the same product at each of `times` (wall-clock
+/// times in the shop's zone, `HOLDFAST_TIME_ZONE`) on each day ahead.
+/// `times_utc` gives them in UTC instead.
 #[derive(Debug, Deserialize)]
 pub struct PickupSlots {
     pub collection: String,
@@ -27,6 +30,9 @@ pub struct PickupSlots {
     pub price_minor: i64,
     pub capacity: i64,
     pub days_ahead: Vec<i64>,
+    #[serde(default)]
+    pub times: Vec<String>,
+    #[serde(default)]
     pub times_utc: Vec<String>,
     /// Most boxes one order may take (default 10).
     #[serde(default = "default_max_per_order")]
@@ -51,6 +57,9 @@ pub struct ProductSpec {
     pub price_minor: i64,
     pub capacity: i64,
     pub days_ahead: Option<i64>,
+    /// When it happens, `days_ahead` days from today: a wall-clock time in
+    /// the shop's zone (`time`) or in UTC (`time_utc`).
+    pub time: Option<String>,
     pub time_utc: Option<String>,
     /// Most units one order may take (default 10).
     #[serde(default = "default_max_per_order")]
@@ -81,11 +90,20 @@ pub struct LoadReport {
     pub capacity_kept: Vec<String>,
 }
 
-fn at(today: DateTime<Utc>, days_ahead: i64, time: &str) -> anyhow::Result<DateTime<Utc>> {
+/// `time` on the day `days_ahead` from `now`'s date, both in `zone`.
+fn at(
+    now: DateTime<Utc>,
+    zone: ShopZone,
+    days_ahead: i64,
+    time: &str,
+) -> anyhow::Result<DateTime<Utc>> {
     let time = NaiveTime::parse_from_str(time, "%H:%M")
         .with_context(|| format!("{time:?} is not a time like 12:30"))?;
-    let day = (today + Duration::days(days_ahead)).date_naive();
-    Ok(day.and_time(time).and_utc())
+    let day = zone
+        .today(now)
+        .checked_add_signed(Duration::days(days_ahead))
+        .with_context(|| format!("{days_ahead} days ahead is out of range"))?;
+    zone.at(day, time).map_err(|e| anyhow::anyhow!(e))
 }
 
 impl CatalogueFile {
@@ -96,24 +114,27 @@ impl CatalogueFile {
             .with_context(|| format!("{} is not a catalogue", path.display()))
     }
 
-    /// Every product with its capacity and start, dates relative to `today`.
-    fn expand(&self, today: DateTime<Utc>) -> anyhow::Result<Vec<(Product, i64)>> {
+    /// Every product with its capacity and start, dates relative to `now`
+    /// in `zone`.
+    fn expand(&self, now: DateTime<Utc>, zone: ShopZone) -> anyhow::Result<Vec<(Product, i64)>> {
         let mut products = Vec::new();
         if let Some(slots) = &self.pickup_slots {
+            let times = slots
+                .times
+                .iter()
+                .map(|t| (t, zone))
+                .chain(slots.times_utc.iter().map(|t| (t, ShopZone::UTC)));
+            let times: Vec<_> = times.collect();
             for day in &slots.days_ahead {
-                for time in &slots.times_utc {
-                    let starts = at(today, *day, time)?;
+                for (time, in_zone) in &times {
+                    let starts = at(now, *in_zone, *day, time)?;
                     let id = format!("{}-{}", slots.collection, starts.format("%Y-%m-%d-%H%M"));
                     products.push((
                         Product {
                             resource_id: id.clone(),
                             id,
                             kind: "pickup_slot".into(),
-                            name: format!(
-                                "{}, pickup {}",
-                                slots.name,
-                                starts.format("%a %-d %b %H:%M")
-                            ),
+                            name: format!("{}, pickup {}", slots.name, zone.short(starts)),
                             description: slots.description.clone(),
                             price_minor: slots.price_minor,
                             currency: self.currency.clone(),
@@ -127,8 +148,12 @@ impl CatalogueFile {
             }
         }
         for spec in &self.products {
-            let starts_at = match (spec.days_ahead, &spec.time_utc) {
-                (Some(days), Some(time)) => Some(at(today, days, time)?),
+            let starts_at = match (spec.days_ahead, &spec.time, &spec.time_utc) {
+                (Some(days), Some(time), None) => Some(at(now, zone, days, time)?),
+                (Some(days), None, Some(time)) => Some(at(now, ShopZone::UTC, days, time)?),
+                (_, Some(_), Some(_)) => {
+                    anyhow::bail!("product {:?}: give time or time_utc, not both", spec.id)
+                }
                 _ => None,
             };
             products.push((
@@ -155,10 +180,16 @@ impl CatalogueFile {
     /// Every product is checked before anything is written: a bad line
     /// leaves the database as it was.
     pub async fn load(&self, pool: &PgPool) -> anyhow::Result<LoadReport> {
+        self.load_in(pool, ShopZone::UTC).await
+    }
+
+    /// [`load`](Self::load), with the catalogue's wall-clock times read in
+    /// the shop's zone.
+    pub async fn load_in(&self, pool: &PgPool, zone: ShopZone) -> anyhow::Result<LoadReport> {
         let inventory = Inventory::new(pool.clone());
         let mut report = LoadReport::default();
         let mut checked = Vec::new();
-        for (product, capacity) in self.expand(Utc::now())? {
+        for (product, capacity) in self.expand(Utc::now(), zone)? {
             let resource =
                 check(&product, capacity).with_context(|| format!("product {:?}", product.id))?;
             checked.push((product, resource, Capacity::parse(capacity)?));

@@ -341,7 +341,8 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Catalogue {
             action: CatalogueAction::Load { file },
         } => {
-            let report = CatalogueFile::read(&file)?.load(&pool).await?;
+            let zone = crate::configuration::time_zone()?;
+            let report = CatalogueFile::read(&file)?.load_in(&pool, zone).await?;
             print(json, &report, || {
                 let mut text = format!(
                     "{} products loaded, {} new resources",
@@ -663,6 +664,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             });
         }
         Command::Redeem { code, place } => {
+            let zone = crate::configuration::time_zone()?;
             let by = format!(
                 "command line ({})",
                 std::env::var("USER").unwrap_or_else(|_| "unknown user".to_owned())
@@ -691,7 +693,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                         _ => None,
                     },
                 }),
-                || redemption_text(&redeemed),
+                || redemption_text(&redeemed, zone),
             );
             return Ok(match outcome {
                 crate::redemption::Outcome::Admitted | crate::redemption::Outcome::Collected => {
@@ -817,7 +819,10 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
 }
 
 /// One redemption, as staff at a door read it.
-fn redemption_text(redeemed: &crate::redemption::Redemption) -> String {
+fn redemption_text(
+    redeemed: &crate::redemption::Redemption,
+    zone: crate::clock::ShopZone,
+) -> String {
     use crate::redemption::Outcome;
     let who = redeemed.customer_name.as_deref().unwrap_or("");
     let what = redeemed.what.as_deref().unwrap_or("");
@@ -827,7 +832,7 @@ fn redemption_text(redeemed: &crate::redemption::Redemption) -> String {
         Outcome::AlreadyUsed { at, by, place } => format!(
             "{}: already used at {} by {by}{}",
             redeemed.code,
-            at.format("%Y-%m-%d %H:%M:%S UTC"),
+            zone.stamp(*at),
             if place.is_empty() {
                 String::new()
             } else {

@@ -213,10 +213,6 @@ macro_rules! plain {
 }
 plain!(DateTime<Utc>, f64, i64, Uuid);
 
-fn clock(at: impl Plain<DateTime<Utc>>) -> String {
-    at.plain().format("%Y-%m-%d %H:%M:%S UTC").to_string()
-}
-
 fn age(seconds: impl Plain<f64>) -> String {
     let seconds = seconds.plain().max(0.0) as i64;
     match seconds {
@@ -405,6 +401,15 @@ struct Nav {
     orphans: i64,
     notice: String,
     notice_kind: &'static str,
+    /// The shop's zone, which every time on the admin is shown in.
+    zone: crate::clock::ShopZone,
+}
+
+impl Nav {
+    /// A moment, in the shop's zone ("2026-12-01 19:02:03 CET").
+    fn clock(&self, at: impl Plain<DateTime<Utc>>) -> String {
+        self.zone.stamp(at.plain())
+    }
 }
 
 async fn nav(shop: &Shop, session: &Session, notice: &NoticeQuery) -> Result<Nav, ShopError> {
@@ -416,6 +421,7 @@ async fn nav(shop: &Shop, session: &Session, notice: &NoticeQuery) -> Result<Nav
         orphans: views::orphan_count(&shop.pool).await?,
         notice,
         notice_kind,
+        zone: shop.zone,
     })
 }
 
@@ -999,10 +1005,10 @@ pub async fn redeem(
         Outcome::Collected => (StatusCode::OK, "Collected".to_owned(), for_whom),
         Outcome::AlreadyUsed { at, by, place } => (
             StatusCode::CONFLICT,
-            format!("Already used at {}", at.format("%H:%M")),
+            format!("Already used at {}", shop.zone.time(*at)),
             format!(
                 "redeemed {} by {by}{}; {for_whom}",
-                clock(*at),
+                shop.zone.stamp(*at),
                 if place.is_empty() {
                     String::new()
                 } else {

@@ -85,12 +85,13 @@ pub fn pending_note(
     pending: i32,
     first_back_at: Option<chrono::DateTime<chrono::Utc>>,
     now: chrono::DateTime<chrono::Utc>,
+    zone: crate::clock::ShopZone,
 ) -> String {
     if pending <= 0 {
         return String::new();
     }
     let when = match first_back_at.filter(|at| *at > now) {
-        Some(at) => format!("by {} UTC", at.format("%H:%M")),
+        Some(at) => format!("by {}", zone.time(at)),
         None => "any moment now".to_owned(),
     };
     format!(
@@ -180,13 +181,13 @@ async fn catalogue_page(
                 when: row
                     .starts_at
                     .filter(|_| row.kind != "pickup_slot")
-                    .map(|at| at.format("%A %-d %B, %H:%M").to_string())
+                    .map(|at| shop.zone.long(at))
                     .unwrap_or_default(),
                 price: money(row.price_minor, &row.currency),
                 available,
                 max_qty: available.min(row.max_per_order),
                 note: if available == 0 {
-                    pending_note(row.pending_units, row.first_back_at, now)
+                    pending_note(row.pending_units, row.first_back_at, now, shop.zone)
                 } else {
                     String::new()
                 },
@@ -436,7 +437,11 @@ pub struct CheckoutForm {
 
 /// The lines a checkout could not hold; a sold-out one says what is
 /// pending and when it may come back (`stock` of the sold-out products).
-fn describe_short(lines: &[ShortLine], stock: &[catalogue::Stock]) -> Vec<Problem> {
+fn describe_short(
+    lines: &[ShortLine],
+    stock: &[catalogue::Stock],
+    zone: crate::clock::ShopZone,
+) -> Vec<Problem> {
     let now = chrono::Utc::now();
     lines
         .iter()
@@ -447,7 +452,7 @@ fn describe_short(lines: &[ShortLine], stock: &[catalogue::Stock]) -> Vec<Proble
                 note: stock
                     .iter()
                     .find(|s| s.id == line.product_id)
-                    .map(|s| pending_note(s.pending, s.first_back_at, now))
+                    .map(|s| pending_note(s.pending, s.first_back_at, now, zone))
                     .unwrap_or_default(),
             },
             left => Problem::plain(format!(
@@ -587,7 +592,7 @@ pub async fn start_checkout(
                 &shop,
                 read.lines.iter().map(|line| line.basket_line()).collect(),
                 StatusCode::CONFLICT,
-                Told::problems(describe_short(&lines, &stock), &form),
+                Told::problems(describe_short(&lines, &stock, shop.zone), &form),
             );
         }
         StartOutcome::OverLimit { lines } => {
@@ -1020,7 +1025,7 @@ pub async fn order_page(
     let used = crate::redemption::redeemed_codes(&shop.pool, order.id).await?;
     let used_at = |code: &str| {
         used.get(code)
-            .map(|at| at.format("%Y-%m-%d %H:%M UTC").to_string())
+            .map(|at| shop.zone.minute(*at))
             .unwrap_or_default()
     };
     let tickets = checkout::order_codes(&shop.pool, order.id)
@@ -1221,7 +1226,19 @@ pub async fn availability(
             "ask about 1 to 100 products, by their ids separated by commas",
         ));
     }
-    let products = shop.stock.get(&shop.pool, &ids).await?;
+    let products: Vec<serde_json::Value> = shop
+        .stock
+        .get(&shop.pool, &ids)
+        .await?
+        .into_iter()
+        .map(|stock| {
+            // the page says when in the shop's zone, as the server does
+            let back = stock.first_back_at.map(|at| shop.zone.time(at));
+            let mut value = serde_json::json!(stock);
+            value["first_back"] = serde_json::json!(back);
+            value
+        })
+        .collect();
     Ok(HttpResponse::Ok()
         .insert_header((header::CACHE_CONTROL, "public, max-age=2"))
         .json(serde_json::json!({ "products": products })))

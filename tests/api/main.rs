@@ -29,3 +29,4 @@ mod soak;
 mod staff_refunds;
 mod storms;
 mod stripe_adapter;
+mod time_zone;

@@ -1,0 +1,160 @@
+//! The shop's time zone: slot times read in it, pages showing it, and the
+//! nights the clocks change.
+
+use chrono::{Duration, NaiveDate, NaiveTime, Utc};
+use holdfast::checkout::catalogue::CatalogueFile;
+use holdfast::clock::ShopZone;
+
+use crate::helpers::*;
+
+fn berlin() -> ShopZone {
+    ShopZone::parse("Europe/Berlin").unwrap()
+}
+
+/// The next day (from tomorrow) whose 02:30 the clocks skip, or pass twice.
+fn next_change(zone: ShopZone, skipped: bool) -> (NaiveDate, i64) {
+    let today = zone.today(Utc::now());
+    let half_two = NaiveTime::from_hms_opt(2, 30, 0).unwrap();
+    let one = NaiveTime::from_hms_opt(1, 0, 0).unwrap();
+    let four = NaiveTime::from_hms_opt(4, 0, 0).unwrap();
+    for ahead in 1..400 {
+        let day = today + Duration::days(ahead);
+        let span = zone.at(day, four).unwrap() - zone.at(day, one).unwrap();
+        let found = if skipped {
+            zone.at(day, half_two).is_err()
+        } else {
+            span == Duration::hours(4)
+        };
+        if found {
+            return (day, ahead);
+        }
+    }
+    panic!("no clock change within 400 days");
+}
+
+fn catalogue(json: serde_json::Value) -> CatalogueFile {
+    serde_json::from_value(json).unwrap()
+}
+
+async fn page(app: &TestApp, path: &str) -> String {
+    browser()
+        .get(format!("{}{path}", app.address))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn slots_on_the_nights_the_clocks_change_show_the_right_local_hour() {
+    let app = spawn_app_shaped(TestDb::new().await, |_, shop| shop.zone = berlin()).await;
+    let (spring, spring_ahead) = next_change(berlin(), true);
+    let (autumn, autumn_ahead) = next_change(berlin(), false);
+    let file = catalogue(serde_json::json!({
+        "currency": "eur",
+        "pickup_slots": {
+            "collection": "bakery",
+            "name": "Night loaf",
+            "description": "Baked through the night.",
+            "price_minor": 900,
+            "capacity": 4,
+            "days_ahead": [spring_ahead],
+            "times": ["01:30", "03:30"]
+        },
+        "products": [{
+            "id": "autumn-ball",
+            "collection": "ball",
+            "kind": "ticket",
+            "name": "The ball the clocks go back",
+            "price_minor": 2000,
+            "capacity": 10,
+            "days_ahead": autumn_ahead,
+            "time": "02:30"
+        }]
+    }));
+    file.load_in(&app.db.pool, berlin()).await.unwrap();
+
+    // the instants: 01:30 CET is 00:30 UTC, 03:30 CEST is 01:30 UTC (one
+    // hour apart, not two); 02:30 on the autumn night is its first passing
+    let starts: Vec<(String, chrono::DateTime<Utc>)> =
+        sqlx::query_as("select id, starts_at from products order by starts_at")
+            .fetch_all(&app.db.pool)
+            .await
+            .unwrap();
+    let utc = |day: NaiveDate, h: u32, m: u32| {
+        day.and_time(NaiveTime::from_hms_opt(h, m, 0).unwrap())
+            .and_utc()
+    };
+    let mut expected = vec![utc(spring, 0, 30), utc(spring, 1, 30), utc(autumn, 0, 30)];
+    expected.sort();
+    assert_eq!(starts.iter().map(|s| s.1).collect::<Vec<_>>(), expected);
+
+    // the pages say the local hour with its zone
+    let bakery = page(&app, "/c/bakery").await;
+    assert!(bakery.contains("pickup "), "{bakery}");
+    assert!(bakery.contains("01:30 CET"), "{bakery}");
+    assert!(bakery.contains("03:30 CEST"), "{bakery}");
+    assert!(!bakery.contains("02:30"), "{bakery}");
+    let ball = page(&app, "/c/ball").await;
+    assert!(ball.contains(", 02:30 CEST"), "{ball}");
+
+    // a time the clocks skip is refused, naming it, and nothing is written
+    let before: i64 = sqlx::query_scalar("select count(*) from products")
+        .fetch_one(&app.db.pool)
+        .await
+        .unwrap();
+    let skipped = catalogue(serde_json::json!({
+        "currency": "eur",
+        "pickup_slots": {
+            "collection": "bakery",
+            "name": "Ghost loaf",
+            "description": "",
+            "price_minor": 900,
+            "capacity": 4,
+            "days_ahead": [spring_ahead],
+            "times": ["02:30"]
+        }
+    }));
+    let error = skipped
+        .load_in(&app.db.pool, berlin())
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(error.contains("does not exist in Europe/Berlin"), "{error}");
+    let after: i64 = sqlx::query_scalar("select count(*) from products")
+        .fetch_one(&app.db.pool)
+        .await
+        .unwrap();
+    assert_eq!(after, before);
+}
+
+#[tokio::test]
+async fn the_time_zone_setting_is_an_iana_name_or_a_clear_refusal() {
+    let db = TestDb::new().await;
+    let run = |zone: &str| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_holdfast"))
+            .arg("--db")
+            .arg(&db.url)
+            .args(["catalogue", "load"])
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .env_remove("DATABASE_URL")
+            .env("HOLDFAST_TIME_ZONE", zone)
+            .output()
+            .unwrap()
+    };
+    let refused = run("Mars/Olympus");
+    assert_eq!(refused.status.code(), Some(1));
+    let said = String::from_utf8_lossy(&refused.stderr);
+    assert!(said.contains("HOLDFAST_TIME_ZONE"), "{said}");
+    let loaded = run("Asia/Kolkata");
+    assert!(loaded.status.success(), "{loaded:?}");
+    // the demo's 19:30 concert is 19:30 in Kolkata: 14:00 UTC
+    let starts: chrono::DateTime<Utc> =
+        sqlx::query_scalar("select starts_at from products where id = 'harbour-lights-vip'")
+            .fetch_one(&db.pool)
+            .await
+            .unwrap();
+    assert_eq!(starts.format("%H:%M").to_string(), "14:00");
+}
