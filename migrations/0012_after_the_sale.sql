@@ -118,6 +118,12 @@ create trigger order_refunds_append_only
     before update or delete or truncate on order_refunds
     for each statement execute function order_refunds_append_only();
 
+-- the shopper is told of a staff refund by mail
+alter table outbox_jobs drop constraint job_kind_known;
+alter table outbox_jobs add constraint job_kind_known
+    check (kind in ('refund', 'order_confirmation', 'expire_session', 'capture_payment',
+                    'refund_notice'));
+
 alter table staff_actions drop constraint staff_action_known;
 alter table staff_actions add constraint staff_action_known check (action in (
     'login', 'logout', 'release_hold', 'set_capacity', 'repair_resource', 'retry_refund',

@@ -129,6 +129,14 @@ pub struct ServerSettings {
     /// `HOLDFAST_TIME_ZONE` (an IANA name, default `UTC`): the zone every
     /// time on a page is shown in, and the catalogue's times are read in.
     pub time_zone: crate::clock::ShopZone,
+    /// `HOLDFAST_SMTP_URL`: the mail server (`smtps://user:password@host`);
+    /// unset, the sandbox's when the sandbox stands in, else no mail.
+    pub smtp_url: Option<Secret>,
+    /// `HOLDFAST_MAIL_FROM` (default `Holdfast shop <shop@holdfast.localhost>`).
+    pub mail_from: String,
+    /// `HOLDFAST_SANDBOX_SMTP_ADDR` (default `127.0.0.1:2525`): where the
+    /// sandbox's mail server listens.
+    pub sandbox_smtp_addr: std::net::SocketAddr,
 }
 
 /// `STRIPE_SECRET_KEY`, `STRIPE_WEBHOOK_SECRET` (and
@@ -261,6 +269,10 @@ impl ServerSettings {
             },
             retention_days: parse_or::<u32>("HOLDFAST_RETENTION_DAYS", 30)?.max(1),
             time_zone: time_zone()?,
+            smtp_url: non_empty("HOLDFAST_SMTP_URL").map(Secret::new),
+            mail_from: non_empty("HOLDFAST_MAIL_FROM")
+                .unwrap_or_else(|| "Holdfast shop <shop@holdfast.localhost>".to_owned()),
+            sandbox_smtp_addr: parse_or("HOLDFAST_SANDBOX_SMTP_ADDR", "127.0.0.1:2525".parse()?)?,
         })
     }
 

@@ -288,6 +288,17 @@ pub async fn serve(
         })?;
         let base = format!("http://{}", settings.sandbox_addr);
         let sandbox = Sandbox::build(sandbox_listener, sandbox_settings.clone(), base.clone())?;
+        // and the mail server, unless real mail is configured
+        if settings.smtp_url.is_none() {
+            let smtp = TcpListener::bind(settings.sandbox_smtp_addr).with_context(|| {
+                format!(
+                    "cannot listen on {} for the sandbox's mail server",
+                    settings.sandbox_smtp_addr
+                )
+            })?;
+            sandbox.mail.serve(smtp)?;
+            println!("Shoppers' mail arrives at {base}/mail");
+        }
         tokio::spawn(sandbox.run_until_stopped());
         let catalogue = std::path::Path::new("fixtures/catalogue.json");
         if catalogue.exists() {
@@ -316,7 +327,7 @@ pub async fn serve(
         tracing::warn!("no RAZORPAY_WEBHOOK_SECRET: every Razorpay webhook will be refused");
     }
     if with_worker {
-        spawn_worker(pool.clone(), payments.clone(), &settings, "serve");
+        spawn_worker(pool.clone(), payments.clone(), &settings, "serve")?;
     }
     let session_key = match &settings.session_key {
         Some(key) => SessionKey::new(key.clone())?,
@@ -376,7 +387,37 @@ pub fn sandbox_is_safe(settings: &ServerSettings) -> anyhow::Result<()> {
 
 /// The sweeper, reconciliation, the outbox and housekeeping, on a
 /// schedule, until the process ends.
-pub fn spawn_worker(pool: PgPool, payments: Providers, settings: &ServerSettings, name: &str) {
+/// Where shoppers' mail goes: `HOLDFAST_SMTP_URL`; without it, the
+/// sandbox's mail server when the sandbox stands in for the providers;
+/// otherwise nowhere (with a warning: the order page still has the codes).
+pub fn configured_mailer(settings: &ServerSettings) -> anyhow::Result<Option<crate::mail::Mailer>> {
+    let url = match &settings.smtp_url {
+        Some(url) => url.expose().to_owned(),
+        None if settings.stripe.is_none() && settings.razorpay.is_none() => {
+            format!("smtp://{}", settings.sandbox_smtp_addr)
+        }
+        None => {
+            tracing::warn!("no HOLDFAST_SMTP_URL: shoppers get no e-mail");
+            return Ok(None);
+        }
+    };
+    crate::mail::Mailer::new(
+        &url,
+        &settings.mail_from,
+        settings.time_zone,
+        &settings.base_url,
+    )
+    .map(Some)
+    .map_err(|e| anyhow::anyhow!(e))
+}
+
+pub fn spawn_worker(
+    pool: PgPool,
+    payments: Providers,
+    settings: &ServerSettings,
+    name: &str,
+) -> anyhow::Result<()> {
+    let mailer = configured_mailer(settings)?;
     use std::time::Duration;
 
     use crate::inventory::Inventory;
@@ -400,8 +441,9 @@ pub fn spawn_worker(pool: PgPool, payments: Providers, settings: &ServerSettings
     let pool_for_orders = pool.clone();
     let reconciler = crate::worker::reconcile::Reconciler::new(pool.clone(), payments.clone())
         .with_times(settings.reconcile);
-    let outbox =
-        Outbox::new(pool, payments).with_lease(Duration::from_secs(settings.outbox_lease_seconds));
+    let outbox = Outbox::new(pool, payments)
+        .with_lease(Duration::from_secs(settings.outbox_lease_seconds))
+        .with_mailer(mailer);
     tokio::spawn(async move {
         let mut ticker = tokio::time::interval(every);
         loop {
@@ -421,4 +463,5 @@ pub fn spawn_worker(pool: PgPool, payments: Providers, settings: &ServerSettings
             }
         }
     });
+    Ok(())
 }

@@ -54,6 +54,17 @@ pub enum OutboxJob {
         order_id: Uuid,
         payment: ProviderPayment,
     },
+    /// Tell the shopper staff refunded (some of) their order.
+    RefundNotice {
+        order_id: Uuid,
+        refund_id: i64,
+    },
+}
+
+#[derive(Serialize, Deserialize)]
+struct NoticePayload {
+    order_id: Uuid,
+    refund_id: i64,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -94,6 +105,7 @@ impl OutboxJob {
             OutboxJob::OrderConfirmation { .. } => "order_confirmation",
             OutboxJob::ClosePage { .. } => "expire_session",
             OutboxJob::CapturePayment { .. } => "capture_payment",
+            OutboxJob::RefundNotice { .. } => "refund_notice",
         }
     }
 
@@ -109,6 +121,7 @@ impl OutboxJob {
             OutboxJob::CapturePayment { payment, .. } => {
                 format!("capture:{}:{}", payment.provider, payment.payment_ref)
             }
+            OutboxJob::RefundNotice { refund_id, .. } => format!("refund_notice:{refund_id}"),
         }
     }
 
@@ -134,6 +147,13 @@ impl OutboxJob {
                     payment: payment.clone(),
                 })
             }
+            OutboxJob::RefundNotice {
+                order_id,
+                refund_id,
+            } => serde_json::to_value(NoticePayload {
+                order_id: *order_id,
+                refund_id: *refund_id,
+            }),
         };
         value.expect("job payloads are plain data")
     }
@@ -163,6 +183,13 @@ impl OutboxJob {
                 OutboxJob::CapturePayment {
                     order_id: p.order_id,
                     payment: p.payment,
+                }
+            }
+            "refund_notice" => {
+                let p: NoticePayload = serde_json::from_value(payload.clone()).map_err(read)?;
+                OutboxJob::RefundNotice {
+                    order_id: p.order_id,
+                    refund_id: p.refund_id,
                 }
             }
             other => return Err(format!("unknown job kind {other}")),
@@ -228,6 +255,10 @@ mod tests {
                 page_id: "cs_1".into(),
             },
             OutboxJob::CapturePayment { order_id, payment },
+            OutboxJob::RefundNotice {
+                order_id,
+                refund_id: 3,
+            },
         ] {
             assert_eq!(OutboxJob::parse(job.kind(), &job.payload()), Ok(job));
         }

@@ -380,7 +380,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             // with no keys, the sandbox a `holdfast serve` without keys runs
             let payments = crate::startup::configured_providers(&server)?;
             tracing::info!(every = server.sweep_every_seconds, "worker started");
-            crate::startup::spawn_worker(pool, payments, &server, "worker");
+            crate::startup::spawn_worker(pool, payments, &server, "worker")?;
             std::future::pending::<()>().await;
         }
         Command::Resource { id, total } => {

@@ -436,6 +436,15 @@ async fn refund_in(
     .bind(&request.key)
     .fetch_one(&mut **tx)
     .await?;
+    // the shopper is told, whatever the amount
+    outbox::queue(
+        &mut **tx,
+        &OutboxJob::RefundNotice {
+            order_id: request.order_id,
+            refund_id,
+        },
+    )
+    .await?;
     // free units need no money back
     if amount_minor > 0 {
         outbox::queue(

@@ -56,6 +56,8 @@ pub struct Outbox {
     pool: PgPool,
     payments: Providers,
     lease: std::time::Duration,
+    /// Where shoppers' mail goes; without one, messages are only logged.
+    mailer: Option<crate::mail::Mailer>,
 }
 
 impl Outbox {
@@ -64,7 +66,14 @@ impl Outbox {
             pool,
             payments,
             lease: std::time::Duration::from_secs(120),
+            mailer: None,
         }
+    }
+
+    /// Send the shoppers' mail through `mailer`.
+    pub fn with_mailer(mut self, mailer: Option<crate::mail::Mailer>) -> Self {
+        self.mailer = mailer;
+        self
     }
 
     /// How long a taken job is left to its worker before another may take
@@ -188,11 +197,38 @@ impl Outbox {
                     }
                 }
             }
-            OutboxJob::OrderConfirmation { order_id } => {
-                // No mailer is configured; the order page carries the codes.
-                tracing::info!(order = %order_id, "order confirmation recorded");
-                Ok(Done::Plain)
-            }
+            OutboxJob::OrderConfirmation { order_id } => match &self.mailer {
+                Some(mailer) => {
+                    mailer
+                        .order_confirmation(&self.pool, order_id)
+                        .await
+                        .map_err(|e| ProviderError::Unavailable(e.to_string()))?;
+                    tracing::info!(order = %order_id, "order confirmation sent");
+                    Ok(Done::Plain)
+                }
+                None => {
+                    // no mail server: the order page carries the codes
+                    tracing::info!(order = %order_id, "order confirmation not mailed: no mail server");
+                    Ok(Done::Plain)
+                }
+            },
+            OutboxJob::RefundNotice {
+                order_id,
+                refund_id,
+            } => match &self.mailer {
+                Some(mailer) => {
+                    mailer
+                        .refund_notice(&self.pool, order_id, refund_id)
+                        .await
+                        .map_err(|e| ProviderError::Unavailable(e.to_string()))?;
+                    tracing::info!(order = %order_id, refund = refund_id, "refund notice sent");
+                    Ok(Done::Plain)
+                }
+                None => {
+                    tracing::info!(order = %order_id, refund = refund_id, "refund notice not mailed: no mail server");
+                    Ok(Done::Plain)
+                }
+            },
         }
     }
 

@@ -188,6 +188,20 @@ impl Browser {
         self.client.current_url().await.unwrap().path().to_owned()
     }
 
+    /// Waits (a form's answer may still be on its way) until the element's
+    /// text contains `needle`; the text it last read.
+    async fn wait_for_text(&self, css: &str, needle: &str) -> String {
+        let mut text = String::new();
+        for _ in 0..200 {
+            text = self.text(css).await;
+            if text.contains(needle) {
+                return text;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        panic!("{css} never said {needle:?}; it says {text:?}");
+    }
+
     /// Waits (the page may refresh itself) until the path starts with `prefix`.
     async fn wait_for_path(&self, prefix: &str) {
         for _ in 0..200 {
@@ -464,7 +478,7 @@ async fn sold_out_while_someone_pays_is_not_final_and_the_pages_see_units_come_b
     // the payer goes back to the shop: the cancel URL asks first
     payer.click("#abandon").await;
     payer.wait_for_path("/checkout/cancel/").await;
-    assert!(payer.text("h1").await.contains("Leave checkout?"));
+    payer.wait_for_text("h1", "Leave checkout?").await;
     assert_eq!(
         app.db
             .inventory()
@@ -478,7 +492,7 @@ async fn sold_out_while_someone_pays_is_not_final_and_the_pages_see_units_come_b
     );
     payer.screenshot("leave-checkout").await;
     payer.click("form button[type=submit]").await;
-    assert!(payer.text("h1").await.contains("Checkout cancelled"));
+    payer.wait_for_text("h1", "Checkout cancelled").await;
 
     // both pages see the place come back by themselves
     let mut noticed = String::new();

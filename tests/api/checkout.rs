@@ -54,7 +54,7 @@ fn start(key: &str, lines: &[(&str, i64)]) -> CheckoutStart {
 
 /// A started order with a payment page of its own (its holds stay plain:
 /// the page is only named, as if the provider had answered).
-async fn started(db: &TestDb, key: &str, lines: &[(&str, i64)]) -> checkout::Order {
+pub(crate) async fn started(db: &TestDb, key: &str, lines: &[(&str, i64)]) -> checkout::Order {
     let order = match checkout::start_checkout(&db.pool, &start(key, lines))
         .await
         .unwrap()
@@ -76,7 +76,12 @@ async fn started(db: &TestDb, key: &str, lines: &[(&str, i64)]) -> checkout::Ord
 
 /// A captured payment for exactly what the order asks (for an order that
 /// does not exist, a payment for nothing in particular).
-async fn report(db: &TestDb, order_id: Uuid, payment: &str, source: Source) -> PaymentReport {
+pub(crate) async fn report(
+    db: &TestDb,
+    order_id: Uuid,
+    payment: &str,
+    source: Source,
+) -> PaymentReport {
     let exists = checkout::order_by_id(&db.pool, order_id)
         .await
         .unwrap()

@@ -395,6 +395,10 @@ fn serve_without_keys(db: &TestDb, env: &[(&str, String)]) -> std::process::Comm
             "HOLDFAST_SANDBOX_ADDR",
             format!("127.0.0.1:{}", free_port()),
         )
+        .env(
+            "HOLDFAST_SANDBOX_SMTP_ADDR",
+            format!("127.0.0.1:{}", free_port()),
+        )
         .env("RUST_LOG", "warn");
     for name in [
         "STRIPE_SECRET_KEY",

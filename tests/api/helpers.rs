@@ -363,9 +363,18 @@ pub struct TestSandbox {
     pub stripe: holdfast::payments::sandbox::StripeSandbox,
     pub razorpay: holdfast::payments::sandbox::RazorpaySandbox,
     pub settings: holdfast::payments::sandbox::SandboxSettings,
+    /// The sandbox's mailbox; its SMTP server starts with [`TestSandbox::smtp`].
+    pub mail: holdfast::payments::sandbox::mail::MailSandbox,
 }
 
 impl TestSandbox {
+    /// Start the sandbox's mail server on a free port: its `smtp://` URL.
+    pub fn smtp(&self) -> String {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind port 0");
+        let addr = self.mail.serve(listener).expect("the mail server");
+        format!("smtp://{addr}")
+    }
+
     /// Where the shop's Stripe adapter finds this sandbox, and its keys.
     pub fn stripe_settings(&self) -> holdfast::payments::stripe::StripeSettings {
         self.keys().0
@@ -421,8 +430,10 @@ pub fn spawn_sandbox() -> TestSandbox {
     let sandbox = Sandbox::build(listener, settings.clone(), base.clone()).expect("sandbox");
     let stripe = sandbox.stripe.clone();
     let razorpay = sandbox.razorpay.clone();
+    let mail = sandbox.mail.clone();
     tokio::spawn(sandbox.run_until_stopped());
     TestSandbox {
+        mail,
         base,
         stripe,
         razorpay,
@@ -559,11 +570,19 @@ pub async fn drain_outbox(
     let mut all = Vec::new();
     for _ in 0..100 {
         let outcomes = outbox.drain().await.expect("outbox");
-        let waiting = outcomes
+        let failed = outcomes
             .iter()
             .any(|o| matches!(o, JobOutcome::Failed { kind, .. } if kind == "refund"));
         all.extend(outcomes);
-        if !waiting {
+        // a pass that ran nothing is not the end: a refund event being
+        // applied holds its job's row, and the worker skips locked jobs
+        let pending: i64 = sqlx::query_scalar(
+            "select count(*) from outbox_jobs where state = 'pending' and kind = 'refund'",
+        )
+        .fetch_one(pool)
+        .await
+        .unwrap();
+        if !failed && pending == 0 {
             break;
         }
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;

@@ -16,6 +16,7 @@ mod housekeeping;
 mod journey;
 mod lifecycle;
 mod live_keys;
+mod mail;
 mod official_sdks;
 mod outage;
 mod providers;

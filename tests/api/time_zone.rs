@@ -7,12 +7,12 @@ use holdfast::clock::ShopZone;
 
 use crate::helpers::*;
 
-fn berlin() -> ShopZone {
+pub(crate) fn berlin() -> ShopZone {
     ShopZone::parse("Europe/Berlin").unwrap()
 }
 
 /// The next day (from tomorrow) whose 02:30 the clocks skip, or pass twice.
-fn next_change(zone: ShopZone, skipped: bool) -> (NaiveDate, i64) {
+pub(crate) fn next_change(zone: ShopZone, skipped: bool) -> (NaiveDate, i64) {
     let today = zone.today(Utc::now());
     let half_two = NaiveTime::from_hms_opt(2, 30, 0).unwrap();
     let one = NaiveTime::from_hms_opt(1, 0, 0).unwrap();

@@ -14,6 +14,7 @@
 //! callback. The Stripe part lives in `stripe.rs`, the Razorpay part in
 //! `razorpay.rs`; each lists its routes and test controls.
 
+pub mod mail;
 mod razorpay;
 mod stripe;
 
@@ -132,6 +133,9 @@ pub struct Sandbox {
     pub port: u16,
     pub stripe: StripeSandbox,
     pub razorpay: RazorpaySandbox,
+    /// The mail server's mailbox (serve it with [`mail::MailSandbox::serve`]);
+    /// its messages are on `/mail`.
+    pub mail: mail::MailSandbox,
     server: Server,
 }
 
@@ -157,10 +161,15 @@ impl Sandbox {
         let razorpay = RazorpaySandbox::new(settings, public_base);
         let data = web::Data::new(stripe.clone());
         let razorpay_data = web::Data::new(razorpay.clone());
+        let mailbox = mail::MailSandbox::default();
+        let mail_data = web::Data::new(mailbox.clone());
         let server = HttpServer::new(move || {
             App::new()
                 .app_data(data.clone())
                 .app_data(razorpay_data.clone())
+                .app_data(mail_data.clone())
+                .route("/mail", web::get().to(mail::inbox))
+                .route("/mail/{n}", web::get().to(mail::message))
                 .app_data(web::PayloadConfig::new(256 * 1024))
                 .app_data(web::FormConfig::default().limit(64 * 1024))
                 .service(web::scope("/stripe").configure(stripe::routes))
@@ -173,6 +182,7 @@ impl Sandbox {
             port,
             stripe,
             razorpay,
+            mail: mailbox,
             server,
         })
     }

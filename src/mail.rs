@@ -1,0 +1,409 @@
+//! E-mail to shoppers, through a real mail server: `HOLDFAST_SMTP_URL`
+//! (lettre, TLS through rustls with aws-lc-rs and Mozilla's roots), from
+//! `HOLDFAST_MAIL_FROM`. Without a URL, the sandbox's mail server stands
+//! in when the sandbox does. The outbox sends (`worker::outbox`), with
+//! retries and backoff; each message has a Message-ID made from its job,
+//! so a retry after a lost answer is recognisably the same message.
+//!
+//! Every message has a plain-text part beside its HTML part, and needs no
+//! JavaScript and no remote image: QR codes travel inline (PNG, `cid:`),
+//! a pickup slot's calendar file as an attachment.
+
+use chrono::{DateTime, Duration, Utc};
+use lettre::message::header::ContentType;
+use lettre::message::{Attachment, Mailbox, MultiPart, SinglePart};
+use lettre::{AsyncSmtpTransport, AsyncTransport, Message, Tokio1Executor};
+use sqlx::PgPool;
+use uuid::Uuid;
+
+use crate::clock::ShopZone;
+use crate::routes::shop::money;
+
+/// Where mail goes, and who it is from.
+#[derive(Clone)]
+pub struct Mailer {
+    transport: AsyncSmtpTransport<Tokio1Executor>,
+    from: Mailbox,
+    zone: ShopZone,
+    /// How shoppers reach the shop, for the order link.
+    base_url: String,
+}
+
+impl std::fmt::Debug for Mailer {
+    // the URL may carry the server's password: never print it
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Mailer")
+            .field("from", &self.from.to_string())
+            .field("zone", &self.zone)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Why a message could not be sent (the server's answer, without secrets).
+#[derive(Debug, thiserror::Error)]
+pub enum MailError {
+    #[error("the mail server: {0}")]
+    Server(String),
+    #[error("the message: {0}")]
+    Compose(String),
+    #[error(transparent)]
+    Database(#[from] sqlx::Error),
+}
+
+impl Mailer {
+    /// `smtp://host:port` (plain, or `?tls=required` for STARTTLS) or
+    /// `smtps://user:password@host:465`.
+    pub fn new(smtp_url: &str, from: &str, zone: ShopZone, base_url: &str) -> Result<Self, String> {
+        let transport = AsyncSmtpTransport::<Tokio1Executor>::from_url(smtp_url)
+            .map_err(|e| format!("HOLDFAST_SMTP_URL is not an SMTP URL ({e})"))?
+            .timeout(Some(std::time::Duration::from_secs(20)))
+            .build();
+        let from: Mailbox = from.parse().map_err(|e| {
+            format!("HOLDFAST_MAIL_FROM is not a mailbox like \"Shop <shop@example.com>\" ({e})")
+        })?;
+        Ok(Self {
+            transport,
+            from,
+            zone,
+            base_url: base_url.trim_end_matches('/').to_owned(),
+        })
+    }
+
+    async fn send(&self, message: Message) -> Result<(), MailError> {
+        self.transport
+            .send(message)
+            .await
+            .map(|_| ())
+            .map_err(|e| MailError::Server(e.to_string()))
+    }
+
+    /// The order's confirmation: what was bought, when, every code with
+    /// its QR code, the order link, and a calendar file for pickup slots.
+    pub async fn order_confirmation(&self, pool: &PgPool, order_id: Uuid) -> Result<(), MailError> {
+        let Some(order) = Confirmation::read(pool, order_id).await? else {
+            return Err(MailError::Compose(format!("no order {order_id}")));
+        };
+        let message = order.compose(self)?;
+        self.send(message).await
+    }
+
+    /// A staff refund was issued: which payment, how much, why.
+    pub async fn refund_notice(
+        &self,
+        pool: &PgPool,
+        order_id: Uuid,
+        refund_id: i64,
+    ) -> Result<(), MailError> {
+        let row: Option<(String, String, String, Option<String>, i64, String)> = sqlx::query_as(
+            "select o.customer_name, o.customer_email, o.currency, o.payment_ref, \
+                    r.amount_minor, r.reason \
+               from order_refunds r join orders o on o.id = r.order_id \
+              where r.id = $1 and r.order_id = $2",
+        )
+        .bind(refund_id)
+        .bind(order_id)
+        .fetch_optional(pool)
+        .await?;
+        let Some((name, email, currency, payment_ref, amount, reason)) = row else {
+            return Err(MailError::Compose(format!(
+                "no refund {refund_id} of {order_id}"
+            )));
+        };
+        let token: String = sqlx::query_scalar("select token from orders where id = $1")
+            .bind(order_id)
+            .fetch_one(pool)
+            .await?;
+        let link = format!("{}/orders/{token}", self.base_url);
+        let amount = money(amount, &currency);
+        let payment = payment_ref.unwrap_or_default();
+        let text = format!(
+            "Hello {name},\r\n\r\nwe have refunded {amount} of your payment {payment}.\r\n\
+             Why: {reason}\r\n\r\nYour bank shows it within a few days.\r\n\
+             Your order: {link}\r\n"
+        );
+        let html = format!(
+            "<!doctype html><html><body style=\"font-family:sans-serif\">\
+             <p>Hello {},</p><p>we have refunded <strong>{}</strong> of your payment \
+             <code>{}</code>.</p><p>Why: {}</p><p>Your bank shows it within a few days.</p>\
+             <p><a href=\"{}\">Your order</a></p></body></html>",
+            escape(&name),
+            escape(&amount),
+            escape(&payment),
+            escape(&reason),
+            escape(&link)
+        );
+        let message = self
+            .builder(&name, &email, &format!("refund-{refund_id}-{order_id}"))?
+            .subject(format!("Refund issued: {amount}"))
+            .multipart(MultiPart::alternative_plain_html(text, html))
+            .map_err(|e| MailError::Compose(e.to_string()))?;
+        self.send(message).await
+    }
+
+    fn builder(
+        &self,
+        name: &str,
+        email: &str,
+        id: &str,
+    ) -> Result<lettre::message::MessageBuilder, MailError> {
+        let to: Mailbox = format!("{} <{email}>", quoted(name))
+            .parse()
+            .or_else(|_| email.parse())
+            .map_err(|e| MailError::Compose(format!("the shopper's address: {e}")))?;
+        let domain = self.from.email.domain().to_owned();
+        Ok(Message::builder()
+            .from(self.from.clone())
+            .to(to)
+            .message_id(Some(format!("<{id}@{domain}>"))))
+    }
+}
+
+/// A display name inside a mailbox: quoted, with quotes and backslashes
+/// escaped.
+fn quoted(name: &str) -> String {
+    let clean: String = name
+        .chars()
+        .filter(|c| !c.is_control())
+        .flat_map(|c| match c {
+            '"' | '\\' => vec!['\\', c],
+            c => vec![c],
+        })
+        .collect();
+    format!("\"{clean}\"")
+}
+
+fn escape(text: &str) -> String {
+    text.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+        .replace('\'', "&#39;")
+}
+
+/// What a confirmation says.
+struct Confirmation {
+    id: Uuid,
+    name: String,
+    email: String,
+    token: String,
+    total: String,
+    pickup_code: Option<String>,
+    /// name, quantity, kind, when
+    lines: Vec<(String, i32, String, Option<DateTime<Utc>>)>,
+    /// product name, code
+    tickets: Vec<(String, String)>,
+}
+
+impl Confirmation {
+    async fn read(pool: &PgPool, order_id: Uuid) -> sqlx::Result<Option<Self>> {
+        type Row = (String, String, String, i64, String, Option<String>);
+        let order: Option<Row> = sqlx::query_as(
+            "select customer_name, customer_email, token, amount_minor, currency, pickup_code \
+               from orders where id = $1",
+        )
+        .bind(order_id)
+        .fetch_optional(pool)
+        .await?;
+        let Some((name, email, token, amount, currency, pickup_code)) = order else {
+            return Ok(None);
+        };
+        let lines = sqlx::query_as(
+            "select l.name, l.qty, p.kind, p.starts_at from order_lines l \
+               join products p on p.id = l.product_id \
+              where l.order_id = $1 order by p.starts_at nulls last, l.name",
+        )
+        .bind(order_id)
+        .fetch_all(pool)
+        .await?;
+        let tickets = sqlx::query_as(
+            "select p.name, c.code from order_codes c join products p on p.id = c.product_id \
+              where c.order_id = $1 and c.refunded_at is null order by p.name, c.code",
+        )
+        .bind(order_id)
+        .fetch_all(pool)
+        .await?;
+        Ok(Some(Self {
+            id: order_id,
+            name,
+            email,
+            token,
+            total: money(amount, &currency),
+            pickup_code,
+            lines,
+            tickets,
+        }))
+    }
+
+    fn compose(&self, mailer: &Mailer) -> Result<Message, MailError> {
+        let zone = mailer.zone;
+        let link = format!("{}/orders/{}", mailer.base_url, self.token);
+        let when = |at: &Option<DateTime<Utc>>| at.map(|at| zone.long(at)).unwrap_or_default();
+        // every code, with its QR image's content id
+        let mut codes: Vec<(String, String, String)> = Vec::new();
+        if let Some(code) = &self.pickup_code {
+            codes.push(("Pickup code".into(), code.clone(), "qr-pickup".into()));
+        }
+        for (i, (product, code)) in self.tickets.iter().enumerate() {
+            codes.push((product.clone(), code.clone(), format!("qr-{i}")));
+        }
+
+        let mut text = format!(
+            "Thank you, {}.\r\n\r\nYour order is paid: {}.\r\n\r\n",
+            self.name, self.total
+        );
+        for (name, qty, kind, at) in &self.lines {
+            text.push_str(&format!("- {name} × {qty}"));
+            if kind != "pickup_slot" && at.is_some() {
+                text.push_str(&format!(", {}", when(at)));
+            }
+            text.push_str("\r\n");
+        }
+        if let Some(code) = &self.pickup_code {
+            text.push_str(&format!(
+                "\r\nPickup code: {code} (say it at the counter)\r\n"
+            ));
+        }
+        if !self.tickets.is_empty() {
+            text.push_str("\r\nYour tickets:\r\n");
+            for (product, code) in &self.tickets {
+                text.push_str(&format!("  {code}  {product}\r\n"));
+            }
+        }
+        text.push_str(&format!("\r\nYour order, any time: {link}\r\n"));
+
+        let mut html = format!(
+            "<!doctype html><html><body style=\"font-family:sans-serif\">\
+             <h1>Thank you, {}</h1><p>Your order is paid: <strong>{}</strong>.</p><ul>",
+            escape(&self.name),
+            escape(&self.total)
+        );
+        for (name, qty, kind, at) in &self.lines {
+            html.push_str(&format!("<li>{} × {}", escape(name), qty));
+            if kind != "pickup_slot" && at.is_some() {
+                html.push_str(&format!(", {}", escape(&when(at))));
+            }
+            html.push_str("</li>");
+        }
+        html.push_str("</ul>");
+        for (label, code, cid) in &codes {
+            html.push_str(&format!(
+                "<div style=\"margin:1em 0\"><p>{}</p><p style=\"font-size:1.4em\">\
+                 <code class=\"code\">{}</code></p>\
+                 <img src=\"cid:{}\" alt=\"QR code of {}\" width=\"180\" height=\"180\"></div>",
+                escape(label),
+                escape(code),
+                cid,
+                escape(code)
+            ));
+        }
+        html.push_str(&format!(
+            "<p><a href=\"{}\">Your order, any time</a></p></body></html>",
+            escape(&link)
+        ));
+
+        let mut related = MultiPart::related().singlepart(SinglePart::html(html));
+        for (_, code, cid) in &codes {
+            related = related.singlepart(Attachment::new_inline(cid.clone()).body(
+                qr_png(code)?,
+                ContentType::parse("image/png").expect("a MIME type"),
+            ));
+        }
+        let body = MultiPart::alternative()
+            .singlepart(SinglePart::plain(text))
+            .multipart(related);
+        let mut mixed = MultiPart::mixed().multipart(body);
+        let slots: Vec<_> = self
+            .lines
+            .iter()
+            .filter(|(_, _, kind, at)| kind == "pickup_slot" && at.is_some())
+            .collect();
+        if !slots.is_empty() {
+            mixed = mixed.singlepart(
+                Attachment::new("pickup.ics".into()).body(
+                    self.calendar(&slots, &link),
+                    ContentType::parse("text/calendar; charset=utf-8; method=PUBLISH")
+                        .expect("a MIME type"),
+                ),
+            );
+        }
+        mailer
+            .builder(&self.name, &self.email, &format!("order-{}", self.id))?
+            .subject(format!("Your order is paid: {}", self.total))
+            .multipart(mixed)
+            .map_err(|e| MailError::Compose(e.to_string()))
+    }
+
+    /// A calendar with one event per pickup slot, its times in UTC (every
+    /// calendar shows them in its reader's zone, daylight saving included).
+    fn calendar(
+        &self,
+        slots: &[&(String, i32, String, Option<DateTime<Utc>>)],
+        link: &str,
+    ) -> String {
+        let stamp = Utc::now().format("%Y%m%dT%H%M%SZ");
+        let mut ics = String::from(
+            "BEGIN:VCALENDAR\r\nVERSION:2.0\r\nPRODID:-//Holdfast//Checkout//EN\r\nMETHOD:PUBLISH\r\n",
+        );
+        for (i, (name, _, _, at)) in slots.iter().enumerate() {
+            let Some(at) = at else { continue };
+            let end = *at + Duration::minutes(30);
+            ics.push_str(&format!(
+                "BEGIN:VEVENT\r\nUID:{}-{i}@holdfast\r\nDTSTAMP:{stamp}\r\n\
+                 DTSTART:{}\r\nDTEND:{}\r\nSUMMARY:{}\r\nDESCRIPTION:Pickup code {}. {}\r\n\
+                 END:VEVENT\r\n",
+                self.id,
+                at.format("%Y%m%dT%H%M%SZ"),
+                end.format("%Y%m%dT%H%M%SZ"),
+                ics_text(name),
+                ics_text(self.pickup_code.as_deref().unwrap_or("")),
+                ics_text(link),
+            ));
+        }
+        ics.push_str("END:VCALENDAR\r\n");
+        ics
+    }
+}
+
+/// Text as an iCalendar value: `\`, `;`, `,` and line breaks escaped.
+fn ics_text(text: &str) -> String {
+    text.replace('\\', "\\\\")
+        .replace(';', "\\;")
+        .replace(',', "\\,")
+        .replace(['\r', '\n'], " ")
+}
+
+/// A code's QR code as a PNG: 6 pixels a module, a quiet zone of 4.
+pub fn qr_png(code: &str) -> Result<Vec<u8>, MailError> {
+    let qr = qrcode::QrCode::new(code.as_bytes())
+        .map_err(|e| MailError::Compose(format!("QR code of {code}: {e}")))?;
+    let modules = qr.width();
+    let dark = qr.to_colors();
+    const SCALE: usize = 6;
+    const QUIET: usize = 4;
+    let side = (modules + 2 * QUIET) * SCALE;
+    let mut pixels = vec![255u8; side * side];
+    for y in 0..modules {
+        for x in 0..modules {
+            if dark[y * modules + x] == qrcode::Color::Dark {
+                for dy in 0..SCALE {
+                    let row = ((y + QUIET) * SCALE + dy) * side;
+                    let start = row + (x + QUIET) * SCALE;
+                    pixels[start..start + SCALE].fill(0);
+                }
+            }
+        }
+    }
+    let mut png_bytes = Vec::new();
+    {
+        let mut encoder = png::Encoder::new(&mut png_bytes, side as u32, side as u32);
+        encoder.set_color(png::ColorType::Grayscale);
+        encoder.set_depth(png::BitDepth::Eight);
+        let mut writer = encoder
+            .write_header()
+            .map_err(|e| MailError::Compose(format!("QR image: {e}")))?;
+        writer
+            .write_image_data(&pixels)
+            .map_err(|e| MailError::Compose(format!("QR image: {e}")))?;
+    }
+    Ok(png_bytes)
+}
