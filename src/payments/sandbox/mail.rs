@@ -18,6 +18,14 @@ pub struct Received {
 }
 
 impl Received {
+    /// The subject, decoded (a subject with `€` travels encoded).
+    pub fn subject(&self) -> String {
+        mail_parser::MessageParser::default()
+            .parse(&self.raw)
+            .and_then(|m| m.subject().map(str::to_owned))
+            .unwrap_or_else(|| self.header("Subject"))
+    }
+
     /// A header's value (unfolded), as the list page shows it.
     pub fn header(&self, name: &str) -> String {
         let text = String::from_utf8_lossy(&self.raw);
@@ -155,7 +163,7 @@ pub async fn inbox(mailbox: web::Data<MailSandbox>) -> HttpResponse {
     for (n, message) in messages.iter().enumerate().rev() {
         rows.push_str(&format!(
             "<tr><td><a href=\"/mail/{n}\">{}</a></td><td>{}</td><td>{}</td></tr>",
-            escape(&message.header("Subject")),
+            escape(&message.subject()),
             escape(&message.to.join(", ")),
             escape(&message.header("Date")),
         ));
@@ -217,7 +225,7 @@ pub async fn message(
              <a href=\"?raw=1\">Raw</a></p><h1 id=\"subject\">{subject}</h1>\
              <p>To {to}</p><h2>Links</h2><ul id=\"links\">{links}</ul>\
              <h2>Message</h2><pre id=\"raw\">{body}</pre></body></html>",
-            subject = escape(&message.header("Subject")),
+            subject = escape(&message.subject()),
             to = escape(&message.to.join(", ")),
             body = escape(&text),
         ))
