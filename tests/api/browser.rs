@@ -628,3 +628,91 @@ async fn the_policy_report_counter_does_count_a_violation() {
     );
     browser.close().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_shopper_reads_the_mail_and_staff_redeem_the_ticket_at_the_door() {
+    let (app, driver, _turn) = shop_and_driver().await;
+    app.add_staff().await;
+    let smtp = app.sandbox.smtp();
+    let mailer = holdfast::mail::Mailer::new(
+        &smtp,
+        "Holdfast shop <shop@holdfast.test>",
+        holdfast::clock::ShopZone::UTC,
+        &app.address,
+    )
+    .unwrap();
+
+    // two VIP tickets, paid on the sandbox's page
+    let mut shopper = Browser::open(&driver, shots_for("after-the-sale/shopper")).await;
+    check_out(&mut shopper, &app, "harbour-lights-vip", "2", "basket").await;
+    shopper.click("#pay").await;
+    shopper.wait_for_path("/orders/").await;
+    let tickets: Vec<String> = sqlx::query_scalar("select code from order_codes order by code")
+        .fetch_all(&app.db.pool)
+        .await
+        .unwrap();
+    assert_eq!(tickets.len(), 2);
+    // the worker mails the confirmation
+    let outbox =
+        holdfast::worker::outbox::Outbox::new(app.db.pool.clone(), app.sandbox.providers())
+            .with_mailer(Some(mailer));
+    for _ in 0..50 {
+        outbox.drain().await.unwrap();
+        if !app.sandbox.mail.messages().is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(app.sandbox.mail.messages().len(), 1);
+
+    // the shopper reads it on the sandbox's mail page and follows the link
+    shopper.go(&format!("{}/mail", app.sandbox.base)).await;
+    assert!(shopper.text("#inbox").await.contains("Your order is paid"));
+    shopper.screenshot("mailbox").await;
+    shopper.click("#inbox a").await;
+    shopper.wait_for_path("/mail/0").await;
+    let mail = shopper.text("#raw").await;
+    for code in &tickets {
+        assert!(mail.contains(code.as_str()), "{mail}");
+    }
+    shopper.screenshot("confirmation-mail").await;
+    shopper.click("#links a.link").await;
+    shopper.wait_for_path("/orders/").await;
+    assert!(shopper.text("h1").await.starts_with("Thank you, Ada"));
+    shopper.screenshot("order-page-from-the-mail").await;
+
+    // at the door: staff redeem the first ticket, then someone tries again
+    let mut staff = Browser::open(&driver, shots_for("after-the-sale/staff")).await;
+    staff.go(&format!("{}/admin/redeem", app.address)).await;
+    staff.wait_for_path("/admin/login").await;
+    staff.fill("input[name=email]", STAFF_EMAIL).await;
+    staff.fill("input[name=password]", STAFF_PASSWORD).await;
+    staff.click("#login button[type=submit]").await;
+    staff.wait_for_path("/admin/resources").await;
+    staff.go(&format!("{}/admin/redeem", app.address)).await;
+    staff.screenshot("redeem-form").await;
+    staff.fill("#code", &tickets[0].to_lowercase()).await;
+    staff.fill("input[name=place]", "North door").await;
+    staff.click("#redeem button[type=submit]").await;
+    let verdict = staff.wait_for_text("#verdict", "Admitted").await;
+    assert!(verdict.contains("Ada Lovelace"), "{verdict}");
+    staff.screenshot("admitted").await;
+    staff.fill("#code", &tickets[0]).await;
+    staff.click("#redeem button[type=submit]").await;
+    let verdict = staff.wait_for_text("#verdict", "Already used").await;
+    assert!(
+        verdict.contains("North door") && verdict.contains(STAFF_EMAIL),
+        "{verdict}"
+    );
+    staff.screenshot("already-used").await;
+
+    // the shopper's page shows the ticket used
+    let order_url = shopper.client.current_url().await.unwrap();
+    shopper.go(order_url.as_ref()).await;
+    let used = shopper.text("li.used .used-note").await;
+    assert!(used.starts_with("used "), "{used}");
+    shopper.screenshot("order-page-ticket-used").await;
+    assert_no_policy_reports(&app).await;
+    shopper.close().await;
+    staff.close().await;
+}
