@@ -122,7 +122,7 @@ create trigger order_refunds_append_only
 alter table outbox_jobs drop constraint job_kind_known;
 alter table outbox_jobs add constraint job_kind_known
     check (kind in ('refund', 'order_confirmation', 'expire_session', 'capture_payment',
-                    'refund_notice'));
+                    'refund_notice', 'payment_returned'));
 
 alter table staff_actions drop constraint staff_action_known;
 alter table staff_actions add constraint staff_action_known check (action in (

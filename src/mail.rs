@@ -140,6 +140,56 @@ impl Mailer {
         self.send(message).await
     }
 
+    /// A payment that was not sold goes back: how much, which, and why.
+    pub async fn payment_returned(
+        &self,
+        pool: &PgPool,
+        order_id: Uuid,
+        payment: &crate::payments::ProviderPayment,
+        reason: &str,
+    ) -> Result<(), MailError> {
+        let row: Option<(String, String, String)> =
+            sqlx::query_as("select customer_name, customer_email, token from orders where id = $1")
+                .bind(order_id)
+                .fetch_optional(pool)
+                .await?;
+        let Some((name, email, token)) = row else {
+            return Err(MailError::Compose(format!("no order {order_id}")));
+        };
+        let why = match reason {
+            "duplicate_payment" => "your order was already paid, so this second payment goes back",
+            "hold_expired" => "it arrived after your reservation had run out, so nothing was sold",
+            "hold_released" => "it arrived after your order had ended, so nothing was sold",
+            "payment_mismatch" => "it did not match your order (another amount or another page)",
+            _ => "it could not be used for your order",
+        };
+        let link = format!("{}/orders/{token}", self.base_url);
+        let amount = money(payment.amount_minor, &payment.currency);
+        let text = format!(
+            "Hello {name},\r\n\r\nyour payment {} of {amount} is being refunded: {why}.\r\n\r\n\
+             Your bank shows it within a few days.\r\nYour order: {link}\r\n",
+            payment.payment_ref
+        );
+        let html = format!(
+            "<!doctype html><html><body style=\"font-family:sans-serif\">\
+             <p>Hello {},</p><p>your payment <code>{}</code> of <strong>{}</strong> is being \
+             refunded: {}.</p><p>Your bank shows it within a few days.</p>\
+             <p><a href=\"{}\">Your order</a></p></body></html>",
+            escape(&name),
+            escape(&payment.payment_ref),
+            escape(&amount),
+            escape(why),
+            escape(&link)
+        );
+        let id = format!("returned-{}-{}", payment.provider, payment.payment_ref);
+        let message = self
+            .builder(&name, &email, &id)?
+            .subject(format!("Refund issued: {amount}"))
+            .multipart(MultiPart::alternative_plain_html(text, html))
+            .map_err(|e| MailError::Compose(e.to_string()))?;
+        self.send(message).await
+    }
+
     fn builder(
         &self,
         name: &str,

@@ -1204,7 +1204,7 @@ pub async fn confirm_payment_in(
         // an uncaptured payment cannot be refunded: its provider gives it
         // back by itself when nobody captures it
         if captured {
-            refund::queue(&mut **tx, order_id, payment, "payment_mismatch").await?;
+            refund::queue(tx, order_id, payment, "payment_mismatch").await?;
         }
         return Ok(Fulfilment::Mismatch {
             order_id,
@@ -1231,7 +1231,7 @@ pub async fn confirm_payment_in(
         }
         ConfirmOutcome::AlreadyConfirmed { .. } => Fulfilment::AlreadyFulfilled { order_id },
         ConfirmOutcome::DuplicatePayment { .. } => {
-            refund::queue(&mut **tx, order_id, payment, "duplicate_payment").await?;
+            refund::queue(tx, order_id, payment, "duplicate_payment").await?;
             Fulfilment::RefundQueued {
                 order_id,
                 reason: "duplicate_payment".into(),
@@ -1243,7 +1243,7 @@ pub async fn confirm_payment_in(
             } else {
                 "hold_released"
             };
-            refund::queue(&mut **tx, order_id, payment, reason).await?;
+            refund::queue(tx, order_id, payment, reason).await?;
             sqlx::query(
                 "update orders set state = 'refund_pending', updated_at = now() \
                   where id = $1 and state in ('pending', 'expired', 'cancelled')",

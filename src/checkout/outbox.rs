@@ -59,6 +59,20 @@ pub enum OutboxJob {
         order_id: Uuid,
         refund_id: i64,
     },
+    /// Tell the shopper a payment of theirs goes back (it came after the
+    /// reservation ended, twice, or did not match the order).
+    PaymentReturned {
+        order_id: Uuid,
+        payment: ProviderPayment,
+        reason: String,
+    },
+}
+
+#[derive(Serialize, Deserialize)]
+struct ReturnedPayload {
+    order_id: Uuid,
+    payment: ProviderPayment,
+    reason: String,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -106,6 +120,7 @@ impl OutboxJob {
             OutboxJob::ClosePage { .. } => "expire_session",
             OutboxJob::CapturePayment { .. } => "capture_payment",
             OutboxJob::RefundNotice { .. } => "refund_notice",
+            OutboxJob::PaymentReturned { .. } => "payment_returned",
         }
     }
 
@@ -122,6 +137,10 @@ impl OutboxJob {
                 format!("capture:{}:{}", payment.provider, payment.payment_ref)
             }
             OutboxJob::RefundNotice { refund_id, .. } => format!("refund_notice:{refund_id}"),
+            OutboxJob::PaymentReturned { payment, .. } => format!(
+                "payment_returned:{}",
+                refund_key(payment.provider, &payment.payment_ref)
+            ),
         }
     }
 
@@ -153,6 +172,15 @@ impl OutboxJob {
             } => serde_json::to_value(NoticePayload {
                 order_id: *order_id,
                 refund_id: *refund_id,
+            }),
+            OutboxJob::PaymentReturned {
+                order_id,
+                payment,
+                reason,
+            } => serde_json::to_value(ReturnedPayload {
+                order_id: *order_id,
+                payment: payment.clone(),
+                reason: reason.clone(),
             }),
         };
         value.expect("job payloads are plain data")
@@ -190,6 +218,14 @@ impl OutboxJob {
                 OutboxJob::RefundNotice {
                     order_id: p.order_id,
                     refund_id: p.refund_id,
+                }
+            }
+            "payment_returned" => {
+                let p: ReturnedPayload = serde_json::from_value(payload.clone()).map_err(read)?;
+                OutboxJob::PaymentReturned {
+                    order_id: p.order_id,
+                    payment: p.payment,
+                    reason: p.reason,
                 }
             }
             other => return Err(format!("unknown job kind {other}")),
@@ -258,6 +294,19 @@ mod tests {
             OutboxJob::RefundNotice {
                 order_id,
                 refund_id: 3,
+            },
+            OutboxJob::PaymentReturned {
+                order_id,
+                payment: ProviderPayment {
+                    provider: ProviderKind::Stripe,
+                    payment_ref: "pi_2".into(),
+                    page_id: None,
+                    amount_minor: 100,
+                    currency: "eur".into(),
+                    status: PaymentStatus::Captured,
+                    order_hint: None,
+                },
+                reason: "hold_expired".into(),
             },
         ] {
             assert_eq!(OutboxJob::parse(job.kind(), &job.payload()), Ok(job));

@@ -5,7 +5,7 @@
 //! provider's refund event.
 
 use sha2::{Digest, Sha256};
-use sqlx::{PgExecutor, Postgres, Transaction};
+use sqlx::{Postgres, Transaction};
 use uuid::Uuid;
 
 use super::outbox::{self, OutboxJob, RefundJob, refund_key};
@@ -13,14 +13,14 @@ use crate::payments::{ProviderKind, ProviderPayment, RefundStatus, RefundView};
 
 /// Queue the refund of one payment (of the whole of it). One payment is
 /// refunded once, however many paths report it.
-pub async fn queue<'e>(
-    executor: impl PgExecutor<'e>,
+pub async fn queue(
+    conn: &mut sqlx::PgConnection,
     order_id: Uuid,
     payment: &ProviderPayment,
     reason: &str,
 ) -> sqlx::Result<bool> {
-    outbox::queue(
-        executor,
+    let queued = outbox::queue(
+        &mut *conn,
         &OutboxJob::Refund(RefundJob {
             order_id: Some(order_id),
             provider: payment.provider,
@@ -31,7 +31,20 @@ pub async fn queue<'e>(
             paid_minor: Some(payment.amount_minor),
         }),
     )
-    .await
+    .await?;
+    // the shopper is told their money goes back, and why
+    if queued {
+        outbox::queue(
+            &mut *conn,
+            &OutboxJob::PaymentReturned {
+                order_id,
+                payment: payment.clone(),
+                reason: reason.to_owned(),
+            },
+        )
+        .await?;
+    }
+    Ok(queued)
 }
 
 /// The provider idempotency key of a refund job's `generation`-th try:

@@ -212,6 +212,24 @@ impl Outbox {
                     Ok(Done::Plain)
                 }
             },
+            OutboxJob::PaymentReturned {
+                order_id,
+                payment,
+                reason,
+            } => match &self.mailer {
+                Some(mailer) => {
+                    mailer
+                        .payment_returned(&self.pool, order_id, &payment, &reason)
+                        .await
+                        .map_err(|e| ProviderError::Unavailable(e.to_string()))?;
+                    tracing::info!(order = %order_id, payment = %payment.payment_ref, "payment returned notice sent");
+                    Ok(Done::Plain)
+                }
+                None => {
+                    tracing::info!(order = %order_id, payment = %payment.payment_ref, "payment returned notice not mailed: no mail server");
+                    Ok(Done::Plain)
+                }
+            },
             OutboxJob::RefundNotice {
                 order_id,
                 refund_id,

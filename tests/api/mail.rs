@@ -360,3 +360,36 @@ async fn the_confirmation_carries_each_code_as_a_qr_code_and_the_slot_in_a_calen
         .unwrap();
     assert!(first.contains(&format!("href=\"{link}\"")), "{first}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn money_that_cannot_be_sold_goes_back_with_a_mail_saying_why() {
+    let app = spawn_app().await;
+    app.load_demo().await;
+    let smtp = app.sandbox.smtp();
+    let order = paying(&app, "late-1", &[("wild-honey", 2)]).await;
+    checkout::release_order(&app.db.pool, order.id, expired_by_provider())
+        .await
+        .unwrap();
+    // the money arrives after the reservation ended, reported twice
+    let late = report(&app.db, order.id, "pi_late_1", Source::Webhook).await;
+    for _ in 0..2 {
+        assert!(matches!(
+            checkout::confirm_payment(&app.db.pool, &late)
+                .await
+                .unwrap(),
+            Fulfilment::RefundQueued { .. }
+        ));
+    }
+    send_all(&app, &mailer(&app, &smtp, holdfast::clock::ShopZone::UTC)).await;
+    let messages = app.sandbox.mail.messages();
+    assert_eq!(messages.len(), 1, "one notice for one payment");
+    let notice = parsed(&messages[0]);
+    assert_eq!(notice.subject(), Some("Refund issued: €28.00"));
+    let text = notice.body_text(0).unwrap();
+    assert!(text.contains("pi_late_1"), "{text}");
+    assert!(
+        text.contains("arrived after your order had ended"),
+        "{text}"
+    );
+    assert!(text.contains(&format!("/orders/{}", order.token)), "{text}");
+}
