@@ -55,7 +55,12 @@ impl Mailer {
     /// `smtps://user:password@host:465`.
     pub fn new(smtp_url: &str, from: &str, zone: ShopZone, base_url: &str) -> Result<Self, String> {
         let transport = AsyncSmtpTransport::<Tokio1Executor>::from_url(smtp_url)
-            .map_err(|e| format!("HOLDFAST_SMTP_URL is not an SMTP URL ({e})"))?
+            // the URL may carry a password: the error never repeats it
+            .map_err(|_| {
+                "HOLDFAST_SMTP_URL is not an SMTP URL like smtps://user:password@host:465 \
+                 or smtp://host:587?tls=required"
+                    .to_owned()
+            })?
             .timeout(Some(std::time::Duration::from_secs(20)))
             .build();
         let from: Mailbox = from.parse().map_err(|e| {
@@ -456,4 +461,43 @@ pub fn qr_png(code: &str) -> Result<Vec<u8>, MailError> {
             .map_err(|e| MailError::Compose(format!("QR image: {e}")))?;
     }
     Ok(png_bytes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_bad_smtp_url_is_refused_without_repeating_it() {
+        let error = Mailer::new(
+            "smtpx://user:hunter2secret@mail.example.com",
+            "Shop <shop@example.com>",
+            ShopZone::UTC,
+            "https://shop.example",
+        )
+        .unwrap_err();
+        assert!(error.contains("HOLDFAST_SMTP_URL"), "{error}");
+        assert!(!error.contains("hunter2secret"), "{error}");
+        let mailer = Mailer::new(
+            "smtps://user:hunter2secret@mail.example.com",
+            "Shop <shop@example.com>",
+            ShopZone::UTC,
+            "https://shop.example",
+        )
+        .unwrap();
+        assert!(!format!("{mailer:?}").contains("hunter2secret"));
+        assert!(Mailer::new("smtp://localhost:2525", "not a mailbox", ShopZone::UTC, "x").is_err());
+    }
+
+    #[test]
+    fn qr_images_are_png_and_escaping_is_html() {
+        let png = qr_png("TKT-ABCD-EFGH").unwrap();
+        assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n");
+        assert_eq!(
+            escape("<a href=\"x\">&'"),
+            "&lt;a href=&quot;x&quot;&gt;&amp;&#39;"
+        );
+        assert_eq!(ics_text("a;b,c\\d\ne"), "a\\;b\\,c\\\\d e");
+        assert_eq!(quoted("Ada \"the\" L\\"), "\"Ada \\\"the\\\" L\\\\\"");
+    }
 }

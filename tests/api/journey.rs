@@ -100,6 +100,25 @@ impl TestApp {
         drain_outbox(&self.db.pool, self.sandbox.providers()).await
     }
 
+    /// Run the outbox; the order must then be refunded (if not, what the
+    /// outbox did and every job are printed).
+    pub(crate) async fn refunded_by_the_outbox(&self, token: &str) {
+        let outcomes = self.outbox().await;
+        let state = self.order_state(token).await;
+        if state != "refunded" {
+            let jobs: Vec<(String, String, serde_json::Value, Option<String>)> = sqlx::query_as(
+                "select dedupe_key, state, payload, last_error from outbox_jobs order by id",
+            )
+            .fetch_all(&self.db.pool)
+            .await
+            .unwrap();
+            panic!(
+                "the order is {state} after the outbox: {outcomes:?}; jobs {jobs:?}; refunds {:?}",
+                self.sandbox.stripe.ledger().refunds
+            );
+        }
+    }
+
     async fn wait_for_deliveries(&self, accepted: usize) {
         wait_for_accepted(|| self.sandbox.stripe.ledger(), accepted).await;
     }
@@ -365,20 +384,7 @@ async fn abandoning_gives_the_units_back_and_late_money_is_refunded() {
     assert_eq!(forced.status(), 204);
     let token = token_of(&cancel);
     app.wait_for_state(&token, "refund_pending").await;
-    let outcomes = app.outbox().await;
-    let state = app.order_state(&token).await;
-    if state != "refunded" {
-        let jobs: Vec<(String, String, serde_json::Value, Option<String>)> = sqlx::query_as(
-            "select dedupe_key, state, payload, last_error from outbox_jobs order by id",
-        )
-        .fetch_all(&app.db.pool)
-        .await
-        .unwrap();
-        panic!(
-            "the order is {state} after the outbox: {outcomes:?}; jobs {jobs:?}; refunds {:?}",
-            app.sandbox.stripe.ledger().refunds
-        );
-    }
+    app.refunded_by_the_outbox(&token).await;
     assert_eq!(app.sandbox.stripe.ledger().refunds.len(), 1);
     assert_eq!(
         app.db
@@ -797,20 +803,7 @@ async fn paying_on_an_expired_page_is_money_after_expiry_and_is_refunded() {
     assert_eq!(paid.status(), 303);
     shopper.get(location(&paid)).send().await.unwrap();
     app.wait_for_state(&token, "refund_pending").await;
-    let outcomes = app.outbox().await;
-    let state = app.order_state(&token).await;
-    if state != "refunded" {
-        let jobs: Vec<(String, String, serde_json::Value, Option<String>)> = sqlx::query_as(
-            "select dedupe_key, state, payload, last_error from outbox_jobs order by id",
-        )
-        .fetch_all(&app.db.pool)
-        .await
-        .unwrap();
-        panic!(
-            "the order is {state} after the outbox: {outcomes:?}; jobs {jobs:?}; refunds {:?}",
-            app.sandbox.stripe.ledger().refunds
-        );
-    }
+    app.refunded_by_the_outbox(&token).await;
     let order = shopper
         .get(format!("{}/orders/{token}", app.address))
         .send()
