@@ -615,10 +615,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 reason,
                 restock: !keep_off_sale,
                 override_redeemed,
-                by: format!(
-                    "command line ({})",
-                    std::env::var("USER").unwrap_or_else(|_| "unknown user".to_owned())
-                ),
+                by: cli_actor(),
                 staff: None,
                 key,
             };
@@ -633,10 +630,8 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                     units,
                     whole,
                 } => format!(
-                    "refund #{refund_id} queued: {}.{:02} {} for {units} unit(s){}",
-                    amount_minor / 100,
-                    amount_minor % 100,
-                    currency.to_uppercase(),
+                    "refund #{refund_id} queued: {} for {units} unit(s){}",
+                    crate::routes::shop::money(*amount_minor, currency),
                     if *whole { ", the whole order" } else { "" }
                 ),
                 RefundOutcome::NotPaid { state } => {
@@ -665,10 +660,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         }
         Command::Redeem { code, place } => {
             let zone = crate::configuration::time_zone()?;
-            let by = format!(
-                "command line ({})",
-                std::env::var("USER").unwrap_or_else(|_| "unknown user".to_owned())
-            );
+            let by = cli_actor();
             let place = place.trim();
             let door = crate::redemption::Door { by: &by, place };
             let redeemed = crate::redemption::redeem(&pool, &code, &door)
@@ -816,6 +808,14 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Who acts from the command line, as redemptions and refunds record it.
+fn cli_actor() -> String {
+    format!(
+        "command line ({})",
+        std::env::var("USER").unwrap_or_else(|_| "unknown user".to_owned())
+    )
 }
 
 /// One redemption, as staff at a door read it.

@@ -1044,13 +1044,7 @@ pub async fn order_page(
         .map(used_at)
         .unwrap_or_default();
     // what staff refunded, and why (the latest reason)
-    let staff_refund: Option<(String, i64)> = sqlx::query_as(
-        "select reason, (select sum(amount_minor) from order_refunds where order_id = $1)::int8 \
-           from order_refunds where order_id = $1 order by id desc limit 1",
-    )
-    .bind(order.id)
-    .fetch_optional(&shop.pool)
-    .await?;
+    let staff_refund = crate::staff::refunds::latest(&shop.pool, order.id).await?;
     let refund_note = match &staff_refund {
         Some((reason, amount)) if order.state == OrderState::Paid => format!(
             "Part of this order was refunded ({}): {reason}",

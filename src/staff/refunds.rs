@@ -81,6 +81,17 @@ pub enum RefundOutcome {
     NotFound,
 }
 
+/// What staff have refunded of an order: the latest reason, and the sum.
+pub async fn latest(pool: &PgPool, order_id: Uuid) -> sqlx::Result<Option<(String, i64)>> {
+    sqlx::query_as(
+        "select reason, (select sum(amount_minor) from order_refunds where order_id = $1)::int8 \
+           from order_refunds where order_id = $1 order by id desc limit 1",
+    )
+    .bind(order_id)
+    .fetch_optional(pool)
+    .await
+}
+
 /// Bad input, said before anything is read.
 pub fn check(request: &RefundRequest) -> Result<(), String> {
     let reason = request.reason.trim();
