@@ -24,6 +24,7 @@ mod razorpay;
 mod razorpay_adapter;
 mod recovery;
 mod redemption;
+mod schema;
 mod scale_out;
 mod simulate;
 mod soak;

@@ -1,0 +1,1742 @@
+-- GENERATED from the migrated database by tests/api/schema.rs: do not edit.
+-- The current composite types and function bodies, whichever migration
+-- last wrote them. Regenerate after a migration that writes functions:
+--   HOLDFAST_WRITE_FUNCTIONS=1 cargo test --test api schema::
+
+-- type basket_line_result (last written by 0002_inventory_functions.sql)
+create type basket_line_result as (
+    status text,
+    basket_id uuid,
+    resource_id text,
+    qty integer,
+    line_status text,
+    hold_id uuid,
+    available integer,
+    expires_at timestamp with time zone
+);
+
+-- type hold_result (last written by 0002_inventory_functions.sql)
+create type hold_result as (
+    status text,
+    hold_id uuid,
+    resource_id text,
+    account_id text,
+    qty integer,
+    state text,
+    expires_at timestamp with time zone,
+    payment_deadline timestamp with time zone,
+    payment_ref text,
+    existing_payment_ref text,
+    other_hold_id uuid,
+    available integer,
+    extensions integer
+);
+
+-- type purchase_shape (last written by 0002_inventory_functions.sql)
+create type purchase_shape as (
+    lines integer,
+    confirmed integer,
+    released integer,
+    expired integer,
+    paying integer,
+    plain integer,
+    plain_due integer,
+    paying_due integer,
+    max_extensions_used integer
+);
+
+-- hf_attach_payments (last written by 0013_one_engine.sql)
+CREATE OR REPLACE FUNCTION public.hf_attach_payments(p_resource text, p_orders uuid[], p_window_seconds integer[], p_session_ids text[], p_urls text[], p_expires timestamp with time zone[], p_baskets text[])
+ RETURNS TABLE(order_id uuid, status text, order_state text)
+ LANGUAGE plpgsql
+AS $function$
+declare
+    s inventory_settings;
+    v_n integer := coalesce(cardinality(p_orders), 0);
+    v_now timestamptz;
+    v_status text[] := array_fill(null::text, array[v_n]);
+    h holds;
+    v_hold uuid;
+begin
+    if v_n not between 1 and 1000 then
+        perform hf_bad_input(format('a batch attaches 1 to 1000 payments, got %s', v_n));
+    end if;
+    if coalesce(cardinality(p_window_seconds), -1) <> v_n or coalesce(cardinality(p_session_ids), -1) <> v_n
+       or coalesce(cardinality(p_urls), -1) <> v_n or coalesce(cardinality(p_expires), -1) <> v_n
+       or coalesce(cardinality(p_baskets), -1) <> v_n then
+        perform hf_bad_input('every payment needs each of its fields: arrays of one length');
+    end if;
+    select * into s from inventory_settings;
+    if exists (select 1 from unnest(p_window_seconds) w
+                where w is null or w * interval '1 second' <= s.hold_ttl) then
+        perform hf_bad_input(format('a payment window must be longer than the hold TTL (%s)', s.hold_ttl));
+    end if;
+
+    -- lock: the orders, then the resource
+    perform 1 from orders where id = any(p_orders) order by id for update;
+    perform 1 from resources where id = p_resource for no key update;
+    v_now := clock_timestamp();
+
+    for i in 1 .. v_n loop
+        v_hold := null;
+        select o.hold_id into v_hold from orders o where o.id = p_orders[i];
+        if v_hold is null then
+            v_status[i] := 'not_found';
+            continue;
+        end if;
+        select * into h from holds where id = v_hold;
+        if not found then
+            -- a basket's id (its lines may lie on other resources) is not
+            -- this call's to move; the rest of the batch goes on
+            v_status[i] := case when exists (select 1 from holds where purchase_id = v_hold)
+                                then 'not_one_product' else 'not_found' end;
+            continue;
+        end if;
+        if h.resource_id <> p_resource or h.basket_id is not null then
+            v_status[i] := 'not_one_product';
+            continue;
+        end if;
+        v_status[i] := hf_payment_may_start(h.purchase_id, v_now);
+    end loop;
+
+    perform hf_start_payment(array_agg(o.hold_id), array_agg(p.seconds * interval '1 second'), v_now, 'checkout')
+       from unnest(p_orders, p_window_seconds, v_status) as p(order_id, seconds, status)
+       join orders o on o.id = p.order_id
+      where p.status = 'awaiting_payment'
+     having count(*) > 0;
+
+    -- the payment pages; an order whose hold ended before payment could
+    -- start is expired, as attach_payment does
+    update orders o
+       set provider_session_id = p.session_id, provider_url = p.url, provider_expires_at = p.expires,
+           state = case when p.status in ('awaiting_payment', 'replayed', 'confirmed') or o.state <> 'pending'
+                        then o.state else 'expired' end,
+           updated_at = now()
+      from unnest(p_orders, p_session_ids, p_urls, p_expires, v_status)
+           as p(order_id, session_id, url, expires, status)
+     where o.id = p.order_id and p.status not in ('not_found', 'not_one_product');
+
+    -- the baskets of those on their way to pay
+    delete from basket_lines b
+     using unnest(p_baskets, v_status) as p(basket, status)
+     where b.basket_id = p.basket and p.status in ('awaiting_payment', 'replayed', 'confirmed');
+
+    -- and each order's state now
+    return query
+        select p.order_id, p.status, o.state
+          from unnest(p_orders, v_status) with ordinality as p(order_id, status, n)
+          left join orders o on o.id = p.order_id
+         order by p.n;
+end;
+$function$;
+
+-- hf_bad_input (last written by 0002_inventory_functions.sql)
+CREATE OR REPLACE FUNCTION public.hf_bad_input(p_message text)
+ RETURNS void
+ LANGUAGE plpgsql
+AS $function$
+begin
+    raise exception '%', p_message using errcode = 'invalid_parameter_value';
+end;
+$function$;
+
+-- hf_begin_payment (last written by 0013_one_engine.sql)
+CREATE OR REPLACE FUNCTION public.hf_begin_payment(p_id uuid, p_window interval DEFAULT NULL::interval, p_actor text DEFAULT 'checkout'::text)
+ RETURNS hold_result
+ LANGUAGE plpgsql
+AS $function$
+declare
+    s inventory_settings;
+    v_window interval;
+    v_purchase uuid;
+    v_now timestamptz;
+    v_status text;
+    res hold_result;
+begin
+    select * into s from inventory_settings;
+    v_window := coalesce(p_window, s.payment_window);
+    if v_window <= s.hold_ttl then
+        perform hf_bad_input(format('payment window (%s) must be longer than the hold TTL (%s)', v_window, s.hold_ttl));
+    end if;
+
+    v_purchase := hf_lock_purchase(p_id);
+    if v_purchase is null then
+        res.status := 'not_found';
+        res.hold_id := p_id;
+        return res;
+    end if;
+    v_now := clock_timestamp();
+    v_status := hf_payment_may_start(v_purchase, v_now);
+    if v_status = 'awaiting_payment' then
+        perform hf_start_payment(array[v_purchase], array[v_window], v_now, p_actor);
+    end if;
+    return hf_purchase_row(v_status, v_purchase, null, null, null);
+end;
+$function$;
+
+-- hf_check (last written by 0012_after_the_sale.sql)
+CREATE OR REPLACE FUNCTION public.hf_check(p_resource text DEFAULT NULL::text)
+ RETURNS TABLE(resource_id text, total integer, held integer, sold integer, rows_held integer, rows_sold integer, drift boolean)
+ LANGUAGE sql
+ STABLE
+AS $function$
+    select r.id, r.total, r.held, r.sold,
+           coalesce(x.held, 0)::integer, coalesce(x.sold, 0)::integer,
+           (r.held <> coalesce(x.held, 0) or r.sold <> coalesce(x.sold, 0))
+      from resources r
+      left join (
+            select h.resource_id,
+                   sum(h.qty) filter (where h.state in ('held', 'awaiting_payment')) as held,
+                   sum(h.qty - h.returned) filter (where h.state = 'confirmed') as sold
+              from holds h
+             where p_resource is null or h.resource_id = p_resource
+             group by h.resource_id
+      ) x on x.resource_id = r.id
+     where p_resource is null or r.id = p_resource
+     order by r.id;
+$function$;
+
+-- hf_confirm (last written by 0002_inventory_functions.sql)
+CREATE OR REPLACE FUNCTION public.hf_confirm(p_id uuid, p_payment_ref text, p_actor text DEFAULT 'payment'::text)
+ RETURNS hold_result
+ LANGUAGE plpgsql
+AS $function$
+declare
+    v_purchase uuid;
+    v_now timestamptz;
+    v_shape purchase_shape;
+    v_ended text;
+    v_existing text;
+    v_other uuid;
+    v_moved integer;
+    res hold_result;
+begin
+    if p_payment_ref is null or length(p_payment_ref) not between 1 and 255 then
+        perform hf_bad_input('payment reference must be 1 to 255 characters');
+    end if;
+
+    v_purchase := hf_lock_purchase(p_id);
+    if v_purchase is null then
+        res.status := 'not_found';
+        res.hold_id := p_id;
+        res.payment_ref := p_payment_ref;
+        return res;
+    end if;
+    v_now := clock_timestamp();
+
+    -- Claim the payment reference before anything else: a payment that
+    -- bought (or was refused for) another purchase is never answered with
+    -- an outcome that would refund it or sell with it here. A concurrent
+    -- claim of the same reference waits for that transaction, then loses.
+    -- Refused payments keep their claim, so money that is being refunded
+    -- can never buy anything later.
+    insert into payment_refs (payment_ref, purchase_id) values (p_payment_ref, v_purchase)
+    on conflict (payment_ref) do nothing;
+    if not found then
+        select purchase_id into v_other from payment_refs where payment_ref = p_payment_ref;
+        if v_other is distinct from v_purchase then
+            return hf_purchase_row('payment_ref_in_use', v_purchase, p_payment_ref, null, v_other);
+        end if;
+    end if;
+
+    v_shape := hf_purchase_shape(v_purchase, v_now);
+    if v_shape.confirmed > 0 then
+        select payment_ref into v_existing from holds
+         where purchase_id = v_purchase and state = 'confirmed' limit 1;
+        if v_existing = p_payment_ref then
+            return hf_purchase_row('already_confirmed', v_purchase, p_payment_ref, null, null);
+        end if;
+        return hf_purchase_row('duplicate_payment', v_purchase, p_payment_ref, v_existing, null);
+    end if;
+
+    -- A released or expired purchase is never revived: the money goes back.
+    v_ended := hf_settle_ended(v_purchase, v_shape, v_now);
+    if v_ended is not null then
+        return hf_purchase_row(v_ended, v_purchase, p_payment_ref, null, null);
+    end if;
+
+    with sold as (
+        update holds
+           set state = 'confirmed', payment_ref = p_payment_ref, confirmed_at = v_now
+         where purchase_id = v_purchase and state in ('held', 'awaiting_payment')
+        returning id, resource_id, qty, (payment_started_at is not null) as was_paying
+    ), logged as (
+        insert into hold_events (hold_id, kind, from_state, to_state, actor, detail)
+        select id, 'confirmed', case when was_paying then 'awaiting_payment' else 'held' end,
+               'confirmed', p_actor, jsonb_build_object('payment_ref', p_payment_ref)
+          from sold
+    )
+    update resources x
+       set held = x.held - m.qty, sold = x.sold + m.qty, updated_at = v_now
+      from (select resource_id, sum(qty)::integer as qty from sold group by resource_id) m
+     where x.id = m.resource_id;
+    -- every line of a live purchase moved, or something is badly wrong
+    get diagnostics v_moved = row_count;
+    if v_moved = 0 then
+        raise exception 'confirm of purchase % moved no counters', v_purchase;
+    end if;
+
+    return hf_purchase_row('confirmed', v_purchase, p_payment_ref, null, null);
+end;
+$function$;
+
+-- hf_due_resources (last written by 0002_inventory_functions.sql)
+CREATE OR REPLACE FUNCTION public.hf_due_resources()
+ RETURNS SETOF text
+ LANGUAGE sql
+ STABLE
+AS $function$
+    select id from resources
+     where least(next_expiry, next_deadline) <= clock_timestamp()
+     order by id;
+$function$;
+
+-- hf_end_holds (last written by 0013_one_engine.sql)
+CREATE OR REPLACE FUNCTION public.hf_end_holds(p_ids uuid[], p_state text, p_now timestamp with time zone, p_actor text, p_reason text, OUT ended_holds integer, OUT ended_qty integer)
+ RETURNS record
+ LANGUAGE plpgsql
+AS $function$
+begin
+    with live as (
+        select id, state as old_state from holds
+         where id = any(p_ids) and state in ('held', 'awaiting_payment')
+    ), done as (
+        update holds h
+           set state = p_state, ended_at = p_now, ended_by = p_actor, end_reason = p_reason
+          from live
+         where h.id = live.id
+        returning h.id, h.resource_id, h.qty, live.old_state
+    ), logged as (
+        insert into hold_events (hold_id, kind, from_state, to_state, actor, detail)
+        select id, p_state, old_state, p_state, p_actor, jsonb_build_object('reason', p_reason) from done
+    ), given_back as (
+        update resources r
+           set held = r.held - d.qty, updated_at = p_now
+          from (select resource_id, sum(qty)::integer as qty from done group by resource_id) d
+         where r.id = d.resource_id
+        returning 1
+    )
+    select count(*)::integer, coalesce(sum(qty), 0)::integer into ended_holds, ended_qty from done;
+end;
+$function$;
+
+-- hf_end_purchase (last written by 0013_one_engine.sql)
+CREATE OR REPLACE FUNCTION public.hf_end_purchase(p_purchase uuid, p_state text, p_now timestamp with time zone, p_actor text, p_reason text)
+ RETURNS integer
+ LANGUAGE sql
+AS $function$
+    select ended_holds
+      from hf_end_holds(array(select id from holds
+                               where purchase_id = p_purchase and state in ('held', 'awaiting_payment')),
+                        p_state, p_now, p_actor, p_reason);
+$function$;
+
+-- hf_expire_due_paying (last written by 0013_one_engine.sql)
+CREATE OR REPLACE FUNCTION public.hf_expire_due_paying(p_resource text, p_now timestamp with time zone, p_actor text, p_limit integer, OUT expired_holds integer, OUT expired_qty integer)
+ RETURNS record
+ LANGUAGE plpgsql
+AS $function$
+declare
+    v_due uuid[];
+    v_last timestamptz;
+begin
+    select array_agg(d.id), max(d.payment_deadline) into v_due, v_last
+      from (select h.id, h.payment_deadline from holds h
+             where h.resource_id = p_resource and h.state = 'awaiting_payment'
+               and h.payment_deadline >= coalesce((select next_deadline from resources where id = p_resource), '-infinity')
+               and h.payment_deadline <= p_now
+             order by h.payment_deadline
+             limit p_limit) d;
+    select e.ended_holds, e.ended_qty into expired_holds, expired_qty
+      from hf_end_holds(coalesce(v_due, '{}'), 'expired', p_now, p_actor, 'payment_deadline') e;
+    update resources
+       set next_deadline = (select min(payment_deadline) from holds
+                             where resource_id = p_resource and state = 'awaiting_payment'
+                               and payment_deadline >= coalesce(v_last, '-infinity')),
+           updated_at = p_now
+     where id = p_resource;
+end;
+$function$;
+
+-- hf_expire_due_plain (last written by 0013_one_engine.sql)
+CREATE OR REPLACE FUNCTION public.hf_expire_due_plain(p_resource text, p_now timestamp with time zone, p_actor text, p_limit integer, OUT expired_holds integer, OUT expired_qty integer)
+ RETURNS record
+ LANGUAGE plpgsql
+AS $function$
+declare
+    v_due uuid[];
+    v_last timestamptz;
+begin
+    select array_agg(d.id), max(d.expires_at) into v_due, v_last
+      from (select h.id, h.expires_at from holds h
+             where h.resource_id = p_resource and h.state = 'held'
+               and h.expires_at >= coalesce((select next_expiry from resources where id = p_resource), '-infinity')
+               and h.expires_at <= p_now
+             order by h.expires_at
+             limit p_limit) d;
+    select e.ended_holds, e.ended_qty into expired_holds, expired_qty
+      from hf_end_holds(coalesce(v_due, '{}'), 'expired', p_now, p_actor, 'ttl') e;
+    update resources
+       set next_expiry = (select min(expires_at) from holds
+                           where resource_id = p_resource and state = 'held'
+                             and expires_at >= coalesce(v_last, '-infinity')),
+           updated_at = p_now
+     where id = p_resource;
+end;
+$function$;
+
+-- hf_extend (last written by 0002_inventory_functions.sql)
+CREATE OR REPLACE FUNCTION public.hf_extend(p_id uuid, p_by interval DEFAULT NULL::interval, p_actor text DEFAULT 'shopper'::text)
+ RETURNS hold_result
+ LANGUAGE plpgsql
+AS $function$
+declare
+    s inventory_settings;
+    v_by interval;
+    v_purchase uuid;
+    v_now timestamptz;
+    v_shape purchase_shape;
+    res hold_result;
+begin
+    select * into s from inventory_settings;
+    v_by := coalesce(p_by, s.extension);
+    if v_by <= interval '0' then
+        perform hf_bad_input(format('an extension must be positive, got %s', v_by));
+    end if;
+
+    v_purchase := hf_lock_purchase(p_id);
+    if v_purchase is null then
+        res.status := 'not_found';
+        res.hold_id := p_id;
+        return res;
+    end if;
+    v_now := clock_timestamp();
+    v_shape := hf_purchase_shape(v_purchase, v_now);
+
+    -- an ended basket is settled as a whole, never left half-live
+    if hf_settle_ended(v_purchase, v_shape, v_now) is not null then
+        return hf_purchase_row('not_extendable', v_purchase, null, null, null);
+    end if;
+    -- only a live plain hold with extensions left
+    if v_shape.plain <> v_shape.lines or v_shape.max_extensions_used >= s.max_extensions then
+        return hf_purchase_row('not_extendable', v_purchase, null, null, null);
+    end if;
+
+    with extended as (
+        update holds
+           set expires_at = expires_at + v_by, extensions = extensions + 1
+         where purchase_id = v_purchase
+        returning id, expires_at, extensions
+    )
+    insert into hold_events (hold_id, kind, from_state, to_state, actor, detail)
+    select id, 'extended', 'held', 'held', p_actor,
+           jsonb_build_object('expires_at', expires_at, 'extensions', extensions)
+      from extended;
+    -- next_expiry may now be early, which only costs one scan later
+
+    return hf_purchase_row('extended', v_purchase, null, null, null);
+end;
+$function$;
+
+-- hf_hold (last written by 0013_one_engine.sql)
+CREATE OR REPLACE FUNCTION public.hf_hold(p_resource text, p_qty integer, p_account text, p_key text DEFAULT NULL::text, p_ttl interval DEFAULT NULL::interval)
+ RETURNS hold_result
+ LANGUAGE sql
+AS $function$
+    select * from hf_hold_many(p_resource, array[p_qty], array[p_account], array[p_key], p_ttl);
+$function$;
+
+-- hf_hold_basket (last written by 0002_inventory_functions.sql)
+CREATE OR REPLACE FUNCTION public.hf_hold_basket(p_resources text[], p_qtys integer[], p_account text, p_key text DEFAULT NULL::text, p_ttl interval DEFAULT NULL::interval)
+ RETURNS SETOF basket_line_result
+ LANGUAGE plpgsql
+AS $function$
+declare
+    s inventory_settings;
+    v_now timestamptz;
+    v_ttl interval;
+    v_ids text[];
+    v_qtys integer[];
+    v_found text[] := '{}';
+    v_avail integer[] := '{}';
+    v_short boolean := false;
+    v_over_cap boolean := false;
+    v_basket uuid;
+    v_existing uuid;
+    v_mine integer;
+    v_total_qty integer;
+    r resources;
+    i integer;
+begin
+    if p_resources is null or p_qtys is null or cardinality(p_resources) = 0 then
+        perform hf_bad_input('a basket needs at least one line');
+    end if;
+    if cardinality(p_resources) <> cardinality(p_qtys) then
+        perform hf_bad_input('a basket needs one quantity per resource');
+    end if;
+    if cardinality(p_resources) > 100 then
+        perform hf_bad_input('a basket holds at most 100 lines');
+    end if;
+    if exists (select 1 from unnest(p_resources, p_qtys) as l(rid, q)
+                where rid is null or length(rid) not between 1 and 200 or q is null or q <= 0) then
+        perform hf_bad_input('every basket line needs a resource id and a positive qty');
+    end if;
+    if p_account is null or length(p_account) not between 1 and 200 then
+        perform hf_bad_input('account id must be 1 to 200 characters');
+    end if;
+    if p_key is not null and length(p_key) not between 1 and 255 then
+        perform hf_bad_input('idempotency key must be 1 to 255 characters');
+    end if;
+    select * into s from inventory_settings;
+    v_ttl := coalesce(p_ttl, s.hold_ttl);
+    if v_ttl <= interval '0' then
+        perform hf_bad_input(format('hold TTL must be positive, got %s', v_ttl));
+    end if;
+
+    -- the same resource twice is one line with the quantities summed
+    select array_agg(rid order by rid), array_agg(q order by rid)
+      into v_ids, v_qtys
+      from (select rid, sum(q)::integer as q from unnest(p_resources, p_qtys) as l(rid, q) group by rid) m;
+
+    -- lock: every resource of the basket, ascending id
+    for r in select * from resources where id = any(v_ids) order by id for no key update loop
+        v_found := v_found || r.id;
+    end loop;
+    v_now := clock_timestamp();
+
+    if cardinality(v_found) < cardinality(v_ids) then
+        return query
+            select 'unknown_resource', null::uuid, l.rid, l.q,
+                   case when l.rid = any(v_found) then 'ok' else 'unknown' end,
+                   null::uuid, null::integer, null::timestamptz
+              from unnest(v_ids, v_qtys) as l(rid, q);
+        return;
+    end if;
+
+    if p_key is not null then
+        select purchase_id into v_existing from holds
+         where account_id = p_account and idempotency_key = p_key and resource_id = any(v_ids)
+         limit 1;
+        if found then
+            -- a key replays only the basket it was first used for
+            if exists (
+                (select resource_id, qty from holds where purchase_id = v_existing)
+                except
+                (select rid, q from unnest(v_ids, v_qtys) as l(rid, q))
+            ) or exists (
+                (select rid, q from unnest(v_ids, v_qtys) as l(rid, q))
+                except
+                (select resource_id, qty from holds where purchase_id = v_existing)
+            ) then
+                perform hf_bad_input('this idempotency key was already used for a different basket');
+            end if;
+            return query
+                select 'replayed', h.basket_id, h.resource_id, h.qty, h.state, h.id,
+                       x.total - x.held - x.sold, h.expires_at
+                  from holds h join resources x on x.id = h.resource_id
+                 where h.purchase_id = v_existing
+                 order by h.resource_id;
+            return;
+        end if;
+    end if;
+
+    -- capacity, line by line, with the lazy expiry where it is needed
+    for i in 1 .. cardinality(v_ids) loop
+        select * into r from resources where id = v_ids[i];
+        if r.total - r.held - r.sold < v_qtys[i] and r.next_expiry <= v_now then
+            perform hf_expire_due_plain(v_ids[i], v_now, 'lazy-expiry', null);
+            select * into r from resources where id = v_ids[i];
+        end if;
+        v_avail := v_avail || (r.total - r.held - r.sold);
+        if v_avail[i] < v_qtys[i] then
+            v_short := true;
+        end if;
+    end loop;
+
+    -- not enough comes before the account cap, as in hf_hold
+    if v_short then
+        return query
+            select 'insufficient', null::uuid, l.rid, l.q,
+                   case when l.a < l.q then 'short' else 'ok' end,
+                   null::uuid, l.a, null::timestamptz
+              from unnest(v_ids, v_qtys, v_avail) as l(rid, q, a);
+        return;
+    end if;
+
+    if s.account_cap is not null then
+        if s.cap_scope = 'global' then
+            -- lock: this account, after every resource lock
+            perform pg_advisory_xact_lock(hashtextextended('holdfast.account:' || p_account, 0));
+            select coalesce(sum(qty), 0) into v_mine from holds
+             where account_id = p_account
+               and (state = 'awaiting_payment' or (state = 'held' and expires_at > v_now));
+            select sum(q) into v_total_qty from unnest(v_qtys) as q;
+            v_over_cap := v_mine + v_total_qty > s.account_cap;
+            if v_over_cap then
+                return query
+                    select 'account_cap', null::uuid, l.rid, l.q, 'over_cap', null::uuid,
+                           greatest(s.account_cap - v_mine, 0), null::timestamptz
+                      from unnest(v_ids, v_qtys) as l(rid, q);
+                return;
+            end if;
+        else
+            return query
+                with mine as (
+                    select l.rid, l.q, l.ord,
+                           (select coalesce(sum(h.qty), 0) from holds h
+                             where h.account_id = p_account and h.resource_id = l.rid
+                               and (h.state = 'awaiting_payment' or (h.state = 'held' and h.expires_at > v_now))) as used
+                      from unnest(v_ids, v_qtys) with ordinality as l(rid, q, ord)
+                )
+                select 'account_cap', null::uuid, rid, q,
+                       case when used + q > s.account_cap then 'over_cap' else 'ok' end,
+                       null::uuid, greatest(s.account_cap - used, 0)::integer, null::timestamptz
+                  from mine
+                 where exists (select 1 from mine m2 where m2.used + m2.q > s.account_cap)
+                 order by ord;
+            if found then
+                return;
+            end if;
+        end if;
+    end if;
+
+    v_basket := gen_random_uuid();
+    return query
+        with inserted as (
+            insert into holds (basket_id, resource_id, account_id, qty, idempotency_key, expires_at)
+            select v_basket, l.rid, p_account, l.q, p_key, v_now + v_ttl
+              from unnest(v_ids, v_qtys) as l(rid, q)
+            returning id, resource_id, qty, expires_at
+        ), logged as (
+            insert into hold_events (hold_id, kind, to_state, actor, detail)
+            select id, 'held', 'held', p_account,
+                   jsonb_build_object('qty', qty, 'basket_id', v_basket, 'ttl_seconds', extract(epoch from v_ttl))
+              from inserted
+        ), counted as (
+            update resources x
+               set held = x.held + i.qty,
+                   next_expiry = least(x.next_expiry, i.expires_at),
+                   updated_at = v_now
+              from inserted i
+             where x.id = i.resource_id
+            returning x.id, x.total - x.held - x.sold as available
+        )
+        select 'held', v_basket, i.resource_id, i.qty, 'held', i.id, c.available, i.expires_at
+          from inserted i join counted c on c.id = i.resource_id
+         order by i.resource_id;
+end;
+$function$;
+
+-- hf_hold_many (last written by 0006_combined_holds.sql)
+CREATE OR REPLACE FUNCTION public.hf_hold_many(p_resource text, p_qtys integer[], p_accounts text[], p_keys text[], p_ttl interval DEFAULT NULL::interval)
+ RETURNS SETOF hold_result
+ LANGUAGE plpgsql
+AS $function$
+declare
+    s inventory_settings;
+    r resources;
+    h holds;
+    v_n integer := coalesce(cardinality(p_qtys), 0);
+    v_now timestamptz;
+    v_ttl interval;
+    v_available integer;
+    v_granted integer := 0;
+    v_swept boolean := false;
+    v_mine integer;
+    v_status text[] := '{}';
+    v_replayed_from integer[] := '{}';
+    v_replies hold_result[] := '{}';
+    v_hold uuid[] := '{}';
+    v_left integer[] := '{}';
+    res hold_result;
+begin
+    if v_n not between 1 and 1000 then
+        perform hf_bad_input(format('a batch holds 1 to 1000 requests, got %s', v_n));
+    end if;
+    if coalesce(cardinality(p_accounts), -1) <> v_n or coalesce(cardinality(p_keys), -1) <> v_n then
+        perform hf_bad_input('quantities, accounts and keys must be arrays of one length');
+    end if;
+    for i in 1 .. v_n loop
+        if p_qtys[i] is null or p_qtys[i] <= 0 then
+            perform hf_bad_input(format('qty must be a positive number of units, got %s',
+                                        coalesce(p_qtys[i]::text, 'null')));
+        end if;
+        if p_accounts[i] is null or length(p_accounts[i]) not between 1 and 200 then
+            perform hf_bad_input('account id must be 1 to 200 characters');
+        end if;
+        if p_keys[i] is not null and length(p_keys[i]) not between 1 and 255 then
+            perform hf_bad_input('idempotency key must be 1 to 255 characters');
+        end if;
+    end loop;
+    select * into s from inventory_settings;
+    v_ttl := coalesce(p_ttl, s.hold_ttl);
+    if v_ttl <= interval '0' then
+        perform hf_bad_input(format('hold TTL must be positive, got %s', v_ttl));
+    end if;
+
+    -- Without the lock, as in hf_hold: only a refusal of the whole batch
+    -- (not even its smallest request fits, and nothing is due to expire).
+    select * into r from resources where id = p_resource;
+    if not found then
+        for i in 1 .. v_n loop
+            res := null;
+            res.status := 'unknown_resource';
+            res.resource_id := p_resource;
+            return next res;
+        end loop;
+        return;
+    end if;
+    v_available := r.total - r.held - r.sold;
+    if v_available < (select min(q) from unnest(p_qtys) q)
+       and coalesce(r.next_expiry > clock_timestamp(), true) then
+        for i in 1 .. v_n loop
+            if p_keys[i] is not null then
+                select * into h from holds
+                 where resource_id = p_resource and account_id = p_accounts[i]
+                   and idempotency_key = p_keys[i];
+                if found then
+                    return next hf_hold_row('replayed', h, v_available);
+                    continue;
+                end if;
+            end if;
+            res := null;
+            res.status := 'insufficient';
+            res.resource_id := p_resource;
+            res.account_id := p_accounts[i];
+            res.qty := p_qtys[i];
+            res.available := v_available;
+            return next res;
+        end loop;
+        return;
+    end if;
+
+    -- lock: this resource
+    select * into r from resources where id = p_resource for no key update;
+    -- then, with a cap across resources, every account of the batch, in
+    -- the order of their lock keys, so two batches can never wait on each
+    -- other (hf_hold takes one such lock, also after its resource lock)
+    if s.account_cap is not null and s.cap_scope = 'global' then
+        perform pg_advisory_xact_lock(k)
+           from (select distinct hashtextextended('holdfast.account:' || a, 0) as k
+                   from unnest(p_accounts) a order by 1) keys;
+    end if;
+    v_now := clock_timestamp();
+    v_available := r.total - r.held - r.sold;
+
+    -- Decide each request in order; write the grants afterwards in one
+    -- statement. The ids are made here, so each answer knows its row.
+    for i in 1 .. v_n loop
+        v_status[i] := null;
+        if p_keys[i] is not null then
+            -- earlier in this batch?
+            for j in 1 .. i - 1 loop
+                if v_status[j] = 'held' and p_keys[j] = p_keys[i] and p_accounts[j] = p_accounts[i] then
+                    v_status[i] := 'replayed';
+                    v_hold[i] := v_hold[j];
+                    v_replayed_from[i] := j;
+                    exit;
+                end if;
+            end loop;
+            -- in an earlier call?
+            if v_status[i] is null then
+                select * into h from holds
+                 where resource_id = p_resource and account_id = p_accounts[i]
+                   and idempotency_key = p_keys[i];
+                if found then
+                    v_status[i] := 'replayed';
+                    v_hold[i] := h.id;
+                    -- answered as the row is now, before a later request's
+                    -- lazy expiry could change it
+                    v_replies[i] := hf_hold_row('replayed', h, v_available);
+                end if;
+            end if;
+            if v_status[i] is not null then
+                v_left[i] := v_available;
+                continue;
+            end if;
+        end if;
+
+        -- expired holds count as free: look once, when needed and due
+        if v_available < p_qtys[i] and not v_swept and r.next_expiry <= v_now then
+            perform hf_expire_due_plain(p_resource, v_now, 'lazy-expiry', null);
+            v_swept := true;
+            select * into r from resources where id = p_resource;
+            -- the counters do not include this batch's grants yet
+            v_available := r.total - r.held - r.sold - v_granted;
+        end if;
+
+        if v_available < p_qtys[i] then
+            v_status[i] := 'insufficient';
+            v_left[i] := v_available;
+            continue;
+        end if;
+
+        if s.account_cap is not null then
+            select coalesce(sum(qty), 0) into v_mine from holds
+             where account_id = p_accounts[i]
+               and (s.cap_scope = 'global' or resource_id = p_resource)
+               and (state = 'awaiting_payment' or (state = 'held' and expires_at > v_now));
+            -- and what this batch already granted the same account
+            for j in 1 .. i - 1 loop
+                if v_status[j] = 'held' and p_accounts[j] = p_accounts[i] then
+                    v_mine := v_mine + p_qtys[j];
+                end if;
+            end loop;
+            if v_mine + p_qtys[i] > s.account_cap then
+                v_status[i] := 'account_cap';
+                v_left[i] := greatest(s.account_cap - v_mine, 0);
+                continue;
+            end if;
+        end if;
+
+        v_status[i] := 'held';
+        v_hold[i] := hf_uuid_v7();
+        v_granted := v_granted + p_qtys[i];
+        v_available := v_available - p_qtys[i];
+        v_left[i] := v_available;
+    end loop;
+
+    if v_granted > 0 then
+        insert into holds (id, resource_id, account_id, qty, idempotency_key, expires_at)
+        select v_hold[i], p_resource, p_accounts[i], p_qtys[i], p_keys[i], v_now + v_ttl
+          from generate_subscripts(p_qtys, 1) as i
+         where v_status[i] = 'held';
+        insert into hold_events (hold_id, kind, to_state, actor, detail)
+        select v_hold[i], 'held', 'held', p_accounts[i],
+               jsonb_build_object('qty', p_qtys[i], 'ttl_seconds', extract(epoch from v_ttl))
+          from generate_subscripts(p_qtys, 1) as i
+         where v_status[i] = 'held';
+        -- one counter update for the batch; the CHECK still has the last word
+        update resources
+           set held = held + v_granted,
+               next_expiry = least(next_expiry, v_now + v_ttl),
+               updated_at = v_now
+         where id = p_resource;
+    end if;
+
+    -- the answers, in the order asked
+    for i in 1 .. v_n loop
+        res := null;
+        if v_status[i] = 'held' then
+            -- a fresh row: its every column is known here
+            res.status := 'held';
+            res.hold_id := v_hold[i];
+            res.resource_id := p_resource;
+            res.account_id := p_accounts[i];
+            res.qty := p_qtys[i];
+            res.state := 'held';
+            res.expires_at := v_now + v_ttl;
+            res.available := v_left[i];
+            res.extensions := 0;
+        elsif v_status[i] = 'replayed' and v_replayed_from[i] is not null then
+            -- a key repeated in this batch: its first request's fresh row
+            res.status := 'replayed';
+            res.hold_id := v_hold[i];
+            res.resource_id := p_resource;
+            res.account_id := p_accounts[i];
+            res.qty := p_qtys[v_replayed_from[i]];
+            res.state := 'held';
+            res.expires_at := v_now + v_ttl;
+            res.available := v_left[i];
+            res.extensions := 0;
+        elsif v_status[i] = 'replayed' then
+            res := v_replies[i];
+        else
+            res.status := v_status[i];
+            res.resource_id := p_resource;
+            res.account_id := p_accounts[i];
+            res.qty := p_qtys[i];
+            res.available := v_left[i];
+        end if;
+        return next res;
+    end loop;
+    return;
+end;
+$function$;
+
+-- hf_hold_row (last written by 0002_inventory_functions.sql)
+CREATE OR REPLACE FUNCTION public.hf_hold_row(p_status text, h holds, p_available integer)
+ RETURNS hold_result
+ LANGUAGE sql
+ IMMUTABLE
+AS $function$
+    select p_status, h.id, h.resource_id, h.account_id, h.qty, h.state, h.expires_at,
+           h.payment_deadline, h.payment_ref, null::text, null::uuid, p_available, h.extensions;
+$function$;
+
+-- hf_limit_lock (last written by 0011_fair_sale.sql)
+CREATE OR REPLACE FUNCTION public.hf_limit_lock(p_key text)
+ RETURNS void
+ LANGUAGE sql
+AS $function$
+    select pg_advisory_xact_lock(hashtextextended('holdfast.limit:' || p_key, 0));
+$function$;
+
+-- hf_lock_purchase (last written by 0002_inventory_functions.sql)
+CREATE OR REPLACE FUNCTION public.hf_lock_purchase(p_id uuid)
+ RETURNS uuid
+ LANGUAGE plpgsql
+AS $function$
+declare
+    v_purchase uuid;
+begin
+    select purchase_id into v_purchase from holds where id = p_id;
+    if not found then
+        select purchase_id into v_purchase from holds where purchase_id = p_id limit 1;
+        if not found then
+            return null;
+        end if;
+    end if;
+    -- lock: every resource of the purchase, ascending id
+    perform 1 from resources
+      where id in (select resource_id from holds where purchase_id = v_purchase)
+      order by id
+      for no key update;
+    return v_purchase;
+end;
+$function$;
+
+-- hf_payment_may_start (last written by 0013_one_engine.sql)
+CREATE OR REPLACE FUNCTION public.hf_payment_may_start(p_purchase uuid, p_now timestamp with time zone)
+ RETURNS text
+ LANGUAGE plpgsql
+AS $function$
+declare
+    v_shape purchase_shape;
+    v_ended text;
+begin
+    v_shape := hf_purchase_shape(p_purchase, p_now);
+    if v_shape.lines = 0 then
+        return 'not_found';
+    end if;
+    if v_shape.confirmed > 0 then
+        return 'confirmed';
+    end if;
+    v_ended := hf_settle_ended(p_purchase, v_shape, p_now);
+    if v_ended is not null then
+        return v_ended;
+    end if;
+    if v_shape.plain = 0 then
+        return 'replayed';
+    end if;
+    return 'awaiting_payment';
+end;
+$function$;
+
+-- hf_purchase_live (last written by 0011_fair_sale.sql)
+CREATE OR REPLACE FUNCTION public.hf_purchase_live(p_purchase uuid)
+ RETURNS boolean
+ LANGUAGE sql
+ STABLE
+AS $function$
+    select exists (select 1 from holds h
+                    where h.purchase_id = p_purchase
+                      and h.state in ('held', 'awaiting_payment')
+                      and coalesce(h.payment_deadline, h.expires_at) > now());
+$function$;
+
+-- hf_purchase_row (last written by 0002_inventory_functions.sql)
+CREATE OR REPLACE FUNCTION public.hf_purchase_row(p_status text, p_purchase uuid, p_payment_ref text, p_existing_ref text, p_other uuid)
+ RETURNS hold_result
+ LANGUAGE sql
+ STABLE
+AS $function$
+    select p_status, p_purchase,
+           case when count(distinct h.resource_id) = 1 then min(h.resource_id) end,
+           min(h.account_id), sum(h.qty)::integer,
+           case when count(distinct h.state) = 1 then min(h.state) else 'mixed' end,
+           min(h.expires_at), min(h.payment_deadline),
+           coalesce(p_payment_ref, max(h.payment_ref)), p_existing_ref, p_other,
+           null::integer, max(h.extensions)
+      from holds h
+     where h.purchase_id = p_purchase;
+$function$;
+
+-- hf_purchase_shape (last written by 0002_inventory_functions.sql)
+CREATE OR REPLACE FUNCTION public.hf_purchase_shape(p_purchase uuid, p_now timestamp with time zone)
+ RETURNS purchase_shape
+ LANGUAGE sql
+ STABLE
+AS $function$
+    select count(*)::integer,
+           count(*) filter (where state = 'confirmed')::integer,
+           count(*) filter (where state = 'released')::integer,
+           count(*) filter (where state = 'expired')::integer,
+           count(*) filter (where state = 'awaiting_payment')::integer,
+           count(*) filter (where state = 'held')::integer,
+           count(*) filter (where state = 'held' and expires_at <= p_now)::integer,
+           count(*) filter (where state = 'awaiting_payment' and payment_deadline <= p_now)::integer,
+           coalesce(max(extensions), 0)::integer
+      from holds
+     where purchase_id = p_purchase;
+$function$;
+
+-- hf_redeem (last written by 0012_after_the_sale.sql)
+CREATE OR REPLACE FUNCTION public.hf_redeem(p_code text, p_by text, p_place text)
+ RETURNS TABLE(outcome text, kind text, order_id uuid, customer_name text, what text, redeemed_at timestamp with time zone, redeemed_by text, place text)
+ LANGUAGE plpgsql
+AS $function$
+declare
+    v_order uuid;
+    v_kind text;
+    v_state text;
+    v_name text;
+    v_refunded boolean;
+    v_what text;
+    r redemptions;
+begin
+    if p_by is null or length(p_by) not between 1 and 254 then
+        perform hf_bad_input('who redeems must be named (1 to 254 characters)');
+    end if;
+    if p_place is null or length(p_place) > 100 then
+        perform hf_bad_input('the place is at most 100 characters');
+    end if;
+    if p_code is null or length(p_code) not between 1 and 64 then
+        return query select 'not_valid', null::text, null::uuid, null::text, null::text,
+                            null::timestamptz, null::text, null::text;
+        return;
+    end if;
+    -- unlocked: which order a code belongs to never changes
+    select c.order_id, 'ticket' into v_order, v_kind from order_codes c where c.code = p_code;
+    if not found then
+        select o.id, 'pickup' into v_order, v_kind from orders o where o.pickup_code = p_code;
+        -- shared by two orders (drawn before codes were unique): not
+        -- something a door can decide
+        if (select count(*) from orders o where o.pickup_code = p_code) > 1 then
+            return query select 'not_valid', null::text, null::uuid, null::text,
+                                'a pickup code two orders share: look the order up'::text,
+                                null::timestamptz, null::text, null::text;
+            return;
+        end if;
+    end if;
+    if v_order is null then
+        return query select 'not_valid', null::text, null::uuid, null::text, null::text,
+                            null::timestamptz, null::text, null::text;
+        return;
+    end if;
+    -- lock: the order, shared
+    select o.state, o.customer_name into v_state, v_name from orders o where o.id = v_order for share;
+    if v_kind = 'ticket' then
+        select c.refunded_at is not null, p.name into v_refunded, v_what
+          from order_codes c join products p on p.id = c.product_id where c.code = p_code;
+    else
+        select coalesce(bool_and(l.refunded_qty = l.qty), true),
+               string_agg(l.name || ' × ' || (l.qty - l.refunded_qty), ', ' order by l.name)
+                 filter (where l.refunded_qty < l.qty)
+          into v_refunded, v_what
+          from order_lines l join products p on p.id = l.product_id
+         where l.order_id = v_order and p.kind = 'pickup_slot';
+    end if;
+    select * into r from redemptions x where x.code = p_code;
+    if found then
+        return query select 'already_used', v_kind, v_order, v_name, v_what,
+                            r.redeemed_at, r.redeemed_by, r.place;
+        return;
+    end if;
+    if v_refunded or v_state in ('refund_pending', 'refunded') then
+        return query select 'refunded', v_kind, v_order, v_name, v_what,
+                            null::timestamptz, null::text, null::text;
+        return;
+    end if;
+    if v_state <> 'paid' then
+        return query select 'not_valid', v_kind, v_order, v_name, v_what,
+                            null::timestamptz, null::text, null::text;
+        return;
+    end if;
+    insert into redemptions (code, order_id, kind, redeemed_by, place)
+    values (p_code, v_order, v_kind, p_by, p_place)
+    on conflict on constraint redemptions_pkey do nothing
+    returning * into r;
+    if r.code is not null then
+        return query select case v_kind when 'ticket' then 'admitted' else 'collected' end,
+                            v_kind, v_order, v_name, v_what, r.redeemed_at, r.redeemed_by, r.place;
+        return;
+    end if;
+    -- another door won the same moment
+    select * into r from redemptions x where x.code = p_code;
+    return query select 'already_used', v_kind, v_order, v_name, v_what,
+                        r.redeemed_at, r.redeemed_by, r.place;
+end;
+$function$;
+
+-- hf_release (last written by 0002_inventory_functions.sql)
+CREATE OR REPLACE FUNCTION public.hf_release(p_id uuid, p_reason text DEFAULT 'released'::text, p_actor text DEFAULT 'shopper'::text)
+ RETURNS hold_result
+ LANGUAGE plpgsql
+AS $function$
+declare
+    v_purchase uuid;
+    v_now timestamptz;
+    v_shape purchase_shape;
+    res hold_result;
+begin
+    if p_reason is null or length(p_reason) not between 1 and 500 then
+        perform hf_bad_input('release reason must be 1 to 500 characters');
+    end if;
+    if p_actor is null or length(p_actor) not between 1 and 200 then
+        perform hf_bad_input('actor must be 1 to 200 characters');
+    end if;
+
+    v_purchase := hf_lock_purchase(p_id);
+    if v_purchase is null then
+        res.status := 'not_found';
+        res.hold_id := p_id;
+        return res;
+    end if;
+    v_now := clock_timestamp();
+    v_shape := hf_purchase_shape(v_purchase, v_now);
+
+    if v_shape.confirmed > 0 then
+        return hf_purchase_row('confirmed', v_purchase, null, null, null);
+    end if;
+    if v_shape.released > 0 then
+        perform hf_end_purchase(v_purchase, 'released', v_now, p_actor, p_reason);
+        return hf_purchase_row('already_released', v_purchase, null, null, null);
+    end if;
+    if v_shape.expired > 0 or v_shape.plain_due > 0 or v_shape.paying_due > 0 then
+        perform hf_settle_ended(v_purchase, v_shape, v_now);
+        return hf_purchase_row('expired', v_purchase, null, null, null);
+    end if;
+
+    perform hf_end_purchase(v_purchase, 'released', v_now, p_actor, p_reason);
+    return hf_purchase_row('released', v_purchase, null, null, null);
+end;
+$function$;
+
+-- hf_repair (last written by 0012_after_the_sale.sql)
+CREATE OR REPLACE FUNCTION public.hf_repair(p_resource text)
+ RETURNS TABLE(resource_id text, held_before integer, sold_before integer, held_after integer, sold_after integer, repaired boolean)
+ LANGUAGE plpgsql
+AS $function$
+declare
+    r resources;
+    v_held integer;
+    v_sold integer;
+begin
+    -- lock: this resource
+    select * into r from resources x where x.id = p_resource for no key update;
+    if not found then
+        return;
+    end if;
+    select coalesce(sum(qty) filter (where state in ('held', 'awaiting_payment')), 0),
+           coalesce(sum(qty - returned) filter (where state = 'confirmed'), 0)
+      into v_held, v_sold
+      from holds where holds.resource_id = p_resource;
+    update resources x
+       set held = v_held, sold = v_sold,
+           next_expiry = (select min(expires_at) from holds h where h.resource_id = p_resource and h.state = 'held'),
+           next_deadline = (select min(payment_deadline) from holds h
+                             where h.resource_id = p_resource and h.state = 'awaiting_payment'),
+           updated_at = clock_timestamp()
+     where x.id = p_resource;
+    return query select p_resource, r.held, r.sold, v_held, v_sold, (r.held <> v_held or r.sold <> v_sold);
+end;
+$function$;
+
+-- hf_return (last written by 0012_after_the_sale.sql)
+CREATE OR REPLACE FUNCTION public.hf_return(p_hold uuid, p_qty integer, p_restock boolean, p_actor text, p_reason text)
+ RETURNS void
+ LANGUAGE plpgsql
+AS $function$
+declare
+    h holds;
+begin
+    if p_qty is null or p_qty < 1 then
+        perform hf_bad_input('qty must be a positive number');
+    end if;
+    select * into h from holds where id = p_hold;
+    if not found then
+        perform hf_bad_input('no such hold');
+    end if;
+    -- lock: the resource
+    perform 1 from resources where id = h.resource_id for no key update;
+    select * into h from holds where id = p_hold for update;
+    if h.state <> 'confirmed' then
+        perform hf_bad_input('only sold units can be given back');
+    end if;
+    if h.returned + p_qty > h.qty then
+        perform hf_bad_input(format('only %s of that hold are still sold', h.qty - h.returned));
+    end if;
+    update holds set returned = returned + p_qty where id = p_hold;
+    update resources
+       set sold = sold - p_qty,
+           total = total - case when p_restock then 0 else p_qty end,
+           updated_at = clock_timestamp()
+     where id = h.resource_id;
+    insert into hold_events (hold_id, kind, from_state, to_state, actor, detail)
+    values (p_hold, 'returned', 'confirmed', 'confirmed', p_actor,
+            jsonb_build_object('qty', p_qty, 'restocked', p_restock, 'reason', p_reason));
+end;
+$function$;
+
+-- hf_settle_ended (last written by 0002_inventory_functions.sql)
+CREATE OR REPLACE FUNCTION public.hf_settle_ended(p_purchase uuid, p_shape purchase_shape, p_now timestamp with time zone)
+ RETURNS text
+ LANGUAGE plpgsql
+AS $function$
+begin
+    if p_shape.released > 0 then
+        perform hf_end_purchase(p_purchase, 'released', p_now, 'basket', 'basket_line_released');
+        return 'released';
+    end if;
+    if p_shape.expired > 0 then
+        perform hf_end_purchase(p_purchase, 'expired', p_now, 'basket', 'basket_line_expired');
+        return 'expired';
+    end if;
+    if p_shape.plain_due > 0 then
+        -- past its TTL and not paying: it counts as free, so it is expired now
+        -- rather than revived
+        perform hf_end_purchase(p_purchase, 'expired', p_now, 'lazy-expiry', 'ttl');
+        return 'expired';
+    end if;
+    if p_shape.paying_due > 0 then
+        -- Past its payment deadline. Only this purchase's own paths get here
+        -- (confirm, begin_payment, release, extend), never another shopper's
+        -- hold; the answer no longer depends on whether the sweeper ran.
+        perform hf_end_purchase(p_purchase, 'expired', p_now, 'deadline', 'payment_deadline');
+        return 'expired';
+    end if;
+    return null;
+end;
+$function$;
+
+-- hf_start_checkouts (last written by 0011_fair_sale.sql)
+CREATE OR REPLACE FUNCTION public.hf_start_checkouts(p_resource text, p_keys text[], p_accounts text[], p_qtys integer[], p_products text[], p_product_names text[], p_unit_prices bigint[], p_currencies text[], p_tokens text[], p_names text[], p_emails text[], p_providers text[], p_email_keys text[], p_addresses text[], p_email_caps integer[], p_address_caps integer[])
+ RETURNS TABLE(status text, order_id uuid, hold_id uuid, available integer, created_at timestamp with time zone)
+ LANGUAGE plpgsql
+AS $function$
+declare
+    v_used integer;
+    v_limited boolean;
+    -- per checkout: what its e-mail (of its product) and its address (of
+    -- the resource) hold already, and whether an earlier checkout of the
+    -- batch shares the key
+    v_email_used integer[];
+    v_email_seen boolean[];
+    v_address_used integer[];
+    v_address_seen boolean[];
+    -- new checkouts that passed the limits, counted against later ones
+    v_counted boolean[] := array_fill(false, array[greatest(coalesce(cardinality(p_keys), 0), 1)]);
+    v_n integer := coalesce(cardinality(p_keys), 0);
+    v_status text[] := array_fill(null::text, array[v_n]);
+    v_order uuid[] := array_fill(null::uuid, array[v_n]);
+    v_hold uuid[] := array_fill(null::uuid, array[v_n]);
+    v_avail integer[] := array_fill(null::integer, array[v_n]);
+    -- the requests that go to hf_hold_many, by position
+    v_idx integer[] := '{}';
+    v_existing uuid;
+    v_written integer;
+    h record;
+begin
+    if v_n not between 1 and 1000 then
+        perform hf_bad_input(format('a batch starts 1 to 1000 checkouts, got %s', v_n));
+    end if;
+    if coalesce(cardinality(p_accounts), -1) <> v_n or coalesce(cardinality(p_qtys), -1) <> v_n
+       or coalesce(cardinality(p_products), -1) <> v_n or coalesce(cardinality(p_product_names), -1) <> v_n
+       or coalesce(cardinality(p_unit_prices), -1) <> v_n or coalesce(cardinality(p_currencies), -1) <> v_n
+       or coalesce(cardinality(p_tokens), -1) <> v_n or coalesce(cardinality(p_names), -1) <> v_n
+       or coalesce(cardinality(p_emails), -1) <> v_n or coalesce(cardinality(p_providers), -1) <> v_n
+       or coalesce(cardinality(p_email_keys), -1) <> v_n or coalesce(cardinality(p_addresses), -1) <> v_n
+       or coalesce(cardinality(p_email_caps), -1) <> v_n
+       or coalesce(cardinality(p_address_caps), -1) <> v_n then
+        perform hf_bad_input('every checkout needs each of its fields: arrays of one length');
+    end if;
+    if exists (select 1 from unnest(p_keys) k where k is null) then
+        perform hf_bad_input('every checkout needs its checkout key');
+    end if;
+    if exists (select 1 from unnest(p_qtys, p_unit_prices) as x(q, price)
+                where q is null or q <= 0 or price is null or price < 0) then
+        perform hf_bad_input('every checkout needs a positive qty and a price');
+    end if;
+
+    -- Limits per buyer and per address (see hf_limit_lock). Lock: every
+    -- e-mail and address of the batch, in one order, before any order row
+    -- and before the resource, as the basket path takes them.
+    perform hf_limit_lock(k.k)
+       from (select distinct k from unnest(p_email_keys || p_addresses) k
+              where k is not null order by k) k;
+    -- what each checkout's e-mail already holds of its product, and its
+    -- address of the resource, from the orders: one statement each for the
+    -- whole batch (their plans are kept; a call per checkout was most of a
+    -- batch's time), only when a cap is set
+    if exists (select 1 from unnest(p_email_caps, p_email_keys) c(cap, k)
+                where c.cap is not null and c.k is not null) then
+        select array_agg(coalesce(u.used, 0) order by x.n),
+               array_agg(x.seen order by x.n)
+          into v_email_used, v_email_seen
+          from (select e.email_key, e.product, e.n,
+                       count(*) over (partition by e.email_key, e.product order by e.n) > 1 as seen
+                  from unnest(p_email_keys, p_products) with ordinality as e(email_key, product, n)) x
+          left join lateral (
+               select sum(l.qty)::integer as used
+                 from orders o join order_lines l on l.order_id = o.id
+                where o.email_key = x.email_key and o.state = 'pending'
+                  and l.product_id = x.product and hf_purchase_live(o.hold_id)) u on true;
+    end if;
+    if exists (select 1 from unnest(p_address_caps, p_addresses) c(cap, k)
+                where c.cap is not null and c.k is not null) then
+        select array_agg(coalesce(u.used, 0) order by x.n),
+               array_agg(x.seen order by x.n)
+          into v_address_used, v_address_seen
+          from (select a.address, a.n,
+                       count(*) over (partition by a.address order by a.n) > 1 as seen
+                  from unnest(p_addresses) with ordinality as a(address, n)) x
+          left join lateral (
+               select sum(l.qty)::integer as used
+                 from orders o join order_lines l on l.order_id = o.id
+                 join products p on p.id = l.product_id
+                where o.client_address = x.address and o.state = 'pending'
+                  and p.resource_id = p_resource and hf_purchase_live(o.hold_id)) u on true;
+    end if;
+    -- each checkout that is new (its key has no order, here or earlier in
+    -- the batch), in arrival order: what its e-mail and its address hold,
+    -- with the batch's own earlier checkouts that passed (summed only for
+    -- a key seen earlier in the batch), must leave room for it
+    for i in 1 .. v_n loop
+        v_order[i] := gen_random_uuid();
+        if p_keys[i] = any (p_keys[1 : i - 1]) then
+            -- repeated in this batch: its first request decides
+            v_order[i] := null;
+            continue;
+        end if;
+        continue when exists (select 1 from orders o where o.checkout_key = p_keys[i]);
+        v_limited := false;
+        if p_email_caps[i] is not null and p_email_keys[i] is not null then
+            v_used := v_email_used[i];
+            if v_email_seen[i] then
+                for j in 1 .. i - 1 loop
+                    if v_counted[j] and p_email_keys[j] = p_email_keys[i]
+                       and p_products[j] = p_products[i] then
+                        v_used := v_used + p_qtys[j];
+                    end if;
+                end loop;
+            end if;
+            if v_used + p_qtys[i] > p_email_caps[i] then
+                v_status[i] := 'over_limit';
+                v_avail[i] := greatest(p_email_caps[i] - v_used, 0);
+                v_limited := true;
+            end if;
+        end if;
+        if not v_limited and p_address_caps[i] is not null and p_addresses[i] is not null then
+            v_used := v_address_used[i];
+            if v_address_seen[i] then
+                for j in 1 .. i - 1 loop
+                    if v_counted[j] and p_addresses[j] = p_addresses[i] then
+                        v_used := v_used + p_qtys[j];
+                    end if;
+                end loop;
+            end if;
+            if v_used + p_qtys[i] > p_address_caps[i] then
+                v_status[i] := 'over_limit';
+                v_avail[i] := greatest(p_address_caps[i] - v_used, 0);
+            end if;
+        end if;
+        if v_status[i] = 'over_limit' then
+            v_order[i] := null;
+        else
+            v_counted[i] := true;
+        end if;
+    end loop;
+
+    -- the orders, pending and not yet holding anything; a key that already
+    -- has its order (or gets it from a transaction that commits first, or
+    -- earlier in this batch) writes nothing
+    insert into orders (id, token, checkout_key, customer_name, customer_email, currency,
+                        amount_minor, provider, email_key, client_address)
+    select x.order_id, x.token, x.key, x.name, x.email, x.currency, x.price * x.qty, x.provider,
+           x.email_key, x.address
+      from unnest(v_order, p_tokens, p_keys, p_names, p_emails, p_currencies, p_unit_prices,
+                  p_qtys, p_providers, p_email_keys, p_addresses)
+           with ordinality as x(order_id, token, key, name, email, currency, price, qty, provider,
+                                email_key, address, n)
+     where x.order_id is not null
+     -- in key order, so two batches sharing keys wait on each other's
+     -- orders in one direction only; a key repeated here is written once,
+     -- for its first request
+     order by x.key, x.n
+    on conflict (checkout_key) do nothing;
+    get diagnostics v_written = row_count;
+    for i in 1 .. v_n loop
+        if v_status[i] = 'over_limit' then
+            continue;
+        elsif v_written = v_n or exists (select 1 from orders o where o.id = v_order[i]) then
+            v_idx := v_idx || i;
+        else
+            v_status[i] := 'already_started';
+            v_order[i] := null;
+        end if;
+    end loop;
+
+    if cardinality(v_idx) > 0 then
+        -- lock: the resource (inside hf_hold_many); its holds decided in
+        -- arrival order
+        for h in
+            select x.status, x.hold_id, x.available, x.n
+              from hf_hold_many(p_resource,
+                                (select array_agg(p_qtys[j] order by o) from unnest(v_idx) with ordinality u(j, o)),
+                                (select array_agg(p_accounts[j] order by o) from unnest(v_idx) with ordinality u(j, o)),
+                                (select array_agg(p_keys[j] order by o) from unnest(v_idx) with ordinality u(j, o)))
+                   with ordinality as x(status, hold_id, resource_id, account_id, qty, state, expires_at,
+                                        payment_deadline, payment_ref, existing_payment_ref,
+                                        other_hold_id, available, extensions, n)
+        loop
+            v_status[v_idx[h.n]] := h.status;
+            v_hold[v_idx[h.n]] := h.hold_id;
+            v_avail[v_idx[h.n]] := h.available;
+        end loop;
+    end if;
+
+    -- Our order is new, yet a hold already has its key: a hold made outside
+    -- checkout, which this checkout may not take over (the others of the
+    -- batch go on).
+    for i in 1 .. v_n loop
+        if v_status[i] = 'replayed' then
+            v_status[i] := 'key_in_use';
+        end if;
+    end loop;
+
+    -- each grant's order takes its hold and its line; a refused checkout
+    -- leaves no order behind
+    update orders o
+       set hold_id = x.hold_id
+      from unnest(v_order, v_hold, v_status) as x(order_id, hold_id, status)
+     where o.id = x.order_id and x.status = 'held';
+    insert into order_lines (order_id, product_id, name, qty, unit_price_minor)
+    select x.order_id, x.product, x.product_name, x.qty, x.price
+      from unnest(v_status, v_order, p_products, p_product_names, p_qtys, p_unit_prices)
+           as x(status, order_id, product, product_name, qty, price)
+     where x.status = 'held';
+    delete from orders o
+     using unnest(v_order, v_status) as x(order_id, status)
+     where o.id = x.order_id
+       and x.status in ('insufficient', 'account_cap', 'unknown_resource', 'key_in_use');
+
+    -- the order each repeated key already has
+    for i in 1 .. v_n loop
+        if v_status[i] = 'already_started' then
+            v_existing := null;
+            select o.id into v_existing from orders o where o.checkout_key = p_keys[i];
+            v_order[i] := v_existing;
+            if v_existing is null then
+                -- a key repeated in this batch whose first request was
+                -- refused: the same answer as the first
+                for j in 1 .. i - 1 loop
+                    if p_keys[j] = p_keys[i] and v_status[j] <> 'already_started' then
+                        v_status[i] := v_status[j];
+                        v_avail[i] := v_avail[j];
+                        exit;
+                    end if;
+                end loop;
+            end if;
+        elsif v_status[i] <> 'held' then
+            v_order[i] := null;
+        end if;
+    end loop;
+
+    return query
+        select case when x.status = 'held' then 'started' else x.status end,
+               x.order_id, x.hold_id, x.available, now()
+          from unnest(v_status, v_order, v_hold, v_avail) with ordinality as x(status, order_id, hold_id, available, n)
+         order by x.n;
+end;
+$function$;
+
+-- hf_start_payment (last written by 0013_one_engine.sql)
+CREATE OR REPLACE FUNCTION public.hf_start_payment(p_purchases uuid[], p_windows interval[], p_now timestamp with time zone, p_actor text)
+ RETURNS void
+ LANGUAGE sql
+AS $function$
+    with moved as (
+        update holds h
+           set state = 'awaiting_payment', payment_started_at = p_now, payment_deadline = p_now + p.w
+          from unnest(p_purchases, p_windows) as p(purchase, w)
+         where h.purchase_id = p.purchase and h.state = 'held'
+        returning h.id, h.resource_id, h.payment_deadline
+    ), logged as (
+        insert into hold_events (hold_id, kind, from_state, to_state, actor, detail)
+        select id, 'payment_started', 'held', 'awaiting_payment', p_actor,
+               jsonb_build_object('payment_deadline', payment_deadline)
+          from moved
+    )
+    update resources x
+       set next_deadline = least(x.next_deadline, m.deadline), updated_at = p_now
+      from (select resource_id, min(payment_deadline) as deadline from moved group by resource_id) m
+     where x.id = m.resource_id;
+$function$;
+
+-- hf_status (last written by 0002_inventory_functions.sql)
+CREATE OR REPLACE FUNCTION public.hf_status(p_resource text)
+ RETURNS TABLE(resource_id text, total integer, held integer, sold integer, available integer, held_plain integer, held_paying integer, due integer, available_now integer)
+ LANGUAGE sql
+ STABLE
+AS $function$
+    select r.id, r.total, r.held, r.sold, r.total - r.held - r.sold,
+           p.held_plain, q.held_paying, p.due, r.total - r.held - r.sold + p.due
+      from resources r,
+           lateral (select coalesce(sum(h.qty), 0)::integer as held_plain,
+                           coalesce(sum(h.qty) filter (where h.expires_at <= clock_timestamp()), 0)::integer as due
+                      from holds h where h.resource_id = r.id and h.state = 'held') p,
+           lateral (select coalesce(sum(h.qty), 0)::integer as held_paying
+                      from holds h where h.resource_id = r.id and h.state = 'awaiting_payment') q
+     where r.id = p_resource;
+$function$;
+
+-- hf_stock (last written by 0011_fair_sale.sql)
+CREATE OR REPLACE FUNCTION public.hf_stock(p_resource text)
+ RETURNS TABLE(available_now integer, pending integer, first_ends_at timestamp with time zone)
+ LANGUAGE plpgsql
+ STABLE
+AS $function$
+declare
+    v_due integer;
+begin
+    select coalesce(sum(h.qty), 0)::integer into v_due
+      from holds h
+     where h.resource_id = p_resource and h.state = 'held' and h.expires_at <= now();
+    return query
+        select r.total - r.held - r.sold + v_due, r.held - v_due,
+               least((select min(h.expires_at) from holds h
+                       where h.resource_id = r.id and h.state = 'held' and h.expires_at > now()),
+                     (select min(h.payment_deadline) from holds h
+                       where h.resource_id = r.id and h.state = 'awaiting_payment'))
+          from resources r
+         where r.id = p_resource;
+end;
+$function$;
+
+-- hf_sweep (last written by 0002_inventory_functions.sql)
+CREATE OR REPLACE FUNCTION public.hf_sweep(p_limit integer DEFAULT 1000, p_actor text DEFAULT 'sweeper'::text)
+ RETURNS TABLE(resource_id text, expired_holds integer, expired_qty integer)
+ LANGUAGE plpgsql
+AS $function$
+declare
+    v_id text;
+    v_left integer := p_limit;
+    v_row record;
+begin
+    for v_id in select * from hf_due_resources() loop
+        exit when v_left <= 0;
+        select * into v_row from hf_sweep_resource(v_id, v_left, p_actor);
+        if v_row.expired_holds > 0 then
+            resource_id := v_id;
+            expired_holds := v_row.expired_holds;
+            expired_qty := v_row.expired_qty;
+            v_left := v_left - v_row.expired_holds;
+            return next;
+        end if;
+    end loop;
+end;
+$function$;
+
+-- hf_sweep_resource (last written by 0002_inventory_functions.sql)
+CREATE OR REPLACE FUNCTION public.hf_sweep_resource(p_resource text, p_limit integer DEFAULT 1000, p_actor text DEFAULT 'sweeper'::text)
+ RETURNS TABLE(resource_id text, expired_holds integer, expired_qty integer)
+ LANGUAGE plpgsql
+AS $function$
+declare
+    r resources;
+    v_now timestamptz;
+    v_plain record;
+    v_paying record;
+begin
+    if p_limit is null or p_limit <= 0 then
+        perform hf_bad_input(format('sweep limit must be positive, got %s', coalesce(p_limit::text, 'null')));
+    end if;
+    if p_actor is null or length(p_actor) not between 1 and 200 then
+        perform hf_bad_input('actor must be 1 to 200 characters');
+    end if;
+    -- lock: this resource
+    select * into r from resources x where x.id = p_resource for no key update;
+    if not found then
+        return;
+    end if;
+    v_now := clock_timestamp();
+    select 0 as expired_holds, 0 as expired_qty into v_plain;
+    select 0 as expired_holds, 0 as expired_qty into v_paying;
+    if r.next_expiry <= v_now then
+        select * into v_plain from hf_expire_due_plain(p_resource, v_now, p_actor, p_limit);
+    end if;
+    if r.next_deadline <= v_now and v_plain.expired_holds < p_limit then
+        select * into v_paying from hf_expire_due_paying(p_resource, v_now, p_actor, p_limit - v_plain.expired_holds);
+    end if;
+    return query select p_resource, v_plain.expired_holds + v_paying.expired_holds,
+                        v_plain.expired_qty + v_paying.expired_qty;
+end;
+$function$;
+
+-- hf_take_tokens (last written by 0011_fair_sale.sql)
+CREATE OR REPLACE FUNCTION public.hf_take_tokens(p_keys text[], p_capacity double precision, p_per_second double precision)
+ RETURNS TABLE(key text, wanted integer, granted integer, retry_after_seconds double precision)
+ LANGUAGE plpgsql
+AS $function$
+begin
+    if p_capacity < 1 or p_per_second <= 0 then
+        perform hf_bad_input('a bucket holds at least one token and refills');
+    end if;
+    if coalesce(cardinality(p_keys), 0) not between 1 and 10000
+       or exists (select 1 from unnest(p_keys) k where k is null) then
+        perform hf_bad_input('take tokens for 1 to 10000 keys, none of them null');
+    end if;
+    perform set_config('synchronous_commit', 'off', true);
+    return query
+    with wanted as (
+        select k as key, count(*)::integer as n from unnest(p_keys) k group by k
+    ), taken as (
+        -- a new bucket starts full; `granted` carries what is wanted (at
+        -- most the capacity) into the conflict branch as excluded.granted
+        insert into rate_buckets as b (key, tokens, refreshed_at, granted)
+        select w.key, p_capacity - least(w.n, floor(p_capacity)), now(),
+               least(w.n, floor(p_capacity))::integer
+          from wanted w order by w.key
+        on conflict on constraint rate_buckets_pkey do update
+           set granted = least(excluded.granted,
+                               floor(least(p_capacity, b.tokens + greatest(extract(epoch from now() - b.refreshed_at), 0) * p_per_second)))::integer,
+               tokens = least(p_capacity, b.tokens + greatest(extract(epoch from now() - b.refreshed_at), 0) * p_per_second)
+                        - least(excluded.granted,
+                                floor(least(p_capacity, b.tokens + greatest(extract(epoch from now() - b.refreshed_at), 0) * p_per_second))),
+               refreshed_at = now()
+        returning b.key, b.tokens, b.granted
+    )
+    select w.key, w.n, t.granted,
+           case when t.granted < w.n then (1 - t.tokens) / p_per_second else 0 end
+      from wanted w join taken t on t.key = w.key;
+end;
+$function$;
+
+-- hf_units_held_by_email (last written by 0011_fair_sale.sql)
+CREATE OR REPLACE FUNCTION public.hf_units_held_by_email(p_email_key text, p_product text)
+ RETURNS integer
+ LANGUAGE plpgsql
+ STABLE
+AS $function$
+begin
+    return (select coalesce(sum(l.qty), 0)::int
+              from orders o join order_lines l on l.order_id = o.id
+             where o.email_key = p_email_key and o.state = 'pending' and l.product_id = p_product
+               and hf_purchase_live(o.hold_id));
+end;
+$function$;
+
+-- hf_units_held_from_address (last written by 0011_fair_sale.sql)
+CREATE OR REPLACE FUNCTION public.hf_units_held_from_address(p_address text, p_resource text)
+ RETURNS integer
+ LANGUAGE plpgsql
+ STABLE
+AS $function$
+begin
+    return (select coalesce(sum(l.qty), 0)::int
+              from orders o join order_lines l on l.order_id = o.id
+                            join products p on p.id = l.product_id
+             where o.client_address = p_address and o.state = 'pending' and p.resource_id = p_resource
+               and hf_purchase_live(o.hold_id));
+end;
+$function$;
+
+-- hf_upsert_resource (last written by 0002_inventory_functions.sql)
+CREATE OR REPLACE FUNCTION public.hf_upsert_resource(p_id text, p_total integer)
+ RETURNS TABLE(status text, resource_id text, total integer, held integer, sold integer, available integer)
+ LANGUAGE plpgsql
+AS $function$
+declare
+    r resources;
+    v_now timestamptz;
+begin
+    if p_id is null or length(p_id) not between 1 and 200 then
+        perform hf_bad_input('resource id must be 1 to 200 characters');
+    end if;
+    if p_total is null or p_total < 0 then
+        perform hf_bad_input(format('total must be zero or more, got %s', coalesce(p_total::text, 'null')));
+    end if;
+
+    insert into resources as x (id, total) values (p_id, p_total)
+    on conflict (id) do nothing
+    returning x.* into r;
+    if found then
+        return query select 'created', r.id, r.total, r.held, r.sold, r.total - r.held - r.sold;
+        return;
+    end if;
+
+    -- lock: this resource
+    select * into r from resources x where x.id = p_id for no key update;
+    v_now := clock_timestamp();
+    if r.next_expiry <= v_now and r.held + r.sold > p_total then
+        perform hf_expire_due_plain(p_id, v_now, 'lazy-expiry', null);
+        select * into r from resources x where x.id = p_id;
+    end if;
+    if r.held + r.sold > p_total then
+        return query select 'capacity_below_committed', r.id, r.total, r.held, r.sold, r.total - r.held - r.sold;
+        return;
+    end if;
+    update resources x set total = p_total, updated_at = v_now where x.id = p_id returning x.* into r;
+    return query select 'updated', r.id, r.total, r.held, r.sold, r.total - r.held - r.sold;
+end;
+$function$;
+
+-- hf_uuid_v7 (last written by 0006_combined_holds.sql)
+CREATE OR REPLACE FUNCTION public.hf_uuid_v7()
+ RETURNS uuid
+ LANGUAGE sql
+AS $function$
+    select encode(
+        set_bit(set_bit(
+            overlay(uuid_send(gen_random_uuid())
+                    placing substring(int8send((extract(epoch from clock_timestamp()) * 1000)::bigint) from 3)
+                    from 1 for 6),
+            52, 1), 53, 1),
+        'hex')::uuid;
+$function$;
+
+-- hold_events_append_only (last written by 0001_inventory_schema.sql)
+CREATE OR REPLACE FUNCTION public.hold_events_append_only()
+ RETURNS trigger
+ LANGUAGE plpgsql
+AS $function$
+begin
+    raise exception 'hold_events is append-only (% refused)', tg_op
+        using errcode = 'restrict_violation';
+end;
+$function$;
+
+-- holds_lines_immutable (last written by 0001_inventory_schema.sql)
+CREATE OR REPLACE FUNCTION public.holds_lines_immutable()
+ RETURNS trigger
+ LANGUAGE plpgsql
+AS $function$
+begin
+    raise exception 'a hold''s resource, basket, account and qty never change'
+        using errcode = 'restrict_violation';
+end;
+$function$;
+
+-- order_refunds_append_only (last written by 0012_after_the_sale.sql)
+CREATE OR REPLACE FUNCTION public.order_refunds_append_only()
+ RETURNS trigger
+ LANGUAGE plpgsql
+AS $function$
+begin
+    raise exception 'order_refunds are append-only (% refused)', tg_op
+        using errcode = 'restrict_violation';
+end;
+$function$;
+
+-- redemptions_append_only (last written by 0012_after_the_sale.sql)
+CREATE OR REPLACE FUNCTION public.redemptions_append_only()
+ RETURNS trigger
+ LANGUAGE plpgsql
+AS $function$
+begin
+    raise exception 'redemptions are append-only (% refused)', tg_op
+        using errcode = 'restrict_violation';
+end;
+$function$;
+
+-- staff_actions_append_only (last written by 0005_staff.sql)
+CREATE OR REPLACE FUNCTION public.staff_actions_append_only()
+ RETURNS trigger
+ LANGUAGE plpgsql
+AS $function$
+begin
+    raise exception 'staff_actions is append-only: % refused', tg_op
+        using errcode = 'restrict_violation';
+end;
+$function$;

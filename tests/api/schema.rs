@@ -1,0 +1,129 @@
+//! The current body of every database function in one file a reader can
+//! open: `migrations/current/functions.sql`. Migrations stay append-only, so
+//! a function rewritten by a later migration has older copies in history;
+//! this file is what the migrated database runs, and this test proves it.
+//!
+//! After a migration that writes functions, regenerate the file with
+//! `HOLDFAST_WRITE_FUNCTIONS=1 cargo test --test api schema::` and commit it.
+
+use std::path::Path;
+
+use crate::helpers::TestDb;
+
+const SNAPSHOT: &str = "migrations/current/functions.sql";
+
+/// The snapshot of a migrated database: its composite types and functions
+/// in name order, each headed by the migration that last wrote it.
+async fn snapshot(db: &TestDb) -> String {
+    let types: Vec<(String, String)> = sqlx::query_as(
+        "select t.typname::text,
+                format(E'create type %I as (\\n%s\\n);', t.typname,
+                       string_agg(format('    %I %s', a.attname, format_type(a.atttypid, a.atttypmod)),
+                                  E',\\n' order by a.attnum))
+           from pg_type t
+           join pg_class c on c.oid = t.typrelid and c.relkind = 'c'
+           join pg_attribute a on a.attrelid = c.oid and a.attnum > 0 and not a.attisdropped
+          where t.typnamespace = 'public'::regnamespace
+          group by t.typname
+          order by t.typname",
+    )
+    .fetch_all(&db.pool)
+    .await
+    .expect("composite types");
+    let functions: Vec<(String, String)> = sqlx::query_as(
+        "select p.proname::text, pg_get_functiondef(p.oid)
+           from pg_proc p
+          where p.pronamespace = 'public'::regnamespace
+            and not exists (select 1 from pg_depend d
+                             where d.objid = p.oid and d.deptype = 'e')
+          order by p.proname, pg_get_function_identity_arguments(p.oid)",
+    )
+    .fetch_all(&db.pool)
+    .await
+    .expect("functions");
+
+    let mut out = String::from(
+        "-- GENERATED from the migrated database by tests/api/schema.rs: do not edit.\n\
+         -- The current composite types and function bodies, whichever migration\n\
+         -- last wrote them. Regenerate after a migration that writes functions:\n\
+         --   HOLDFAST_WRITE_FUNCTIONS=1 cargo test --test api schema::\n",
+    );
+    for (name, definition) in types {
+        out.push_str(&format!(
+            "\n-- type {name} ({})\n{definition}\n",
+            last_written_by("type", &name)
+        ));
+    }
+    for (name, definition) in functions {
+        out.push_str(&format!(
+            "\n-- {name} ({})\n{};\n",
+            last_written_by("function", &name),
+            definition.trim_end()
+        ));
+    }
+    out
+}
+
+/// The newest migration that creates or replaces `kind name`.
+fn last_written_by(kind: &str, name: &str) -> String {
+    let mut files: Vec<_> = std::fs::read_dir("migrations")
+        .expect("migrations folder")
+        .filter_map(|entry| entry.ok().map(|e| e.path()))
+        .filter(|path| path.extension().is_some_and(|e| e == "sql"))
+        .collect();
+    files.sort();
+    let patterns = [
+        format!("create {kind} {name}"),
+        format!("create or replace {kind} {name}"),
+    ];
+    files
+        .iter()
+        .rev()
+        .find(|path| {
+            let text = std::fs::read_to_string(path)
+                .unwrap_or_default()
+                .to_lowercase();
+            patterns.iter().any(|p| {
+                text.match_indices(p.as_str()).any(|(at, _)| {
+                    // the whole name, not a longer one that starts with it
+                    !text[at + p.len()..]
+                        .starts_with(|c: char| c.is_ascii_alphanumeric() || c == '_')
+                })
+            })
+        })
+        .and_then(|path| path.file_name())
+        .map(|name| format!("last written by {}", name.to_string_lossy()))
+        .unwrap_or_else(|| "not written by a migration".to_owned())
+}
+
+#[tokio::test]
+async fn the_function_snapshot_is_what_the_migrated_database_runs() {
+    let db = TestDb::new().await;
+    let current = snapshot(&db).await;
+    let path = Path::new(SNAPSHOT);
+    if std::env::var_os("HOLDFAST_WRITE_FUNCTIONS").is_some() {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, &current).unwrap();
+    }
+    let committed = std::fs::read_to_string(path).unwrap_or_default();
+    assert!(
+        committed == current,
+        "{SNAPSHOT} differs from the migrated database: regenerate it with \
+         HOLDFAST_WRITE_FUNCTIONS=1 cargo test --test api schema:: and commit it"
+    );
+}
+
+#[tokio::test]
+async fn every_function_is_named_by_the_migration_that_wrote_it() {
+    let db = TestDb::new().await;
+    let current = snapshot(&db).await;
+    let unnamed: Vec<&str> = current
+        .lines()
+        .filter(|line| line.ends_with("(not written by a migration)"))
+        .collect();
+    assert!(unnamed.is_empty(), "functions of unknown origin: {unnamed:?}");
+    // one implementation per engine rule: the single-request forms are
+    // batches of one, not copies
+    assert!(current.contains("from hf_hold_many(p_resource, array[p_qty]"));
+    assert!(current.contains("perform hf_start_payment(array[v_purchase]"));
+}
