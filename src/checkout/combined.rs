@@ -14,7 +14,8 @@ use uuid::Uuid;
 
 use super::{
     AttachOutcome, CheckoutError, CheckoutRead, CheckoutStart, Order, OrderLine, OrderState,
-    Result, ShortLine, StartOutcome, attach_payment, basket, order_by_id, start_checkout_via,
+    Result, ShortLine, StartOutcome, attach_payment, basket, order_by_id,
+    start::start_checkout_via,
 };
 use crate::combine::{Batch, Combiner};
 use crate::database::share_error;

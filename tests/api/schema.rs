@@ -121,7 +121,10 @@ async fn every_function_is_named_by_the_migration_that_wrote_it() {
         .lines()
         .filter(|line| line.ends_with("(not written by a migration)"))
         .collect();
-    assert!(unnamed.is_empty(), "functions of unknown origin: {unnamed:?}");
+    assert!(
+        unnamed.is_empty(),
+        "functions of unknown origin: {unnamed:?}"
+    );
     // one implementation per engine rule: the single-request forms are
     // batches of one, not copies
     assert!(current.contains("from hf_hold_many(p_resource, array[p_qty]"));

@@ -1,0 +1,203 @@
+//! Orders: where one stands, who pays, and reading them back.
+
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+use sqlx::PgPool;
+use uuid::Uuid;
+
+use crate::inventory::InvalidInput;
+use crate::payments::ProviderKind;
+
+/// Where an order stands. Stored in `orders.state` as text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, sqlx::Type)]
+#[serde(rename_all = "snake_case")]
+#[sqlx(type_name = "text", rename_all = "snake_case")]
+pub enum OrderState {
+    /// Held, waiting for its payment.
+    Pending,
+    /// Paid and fulfilled: it has its codes.
+    Paid,
+    /// Its holds ran out before a payment came.
+    Expired,
+    /// Given up (by the shopper, staff, or a failed payment page).
+    Cancelled,
+    /// Money came after the holds ended: it is on its way back.
+    RefundPending,
+    /// That money went back.
+    Refunded,
+}
+
+impl OrderState {
+    pub const ALL: [OrderState; 6] = [
+        OrderState::Pending,
+        OrderState::Paid,
+        OrderState::Expired,
+        OrderState::Cancelled,
+        OrderState::RefundPending,
+        OrderState::Refunded,
+    ];
+
+    /// The state a filter or a stored value names.
+    pub fn parse(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|state| state.as_str() == name)
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            OrderState::Pending => "pending",
+            OrderState::Paid => "paid",
+            OrderState::Expired => "expired",
+            OrderState::Cancelled => "cancelled",
+            OrderState::RefundPending => "refund_pending",
+            OrderState::Refunded => "refunded",
+        }
+    }
+}
+
+impl std::fmt::Display for OrderState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Who is paying.
+#[derive(Debug, Clone)]
+pub struct Customer {
+    name: String,
+    email: String,
+}
+
+impl Customer {
+    pub fn parse(name: &str, email: &str) -> std::result::Result<Self, InvalidInput> {
+        let name = name.trim();
+        let email = email.trim();
+        if name.is_empty() || name.chars().count() > 200 || name.chars().any(char::is_control) {
+            return Err(InvalidInput(
+                "please give a name of up to 200 characters".into(),
+            ));
+        }
+        let plausible = email.len() <= 254
+            && !email.chars().any(|c| c.is_whitespace() || c.is_control())
+            && email
+                .split_once('@')
+                .is_some_and(|(local, domain)| !local.is_empty() && domain.contains('.'));
+        if !plausible {
+            return Err(InvalidInput(
+                "please give an e-mail address like you@example.com".into(),
+            ));
+        }
+        Ok(Self {
+            name: name.to_owned(),
+            email: email.to_owned(),
+        })
+    }
+
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    pub fn email(&self) -> &str {
+        &self.email
+    }
+}
+
+/// An order as checkout and the pages need it.
+#[derive(Debug, Clone, PartialEq, Serialize, sqlx::FromRow)]
+pub struct Order {
+    pub id: Uuid,
+    pub token: String,
+    pub state: OrderState,
+    pub customer_name: String,
+    pub customer_email: String,
+    pub currency: String,
+    pub amount_minor: i64,
+    pub hold_id: Option<Uuid>,
+    pub provider: ProviderKind,
+    /// The provider's payment page (Checkout Session, Razorpay order).
+    pub provider_session_id: Option<String>,
+    pub provider_url: Option<String>,
+    pub provider_expires_at: Option<DateTime<Utc>>,
+    pub payment_ref: Option<String>,
+    pub flag: Option<String>,
+    pub pickup_code: Option<String>,
+    pub created_at: DateTime<Utc>,
+    pub paid_at: Option<DateTime<Utc>>,
+}
+
+/// An order's line, with what the provider's line items need.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, sqlx::FromRow)]
+pub struct OrderLine {
+    pub product_id: String,
+    pub name: String,
+    pub qty: i32,
+    pub unit_price_minor: i64,
+}
+
+pub async fn order_by_id(pool: &PgPool, id: Uuid) -> sqlx::Result<Option<Order>> {
+    order_by_id_in(pool, id).await
+}
+
+/// [`order_by_id`] on any executor (a webhook's transaction).
+pub async fn order_by_id_in<'e>(
+    executor: impl sqlx::PgExecutor<'e>,
+    id: Uuid,
+) -> sqlx::Result<Option<Order>> {
+    sqlx::query_as("select * from orders where id = $1")
+        .bind(id)
+        .fetch_optional(executor)
+        .await
+}
+
+pub async fn order_by_token(pool: &PgPool, token: &str) -> sqlx::Result<Option<Order>> {
+    sqlx::query_as("select * from orders where token = $1")
+        .bind(token)
+        .fetch_optional(pool)
+        .await
+}
+
+pub async fn order_by_checkout_key(pool: &PgPool, key: &str) -> sqlx::Result<Option<Order>> {
+    sqlx::query_as("select * from orders where checkout_key = $1")
+        .bind(key)
+        .fetch_optional(pool)
+        .await
+}
+
+/// The order a provider's session or order id belongs to, on any executor
+/// (the Razorpay webhook asks inside its transaction).
+pub async fn order_by_provider_session<'e>(
+    executor: impl sqlx::PgExecutor<'e>,
+    provider: ProviderKind,
+    session_id: &str,
+) -> sqlx::Result<Option<Order>> {
+    sqlx::query_as("select * from orders where provider = $1 and provider_session_id = $2")
+        .bind(provider)
+        .bind(session_id)
+        .fetch_optional(executor)
+        .await
+}
+
+pub async fn order_lines(pool: &PgPool, order_id: Uuid) -> sqlx::Result<Vec<OrderLine>> {
+    sqlx::query_as(
+        "select product_id, name, qty, unit_price_minor from order_lines \
+          where order_id = $1 order by product_id",
+    )
+    .bind(order_id)
+    .fetch_all(pool)
+    .await
+}
+
+/// The ticket codes of an order, by product.
+/// An order's ticket codes: product, code, and whether its unit was
+/// refunded.
+pub async fn order_codes(
+    pool: &PgPool,
+    order_id: Uuid,
+) -> sqlx::Result<Vec<(String, String, bool)>> {
+    sqlx::query_as(
+        "select product_id, code, refunded_at is not null from order_codes where order_id = $1 \
+          order by product_id, code",
+    )
+    .bind(order_id)
+    .fetch_all(pool)
+    .await
+}

@@ -1,0 +1,616 @@
+//! Step one: the pending order and a hold on every line, in one
+//! transaction. Nothing is held when anything is short.
+
+use serde::Serialize;
+use sqlx::{PgPool, Postgres, Transaction};
+use uuid::Uuid;
+
+use crate::combine::Combiner;
+use crate::inventory::{
+    self, AccountId, Basket, BasketLine, BasketOutcome, BasketRequest, IdempotencyKey,
+    InvalidInput, Quantity, ResourceId,
+};
+use crate::payments::ProviderKind;
+
+use super::combined::{OneStart, Starts, one_outcome, start_batch};
+use super::{
+    CheckoutError, Customer, Order, OrderLine, Result, basket, codes, order_by_checkout_key,
+};
+
+/// One line the shopper asked for.
+#[derive(Debug, Clone)]
+pub struct WantedLine {
+    pub product_id: String,
+    pub qty: Quantity,
+}
+
+/// A checkout as the form submits it.
+#[derive(Debug, Clone)]
+pub struct CheckoutStart {
+    /// The form's one-time key: a second submit finds the same order.
+    pub checkout_key: IdempotencyKey,
+    /// The basket's owner (its cookie), for account caps.
+    pub account: AccountId,
+    pub lines: Vec<WantedLine>,
+    pub customer: Customer,
+    pub provider: ProviderKind,
+    /// Who the checkout counts against (see [`crate::limits`]).
+    pub limits: StartLimits,
+}
+
+/// What a checkout counts against. `Default`: nothing.
+#[derive(Debug, Clone, Default)]
+pub struct StartLimits {
+    /// The normalised e-mail: it may hold at most a product's
+    /// `max_per_order` units at once.
+    pub email_key: Option<String>,
+    /// The client address, and the most units of one resource it may hold
+    /// at once.
+    pub address: Option<(String, i32)>,
+}
+
+impl StartLimits {
+    /// The limits the shop's settings put on a customer from an address.
+    pub fn for_customer(
+        limits: &crate::limits::Limits,
+        customer: &Customer,
+        address: &str,
+    ) -> Self {
+        Self {
+            email_key: limits
+                .per_email
+                .then(|| crate::limits::email_key(customer.email())),
+            address: limits.address_units.map(|cap| (address.to_owned(), cap)),
+        }
+    }
+}
+
+/// A line that cannot be had, in the shopper's words.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ShortLine {
+    pub product_id: String,
+    pub name: String,
+    pub requested: i32,
+    pub available: i32,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "status", rename_all = "snake_case")]
+pub enum StartOutcome {
+    /// The order is pending and every line is held: call the provider.
+    Started {
+        order: Order,
+        lines: Vec<OrderLine>,
+        /// For a one-product checkout, the resource it holds: its payment
+        /// phase can start in a combined call ([`Checkouts::attach`]).
+        resource: Option<String>,
+    },
+    /// The form was submitted before: this is its order.
+    AlreadyStarted { order: Order },
+    /// Nothing was held; these lines are short.
+    Unavailable { lines: Vec<ShortLine> },
+    /// The basket would take more than one shopper may hold.
+    OverLimit { lines: Vec<ShortLine> },
+    /// Products that do not exist (or are no longer sold).
+    UnknownProducts { ids: Vec<String> },
+}
+
+/// What checking out a basket needs, read in one snapshot: whether the
+/// form was submitted before, and the basket's lines with each product's
+/// price and what its resource's committed counters leave.
+#[derive(Debug, Clone)]
+pub struct CheckoutRead {
+    /// The order this checkout key already started.
+    pub existing: Option<Uuid>,
+    pub lines: Vec<ReadLine>,
+}
+
+/// A basket line as [`read_checkout`] sees it.
+#[derive(Debug, Clone)]
+pub struct ReadLine {
+    pub product_id: String,
+    pub name: String,
+    pub qty: i32,
+    pub price_minor: i64,
+    pub currency: String,
+    pub resource_id: String,
+    /// Still for sale.
+    pub active: bool,
+    /// Most units of it one order may take.
+    pub max_per_order: i32,
+    left: i32,
+    settled: bool,
+}
+
+impl ReadLine {
+    /// The line as the basket page shows it.
+    pub fn basket_line(&self) -> basket::BasketLine {
+        basket::BasketLine {
+            product_id: self.product_id.clone(),
+            name: self.name.clone(),
+            qty: self.qty,
+            price_minor: self.price_minor,
+            currency: self.currency.clone(),
+        }
+    }
+}
+
+/// One query for a submitted checkout form: its order if the key was used
+/// before, else the basket with prices and counters. The crowd at a sold-out
+/// product is answered from this read alone.
+pub async fn read_checkout(
+    pool: &PgPool,
+    checkout_key: &str,
+    basket_id: &str,
+) -> sqlx::Result<CheckoutRead> {
+    // one row when the basket is empty or the key was used: the lines are
+    // optional
+    #[derive(sqlx::FromRow)]
+    struct Row {
+        existing: Option<Uuid>,
+        product_id: Option<String>,
+        name: Option<String>,
+        qty: Option<i32>,
+        price_minor: Option<i64>,
+        currency: Option<String>,
+        resource_id: Option<String>,
+        active: Option<bool>,
+        max_per_order: Option<i32>,
+        left: Option<i32>,
+        settled: Option<bool>,
+    }
+    let rows: Vec<Row> = sqlx::query_as(
+        "select k.existing, l.product_id, l.name, l.qty, l.price_minor, l.currency, \
+                l.resource_id, l.active, l.max_per_order, l.left, l.settled \
+           from (select (select id from orders where checkout_key = $1) as existing) k \
+           left join lateral ( \
+                select b.product_id, p.name, b.qty, p.price_minor, p.currency, p.resource_id, \
+                       p.active, p.max_per_order, r.total - r.held - r.sold as left, \
+                       coalesce(r.next_expiry > now(), true) as settled, b.added_at \
+                  from basket_lines b \
+                  join products p on p.id = b.product_id \
+                  join resources r on r.id = p.resource_id \
+                 where b.basket_id = $2 and k.existing is null) l on true \
+          order by l.added_at, l.product_id",
+    )
+    .bind(checkout_key)
+    .bind(basket_id)
+    .fetch_all(pool)
+    .await?;
+    let existing = rows.first().and_then(|r| r.existing);
+    let lines = rows
+        .into_iter()
+        .filter_map(|r| {
+            Some(ReadLine {
+                product_id: r.product_id?,
+                name: r.name?,
+                qty: r.qty?,
+                price_minor: r.price_minor?,
+                currency: r.currency?,
+                resource_id: r.resource_id?,
+                active: r.active?,
+                max_per_order: r.max_per_order?,
+                left: r.left?,
+                settled: r.settled?,
+            })
+        })
+        .collect();
+    Ok(CheckoutRead { existing, lines })
+}
+
+#[derive(sqlx::FromRow)]
+struct PricedProduct {
+    id: String,
+    resource_id: String,
+    name: String,
+    price_minor: i64,
+    currency: String,
+    max_per_order: i32,
+    /// What the resource's committed counters leave, read without a lock.
+    left: i32,
+    /// Nothing on the resource is due to expire, so `left` is the answer
+    /// the locked path would give.
+    settled: bool,
+}
+
+/// The lines that cannot fit, judged from the committed counters read with
+/// the products, for resources with nothing due to expire (where the locked
+/// path could free units, it decides).
+fn short_without_lock(lines: &[OrderLine], products: &[PricedProduct]) -> Vec<ShortLine> {
+    let product = |line: &OrderLine| products.iter().find(|p| p.id == line.product_id);
+    // a resource named by several lines needs their sum
+    let wanted = |resource: &str| -> i32 {
+        lines
+            .iter()
+            .filter(|l| product(l).is_some_and(|p| p.resource_id == resource))
+            .map(|l| l.qty)
+            .sum()
+    };
+    lines
+        .iter()
+        .filter_map(|line| {
+            let p = product(line).filter(|p| p.settled)?;
+            (wanted(&p.resource_id) > p.left).then(|| ShortLine {
+                product_id: line.product_id.clone(),
+                name: line.name.clone(),
+                requested: line.qty,
+                available: p.left.max(0),
+            })
+        })
+        .collect()
+}
+
+/// Step one of checkout: in one transaction, the pending order and a hold on
+/// every line. Nothing is held when anything is short. (The shop goes
+/// through [`Checkouts::start`], which combines concurrent checkouts of one
+/// product; this is the same with nobody to combine with.)
+pub async fn start_checkout(pool: &PgPool, start: &CheckoutStart) -> Result<StartOutcome> {
+    start_checkout_via(pool, None, start, None).await
+}
+
+pub(super) async fn start_checkout_via(
+    pool: &PgPool,
+    starts: Option<&Combiner<Starts>>,
+    start: &CheckoutStart,
+    read: Option<&CheckoutRead>,
+) -> Result<StartOutcome> {
+    let outcome = start_checkout_once(pool, starts, start, read).await?;
+    crate::metrics::checkout(match &outcome {
+        StartOutcome::Started { .. } => "started",
+        StartOutcome::AlreadyStarted { .. } => "already_started",
+        StartOutcome::Unavailable { .. } => "unavailable",
+        StartOutcome::OverLimit { .. } => "over_limit",
+        StartOutcome::UnknownProducts { .. } => "unknown_products",
+    });
+    Ok(outcome)
+}
+
+async fn start_checkout_once(
+    pool: &PgPool,
+    starts: Option<&Combiner<Starts>>,
+    start: &CheckoutStart,
+    read: Option<&CheckoutRead>,
+) -> Result<StartOutcome> {
+    // the same product twice is one line
+    let mut wanted: Vec<(String, i64)> = Vec::new();
+    for line in &start.lines {
+        match wanted.iter_mut().find(|(id, _)| *id == line.product_id) {
+            Some((_, qty)) => *qty += i64::from(line.qty.get()),
+            None => wanted.push((line.product_id.clone(), i64::from(line.qty.get()))),
+        }
+    }
+    if wanted.is_empty() {
+        return Err(CheckoutError::InvalidInput("the basket is empty".into()));
+    }
+    let ids: Vec<&str> = wanted.iter().map(|(id, _)| id.as_str()).collect();
+    let products: Vec<PricedProduct> =
+        match read {
+            // read with the basket, in the same snapshot
+            Some(read) => read
+                .lines
+                .iter()
+                .filter(|l| l.active && ids.contains(&l.product_id.as_str()))
+                .map(|l| PricedProduct {
+                    id: l.product_id.clone(),
+                    resource_id: l.resource_id.clone(),
+                    name: l.name.clone(),
+                    price_minor: l.price_minor,
+                    currency: l.currency.clone(),
+                    max_per_order: l.max_per_order,
+                    left: l.left,
+                    settled: l.settled,
+                })
+                .collect(),
+            None => sqlx::query_as(
+                "select p.id, p.resource_id, p.name, p.price_minor, p.currency, p.max_per_order, \
+                        r.total - r.held - r.sold as left, \
+                        coalesce(r.next_expiry > now(), true) as settled \
+                   from products p join resources r on r.id = p.resource_id \
+                  where p.active and p.id = any($1)",
+            )
+            .bind(&ids)
+            .fetch_all(pool)
+            .await?,
+        };
+    let unknown: Vec<String> = ids
+        .iter()
+        .filter(|id| !products.iter().any(|p| p.id == **id))
+        .map(|id| (*id).to_owned())
+        .collect();
+    if !unknown.is_empty() {
+        return Ok(StartOutcome::UnknownProducts { ids: unknown });
+    }
+    let currency = &products[0].currency;
+    if products.iter().any(|p| &p.currency != currency) {
+        return Err(CheckoutError::InvalidInput(
+            "one order is paid in one currency".into(),
+        ));
+    }
+    let product = |id: &str| products.iter().find(|p| p.id == id).expect("checked above");
+    let mut lines = Vec::with_capacity(wanted.len());
+    let mut amount: i64 = 0;
+    for (id, qty) in &wanted {
+        let qty = Quantity::parse(*qty)?;
+        let p = product(id);
+        amount = p
+            .price_minor
+            .checked_mul(i64::from(qty.get()))
+            .and_then(|line| amount.checked_add(line))
+            .ok_or_else(|| CheckoutError::InvalidInput("the order total is too large".into()))?;
+        lines.push(OrderLine {
+            product_id: p.id.clone(),
+            name: p.name.clone(),
+            qty: qty.get(),
+            unit_price_minor: p.price_minor,
+        });
+    }
+
+    // No order takes more of a product than its limit per order.
+    let too_many: Vec<ShortLine> = lines
+        .iter()
+        .filter_map(|line| {
+            let max = product(&line.product_id).max_per_order;
+            (line.qty > max).then(|| ShortLine {
+                product_id: line.product_id.clone(),
+                name: line.name.clone(),
+                requested: line.qty,
+                available: max,
+            })
+        })
+        .collect();
+    if !too_many.is_empty() {
+        return Ok(StartOutcome::OverLimit { lines: too_many });
+    }
+
+    // A refusal may be decided without the lock, as the engine decides
+    // one: when a line does not fit in what the committed counters leave
+    // and nothing is due to expire, the crowd at a sold-out product is
+    // answered from one read and writes nothing. A grant always goes
+    // through the locked path below.
+    let short = short_without_lock(&lines, &products);
+    if !short.is_empty() {
+        // A double submit that raced the first one's hold is still that
+        // order. (Read in one snapshot with the counters, the form's order
+        // is there exactly when its hold is counted.)
+        if read.is_none()
+            && let Some(order) = order_by_checkout_key(pool, start.checkout_key.as_str()).await?
+        {
+            return Ok(StartOutcome::AlreadyStarted { order });
+        }
+        return Ok(StartOutcome::Unavailable { lines: short });
+    }
+
+    // One product: order, line and hold in one call, combined with the
+    // other checkouts of its resource waiting at the same moment.
+    if let [line] = lines.as_slice() {
+        let resource = product(&line.product_id).resource_id.clone();
+        let one = OneStart {
+            key: start.checkout_key.as_str().to_owned(),
+            account: start.account.as_str().to_owned(),
+            qty: line.qty,
+            product: line.product_id.clone(),
+            product_name: line.name.clone(),
+            unit_price: line.unit_price_minor,
+            currency: currency.clone(),
+            token: codes::order_token(),
+            name: start.customer.name().to_owned(),
+            email: start.customer.email().to_owned(),
+            provider: start.provider,
+            email_key: start.limits.email_key.clone(),
+            email_cap: start
+                .limits
+                .email_key
+                .as_ref()
+                .map(|_| product(&line.product_id).max_per_order),
+            address: start.limits.address.clone(),
+        };
+        let row = match starts {
+            Some(starts) => starts.call(&resource, one.clone()).await?,
+            None => start_batch(pool, &resource, std::slice::from_ref(&one))
+                .await?
+                .pop()
+                .ok_or_else(|| CheckoutError::Database(sqlx::Error::RowNotFound))?,
+        };
+        return one_outcome(pool, one, row, lines, resource).await;
+    }
+
+    let mut tx = pool.begin().await?;
+    // the limits, decided under their locks before any order or resource
+    let over = over_limits(&mut tx, start, &lines, &products).await?;
+    if !over.is_empty() {
+        tx.rollback().await?;
+        if let Some(order) = order_by_checkout_key(pool, start.checkout_key.as_str()).await? {
+            return Ok(StartOutcome::AlreadyStarted { order });
+        }
+        return Ok(StartOutcome::OverLimit { lines: over });
+    }
+    let token = codes::order_token();
+    let inserted: Option<Uuid> = sqlx::query_scalar(
+        "insert into orders (token, checkout_key, customer_name, customer_email, currency, \
+                             amount_minor, provider, email_key, client_address) \
+         values ($1, $2, $3, $4, $5, $6, $7, $8, $9) \
+         on conflict (checkout_key) do nothing \
+         returning id",
+    )
+    .bind(&token)
+    .bind(start.checkout_key.as_str())
+    .bind(start.customer.name())
+    .bind(start.customer.email())
+    .bind(currency)
+    .bind(amount)
+    .bind(start.provider)
+    .bind(start.limits.email_key.as_deref())
+    .bind(start.limits.address.as_ref().map(|(a, _)| a.as_str()))
+    .fetch_optional(&mut *tx)
+    .await?;
+    let Some(order_id) = inserted else {
+        // a double submit: the first submit's order, whatever became of it
+        tx.rollback().await?;
+        let existing: Order = sqlx::query_as("select * from orders where checkout_key = $1")
+            .bind(start.checkout_key.as_str())
+            .fetch_one(pool)
+            .await?;
+        return Ok(StartOutcome::AlreadyStarted { order: existing });
+    };
+    for line in &lines {
+        sqlx::query(
+            "insert into order_lines (order_id, product_id, name, qty, unit_price_minor) \
+             values ($1, $2, $3, $4, $5)",
+        )
+        .bind(order_id)
+        .bind(&line.product_id)
+        .bind(&line.name)
+        .bind(line.qty)
+        .bind(line.unit_price_minor)
+        .execute(&mut *tx)
+        .await?;
+    }
+
+    let basket = Basket::parse(
+        lines
+            .iter()
+            .map(|line| {
+                Ok(BasketLine {
+                    resource: ResourceId::parse(&product(&line.product_id).resource_id)?,
+                    qty: Quantity::parse(i64::from(line.qty))?,
+                })
+            })
+            .collect::<std::result::Result<Vec<_>, InvalidInput>>()?,
+    )?;
+    let request = BasketRequest {
+        basket,
+        account: start.account.clone(),
+        idempotency_key: Some(start.checkout_key.clone()),
+        ttl: None,
+    };
+    let short_lines = |outcome_lines: &[inventory::LineAvailability]| -> Vec<ShortLine> {
+        outcome_lines
+            .iter()
+            .filter(|l| l.short)
+            .filter_map(|l| {
+                products
+                    .iter()
+                    .find(|p| p.resource_id == l.resource_id)
+                    .map(|p| ShortLine {
+                        product_id: p.id.clone(),
+                        name: p.name.clone(),
+                        requested: l.requested,
+                        available: l.available,
+                    })
+            })
+            .collect()
+    };
+    let hold_id = match inventory::hold_basket(&mut *tx, &request).await? {
+        BasketOutcome::Held { basket_id, .. } | BasketOutcome::Replayed { basket_id, .. } => {
+            basket_id
+        }
+        BasketOutcome::Insufficient { lines } => {
+            tx.rollback().await?;
+            return Ok(StartOutcome::Unavailable {
+                lines: short_lines(&lines),
+            });
+        }
+        BasketOutcome::AccountCap { lines } => {
+            tx.rollback().await?;
+            return Ok(StartOutcome::OverLimit {
+                lines: short_lines(&lines),
+            });
+        }
+        BasketOutcome::UnknownResource { unknown } => {
+            tx.rollback().await?;
+            return Ok(StartOutcome::UnknownProducts { ids: unknown });
+        }
+    };
+    let order: Order = sqlx::query_as(
+        "update orders set hold_id = $2, updated_at = now() where id = $1 returning *",
+    )
+    .bind(order_id)
+    .bind(hold_id.0)
+    .fetch_one(&mut *tx)
+    .await?;
+    tx.commit().await?;
+    Ok(StartOutcome::Started {
+        order,
+        lines,
+        resource: None,
+    })
+}
+
+/// The lines of a basket checkout that its e-mail or its address may not
+/// take now, decided in `tx` under the limits' locks (taken in key order,
+/// before any order row or resource, as `hf_start_checkouts` takes them),
+/// from what the pending orders of that e-mail and address still hold. A
+/// form submitted before is not limited: it is its own order.
+async fn over_limits(
+    tx: &mut Transaction<'_, Postgres>,
+    start: &CheckoutStart,
+    lines: &[OrderLine],
+    products: &[PricedProduct],
+) -> Result<Vec<ShortLine>> {
+    let limits = &start.limits;
+    let mut keys: Vec<&str> = limits
+        .email_key
+        .iter()
+        .map(String::as_str)
+        .chain(limits.address.iter().map(|(a, _)| a.as_str()))
+        .collect();
+    if keys.is_empty() {
+        return Ok(Vec::new());
+    }
+    keys.sort_unstable();
+    keys.dedup();
+    for key in keys {
+        sqlx::query("select hf_limit_lock($1)")
+            .bind(key)
+            .execute(&mut **tx)
+            .await?;
+    }
+    let used_before: bool =
+        sqlx::query_scalar("select exists (select 1 from orders where checkout_key = $1)")
+            .bind(start.checkout_key.as_str())
+            .fetch_one(&mut **tx)
+            .await?;
+    if used_before {
+        return Ok(Vec::new());
+    }
+    let product = |id: &str| products.iter().find(|p| p.id == id).expect("a priced line");
+    let mut over = Vec::new();
+    for line in lines {
+        let p = product(&line.product_id);
+        let mut room: Option<i32> = None;
+        if let Some(email_key) = &limits.email_key {
+            let held: i32 = sqlx::query_scalar("select hf_units_held_by_email($1, $2)")
+                .bind(email_key)
+                .bind(&line.product_id)
+                .fetch_one(&mut **tx)
+                .await?;
+            room = Some(p.max_per_order - held);
+        }
+        if let Some((address, cap)) = &limits.address {
+            let held: i32 = sqlx::query_scalar("select hf_units_held_from_address($1, $2)")
+                .bind(address)
+                .bind(&p.resource_id)
+                .fetch_one(&mut **tx)
+                .await?;
+            // the basket's own lines on the same resource count together
+            let wanted: i32 = lines
+                .iter()
+                .filter(|l| product(&l.product_id).resource_id == p.resource_id)
+                .map(|l| l.qty)
+                .sum();
+            let left = cap - held - (wanted - line.qty);
+            room = Some(room.map_or(left, |r| r.min(left)));
+        }
+        if let Some(room) = room
+            && line.qty > room
+        {
+            over.push(ShortLine {
+                product_id: line.product_id.clone(),
+                name: line.name.clone(),
+                requested: line.qty,
+                available: room.max(0),
+            });
+        }
+    }
+    Ok(over)
+}
