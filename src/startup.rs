@@ -166,6 +166,9 @@ impl Application {
         let server = HttpServer::new(move || {
             App::new()
                 .wrap(from_fn(routes::edge::refuse_unstorable_text))
+                .wrap(tracing_actix_web::TracingLogger::<
+                    crate::telemetry::RequestSpan,
+                >::new())
                 .wrap(routes::security_headers(https))
                 .app_data(pool.clone())
                 .app_data(shop.clone())

@@ -4,23 +4,90 @@ use sqlx::{PgPool, Postgres, Transaction};
 use uuid::Uuid;
 
 use crate::inventory::{self, HoldId, ReleaseOutcome};
-use crate::payments::ProviderKind;
+use crate::payments::{PageEnd, ProviderKind};
 
 use super::{Order, OrderState, Result, order_by_id, outbox};
 
-/// Why an order's units go back, and whether its payment page may still
-/// be open (then it is closed too, so nobody pays for units that are gone).
+/// Why an order's units go back before it was paid. Each cause says what
+/// the history records (reason, actor), the state the order ends in, and
+/// whether the provider's page may still be open (then it is closed too, so
+/// nobody pays for units that are gone).
 #[derive(Debug, Clone, Copy)]
-pub struct Release<'a> {
-    pub reason: &'a str,
-    /// Who let go: `shopper`, `checkout`, `reconciler`, a staff member, or
-    /// the provider's name for its own events.
-    pub actor: &'a str,
-    /// `Expired` or `Cancelled`.
-    pub final_state: OrderState,
-    /// The provider may still take money on the page: queue its closing.
-    /// False when the provider itself said the page ended.
-    pub close_page: bool,
+pub enum Release<'a> {
+    /// The provider refused to open a page at checkout start: there is none
+    /// to close.
+    ProviderError,
+    /// The payment phase could not start after the page was opened.
+    PaymentPhaseFailed,
+    /// The shopper left the payment page.
+    ShopperLeft,
+    /// The provider said the page ended, in an event of this kind: the page
+    /// is closed already.
+    PageEnded {
+        provider: ProviderKind,
+        event: &'a str,
+        end: PageEnd,
+    },
+    /// Reconciliation read the page as expired at the provider.
+    PageExpiredAtProvider,
+    /// A staff member let the order go, for their reason.
+    Staff { actor: &'a str, reason: &'a str },
+}
+
+impl Release<'_> {
+    /// Why, as `holds.end_reason` and the history record it.
+    pub fn reason(&self) -> &str {
+        match self {
+            Release::ProviderError => "provider_error",
+            Release::PaymentPhaseFailed => "payment_phase_failed",
+            Release::ShopperLeft => "shopper left the payment page",
+            Release::PageEnded { event, .. } => event,
+            Release::PageExpiredAtProvider => "session_expired",
+            Release::Staff { reason, .. } => reason,
+        }
+    }
+
+    /// Who let go.
+    pub fn actor(&self) -> &str {
+        match self {
+            Release::ProviderError | Release::PaymentPhaseFailed => "checkout",
+            Release::ShopperLeft => "shopper",
+            Release::PageEnded { provider, .. } => provider.as_str(),
+            Release::PageExpiredAtProvider => "reconciler",
+            Release::Staff { actor, .. } => actor,
+        }
+    }
+
+    /// The state the order ends in.
+    pub fn final_state(&self) -> OrderState {
+        match self {
+            Release::PageEnded {
+                end: PageEnd::PaymentFailed,
+                ..
+            } => OrderState::Cancelled,
+            Release::PageEnded {
+                end: PageEnd::Expired,
+                ..
+            }
+            | Release::PageExpiredAtProvider => OrderState::Expired,
+            Release::ProviderError
+            | Release::PaymentPhaseFailed
+            | Release::ShopperLeft
+            | Release::Staff { .. } => OrderState::Cancelled,
+        }
+    }
+
+    /// Whether the provider may still take money on the page: then its
+    /// closing is queued.
+    pub fn closes_page(&self) -> bool {
+        match self {
+            Release::PaymentPhaseFailed | Release::ShopperLeft | Release::Staff { .. } => true,
+            // no page was opened, or the provider itself said it ended
+            Release::ProviderError | Release::PageEnded { .. } | Release::PageExpiredAtProvider => {
+                false
+            }
+        }
+    }
 }
 
 /// Give an order's units back before it was paid: the provider failed at
@@ -59,7 +126,13 @@ pub async fn release_order_in(
     };
     let outcome = match hold_id {
         Some(hold_id) => {
-            inventory::release(&mut **tx, HoldId(hold_id), release.reason, release.actor).await?
+            inventory::release(
+                &mut **tx,
+                HoldId(hold_id),
+                release.reason(),
+                release.actor(),
+            )
+            .await?
         }
         None => ReleaseOutcome::NotFound,
     };
@@ -76,14 +149,14 @@ pub async fn release_order_in(
          returning provider_session_id, provider",
     )
     .bind(order_id)
-    .bind(release.final_state)
+    .bind(release.final_state())
     .fetch_optional(&mut **tx)
     .await?;
     // Released on our side while the provider's page may still be open:
     // close it too. (A provider whose pages cannot close answers the job at
     // once; money that still lands there is refunded.)
     if let Some((Some(page_id), provider)) = page
-        && release.close_page
+        && release.closes_page()
     {
         outbox::queue(
             &mut **tx,

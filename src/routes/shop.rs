@@ -631,17 +631,7 @@ pub async fn start_checkout(
         Ok(session) => session,
         Err(error) => {
             tracing::warn!(order = %order.id, %error, "the payment provider failed at checkout start");
-            checkout::release_order(
-                &shop.pool,
-                order.id,
-                Release {
-                    reason: "provider_error",
-                    actor: "checkout",
-                    final_state: OrderState::Cancelled,
-                    close_page: false,
-                },
-            )
-            .await?;
+            checkout::release_order(&shop.pool, order.id, Release::ProviderError).await?;
             return message(
                 StatusCode::SERVICE_UNAVAILABLE,
                 "We could not reach the payment provider",
@@ -664,17 +654,7 @@ pub async fn start_checkout(
             // the provider's page exists but our holds could not move into
             // the payment phase: give them back now rather than at the TTL
             tracing::error!(order = %order_id, error = %error, "could not start the payment phase");
-            checkout::release_order(
-                &shop.pool,
-                order_id,
-                Release {
-                    reason: "payment_phase_failed",
-                    actor: "checkout",
-                    final_state: OrderState::Cancelled,
-                    close_page: true,
-                },
-            )
-            .await?;
+            checkout::release_order(&shop.pool, order_id, Release::PaymentPhaseFailed).await?;
             return message(
                 StatusCode::SERVICE_UNAVAILABLE,
                 "We could not start your payment",
@@ -947,17 +927,7 @@ pub async fn checkout_leave(
     let order = checkout::order_by_token(&shop.pool, &token)
         .await?
         .ok_or_else(|| ShopError::not_found("no such order"))?;
-    let after = checkout::release_order(
-        &shop.pool,
-        order.id,
-        Release {
-            reason: "shopper left the payment page",
-            actor: "shopper",
-            final_state: OrderState::Cancelled,
-            close_page: true,
-        },
-    )
-    .await?;
+    let after = checkout::release_order(&shop.pool, order.id, Release::ShopperLeft).await?;
     if after
         .as_ref()
         .is_some_and(|o| !matches!(o.state, OrderState::Cancelled | OrderState::Expired))

@@ -82,11 +82,9 @@ pub async fn release_hold(
     // made counts as ours, not one the shopper or the sweeper just made
     let released = match order {
         Some(order_id) => {
-            let release = checkout::Release {
-                reason,
+            let release = checkout::Release::Staff {
                 actor: &actor,
-                final_state: checkout::OrderState::Cancelled,
-                close_page: true,
+                reason,
             };
             checkout::release_order_in(&mut tx, order_id, release)
                 .await

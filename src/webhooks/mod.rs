@@ -9,12 +9,9 @@ use sqlx::{PgPool, Postgres, Transaction};
 
 use crate::checkout::outbox::{self, OutboxJob};
 use crate::checkout::refund::{self, RefundMove};
-use crate::checkout::{
-    self, CheckoutError, Fulfilment, OrderState, PaymentReport, Release, Source, settle,
-};
+use crate::checkout::{self, CheckoutError, Fulfilment, PaymentReport, Release, Source, settle};
 use crate::payments::{
-    HeaderLookup, PageEnd, PaymentProvider, PaymentStatus, ProviderEvent, ProviderKind,
-    ProviderPayment,
+    HeaderLookup, PaymentProvider, PaymentStatus, ProviderEvent, ProviderKind, ProviderPayment,
 };
 
 /// What became of one delivery. Rejections answer 400; everything else 2xx.
@@ -107,15 +104,10 @@ pub async fn receive(
         ProviderEvent::PageEnded { page_id, end } => {
             match checkout::order_by_provider_session(&mut *tx, kind, &page_id).await? {
                 Some(order) => {
-                    let release = Release {
-                        reason: &delivery.kind,
-                        actor: kind.as_str(),
-                        final_state: match end {
-                            PageEnd::Expired => OrderState::Expired,
-                            PageEnd::PaymentFailed => OrderState::Cancelled,
-                        },
-                        // the provider said so: the page is closed already
-                        close_page: false,
+                    let release = Release::PageEnded {
+                        provider: kind,
+                        event: &delivery.kind,
+                        end,
                     };
                     checkout::release_order_in(&mut tx, order.id, release).await?;
                     Verdict::Released

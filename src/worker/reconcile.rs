@@ -265,18 +265,10 @@ impl Reconciler {
             PageStatus::Expired if captured == 0 && order.state == OrderState::Pending => {
                 // the expiry webhook was lost: give the units back now
                 // rather than at the payment deadline
-                let released = checkout::release_order(
-                    &self.pool,
-                    order.id,
-                    Release {
-                        reason: "session_expired",
-                        actor: "reconciler",
-                        final_state: OrderState::Expired,
-                        close_page: false,
-                    },
-                )
-                .await
-                .map_err(CheckError::from_checkout)?;
+                let released =
+                    checkout::release_order(&self.pool, order.id, Release::PageExpiredAtProvider)
+                        .await
+                        .map_err(CheckError::from_checkout)?;
                 if released.is_some_and(|o| o.state == OrderState::Expired) {
                     check.counts.released += 1;
                 }

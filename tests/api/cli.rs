@@ -493,3 +493,83 @@ async fn serve_without_keys_runs_the_sandbox_only_where_the_public_cannot_reach_
         .unwrap();
     assert!(products > 0, "the sandboxed shops loaded the demo");
 }
+
+/// Every request gets a span (method, route pattern, request id, status),
+/// and what is logged inside the request carries it. Order tokens stay out
+/// of the logs: the route is the pattern, never the path.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_request_is_logged_in_its_own_span_with_route_status_and_id() {
+    let db = TestDb::new().await;
+    let port = free_port();
+    let log = std::env::temp_dir().join(format!("holdfast-spans-{port}.log"));
+    let mut child = serve_without_keys(
+        &db,
+        &[
+            ("HOLDFAST_ADDR", format!("127.0.0.1:{port}")),
+            ("RUST_LOG", "info,holdfast::telemetry=debug".to_owned()),
+            ("HOLDFAST_LOG_FORMAT", "json".to_owned()),
+        ],
+    )
+    .stdout(std::process::Stdio::null())
+    .stderr(std::fs::File::create(&log).unwrap())
+    .spawn()
+    .unwrap();
+    let client = http_client();
+    let base = format!("http://127.0.0.1:{port}");
+    let mut up = false;
+    for _ in 0..300 {
+        if client.get(format!("{base}/healthz")).send().await.is_ok() {
+            up = true;
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert!(up, "serve came up");
+    let secret_token = "tok_never_in_the_logs_0123456789";
+    let order = client
+        .get(format!("{base}/orders/{secret_token}"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(order.status(), reqwest::StatusCode::NOT_FOUND);
+    // a webhook refused for its signature logs inside the request's span
+    let webhook = client
+        .post(format!("{base}/webhooks/stripe"))
+        .header("Stripe-Signature", "t=1,v1=00")
+        .body("{}")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(webhook.status(), reqwest::StatusCode::BAD_REQUEST);
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let text = std::fs::read_to_string(&log).unwrap();
+    std::fs::remove_file(&log).unwrap();
+    let lines: Vec<serde_json::Value> = text
+        .lines()
+        .filter_map(|line| serde_json::from_str(line).ok())
+        .collect();
+    let answered = |route: &str, status: u64| {
+        lines
+            .iter()
+            .find(|line| line["span"]["route"] == route && line["span"]["status"] == status)
+    };
+    let order_line = answered("/orders/{token}", 404).unwrap_or_else(|| panic!("{text}"));
+    assert_eq!(order_line["span"]["method"], "GET");
+    let id = order_line["span"]["request_id"].as_str().unwrap();
+    assert_eq!(id.len(), 36, "a UUID: {id}");
+    assert!(!text.contains(secret_token), "the token was logged: {text}");
+    // the webhook's own warning carries its request's span and another id
+    let refused = lines
+        .iter()
+        .find(|line| {
+            line["span"]["route"] == "/webhooks/{provider}"
+                && line["fields"]["message"] != "request answered"
+        })
+        .unwrap_or_else(|| panic!("no webhook log inside its span: {text}"));
+    assert_ne!(
+        refused["span"]["request_id"],
+        order_line["span"]["request_id"]
+    );
+}

@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use futures::future::join_all;
 use holdfast::checkout::{
-    self, AttachOutcome, CheckoutStart, Checkouts, Customer, Order, OrderState, Release,
-    StartOutcome, WantedLine,
+    self, AttachOutcome, CheckoutStart, Checkouts, Customer, Order, Release, StartOutcome,
+    WantedLine,
 };
 use holdfast::inventory::IdempotencyKey;
 use uuid::Uuid;
@@ -501,18 +501,9 @@ async fn a_hold_that_ended_before_its_payment_phase_ends_the_order_and_keeps_the
     .execute(&db.pool)
     .await
     .unwrap();
-    checkout::release_order(
-        &db.pool,
-        orders[1].1.id,
-        Release {
-            reason: "shopper",
-            actor: "shopper",
-            final_state: OrderState::Cancelled,
-            close_page: true,
-        },
-    )
-    .await
-    .unwrap();
+    checkout::release_order(&db.pool, orders[1].1.id, Release::ShopperLeft)
+        .await
+        .unwrap();
     let mut states = Vec::new();
     for (key, order, resource) in orders {
         let session = session(&order);

@@ -547,11 +547,10 @@ pub async fn payment_for(
 
 /// A release of an order's units, as a provider's expiry event asks for.
 pub fn expired_by_provider() -> holdfast::checkout::Release<'static> {
-    holdfast::checkout::Release {
-        reason: "checkout.session.expired",
-        actor: "stripe",
-        final_state: holdfast::checkout::OrderState::Expired,
-        close_page: false,
+    holdfast::checkout::Release::PageEnded {
+        provider: holdfast::payments::ProviderKind::Stripe,
+        event: "checkout.session.expired",
+        end: holdfast::payments::PageEnd::Expired,
     }
 }
 
