@@ -52,12 +52,14 @@ pub struct DatabaseSettings {
 impl DatabaseSettings {
     pub fn from_env() -> anyhow::Result<Self> {
         Ok(Self {
-            url: non_empty("DATABASE_URL").map(Secret::new),
-            home: non_empty("HOLDFAST_HOME")
+            url: Env::Process.get("DATABASE_URL").map(Secret::new),
+            home: Env::Process
+                .get("HOLDFAST_HOME")
                 .map(PathBuf::from)
                 .unwrap_or_else(|| PathBuf::from(".holdfast")),
-            local_port: parse_or("HOLDFAST_PG_PORT", 54329)?,
-            local_database: non_empty("HOLDFAST_PG_DATABASE")
+            local_port: parse_or(Env::Process, "HOLDFAST_PG_PORT", 54329)?,
+            local_database: Env::Process
+                .get("HOLDFAST_PG_DATABASE")
                 .unwrap_or_else(|| "holdfast".to_owned()),
         })
     }
@@ -91,7 +93,7 @@ pub struct ServerSettings {
     /// `HOLDFAST_RECONCILE_SETTLE_SECONDS` (default 3600): when the worker
     /// asks a provider about a quiet payment page, and when it makes the
     /// last check of an order that has left `pending`.
-    pub reconcile: crate::worker::reconcile::ReconcileTimes,
+    pub reconcile: ReconcileTimes,
     /// `HOLDFAST_OUTBOX_LEASE_SECONDS` (default 120, at least 2): how long
     /// a worker that took a job (a refund, say) has before another worker
     /// may take it over, if the first one died.
@@ -170,8 +172,22 @@ pub struct RazorpayKeys {
 }
 
 impl ServerSettings {
+    /// The settings from the process's environment.
     pub fn from_env() -> anyhow::Result<Self> {
-        let addr = match (non_empty("HOLDFAST_ADDR"), non_empty("PORT")) {
+        Self::read(Env::Process)
+    }
+
+    /// The defaults, for a shop on one machine (tests, `simulate`) at
+    /// `base_url`, with the fairness limits off.
+    pub fn local(base_url: String) -> Self {
+        let mut settings = Self::read(Env::Empty).expect("the defaults are valid settings");
+        settings.base_url = base_url;
+        settings.limits = crate::limits::Limits::off();
+        settings
+    }
+
+    fn read(env: Env) -> anyhow::Result<Self> {
+        let addr = match (env.get("HOLDFAST_ADDR"), env.get("PORT")) {
             (Some(addr), _) => addr
                 .parse()
                 .with_context(|| format!("HOLDFAST_ADDR is not an address: {addr:?}"))?,
@@ -182,41 +198,42 @@ impl ServerSettings {
             )),
             (None, None) => SocketAddr::from(([127, 0, 0, 1], 8080)),
         };
-        let base_url = non_empty("HOLDFAST_BASE_URL")
+        let base_url = env
+            .get("HOLDFAST_BASE_URL")
             .unwrap_or_else(|| format!("http://{addr}"))
             .trim_end_matches('/')
             .to_owned();
-        let session_minutes: i64 = parse_or("HOLDFAST_SESSION_MINUTES", 31)?;
+        let session_minutes: i64 = parse_or(env, "HOLDFAST_SESSION_MINUTES", 31)?;
         if !(30..=1440).contains(&session_minutes) {
             anyhow::bail!("HOLDFAST_SESSION_MINUTES must be 30 to 1440 (Stripe's limits)");
         }
-        let stripe = match non_empty("STRIPE_SECRET_KEY") {
+        let stripe = match env.get("STRIPE_SECRET_KEY") {
             Some(key) => {
-                let mut api_base = non_empty("STRIPE_API_BASE")
+                let mut api_base = env
+                    .get("STRIPE_API_BASE")
                     .unwrap_or_else(|| "https://api.stripe.com/".to_owned());
                 if !api_base.ends_with('/') {
                     api_base.push('/');
                 }
                 Some(StripeKeys {
                     secret_key: Secret::new(key),
-                    webhook_secrets: secrets("STRIPE_WEBHOOK_SECRET"),
+                    webhook_secrets: secrets(env, "STRIPE_WEBHOOK_SECRET"),
                     api_base,
-                    payment_methods: stripe_payment_methods()?,
+                    payment_methods: stripe_payment_methods(env)?,
                 })
             }
             None => None,
         };
-        let razorpay = match (
-            non_empty("RAZORPAY_KEY_ID"),
-            non_empty("RAZORPAY_KEY_SECRET"),
-        ) {
+        let razorpay = match (env.get("RAZORPAY_KEY_ID"), env.get("RAZORPAY_KEY_SECRET")) {
             (Some(key_id), Some(secret)) => Some(RazorpayKeys {
                 key_id,
                 key_secret: Secret::new(secret),
-                webhook_secrets: secrets("RAZORPAY_WEBHOOK_SECRET"),
-                api_base: non_empty("RAZORPAY_API_BASE")
+                webhook_secrets: secrets(env, "RAZORPAY_WEBHOOK_SECRET"),
+                api_base: env
+                    .get("RAZORPAY_API_BASE")
                     .unwrap_or_else(|| "https://api.razorpay.com/".to_owned()),
-                checkout_script: non_empty("RAZORPAY_CHECKOUT_SCRIPT")
+                checkout_script: env
+                    .get("RAZORPAY_CHECKOUT_SCRIPT")
                     .unwrap_or_else(|| "https://checkout.razorpay.com/v1/checkout.js".to_owned()),
             }),
             (None, None) => None,
@@ -226,53 +243,62 @@ impl ServerSettings {
             addr,
             base_url,
             razorpay,
-            sweep_every_seconds: parse_or("HOLDFAST_SWEEP_SECONDS", 5)?,
+            sweep_every_seconds: parse_or(env, "HOLDFAST_SWEEP_SECONDS", 5)?,
             session_minutes,
-            outbox_lease_seconds: parse_or::<u64>("HOLDFAST_OUTBOX_LEASE_SECONDS", 120)?.max(2),
-            reconcile: crate::worker::reconcile::ReconcileTimes {
+            outbox_lease_seconds: parse_or::<u64>(env, "HOLDFAST_OUTBOX_LEASE_SECONDS", 120)?
+                .max(2),
+            reconcile: ReconcileTimes {
                 first_check: std::time::Duration::from_secs(parse_or(
+                    env,
                     "HOLDFAST_RECONCILE_AFTER_SECONDS",
                     600,
                 )?),
                 settle_window: std::time::Duration::from_secs(parse_or(
+                    env,
                     "HOLDFAST_RECONCILE_SETTLE_SECONDS",
                     3600,
                 )?),
             },
             stripe,
             sandbox_addr: parse_or(
+                env,
                 "HOLDFAST_SANDBOX_ADDR",
                 SocketAddr::from(([127, 0, 0, 1], 8081)),
             )?,
-            session_key: match non_empty("HOLDFAST_SESSION_KEY") {
+            session_key: match env.get("HOLDFAST_SESSION_KEY") {
                 Some(key) if key.len() < 32 => {
                     anyhow::bail!("HOLDFAST_SESSION_KEY must have at least 32 characters")
                 }
                 key => key.map(Secret::new),
             },
-            provider_ca_file: non_empty("HOLDFAST_PROVIDER_CA_FILE").map(PathBuf::from),
-            limits: limits()?,
+            provider_ca_file: env.get("HOLDFAST_PROVIDER_CA_FILE").map(PathBuf::from),
+            limits: limits(env)?,
             trusted_proxies: crate::limits::TrustedProxies::parse(
-                &non_empty("HOLDFAST_TRUSTED_PROXIES").unwrap_or_default(),
+                &env.get("HOLDFAST_TRUSTED_PROXIES").unwrap_or_default(),
             )
             .map_err(|e| anyhow::anyhow!("HOLDFAST_TRUSTED_PROXIES: {e}"))?,
-            metrics_token: match non_empty("HOLDFAST_METRICS_TOKEN") {
+            metrics_token: match env.get("HOLDFAST_METRICS_TOKEN") {
                 Some(token) if token.len() < 16 => {
                     anyhow::bail!("HOLDFAST_METRICS_TOKEN must have at least 16 characters")
                 }
                 token => token.map(Secret::new),
             },
-            sandbox_anywhere: match non_empty("HOLDFAST_SANDBOX").as_deref() {
+            sandbox_anywhere: match env.get("HOLDFAST_SANDBOX").as_deref() {
                 None | Some("0") => false,
                 Some("1") => true,
                 Some(other) => anyhow::bail!("HOLDFAST_SANDBOX is 1 or 0, not {other:?}"),
             },
-            retention_days: parse_or::<u32>("HOLDFAST_RETENTION_DAYS", 30)?.max(1),
-            time_zone: time_zone()?,
-            smtp_url: non_empty("HOLDFAST_SMTP_URL").map(Secret::new),
-            mail_from: non_empty("HOLDFAST_MAIL_FROM")
+            retention_days: parse_or::<u32>(env, "HOLDFAST_RETENTION_DAYS", 30)?.max(1),
+            time_zone: read_time_zone(env)?,
+            smtp_url: env.get("HOLDFAST_SMTP_URL").map(Secret::new),
+            mail_from: env
+                .get("HOLDFAST_MAIL_FROM")
                 .unwrap_or_else(|| "Holdfast shop <shop@holdfast.localhost>".to_owned()),
-            sandbox_smtp_addr: parse_or("HOLDFAST_SANDBOX_SMTP_ADDR", "127.0.0.1:2525".parse()?)?,
+            sandbox_smtp_addr: parse_or(
+                env,
+                "HOLDFAST_SANDBOX_SMTP_ADDR",
+                "127.0.0.1:2525".parse()?,
+            )?,
         })
     }
 
@@ -288,9 +314,9 @@ impl ServerSettings {
 
 /// The limits of a fair sale, the defaults unless the environment says
 /// otherwise.
-fn limits() -> anyhow::Result<crate::limits::Limits> {
+fn limits(env: Env) -> anyhow::Result<crate::limits::Limits> {
     let mut limits = crate::limits::Limits::default();
-    if let Some(rate) = non_empty("HOLDFAST_ADDRESS_RATE") {
+    if let Some(rate) = env.get("HOLDFAST_ADDRESS_RATE") {
         limits.address_rate = match rate.trim() {
             "off" => None,
             rate => Some(
@@ -299,7 +325,7 @@ fn limits() -> anyhow::Result<crate::limits::Limits> {
             ),
         };
     }
-    if let Some(units) = non_empty("HOLDFAST_ADDRESS_UNITS") {
+    if let Some(units) = env.get("HOLDFAST_ADDRESS_UNITS") {
         limits.address_units = match units.trim() {
             "off" => None,
             units => Some(
@@ -313,7 +339,7 @@ fn limits() -> anyhow::Result<crate::limits::Limits> {
             ),
         };
     }
-    if let Some(on) = non_empty("HOLDFAST_EMAIL_LIMIT") {
+    if let Some(on) = env.get("HOLDFAST_EMAIL_LIMIT") {
         limits.per_email = match on.trim() {
             "on" => true,
             "off" => false,
@@ -326,7 +352,11 @@ fn limits() -> anyhow::Result<crate::limits::Limits> {
 /// `HOLDFAST_TIME_ZONE`, read wherever times are shown or read (the shop,
 /// `holdfast catalogue load`).
 pub fn time_zone() -> anyhow::Result<crate::clock::ShopZone> {
-    match non_empty("HOLDFAST_TIME_ZONE") {
+    read_time_zone(Env::Process)
+}
+
+fn read_time_zone(env: Env) -> anyhow::Result<crate::clock::ShopZone> {
+    match env.get("HOLDFAST_TIME_ZONE") {
         None => Ok(crate::clock::ShopZone::UTC),
         Some(name) => crate::clock::ShopZone::parse(&name)
             .map_err(|e| anyhow::anyhow!("HOLDFAST_TIME_ZONE: {e}")),
@@ -335,8 +365,8 @@ pub fn time_zone() -> anyhow::Result<crate::clock::ShopZone> {
 
 /// `NAME` and `NAME_PREVIOUS`, the secrets of a webhook during a rotation,
 /// the current one first.
-fn secrets(name: &str) -> Vec<Secret> {
-    [non_empty(name), non_empty(&format!("{name}_PREVIOUS"))]
+fn secrets(env: Env, name: &str) -> Vec<Secret> {
+    [env.get(name), env.get(&format!("{name}_PREVIOUS"))]
         .into_iter()
         .flatten()
         .map(Secret::new)
@@ -346,8 +376,10 @@ fn secrets(name: &str) -> Vec<Secret> {
 /// `HOLDFAST_STRIPE_PAYMENT_METHODS`: a comma-separated list of Stripe
 /// payment method types (default `card`), or `dynamic` for whatever the
 /// dashboard enables.
-fn stripe_payment_methods() -> anyhow::Result<Vec<String>> {
-    let listed = non_empty("HOLDFAST_STRIPE_PAYMENT_METHODS").unwrap_or_else(|| "card".into());
+fn stripe_payment_methods(env: Env) -> anyhow::Result<Vec<String>> {
+    let listed = env
+        .get("HOLDFAST_STRIPE_PAYMENT_METHODS")
+        .unwrap_or_else(|| "card".into());
     if listed.trim() == "dynamic" {
         return Ok(Vec::new());
     }
@@ -368,20 +400,62 @@ fn stripe_payment_methods() -> anyhow::Result<Vec<String>> {
     Ok(methods)
 }
 
-fn non_empty(name: &str) -> Option<String> {
-    std::env::var(name).ok().filter(|value| !value.is_empty())
+/// Where settings are read from: the process's environment, or nowhere
+/// (every setting at its default).
+#[derive(Debug, Clone, Copy)]
+enum Env {
+    Process,
+    Empty,
 }
 
-fn parse_or<T>(name: &str, default: T) -> anyhow::Result<T>
+impl Env {
+    /// A variable that is set and not empty.
+    fn get(self, name: &str) -> Option<String> {
+        match self {
+            Env::Process => std::env::var(name).ok().filter(|value| !value.is_empty()),
+            Env::Empty => None,
+        }
+    }
+}
+
+fn parse_or<T>(env: Env, name: &str, default: T) -> anyhow::Result<T>
 where
     T: std::str::FromStr,
     T::Err: std::error::Error + Send + Sync + 'static,
 {
-    match non_empty(name) {
+    match env.get(name) {
         Some(value) => value
             .parse()
             .with_context(|| format!("{name} is not valid: {value:?}")),
         None => Ok(default),
+    }
+}
+
+/// When orders are checked.
+#[derive(Debug, Clone, Copy)]
+pub struct ReconcileTimes {
+    /// How long a pending order's payment page may be quiet before we ask.
+    pub first_check: std::time::Duration,
+    /// How long after an order left `pending` its last check waits.
+    pub settle_window: std::time::Duration,
+}
+
+impl Default for ReconcileTimes {
+    fn default() -> Self {
+        Self {
+            first_check: std::time::Duration::from_secs(10 * 60),
+            settle_window: std::time::Duration::from_secs(60 * 60),
+        }
+    }
+}
+
+impl ReconcileTimes {
+    /// Check everything now: for `simulate`, tests and the command line.
+    pub fn immediately() -> Self {
+        Self {
+            first_check: std::time::Duration::ZERO,
+            settle_window: std::time::Duration::ZERO,
+        }
     }
 }
 

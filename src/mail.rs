@@ -17,7 +17,7 @@ use sqlx::PgPool;
 use uuid::Uuid;
 
 use crate::clock::ShopZone;
-use crate::routes::shop::money;
+use crate::money;
 
 /// Where mail goes, and who it is from.
 #[derive(Clone)]
@@ -119,7 +119,7 @@ impl Mailer {
             .fetch_one(pool)
             .await?;
         let link = format!("{}/orders/{token}", self.base_url);
-        let amount = money(amount, &currency);
+        let amount = money::format(amount, &currency);
         let payment = payment_ref.unwrap_or_default();
         let text = format!(
             "Hello {name},\r\n\r\nwe have refunded {amount} of your payment {payment}.\r\n\
@@ -169,7 +169,7 @@ impl Mailer {
             _ => "it could not be used for your order",
         };
         let link = format!("{}/orders/{token}", self.base_url);
-        let amount = money(payment.amount_minor, &payment.currency);
+        let amount = money::format(payment.amount_minor, &payment.currency);
         let text = format!(
             "Hello {name},\r\n\r\nyour payment {} of {amount} is being refunded: {why}.\r\n\r\n\
              Your bank shows it within a few days.\r\nYour order: {link}\r\n",
@@ -282,7 +282,7 @@ impl Confirmation {
             name,
             email,
             token,
-            total: money(amount, &currency),
+            total: money::format(amount, &currency),
             pickup_code,
             lines,
             tickets,

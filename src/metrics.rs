@@ -20,7 +20,6 @@ use sha2::{Digest, Sha256};
 use sqlx::PgPool;
 
 use crate::configuration::Secret;
-use crate::worker::reconcile::ReconcileReport;
 
 /// How long a process keeps the database gauges it read.
 pub const GAUGES_FRESH_FOR: Duration = Duration::from_secs(10);
@@ -178,24 +177,15 @@ pub fn swept(holds: u64) {
     add("holdfast_swept_holds_total", String::new(), holds);
 }
 
-/// One reconciliation pass.
-pub fn reconciled(report: &ReconcileReport) {
-    let metric = "holdfast_reconcile_checks_total";
-    add(metric, label("result", "checked"), report.checked);
-    add(metric, label("result", "fulfilled"), report.fulfilled);
-    add(
-        metric,
-        label("result", "refund_queued"),
-        report.refunds_queued,
-    );
-    add(
-        metric,
-        label("result", "already_known"),
-        report.already_known,
-    );
-    add(metric, label("result", "released"), report.released);
-    add(metric, label("result", "finished"), report.finished);
-    add(metric, label("result", "failed"), report.failed);
+/// One reconciliation pass: how many orders ended in each result.
+pub fn reconciled(results: &[(&str, u64)]) {
+    for (result, count) in results {
+        add(
+            "holdfast_reconcile_checks_total",
+            label("result", result),
+            *count,
+        );
+    }
 }
 
 fn label(name: &str, value: &str) -> String {

@@ -22,14 +22,16 @@ use serde::Serialize;
 use sqlx::PgPool;
 
 use crate::checkout::catalogue::{CatalogueFile, ProductSpec};
+use crate::configuration::ReconcileTimes;
 use crate::inventory::Inventory;
 use crate::payments::http::TrustedRoots;
 use crate::payments::sandbox::{DeliveryMode, Ledger, Sandbox, SandboxSettings};
 use crate::payments::{ProviderKind as Provider, Providers};
-use crate::startup::{Application, Shop, build_providers, sandbox_keys};
+use crate::startup::{Application, build_providers, sandbox_keys};
+use crate::state::Shop;
 use crate::worker::Sweeper;
 use crate::worker::outbox::Outbox;
-use crate::worker::reconcile::{ReconcileReport, ReconcileTimes, Reconciler};
+use crate::worker::reconcile::{ReconcileReport, Reconciler};
 
 /// What to simulate.
 #[derive(Debug, Clone)]

@@ -2,7 +2,6 @@
 
 use std::net::TcpListener;
 use std::sync::Arc;
-use std::sync::atomic::AtomicU64;
 
 use actix_web::dev::Server;
 use actix_web::middleware::from_fn;
@@ -15,61 +14,9 @@ use crate::payments::razorpay::{RazorpayProvider, RazorpaySettings};
 use crate::payments::sandbox::SandboxSettings;
 use crate::payments::stripe::{StripeProvider, StripeSettings};
 use crate::payments::{PaymentProvider, Providers};
-use crate::routes::{self, admin, shop};
+use crate::routes;
 use crate::staff::SessionKey;
-
-/// What every handler shares.
-#[derive(Debug, Clone)]
-pub struct Shop {
-    pub pool: PgPool,
-    /// Checkout, combined per resource where it can be.
-    pub checkouts: crate::checkout::Checkouts,
-    /// Limits per buyer and per client address.
-    pub fairness: crate::routes::client::Fairness,
-    /// Who may scrape `/metrics`, and its cached database gauges.
-    pub metrics: crate::metrics::Exporter,
-    /// What is left of products, a second old at most, for the pages that
-    /// watch sold-out products.
-    pub stock: crate::checkout::catalogue::StockCache,
-    /// The zone pages show times in.
-    pub zone: crate::clock::ShopZone,
-    /// The payment providers offered, the default first.
-    pub payments: Providers,
-    /// How browsers and providers reach us, without a trailing slash.
-    pub base_url: String,
-    /// Life of a provider payment page.
-    pub session_minutes: i64,
-    /// Signs staff session cookies.
-    pub session_key: SessionKey,
-    /// Content Security Policy violations browsers reported.
-    pub csp_reports: Arc<AtomicU64>,
-}
-
-impl Shop {
-    /// A shop for one machine (tests, `simulate`): no fairness limits, a
-    /// random session key, 31-minute payment pages, metrics for loopback.
-    /// `serve` builds its own from the settings.
-    pub fn local(pool: PgPool, payments: Providers, base_url: String) -> Self {
-        Self {
-            checkouts: crate::checkout::Checkouts::new(pool.clone()),
-            fairness: crate::routes::client::Fairness::off(pool.clone()),
-            metrics: crate::metrics::Exporter::new(None),
-            stock: Default::default(),
-            zone: crate::clock::ShopZone::UTC,
-            pool,
-            payments,
-            base_url,
-            session_minutes: 31,
-            session_key: SessionKey::generate(),
-            csp_reports: Arc::default(),
-        }
-    }
-
-    /// Cookies are marked `Secure` when the shop is served over HTTPS.
-    pub fn secure_cookies(&self) -> bool {
-        self.base_url.starts_with("https://")
-    }
-}
+use crate::state::Shop;
 
 /// Where each provider's API is, when no keys are set: the sandbox's
 /// development keys at the sandbox's address.
@@ -187,70 +134,11 @@ impl Application {
                     routes::ShopError::not_found("there is nothing at this address").into()
                 }))
                 .default_service(web::to(routes::not_found))
-                .route("/healthz", web::get().to(routes::healthz))
-                .route("/metrics", web::get().to(routes::metrics))
-                .route("/csp-report", web::post().to(routes::csp_report))
-                .route("/static/razorpay.js", web::get().to(shop::razorpay_script))
-                .route("/static/live.js", web::get().to(shop::live_script))
-                .route("/static/redeem.js", web::get().to(admin::redeem_script))
-                .route("/availability", web::get().to(shop::availability))
-                .route("/admin/login", web::get().to(admin::login_page))
-                .route("/admin/login", web::post().to(admin::login))
-                .service(
-                    web::scope("/admin")
-                        .wrap(from_fn(admin::require_staff))
-                        .route("", web::get().to(admin::home))
-                        .route("/", web::get().to(admin::home))
-                        .route("/logout", web::post().to(admin::logout))
-                        .route("/resources", web::get().to(admin::resources))
-                        .route("/resources/{id}", web::get().to(admin::resource))
-                        .route(
-                            "/resources/{id}/capacity",
-                            web::post().to(admin::set_capacity),
-                        )
-                        .route("/resources/{id}/repair", web::post().to(admin::repair))
-                        .route("/holds", web::get().to(admin::holds))
-                        .route("/holds/{id}", web::get().to(admin::hold))
-                        .route("/holds/{id}/release", web::post().to(admin::release_hold))
-                        .route("/orders", web::get().to(admin::orders))
-                        .route("/orders/{id}", web::get().to(admin::order))
-                        .route("/orders/{id}/refund", web::post().to(admin::refund_order))
-                        .route(
-                            "/orders/{order}/jobs/{job}/retry",
-                            web::post().to(admin::retry_refund),
-                        )
-                        .route("/redeem", web::get().to(admin::redeem_page))
-                        .route("/redeem", web::post().to(admin::redeem))
-                        .route("/activity", web::get().to(admin::activity))
-                        .route("/payments/orphans", web::get().to(admin::orphans)),
-                )
-                .route("/", web::get().to(shop::catalogue))
-                .route("/c/{collection}", web::get().to(shop::collection))
-                .route("/basket", web::get().to(shop::basket))
-                .route("/basket/add", web::post().to(shop::add_to_basket))
-                .route("/basket/remove", web::post().to(shop::remove_from_basket))
-                .route("/checkout", web::post().to(shop::start_checkout))
-                .route(
-                    "/checkout/return/{token}",
-                    web::get().to(shop::checkout_return),
-                )
-                // Razorpay Checkout in redirect mode posts its callback
-                .route(
-                    "/checkout/return/{token}",
-                    web::post().to(shop::checkout_return_post),
-                )
-                .route(
-                    "/checkout/cancel/{token}",
-                    web::get().to(shop::checkout_cancel),
-                )
-                .route(
-                    "/checkout/cancel/{token}",
-                    web::post().to(shop::checkout_leave),
-                )
-                .route("/pay/{token}", web::get().to(shop::pay_page))
-                .route("/orders/{token}", web::get().to(shop::order_page))
-                .route("/static/shop.css", web::get().to(shop::stylesheet))
-                .route("/webhooks/{provider}", web::post().to(routes::webhook))
+                .configure(routes::health::routes)
+                .configure(routes::security::routes)
+                .configure(routes::admin::routes)
+                .configure(routes::shop::routes)
+                .configure(routes::webhooks::routes)
         })
         .listen(listener)?
         .run();
@@ -351,17 +239,7 @@ pub async fn serve(
             SessionKey::generate()
         }
     };
-    let shop = Shop {
-        fairness: crate::routes::client::Fairness::new(
-            pool.clone(),
-            settings.limits.clone(),
-            settings.trusted_proxies.clone(),
-        ),
-        metrics: crate::metrics::Exporter::new(settings.metrics_token.clone()),
-        session_minutes: settings.session_minutes,
-        session_key,
-        ..Shop::local(pool, payments, settings.base_url.clone())
-    };
+    let shop = Shop::from_settings(&settings, pool, payments, session_key);
     let app = Application::build(listener, shop)?;
     tracing::info!(url = %settings.base_url, "the shop is open");
     println!("Holdfast is serving the shop at {}", settings.base_url);

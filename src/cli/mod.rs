@@ -631,7 +631,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                     whole,
                 } => format!(
                     "refund #{refund_id} queued: {} for {units} unit(s){}",
-                    crate::routes::shop::money(*amount_minor, currency),
+                    crate::money::format(*amount_minor, currency),
                     if *whole { ", the whole order" } else { "" }
                 ),
                 RefundOutcome::NotPaid { state } => {

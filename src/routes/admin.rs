@@ -23,7 +23,7 @@ use crate::payments::signature::same_text;
 use crate::staff::actions::{self, CapacityChanged, HoldReleased, RefundRetry};
 use crate::staff::views::{self, HoldQuery, OrderQuery};
 use crate::staff::{self, LoginOutcome, Session, StaffError};
-use crate::startup::Shop;
+use crate::state::Shop;
 
 pub const STAFF_COOKIE: &str = "hf_staff";
 const LOGIN_COOKIE: &str = "hf_login";
@@ -145,14 +145,14 @@ fn unauthenticated(request: &HttpRequest) -> HttpResponse {
 
 /// The shop's redirect, never cached.
 fn see_other(location: &str) -> HttpResponse {
-    let mut response = super::shop::see_other(location);
+    let mut response = super::render::see_other(location);
     no_store(&mut response);
     response
 }
 
 /// The shop's rendering, never cached.
 fn render<T: Template>(status: StatusCode, page: &T) -> Result<HttpResponse, ShopError> {
-    let mut response = super::shop::render(status, page)?;
+    let mut response = super::render::render(status, page)?;
     no_store(&mut response);
     Ok(response)
 }
@@ -232,7 +232,7 @@ fn same(a: &str, b: &str) -> bool {
 }
 
 fn money(minor: impl Plain<i64>, currency: &str) -> String {
-    super::shop::money(minor.plain(), currency)
+    crate::money::format(minor.plain(), currency)
 }
 
 // ---- login and logout ----
@@ -808,7 +808,7 @@ pub async fn order(
         .await?
         .into_iter()
         .map(|l| {
-            let total = super::shop::money(l.unit_price_minor * i64::from(l.qty), &o.currency);
+            let total = crate::money::format(l.unit_price_minor * i64::from(l.qty), &o.currency);
             (l.name, l.qty, total)
         })
         .collect();
@@ -1090,4 +1090,38 @@ pub async fn activity(
         actions: views::actions(&shop.pool, LIST_LIMIT).await?,
     };
     render(StatusCode::OK, &page)
+}
+
+/// The staff pages: the login outside the staff-only scope, everything else
+/// behind [`require_staff`].
+pub fn routes(config: &mut web::ServiceConfig) {
+    config
+        .route("/static/redeem.js", web::get().to(redeem_script))
+        .route("/admin/login", web::get().to(login_page))
+        .route("/admin/login", web::post().to(login))
+        .service(
+            web::scope("/admin")
+                .wrap(actix_web::middleware::from_fn(require_staff))
+                .route("", web::get().to(home))
+                .route("/", web::get().to(home))
+                .route("/logout", web::post().to(logout))
+                .route("/resources", web::get().to(resources))
+                .route("/resources/{id}", web::get().to(resource))
+                .route("/resources/{id}/capacity", web::post().to(set_capacity))
+                .route("/resources/{id}/repair", web::post().to(repair))
+                .route("/holds", web::get().to(holds))
+                .route("/holds/{id}", web::get().to(hold))
+                .route("/holds/{id}/release", web::post().to(release_hold))
+                .route("/orders", web::get().to(orders))
+                .route("/orders/{id}", web::get().to(order))
+                .route("/orders/{id}/refund", web::post().to(refund_order))
+                .route(
+                    "/orders/{order}/jobs/{job}/retry",
+                    web::post().to(retry_refund),
+                )
+                .route("/redeem", web::get().to(redeem_page))
+                .route("/redeem", web::post().to(redeem))
+                .route("/activity", web::get().to(activity))
+                .route("/payments/orphans", web::get().to(orphans)),
+        );
 }

@@ -3,13 +3,13 @@ use actix_web::{HttpRequest, HttpResponse, web};
 use sqlx::PgPool;
 
 use crate::metrics::Access;
-use crate::startup::Shop;
+use crate::state::Shop;
 
 /// `GET /metrics`: Prometheus' text format (see [`crate::metrics`]), for
 /// monitoring only: the bearer token when one is set, else loopback only.
 pub async fn metrics(request: HttpRequest, shop: web::Data<Shop>) -> HttpResponse {
     let headers = request.headers();
-    let loopback = super::client::client_ip(&request, &shop.fairness.proxies)
+    let loopback = crate::limits::client::client_ip(&request, &shop.fairness.proxies)
         .is_some_and(|ip| ip.is_loopback());
     let forwarded = headers.contains_key("X-Forwarded-For") || headers.contains_key("Forwarded");
     let authorization = headers.get("Authorization").map(|value| value.as_bytes());
@@ -60,4 +60,11 @@ pub async fn healthz(pool: web::Data<PgPool>) -> HttpResponse {
         Err(_) => HttpResponse::ServiceUnavailable()
             .json(serde_json::json!({ "status": "unavailable", "database": "timeout" })),
     }
+}
+
+/// `/healthz` and `/metrics`.
+pub fn routes(config: &mut web::ServiceConfig) {
+    config
+        .route("/healthz", web::get().to(healthz))
+        .route("/metrics", web::get().to(metrics));
 }

@@ -1,12 +1,12 @@
 //! Thin handlers: parse into domain types, call, render.
 
 pub mod admin;
-pub mod client;
 pub mod edge;
-mod health;
-mod security;
+pub mod health;
+mod render;
+pub mod security;
 pub mod shop;
-mod webhooks;
+pub mod webhooks;
 
 use actix_web::http::StatusCode;
 use actix_web::{HttpResponse, ResponseError};

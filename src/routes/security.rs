@@ -7,7 +7,7 @@ use actix_web::middleware::DefaultHeaders;
 use actix_web::{HttpResponse, web};
 
 use super::ShopError;
-use crate::startup::Shop;
+use crate::state::Shop;
 
 /// Every page's policy: our own scripts, styles and images only; no
 /// plugins, no `<base>`, no framing; violations reported to us. Pages carry
@@ -71,4 +71,9 @@ pub async fn csp_report(shop: web::Data<Shop>, body: web::Bytes) -> HttpResponse
         "browser reported a Content Security Policy violation"
     );
     HttpResponse::NoContent().finish()
+}
+
+/// Where browsers report Content Security Policy violations.
+pub fn routes(config: &mut web::ServiceConfig) {
+    config.route("/csp-report", web::post().to(csp_report));
 }

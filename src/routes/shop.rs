@@ -9,49 +9,21 @@ use askama::Template;
 use serde::Deserialize;
 
 use super::ShopError;
+use super::render::{render, see_other};
 use crate::checkout::settle::{SettleError, settle_payment};
 use crate::checkout::{
     self, CheckoutStart, Customer, OrderState, Release, ShortLine, Source, StartOutcome,
     WantedLine, basket, catalogue,
 };
 use crate::inventory::{AccountId, IdempotencyKey, Quantity};
+use crate::money;
 use crate::payments::{
     EmbedRequest, PageLine, PageRequest, PaymentPage, ProviderError, ProviderKind, ReturnError,
     ReturnParams, ReturnReport,
 };
-use crate::startup::Shop;
+use crate::state::Shop;
 
 const BASKET_COOKIE: &str = "hf_basket";
-
-/// Money as a shopper reads it.
-pub fn money(minor: i64, currency: &str) -> String {
-    let symbol = match currency {
-        "eur" => "€",
-        "usd" => "$",
-        "gbp" => "£",
-        "inr" => "₹",
-        _ => "",
-    };
-    let amount = format!("{}.{:02}", minor / 100, minor % 100);
-    if symbol.is_empty() {
-        format!("{amount} {}", currency.to_uppercase())
-    } else {
-        format!("{symbol}{amount}")
-    }
-}
-
-pub(super) fn see_other(location: &str) -> HttpResponse {
-    HttpResponse::SeeOther()
-        .insert_header((header::LOCATION, location.to_owned()))
-        .finish()
-}
-
-pub(super) fn render<T: Template>(status: StatusCode, page: &T) -> Result<HttpResponse, ShopError> {
-    let body = page.render().map_err(|e| ShopError::internal(e.into()))?;
-    Ok(HttpResponse::build(status)
-        .content_type("text/html; charset=utf-8")
-        .body(body))
-}
 
 /// The basket cookie's id, if it is one of ours.
 fn basket_id(request: &HttpRequest) -> Option<String> {
@@ -183,7 +155,7 @@ async fn catalogue_page(
                     .filter(|_| row.kind != "pickup_slot")
                     .map(|at| shop.zone.long(at))
                     .unwrap_or_default(),
-                price: money(row.price_minor, &row.currency),
+                price: money::format(row.price_minor, &row.currency),
                 available,
                 max_qty: available.min(row.max_per_order),
                 note: if available == 0 {
@@ -406,10 +378,10 @@ fn basket_page_of(
                 product_id: r.product_id.clone(),
                 name: r.name.clone(),
                 qty: r.qty,
-                total: money(r.price_minor * i64::from(r.qty), &r.currency),
+                total: money::format(r.price_minor * i64::from(r.qty), &r.currency),
             })
             .collect(),
-        total: money(total, &currency),
+        total: money::format(total, &currency),
         // a fresh key per rendered form: submitting it twice is one order
         checkout_key: checkout::codes::order_token(),
         told,
@@ -907,7 +879,7 @@ pub async fn checkout_cancel(
             basket_count: 0,
             token: order.token.clone(),
             items,
-            total: money(order.amount_minor, &order.currency),
+            total: money::format(order.amount_minor, &order.currency),
         },
     )?;
     response.headers_mut().insert(
@@ -1018,7 +990,7 @@ pub async fn order_page(
     let refund_note = match &staff_refund {
         Some((reason, amount)) if order.state == OrderState::Paid => format!(
             "Part of this order was refunded ({}): {reason}",
-            money(*amount, &order.currency)
+            money::format(*amount, &order.currency)
         ),
         _ => String::new(),
     };
@@ -1050,7 +1022,7 @@ pub async fn order_page(
         waiting: order.state == OrderState::Pending,
         paid: order.state == OrderState::Paid,
         name: order.customer_name.clone(),
-        total: money(order.amount_minor, &order.currency),
+        total: money::format(order.amount_minor, &order.currency),
         pickup_code: order.pickup_code.clone().unwrap_or_default(),
         pickup_used,
         refund_note,
@@ -1130,7 +1102,7 @@ pub async fn pay_page(
     };
     let page = PayPage {
         basket_count: 0,
-        total: money(order.amount_minor, &order.currency),
+        total: money::format(order.amount_minor, &order.currency),
         script_url: checkout.script_url.clone(),
         cancel_url: format!("/checkout/cancel/{}", order.token),
         options_json: checkout.options.to_string().replace('<', "\\u003c"),
@@ -1213,4 +1185,30 @@ pub async fn razorpay_script() -> HttpResponse {
         .content_type("text/javascript; charset=utf-8")
         .insert_header((header::CACHE_CONTROL, "public, max-age=3600"))
         .body(include_str!("../../static/razorpay.js"))
+}
+
+/// The shopper's pages, their scripts and styles, and the way back from the
+/// providers.
+pub fn routes(config: &mut web::ServiceConfig) {
+    config
+        .route("/static/razorpay.js", web::get().to(razorpay_script))
+        .route("/static/live.js", web::get().to(live_script))
+        .route("/static/shop.css", web::get().to(stylesheet))
+        .route("/availability", web::get().to(availability))
+        .route("/", web::get().to(catalogue))
+        .route("/c/{collection}", web::get().to(collection))
+        .route("/basket", web::get().to(basket))
+        .route("/basket/add", web::post().to(add_to_basket))
+        .route("/basket/remove", web::post().to(remove_from_basket))
+        .route("/checkout", web::post().to(start_checkout))
+        .route("/checkout/return/{token}", web::get().to(checkout_return))
+        // Razorpay Checkout in redirect mode posts its callback
+        .route(
+            "/checkout/return/{token}",
+            web::post().to(checkout_return_post),
+        )
+        .route("/checkout/cancel/{token}", web::get().to(checkout_cancel))
+        .route("/checkout/cancel/{token}", web::post().to(checkout_leave))
+        .route("/pay/{token}", web::get().to(pay_page))
+        .route("/orders/{token}", web::get().to(order_page));
 }

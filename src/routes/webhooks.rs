@@ -2,7 +2,7 @@ use actix_web::{HttpRequest, HttpResponse, web};
 use futures::StreamExt;
 
 use crate::payments::ProviderKind;
-use crate::startup::Shop;
+use crate::state::Shop;
 use crate::webhooks::{self, Verdict};
 
 /// Largest webhook body we read; the providers' events are far smaller.
@@ -99,4 +99,9 @@ fn answer(
             HttpResponse::ServiceUnavailable().body("try again")
         }
     }
+}
+
+/// One route for every provider's webhooks.
+pub fn routes(config: &mut web::ServiceConfig) {
+    config.route("/webhooks/{provider}", web::post().to(webhook));
 }

@@ -17,8 +17,6 @@
 //! UPDATE SKIP LOCKED), so any number of workers can run them; a check
 //! repeated by a second worker only confirms what is confirmed already.
 
-use std::time::Duration;
-
 use serde::Serialize;
 use sqlx::PgPool;
 use uuid::Uuid;
@@ -26,38 +24,11 @@ use uuid::Uuid;
 use crate::checkout::outbox::refund_key;
 use crate::checkout::settle::{self, SettleError};
 use crate::checkout::{self, Fulfilment, OrderState, Release, Source};
+use crate::configuration::ReconcileTimes;
 use crate::payments::{
     PageStatus, PaymentProvider, PaymentStatus, ProviderError, ProviderKind, ProviderPayment,
     Providers,
 };
-
-/// When orders are checked.
-#[derive(Debug, Clone, Copy)]
-pub struct ReconcileTimes {
-    /// How long a pending order's payment page may be quiet before we ask.
-    pub first_check: Duration,
-    /// How long after an order left `pending` its last check waits.
-    pub settle_window: Duration,
-}
-
-impl Default for ReconcileTimes {
-    fn default() -> Self {
-        Self {
-            first_check: Duration::from_secs(10 * 60),
-            settle_window: Duration::from_secs(60 * 60),
-        }
-    }
-}
-
-impl ReconcileTimes {
-    /// Check everything now: for `simulate`, tests and the command line.
-    pub fn immediately() -> Self {
-        Self {
-            first_check: Duration::ZERO,
-            settle_window: Duration::ZERO,
-        }
-    }
-}
 
 /// What one pass found, in counts.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
@@ -171,7 +142,15 @@ impl Reconciler {
             }
             self.record(&order, finished, &note).await?;
         }
-        crate::metrics::reconciled(&report);
+        crate::metrics::reconciled(&[
+            ("checked", report.checked),
+            ("fulfilled", report.fulfilled),
+            ("refund_queued", report.refunds_queued),
+            ("already_known", report.already_known),
+            ("released", report.released),
+            ("finished", report.finished),
+            ("failed", report.failed),
+        ]);
         Ok(report)
     }
 

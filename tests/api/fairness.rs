@@ -5,8 +5,8 @@
 use std::net::IpAddr;
 
 use futures::future::join_all;
+use holdfast::limits::client::Fairness;
 use holdfast::limits::{Limits, Rate, TrustedProxies};
-use holdfast::routes::client::Fairness;
 
 use crate::helpers::*;
 use crate::journey::checkout_key;

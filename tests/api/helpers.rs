@@ -240,7 +240,7 @@ pub async fn spawn_app_with(db: TestDb) -> TestApp {
 /// other settings).
 pub async fn spawn_app_shaped(
     db: TestDb,
-    shape: impl FnOnce(&TestSandbox, &mut holdfast::startup::Shop),
+    shape: impl FnOnce(&TestSandbox, &mut holdfast::state::Shop),
 ) -> TestApp {
     let sandbox = spawn_sandbox();
     let listener = TcpListener::bind("127.0.0.1:0").expect("bind port 0");
@@ -252,7 +252,7 @@ pub async fn spawn_app_shaped(
         .razorpay
         .set_webhook_url(format!("{address}/webhooks/razorpay"));
     let mut shop =
-        holdfast::startup::Shop::local(db.pool.clone(), sandbox.providers(), address.clone());
+        holdfast::state::Shop::local(db.pool.clone(), sandbox.providers(), address.clone());
     // the tests count gauges exactly, before and after what they do
     shop.metrics = holdfast::metrics::Exporter::new(None).fresh_for(std::time::Duration::ZERO);
     let csp_reports = shop.csp_reports.clone();

@@ -479,7 +479,7 @@ async fn a_provider_outage_at_checkout_start_releases_the_holds_and_tells_the_sh
         &holdfast::payments::http::TrustedRoots::mozilla(),
     )
     .unwrap();
-    let shop = holdfast::startup::Shop::local(db.pool.clone(), payments, address.clone());
+    let shop = holdfast::state::Shop::local(db.pool.clone(), payments, address.clone());
     tokio::spawn(
         holdfast::startup::Application::build(listener, shop)
             .unwrap()

@@ -5,6 +5,7 @@
 
 use std::time::Duration;
 
+use holdfast::configuration::ReconcileTimes;
 use holdfast::configuration::Secret;
 use holdfast::payments::http::{TrustedRoots, client_builder};
 use holdfast::payments::razorpay::{RazorpayProvider, RazorpaySettings};
@@ -12,7 +13,7 @@ use holdfast::payments::sandbox::DeliveryMode;
 use holdfast::payments::signature::{hmac_sha256_hex, stripe_signature_header};
 use holdfast::payments::stripe::{StripeProvider, StripeSettings};
 use holdfast::payments::{PageStatus, PaymentProvider, PaymentStatus};
-use holdfast::worker::reconcile::{ReconcileTimes, Reconciler};
+use holdfast::worker::reconcile::Reconciler;
 use uuid::Uuid;
 
 use crate::helpers::*;
@@ -762,7 +763,7 @@ async fn a_failed_razorpay_payment_offers_another_try_and_keeps_the_units() {
 // 8b. Only one Razorpay webhook secret was accepted.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn razorpay_webhooks_signed_with_the_previous_secret_are_accepted_during_a_rotation() {
-    let rotated = |sandbox: &TestSandbox, shop: &mut holdfast::startup::Shop, keep_old: bool| {
+    let rotated = |sandbox: &TestSandbox, shop: &mut holdfast::state::Shop, keep_old: bool| {
         let mut secrets = vec![Secret::new("rzp_webhook_new")];
         if keep_old {
             secrets.push(sandbox.settings.razorpay_webhook_secret.clone());

@@ -8,7 +8,8 @@ use std::time::{Duration, Instant};
 use holdfast::checkout::catalogue::CatalogueFile;
 use holdfast::configuration::DatabaseSettings;
 use holdfast::database::cluster::LocalCluster;
-use holdfast::startup::{Application, Shop};
+use holdfast::startup::Application;
+use holdfast::state::Shop;
 use tokio::sync::Mutex;
 
 use crate::helpers::*;

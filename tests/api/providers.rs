@@ -497,8 +497,9 @@ async fn webhooks_delivered_twice_or_newest_first_have_one_effect_for_each_provi
 
 // ---- reconciliation: when neither the webhook nor the return arrives ----
 
+use holdfast::configuration::ReconcileTimes;
 use holdfast::payments::sandbox::DeliveryMode;
-use holdfast::worker::reconcile::{ReconcileReport, ReconcileTimes, Reconciler};
+use holdfast::worker::reconcile::{ReconcileReport, Reconciler};
 
 fn reconciler(app: &TestApp, times: ReconcileTimes) -> Reconciler {
     Reconciler::new(app.db.pool.clone(), app.sandbox.providers()).with_times(times)

@@ -17,6 +17,8 @@
 //! once, without waiting for the disk (a rate limit's state need not
 //! survive a crash).
 
+pub mod client;
+
 use std::net::IpAddr;
 use std::time::Duration;
 

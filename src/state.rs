@@ -1,0 +1,78 @@
+//! What every handler shares, built from settings in one place.
+
+use std::sync::Arc;
+use std::sync::atomic::AtomicU64;
+
+use sqlx::PgPool;
+
+use crate::configuration::ServerSettings;
+use crate::payments::Providers;
+use crate::staff::SessionKey;
+
+/// What every handler shares.
+#[derive(Debug, Clone)]
+pub struct Shop {
+    pub pool: PgPool,
+    /// Checkout, combined per resource where it can be.
+    pub checkouts: crate::checkout::Checkouts,
+    /// Limits per buyer and per client address.
+    pub fairness: crate::limits::client::Fairness,
+    /// Who may scrape `/metrics`, and its cached database gauges.
+    pub metrics: crate::metrics::Exporter,
+    /// What is left of products, a second old at most, for the pages that
+    /// watch sold-out products.
+    pub stock: crate::checkout::catalogue::StockCache,
+    /// The zone pages show times in.
+    pub zone: crate::clock::ShopZone,
+    /// The payment providers offered, the default first.
+    pub payments: Providers,
+    /// How browsers and providers reach us, without a trailing slash.
+    pub base_url: String,
+    /// Life of a provider payment page.
+    pub session_minutes: i64,
+    /// Signs staff session cookies.
+    pub session_key: SessionKey,
+    /// Content Security Policy violations browsers reported.
+    pub csp_reports: Arc<AtomicU64>,
+}
+
+impl Shop {
+    /// The shop `serve` runs, from its settings: the one place the state
+    /// every handler shares is put together.
+    pub fn from_settings(
+        settings: &ServerSettings,
+        pool: PgPool,
+        payments: Providers,
+        session_key: SessionKey,
+    ) -> Self {
+        Self {
+            checkouts: crate::checkout::Checkouts::new(pool.clone()),
+            fairness: crate::limits::client::Fairness::new(
+                pool.clone(),
+                settings.limits.clone(),
+                settings.trusted_proxies.clone(),
+            ),
+            metrics: crate::metrics::Exporter::new(settings.metrics_token.clone()),
+            stock: Default::default(),
+            zone: settings.time_zone,
+            pool,
+            payments,
+            base_url: settings.base_url.clone(),
+            session_minutes: settings.session_minutes,
+            session_key,
+            csp_reports: Arc::default(),
+        }
+    }
+
+    /// A shop for one machine (tests, `simulate`): [`Shop::from_settings`]
+    /// with the defaults, no fairness limits and a random session key.
+    pub fn local(pool: PgPool, payments: Providers, base_url: String) -> Self {
+        let settings = ServerSettings::local(base_url);
+        Self::from_settings(&settings, pool, payments, SessionKey::generate())
+    }
+
+    /// Cookies are marked `Secure` when the shop is served over HTTPS.
+    pub fn secure_cookies(&self) -> bool {
+        self.base_url.starts_with("https://")
+    }
+}
