@@ -335,18 +335,22 @@ pub fn razorpay_webhook(data: &[u8]) {
     );
 }
 
-/// `key secret \n callback form`: Razorpay Checkout's redirect, through
-/// the very function the return route's Razorpay adapter calls
-/// (`verify_callback`), for the order id the form names as if we had
-/// stored it, and for another.
+/// `key secret \n query \n callback form`: Razorpay Checkout's redirect,
+/// decoded as the return route's extractors decode it, assembled by the
+/// function the route calls (`ReturnParams::from_return`) and verified by
+/// the one its Razorpay adapter calls (`verify_callback`), for the order id
+/// the form names as if we had stored it, and for another.
 pub fn razorpay_callback(data: &[u8]) {
-    let [key_secret, form] = fields::<2>(data);
+    let [key_secret, query, form] = fields::<3>(data);
     let secret = Secret::new(text(key_secret));
-    let params = ReturnParams(
-        form_urlencoded::parse(form)
-            .map(|(k, v)| (k.into_owned(), v.into_owned()))
-            .collect(),
-    );
+    // decoded as the route's extractors decode them (actix-web's Query and
+    // Form are serde_urlencoded into pairs), assembled by the function the
+    // route calls; a body they refuse is answered 400 before any of this
+    let decode = |bytes: &[u8]| serde_urlencoded::from_bytes::<Vec<(String, String)>>(bytes);
+    let (Ok(query), Ok(form)) = (decode(query), decode(form)) else {
+        return;
+    };
+    let params = ReturnParams::from_return(query, form);
     let field = |name: &str| params.get(name).unwrap_or_default().to_owned();
     let (payment_id, order_id, signature) = (
         field("razorpay_payment_id"),

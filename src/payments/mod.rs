@@ -8,7 +8,6 @@
 
 pub mod http;
 pub mod razorpay;
-pub mod sandbox;
 pub mod signature;
 pub mod stripe;
 
@@ -307,6 +306,15 @@ pub type HeaderLookup<'a> = &'a dyn Fn(&str) -> Option<String>;
 pub struct ReturnParams(pub Vec<(String, String)>);
 
 impl ReturnParams {
+    /// What the return route hands the provider's adapter: the query's
+    /// fields, then the posted form's (Razorpay's callback posts its
+    /// signed fields; a name in both is read from the query first).
+    pub fn from_return(query: Vec<(String, String)>, form: Vec<(String, String)>) -> Self {
+        let mut params = query;
+        params.extend(form);
+        Self(params)
+    }
+
     pub fn get(&self, name: &str) -> Option<&str> {
         self.0
             .iter()

@@ -742,7 +742,8 @@ pub async fn checkout_return(
     token: web::Path<String>,
     query: web::Query<Vec<(String, String)>>,
 ) -> Result<HttpResponse, ShopError> {
-    returned(&shop, &token, ReturnParams(query.into_inner())).await
+    let params = ReturnParams::from_return(query.into_inner(), Vec::new());
+    returned(&shop, &token, params).await
 }
 
 /// `POST /checkout/return/{token}`: the same way back when the provider
@@ -754,9 +755,8 @@ pub async fn checkout_return_post(
     query: web::Query<Vec<(String, String)>>,
     form: web::Form<Vec<(String, String)>>,
 ) -> Result<HttpResponse, ShopError> {
-    let mut params = query.into_inner();
-    params.extend(form.into_inner());
-    returned(&shop, &token, ReturnParams(params)).await
+    let params = ReturnParams::from_return(query.into_inner(), form.into_inner());
+    returned(&shop, &token, params).await
 }
 
 /// The order's unguessable token is in the path, so what the browser

@@ -204,27 +204,27 @@ fn hostile_razorpay_callbacks_are_refused_without_a_panic() {
     let cases: Vec<(&str, Vec<u8>)> = vec![
         (
             "ids that run into each other around the bar",
-            b"key_secret\nrazorpay_order_id=a%7Cb&razorpay_payment_id=c&razorpay_signature=00"
+            b"key_secret\n\nrazorpay_order_id=a%7Cb&razorpay_payment_id=c&razorpay_signature=00"
                 .to_vec(),
         ),
         (
             "repeated fields",
             format!(
-                "key_secret\n{}",
+                "key_secret\n\n{}",
                 "razorpay_signature=00&".repeat(5_000)
             )
             .into_bytes(),
         ),
         (
             "broken percent escapes and non-UTF-8",
-            b"key_secret\nrazorpay_payment_id=%ff%fe%&razorpay_order_id=%\xff&razorpay_signature=%zz"
+            b"key_secret\n\nrazorpay_payment_id=%ff%fe%&razorpay_order_id=%\xff&razorpay_signature=%zz"
                 .to_vec(),
         ),
         (
             "a signature with spaces and capitals",
-            b"\nrazorpay_signature=+ABCDEF+".to_vec(),
+            b"\nrazorpay_signature=+ABCDEF+\n".to_vec(),
         ),
-        ("an empty key secret and form", b"\n".to_vec()),
+        ("an empty key secret, query and form", b"\n\n".to_vec()),
         ("empty", Vec::new()),
     ];
     for (name, input) in cases {
