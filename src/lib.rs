@@ -18,7 +18,6 @@ pub mod money;
 pub mod payments;
 pub mod redemption;
 pub mod routes;
-pub mod simulate;
 pub mod staff;
 pub mod startup;
 pub mod state;

@@ -11,15 +11,17 @@ use sqlx::PgPool;
 use crate::configuration::ServerSettings;
 use crate::payments::http::{TrustedRoots, client_builder};
 use crate::payments::razorpay::{RazorpayProvider, RazorpaySettings};
-use crate::payments::sandbox::SandboxSettings;
 use crate::payments::stripe::{StripeProvider, StripeSettings};
 use crate::payments::{PaymentProvider, Providers};
 use crate::routes;
 use crate::staff::SessionKey;
 use crate::state::Shop;
+#[cfg(feature = "sandbox")]
+use holdfast_sandbox::SandboxSettings;
 
 /// Where each provider's API is, when no keys are set: the sandbox's
 /// development keys at the sandbox's address.
+#[cfg(feature = "sandbox")]
 pub fn sandbox_keys(
     sandbox: &SandboxSettings,
     base: &str,
@@ -27,15 +29,19 @@ pub fn sandbox_keys(
 ) -> (StripeSettings, RazorpaySettings) {
     (
         StripeSettings {
-            secret_key: sandbox.stripe_secret_key.clone(),
+            secret_key: crate::configuration::Secret::new(sandbox.stripe_secret_key.expose()),
             api_base: format!("{base}/stripe/"),
-            webhook_secrets: vec![sandbox.stripe_webhook_secret.clone()],
+            webhook_secrets: vec![crate::configuration::Secret::new(
+                sandbox.stripe_webhook_secret.expose(),
+            )],
             payment_methods: stripe_payment_methods,
         },
         RazorpaySettings {
             key_id: sandbox.razorpay_key_id.clone(),
-            key_secret: sandbox.razorpay_key_secret.clone(),
-            webhook_secrets: vec![sandbox.razorpay_webhook_secret.clone()],
+            key_secret: crate::configuration::Secret::new(sandbox.razorpay_key_secret.expose()),
+            webhook_secrets: vec![crate::configuration::Secret::new(
+                sandbox.razorpay_webhook_secret.expose(),
+            )],
             api_base: format!("{base}/razorpay/"),
             checkout_script: format!("{base}/razorpay/checkout.js"),
         },
@@ -75,12 +81,17 @@ pub fn build_providers(
 pub fn configured_providers(settings: &ServerSettings) -> anyhow::Result<Providers> {
     let roots = settings.provider_roots()?;
     if settings.stripe.is_none() && settings.razorpay.is_none() {
-        let (stripe, razorpay) = sandbox_keys(
-            &SandboxSettings::development(),
-            &format!("http://{}", settings.sandbox_addr),
-            vec!["card".into()],
-        );
-        return build_providers(Some(&stripe), Some(&razorpay), &roots);
+        #[cfg(feature = "sandbox")]
+        {
+            let (stripe, razorpay) = sandbox_keys(
+                &SandboxSettings::development(),
+                &format!("http://{}", settings.sandbox_addr),
+                vec!["card".into()],
+            );
+            return build_providers(Some(&stripe), Some(&razorpay), &roots);
+        }
+        #[cfg(not(feature = "sandbox"))]
+        anyhow::bail!(NO_KEYS_NO_SANDBOX);
     }
     let stripe = settings.stripe.as_ref().map(|keys| StripeSettings {
         secret_key: keys.secret_key.clone(),
@@ -160,8 +171,6 @@ pub async fn serve(
 ) -> anyhow::Result<()> {
     use anyhow::Context;
 
-    use crate::payments::sandbox::Sandbox;
-
     let sandboxed = settings.stripe.is_none() && settings.razorpay.is_none();
     if sandboxed {
         sandbox_is_safe(&settings)?;
@@ -169,41 +178,7 @@ pub async fn serve(
     let listener = TcpListener::bind(settings.addr)
         .with_context(|| format!("cannot listen on {}", settings.addr))?;
     let payments = if sandboxed {
-        let mut sandbox_settings = SandboxSettings::development();
-        sandbox_settings.stripe_webhook_url =
-            Some(format!("{}/webhooks/stripe", settings.base_url));
-        sandbox_settings.razorpay_webhook_url =
-            Some(format!("{}/webhooks/razorpay", settings.base_url));
-        let sandbox_listener = TcpListener::bind(settings.sandbox_addr).with_context(|| {
-            format!("cannot listen on {} for the sandbox", settings.sandbox_addr)
-        })?;
-        let base = format!("http://{}", settings.sandbox_addr);
-        let sandbox = Sandbox::build(sandbox_listener, sandbox_settings.clone(), base.clone())?;
-        // and the mail server, unless real mail is configured
-        if settings.smtp_url.is_none() {
-            let smtp = TcpListener::bind(settings.sandbox_smtp_addr).with_context(|| {
-                format!(
-                    "cannot listen on {} for the sandbox's mail server",
-                    settings.sandbox_smtp_addr
-                )
-            })?;
-            sandbox.mail.serve(smtp)?;
-            println!("Shoppers' mail arrives at {base}/mail");
-        }
-        tokio::spawn(sandbox.run_until_stopped());
-        let catalogue = std::path::Path::new("fixtures/catalogue.json");
-        if catalogue.exists() {
-            let report = crate::checkout::catalogue::CatalogueFile::read(catalogue)?
-                .load_in(&pool, settings.time_zone)
-                .await?;
-            tracing::info!(products = report.products, "demo catalogue loaded");
-        }
-        tracing::warn!(
-            sandbox = %base,
-            "no provider keys: payments go to the built-in sandbox, no real money moves"
-        );
-        let (stripe, razorpay) = sandbox_keys(&sandbox_settings, &base, vec!["card".into()]);
-        build_providers(Some(&stripe), Some(&razorpay), &TrustedRoots::mozilla())?
+        run_sandbox(&settings, &pool).await?
     } else {
         configured_providers(&settings)?
     };
@@ -246,6 +221,60 @@ pub async fn serve(
     app.run_until_stopped().await?;
     Ok(())
 }
+
+/// Without keys: the sandbox (playing Stripe and Razorpay, and the mail
+/// server unless real mail is configured) at `HOLDFAST_SANDBOX_ADDR`, the
+/// demo catalogue, and the providers pointed at the sandbox.
+#[cfg(feature = "sandbox")]
+async fn run_sandbox(settings: &ServerSettings, pool: &PgPool) -> anyhow::Result<Providers> {
+    use anyhow::Context;
+
+    use holdfast_sandbox::Sandbox;
+
+    let mut sandbox_settings = SandboxSettings::development();
+    sandbox_settings.stripe_webhook_url = Some(format!("{}/webhooks/stripe", settings.base_url));
+    sandbox_settings.razorpay_webhook_url =
+        Some(format!("{}/webhooks/razorpay", settings.base_url));
+    let sandbox_listener = TcpListener::bind(settings.sandbox_addr)
+        .with_context(|| format!("cannot listen on {} for the sandbox", settings.sandbox_addr))?;
+    let base = format!("http://{}", settings.sandbox_addr);
+    let sandbox = Sandbox::build(sandbox_listener, sandbox_settings.clone(), base.clone())?;
+    // and the mail server, unless real mail is configured
+    if settings.smtp_url.is_none() {
+        let smtp = TcpListener::bind(settings.sandbox_smtp_addr).with_context(|| {
+            format!(
+                "cannot listen on {} for the sandbox's mail server",
+                settings.sandbox_smtp_addr
+            )
+        })?;
+        sandbox.mail.serve(smtp)?;
+        println!("Shoppers' mail arrives at {base}/mail");
+    }
+    tokio::spawn(sandbox.run_until_stopped());
+    let catalogue = std::path::Path::new("fixtures/catalogue.json");
+    if catalogue.exists() {
+        let report = crate::checkout::catalogue::CatalogueFile::read(catalogue)?
+            .load_in(pool, settings.time_zone)
+            .await?;
+        tracing::info!(products = report.products, "demo catalogue loaded");
+    }
+    tracing::warn!(
+        sandbox = %base,
+        "no provider keys: payments go to the built-in sandbox, no real money moves"
+    );
+    let (stripe, razorpay) = sandbox_keys(&sandbox_settings, &base, vec!["card".into()]);
+    build_providers(Some(&stripe), Some(&razorpay), &TrustedRoots::mozilla())
+}
+
+/// A build without the sandbox cannot serve without keys.
+#[cfg(not(feature = "sandbox"))]
+async fn run_sandbox(_: &ServerSettings, _: &PgPool) -> anyhow::Result<Providers> {
+    anyhow::bail!(NO_KEYS_NO_SANDBOX)
+}
+
+#[cfg(not(feature = "sandbox"))]
+const NO_KEYS_NO_SANDBOX: &str = "no provider keys are set and this build has no sandbox \
+     (built without the `sandbox` feature): set STRIPE_SECRET_KEY or RAZORPAY_KEY_ID";
 
 /// Without keys the shop takes test money from the built-in sandbox, whose
 /// secrets are in the README: anyone could sign a payment. That is only

@@ -1,8 +1,6 @@
 //! Operator commands. `--db` or `DATABASE_URL` picks the database (without
 //! either, the private cluster); `--json` prints one JSON value for machines.
 
-pub mod bench;
-
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
@@ -19,9 +17,6 @@ use crate::worker::Sweeper;
 
 /// Exit code of `check` when a counter disagrees with its rows.
 pub const EXIT_DRIFT: u8 = 3;
-
-/// Exit code of `simulate` when its ledger finds a violation.
-pub const EXIT_VIOLATION: u8 = 4;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -50,14 +45,6 @@ enum Command {
     },
     /// Sweep expired holds and run outbox jobs on a schedule
     Worker,
-    /// Run the provider sandbox on its own (Stripe's API under /stripe)
-    Sandbox {
-        #[arg(long, default_value_t = 8081)]
-        port: u16,
-        /// Where to deliver webhooks (default: HOLDFAST_BASE_URL/webhooks/stripe)
-        #[arg(long)]
-        webhook_url: Option<String>,
-    },
     /// Apply the database migrations
     Migrate,
     /// Load the product catalogue (creates or updates products and resources)
@@ -146,70 +133,6 @@ enum Command {
         #[arg(long)]
         extension: Option<String>,
     },
-    /// Seeded shoppers through the sandbox against few units; prints the
-    /// ledger (exit 4 on any violation). Uses its own database,
-    /// holdfast_simulate, recreated each run.
-    Simulate {
-        #[arg(long, default_value_t = 2000)]
-        shoppers: usize,
-        #[arg(long, default_value_t = 1)]
-        seed: u64,
-        #[arg(long, value_enum, default_value_t = SimProvider::Both)]
-        provider: SimProvider,
-        /// Units across the four products (default: shoppers / 5, at least 8)
-        #[arg(long)]
-        units: Option<i64>,
-        /// Shoppers acting at once; 1 (the default) keeps a seed's ledger
-        /// the same from run to run
-        #[arg(long, default_value_t = 1)]
-        lanes: usize,
-        /// The database to recreate for the run
-        #[arg(long, default_value = "holdfast_simulate")]
-        database: String,
-        /// Leave reconciliation out, to see what it saves (expect violations)
-        #[arg(long)]
-        without_reconciliation: bool,
-    },
-    /// Race buyers for a few units on a fresh resource
-    Bench {
-        #[arg(long, default_value_t = 10, allow_negative_numbers = true)]
-        units: i64,
-        #[arg(long, default_value_t = 500)]
-        buyers: usize,
-        /// Run the read-then-write implementation instead of the engine
-        #[arg(long)]
-        naive: bool,
-        /// Database connections the buyers share
-        #[arg(long, default_value_t = 64)]
-        connections: u32,
-    },
-    /// Holds per second on one resource
-    Throughput {
-        #[arg(long, default_value_t = 5.0)]
-        seconds: f64,
-        #[arg(long, default_value_t = 32)]
-        concurrency: usize,
-        /// An existing resource (default: a fresh one with room for everything)
-        #[arg(long)]
-        resource: Option<String>,
-        /// TTL of each hold (e.g. 1s, for expiry churn); default: the setting
-        #[arg(long)]
-        ttl: Option<String>,
-        /// How often a sweeper runs alongside (default: every second with --ttl)
-        #[arg(long)]
-        sweep_every: Option<String>,
-        /// Also print holds granted in each second
-        #[arg(long)]
-        per_second: bool,
-        /// Take holds through the combiner (concurrent holds share calls)
-        #[arg(long)]
-        combine: bool,
-        /// Run the direct path, the combiner and neveroversell's nos_hold
-        /// (fetched from PyPI, in its own database on the same server) one
-        /// after another with the same callers, and print the ratios
-        #[arg(long, conflicts_with_all = ["combine", "resource"])]
-        compare_neveroversell: bool,
-    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -217,13 +140,6 @@ enum StaffAction {
     /// Add a staff member, or set a new password for one (ending their
     /// sessions). The password is read from standard input.
     Add { email: String },
-}
-
-#[derive(Debug, Clone, Copy, clap::ValueEnum)]
-enum SimProvider {
-    Stripe,
-    Razorpay,
-    Both,
 }
 
 #[derive(Debug, Subcommand)]
@@ -261,68 +177,9 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             crate::startup::sandbox_is_safe(&server)?;
         }
     }
-    // the sandbox stands in for a provider: it needs no database
-    if let Command::Sandbox { port, webhook_url } = cli.command {
-        let server = ServerSettings::from_env()?;
-        let mut settings = crate::payments::sandbox::SandboxSettings::development();
-        settings.razorpay_webhook_url = Some(
-            webhook_url
-                .as_ref()
-                .map(|url| url.replace("/webhooks/stripe", "/webhooks/razorpay"))
-                .unwrap_or_else(|| format!("{}/webhooks/razorpay", server.base_url)),
-        );
-        settings.stripe_webhook_url =
-            Some(webhook_url.unwrap_or_else(|| format!("{}/webhooks/stripe", server.base_url)));
-        let addr = std::net::SocketAddr::from(([127, 0, 0, 1], port));
-        let listener = std::net::TcpListener::bind(addr)
-            .map_err(|e| anyhow::anyhow!("cannot listen on {addr}: {e}"))?;
-        let sandbox =
-            crate::payments::sandbox::Sandbox::build(listener, settings, format!("http://{addr}"))?;
-        println!(
-            "sandbox: Stripe API at {} (see README for its test keys)",
-            sandbox.stripe.api_base()
-        );
-        sandbox.run_until_stopped().await?;
-        return Ok(ExitCode::SUCCESS);
-    }
     let settings = DatabaseSettings::from_env()?.with_url(cli.db.clone());
     let json = cli.json;
-    if let Command::Simulate {
-        shoppers,
-        seed,
-        provider,
-        units,
-        lanes,
-        database: name,
-        without_reconciliation,
-    } = cli.command
-    {
-        use crate::payments::ProviderKind as Provider;
-        let providers = match provider {
-            SimProvider::Stripe => vec![Provider::Stripe],
-            SimProvider::Razorpay => vec![Provider::Razorpay],
-            SimProvider::Both => vec![Provider::Stripe, Provider::Razorpay],
-        };
-        let pool = database::recreate(&settings, &name, 32).await?;
-        let options = crate::simulate::SimulateOptions {
-            shoppers,
-            seed,
-            providers,
-            units,
-            lanes,
-            reconcile: !without_reconciliation,
-        };
-        let ledger = crate::simulate::run(pool, &options).await?;
-        print(json, &ledger, || ledger.text());
-        return Ok(if ledger.violations.is_empty() {
-            ExitCode::SUCCESS
-        } else {
-            ExitCode::from(EXIT_VIOLATION)
-        });
-    }
     let max_connections = match &cli.command {
-        Command::Bench { connections, .. } => *connections,
-        Command::Throughput { concurrency, .. } => (*concurrency as u32).clamp(2, 500) + 2,
         Command::Serve { .. } => 32,
         _ => 4,
     };
@@ -334,9 +191,6 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             print(json, &serde_json::json!({ "migrated": true }), || {
                 "migrations applied".to_owned()
             });
-        }
-        Command::Sandbox { .. } | Command::Simulate { .. } => {
-            unreachable!("handled before connecting")
         }
         Command::Catalogue {
             action: CatalogueAction::Load { file },
@@ -742,70 +596,6 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             }
             print(json, &settings, || format!("{settings:#?}"));
         }
-        Command::Bench {
-            units,
-            buyers,
-            naive,
-            connections: _,
-        } => {
-            let report = bench::race(pool, Capacity::parse(units)?, buyers, naive).await?;
-            print(json, &report, || report.line());
-        }
-        Command::Throughput {
-            seconds,
-            concurrency,
-            resource,
-            ttl,
-            sweep_every,
-            per_second,
-            combine,
-            compare_neveroversell,
-        } => {
-            let options = bench::ThroughputOptions {
-                seconds,
-                concurrency,
-                resource: resource.as_deref().map(ResourceId::parse).transpose()?,
-                ttl: ttl
-                    .as_deref()
-                    .map(|t| Span::parse_text("--ttl", t))
-                    .transpose()?,
-                sweep_every: sweep_every
-                    .as_deref()
-                    .map(|t| Span::parse_text("--sweep-every", t))
-                    .transpose()?,
-                path: if combine {
-                    bench::HoldPath::Combined
-                } else {
-                    bench::HoldPath::Direct
-                },
-            };
-            if compare_neveroversell {
-                let comparison = bench::compare(pool, options).await?;
-                print(json, &comparison, || comparison.lines());
-                return Ok(ExitCode::SUCCESS);
-            }
-            let report = bench::throughput(pool, options).await?;
-            if json {
-                let mut value = serde_json::json!({
-                    "holds": report.holds,
-                    "seconds": report.seconds,
-                    "holds_per_second": report.holds_per_second,
-                    "p50_ms": report.p50_ms,
-                    "p99_ms": report.p99_ms,
-                });
-                if per_second {
-                    value["per_second"] = serde_json::json!(report.per_second);
-                }
-                println!("{value}");
-            } else {
-                println!("{}", report.line());
-                if per_second {
-                    for (second, holds) in report.per_second.iter().enumerate() {
-                        println!("  second {:>3}: {holds} holds", second + 1);
-                    }
-                }
-            }
-        }
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -844,7 +634,8 @@ fn redemption_text(
     }
 }
 
-fn print<T: Serialize>(json: bool, value: &T, text: impl FnOnce() -> String) {
+/// One JSON value for machines, or text for people.
+pub fn print<T: Serialize>(json: bool, value: &T, text: impl FnOnce() -> String) {
     if json {
         match serde_json::to_string(value) {
             Ok(line) => println!("{line}"),

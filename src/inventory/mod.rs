@@ -8,7 +8,6 @@
 
 pub mod combiner;
 pub mod domain;
-pub mod naive;
 
 use chrono::{DateTime, Utc};
 use serde::Serialize;

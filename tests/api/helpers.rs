@@ -25,13 +25,23 @@ fn init_logs() {
     }
 }
 
+/// The repository's root: the product's package, and the folder above the
+/// tools' (which share these helpers and the one private cluster).
+pub fn workspace_root() -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .ancestors()
+        .find(|dir| dir.join("migrations").is_dir())
+        .expect("the repository holds migrations/")
+        .to_path_buf()
+}
+
 async fn admin_url() -> String {
     if let Some(url) = SERVER.get() {
         return url.clone();
     }
     let mut settings = DatabaseSettings::from_env().expect("settings");
     if std::env::var("HOLDFAST_HOME").is_err() {
-        settings.home = concat!(env!("CARGO_MANIFEST_DIR"), "/.holdfast").into();
+        settings.home = workspace_root().join(".holdfast");
     }
     // the tests' databases live next to the application's, in the same server
     settings.local_database = "postgres".into();
@@ -360,11 +370,11 @@ pub async fn assert_no_drift(inventory: &Inventory) {
 /// The provider sandbox on a random port, and a Stripe adapter pointed at it.
 pub struct TestSandbox {
     pub base: String,
-    pub stripe: holdfast::payments::sandbox::StripeSandbox,
-    pub razorpay: holdfast::payments::sandbox::RazorpaySandbox,
-    pub settings: holdfast::payments::sandbox::SandboxSettings,
+    pub stripe: holdfast_sandbox::StripeSandbox,
+    pub razorpay: holdfast_sandbox::RazorpaySandbox,
+    pub settings: holdfast_sandbox::SandboxSettings,
     /// The sandbox's mailbox; its SMTP server starts with [`TestSandbox::smtp`].
-    pub mail: holdfast::payments::sandbox::mail::MailSandbox,
+    pub mail: holdfast_sandbox::mail::MailSandbox,
 }
 
 impl TestSandbox {
@@ -421,7 +431,7 @@ impl TestSandbox {
 }
 
 pub fn spawn_sandbox() -> TestSandbox {
-    use holdfast::payments::sandbox::{Sandbox, SandboxSettings};
+    use holdfast_sandbox::{Sandbox, SandboxSettings};
     let listener = TcpListener::bind("127.0.0.1:0").expect("bind port 0");
     let base = format!("http://127.0.0.1:{}", listener.local_addr().unwrap().port());
     let mut settings = SandboxSettings::development();
@@ -483,7 +493,7 @@ pub fn location(response: &reqwest::Response) -> String {
 
 /// Wait (five seconds at most) until `n` webhook deliveries in a sandbox
 /// ledger were accepted by the shop.
-pub async fn wait_for_accepted(ledger: impl Fn() -> holdfast::payments::sandbox::Ledger, n: usize) {
+pub async fn wait_for_accepted(ledger: impl Fn() -> holdfast_sandbox::Ledger, n: usize) {
     for _ in 0..100 {
         if ledger()
             .deliveries
@@ -670,10 +680,7 @@ pub async fn tls_front(plain_base: &str) -> TlsFront {
 
 /// Wait (five seconds at most) until a webhook of `event_type` from a
 /// sandbox was accepted by the shop.
-pub async fn wait_for_event(
-    ledger: impl Fn() -> holdfast::payments::sandbox::Ledger,
-    event_type: &str,
-) {
+pub async fn wait_for_event(ledger: impl Fn() -> holdfast_sandbox::Ledger, event_type: &str) {
     for _ in 0..100 {
         if ledger()
             .deliveries

@@ -575,7 +575,9 @@ mod webhooks {
 
     fn sign(app: &TestApp, body: &str, at: i64) -> String {
         stripe_signature_header(
-            &app.sandbox.settings.stripe_webhook_secret,
+            &holdfast::configuration::Secret::new(
+                app.sandbox.settings.stripe_webhook_secret.expose(),
+            ),
             at,
             body.as_bytes(),
         )

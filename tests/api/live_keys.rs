@@ -9,11 +9,11 @@ use holdfast::configuration::ReconcileTimes;
 use holdfast::configuration::Secret;
 use holdfast::payments::http::{TrustedRoots, client_builder};
 use holdfast::payments::razorpay::{RazorpayProvider, RazorpaySettings};
-use holdfast::payments::sandbox::DeliveryMode;
 use holdfast::payments::signature::{hmac_sha256_hex, stripe_signature_header};
 use holdfast::payments::stripe::{StripeProvider, StripeSettings};
 use holdfast::payments::{PageStatus, PaymentProvider, PaymentStatus};
 use holdfast::worker::reconcile::Reconciler;
+use holdfast_sandbox::DeliveryMode;
 use uuid::Uuid;
 
 use crate::helpers::*;
@@ -430,7 +430,7 @@ async fn signed_payments_for_pages_nobody_knows_are_kept_for_staff() {
     })
     .to_string();
     let signed = stripe_signature_header(
-        &app.sandbox.settings.stripe_webhook_secret,
+        &holdfast::configuration::Secret::new(app.sandbox.settings.stripe_webhook_secret.expose()),
         now,
         event.as_bytes(),
     );
@@ -766,7 +766,9 @@ async fn razorpay_webhooks_signed_with_the_previous_secret_are_accepted_during_a
     let rotated = |sandbox: &TestSandbox, shop: &mut holdfast::state::Shop, keep_old: bool| {
         let mut secrets = vec![Secret::new("rzp_webhook_new")];
         if keep_old {
-            secrets.push(sandbox.settings.razorpay_webhook_secret.clone());
+            secrets.push(holdfast::configuration::Secret::new(
+                sandbox.settings.razorpay_webhook_secret.expose(),
+            ));
         }
         shop.payments = holdfast::startup::build_providers(
             None,

@@ -7,8 +7,8 @@ use futures::future::join_all;
 use holdfast::checkout::{self, AttachOutcome, Fulfilment, Source};
 use holdfast::mail::Mailer;
 use holdfast::payments::PaymentPage;
-use holdfast::payments::sandbox::mail::Received;
 use holdfast::worker::outbox::Outbox;
+use holdfast_sandbox::mail::Received;
 use mail_parser::{MessageParser, MimeHeaders};
 
 use crate::checkout::{report, started};

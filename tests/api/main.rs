@@ -26,7 +26,6 @@ mod recovery;
 mod redemption;
 mod scale_out;
 mod schema;
-mod simulate;
 mod soak;
 mod staff_refunds;
 mod storms;

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use holdfast::checkout::catalogue::CatalogueFile;
 use holdfast::payments::PaymentProvider;
-use holdfast::payments::sandbox::Ledger;
+use holdfast_sandbox::Ledger;
 
 use crate::helpers::*;
 
@@ -498,8 +498,8 @@ async fn webhooks_delivered_twice_or_newest_first_have_one_effect_for_each_provi
 // ---- reconciliation: when neither the webhook nor the return arrives ----
 
 use holdfast::configuration::ReconcileTimes;
-use holdfast::payments::sandbox::DeliveryMode;
 use holdfast::worker::reconcile::{ReconcileReport, Reconciler};
+use holdfast_sandbox::DeliveryMode;
 
 fn reconciler(app: &TestApp, times: ReconcileTimes) -> Reconciler {
     Reconciler::new(app.db.pool.clone(), app.sandbox.providers()).with_times(times)

@@ -249,7 +249,8 @@ async fn razorpay_webhooks_are_verified_deduplicated_and_order_free() {
     load_demo(&app).await;
     let shopper = browser();
     let (token, razorpay_order, _) = start(&app, &shopper, "wild-honey", 1).await;
-    let secret = app.sandbox.settings.razorpay_webhook_secret.clone();
+    let secret =
+        holdfast::configuration::Secret::new(app.sandbox.settings.razorpay_webhook_secret.expose());
     let captured = serde_json::json!({
         "entity": "event", "event": "payment.captured",
         "payload": { "payment": { "entity": {

@@ -292,7 +292,7 @@ async fn a_worker_killed_mid_refund_refunds_exactly_once_after_its_restart() {
     assert!(
         sandbox
             .stripe
-            .set_delivery(&session, holdfast::payments::sandbox::DeliveryMode::Never)
+            .set_delivery(&session, holdfast_sandbox::DeliveryMode::Never)
     );
     // the worker takes the refund, the provider makes it, and the process
     // dies before the job is marked done

@@ -5,9 +5,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use futures::future::join_all;
-use holdfast::cli::bench;
 use holdfast::inventory::{
-    Capacity, ConfirmOutcome, HoldOutcome, IdempotencyKey, InventorySettings, PaymentRef,
+    ConfirmOutcome, HoldOutcome, IdempotencyKey, InventorySettings, PaymentRef,
 };
 
 use crate::helpers::*;
@@ -78,30 +77,6 @@ async fn five_hundred_buyers_get_exactly_ten_units_and_no_reader_sees_an_oversel
     let status = inventory.status(&slot).await.unwrap().unwrap();
     assert_eq!((status.held, status.sold, status.available), (10, 0, 0));
     assert_no_drift(&inventory).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn the_naive_read_then_write_oversells_under_the_same_load_and_the_engine_does_not() {
-    let db = TestDb::with_connections(64).await;
-    let units = Capacity::parse(10).unwrap();
-
-    let naive = bench::race(db.pool.clone(), units, 500, true)
-        .await
-        .unwrap();
-    assert!(
-        naive.oversold > 0,
-        "the naive path should oversell under 500 concurrent buyers: {naive:?}"
-    );
-    assert!(naive.held > 10);
-
-    let engine = bench::race(db.pool.clone(), units, 500, false)
-        .await
-        .unwrap();
-    assert_eq!(
-        (engine.held, engine.oversold, engine.drift),
-        (10, 0, 0),
-        "{engine:?}"
-    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

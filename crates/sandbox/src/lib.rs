@@ -14,8 +14,17 @@
 //! callback. The Stripe part lives in `stripe.rs`, the Razorpay part in
 //! `razorpay.rs`; each lists its routes and test controls.
 
+//!
+//! Its own crate: `holdfast serve` runs it in-process when no keys are set
+//! (the `sandbox` feature of the holdfast package, on by default), the
+//! tests and the tools use it, and a production build can leave it out.
+//! It shares no code with Holdfast's adapters: its signatures, checks and
+//! HTTP client are its own, so a mistake on one side is not repeated on
+//! the other.
+
 pub mod mail;
 mod razorpay;
+mod signature;
 mod stripe;
 
 use std::net::TcpListener;
@@ -29,7 +38,7 @@ use actix_web::{App, HttpServer, web};
 use rand::Rng;
 use serde::Serialize;
 
-use crate::configuration::Secret;
+pub use signature::Secret;
 
 pub use razorpay::RazorpaySandbox;
 pub use stripe::StripeSandbox;
@@ -336,7 +345,7 @@ async fn post_until_accepted(
 }
 
 /// Money as the hosted pages show it.
-pub(super) fn amount_text(minor: i64, currency: &str) -> String {
+pub(crate) fn amount_text(minor: i64, currency: &str) -> String {
     format!(
         "{}.{:02} {}",
         minor / 100,
@@ -345,7 +354,7 @@ pub(super) fn amount_text(minor: i64, currency: &str) -> String {
     )
 }
 
-pub(super) fn random_id(prefix: &str) -> String {
+pub(crate) fn random_id(prefix: &str) -> String {
     const ALPHABET: &[u8] = b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
     let mut rng = rand::thread_rng();
     let tail: String = (0..24)
@@ -354,7 +363,7 @@ pub(super) fn random_id(prefix: &str) -> String {
     format!("{prefix}_{tail}")
 }
 
-pub(super) fn page(title: &str, body: &str) -> HttpResponse {
+pub(crate) fn page(title: &str, body: &str) -> HttpResponse {
     HttpResponse::Ok().content_type(ContentType::html()).body(format!(
         "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\">\
          <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
@@ -364,7 +373,7 @@ pub(super) fn page(title: &str, body: &str) -> HttpResponse {
     ))
 }
 
-pub(super) fn escape(text: &str) -> String {
+pub(crate) fn escape(text: &str) -> String {
     text.replace('&', "&amp;")
         .replace('<', "&lt;")
         .replace('>', "&gt;")
@@ -372,7 +381,7 @@ pub(super) fn escape(text: &str) -> String {
         .replace('\'', "&#39;")
 }
 
-pub(super) fn redirect(url: &str) -> HttpResponse {
+pub(crate) fn redirect(url: &str) -> HttpResponse {
     HttpResponse::SeeOther()
         .insert_header((header::LOCATION, url.to_owned()))
         .finish()

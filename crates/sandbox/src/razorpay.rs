@@ -49,7 +49,7 @@ use super::{
     SandboxSettings, Shared, amount_text, escape, page, plan, post_until_accepted, random_id,
     redirect,
 };
-use crate::payments::signature::{hmac_sha256_hex, same_text};
+use crate::signature::{hmac_sha256_hex, same_text};
 
 /// When a payment on an order is captured.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -282,7 +282,7 @@ impl RazorpaySandbox {
             settings,
             public_base,
             state,
-            http: crate::payments::http::client(Duration::from_secs(10)),
+            http: crate::signature::http_client(Duration::from_secs(10)),
         }
     }
 

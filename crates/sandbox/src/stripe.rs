@@ -48,12 +48,12 @@ use super::{
     SandboxSettings, Shared, amount_text, escape, page, plan, post_until_accepted, random_id,
     redirect,
 };
-use crate::payments::signature::{same_text, stripe_signature_header};
+use crate::signature::{same_text, stripe_signature_header};
 
 /// The API version whose event types the sandbox's webhook endpoint gets
 /// unless a test says otherwise: async-stripe's, as Holdfast pins it.
 fn default_webhook_version() -> String {
-    crate::payments::stripe::api_version().to_owned()
+    stripe_shared::version::VERSION.as_str().to_owned()
 }
 
 /// The first API version that sends `refund.*` events for card refunds.
@@ -317,7 +317,7 @@ impl StripeSandbox {
             settings,
             public_base,
             state,
-            http: crate::payments::http::client(Duration::from_secs(10)),
+            http: crate::signature::http_client(Duration::from_secs(10)),
         }
     }
 

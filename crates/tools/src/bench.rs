@@ -10,12 +10,12 @@ use sqlx::PgPool;
 use tokio::sync::Barrier;
 use uuid::Uuid;
 
-use crate::inventory::combiner::Combiner;
-use crate::inventory::naive::NaiveInventory;
-use crate::inventory::{
+use crate::naive::NaiveInventory;
+use holdfast::inventory::combiner::Combiner;
+use holdfast::inventory::{
     AccountId, Capacity, HoldOutcome, HoldRequest, Inventory, Quantity, ResourceId, Span,
 };
-use crate::worker::Sweeper;
+use holdfast::worker::Sweeper;
 
 /// One `bench` run. The JSON keys are exactly these.
 #[derive(Debug, Clone, Serialize)]

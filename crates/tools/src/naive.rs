@@ -5,7 +5,7 @@
 
 use sqlx::PgPool;
 
-use super::{AccountId, Capacity, Quantity, ResourceId};
+use holdfast::inventory::{AccountId, Capacity, Quantity, ResourceId};
 
 #[derive(Debug, Clone)]
 pub struct NaiveInventory {

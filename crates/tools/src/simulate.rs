@@ -21,17 +21,17 @@ use rand::{Rng, SeedableRng};
 use serde::Serialize;
 use sqlx::PgPool;
 
-use crate::checkout::catalogue::{CatalogueFile, ProductSpec};
-use crate::configuration::ReconcileTimes;
-use crate::inventory::Inventory;
-use crate::payments::http::TrustedRoots;
-use crate::payments::sandbox::{DeliveryMode, Ledger, Sandbox, SandboxSettings};
-use crate::payments::{ProviderKind as Provider, Providers};
-use crate::startup::{Application, build_providers, sandbox_keys};
-use crate::state::Shop;
-use crate::worker::Sweeper;
-use crate::worker::outbox::Outbox;
-use crate::worker::reconcile::{ReconcileReport, Reconciler};
+use holdfast::checkout::catalogue::{CatalogueFile, ProductSpec};
+use holdfast::configuration::ReconcileTimes;
+use holdfast::inventory::Inventory;
+use holdfast::payments::http::TrustedRoots;
+use holdfast::payments::{ProviderKind as Provider, Providers};
+use holdfast::startup::{Application, build_providers, sandbox_keys};
+use holdfast::state::Shop;
+use holdfast::worker::Sweeper;
+use holdfast::worker::outbox::Outbox;
+use holdfast::worker::reconcile::{ReconcileReport, Reconciler};
+use holdfast_sandbox::{DeliveryMode, Ledger, Sandbox, SandboxSettings};
 
 /// What to simulate.
 #[derive(Debug, Clone)]
@@ -182,8 +182,8 @@ struct World {
     shop: String,
     sandbox: String,
     pool: PgPool,
-    stripe_sandbox: crate::payments::sandbox::StripeSandbox,
-    razorpay_sandbox: crate::payments::sandbox::RazorpaySandbox,
+    stripe_sandbox: holdfast_sandbox::StripeSandbox,
+    razorpay_sandbox: holdfast_sandbox::RazorpaySandbox,
     /// Every provider, whichever the shop offers: the worker settles both.
     payments: Providers,
     /// Pages whose refunds the banks finish only at closing time.
@@ -306,7 +306,7 @@ async fn catalogue(pool: &PgPool, units: i64) -> anyhow::Result<Vec<String>> {
             days_ahead: Some(1),
             time: None,
             time_utc: Some("12:00".into()),
-            max_per_order: crate::checkout::catalogue::DEFAULT_MAX_PER_ORDER,
+            max_per_order: holdfast::checkout::catalogue::DEFAULT_MAX_PER_ORDER,
         })
         .collect();
     let ids = products.iter().map(|p| p.id.clone()).collect();
@@ -380,7 +380,7 @@ async fn run_lane(
                 provider: options.providers[rng.gen_range(0..options.providers.len())],
                 product: products[rng.gen_range(0..products.len())].clone(),
                 qty: if rng.gen_range(0..4) == 0 { 2 } else { 1 },
-                client: crate::payments::http::client_builder(&TrustedRoots::mozilla())
+                client: holdfast::payments::http::client_builder(&TrustedRoots::mozilla())
                     .cookie_store(true)
                     .timeout(Duration::from_secs(30))
                     .build()?,
@@ -527,7 +527,7 @@ async fn step(
 /// is left), through the same routine as the admin. An order not paid yet
 /// (its money still on the way) is refused and left as it is.
 async fn staff_refund(world: &World, started: &Started, rest: bool) -> anyhow::Result<()> {
-    use crate::staff::refunds::{RefundRequest, refund_order};
+    use holdfast::staff::refunds::{RefundRequest, refund_order};
     let order: Option<(uuid::Uuid, String, i32)> = sqlx::query_as(
         "select o.id, l.product_id, l.qty - l.refunded_qty from orders o \
            join order_lines l on l.order_id = o.id \
@@ -769,7 +769,7 @@ async fn order_of(world: &World, page_id: &str) -> anyhow::Result<uuid::Uuid> {
 /// a Razorpay order with it in its notes.
 async fn pay_elsewhere(world: &World, provider: Provider, started: &Started) -> anyhow::Result<()> {
     let order_id = order_of(world, &started.reference).await?;
-    let http = crate::payments::http::client(Duration::from_secs(30));
+    let http = holdfast::payments::http::client(Duration::from_secs(30));
     let keys = SandboxSettings::development();
     match provider {
         Provider::Stripe => {
@@ -921,7 +921,7 @@ async fn closing_time(
     Sweeper::new(Inventory::new(world.pool.clone()), "simulate")
         .run_once()
         .await?;
-    crate::checkout::expire_abandoned_orders(&world.pool).await?;
+    holdfast::checkout::expire_abandoned_orders(&world.pool).await?;
     // days pass at the providers: authorisations nobody captured go back,
     // and every refund the banks were slow with is finished
     world.razorpay_sandbox.auto_refund_uncaptured();

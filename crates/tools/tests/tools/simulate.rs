@@ -1,4 +1,4 @@
-//! `holdfast simulate`, run as the real binary: seeded shoppers over HTTP
+//! `holdfast-tools simulate`, run as the real binary: seeded shoppers over HTTP
 //! through the sandbox, then the ledger.
 
 use std::process::Output;
@@ -10,7 +10,7 @@ use crate::helpers::*;
 /// Run `simulate` into a database of its own next to `db`'s.
 fn simulate(db: &TestDb, args: &[&str]) -> (Output, String) {
     let name = format!("{}_sim_{}", db.name, uuid::Uuid::new_v4().simple());
-    let output = std::process::Command::new(env!("CARGO_BIN_EXE_holdfast"))
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_holdfast-tools"))
         .arg("--db")
         .arg(&db.url)
         .arg("--json")
@@ -20,7 +20,7 @@ fn simulate(db: &TestDb, args: &[&str]) -> (Output, String) {
         .env_remove("DATABASE_URL")
         .env("RUST_LOG", "error")
         .output()
-        .expect("run holdfast simulate");
+        .expect("run holdfast-tools simulate");
     (output, name)
 }
 

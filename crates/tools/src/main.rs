@@ -1,0 +1,257 @@
+//! `holdfast-tools`: simulate, the benchmarks, the sandbox on its own.
+//! `--db` or `DATABASE_URL` picks the database (without either, the private
+//! cluster, as `holdfast` does); `--json` prints one JSON value.
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+use holdfast::cli::print;
+use holdfast::configuration::{DatabaseSettings, ServerSettings};
+use holdfast::database;
+use holdfast::inventory::{Capacity, ResourceId, Span};
+use holdfast::payments::ProviderKind as Provider;
+use holdfast_tools::{bench, simulate};
+
+/// Exit code of `simulate` when its ledger finds a violation.
+const EXIT_VIOLATION: u8 = 4;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "holdfast-tools",
+    version,
+    about = "Holdfast's simulate, benchmarks and provider sandbox"
+)]
+struct Cli {
+    /// PostgreSQL URL (default: DATABASE_URL, else the private cluster)
+    #[arg(long, global = true, env = "DATABASE_URL", hide_env_values = true)]
+    db: Option<String>,
+    /// Print JSON instead of text
+    #[arg(long, global = true)]
+    json: bool,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Run the provider sandbox on its own (Stripe's API under /stripe)
+    Sandbox {
+        #[arg(long, default_value_t = 8081)]
+        port: u16,
+        /// Where to deliver webhooks (default: HOLDFAST_BASE_URL/webhooks/stripe)
+        #[arg(long)]
+        webhook_url: Option<String>,
+    },
+    /// Seeded shoppers through the sandbox against few units; prints the
+    /// ledger (exit 4 on any violation). Uses its own database,
+    /// holdfast_simulate, recreated each run.
+    Simulate {
+        #[arg(long, default_value_t = 2000)]
+        shoppers: usize,
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        #[arg(long, value_enum, default_value_t = SimProvider::Both)]
+        provider: SimProvider,
+        /// Units across the four products (default: shoppers / 5, at least 8)
+        #[arg(long)]
+        units: Option<i64>,
+        /// Shoppers acting at once; 1 (the default) keeps a seed's ledger
+        /// the same from run to run
+        #[arg(long, default_value_t = 1)]
+        lanes: usize,
+        /// The database to recreate for the run
+        #[arg(long, default_value = "holdfast_simulate")]
+        database: String,
+        /// Leave reconciliation out, to see what it saves (expect violations)
+        #[arg(long)]
+        without_reconciliation: bool,
+    },
+    /// Race buyers for a few units on a fresh resource
+    Bench {
+        #[arg(long, default_value_t = 10, allow_negative_numbers = true)]
+        units: i64,
+        #[arg(long, default_value_t = 500)]
+        buyers: usize,
+        /// Run the read-then-write implementation instead of the engine
+        #[arg(long)]
+        naive: bool,
+        /// Database connections the buyers share
+        #[arg(long, default_value_t = 64)]
+        connections: u32,
+    },
+    /// Holds per second on one resource
+    Throughput {
+        #[arg(long, default_value_t = 5.0)]
+        seconds: f64,
+        #[arg(long, default_value_t = 32)]
+        concurrency: usize,
+        /// An existing resource (default: a fresh one with room for everything)
+        #[arg(long)]
+        resource: Option<String>,
+        /// TTL of each hold (e.g. 1s, for expiry churn); default: the setting
+        #[arg(long)]
+        ttl: Option<String>,
+        /// How often a sweeper runs alongside (default: every second with --ttl)
+        #[arg(long)]
+        sweep_every: Option<String>,
+        /// Also print holds granted in each second
+        #[arg(long)]
+        per_second: bool,
+        /// Take holds through the combiner (concurrent holds share calls)
+        #[arg(long)]
+        combine: bool,
+        /// Run the direct path, the combiner and neveroversell's nos_hold
+        /// (fetched from PyPI, in its own database on the same server) one
+        /// after another with the same callers, and print the ratios
+        #[arg(long, conflicts_with_all = ["combine", "resource"])]
+        compare_neveroversell: bool,
+    },
+}
+
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+enum SimProvider {
+    Stripe,
+    Razorpay,
+    Both,
+}
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    let cli = Cli::parse();
+    holdfast::telemetry::init("warn,sqlx::pool::acquire=error");
+    match run(cli).await {
+        Ok(code) => code,
+        Err(error) => {
+            eprintln!("holdfast-tools: {error:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    let json = cli.json;
+    let settings =
+        || Ok::<_, anyhow::Error>(DatabaseSettings::from_env()?.with_url(cli.db.clone()));
+    match cli.command {
+        // the sandbox stands in for a provider: it needs no database
+        Command::Sandbox { port, webhook_url } => {
+            let server = ServerSettings::from_env()?;
+            let mut sandbox = holdfast_sandbox::SandboxSettings::development();
+            sandbox.razorpay_webhook_url = Some(
+                webhook_url
+                    .as_ref()
+                    .map(|url| url.replace("/webhooks/stripe", "/webhooks/razorpay"))
+                    .unwrap_or_else(|| format!("{}/webhooks/razorpay", server.base_url)),
+            );
+            sandbox.stripe_webhook_url =
+                Some(webhook_url.unwrap_or_else(|| format!("{}/webhooks/stripe", server.base_url)));
+            let addr = std::net::SocketAddr::from(([127, 0, 0, 1], port));
+            let listener = std::net::TcpListener::bind(addr)
+                .map_err(|e| anyhow::anyhow!("cannot listen on {addr}: {e}"))?;
+            let sandbox =
+                holdfast_sandbox::Sandbox::build(listener, sandbox, format!("http://{addr}"))?;
+            println!(
+                "sandbox: Stripe API at {} (see README for its test keys)",
+                sandbox.stripe.api_base()
+            );
+            sandbox.run_until_stopped().await?;
+        }
+        Command::Simulate {
+            shoppers,
+            seed,
+            provider,
+            units,
+            lanes,
+            database: name,
+            without_reconciliation,
+        } => {
+            let providers = match provider {
+                SimProvider::Stripe => vec![Provider::Stripe],
+                SimProvider::Razorpay => vec![Provider::Razorpay],
+                SimProvider::Both => vec![Provider::Stripe, Provider::Razorpay],
+            };
+            let pool = database::recreate(&settings()?, &name, 32).await?;
+            let options = simulate::SimulateOptions {
+                shoppers,
+                seed,
+                providers,
+                units,
+                lanes,
+                reconcile: !without_reconciliation,
+            };
+            let ledger = simulate::run(pool, &options).await?;
+            print(json, &ledger, || ledger.text());
+            if !ledger.violations.is_empty() {
+                return Ok(ExitCode::from(EXIT_VIOLATION));
+            }
+        }
+        Command::Bench {
+            units,
+            buyers,
+            naive,
+            connections,
+        } => {
+            let pool = database::connect_and_migrate(&settings()?, connections).await?;
+            let report = bench::race(pool, Capacity::parse(units)?, buyers, naive).await?;
+            print(json, &report, || report.line());
+        }
+        Command::Throughput {
+            seconds,
+            concurrency,
+            resource,
+            ttl,
+            sweep_every,
+            per_second,
+            combine,
+            compare_neveroversell,
+        } => {
+            let connections = (concurrency as u32).clamp(2, 500) + 2;
+            let pool = database::connect_and_migrate(&settings()?, connections).await?;
+            let options = bench::ThroughputOptions {
+                seconds,
+                concurrency,
+                resource: resource.as_deref().map(ResourceId::parse).transpose()?,
+                ttl: ttl
+                    .as_deref()
+                    .map(|t| Span::parse_text("--ttl", t))
+                    .transpose()?,
+                sweep_every: sweep_every
+                    .as_deref()
+                    .map(|t| Span::parse_text("--sweep-every", t))
+                    .transpose()?,
+                path: if combine {
+                    bench::HoldPath::Combined
+                } else {
+                    bench::HoldPath::Direct
+                },
+            };
+            if compare_neveroversell {
+                let comparison = bench::compare(pool, options).await?;
+                print(json, &comparison, || comparison.lines());
+                return Ok(ExitCode::SUCCESS);
+            }
+            let report = bench::throughput(pool, options).await?;
+            if json {
+                let mut value = serde_json::json!({
+                    "holds": report.holds,
+                    "seconds": report.seconds,
+                    "holds_per_second": report.holds_per_second,
+                    "p50_ms": report.p50_ms,
+                    "p99_ms": report.p99_ms,
+                });
+                if per_second {
+                    value["per_second"] = serde_json::json!(report.per_second);
+                }
+                println!("{value}");
+            } else {
+                println!("{}", report.line());
+                if per_second {
+                    for (second, holds) in report.per_second.iter().enumerate() {
+                        println!("  second {:>3}: {holds} holds", second + 1);
+                    }
+                }
+            }
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
