@@ -16,6 +16,7 @@ use lettre::{AsyncSmtpTransport, AsyncTransport, Message, Tokio1Executor};
 use sqlx::PgPool;
 use uuid::Uuid;
 
+use crate::checkout::catalogue::ProductKind;
 use crate::clock::ShopZone;
 use crate::money;
 
@@ -244,7 +245,7 @@ struct Confirmation {
     total: String,
     pickup_code: Option<String>,
     /// name, quantity, kind, when
-    lines: Vec<(String, i32, String, Option<DateTime<Utc>>)>,
+    lines: Vec<(String, i32, ProductKind, Option<DateTime<Utc>>)>,
     /// product name, code
     tickets: Vec<(String, String)>,
 }
@@ -308,7 +309,7 @@ impl Confirmation {
         );
         for (name, qty, kind, at) in &self.lines {
             text.push_str(&format!("- {name} × {qty}"));
-            if kind != "pickup_slot" && at.is_some() {
+            if *kind != ProductKind::PickupSlot && at.is_some() {
                 text.push_str(&format!(", {}", when(at)));
             }
             text.push_str("\r\n");
@@ -334,7 +335,7 @@ impl Confirmation {
         );
         for (name, qty, kind, at) in &self.lines {
             html.push_str(&format!("<li>{} × {}", escape(name), qty));
-            if kind != "pickup_slot" && at.is_some() {
+            if *kind != ProductKind::PickupSlot && at.is_some() {
                 html.push_str(&format!(", {}", escape(&when(at))));
             }
             html.push_str("</li>");
@@ -370,7 +371,7 @@ impl Confirmation {
         let slots: Vec<_> = self
             .lines
             .iter()
-            .filter(|(_, _, kind, at)| kind == "pickup_slot" && at.is_some())
+            .filter(|(_, _, kind, at)| *kind == ProductKind::PickupSlot && at.is_some())
             .collect();
         if !slots.is_empty() {
             mixed = mixed.singlepart(
@@ -392,7 +393,7 @@ impl Confirmation {
     /// calendar shows them in its reader's zone, daylight saving included).
     fn calendar(
         &self,
-        slots: &[&(String, i32, String, Option<DateTime<Utc>>)],
+        slots: &[&(String, i32, ProductKind, Option<DateTime<Utc>>)],
         link: &str,
     ) -> String {
         let stamp = Utc::now().format("%Y%m%dT%H%M%SZ");

@@ -46,11 +46,35 @@ fn default_max_per_order() -> i32 {
     DEFAULT_MAX_PER_ORDER
 }
 
+/// What a product is; stored in `products.kind` (its CHECK names the same
+/// three).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, sqlx::Type)]
+#[serde(rename_all = "snake_case")]
+#[sqlx(type_name = "text", rename_all = "snake_case")]
+pub enum ProductKind {
+    /// A time to collect an order: one pickup code covers the order's slots.
+    PickupSlot,
+    /// A seat or entry: one code per unit, each redeemed once.
+    Ticket,
+    /// Goods on a shelf.
+    Stock,
+}
+
+impl std::fmt::Display for ProductKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            ProductKind::PickupSlot => "pickup_slot",
+            ProductKind::Ticket => "ticket",
+            ProductKind::Stock => "stock",
+        })
+    }
+}
+
 #[derive(Debug, Deserialize)]
 pub struct ProductSpec {
     pub id: String,
     pub collection: String,
-    pub kind: String,
+    pub kind: ProductKind,
     pub name: String,
     #[serde(default)]
     pub description: String,
@@ -71,7 +95,7 @@ pub struct ProductSpec {
 pub struct Product {
     pub id: String,
     pub resource_id: String,
-    pub kind: String,
+    pub kind: ProductKind,
     pub name: String,
     pub description: String,
     pub price_minor: i64,
@@ -133,7 +157,7 @@ impl CatalogueFile {
                         Product {
                             resource_id: id.clone(),
                             id,
-                            kind: "pickup_slot".into(),
+                            kind: ProductKind::PickupSlot,
                             name: format!("{}, pickup {}", slots.name, zone.short(starts)),
                             description: slots.description.clone(),
                             price_minor: slots.price_minor,
@@ -160,7 +184,7 @@ impl CatalogueFile {
                 Product {
                     id: spec.id.clone(),
                     resource_id: spec.id.clone(),
-                    kind: spec.kind.clone(),
+                    kind: spec.kind,
                     name: spec.name.clone(),
                     description: spec.description.clone(),
                     price_minor: spec.price_minor,
@@ -215,7 +239,7 @@ impl CatalogueFile {
             )
             .bind(&product.id)
             .bind(&product.resource_id)
-            .bind(&product.kind)
+            .bind(product.kind)
             .bind(&product.name)
             .bind(&product.description)
             .bind(product.price_minor)
@@ -243,7 +267,6 @@ fn check(product: &Product, capacity: i64) -> anyhow::Result<ResourceId> {
     Capacity::parse(capacity)?;
     for (field, value) in [
         ("id", &product.id),
-        ("kind", &product.kind),
         ("name", &product.name),
         ("collection", &product.collection),
         ("currency", &product.currency),
@@ -284,7 +307,7 @@ pub struct Availability {
     pub currency: String,
     pub starts_at: Option<DateTime<Utc>>,
     pub collection: String,
-    pub kind: String,
+    pub kind: ProductKind,
     pub available_now: i32,
     pub max_per_order: i32,
     /// Units held by shoppers checking out or paying: they come back if

@@ -152,7 +152,7 @@ async fn catalogue_page(
                 // a slot's name already says when; an event's does not
                 when: row
                     .starts_at
-                    .filter(|_| row.kind != "pickup_slot")
+                    .filter(|_| row.kind != catalogue::ProductKind::PickupSlot)
                     .map(|at| shop.zone.long(at))
                     .unwrap_or_default(),
                 price: money::format(row.price_minor, &row.currency),

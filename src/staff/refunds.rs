@@ -17,6 +17,7 @@ use uuid::Uuid;
 use super::StaffMember;
 
 use crate::checkout::OrderState;
+use crate::checkout::catalogue::ProductKind;
 use crate::checkout::outbox::{self, OutboxJob, RefundJob};
 use crate::payments::ProviderKind;
 
@@ -131,7 +132,7 @@ pub fn check(request: &RefundRequest) -> Result<(), String> {
 #[derive(sqlx::FromRow)]
 struct Line {
     product_id: String,
-    kind: String,
+    kind: ProductKind,
     resource_id: String,
     qty: i32,
     refunded_qty: i32,
@@ -304,8 +305,8 @@ async fn refund_in(
     let mut redeemed: Vec<String> = Vec::new();
     let mut stopped: Vec<(&str, Vec<String>)> = Vec::new();
     for (line, n) in &wanted {
-        match line.kind.as_str() {
-            "ticket" => {
+        match line.kind {
+            ProductKind::Ticket => {
                 let codes: Vec<(String, bool)> = sqlx::query_as(
                     "select c.code, r.code is not null from order_codes c \
                        left join redemptions r on r.code = c.code \
@@ -323,13 +324,15 @@ async fn refund_in(
                     codes.into_iter().map(|(c, _)| c).collect(),
                 ));
             }
-            "pickup_slot" if pickup_redeemed => {
+            ProductKind::PickupSlot if pickup_redeemed => {
                 if !redeemed.iter().any(|c| c == "the pickup code") {
                     redeemed.push("the pickup code".to_owned());
                 }
                 stopped.push((line.product_id.as_str(), Vec::new()));
             }
-            _ => stopped.push((line.product_id.as_str(), Vec::new())),
+            ProductKind::PickupSlot | ProductKind::Stock => {
+                stopped.push((line.product_id.as_str(), Vec::new()))
+            }
         }
     }
     if !redeemed.is_empty() && !request.override_redeemed {

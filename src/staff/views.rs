@@ -63,7 +63,10 @@ pub struct HoldRow {
 
 impl HoldRow {
     pub fn is_active(&self) -> bool {
-        self.state == "held" || self.state == "awaiting_payment"
+        matches!(
+            crate::inventory::HoldState::from_db(&self.state),
+            Some(crate::inventory::HoldState::Held | crate::inventory::HoldState::AwaitingPayment)
+        )
     }
 }
 

@@ -21,7 +21,7 @@ use rand::{Rng, SeedableRng};
 use serde::Serialize;
 use sqlx::PgPool;
 
-use holdfast::checkout::catalogue::{CatalogueFile, ProductSpec};
+use holdfast::checkout::catalogue::{CatalogueFile, ProductKind, ProductSpec};
 use holdfast::configuration::ReconcileTimes;
 use holdfast::inventory::Inventory;
 use holdfast::payments::http::TrustedRoots;
@@ -285,10 +285,20 @@ fn start_world(pool: PgPool, providers: &[Provider]) -> anyhow::Result<World> {
 /// ticket tier and a jar of honey.
 async fn catalogue(pool: &PgPool, units: i64) -> anyhow::Result<Vec<String>> {
     let specs = [
-        ("sim-slot-morning", "pickup_slot", "Morning pickup", 1200),
-        ("sim-slot-evening", "pickup_slot", "Evening pickup", 1200),
-        ("sim-ticket", "ticket", "Concert ticket", 3500),
-        ("sim-honey", "stock", "Wild honey", 900),
+        (
+            "sim-slot-morning",
+            ProductKind::PickupSlot,
+            "Morning pickup",
+            1200,
+        ),
+        (
+            "sim-slot-evening",
+            ProductKind::PickupSlot,
+            "Evening pickup",
+            1200,
+        ),
+        ("sim-ticket", ProductKind::Ticket, "Concert ticket", 3500),
+        ("sim-honey", ProductKind::Stock, "Wild honey", 900),
     ];
     let per = units / specs.len() as i64;
     let extra = units % specs.len() as i64;
@@ -298,7 +308,7 @@ async fn catalogue(pool: &PgPool, units: i64) -> anyhow::Result<Vec<String>> {
         .map(|(i, (id, kind, name, price))| ProductSpec {
             id: (*id).into(),
             collection: "simulation".into(),
-            kind: (*kind).into(),
+            kind: *kind,
             name: (*name).into(),
             description: String::new(),
             price_minor: *price,
