@@ -46,66 +46,81 @@ $$;
 
 create or replace function hf_end_purchase(p_purchase uuid, p_state text, p_now timestamptz,
                                            p_actor text, p_reason text) returns integer
-language sql as $$
-    select ended_holds
+language plpgsql as $$
+declare
+    v_lines integer;
+begin
+    select e.ended_holds into v_lines
       from hf_end_holds(array(select id from holds
                                where purchase_id = p_purchase and state in ('held', 'awaiting_payment')),
-                        p_state, p_now, p_actor, p_reason);
+                        p_state, p_now, p_actor, p_reason) e;
+    return v_lines;
+end;
 $$;
 
--- The two expiry scans differ only in which index they walk (plain holds by
--- TTL, paying holds by payment deadline) and which hint they keep; ending
--- the holds is hf_end_holds. The caller holds the resource's lock, so the
--- hint cannot move under the scan. A scan starts at the hint (see 0009) and
--- puts the hint back from where it ended; when it found nothing, from the
--- start of the range, so a hint made late by a hand-written update heals.
+-- Expire the holds of one resource whose time is up in one phase: plain
+-- holds (state held) past their TTL, or paying holds (awaiting_payment)
+-- past their payment deadline. The two differ only in which column says
+-- when, which hint keeps the earliest, and the reason recorded, so one
+-- scan serves both: its statements are built for the phase's columns, each
+-- walking that phase's partial index (holds_due_plain, holds_due_paying).
+-- The caller holds the resource's lock, so the hint cannot move under the
+-- scan. A scan starts at the hint (see 0009) and puts the hint back from
+-- where it ended; when it found nothing, from the start of the range, so a
+-- hint made late by a hand-written update heals on the next pass.
+create function hf_expire_due(p_resource text, p_state text, p_now timestamptz, p_actor text,
+                              p_limit integer, out expired_holds integer, out expired_qty integer)
+language plpgsql as $$
+declare
+    -- the phase's column, hint and reason
+    v_due text := case p_state when 'held' then 'expires_at' when 'awaiting_payment' then 'payment_deadline' end;
+    v_hint text := case p_state when 'held' then 'next_expiry' else 'next_deadline' end;
+    v_reason text := case p_state when 'held' then 'ttl' else 'payment_deadline' end;
+    v_ids uuid[];
+    v_last timestamptz;
+begin
+    if v_due is null then
+        perform hf_bad_input(format('holds expire while held or awaiting payment, not %s', p_state));
+    end if;
+    execute format(
+        'select array_agg(d.id), max(d.due)
+           from (select h.id, h.%1$I as due from holds h
+                  where h.resource_id = $1 and h.state = $2
+                    and h.%1$I >= coalesce((select r.%2$I from resources r where r.id = $1), ''-infinity'')
+                    and h.%1$I <= $3
+                  order by h.%1$I
+                  limit $4) d', v_due, v_hint)
+       into v_ids, v_last
+      using p_resource, p_state, p_now, p_limit;
+    select e.ended_holds, e.ended_qty into expired_holds, expired_qty
+      from hf_end_holds(coalesce(v_ids, '{}'), 'expired', p_now, p_actor, v_reason) e;
+    execute format(
+        'update resources
+            set %1$I = (select min(h.%2$I) from holds h
+                         where h.resource_id = $1 and h.state = $2
+                           and h.%2$I >= coalesce($3, ''-infinity'')),
+                updated_at = $4
+          where id = $1', v_hint, v_due)
+      using p_resource, p_state, v_last, p_now;
+end;
+$$;
+
+-- (PL/pgSQL wrappers, like every function here that runs statements: its
+-- plans are kept per session, where a SQL function's are made per call.)
 create or replace function hf_expire_due_plain(p_resource text, p_now timestamptz, p_actor text, p_limit integer,
                                                out expired_holds integer, out expired_qty integer)
 language plpgsql as $$
-declare
-    v_due uuid[];
-    v_last timestamptz;
 begin
-    select array_agg(d.id), max(d.expires_at) into v_due, v_last
-      from (select h.id, h.expires_at from holds h
-             where h.resource_id = p_resource and h.state = 'held'
-               and h.expires_at >= coalesce((select next_expiry from resources where id = p_resource), '-infinity')
-               and h.expires_at <= p_now
-             order by h.expires_at
-             limit p_limit) d;
-    select e.ended_holds, e.ended_qty into expired_holds, expired_qty
-      from hf_end_holds(coalesce(v_due, '{}'), 'expired', p_now, p_actor, 'ttl') e;
-    update resources
-       set next_expiry = (select min(expires_at) from holds
-                           where resource_id = p_resource and state = 'held'
-                             and expires_at >= coalesce(v_last, '-infinity')),
-           updated_at = p_now
-     where id = p_resource;
+    select * into expired_holds, expired_qty from hf_expire_due(p_resource, 'held', p_now, p_actor, p_limit);
 end;
 $$;
 
 create or replace function hf_expire_due_paying(p_resource text, p_now timestamptz, p_actor text, p_limit integer,
                                                 out expired_holds integer, out expired_qty integer)
 language plpgsql as $$
-declare
-    v_due uuid[];
-    v_last timestamptz;
 begin
-    select array_agg(d.id), max(d.payment_deadline) into v_due, v_last
-      from (select h.id, h.payment_deadline from holds h
-             where h.resource_id = p_resource and h.state = 'awaiting_payment'
-               and h.payment_deadline >= coalesce((select next_deadline from resources where id = p_resource), '-infinity')
-               and h.payment_deadline <= p_now
-             order by h.payment_deadline
-             limit p_limit) d;
-    select e.ended_holds, e.ended_qty into expired_holds, expired_qty
-      from hf_end_holds(coalesce(v_due, '{}'), 'expired', p_now, p_actor, 'payment_deadline') e;
-    update resources
-       set next_deadline = (select min(payment_deadline) from holds
-                             where resource_id = p_resource and state = 'awaiting_payment'
-                               and payment_deadline >= coalesce(v_last, '-infinity')),
-           updated_at = p_now
-     where id = p_resource;
+    select * into expired_holds, expired_qty
+      from hf_expire_due(p_resource, 'awaiting_payment', p_now, p_actor, p_limit);
 end;
 $$;
 
@@ -126,28 +141,44 @@ $$;
 -- the payment phase: one decision, one move
 -------------------------------------------------------------------------------
 
--- May the payment phase of a purchase start now? Settles a purchase that has
--- ended (a line released or expired, or past its TTL or deadline) and says
--- how: confirmed | released | expired | replayed (every line is paying
--- already) | awaiting_payment (it may start). The caller holds the locks.
-create function hf_payment_may_start(p_purchase uuid, p_now timestamptz) returns text
+-- What a purchase of one line looks like, read from its row: the same
+-- counts hf_purchase_shape takes from the table (a test holds the two
+-- equal), without another read under the lock.
+create function hf_line_shape(h holds, p_now timestamptz) returns purchase_shape
+language sql immutable as $$
+    select 1,
+           (h.state = 'confirmed')::integer,
+           (h.state = 'released')::integer,
+           (h.state = 'expired')::integer,
+           (h.state = 'awaiting_payment')::integer,
+           (h.state = 'held')::integer,
+           (h.state = 'held' and h.expires_at <= p_now)::integer,
+           (h.state = 'awaiting_payment' and h.payment_deadline <= p_now)::integer,
+           coalesce(h.extensions, 0);
+$$;
+
+-- May the payment phase of a purchase of this shape start now? Settles a
+-- purchase that has ended (a line released or expired, or past its TTL or
+-- deadline) and says how: confirmed | released | expired | replayed (every
+-- line is paying already) | awaiting_payment (it may start). The caller
+-- holds the locks.
+create function hf_payment_may_start(p_purchase uuid, p_shape purchase_shape, p_now timestamptz)
+returns text
 language plpgsql as $$
 declare
-    v_shape purchase_shape;
     v_ended text;
 begin
-    v_shape := hf_purchase_shape(p_purchase, p_now);
-    if v_shape.lines = 0 then
+    if p_shape.lines = 0 then
         return 'not_found';
     end if;
-    if v_shape.confirmed > 0 then
+    if p_shape.confirmed > 0 then
         return 'confirmed';
     end if;
-    v_ended := hf_settle_ended(p_purchase, v_shape, p_now);
+    v_ended := hf_settle_ended(p_purchase, p_shape, p_now);
     if v_ended is not null then
         return v_ended;
     end if;
-    if v_shape.plain = 0 then
+    if p_shape.plain = 0 then
         return 'replayed';
     end if;
     return 'awaiting_payment';
@@ -159,7 +190,8 @@ $$;
 -- caller holds the locks and decided with hf_payment_may_start.
 create function hf_start_payment(p_purchases uuid[], p_windows interval[], p_now timestamptz, p_actor text)
 returns void
-language sql as $$
+language plpgsql as $$
+begin
     with moved as (
         update holds h
            set state = 'awaiting_payment', payment_started_at = p_now, payment_deadline = p_now + p.w
@@ -176,6 +208,7 @@ language sql as $$
        set next_deadline = least(x.next_deadline, m.deadline), updated_at = p_now
       from (select resource_id, min(payment_deadline) as deadline from moved group by resource_id) m
      where x.id = m.resource_id;
+end;
 $$;
 
 -- begin_payment → awaiting_payment | replayed | expired | confirmed | released | not_found
@@ -204,7 +237,7 @@ begin
         return res;
     end if;
     v_now := clock_timestamp();
-    v_status := hf_payment_may_start(v_purchase, v_now);
+    v_status := hf_payment_may_start(v_purchase, hf_purchase_shape(v_purchase, v_now), v_now);
     if v_status = 'awaiting_payment' then
         perform hf_start_payment(array[v_purchase], array[v_window], v_now, p_actor);
     end if;
@@ -269,7 +302,15 @@ begin
             v_status[i] := 'not_one_product';
             continue;
         end if;
-        v_status[i] := hf_payment_may_start(h.purchase_id, v_now);
+        if h.state = 'held' and h.expires_at > v_now then
+            -- the usual case, a live plain line: it may start (what
+            -- hf_payment_may_start answers for it, without two function
+            -- calls per order under the tier's lock)
+            v_status[i] := 'awaiting_payment';
+        else
+            -- one line: its shape is its row's
+            v_status[i] := hf_payment_may_start(h.purchase_id, hf_line_shape(h, v_now), v_now);
+        end if;
     end loop;
 
     perform hf_start_payment(array_agg(o.hold_id), array_agg(p.seconds * interval '1 second'), v_now, 'checkout')

@@ -96,7 +96,15 @@ begin
             v_status[i] := 'not_one_product';
             continue;
         end if;
-        v_status[i] := hf_payment_may_start(h.purchase_id, v_now);
+        if h.state = 'held' and h.expires_at > v_now then
+            -- the usual case, a live plain line: it may start (what
+            -- hf_payment_may_start answers for it, without two function
+            -- calls per order under the tier's lock)
+            v_status[i] := 'awaiting_payment';
+        else
+            -- one line: its shape is its row's
+            v_status[i] := hf_payment_may_start(h.purchase_id, hf_line_shape(h, v_now), v_now);
+        end if;
     end loop;
 
     perform hf_start_payment(array_agg(o.hold_id), array_agg(p.seconds * interval '1 second'), v_now, 'checkout')
@@ -166,7 +174,7 @@ begin
         return res;
     end if;
     v_now := clock_timestamp();
-    v_status := hf_payment_may_start(v_purchase, v_now);
+    v_status := hf_payment_may_start(v_purchase, hf_purchase_shape(v_purchase, v_now), v_now);
     if v_status = 'awaiting_payment' then
         perform hf_start_payment(array[v_purchase], array[v_window], v_now, p_actor);
     end if;
@@ -323,12 +331,56 @@ $function$;
 -- hf_end_purchase (last written by 0013_one_engine.sql)
 CREATE OR REPLACE FUNCTION public.hf_end_purchase(p_purchase uuid, p_state text, p_now timestamp with time zone, p_actor text, p_reason text)
  RETURNS integer
- LANGUAGE sql
+ LANGUAGE plpgsql
 AS $function$
-    select ended_holds
+declare
+    v_lines integer;
+begin
+    select e.ended_holds into v_lines
       from hf_end_holds(array(select id from holds
                                where purchase_id = p_purchase and state in ('held', 'awaiting_payment')),
-                        p_state, p_now, p_actor, p_reason);
+                        p_state, p_now, p_actor, p_reason) e;
+    return v_lines;
+end;
+$function$;
+
+-- hf_expire_due (last written by 0013_one_engine.sql)
+CREATE OR REPLACE FUNCTION public.hf_expire_due(p_resource text, p_state text, p_now timestamp with time zone, p_actor text, p_limit integer, OUT expired_holds integer, OUT expired_qty integer)
+ RETURNS record
+ LANGUAGE plpgsql
+AS $function$
+declare
+    -- the phase's column, hint and reason
+    v_due text := case p_state when 'held' then 'expires_at' when 'awaiting_payment' then 'payment_deadline' end;
+    v_hint text := case p_state when 'held' then 'next_expiry' else 'next_deadline' end;
+    v_reason text := case p_state when 'held' then 'ttl' else 'payment_deadline' end;
+    v_ids uuid[];
+    v_last timestamptz;
+begin
+    if v_due is null then
+        perform hf_bad_input(format('holds expire while held or awaiting payment, not %s', p_state));
+    end if;
+    execute format(
+        'select array_agg(d.id), max(d.due)
+           from (select h.id, h.%1$I as due from holds h
+                  where h.resource_id = $1 and h.state = $2
+                    and h.%1$I >= coalesce((select r.%2$I from resources r where r.id = $1), ''-infinity'')
+                    and h.%1$I <= $3
+                  order by h.%1$I
+                  limit $4) d', v_due, v_hint)
+       into v_ids, v_last
+      using p_resource, p_state, p_now, p_limit;
+    select e.ended_holds, e.ended_qty into expired_holds, expired_qty
+      from hf_end_holds(coalesce(v_ids, '{}'), 'expired', p_now, p_actor, v_reason) e;
+    execute format(
+        'update resources
+            set %1$I = (select min(h.%2$I) from holds h
+                         where h.resource_id = $1 and h.state = $2
+                           and h.%2$I >= coalesce($3, ''-infinity'')),
+                updated_at = $4
+          where id = $1', v_hint, v_due)
+      using p_resource, p_state, v_last, p_now;
+end;
 $function$;
 
 -- hf_expire_due_paying (last written by 0013_one_engine.sql)
@@ -336,25 +388,9 @@ CREATE OR REPLACE FUNCTION public.hf_expire_due_paying(p_resource text, p_now ti
  RETURNS record
  LANGUAGE plpgsql
 AS $function$
-declare
-    v_due uuid[];
-    v_last timestamptz;
 begin
-    select array_agg(d.id), max(d.payment_deadline) into v_due, v_last
-      from (select h.id, h.payment_deadline from holds h
-             where h.resource_id = p_resource and h.state = 'awaiting_payment'
-               and h.payment_deadline >= coalesce((select next_deadline from resources where id = p_resource), '-infinity')
-               and h.payment_deadline <= p_now
-             order by h.payment_deadline
-             limit p_limit) d;
-    select e.ended_holds, e.ended_qty into expired_holds, expired_qty
-      from hf_end_holds(coalesce(v_due, '{}'), 'expired', p_now, p_actor, 'payment_deadline') e;
-    update resources
-       set next_deadline = (select min(payment_deadline) from holds
-                             where resource_id = p_resource and state = 'awaiting_payment'
-                               and payment_deadline >= coalesce(v_last, '-infinity')),
-           updated_at = p_now
-     where id = p_resource;
+    select * into expired_holds, expired_qty
+      from hf_expire_due(p_resource, 'awaiting_payment', p_now, p_actor, p_limit);
 end;
 $function$;
 
@@ -363,25 +399,8 @@ CREATE OR REPLACE FUNCTION public.hf_expire_due_plain(p_resource text, p_now tim
  RETURNS record
  LANGUAGE plpgsql
 AS $function$
-declare
-    v_due uuid[];
-    v_last timestamptz;
 begin
-    select array_agg(d.id), max(d.expires_at) into v_due, v_last
-      from (select h.id, h.expires_at from holds h
-             where h.resource_id = p_resource and h.state = 'held'
-               and h.expires_at >= coalesce((select next_expiry from resources where id = p_resource), '-infinity')
-               and h.expires_at <= p_now
-             order by h.expires_at
-             limit p_limit) d;
-    select e.ended_holds, e.ended_qty into expired_holds, expired_qty
-      from hf_end_holds(coalesce(v_due, '{}'), 'expired', p_now, p_actor, 'ttl') e;
-    update resources
-       set next_expiry = (select min(expires_at) from holds
-                           where resource_id = p_resource and state = 'held'
-                             and expires_at >= coalesce(v_last, '-infinity')),
-           updated_at = p_now
-     where id = p_resource;
+    select * into expired_holds, expired_qty from hf_expire_due(p_resource, 'held', p_now, p_actor, p_limit);
 end;
 $function$;
 
@@ -872,6 +891,23 @@ AS $function$
     select pg_advisory_xact_lock(hashtextextended('holdfast.limit:' || p_key, 0));
 $function$;
 
+-- hf_line_shape (last written by 0013_one_engine.sql)
+CREATE OR REPLACE FUNCTION public.hf_line_shape(h holds, p_now timestamp with time zone)
+ RETURNS purchase_shape
+ LANGUAGE sql
+ IMMUTABLE
+AS $function$
+    select 1,
+           (h.state = 'confirmed')::integer,
+           (h.state = 'released')::integer,
+           (h.state = 'expired')::integer,
+           (h.state = 'awaiting_payment')::integer,
+           (h.state = 'held')::integer,
+           (h.state = 'held' and h.expires_at <= p_now)::integer,
+           (h.state = 'awaiting_payment' and h.payment_deadline <= p_now)::integer,
+           coalesce(h.extensions, 0);
+$function$;
+
 -- hf_lock_purchase (last written by 0002_inventory_functions.sql)
 CREATE OR REPLACE FUNCTION public.hf_lock_purchase(p_id uuid)
  RETURNS uuid
@@ -897,26 +933,24 @@ end;
 $function$;
 
 -- hf_payment_may_start (last written by 0013_one_engine.sql)
-CREATE OR REPLACE FUNCTION public.hf_payment_may_start(p_purchase uuid, p_now timestamp with time zone)
+CREATE OR REPLACE FUNCTION public.hf_payment_may_start(p_purchase uuid, p_shape purchase_shape, p_now timestamp with time zone)
  RETURNS text
  LANGUAGE plpgsql
 AS $function$
 declare
-    v_shape purchase_shape;
     v_ended text;
 begin
-    v_shape := hf_purchase_shape(p_purchase, p_now);
-    if v_shape.lines = 0 then
+    if p_shape.lines = 0 then
         return 'not_found';
     end if;
-    if v_shape.confirmed > 0 then
+    if p_shape.confirmed > 0 then
         return 'confirmed';
     end if;
-    v_ended := hf_settle_ended(p_purchase, v_shape, p_now);
+    v_ended := hf_settle_ended(p_purchase, p_shape, p_now);
     if v_ended is not null then
         return v_ended;
     end if;
-    if v_shape.plain = 0 then
+    if p_shape.plain = 0 then
         return 'replayed';
     end if;
     return 'awaiting_payment';
@@ -1444,8 +1478,9 @@ $function$;
 -- hf_start_payment (last written by 0013_one_engine.sql)
 CREATE OR REPLACE FUNCTION public.hf_start_payment(p_purchases uuid[], p_windows interval[], p_now timestamp with time zone, p_actor text)
  RETURNS void
- LANGUAGE sql
+ LANGUAGE plpgsql
 AS $function$
+begin
     with moved as (
         update holds h
            set state = 'awaiting_payment', payment_started_at = p_now, payment_deadline = p_now + p.w
@@ -1462,6 +1497,7 @@ AS $function$
        set next_deadline = least(x.next_deadline, m.deadline), updated_at = p_now
       from (select resource_id, min(payment_deadline) as deadline from moved group by resource_id) m
      where x.id = m.resource_id;
+end;
 $function$;
 
 -- hf_status (last written by 0002_inventory_functions.sql)

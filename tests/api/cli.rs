@@ -8,29 +8,13 @@ use crate::helpers::*;
 use crate::recovery::free_port;
 
 fn holdfast(db: &TestDb, args: &[&str]) -> Output {
-    std::process::Command::new(env!("CARGO_BIN_EXE_holdfast"))
-        .arg("--db")
-        .arg(&db.url)
-        .args(args)
-        .env_remove("DATABASE_URL")
-        .output()
-        .expect("run holdfast")
-}
-
-fn json(output: &Output) -> Value {
-    assert!(
-        output.status.success(),
-        "exit {:?}: {}",
-        output.status.code(),
-        String::from_utf8_lossy(&output.stderr)
-    );
-    serde_json::from_slice(&output.stdout).expect("one JSON value on stdout")
+    run_command(env!("CARGO_BIN_EXE_holdfast"), db, args)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn check_exits_three_on_drift_and_repair_fixes_one_resource() {
     let db = TestDb::new().await;
-    let created = json(&holdfast(
+    let created = json_output(&holdfast(
         &db,
         &["--json", "resource", "jars", "--total", "40"],
     ));
@@ -47,7 +31,7 @@ async fn check_exits_three_on_drift_and_repair_fixes_one_resource() {
     let report: Value = serde_json::from_slice(&drift.stdout).unwrap();
     assert_eq!(report["drift"], true);
 
-    let repaired = json(&holdfast(&db, &["--json", "check", "--repair", "jars"]));
+    let repaired = json_output(&holdfast(&db, &["--json", "check", "--repair", "jars"]));
     assert_eq!(
         (
             repaired["held_before"].as_i64(),
@@ -68,20 +52,20 @@ async fn the_listing_commands_speak_json() {
     hold_ok(&inventory, &short).await;
     hold_ok(&inventory, &request(&slot, 2, "walt")).await;
 
-    let shown = json(&holdfast(&db, &["--json", "show", "slot"]));
+    let shown = json_output(&holdfast(&db, &["--json", "show", "slot"]));
     assert_eq!(shown["status"]["held"], 3);
     assert_eq!(shown["live_holds"].as_array().unwrap().len(), 2);
 
-    let held = json(&holdfast(
+    let held = json_output(&holdfast(
         &db,
         &["--json", "holds", "--state", "held", "--resource", "slot"],
     ));
     assert_eq!(held.as_array().unwrap().len(), 2);
-    let old = json(&holdfast(&db, &["--json", "holds", "--older-than", "10m"]));
+    let old = json_output(&holdfast(&db, &["--json", "holds", "--older-than", "10m"]));
     assert_eq!(old.as_array().unwrap().len(), 0);
 
     tokio::time::sleep(std::time::Duration::from_millis(300)).await;
-    let swept = json(&holdfast(&db, &["--json", "sweep", "--limit", "10"]));
+    let swept = json_output(&holdfast(&db, &["--json", "sweep", "--limit", "10"]));
     assert_eq!(swept[0]["expired_holds"], 1);
 }
 
@@ -201,7 +185,7 @@ async fn staff_add_reads_the_password_from_stdin_and_stores_only_an_argon2id_has
         &["--json", "staff", "add", "grace@example.com"],
         "another long phrase\n",
     );
-    assert_eq!(json(&changed)["outcome"], "password changed");
+    assert_eq!(json_output(&changed)["outcome"], "password changed");
     let sessions: i64 = sqlx::query_scalar("select count(*) from staff_sessions")
         .fetch_one(&db.pool)
         .await

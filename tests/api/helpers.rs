@@ -693,3 +693,37 @@ pub async fn wait_for_event(ledger: impl Fn() -> holdfast_sandbox::Ledger, event
     }
     panic!("no {event_type} was accepted: {:?}", ledger().deliveries);
 }
+
+/// Run a command-line binary (`env!("CARGO_BIN_EXE_…")`) against `db`.
+pub fn run_command(binary: &str, db: &TestDb, args: &[&str]) -> std::process::Output {
+    std::process::Command::new(binary)
+        .arg("--db")
+        .arg(&db.url)
+        .args(args)
+        .env_remove("DATABASE_URL")
+        .output()
+        .unwrap_or_else(|e| panic!("run {binary}: {e}"))
+}
+
+/// The one JSON value a successful command printed.
+pub fn json_output(output: &std::process::Output) -> serde_json::Value {
+    assert!(
+        output.status.success(),
+        "exit {:?}: {}",
+        output.status.code(),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    serde_json::from_slice(&output.stdout).expect("one JSON value on stdout")
+}
+
+/// The keys of a JSON object, sorted.
+pub fn sorted_keys(value: &serde_json::Value) -> Vec<&str> {
+    let mut keys: Vec<&str> = value
+        .as_object()
+        .expect("a JSON object")
+        .keys()
+        .map(String::as_str)
+        .collect();
+    keys.sort();
+    keys
+}

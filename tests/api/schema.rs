@@ -130,3 +130,43 @@ async fn every_function_is_named_by_the_migration_that_wrote_it() {
     assert!(current.contains("from hf_hold_many(p_resource, array[p_qty]"));
     assert!(current.contains("perform hf_start_payment(array[v_purchase]"));
 }
+
+/// `hf_line_shape` (a one-line purchase read from its row, used by the
+/// combined payment start) counts as `hf_purchase_shape` (read from the
+/// table, used by the single one) for holds in every state, due or not.
+#[tokio::test]
+async fn a_lines_shape_read_from_its_row_is_its_purchases_shape() {
+    let db = TestDb::new().await;
+    sqlx::query("select hf_upsert_resource('shapes', 100)")
+        .execute(&db.pool)
+        .await
+        .unwrap();
+    // every state, and a held and a paying hold each side of now
+    sqlx::query(
+        "insert into holds (resource_id, account_id, qty, state, expires_at, payment_started_at,
+                            payment_deadline, ended_at, ended_by, end_reason, payment_ref)
+         select 'shapes', 'a' || g, 1, s.state,
+                now() + (case when g % 2 = 0 then interval '1 hour' else interval '-1 hour' end),
+                case when s.state in ('awaiting_payment', 'confirmed') then now() end,
+                case when s.state in ('awaiting_payment', 'confirmed')
+                     then now() + (case when g % 2 = 0 then interval '1 hour' else interval '-1 hour' end) end,
+                case when s.state in ('confirmed', 'released', 'expired') then now() end,
+                case when s.state in ('confirmed', 'released', 'expired') then 'test' end,
+                case when s.state in ('released', 'expired') then 'test' end,
+                null
+           from generate_series(1, 4) g,
+                (values ('held'), ('awaiting_payment'), ('released'), ('expired')) s(state)",
+    )
+    .execute(&db.pool)
+    .await
+    .unwrap();
+    let (holds, differ): (i64, i64) = sqlx::query_as(
+        "select count(*), count(*) filter (where hf_line_shape(h, now()) is distinct from
+                                                  hf_purchase_shape(h.purchase_id, now()))
+           from holds h",
+    )
+    .fetch_one(&db.pool)
+    .await
+    .unwrap();
+    assert_eq!((holds, differ), (16, 0));
+}

@@ -6,28 +6,11 @@ use std::process::Output;
 
 use holdfast::inventory::Capacity;
 use holdfast_tools::bench;
-use serde_json::Value;
 
 use crate::helpers::*;
 
 fn tools(db: &TestDb, args: &[&str]) -> Output {
-    std::process::Command::new(env!("CARGO_BIN_EXE_holdfast-tools"))
-        .arg("--db")
-        .arg(&db.url)
-        .args(args)
-        .env_remove("DATABASE_URL")
-        .output()
-        .expect("run holdfast-tools")
-}
-
-fn json(output: &Output) -> Value {
-    assert!(
-        output.status.success(),
-        "exit {:?}: {}",
-        output.status.code(),
-        String::from_utf8_lossy(&output.stderr)
-    );
-    serde_json::from_slice(&output.stdout).expect("one JSON value on stdout")
+    run_command(env!("CARGO_BIN_EXE_holdfast-tools"), db, args)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -38,16 +21,9 @@ async fn bench_prints_exactly_the_documented_keys() {
         if naive {
             args.push("--naive");
         }
-        let report = json(&tools(&db, &args));
-        let mut keys: Vec<&str> = report
-            .as_object()
-            .unwrap()
-            .keys()
-            .map(String::as_str)
-            .collect();
-        keys.sort();
+        let report = json_output(&tools(&db, &args));
         assert_eq!(
-            keys,
+            sorted_keys(&report),
             ["buyers", "drift", "elapsed_ms", "held", "oversold", "units"]
         );
         assert_eq!(
@@ -76,7 +52,7 @@ async fn bench_prints_exactly_the_documented_keys() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn throughput_speaks_json() {
     let db = TestDb::new().await;
-    let throughput = json(&tools(
+    let throughput = json_output(&tools(
         &db,
         &[
             "--json",
@@ -87,15 +63,8 @@ async fn throughput_speaks_json() {
             "2",
         ],
     ));
-    let mut keys: Vec<&str> = throughput
-        .as_object()
-        .unwrap()
-        .keys()
-        .map(String::as_str)
-        .collect();
-    keys.sort();
     assert_eq!(
-        keys,
+        sorted_keys(&throughput),
         ["holds", "holds_per_second", "p50_ms", "p99_ms", "seconds"]
     );
     assert!(throughput["holds"].as_u64().unwrap() > 0);
