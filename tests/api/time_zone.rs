@@ -158,3 +158,24 @@ async fn the_time_zone_setting_is_an_iana_name_or_a_clear_refusal() {
             .unwrap();
     assert_eq!(starts.format("%H:%M").to_string(), "14:00");
 }
+
+/// The shop `serve` runs is built from its settings in one place, so the
+/// pages show times in HOLDFAST_TIME_ZONE as the mail does (a shop built by
+/// hand once dropped it and showed UTC).
+#[tokio::test]
+async fn the_served_shop_shows_times_in_the_configured_zone() {
+    let db = TestDb::new().await;
+    let mut settings = holdfast::configuration::ServerSettings::local("http://127.0.0.1:1".into());
+    settings.time_zone = berlin();
+    let shop = holdfast::state::Shop::from_settings(
+        &settings,
+        db.pool.clone(),
+        spawn_sandbox().providers(),
+        holdfast::staff::SessionKey::generate(),
+    );
+    assert_eq!(shop.zone, berlin());
+    assert_eq!(
+        holdfast::state::Shop::local(db.pool.clone(), spawn_sandbox().providers(), "x".into()).zone,
+        holdfast::clock::ShopZone::UTC
+    );
+}
