@@ -715,15 +715,3 @@ pub fn json_output(output: &std::process::Output) -> serde_json::Value {
     );
     serde_json::from_slice(&output.stdout).expect("one JSON value on stdout")
 }
-
-/// The keys of a JSON object, sorted.
-pub fn sorted_keys(value: &serde_json::Value) -> Vec<&str> {
-    let mut keys: Vec<&str> = value
-        .as_object()
-        .expect("a JSON object")
-        .keys()
-        .map(String::as_str)
-        .collect();
-    keys.sort();
-    keys
-}

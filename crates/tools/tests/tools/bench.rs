@@ -103,3 +103,15 @@ async fn the_naive_read_then_write_oversells_under_the_same_load_and_the_engine_
         "{engine:?}"
     );
 }
+
+/// The keys of a JSON object, sorted.
+fn sorted_keys(value: &serde_json::Value) -> Vec<&str> {
+    let mut keys: Vec<&str> = value
+        .as_object()
+        .expect("a JSON object")
+        .keys()
+        .map(String::as_str)
+        .collect();
+    keys.sort();
+    keys
+}
