@@ -12,6 +12,7 @@ pub mod database;
 pub mod faults;
 pub mod inventory;
 pub mod limits;
+pub mod live;
 pub mod mail;
 pub mod metrics;
 pub mod money;

@@ -19,9 +19,9 @@ pub struct Shop {
     pub fairness: crate::limits::client::Fairness,
     /// Who may scrape `/metrics`, and its cached database gauges.
     pub metrics: crate::metrics::Exporter,
-    /// What is left of products, a second old at most, for the pages that
-    /// watch sold-out products.
-    pub stock: crate::checkout::catalogue::StockCache,
+    /// The catalogue and its stock in memory, kept fresh by PostgreSQL:
+    /// what the pages show and the sold-out refusals read.
+    pub live: crate::live::LiveStock,
     /// The zone pages show times in.
     pub zone: crate::clock::ShopZone,
     /// The payment providers offered, the default first.
@@ -53,7 +53,7 @@ impl Shop {
                 settings.trusted_proxies.clone(),
             ),
             metrics: crate::metrics::Exporter::new(settings.metrics_token.clone()),
-            stock: Default::default(),
+            live: crate::live::LiveStock::start(pool.clone()),
             zone: settings.time_zone,
             pool,
             payments,

@@ -932,6 +932,28 @@ begin
 end;
 $function$;
 
+-- hf_notify_catalogue (last written by 0014_live_stock.sql)
+CREATE OR REPLACE FUNCTION public.hf_notify_catalogue()
+ RETURNS trigger
+ LANGUAGE plpgsql
+AS $function$
+begin
+    perform pg_notify('hf_catalogue', '');
+    return null;
+end;
+$function$;
+
+-- hf_notify_stock (last written by 0014_live_stock.sql)
+CREATE OR REPLACE FUNCTION public.hf_notify_stock()
+ RETURNS trigger
+ LANGUAGE plpgsql
+AS $function$
+begin
+    perform pg_notify('hf_stock', new.id);
+    return null;
+end;
+$function$;
+
 -- hf_payment_may_start (last written by 0013_one_engine.sql)
 CREATE OR REPLACE FUNCTION public.hf_payment_may_start(p_purchase uuid, p_shape purchase_shape, p_now timestamp with time zone)
  RETURNS text

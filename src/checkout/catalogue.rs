@@ -345,57 +345,8 @@ pub struct Stock {
     pub first_back_at: Option<DateTime<Utc>>,
 }
 
-/// [`stock`], kept for a second by each process: a crowd polling a
-/// sold-out product, or refused at it, costs the database one read per
-/// product per second, whatever its size. Concurrent misses wait for one
-/// read. Cheap to clone; clones share the copy.
-#[derive(Debug, Clone)]
-pub struct StockCache {
-    fresh_for: std::time::Duration,
-    copies: std::sync::Arc<
-        tokio::sync::Mutex<std::collections::HashMap<String, (std::time::Instant, Stock)>>,
-    >,
-}
-
-impl Default for StockCache {
-    fn default() -> Self {
-        Self {
-            fresh_for: std::time::Duration::from_secs(1),
-            copies: Default::default(),
-        }
-    }
-}
-
-impl StockCache {
-    /// What is left of these products (unknown ids left out), at most a
-    /// second old.
-    pub async fn get(&self, pool: &PgPool, ids: &[String]) -> sqlx::Result<Vec<Stock>> {
-        let mut copies = self.copies.lock().await;
-        let stale: Vec<String> = ids
-            .iter()
-            .filter(|id| {
-                copies
-                    .get(*id)
-                    .is_none_or(|(read_at, _)| read_at.elapsed() >= self.fresh_for)
-            })
-            .cloned()
-            .collect();
-        if !stale.is_empty() {
-            let read_at = std::time::Instant::now();
-            for fresh in stock(pool, &stale).await? {
-                copies.insert(fresh.id.clone(), (read_at, fresh));
-            }
-        }
-        let mut found: Vec<Stock> = ids
-            .iter()
-            .filter_map(|id| copies.get(id).map(|(_, stock)| stock.clone()))
-            .collect();
-        found.sort_by(|a, b| a.id.cmp(&b.id));
-        found.dedup_by(|a, b| a.id == b.id);
-        Ok(found)
-    }
-}
-
+/// What is left of these products in the database now (unknown ids left
+/// out), sorted by id. The pages read [`crate::live::LiveStock::stock`].
 pub async fn stock(pool: &PgPool, ids: &[String]) -> sqlx::Result<Vec<Stock>> {
     sqlx::query_as(
         "select p.id, greatest(s.available_now, 0) as available, s.pending, \

@@ -20,6 +20,34 @@ pub fn order_token() -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
+/// A checkout form's key: when the form was made (milliseconds since the
+/// epoch), then 256 random bits. Submitting one form twice is one order;
+/// the time lets a sold-out answer come from memory only for a form made
+/// after the product last changed (see [`key_minted_at`]).
+pub fn checkout_key() -> String {
+    format!(
+        "{}-{}",
+        chrono::Utc::now().timestamp_millis(),
+        order_token()
+    )
+}
+
+/// When a checkout key from [`checkout_key`] was made; `None` for a key of
+/// another shape or one made more than a minute in the future. A key is
+/// the shopper's own: a made-up time only ever changes their own answer.
+pub fn key_minted_at(key: &str) -> Option<chrono::DateTime<chrono::Utc>> {
+    let (millis, rest) = key.split_once('-')?;
+    if millis.is_empty()
+        || millis.len() > 15
+        || !millis.bytes().all(|b| b.is_ascii_digit())
+        || rest.is_empty()
+    {
+        return None;
+    }
+    let at = chrono::DateTime::from_timestamp_millis(millis.parse().ok()?)?;
+    (at <= chrono::Utc::now() + chrono::Duration::minutes(1)).then_some(at)
+}
+
 /// Said at the bakery's counter.
 pub fn pickup_code() -> String {
     readable(6)

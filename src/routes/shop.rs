@@ -128,7 +128,7 @@ async fn catalogue_page(
     request: &HttpRequest,
     only: Option<&str>,
 ) -> Result<HttpResponse, ShopError> {
-    let rows = catalogue::availability(&shop.pool, only).await?;
+    let rows = shop.live.availability(&shop.pool, only).await?;
     let now = chrono::Utc::now();
     let mut sections: Vec<Section> = Vec::new();
     for row in rows {
@@ -294,6 +294,8 @@ struct BasketPage {
     lines: Vec<BasketLineView>,
     total: String,
     checkout_key: String,
+    /// The lines as the form sends them back (see [`FormLines`]).
+    form_lines: String,
     told: Told,
     providers: Vec<&'static str>,
 }
@@ -383,7 +385,8 @@ fn basket_page_of(
             .collect(),
         total: money::format(total, &currency),
         // a fresh key per rendered form: submitting it twice is one order
-        checkout_key: checkout::codes::order_token(),
+        checkout_key: checkout::codes::checkout_key(),
+        form_lines: FormLines::of(&rows),
         told,
         providers: shop.payments.kinds().iter().map(|p| p.as_str()).collect(),
     };
@@ -405,6 +408,106 @@ pub struct CheckoutForm {
     email: String,
     /// `stripe` or `razorpay`; the shop's default when absent.
     provider: Option<String>,
+    /// The basket as the page showed it ([`FormLines`]): lets a sold-out
+    /// answer come from memory. Absent or unreadable, the database answers.
+    lines: Option<String>,
+}
+
+/// The basket's lines as its checkout form carries them: a JSON list of
+/// `[product id, quantity]`. Only ever used to refuse a checkout from
+/// memory and to show the refusal; the database reads the basket itself
+/// for anything else, so a made-up list only changes its sender's answer.
+struct FormLines(Vec<(String, i32)>);
+
+impl FormLines {
+    fn of(rows: &[basket::BasketLine]) -> String {
+        let lines: Vec<(&str, i32)> = rows
+            .iter()
+            .map(|r| (r.product_id.as_str(), r.qty))
+            .collect();
+        serde_json::to_string(&lines).expect("strings and numbers serialise")
+    }
+
+    /// `None` for anything but 1 to 100 lines of 1 to 100 units of an id
+    /// of at most 200 bytes.
+    fn parse(text: &str) -> Option<Self> {
+        if text.len() > 64 * 1024 {
+            return None;
+        }
+        let lines: Vec<(String, i32)> = serde_json::from_str(text).ok()?;
+        let fits = (1..=100).contains(&lines.len())
+            && lines
+                .iter()
+                .all(|(id, qty)| !id.is_empty() && id.len() <= 200 && (1..=100).contains(qty));
+        fits.then_some(Self(lines))
+    }
+}
+
+/// The 409 page for a checkout memory can refuse, without a database round
+/// trip: a line wants more than memory shows of its product, nothing held
+/// is due to come back, and the form was made after this process last saw
+/// that product change. The last condition keeps a double submit honest:
+/// if this form's first submit took the last unit, the product changed
+/// after the form was made, so the second submit goes to the database and
+/// on to the order the first one started. `None`: ask the database.
+fn refused_from_memory(
+    shop: &Shop,
+    form: &CheckoutForm,
+) -> Option<Result<HttpResponse, ShopError>> {
+    let snapshot = shop.live.now()?;
+    let minted = checkout::codes::key_minted_at(&form.checkout_key)?;
+    let FormLines(lines) = FormLines::parse(form.lines.as_deref()?)?;
+    let now = chrono::Utc::now();
+    let mut wanted: std::collections::HashMap<&str, i32> = Default::default();
+    for (id, qty) in &lines {
+        let (product, _) = snapshot.product(id)?;
+        *wanted.entry(product.resource_id.as_str()).or_default() += qty;
+    }
+    let short = |resource: &str| {
+        snapshot.level(resource).is_some_and(|level| {
+            level.available < wanted[resource]
+                && !level.something_due(now)
+                && level.changed_at < minted
+        })
+    };
+    if !wanted.keys().any(|resource| short(resource)) {
+        return None;
+    }
+    let mut rows = Vec::new();
+    let mut short_lines = Vec::new();
+    for (id, qty) in lines {
+        let (product, level) = snapshot.product(&id)?;
+        if short(&product.resource_id) {
+            short_lines.push(ShortLine {
+                product_id: id.clone(),
+                name: product.name.clone(),
+                requested: qty,
+                available: level.available.max(0),
+            });
+        }
+        rows.push(basket::BasketLine {
+            product_id: id,
+            name: product.name.clone(),
+            qty,
+            price_minor: product.price_minor,
+            currency: product.currency.clone(),
+        });
+    }
+    let sold_out: Vec<String> = short_lines
+        .iter()
+        .filter(|line| line.available == 0)
+        .map(|line| line.product_id.clone())
+        .collect();
+    crate::metrics::checkout("sold_out_from_memory");
+    Some(basket_page_of(
+        shop,
+        rows,
+        StatusCode::CONFLICT,
+        Told::problems(
+            describe_short(&short_lines, &snapshot.stock(&sold_out), shop.zone),
+            form,
+        ),
+    ))
 }
 
 /// The lines a checkout could not hold; a sold-out one says what is
@@ -464,6 +567,12 @@ pub async fn start_checkout(
     let key = IdempotencyKey::parse(&form.checkout_key).map_err(|_| {
         ShopError::bad_request("the checkout form is out of date; please try again")
     })?;
+    // the sold-out crowd is answered from memory and writes nothing
+    if basket_id(&request).is_some()
+        && let Some(refused) = refused_from_memory(&shop, &form)
+    {
+        return refused;
+    }
     // One read: whether this form was submitted before, and the basket
     // with its prices and what is left (enough to refuse a sold-out line);
     // the address's token is taken meanwhile, so a start pays one round
@@ -558,7 +667,7 @@ pub async fn start_checkout(
                 .filter(|line| line.available == 0)
                 .map(|line| line.product_id.clone())
                 .collect();
-            let stock = shop.stock.get(&shop.pool, &sold_out).await?;
+            let stock = shop.live.stock(&shop.pool, &sold_out).await?;
             // the basket as read above: nothing in it changed
             return basket_page_of(
                 &shop,
@@ -1163,8 +1272,8 @@ pub async fn availability(
         ));
     }
     let products: Vec<serde_json::Value> = shop
-        .stock
-        .get(&shop.pool, &ids)
+        .live
+        .stock(&shop.pool, &ids)
         .await?
         .into_iter()
         .map(|stock| {

@@ -236,6 +236,8 @@ pub struct TestApp {
     pub client: reqwest::Client,
     /// Content Security Policy violations browsers reported to the shop.
     pub csp_reports: std::sync::Arc<std::sync::atomic::AtomicU64>,
+    /// The shop's stock in memory.
+    pub live: holdfast::live::LiveStock,
 }
 
 pub async fn spawn_app() -> TestApp {
@@ -267,6 +269,7 @@ pub async fn spawn_app_shaped(
     shop.metrics = holdfast::metrics::Exporter::new(None).fresh_for(std::time::Duration::ZERO);
     let csp_reports = shop.csp_reports.clone();
     shape(&sandbox, &mut shop);
+    let live = shop.live.clone();
     let app = Application::build(listener, shop).expect("build app");
     tokio::spawn(app.run_until_stopped());
     TestApp {
@@ -275,6 +278,7 @@ pub async fn spawn_app_shaped(
         sandbox,
         client: browser(),
         csp_reports,
+        live,
     }
 }
 

@@ -13,6 +13,7 @@ async fn load_demo(app: &TestApp) {
         .load(&app.db.pool)
         .await
         .unwrap();
+    app.settled().await;
 }
 
 /// A shopper checks out with Razorpay; returns (order token, Razorpay order

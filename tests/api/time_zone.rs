@@ -75,6 +75,7 @@ async fn slots_on_the_nights_the_clocks_change_show_the_right_local_hour() {
         }]
     }));
     file.load_in(&app.db.pool, berlin()).await.unwrap();
+    app.settled().await;
 
     // the instants: 01:30 CET is 00:30 UTC, 03:30 CEST is 01:30 UTC (one
     // hour apart, not two); 02:30 on the autumn night is its first passing

@@ -1,0 +1,501 @@
+//! The shop's stock in memory. A flash-sale crowd refreshes the catalogue,
+//! polls what is left and keeps pressing "buy" after the tier sold out; if
+//! every one of those requests cost a database round trip, the crowd would
+//! take the shop down before the sale did. So each web process keeps the
+//! catalogue and every product's available / pending counts in memory, and
+//! PostgreSQL says when to read them again:
+//!
+//! - every change to a resource's counters notifies `hf_stock` with its id
+//!   (migration 0014: one notification per resource per transaction, so a
+//!   combined batch is one), and a change to the products `hf_catalogue`;
+//! - a listening task reads the notified resources again, all that arrived
+//!   together in one query;
+//! - everything is read again every [`REFRESH_EVERY`], the safety net for a
+//!   notification lost with a dropped connection, and at once when the
+//!   listening connection comes back.
+//!
+//! Memory is only ever used to show stock and to refuse: the database alone
+//! grants (see `routes::shop::start_checkout`). Memory is believed only
+//! while its last full read is younger than [`TRUST_FOR`]; after that the
+//! pages read the database as before, so what a page shows lags the
+//! database by at most that long, and by a few milliseconds while the
+//! listener is connected.
+
+use std::collections::{BTreeSet, HashMap};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, RwLock, Weak};
+use std::time::{Duration, Instant};
+
+use chrono::{DateTime, Utc};
+use sqlx::PgPool;
+use sqlx::postgres::{PgListener, PgPoolOptions};
+use tokio::sync::{broadcast, mpsc, oneshot};
+
+use crate::checkout::catalogue::{Availability, Product, Stock};
+
+/// How often everything is read again, notified or not.
+pub const REFRESH_EVERY: Duration = Duration::from_millis(500);
+
+/// How old the last full read may be for memory to be believed.
+pub const TRUST_FOR: Duration = Duration::from_secs(1);
+
+/// The listening connection's `application_name`, to find it in
+/// `pg_stat_activity`.
+pub const LISTENER_NAME: &str = "holdfast-live";
+
+/// One resource as memory last read it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Level {
+    /// Units a hold could take now (plain holds past their TTL count as
+    /// free, as in `hf_stock`).
+    pub available: i32,
+    /// Units held by shoppers checking out or paying.
+    pub pending: i32,
+    /// When the first of those holds ends.
+    pub first_ends_at: Option<DateTime<Utc>>,
+    /// The resource row's version (its `xmin`): any change makes a new one.
+    version: String,
+    /// When this process first saw this version.
+    pub changed_at: DateTime<Utc>,
+}
+
+impl Level {
+    /// Whether a hold the database would take now may end before `now`:
+    /// then the database may have units memory does not show.
+    pub fn something_due(&self, now: DateTime<Utc>) -> bool {
+        self.first_ends_at.is_some_and(|at| at <= now)
+    }
+}
+
+/// The catalogue and its stock at one moment.
+#[derive(Debug)]
+pub struct Snapshot {
+    /// Active products, in page order.
+    products: Vec<Product>,
+    by_id: HashMap<String, usize>,
+    /// By resource id.
+    levels: HashMap<String, Level>,
+    /// When everything was last read.
+    read_at: Instant,
+}
+
+impl Snapshot {
+    /// Active products of one collection (or all) with what is left, in page
+    /// order: what `catalogue::availability` reads from the database.
+    pub fn availability(&self, collection: Option<&str>) -> Vec<Availability> {
+        self.products
+            .iter()
+            .filter(|p| collection.is_none_or(|c| p.collection == c))
+            .filter_map(|p| {
+                let level = self.levels.get(&p.resource_id)?;
+                Some(Availability {
+                    id: p.id.clone(),
+                    name: p.name.clone(),
+                    price_minor: p.price_minor,
+                    currency: p.currency.clone(),
+                    starts_at: p.starts_at,
+                    collection: p.collection.clone(),
+                    kind: p.kind,
+                    available_now: level.available,
+                    max_per_order: p.max_per_order,
+                    pending_units: level.pending,
+                    first_back_at: level.first_ends_at,
+                })
+            })
+            .collect()
+    }
+
+    /// What is left of these products (unknown ids left out), sorted by id:
+    /// what `catalogue::stock` reads from the database.
+    pub fn stock(&self, ids: &[String]) -> Vec<Stock> {
+        let ids: BTreeSet<&String> = ids.iter().collect();
+        ids.into_iter().filter_map(|id| self.stock_of(id)).collect()
+    }
+
+    fn stock_of(&self, id: &str) -> Option<Stock> {
+        let (_, level) = self.product(id)?;
+        Some(Stock {
+            id: id.to_owned(),
+            available: level.available.max(0),
+            pending: level.pending,
+            first_back_at: level.first_ends_at,
+        })
+    }
+
+    /// An active product and its resource's level.
+    pub fn product(&self, id: &str) -> Option<(&Product, &Level)> {
+        let product = &self.products[*self.by_id.get(id)?];
+        Some((product, self.levels.get(&product.resource_id)?))
+    }
+
+    /// The level of a resource.
+    pub fn level(&self, resource: &str) -> Option<&Level> {
+        self.levels.get(resource)
+    }
+}
+
+/// The shop's stock in memory, kept fresh by a task of its own that ends
+/// when the last clone is dropped. Cheap to clone.
+#[derive(Debug, Clone)]
+pub struct LiveStock {
+    inner: Arc<Inner>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    snapshot: RwLock<Option<Arc<Snapshot>>>,
+    /// The listening connection is up.
+    listening: AtomicBool,
+    /// Products whose stock changed, as each read finds them.
+    changes: broadcast::Sender<Arc<Vec<Stock>>>,
+    /// Reads so far (full, notified), for the curious and the tests.
+    full_reads: AtomicU64,
+    notified_reads: AtomicU64,
+    /// Asks for a full read now; answered once it is in.
+    read_now: mpsc::UnboundedSender<oneshot::Sender<()>>,
+}
+
+/// What the listening task tells the refreshing one.
+enum Heard {
+    Connected,
+    Lost,
+    Stock(String),
+    Catalogue,
+}
+
+impl LiveStock {
+    /// Memory for the shop on `pool`, and the task that keeps it fresh.
+    /// Call inside a Tokio runtime.
+    pub fn start(pool: PgPool) -> Self {
+        let (changes, _) = broadcast::channel(1024);
+        let (read_now, asked) = mpsc::unbounded_channel();
+        let inner = Arc::new(Inner {
+            read_now,
+            snapshot: RwLock::new(None),
+            listening: AtomicBool::new(false),
+            changes,
+            full_reads: AtomicU64::new(0),
+            notified_reads: AtomicU64::new(0),
+        });
+        tokio::spawn(keep_fresh(Arc::downgrade(&inner), pool, asked));
+        Self { inner }
+    }
+
+    /// The catalogue and its stock, if memory may be believed now: its last
+    /// full read is younger than [`TRUST_FOR`]. `None` means "read the
+    /// database".
+    pub fn now(&self) -> Option<Arc<Snapshot>> {
+        let snapshot = self
+            .inner
+            .snapshot
+            .read()
+            .expect("never poisoned")
+            .clone()?;
+        (snapshot.read_at.elapsed() < TRUST_FOR).then_some(snapshot)
+    }
+
+    /// Active products of one collection (or all) with what is left, in page
+    /// order: from memory if it may be believed, else from the database.
+    pub async fn availability(
+        &self,
+        pool: &PgPool,
+        collection: Option<&str>,
+    ) -> sqlx::Result<Vec<Availability>> {
+        match self.now() {
+            Some(snapshot) => Ok(snapshot.availability(collection)),
+            None => crate::checkout::catalogue::availability(pool, collection).await,
+        }
+    }
+
+    /// What is left of these products (unknown ids left out), sorted by id:
+    /// from memory if it may be believed, else from the database.
+    pub async fn stock(&self, pool: &PgPool, ids: &[String]) -> sqlx::Result<Vec<Stock>> {
+        match self.now() {
+            Some(snapshot) => Ok(snapshot.stock(ids)),
+            None => crate::checkout::catalogue::stock(pool, ids).await,
+        }
+    }
+
+    /// Products whose stock changed, as memory learns of them.
+    pub fn changes(&self) -> broadcast::Receiver<Arc<Vec<Stock>>> {
+        self.inner.changes.subscribe()
+    }
+
+    /// Whether the listening connection is up.
+    pub fn listening(&self) -> bool {
+        self.inner.listening.load(Ordering::Relaxed)
+    }
+
+    /// Full reads and notified reads so far.
+    pub fn reads(&self) -> (u64, u64) {
+        (
+            self.inner.full_reads.load(Ordering::Relaxed),
+            self.inner.notified_reads.load(Ordering::Relaxed),
+        )
+    }
+
+    /// Reads everything now and returns once memory has it (a process that
+    /// just changed the catalogue itself, the tests). `false` if the read
+    /// failed.
+    pub async fn refresh(&self) -> bool {
+        let (done, read) = oneshot::channel();
+        self.inner.read_now.send(done).is_ok() && read.await.is_ok()
+    }
+
+    /// Memory the caller can wait on: resolves once the first full read is
+    /// in (for start-up and tests), or after `within`.
+    pub async fn ready(&self, within: Duration) -> bool {
+        let deadline = Instant::now() + within;
+        while Instant::now() < deadline {
+            if self.now().is_some() {
+                return true;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        false
+    }
+}
+
+#[derive(sqlx::FromRow)]
+struct LevelRow {
+    resource_id: String,
+    available_now: i32,
+    pending: i32,
+    first_ends_at: Option<DateTime<Utc>>,
+    version: String,
+}
+
+const LEVELS: &str = "select r.id as resource_id, s.available_now, s.pending, s.first_ends_at, \
+                             r.xmin::text as version \
+                        from resources r cross join lateral hf_stock(r.id) s \
+                       where r.id = any($1)";
+
+/// Reads the whole catalogue: the same order as `catalogue::availability`.
+async fn read_all(pool: &PgPool) -> sqlx::Result<(Vec<Product>, Vec<LevelRow>)> {
+    let products: Vec<Product> = sqlx::query_as(
+        "select id, resource_id, kind, name, description, price_minor, currency, starts_at, \
+                collection, max_per_order \
+           from products \
+          where active \
+          order by collection = 'pantry', collection, position, id",
+    )
+    .fetch_all(pool)
+    .await?;
+    let resources: Vec<&str> = products.iter().map(|p| p.resource_id.as_str()).collect();
+    let levels = read_levels(pool, &resources).await?;
+    Ok((products, levels))
+}
+
+async fn read_levels(pool: &PgPool, resources: &[&str]) -> sqlx::Result<Vec<LevelRow>> {
+    sqlx::query_as(LEVELS).bind(resources).fetch_all(pool).await
+}
+
+impl Inner {
+    fn current(&self) -> Option<Arc<Snapshot>> {
+        self.snapshot.read().expect("never poisoned").clone()
+    }
+
+    /// Merge levels just read into memory; `products` replaces the catalogue
+    /// (a full read). Tells the watchers what changed.
+    fn merge(&self, products: Option<Vec<Product>>, rows: Vec<LevelRow>) {
+        let now = Utc::now();
+        let old = self.current();
+        let full = products.is_some();
+        let products = match (products, &old) {
+            (Some(products), _) => products,
+            (None, Some(old)) => old.products.clone(),
+            (None, None) => return, // nothing to merge into before the first full read
+        };
+        let mut levels = if full {
+            HashMap::with_capacity(rows.len())
+        } else {
+            old.as_ref().map(|o| o.levels.clone()).unwrap_or_default()
+        };
+        let mut changed_resources = Vec::new();
+        for row in rows {
+            let before = old.as_ref().and_then(|o| o.levels.get(&row.resource_id));
+            let changed_at = match before {
+                Some(before) if before.version == row.version => before.changed_at,
+                _ => now,
+            };
+            let level = Level {
+                available: row.available_now,
+                pending: row.pending,
+                first_ends_at: row.first_ends_at,
+                version: row.version,
+                changed_at,
+            };
+            if before.is_none_or(|b| {
+                (b.available, b.pending, b.first_ends_at)
+                    != (level.available, level.pending, level.first_ends_at)
+            }) {
+                changed_resources.push(row.resource_id.clone());
+            }
+            levels.insert(row.resource_id, level);
+        }
+        let by_id = products
+            .iter()
+            .enumerate()
+            .map(|(i, p)| (p.id.clone(), i))
+            .collect();
+        let read_at = match (&old, full) {
+            (Some(old), false) => old.read_at,
+            _ => Instant::now(),
+        };
+        let snapshot = Snapshot {
+            products,
+            by_id,
+            levels,
+            read_at,
+        };
+        let changes: Vec<Stock> = snapshot
+            .products
+            .iter()
+            .filter(|p| changed_resources.contains(&p.resource_id))
+            .filter_map(|p| snapshot.stock_of(&p.id))
+            .collect();
+        *self.snapshot.write().expect("never poisoned") = Some(Arc::new(snapshot));
+        if !changes.is_empty() {
+            // no watcher is fine
+            let _ = self.changes.send(Arc::new(changes));
+        }
+    }
+}
+
+/// The task behind [`LiveStock`]: reads everything at once, every
+/// [`REFRESH_EVERY`] and whenever the listener (re)connects, and what is
+/// notified as it is, every notification that arrived together in one read.
+async fn keep_fresh(
+    inner: Weak<Inner>,
+    pool: PgPool,
+    mut asked: mpsc::UnboundedReceiver<oneshot::Sender<()>>,
+) {
+    let (heard_tx, mut heard) = mpsc::unbounded_channel();
+    // the listener has a connection of its own, named so it can be found
+    let options = (*pool.connect_options())
+        .clone()
+        .application_name(LISTENER_NAME);
+    let listen_pool = PgPoolOptions::new()
+        .max_connections(1)
+        .connect_lazy_with(options);
+    tokio::spawn(listen(listen_pool.clone(), heard_tx));
+    let mut tick = tokio::time::interval(REFRESH_EVERY);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut complained = false;
+    let mut listening = false;
+    let mut hearing = true;
+    loop {
+        let mut full = false;
+        let mut resources = BTreeSet::new();
+        let mut waiting = Vec::new();
+        tokio::select! {
+            _ = tick.tick() => full = true,
+            Some(done) = asked.recv() => {
+                full = true;
+                waiting.push(done);
+                while let Ok(done) = asked.try_recv() {
+                    waiting.push(done);
+                }
+            }
+            got = heard.recv(), if hearing => {
+                hearing = got.is_some();
+                let mut next = got;
+                while let Some(event) = next.take() {
+                    match event {
+                        Heard::Stock(id) => {
+                            resources.insert(id);
+                        }
+                        Heard::Catalogue => full = true,
+                        Heard::Connected => {
+                            listening = true;
+                            full = true;
+                        }
+                        Heard::Lost => listening = false,
+                    }
+                    next = heard.try_recv().ok();
+                }
+            }
+        }
+        let Some(me) = inner.upgrade() else { break };
+        me.listening.store(listening, Ordering::Relaxed);
+        if !full && !resources.is_empty() {
+            let ids: Vec<&str> = resources.iter().map(String::as_str).collect();
+            match read_levels(&pool, &ids).await {
+                Ok(rows) => {
+                    me.notified_reads.fetch_add(1, Ordering::Relaxed);
+                    me.merge(None, rows);
+                }
+                // the next tick reads everything
+                Err(error) => tracing::debug!(%error, "cannot read the notified stock"),
+            }
+            continue;
+        }
+        if !full {
+            continue;
+        }
+        match read_all(&pool).await {
+            Ok((products, rows)) => {
+                me.full_reads.fetch_add(1, Ordering::Relaxed);
+                me.merge(Some(products), rows);
+                complained = false;
+                for done in waiting {
+                    let _ = done.send(());
+                }
+            }
+            Err(error) => {
+                if !complained {
+                    tracing::warn!(%error, "cannot read the stock; pages read the database until it comes back");
+                    complained = true;
+                }
+            }
+        }
+    }
+    listen_pool.close().await;
+}
+
+/// Listens on its own connection and tells [`keep_fresh`] what it hears,
+/// when it connects and when the connection is lost; connects again until
+/// `keep_fresh` is gone.
+async fn listen(pool: PgPool, heard: mpsc::UnboundedSender<Heard>) {
+    let mut complained = false;
+    loop {
+        let mut listener = match subscribe(&pool).await {
+            Ok(listener) => listener,
+            Err(error) => {
+                if heard.is_closed() || pool.is_closed() {
+                    return;
+                }
+                if !complained {
+                    tracing::warn!(%error, "cannot listen for stock changes; reading every {REFRESH_EVERY:?} meanwhile");
+                    complained = true;
+                }
+                tokio::time::sleep(Duration::from_millis(200)).await;
+                continue;
+            }
+        };
+        complained = false;
+        if heard.send(Heard::Connected).is_err() {
+            return;
+        }
+        while let Ok(Some(notification)) = listener.try_recv().await {
+            let event = match notification.channel() {
+                "hf_catalogue" => Heard::Catalogue,
+                _ => Heard::Stock(notification.payload().to_owned()),
+            };
+            if heard.send(event).is_err() {
+                return;
+            }
+        }
+        if heard.send(Heard::Lost).is_err() {
+            return;
+        }
+    }
+}
+
+async fn subscribe(pool: &PgPool) -> sqlx::Result<PgListener> {
+    let mut listener = PgListener::connect_with(pool).await?;
+    // a lost connection is ours to replace, after saying so
+    listener.eager_reconnect(false);
+    listener.listen_all(["hf_stock", "hf_catalogue"]).await?;
+    Ok(listener)
+}
