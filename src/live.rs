@@ -151,6 +151,8 @@ struct Inner {
     /// Reads so far (full, notified), for the curious and the tests.
     full_reads: AtomicU64,
     notified_reads: AtomicU64,
+    /// Checkouts refused from memory.
+    refusals: AtomicU64,
     /// Asks for a full read now; answered once it is in.
     read_now: mpsc::UnboundedSender<oneshot::Sender<()>>,
 }
@@ -176,6 +178,7 @@ impl LiveStock {
             changes,
             full_reads: AtomicU64::new(0),
             notified_reads: AtomicU64::new(0),
+            refusals: AtomicU64::new(0),
         });
         tokio::spawn(keep_fresh(Arc::downgrade(&inner), pool, asked));
         Self { inner }
@@ -232,6 +235,17 @@ impl LiveStock {
             self.inner.full_reads.load(Ordering::Relaxed),
             self.inner.notified_reads.load(Ordering::Relaxed),
         )
+    }
+
+    /// Counts a checkout refused from memory.
+    pub fn refused(&self) {
+        self.inner.refusals.fetch_add(1, Ordering::Relaxed);
+        crate::metrics::checkout("sold_out_from_memory");
+    }
+
+    /// Checkouts refused from memory so far.
+    pub fn refusals(&self) -> u64 {
+        self.inner.refusals.load(Ordering::Relaxed)
     }
 
     /// Reads everything now and returns once memory has it (a process that

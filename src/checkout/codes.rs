@@ -74,4 +74,26 @@ mod tests {
         let ticket = ticket_code();
         assert!(ticket.starts_with("TKT-") && ticket.len() == 13, "{ticket}");
     }
+
+    #[test]
+    fn a_checkout_key_says_when_it_was_made_and_nothing_else_does() {
+        let before = chrono::Utc::now() - chrono::Duration::milliseconds(1);
+        let key = checkout_key();
+        let minted = key_minted_at(&key).expect("a key of ours");
+        assert!(minted >= before && minted <= chrono::Utc::now(), "{key}");
+        assert_ne!(checkout_key(), key);
+        let future = chrono::Utc::now().timestamp_millis() + 120_000;
+        for other in [
+            order_token(),
+            "load-1".to_owned(),
+            "-abc".to_owned(),
+            "123-".to_owned(),
+            "12a-x".to_owned(),
+            "9999999999999999-x".to_owned(),
+            format!("{future}-x"),
+        ] {
+            assert_eq!(key_minted_at(&other), None, "{other}");
+        }
+        assert!(key_minted_at("1700000000000-x").is_some());
+    }
 }

@@ -498,7 +498,7 @@ fn refused_from_memory(
         .filter(|line| line.available == 0)
         .map(|line| line.product_id.clone())
         .collect();
-    crate::metrics::checkout("sold_out_from_memory");
+    shop.live.refused();
     Some(basket_page_of(
         shop,
         rows,

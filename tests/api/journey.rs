@@ -62,8 +62,29 @@ impl TestApp {
             .text()
             .await
             .unwrap();
-        let key = checkout_key(&page);
-        self.submit_checkout(shopper, &key).await
+        self.submit_form(shopper, &checkout_key(&page), &form_lines(&page))
+            .await
+    }
+
+    /// The checkout form as a browser sends it: its key and the lines the
+    /// page showed.
+    pub(crate) async fn submit_form(
+        &self,
+        shopper: &reqwest::Client,
+        key: &str,
+        lines: &str,
+    ) -> Response {
+        shopper
+            .post(format!("{}/checkout", self.address))
+            .form(&[
+                ("checkout_key", key),
+                ("name", "Ada Shopper"),
+                ("email", "ada@example.com"),
+                ("lines", lines),
+            ])
+            .send()
+            .await
+            .unwrap()
     }
 
     /// [`TestApp::checkout`], paying with `provider`.
@@ -87,6 +108,7 @@ impl TestApp {
                 ("name", "Ada Shopper"),
                 ("email", "ada@example.com"),
                 ("provider", provider),
+                ("lines", form_lines(&page).as_str()),
             ])
             .send()
             .await
@@ -136,6 +158,17 @@ impl TestApp {
 
 pub(crate) fn checkout_key(page: &str) -> String {
     crate::admin::hidden(page, "checkout_key")
+}
+
+/// The checkout form's lines, as the browser sends them.
+pub(crate) fn form_lines(page: &str) -> String {
+    crate::admin::hidden(page, "lines")
+        .replace("&#34;", "\"")
+        .replace("&quot;", "\"")
+        .replace("&#39;", "'")
+        .replace("&lt;", "<")
+        .replace("&gt;", ">")
+        .replace("&amp;", "&")
 }
 
 pub(crate) fn token_of(order_url: &str) -> String {

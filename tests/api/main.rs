@@ -8,6 +8,7 @@ mod checkout;
 mod cli;
 mod combined_checkout;
 mod combining;
+mod crowd;
 mod fairness;
 mod fuzz_regressions;
 mod health;

@@ -1,0 +1,291 @@
+//! The flash-sale crowd: pages and sold-out answers from memory, every
+//! grant still decided by the database.
+
+use std::time::{Duration, Instant};
+
+use futures::future::join_all;
+use holdfast::inventory::{Capacity, HoldOutcome};
+use holdfast::live::{LISTENER_NAME, LiveStock, TRUST_FOR};
+
+use crate::helpers::*;
+use crate::journey::{checkout_key, form_lines};
+
+async fn basket_page(app: &TestApp, shopper: &reqwest::Client) -> String {
+    shopper
+        .get(format!("{}/basket", app.address))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap()
+}
+
+async fn orders(app: &TestApp) -> i64 {
+    sqlx::query_scalar("select count(*) from orders")
+        .fetch_one(&app.db.pool)
+        .await
+        .unwrap()
+}
+
+async fn set_capacity(app: &TestApp, resource: &str, total: i64) {
+    app.db
+        .inventory()
+        .upsert_resource(&rid(resource), Capacity::parse(total).unwrap())
+        .await
+        .unwrap();
+}
+
+/// How long until `memory` shows `available` of `product`; fails past the
+/// lag bound.
+async fn shows(memory: &LiveStock, product: &str, available: i32, since: Instant) -> Duration {
+    loop {
+        let seen = memory
+            .now()
+            .and_then(|s| s.stock(&[product.to_owned()]).first().map(|s| s.available));
+        if seen == Some(available) {
+            return since.elapsed();
+        }
+        assert!(
+            since.elapsed() < TRUST_FOR,
+            "{product}: memory still shows {seen:?} instead of {available} after {:?}",
+            since.elapsed()
+        );
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sold_out_checkout_is_refused_from_memory_and_touches_nothing() {
+    let app = spawn_app().await;
+    app.load_demo().await;
+    set_capacity(&app, "harbour-lights-vip", 1).await;
+    let first = browser();
+    app.add(&first, "harbour-lights-vip", 1).await;
+    assert_eq!(app.checkout(&first).await.status(), 303);
+    let late = browser();
+    app.add(&late, "harbour-lights-vip", 1).await;
+    app.settled().await;
+    let page = basket_page(&app, &late).await;
+    let before = orders(&app).await;
+
+    // every table a checkout reads or writes is locked: an answer that
+    // needed the database would wait
+    let mut lock = app.db.pool.begin().await.unwrap();
+    sqlx::query(
+        "lock table basket_lines, orders, order_lines, holds, resources, products \
+         in access exclusive mode",
+    )
+    .execute(&mut *lock)
+    .await
+    .unwrap();
+    let refused = tokio::time::timeout(
+        Duration::from_secs(5),
+        app.submit_form(&late, &checkout_key(&page), &form_lines(&page)),
+    )
+    .await
+    .expect("the refusal waited for the database");
+    lock.rollback().await.unwrap();
+
+    assert_eq!(refused.status(), 409);
+    assert_eq!(app.live.refusals(), 1);
+    let body = refused.text().await.unwrap();
+    assert!(body.contains("VIP"), "{body}");
+    assert!(body.contains("sold out (you asked for 1)"), "{body}");
+    assert!(
+        body.contains("Sold out for now: 1 held by shoppers who are paying."),
+        "{body}"
+    );
+    // the page offers the form again, with a fresh key
+    assert_ne!(checkout_key(&body), checkout_key(&page));
+    assert_eq!(orders(&app).await, before);
+
+    // a form without its lines, or made before the last change, goes to
+    // the database, which refuses it the same way
+    for (key, lines) in [
+        (checkout_key(&page), String::new()),
+        (format!("1-{}", "a".repeat(64)), form_lines(&page)),
+    ] {
+        let response = app.submit_form(&late, &key, &lines).await;
+        assert_eq!(response.status(), 409);
+    }
+    assert_eq!(app.live.refusals(), 1);
+    assert_eq!(orders(&app).await, before);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_double_submit_that_took_the_last_unit_still_reaches_its_order() {
+    let app = spawn_app().await;
+    app.load_demo().await;
+    set_capacity(&app, "harbour-lights-vip", 1).await;
+    let shopper = browser();
+    app.add(&shopper, "harbour-lights-vip", 1).await;
+    app.settled().await;
+    let page = basket_page(&app, &shopper).await;
+    let (key, lines) = (checkout_key(&page), form_lines(&page));
+    let first = app.submit_form(&shopper, &key, &lines).await;
+    assert_eq!(first.status(), 303);
+    // memory knows the tier is sold out, and that it changed after the
+    // form was made
+    app.settled().await;
+    let again = app.submit_form(&shopper, &key, &lines).await;
+    assert_eq!(again.status(), 303);
+    assert_eq!(again.headers()["location"], first.headers()["location"]);
+    assert_eq!(app.live.refusals(), 0);
+    assert_eq!(orders(&app).await, 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_process_shows_a_change_within_a_second_even_after_its_listener_is_killed() {
+    let app = spawn_app().await;
+    app.load_demo().await;
+    // a second process: its own memory and listener on the same database
+    let other = LiveStock::start(app.db.pool.clone());
+    assert!(other.refresh().await);
+    let processes = [&app.live, &other];
+    let mut lags = Vec::new();
+
+    // a capacity change, then the last unit sold through the shop
+    let since = Instant::now();
+    set_capacity(&app, "harbour-lights-vip", 1).await;
+    for memory in processes {
+        lags.push(shows(memory, "harbour-lights-vip", 1, since).await);
+    }
+    let notified = other.reads().1;
+    let shopper = browser();
+    app.add(&shopper, "harbour-lights-vip", 1).await;
+    let since = Instant::now();
+    assert_eq!(app.checkout(&shopper).await.status(), 303);
+    for memory in processes {
+        lags.push(shows(memory, "harbour-lights-vip", 0, since).await);
+    }
+    // it was the notification that told the other process
+    assert!(other.reads().1 > notified);
+    // and the catalogue page says so
+    let page = browser()
+        .get(format!("{}/c/harbour-lights", app.address))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(page.contains("Sold out for now: 1 held"), "{page}");
+
+    // both listening connections are killed; a change made at once is
+    // still shown within the bound, and both listen again
+    let killed: Vec<bool> = sqlx::query_scalar(
+        "select pg_terminate_backend(pid) from pg_stat_activity \
+          where application_name = $1 and datname = current_database()",
+    )
+    .bind(LISTENER_NAME)
+    .fetch_all(&app.db.pool)
+    .await
+    .unwrap();
+    assert_eq!(killed, [true, true]);
+    let since = Instant::now();
+    set_capacity(&app, "wild-honey", 7).await;
+    for memory in processes {
+        lags.push(shows(memory, "wild-honey", 7, since).await);
+    }
+    let listening = Instant::now();
+    while !(app.live.listening() && other.listening()) {
+        assert!(
+            listening.elapsed() < Duration::from_secs(5),
+            "no listener came back"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let listeners: i64 = sqlx::query_scalar(
+        "select count(*) from pg_stat_activity \
+          where application_name = $1 and datname = current_database()",
+    )
+    .bind(LISTENER_NAME)
+    .fetch_one(&app.db.pool)
+    .await
+    .unwrap();
+    assert_eq!(listeners, 2);
+    let notified = other.reads().1;
+    let since = Instant::now();
+    set_capacity(&app, "wild-honey", 9).await;
+    for memory in processes {
+        lags.push(shows(memory, "wild-honey", 9, since).await);
+    }
+    assert!(other.reads().1 > notified);
+    lags.sort();
+    println!(
+        "lag of memory behind the database over {} observations: median {:?}, worst {:?}",
+        lags.len(),
+        lags[lags.len() / 2],
+        lags[lags.len() - 1]
+    );
+}
+
+/// Twenty places, all held by holds about to expire, and a crowd of 200
+/// pressing "pay" again and again: memory refuses while nothing is due,
+/// and once the holds are due every place is sold to the crowd.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn holds_that_expire_while_the_crowd_retries_are_sold_to_the_crowd() {
+    let app = spawn_app_with(TestDb::with_connections(32).await).await;
+    app.load_demo().await;
+    set_capacity(&app, "harbour-lights-vip", 20).await;
+    let inventory = app.db.inventory();
+    for i in 0..20 {
+        let mut hold = request(&rid("harbour-lights-vip"), 1, &format!("early-{i}"));
+        hold.ttl = Some(ttl(2.0));
+        assert!(matches!(
+            inventory.hold(&hold).await.unwrap(),
+            HoldOutcome::Held { .. }
+        ));
+    }
+    let crowd: Vec<reqwest::Client> = (0..200).map(|_| browser()).collect();
+    for shopper in &crowd {
+        app.add(shopper, "harbour-lights-vip", 1).await;
+    }
+    app.settled().await;
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let won = std::sync::atomic::AtomicUsize::new(0);
+    let outcomes = join_all(crowd.iter().map(|shopper| {
+        let (app, won) = (&app, &won);
+        async move {
+            let mut refusals = 0;
+            // until the twenty places are sold (or time is up)
+            while Instant::now() < deadline && won.load(std::sync::atomic::Ordering::SeqCst) < 20 {
+                let page = basket_page(app, shopper).await;
+                if !page.contains("name=\"lines\"") {
+                    break; // the basket emptied: this shopper is paying
+                }
+                let response = app
+                    .submit_form(shopper, &checkout_key(&page), &form_lines(&page))
+                    .await;
+                match response.status().as_u16() {
+                    303 => {
+                        won.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                        return (true, refusals);
+                    }
+                    409 => refusals += 1,
+                    other => panic!("checkout answered {other}"),
+                }
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            (false, refusals)
+        }
+    }))
+    .await;
+    let winners = outcomes.iter().filter(|(won, _)| *won).count();
+    let refusals: u32 = outcomes.iter().map(|(_, r)| r).sum();
+    assert_eq!(winners, 20, "the freed places went to the crowd");
+    assert!(refusals > 0);
+    assert!(
+        app.live.refusals() > 0,
+        "memory answered none of the {refusals} refusals"
+    );
+    assert_eq!(orders(&app).await, 20);
+    let status = inventory
+        .status(&rid("harbour-lights-vip"))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!((status.held, status.available), (20, 0));
+    assert_no_drift(&inventory).await;
+}
