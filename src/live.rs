@@ -22,7 +22,7 @@
 //! listener is connected.
 
 use std::collections::{BTreeSet, HashMap};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, RwLock, Weak};
 use std::time::{Duration, Instant};
 
@@ -42,6 +42,85 @@ pub const TRUST_FOR: Duration = Duration::from_secs(1);
 /// The listening connection's `application_name`, to find it in
 /// `pg_stat_activity`.
 pub const LISTENER_NAME: &str = "holdfast-live";
+
+/// Most pages one process lets watch at once; past it a page polls.
+pub const MAX_WATCHERS: usize = 20_000;
+
+/// Least time between two events to one watching page: a hot tier changes
+/// with every batch, and thousands of pages need not hear each one.
+pub const WATCH_GAP: Duration = Duration::from_millis(250);
+
+/// A quiet watch says it is still there this often (and so learns whether
+/// the page is).
+pub const WATCH_KEEPALIVE: Duration = Duration::from_secs(15);
+
+/// One page watching some products (`GET /availability/stream`).
+#[derive(Debug)]
+pub struct Watch {
+    ids: Vec<String>,
+    wanted: std::collections::HashSet<String>,
+    changes: broadcast::Receiver<Arc<Vec<Stock>>>,
+    live: LiveStock,
+    /// What the page was last told, and when.
+    sent: Option<(Instant, Vec<Stock>)>,
+}
+
+/// What a watch has for its page next.
+#[derive(Debug)]
+pub enum Watched {
+    /// What is left of the watched products now.
+    Changed(Vec<Stock>),
+    /// Nothing changed for [`WATCH_KEEPALIVE`].
+    Quiet,
+}
+
+impl Watch {
+    /// The watched product ids.
+    pub fn ids(&self) -> &[String] {
+        &self.ids
+    }
+
+    /// The next thing to tell the page: at once what is left now, then
+    /// whenever one of its products changes (at most every
+    /// [`WATCH_GAP`]); `None` when the shop is going away or cannot read.
+    pub async fn next(&mut self) -> Option<Watched> {
+        use broadcast::error::{RecvError, TryRecvError};
+        loop {
+            if let Some((at, _)) = &self.sent {
+                let at = *at;
+                match tokio::time::timeout(WATCH_KEEPALIVE, self.changes.recv()).await {
+                    Err(_) => return Some(Watched::Quiet),
+                    Ok(Err(RecvError::Closed)) => return None,
+                    // too far behind: what memory says now covers it
+                    Ok(Err(RecvError::Lagged(_))) => {}
+                    Ok(Ok(changed)) => {
+                        if !changed.iter().any(|s| self.wanted.contains(&s.id)) {
+                            continue;
+                        }
+                    }
+                }
+                tokio::time::sleep_until((at + WATCH_GAP).into()).await;
+                // whatever came meanwhile is in what memory says now
+                while matches!(
+                    self.changes.try_recv(),
+                    Ok(_) | Err(TryRecvError::Lagged(_))
+                ) {}
+            }
+            let stock = self.live.stock(&self.ids).await.ok()?;
+            if self.sent.as_ref().is_some_and(|(_, sent)| *sent == stock) {
+                continue;
+            }
+            self.sent = Some((Instant::now(), stock.clone()));
+            return Some(Watched::Changed(stock));
+        }
+    }
+}
+
+impl Drop for Watch {
+    fn drop(&mut self) {
+        self.live.inner.watchers.fetch_sub(1, Ordering::SeqCst);
+    }
+}
 
 /// One resource as memory last read it.
 #[derive(Debug, Clone, PartialEq)]
@@ -139,6 +218,8 @@ impl Snapshot {
 #[derive(Debug, Clone)]
 pub struct LiveStock {
     inner: Arc<Inner>,
+    /// Where to read when memory may not be believed.
+    pool: PgPool,
 }
 
 #[derive(Debug)]
@@ -153,6 +234,8 @@ struct Inner {
     notified_reads: AtomicU64,
     /// Checkouts refused from memory.
     refusals: AtomicU64,
+    /// Pages watching.
+    watchers: AtomicUsize,
     /// Asks for a full read now; answered once it is in.
     read_now: mpsc::UnboundedSender<oneshot::Sender<()>>,
 }
@@ -179,9 +262,10 @@ impl LiveStock {
             full_reads: AtomicU64::new(0),
             notified_reads: AtomicU64::new(0),
             refusals: AtomicU64::new(0),
+            watchers: AtomicUsize::new(0),
         });
-        tokio::spawn(keep_fresh(Arc::downgrade(&inner), pool, asked));
-        Self { inner }
+        tokio::spawn(keep_fresh(Arc::downgrade(&inner), pool.clone(), asked));
+        Self { inner, pool }
     }
 
     /// The catalogue and its stock, if memory may be believed now: its last
@@ -199,24 +283,42 @@ impl LiveStock {
 
     /// Active products of one collection (or all) with what is left, in page
     /// order: from memory if it may be believed, else from the database.
-    pub async fn availability(
-        &self,
-        pool: &PgPool,
-        collection: Option<&str>,
-    ) -> sqlx::Result<Vec<Availability>> {
+    pub async fn availability(&self, collection: Option<&str>) -> sqlx::Result<Vec<Availability>> {
         match self.now() {
             Some(snapshot) => Ok(snapshot.availability(collection)),
-            None => crate::checkout::catalogue::availability(pool, collection).await,
+            None => crate::checkout::catalogue::availability(&self.pool, collection).await,
         }
     }
 
     /// What is left of these products (unknown ids left out), sorted by id:
     /// from memory if it may be believed, else from the database.
-    pub async fn stock(&self, pool: &PgPool, ids: &[String]) -> sqlx::Result<Vec<Stock>> {
+    pub async fn stock(&self, ids: &[String]) -> sqlx::Result<Vec<Stock>> {
         match self.now() {
             Some(snapshot) => Ok(snapshot.stock(ids)),
-            None => crate::checkout::catalogue::stock(pool, ids).await,
+            None => crate::checkout::catalogue::stock(&self.pool, ids).await,
         }
+    }
+
+    /// A page watching these products, or `None` when [`MAX_WATCHERS`]
+    /// already are.
+    pub fn watch(&self, ids: Vec<String>) -> Option<Watch> {
+        let watchers = self.inner.watchers.fetch_add(1, Ordering::SeqCst);
+        if watchers >= MAX_WATCHERS {
+            self.inner.watchers.fetch_sub(1, Ordering::SeqCst);
+            return None;
+        }
+        Some(Watch {
+            wanted: ids.iter().cloned().collect(),
+            ids,
+            changes: self.changes(),
+            live: self.clone(),
+            sent: None,
+        })
+    }
+
+    /// Pages watching now.
+    pub fn watchers(&self) -> usize {
+        self.inner.watchers.load(Ordering::SeqCst)
     }
 
     /// Products whose stock changed, as memory learns of them.

@@ -1,7 +1,9 @@
-// Live availability. While something on the page is sold out, ask the shop
-// every ten seconds or so what is left and what is pending; when units come
-// back, say so (the basket) or show them (a product page, reloaded). No
-// inline script: the page's policy allows only our own files.
+// Live availability. While something on the page is sold out, watch what
+// is left and what is pending: a stream of server-sent events from the
+// shop's memory (/availability/stream), or, where there is none or the shop
+// is too busy to keep one open, a question every ten seconds or so. When
+// units come back, say so (the basket) or show them (a product page,
+// reloaded). No inline script: the page's policy allows only our own files.
 (function () {
   "use strict";
 
@@ -89,5 +91,35 @@
       .then(schedule);
   }
 
-  schedule();
+  function watch() {
+    var watched = soldOut();
+    if (watched.length === 0) {
+      return;
+    }
+    if (!window.EventSource) {
+      schedule();
+      return;
+    }
+    var ids = watched.map(function (el) { return el.getAttribute("data-product"); });
+    var source = new EventSource("/availability/stream?ids=" + encodeURIComponent(ids.join(",")));
+    source.onmessage = function (event) {
+      try {
+        var body = JSON.parse(event.data);
+        if (body && body.products) {
+          apply(body.products);
+        }
+      } catch (e) { /* the next event says it again */ }
+      if (soldOut().length === 0) {
+        source.close();
+      }
+    };
+    source.onerror = function () {
+      // the browser tries again by itself unless the shop said no
+      if (source.readyState === 2) {
+        schedule();
+      }
+    };
+  }
+
+  watch();
 })();

@@ -128,7 +128,7 @@ async fn catalogue_page(
     request: &HttpRequest,
     only: Option<&str>,
 ) -> Result<HttpResponse, ShopError> {
-    let rows = shop.live.availability(&shop.pool, only).await?;
+    let rows = shop.live.availability(only).await?;
     let now = chrono::Utc::now();
     let mut sections: Vec<Section> = Vec::new();
     for row in rows {
@@ -667,7 +667,7 @@ pub async fn start_checkout(
                 .filter(|line| line.available == 0)
                 .map(|line| line.product_id.clone())
                 .collect();
-            let stock = shop.live.stock(&shop.pool, &sold_out).await?;
+            let stock = shop.live.stock(&sold_out).await?;
             // the basket as read above: nothing in it changed
             return basket_page_of(
                 &shop,
@@ -1253,13 +1253,9 @@ pub struct StockQuery {
 /// The most products one availability request may ask about.
 pub const MAX_STOCK_IDS: usize = 100;
 
-/// `GET /availability?ids=a,b`: what is left of each product, what is
-/// pending and when the first pending hold ends (JSON, unknown ids left
-/// out). The pages poll it while something is sold out.
-pub async fn availability(
-    shop: web::Data<Shop>,
-    query: web::Query<StockQuery>,
-) -> Result<HttpResponse, ShopError> {
+/// The products an availability question names: 1 to [`MAX_STOCK_IDS`]
+/// ids of at most 200 bytes, separated by commas.
+fn stock_ids(query: &StockQuery) -> Result<Vec<String>, ShopError> {
     let ids: Vec<String> = query
         .ids
         .split(',')
@@ -1271,22 +1267,80 @@ pub async fn availability(
             "ask about 1 to 100 products, by their ids separated by commas",
         ));
     }
-    let products: Vec<serde_json::Value> = shop
-        .live
-        .stock(&shop.pool, &ids)
-        .await?
+    Ok(ids)
+}
+
+/// What is left, as the pages read it: `{"products": [...]}` with, beside
+/// each product's stock, when its first pending hold ends in the shop's
+/// zone (`first_back`), as the server says it.
+fn stock_body(shop: &Shop, stock: Vec<catalogue::Stock>) -> serde_json::Value {
+    let products: Vec<serde_json::Value> = stock
         .into_iter()
         .map(|stock| {
-            // the page says when in the shop's zone, as the server does
             let back = stock.first_back_at.map(|at| shop.zone.time(at));
             let mut value = serde_json::json!(stock);
             value["first_back"] = serde_json::json!(back);
             value
         })
         .collect();
+    serde_json::json!({ "products": products })
+}
+
+/// `GET /availability?ids=a,b`: what is left of each product, what is
+/// pending and when the first pending hold ends (JSON, unknown ids left
+/// out), from memory. Pages without `EventSource` poll it.
+pub async fn availability(
+    shop: web::Data<Shop>,
+    query: web::Query<StockQuery>,
+) -> Result<HttpResponse, ShopError> {
+    let ids = stock_ids(&query)?;
+    let stock = shop.live.stock(&ids).await?;
     Ok(HttpResponse::Ok()
         .insert_header((header::CACHE_CONTROL, "public, max-age=2"))
-        .json(serde_json::json!({ "products": products })))
+        .json(stock_body(&shop, stock)))
+}
+
+/// `GET /availability/stream?ids=a,b`: the same answer as a stream of
+/// server-sent events, the first at once, then one whenever memory sees
+/// those products change (at most one per [`crate::live::WATCH_GAP`]),
+/// and a comment every [`crate::live::WATCH_KEEPALIVE`] so a dead
+/// connection is found. A sold-out page holds one open; one process
+/// serves thousands (`live::MAX_WATCHERS`, then 503: the page polls).
+pub async fn availability_stream(
+    shop: web::Data<Shop>,
+    query: web::Query<StockQuery>,
+) -> Result<HttpResponse, ShopError> {
+    let ids = stock_ids(&query)?;
+    let Some(watch) = shop.live.watch(ids) else {
+        return Ok(HttpResponse::ServiceUnavailable()
+            .insert_header((header::RETRY_AFTER, "10"))
+            .insert_header((header::CACHE_CONTROL, "no-store"))
+            .body("too many pages are watching; poll /availability instead"));
+    };
+    let events =
+        futures::stream::unfold((true, watch, shop), |(first, mut watch, shop)| async move {
+            let bytes = match watch.next().await? {
+                crate::live::Watched::Quiet => bytes::Bytes::from_static(b": still here\n\n"),
+                crate::live::Watched::Changed(stock) => event(&shop, stock, first),
+            };
+            Some((
+                Ok::<_, std::convert::Infallible>(bytes),
+                (false, watch, shop),
+            ))
+        });
+    Ok(HttpResponse::Ok()
+        .content_type("text/event-stream")
+        .insert_header((header::CACHE_CONTROL, "no-store"))
+        // a proxy in front must pass each event on as it comes
+        .insert_header(("x-accel-buffering", "no"))
+        .streaming(events))
+}
+
+/// One server-sent event; the first also says how long a browser waits
+/// before it connects again.
+fn event(shop: &Shop, stock: Vec<catalogue::Stock>, first: bool) -> bytes::Bytes {
+    let retry = if first { "retry: 5000\n" } else { "" };
+    format!("{retry}data: {}\n\n", stock_body(shop, stock)).into()
 }
 
 pub async fn razorpay_script() -> HttpResponse {
@@ -1304,6 +1358,7 @@ pub fn routes(config: &mut web::ServiceConfig) {
         .route("/static/live.js", web::get().to(live_script))
         .route("/static/shop.css", web::get().to(stylesheet))
         .route("/availability", web::get().to(availability))
+        .route("/availability/stream", web::get().to(availability_stream))
         .route("/", web::get().to(catalogue))
         .route("/c/{collection}", web::get().to(collection))
         .route("/basket", web::get().to(basket))

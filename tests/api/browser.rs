@@ -443,6 +443,7 @@ async fn sold_out_while_someone_pays_is_not_final_and_the_pages_see_units_come_b
         )
         .await
         .unwrap();
+    app.settled().await;
     let vip = "li[data-product=\"harbour-lights-vip\"]";
     let mut payer = Browser::open(&driver, shots_for("not-final/payer")).await;
     let mut loser = Browser::open(&driver, shots_for("not-final/loser")).await;
@@ -494,9 +495,9 @@ async fn sold_out_while_someone_pays_is_not_final_and_the_pages_see_units_come_b
     payer.click("form button[type=submit]").await;
     payer.wait_for_text("h1", "Checkout cancelled").await;
 
-    // both pages see the place come back by themselves
+    // both pages see the place come back by themselves, told by the shop
     let mut noticed = String::new();
-    for _ in 0..250 {
+    for _ in 0..50 {
         noticed = loser.text(".alert .live-note").await;
         if noticed.starts_with("Back on sale") {
             break;

@@ -289,3 +289,114 @@ async fn holds_that_expire_while_the_crowd_retries_are_sold_to_the_crowd() {
     assert_eq!((status.held, status.available), (20, 0));
     assert_no_drift(&inventory).await;
 }
+
+/// Reads server-sent events from a response: the next `data:` line's JSON.
+struct Events {
+    body: reqwest::Response,
+    buffer: String,
+}
+
+impl Events {
+    async fn open(app: &TestApp, ids: &str) -> Events {
+        let response = browser()
+            .get(format!("{}/availability/stream?ids={ids}", app.address))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 200);
+        assert_eq!(response.headers()["content-type"], "text/event-stream");
+        Events {
+            body: response,
+            buffer: String::new(),
+        }
+    }
+
+    /// The next event's products as (id, available, pending).
+    async fn next(&mut self) -> Vec<(String, i64, i64)> {
+        loop {
+            if let Some(end) = self.buffer.find("\n\n") {
+                let event: String = self.buffer.drain(..end + 2).collect();
+                let Some(data) = event.lines().find_map(|l| l.strip_prefix("data: ")) else {
+                    continue; // a comment
+                };
+                let body: serde_json::Value = serde_json::from_str(data).unwrap();
+                return body["products"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|p| {
+                        (
+                            p["id"].as_str().unwrap().to_owned(),
+                            p["available"].as_i64().unwrap(),
+                            p["pending"].as_i64().unwrap(),
+                        )
+                    })
+                    .collect();
+            }
+            let chunk = self.body.chunk().await.unwrap().expect("the stream ended");
+            self.buffer.push_str(std::str::from_utf8(&chunk).unwrap());
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn five_hundred_open_pages_each_hear_a_change_within_a_second() {
+    let app = spawn_app().await;
+    app.load_demo().await;
+    set_capacity(&app, "harbour-lights-vip", 0).await;
+    app.settled().await;
+    for bad in ["", "ids=", "ids=,,"] {
+        let response = browser()
+            .get(format!("{}/availability/stream?{bad}", app.address))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 400, "{bad}");
+    }
+    let mut pages =
+        join_all((0..500).map(|_| Events::open(&app, "harbour-lights-vip,no-such"))).await;
+    for page in &mut pages {
+        assert_eq!(page.next().await, [("harbour-lights-vip".to_owned(), 0, 0)]);
+    }
+    assert_eq!(app.live.watchers(), 500);
+
+    // two units come back: every page hears it, within the bound
+    let since = Instant::now();
+    set_capacity(&app, "harbour-lights-vip", 2).await;
+    let heard = join_all(pages.iter_mut().map(|page| async move {
+        let event = tokio::time::timeout(TRUST_FOR, page.next()).await;
+        (event.ok(), since.elapsed())
+    }))
+    .await;
+    let on_time = heard
+        .iter()
+        .filter(|(event, _)| {
+            event.as_deref() == Some(&[("harbour-lights-vip".to_owned(), 2, 0)][..])
+        })
+        .count();
+    assert_eq!(on_time, 500);
+    let mut lags: Vec<Duration> = heard.iter().map(|(_, lag)| *lag).collect();
+    lags.sort();
+    println!(
+        "500 streams: median {:?}, worst {:?} from the change to the page",
+        lags[250], lags[499]
+    );
+    // pages that close stop being watched
+    drop(pages);
+    let closing = Instant::now();
+    while app.live.watchers() > 0 {
+        // the shop notices a gone page when it next writes to it
+        set_capacity(
+            &app,
+            "harbour-lights-vip",
+            3 + (closing.elapsed().as_millis() % 2) as i64,
+        )
+        .await;
+        assert!(
+            closing.elapsed() < Duration::from_secs(5),
+            "{} still watching",
+            app.live.watchers()
+        );
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+}
