@@ -15,11 +15,13 @@
 //!   listening connection comes back.
 //!
 //! Memory is only ever used to show stock and to refuse: the database alone
-//! grants (see `routes::shop::start_checkout`). Memory is believed only
-//! while its last full read is younger than [`TRUST_FOR`]; after that the
-//! pages read the database as before, so what a page shows lags the
-//! database by at most that long, and by a few milliseconds while the
-//! listener is connected.
+//! grants (see `routes::shop::start_checkout`). Memory is believed while
+//! the listener is connected (changes arrive milliseconds after their
+//! commit) and its last full read is younger than [`LISTENING_TRUST_FOR`],
+//! or, with no listener, while that read is younger than [`TRUST_FOR`];
+//! otherwise the pages read the database as before. So what a page shows
+//! lags the database by milliseconds, and by at most a second while the
+//! listener is reconnecting.
 
 use std::collections::{BTreeSet, HashMap};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -38,6 +40,10 @@ pub const REFRESH_EVERY: Duration = Duration::from_millis(500);
 
 /// How old the last full read may be for memory to be believed.
 pub const TRUST_FOR: Duration = Duration::from_secs(1);
+
+/// How old it may be while the listener is connected: notifications keep
+/// memory current, and full reads may run late when the machine is busy.
+pub const LISTENING_TRUST_FOR: Duration = Duration::from_secs(5);
 
 /// The listening connection's `application_name`, to find it in
 /// `pg_stat_activity`.
@@ -278,7 +284,12 @@ impl LiveStock {
             .read()
             .expect("never poisoned")
             .clone()?;
-        (snapshot.read_at.elapsed() < TRUST_FOR).then_some(snapshot)
+        let age = snapshot.read_at.elapsed();
+        // while the listener is up, changes arrive as they commit; a full
+        // read running late (a busy machine) does not make memory stale,
+        // though a listener silently gone for long might
+        let trusted = age < TRUST_FOR || (self.listening() && age < LISTENING_TRUST_FOR);
+        trusted.then_some(snapshot)
     }
 
     /// Active products of one collection (or all) with what is left, in page

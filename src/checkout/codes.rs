@@ -16,8 +16,14 @@ fn readable(len: usize) -> String {
 
 /// The order page's link: 256 random bits, URL-safe.
 pub fn order_token() -> String {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
     let bytes: [u8; 32] = rand::thread_rng().r#gen();
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
+    let mut token = String::with_capacity(64);
+    for b in bytes {
+        token.push(HEX[usize::from(b >> 4)] as char);
+        token.push(HEX[usize::from(b & 15)] as char);
+    }
+    token
 }
 
 /// A checkout form's key: when the form was made (milliseconds since the

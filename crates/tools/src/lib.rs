@@ -1,9 +1,11 @@
 //! The tools around Holdfast that production does not link: `simulate`
 //! (seeded shoppers through the sandbox, then the ledger), the benchmarks
 //! (`bench`, `throughput` and their baselines: the naive read-then-write
-//! path and neveroversell) and the provider sandbox on its own. Run them
+//! path and neveroversell), the flash-sale crowd (`flash-sale`) and the
+//! provider sandbox on its own. Run them
 //! with `cargo run -p holdfast-tools -- <command>`.
 
 pub mod bench;
+pub mod flash;
 pub mod naive;
 pub mod simulate;

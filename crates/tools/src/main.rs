@@ -79,6 +79,33 @@ enum Command {
         #[arg(long, default_value_t = 64)]
         connections: u32,
     },
+    /// A crowd of shoppers for one product of a running shop, paying at
+    /// the Stripe sandbox, until it is sold for good; then the ledger
+    /// (exit 4 if it does not hold). See bench/flash-sale.
+    FlashSale {
+        /// The shop
+        #[arg(long)]
+        shop: String,
+        /// The Stripe sandbox (`holdfast-tools sandbox`), with /stripe
+        #[arg(long)]
+        sandbox: String,
+        #[arg(long)]
+        product: String,
+        /// The collection whose page the crowd browses
+        #[arg(long)]
+        collection: String,
+        #[arg(long, default_value_t = 10_000)]
+        shoppers: usize,
+        /// Shoppers on their way at once
+        #[arg(long, default_value_t = 1_000)]
+        concurrency: usize,
+        /// Share of winners who leave the payment page instead of paying
+        #[arg(long, default_value_t = 0.05)]
+        abandon: f64,
+        /// Give up after this many seconds
+        #[arg(long, default_value_t = 300)]
+        limit: u64,
+    },
     /// Holds per second on one resource
     Throughput {
         #[arg(long, default_value_t = 5.0)]
@@ -194,6 +221,41 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             let pool = database::connect_and_migrate(&settings()?, connections).await?;
             let report = bench::race(pool, Capacity::parse(units)?, buyers, naive).await?;
             print(json, &report, || report.line());
+        }
+        Command::FlashSale {
+            shop,
+            sandbox,
+            product,
+            collection,
+            shoppers,
+            concurrency,
+            abandon,
+            limit,
+        } => {
+            anyhow::ensure!(
+                (0.0..=1.0).contains(&abandon),
+                "--abandon is a share from 0 to 1"
+            );
+            anyhow::ensure!(
+                shoppers > 0 && concurrency > 0,
+                "--shoppers and --concurrency must be at least 1"
+            );
+            let pool = database::connect_and_migrate(&settings()?, 4).await?;
+            let options = holdfast_tools::flash::FlashOptions {
+                shop: shop.trim_end_matches('/').to_owned(),
+                sandbox: sandbox.trim_end_matches('/').to_owned(),
+                product,
+                collection,
+                shoppers,
+                concurrency,
+                abandon,
+                limit: std::time::Duration::from_secs(limit),
+            };
+            let report = holdfast_tools::flash::run(pool, options).await?;
+            print(json, &report, || report.lines());
+            if !report.holds() {
+                return Ok(ExitCode::from(4));
+            }
         }
         Command::Throughput {
             seconds,
