@@ -16,6 +16,8 @@ use rand::Rng;
 use serde::Serialize;
 use sqlx::PgPool;
 
+use crate::simulate::{form_field, location};
+
 /// What to run.
 #[derive(Debug, Clone)]
 pub struct FlashOptions {
@@ -316,28 +318,6 @@ fn builder() -> reqwest::ClientBuilder {
         .timeout(Duration::from_secs(30))
 }
 
-fn field(page: &str, name: &str) -> Option<String> {
-    let marker = format!("name=\"{name}\" value=\"");
-    let start = page.find(&marker)? + marker.len();
-    let end = page[start..].find('"')? + start;
-    Some(
-        page[start..end]
-            .replace("&#34;", "\"")
-            .replace("&quot;", "\"")
-            .replace("&#39;", "'")
-            .replace("&amp;", "&"),
-    )
-}
-
-fn location(response: &reqwest::Response) -> anyhow::Result<String> {
-    Ok(response
-        .headers()
-        .get("location")
-        .context("a redirect without a location")?
-        .to_str()?
-        .to_owned())
-}
-
 /// Times one request of `kind`.
 async fn timed(
     crowd: &Crowd,
@@ -405,10 +385,10 @@ async fn shop(crowd: &Crowd, n: usize) -> anyhow::Result<()> {
         }
         let basket = timed(crowd, "basket", client.get(format!("{}/basket", o.shop))).await?;
         let basket = basket.text().await?;
-        let key = field(&basket, "checkout_key").context("no checkout form")?;
+        let key = form_field(&basket, "checkout_key").context("no checkout form")?;
         // a shop that does not send the lines back (an older build) reads
         // the basket itself
-        let lines = field(&basket, "lines").unwrap_or_default();
+        let lines = form_field(&basket, "lines").unwrap_or_default();
         let started = Instant::now();
         let answer = client
             .post(format!("{}/checkout", o.shop))

@@ -1215,7 +1215,7 @@ async fn shop_send(request: reqwest::RequestBuilder) -> anyhow::Result<reqwest::
     Ok(request.send().await?)
 }
 
-fn location(response: &reqwest::Response) -> anyhow::Result<String> {
+pub(crate) fn location(response: &reqwest::Response) -> anyhow::Result<String> {
     Ok(response
         .headers()
         .get("location")
@@ -1224,16 +1224,18 @@ fn location(response: &reqwest::Response) -> anyhow::Result<String> {
         .to_owned())
 }
 
-/// A hidden or filled form field's value from a page.
-fn form_field(page: &str, name: &str) -> Option<String> {
+/// A hidden or filled form field's value from a page (escaped quotes and
+/// ampersands decoded, the ampersand last).
+pub(crate) fn form_field(page: &str, name: &str) -> Option<String> {
     let marker = format!("name=\"{name}\" value=\"");
     let start = page.find(&marker)? + marker.len();
     let end = page[start..].find('"')? + start;
     Some(
         page[start..end]
-            .replace("&amp;", "&")
             .replace("&#34;", "\"")
-            .replace("&quot;", "\""),
+            .replace("&quot;", "\"")
+            .replace("&#39;", "'")
+            .replace("&amp;", "&"),
     )
 }
 
