@@ -17,6 +17,8 @@ pub struct Shop {
     pub checkouts: crate::checkout::Checkouts,
     /// Limits per buyer and per client address.
     pub fairness: crate::limits::client::Fairness,
+    /// Webhooks, payments for one resource confirmed together.
+    pub webhooks: crate::webhooks::Webhooks,
     /// Who may scrape `/metrics`, and its cached database gauges.
     pub metrics: crate::metrics::Exporter,
     /// The catalogue and its stock in memory, kept fresh by PostgreSQL:
@@ -52,6 +54,7 @@ impl Shop {
                 settings.limits.clone(),
                 settings.trusted_proxies.clone(),
             ),
+            webhooks: crate::webhooks::Webhooks::new(pool.clone()),
             metrics: crate::metrics::Exporter::new(settings.metrics_token.clone()),
             live: crate::live::LiveStock::start(pool.clone()),
             zone: settings.time_zone,

@@ -3,7 +3,7 @@ use futures::StreamExt;
 
 use crate::payments::ProviderKind;
 use crate::state::Shop;
-use crate::webhooks::{self, Verdict};
+use crate::webhooks::Verdict;
 
 /// Largest webhook body we read; the providers' events are far smaller.
 pub const MAX_WEBHOOK_BYTES: usize = 256 * 1024;
@@ -48,7 +48,10 @@ pub async fn webhook(
             .map(str::to_owned)
     };
     let now = chrono::Utc::now().timestamp();
-    let verdict = webhooks::receive(&shop.pool, provider.as_ref(), &header, &body, now).await;
+    let verdict = shop
+        .webhooks
+        .receive(provider.as_ref(), &header, &body, now)
+        .await;
     answer(name, verdict)
 }
 

@@ -11,8 +11,11 @@ use crate::checkout::outbox::{self, OutboxJob};
 use crate::checkout::refund::{self, RefundMove};
 use crate::checkout::{self, CheckoutError, Fulfilment, PaymentReport, Release, Source, settle};
 use crate::payments::{
-    HeaderLookup, PaymentProvider, PaymentStatus, ProviderEvent, ProviderKind, ProviderPayment,
+    PaymentStatus, ProviderEvent, ProviderKind, ProviderPayment, WebhookDelivery,
 };
+
+mod combined;
+pub use combined::Webhooks;
 
 /// What became of one delivery. Rejections answer 400; everything else 2xx.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -78,19 +81,12 @@ pub async fn first_delivery(
     Ok(fresh.is_some())
 }
 
-/// Receive one delivery. `now` is the current unix time.
-pub async fn receive(
+/// A verified delivery in a transaction of its own.
+pub(crate) async fn receive_alone(
     pool: &PgPool,
-    provider: &dyn PaymentProvider,
-    header: HeaderLookup<'_>,
-    body: &[u8],
-    now: i64,
+    kind: ProviderKind,
+    delivery: WebhookDelivery,
 ) -> Result<Verdict, CheckoutError> {
-    let delivery = match provider.verify_webhook(header, body, now) {
-        Ok(delivery) => delivery,
-        Err(reason) => return Ok(Verdict::Rejected { reason }),
-    };
-    let kind = provider.kind();
     let mut tx = pool.begin().await?;
     if !first_delivery(&mut tx, kind, &delivery.event_id, &delivery.kind).await? {
         tx.rollback().await?;
@@ -139,7 +135,7 @@ pub async fn receive(
 /// A payment event: the order is the one whose page it was made on; failing
 /// that, the one it claims (then the confirm routine finds the page wrong,
 /// flags the order and refunds the money); failing that, an orphan.
-async fn payment_event(
+pub(crate) async fn payment_event(
     tx: &mut Transaction<'_, Postgres>,
     payment: ProviderPayment,
     seen_in: &str,

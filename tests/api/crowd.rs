@@ -415,3 +415,89 @@ async fn five_hundred_open_pages_each_hear_a_change_within_a_second() {
         tokio::time::sleep(Duration::from_millis(300)).await;
     }
 }
+
+/// The payment burst after a sale opened: 150 orders on one tier paid at
+/// once, every webhook delivered twice. Each order is confirmed exactly
+/// once, in combined transactions.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_payment_burst_on_one_tier_is_confirmed_once_each_in_combined_transactions() {
+    let app = spawn_app_with(TestDb::with_connections(32).await).await;
+    app.load_demo().await;
+    set_capacity(&app, "harbour-lights-vip", 150).await;
+    app.settled().await;
+    let shoppers: Vec<reqwest::Client> = (0..150).map(|_| browser()).collect();
+    let pages = join_all(shoppers.iter().map(|shopper| {
+        let app = &app;
+        async move {
+            app.add(shopper, "harbour-lights-vip", 1).await;
+            let started = app.checkout(shopper).await;
+            assert_eq!(started.status(), 303);
+            started.headers()["location"].to_str().unwrap().to_owned()
+        }
+    }))
+    .await;
+    for page in &pages {
+        let id = page.rsplit('/').next().unwrap();
+        assert!(
+            app.sandbox
+                .stripe
+                .set_delivery(id, holdfast_sandbox::DeliveryMode::Twice)
+        );
+    }
+    let calls_before = app.webhooks.calls();
+    // everyone pays at once; only the webhooks confirm (no one returns)
+    join_all(
+        shoppers
+            .iter()
+            .zip(&pages)
+            .map(|(shopper, page)| async move {
+                let paid = shopper.post(format!("{page}/pay")).send().await.unwrap();
+                assert_eq!(paid.status(), 303);
+            }),
+    )
+    .await;
+    let started = Instant::now();
+    loop {
+        let paid: i64 = sqlx::query_scalar("select count(*) from orders where state = 'paid'")
+            .fetch_one(&app.db.pool)
+            .await
+            .unwrap();
+        let deliveries: i64 = sqlx::query_scalar(
+            "select count(*) from webhook_events where event_type = 'checkout.session.completed'",
+        )
+        .fetch_one(&app.db.pool)
+        .await
+        .unwrap();
+        if paid == 150 && deliveries == 150 {
+            break;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "{paid} paid, {deliveries} events"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let status = app
+        .db
+        .inventory()
+        .status(&rid("harbour-lights-vip"))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!((status.sold, status.held, status.available), (150, 0, 0));
+    let codes: i64 = sqlx::query_scalar("select count(*) from order_codes")
+        .fetch_one(&app.db.pool)
+        .await
+        .unwrap();
+    assert_eq!(codes, 150);
+    let ledger = app.sandbox.stripe.ledger();
+    assert_eq!(ledger.charges.len(), 150);
+    assert_eq!(ledger.refunds.len(), 0);
+    let calls = app.webhooks.calls() - calls_before;
+    assert!(
+        calls < 150,
+        "{calls} transactions for 150 confirmations: nothing combined"
+    );
+    println!("150 confirmations (300 deliveries) in {calls} combined transactions");
+    assert_no_drift(&app.db.inventory()).await;
+}

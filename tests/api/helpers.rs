@@ -238,6 +238,8 @@ pub struct TestApp {
     pub csp_reports: std::sync::Arc<std::sync::atomic::AtomicU64>,
     /// The shop's stock in memory.
     pub live: holdfast::live::LiveStock,
+    /// The shop's webhooks (their combined confirmations).
+    pub webhooks: holdfast::webhooks::Webhooks,
 }
 
 pub async fn spawn_app() -> TestApp {
@@ -270,6 +272,7 @@ pub async fn spawn_app_shaped(
     let csp_reports = shop.csp_reports.clone();
     shape(&sandbox, &mut shop);
     let live = shop.live.clone();
+    let webhooks = shop.webhooks.clone();
     let app = Application::build(listener, shop).expect("build app");
     tokio::spawn(app.run_until_stopped());
     TestApp {
@@ -279,6 +282,7 @@ pub async fn spawn_app_shaped(
         client: browser(),
         csp_reports,
         live,
+        webhooks,
     }
 }
 

@@ -524,6 +524,7 @@ async fn a_provider_outage_at_checkout_start_releases_the_holds_and_tells_the_sh
     .unwrap();
     let shop = holdfast::state::Shop::local(db.pool.clone(), payments, address.clone());
     let live = shop.live.clone();
+    let webhooks = shop.webhooks.clone();
     tokio::spawn(
         holdfast::startup::Application::build(listener, shop)
             .unwrap()
@@ -536,6 +537,7 @@ async fn a_provider_outage_at_checkout_start_releases_the_holds_and_tells_the_sh
         client: browser(),
         csp_reports: Default::default(),
         live,
+        webhooks,
     };
     down.load_demo().await;
     let shopper = browser();

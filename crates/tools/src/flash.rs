@@ -464,3 +464,128 @@ async fn pay(crowd: &Crowd, client: &reqwest::Client, page: &str) -> anyhow::Res
     );
     Ok(())
 }
+
+/// The payment burst on one tier: grants, then confirmations.
+#[derive(Debug, Serialize)]
+pub struct BurstReport {
+    pub orders: usize,
+    pub concurrency: usize,
+    /// Checkouts started (each reached a payment page) per second.
+    pub grants_per_second: f64,
+    /// Orders paid per second, from the first payment to the last order
+    /// confirmed by its webhook.
+    pub confirmations_per_second: f64,
+    pub paid: i64,
+    pub drifting_resources: i64,
+}
+
+impl BurstReport {
+    pub fn lines(&self) -> String {
+        format!(
+            "payment burst, {} orders on one tier, {} at a time: {:.0} grants/s, then {:.0} confirmations/s ({:.2} of the grant rate); {} paid, resources with drift {}",
+            self.orders,
+            self.concurrency,
+            self.grants_per_second,
+            self.confirmations_per_second,
+            self.confirmations_per_second / self.grants_per_second,
+            self.paid,
+            self.drifting_resources
+        )
+    }
+}
+
+/// `options.shoppers` shoppers check out the product, `concurrency` at a
+/// time; then they all pay at the sandbox, `concurrency` at a time, and
+/// the webhooks alone confirm (nobody follows the way back).
+pub async fn burst(pool: PgPool, options: FlashOptions) -> anyhow::Result<BurstReport> {
+    let o = &options;
+    let paid_before: i64 = sqlx::query_scalar("select count(*) from orders where state = 'paid'")
+        .fetch_one(&pool)
+        .await?;
+    let gate = Arc::new(tokio::sync::Semaphore::new(o.concurrency));
+    let started = Instant::now();
+    let mut starts = Vec::with_capacity(o.shoppers);
+    for n in 0..o.shoppers {
+        let (gate, o) = (gate.clone(), options.clone());
+        starts.push(tokio::spawn(async move {
+            let _turn = gate.acquire_owned().await.expect("never closed");
+            let client = builder().cookie_store(true).build()?;
+            let added = client
+                .post(format!("{}/basket/add", o.shop))
+                .form(&[("product_id", o.product.as_str()), ("qty", "1")])
+                .send()
+                .await?;
+            anyhow::ensure!(added.status() == 303, "adding answered {}", added.status());
+            let basket = client
+                .get(format!("{}/basket", o.shop))
+                .send()
+                .await?
+                .text()
+                .await?;
+            let key = form_field(&basket, "checkout_key").context("no checkout form")?;
+            let lines = form_field(&basket, "lines").unwrap_or_default();
+            let answer = client
+                .post(format!("{}/checkout", o.shop))
+                .form(&[
+                    ("checkout_key", key.as_str()),
+                    ("lines", lines.as_str()),
+                    ("name", "Burst Shopper"),
+                    ("email", &format!("burst-{n}@example.com")),
+                ])
+                .send()
+                .await?;
+            anyhow::ensure!(
+                answer.status() == 303,
+                "checkout answered {}",
+                answer.status()
+            );
+            Ok((client, location(&answer)?))
+        }));
+    }
+    let mut pages = Vec::with_capacity(o.shoppers);
+    for start in starts {
+        pages.push(start.await??);
+    }
+    let grants = o.shoppers as f64 / started.elapsed().as_secs_f64();
+
+    let started = Instant::now();
+    let mut payments = Vec::with_capacity(o.shoppers);
+    for (client, page) in pages {
+        let gate = gate.clone();
+        payments.push(tokio::spawn(async move {
+            let _turn = gate.acquire_owned().await.expect("never closed");
+            let paid = client.post(format!("{page}/pay")).send().await?;
+            anyhow::ensure!(
+                paid.status() == 303,
+                "the sandbox answered {}",
+                paid.status()
+            );
+            Ok(())
+        }));
+    }
+    for payment in payments {
+        payment.await??;
+    }
+    let target = paid_before + o.shoppers as i64;
+    let paid = loop {
+        let paid: i64 = sqlx::query_scalar("select count(*) from orders where state = 'paid'")
+            .fetch_one(&pool)
+            .await?;
+        if paid >= target || Instant::now() > started + o.limit {
+            break paid;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    };
+    let confirmations = (paid - paid_before) as f64 / started.elapsed().as_secs_f64();
+    let drifting: i64 = sqlx::query_scalar("select count(*) from hf_check() where drift")
+        .fetch_one(&pool)
+        .await?;
+    Ok(BurstReport {
+        orders: o.shoppers,
+        concurrency: o.concurrency,
+        grants_per_second: grants,
+        confirmations_per_second: confirmations,
+        paid: paid - paid_before,
+        drifting_resources: drifting,
+    })
+}

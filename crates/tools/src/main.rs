@@ -105,6 +105,11 @@ enum Command {
         /// Give up after this many seconds
         #[arg(long, default_value_t = 300)]
         limit: u64,
+        /// Instead of the crowd, the payment burst: --shoppers check out,
+        /// --concurrency at a time, then all pay at once and the webhooks
+        /// confirm; prints grants/s and confirmations/s
+        #[arg(long)]
+        burst: bool,
     },
     /// Holds per second on one resource
     Throughput {
@@ -231,6 +236,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             concurrency,
             abandon,
             limit,
+            burst,
         } => {
             anyhow::ensure!(
                 (0.0..=1.0).contains(&abandon),
@@ -251,6 +257,14 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 abandon,
                 limit: std::time::Duration::from_secs(limit),
             };
+            if burst {
+                let report = holdfast_tools::flash::burst(pool, options).await?;
+                print(json, &report, || report.lines());
+                if report.paid != report.orders as i64 || report.drifting_resources != 0 {
+                    return Ok(ExitCode::from(4));
+                }
+                return Ok(ExitCode::SUCCESS);
+            }
             let report = holdfast_tools::flash::run(pool, options).await?;
             print(json, &report, || report.lines());
             if !report.holds() {

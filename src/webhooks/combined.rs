@@ -1,0 +1,182 @@
+//! Payment webhooks for orders of one resource, confirmed together. After a
+//! flash sale opens, the payments arrive in a burst: every confirmation
+//! needs the tier's row lock, held until its commit reaches the disk, so
+//! one at a time they queue on that lock with a commit each. [`Webhooks`]
+//! sends the deliveries waiting for the same resource through one
+//! transaction (the same [`Combiner`] as holds and checkouts): the batch's
+//! orders are locked first, in id order, then each delivery is recorded
+//! and confirmed exactly as it would be alone, and the batch commits once.
+//! Each delivery still gets its own verdict. If the batch fails, each
+//! delivery is tried again on its own, so one bad delivery cannot fail the
+//! others.
+
+use sqlx::PgPool;
+use uuid::Uuid;
+
+use super::{Verdict, first_delivery, payment_event, receive_alone};
+use crate::checkout::CheckoutError;
+use crate::combine::{Batch, Combiner};
+use crate::payments::{
+    HeaderLookup, PaymentProvider, PaymentStatus, ProviderKind, ProviderPayment,
+};
+
+/// Most deliveries one transaction carries.
+pub const MAX_BATCH: usize = 64;
+
+/// The shop's way in for webhooks: combined where it can be. Cheap to
+/// clone.
+#[derive(Debug, Clone)]
+pub struct Webhooks {
+    pool: PgPool,
+    confirmations: Combiner<Confirmations>,
+}
+
+/// A verified payment delivery for an order of one resource.
+pub struct Delivered {
+    provider: ProviderKind,
+    event_id: String,
+    event_kind: String,
+    payment: ProviderPayment,
+    order_id: Uuid,
+}
+
+struct Confirmations {
+    pool: PgPool,
+}
+
+impl Webhooks {
+    pub fn new(pool: PgPool) -> Self {
+        Self {
+            confirmations: Combiner::new(Confirmations { pool: pool.clone() }),
+            pool,
+        }
+    }
+
+    /// Receive one delivery (`now` is the current unix time). A captured
+    /// payment for an order of one product goes through the combined
+    /// transaction of that product's resource; anything else on its own.
+    pub async fn receive(
+        &self,
+        provider: &dyn PaymentProvider,
+        header: HeaderLookup<'_>,
+        body: &[u8],
+        now: i64,
+    ) -> Result<Verdict, CheckoutError> {
+        let delivery = match provider.verify_webhook(header, body, now) {
+            Ok(delivery) => delivery,
+            Err(reason) => return Ok(Verdict::Rejected { reason }),
+        };
+        if let crate::payments::ProviderEvent::Payment(payment) = &delivery.event
+            && payment.status == PaymentStatus::Captured
+            && let Some(page_id) = &payment.page_id
+            && let Some((order_id, resource)) =
+                one_product_order(&self.pool, provider.kind(), page_id).await?
+        {
+            let delivered = Delivered {
+                provider: provider.kind(),
+                event_id: delivery.event_id.clone(),
+                event_kind: delivery.kind.clone(),
+                payment: payment.clone(),
+                order_id,
+            };
+            return self.confirmations.call(&resource, delivered).await;
+        }
+        receive_alone(&self.pool, provider.kind(), delivery).await
+    }
+
+    /// Combined transactions so far (for the curious and the tests).
+    pub fn calls(&self) -> u64 {
+        self.confirmations.calls()
+    }
+}
+
+/// The order made on this page, if it holds one product (one hold), and
+/// that hold's resource. Read without a lock: the batch locks and reads
+/// again.
+async fn one_product_order(
+    pool: &PgPool,
+    provider: ProviderKind,
+    page_id: &str,
+) -> sqlx::Result<Option<(Uuid, String)>> {
+    sqlx::query_as(
+        "select o.id, h.resource_id from orders o join holds h on h.id = o.hold_id \
+          where o.provider = $1 and o.provider_session_id = $2 and h.basket_id is null",
+    )
+    .bind(provider.as_str())
+    .bind(page_id)
+    .fetch_optional(pool)
+    .await
+}
+
+impl Batch for Confirmations {
+    type Request = Delivered;
+    type Reply = Result<Verdict, CheckoutError>;
+    const MAX: usize = MAX_BATCH;
+
+    async fn run(&self, _resource: &str, requests: Vec<Delivered>) -> Vec<Self::Reply> {
+        if requests.len() > 1 {
+            match together(&self.pool, &requests).await {
+                Ok(verdicts) => return verdicts.into_iter().map(Ok).collect(),
+                Err(error) => {
+                    tracing::warn!(%error, deliveries = requests.len(), "a combined confirmation failed; confirming each alone")
+                }
+            }
+        }
+        let mut replies = Vec::with_capacity(requests.len());
+        for delivered in requests {
+            replies.push(alone(&self.pool, delivered).await);
+        }
+        replies
+    }
+
+    fn lost() -> Self::Reply {
+        Err(CheckoutError::Database(sqlx::Error::Protocol(
+            "the combined confirmation ended without an answer".into(),
+        )))
+    }
+}
+
+/// The deliveries in one transaction: their orders locked first, in id
+/// order (every other path locks an order before its resource), then each
+/// recorded and confirmed as it would be alone.
+async fn together(pool: &PgPool, requests: &[Delivered]) -> Result<Vec<Verdict>, CheckoutError> {
+    let mut tx = pool.begin().await?;
+    let mut orders: Vec<Uuid> = requests.iter().map(|d| d.order_id).collect();
+    orders.sort();
+    orders.dedup();
+    sqlx::query("select id from orders where id = any($1) order by id for update")
+        .bind(&orders)
+        .execute(&mut *tx)
+        .await?;
+    let mut verdicts = Vec::with_capacity(requests.len());
+    for delivered in requests {
+        verdicts.push(record_and_confirm(&mut tx, delivered).await?);
+    }
+    tx.commit().await?;
+    Ok(verdicts)
+}
+
+async fn alone(pool: &PgPool, delivered: Delivered) -> Result<Verdict, CheckoutError> {
+    let mut tx = pool.begin().await?;
+    let verdict = record_and_confirm(&mut tx, &delivered).await?;
+    tx.commit().await?;
+    Ok(verdict)
+}
+
+async fn record_and_confirm(
+    tx: &mut sqlx::Transaction<'_, sqlx::Postgres>,
+    delivered: &Delivered,
+) -> Result<Verdict, CheckoutError> {
+    if !first_delivery(
+        tx,
+        delivered.provider,
+        &delivered.event_id,
+        &delivered.event_kind,
+    )
+    .await?
+    {
+        return Ok(Verdict::Duplicate);
+    }
+    let seen_in = format!("webhook {}", delivered.event_id);
+    payment_event(tx, delivered.payment.clone(), &seen_in).await
+}
