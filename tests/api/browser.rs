@@ -263,6 +263,7 @@ async fn shop_and_driver() -> (TestApp, Driver, tokio::sync::MutexGuard<'static,
 /// Basket to checkout form, as a shopper does it. Ends on the provider's
 /// hosted page.
 async fn check_out(browser: &mut Browser, app: &TestApp, product: &str, qty: &str, shot: &str) {
+    app.settled().await;
     browser.go(&format!("{}/", app.address)).await;
     let card = format!("li[data-product=\"{product}\"]");
     browser.fill(&format!("{card} input[name=qty]"), qty).await;
@@ -292,6 +293,7 @@ async fn a_shopper_books_a_pickup_slot_and_gets_a_pickup_code() {
     let mut browser = Browser::open(&driver, shots_for("pickup-slot")).await;
     let slot = app.first_slot().await;
 
+    app.settled().await;
     browser.go(&format!("{}/", app.address)).await;
     assert_eq!(browser.text("header .brand").await, "Holdfast Market");
     let card = format!("li[data-product=\"{slot}\"]");
@@ -330,6 +332,7 @@ async fn a_shopper_books_a_pickup_slot_and_gets_a_pickup_code() {
         .await
         .unwrap();
     assert_eq!(stored, code);
+    app.settled().await;
     browser.go(&format!("{}/c/bakery", app.address)).await;
     assert_eq!(browser.text(&format!("{card} .left")).await, "7 left");
     assert_no_policy_reports(&app).await;
@@ -379,6 +382,7 @@ async fn the_second_browser_loses_the_last_unit_and_is_told_so() {
     let mut second = Browser::open(&driver, shots_for("last-unit/second")).await;
     // both have it in their basket before either checks out
     for browser in [&mut first, &mut second] {
+        app.settled().await;
         browser.go(&format!("{}/", app.address)).await;
         assert_eq!(
             browser
@@ -411,6 +415,7 @@ async fn the_second_browser_loses_the_last_unit_and_is_told_so() {
     first.wait_for_path("/orders/").await;
     first.find(".ticket-code").await;
     first.screenshot("paid").await;
+    app.settled().await;
     second.go(&format!("{}/", app.address)).await;
     assert_eq!(
         second
@@ -449,6 +454,7 @@ async fn sold_out_while_someone_pays_is_not_final_and_the_pages_see_units_come_b
     let mut loser = Browser::open(&driver, shots_for("not-final/loser")).await;
     let mut watcher = Browser::open(&driver, shots_for("not-final/watcher")).await;
     for browser in [&mut payer, &mut loser] {
+        app.settled().await;
         browser.go(&format!("{}/", app.address)).await;
         browser.click(&format!("{vip} button[type=submit]")).await;
         browser.wait_for_path("/basket").await;
@@ -470,6 +476,7 @@ async fn sold_out_while_someone_pays_is_not_final_and_the_pages_see_units_come_b
     assert!(note.contains("the first come back by "), "{note}");
     loser.screenshot("sold-out-for-now").await;
     // a shopper looking at the product page is told the same
+    app.settled().await;
     watcher.go(&format!("{}/", app.address)).await;
     assert_eq!(watcher.text(&format!("{vip} .left")).await, "Sold out");
     let note = watcher.text(&format!("{vip} .live-note")).await;
@@ -526,6 +533,7 @@ async fn staff_find_a_hold_release_it_and_see_the_units_come_back() {
     // a shopper holding three jars, gone quiet on the payment page
     let mut shopper = Browser::open(&driver, shots_for("staff/shopper")).await;
     check_out(&mut shopper, &app, "wild-honey", "3", "basket").await;
+    app.settled().await;
     shopper.go(&format!("{}/", app.address)).await;
     assert_eq!(
         shopper.text("li[data-product=\"wild-honey\"] .left").await,
@@ -582,6 +590,7 @@ async fn staff_find_a_hold_release_it_and_see_the_units_come_back() {
     assert_eq!(staff.text(&format!("{row} td.available")).await, "40");
     staff.screenshot("resources-after").await;
     // and the shop shows them again
+    app.settled().await;
     shopper.go(&format!("{}/", app.address)).await;
     assert_eq!(
         shopper.text("li[data-product=\"wild-honey\"] .left").await,
@@ -606,6 +615,7 @@ async fn the_policy_report_counter_does_count_a_violation() {
     // the check above is only worth something if a violation would show
     let (app, driver, _turn) = shop_and_driver().await;
     let browser = Browser::open(&driver, shots_for("policy")).await;
+    app.settled().await;
     browser.go(&format!("{}/", app.address)).await;
     browser
         .client

@@ -211,6 +211,7 @@ async fn a_shopper_buys_the_last_slot_and_two_tickets_and_gets_codes() {
         )
         .await
         .unwrap();
+    app.settled().await;
     let shopper = browser();
     let home = shopper
         .get(&app.address)
@@ -244,6 +245,7 @@ async fn a_shopper_buys_the_last_slot_and_two_tickets_and_gets_codes() {
         .unwrap();
     assert!(hosted.contains("Pay 88.00 EUR"), "{hosted}");
     // while paying, the slot is held: nobody else sees it
+    app.settled().await;
     let home = browser()
         .get(&app.address)
         .send()
