@@ -13,8 +13,8 @@
 use sqlx::PgPool;
 use uuid::Uuid;
 
-use super::{Verdict, first_delivery, payment_event, receive_alone};
-use crate::checkout::CheckoutError;
+use super::{Verdict, first_delivery, receive_alone};
+use crate::checkout::{CheckoutError, PaymentReport, Source, confirm_payment_in};
 use crate::combine::{Batch, Combiner};
 use crate::payments::{
     HeaderLookup, PaymentProvider, PaymentStatus, ProviderKind, ProviderPayment,
@@ -177,6 +177,14 @@ async fn record_and_confirm(
     {
         return Ok(Verdict::Duplicate);
     }
-    let seen_in = format!("webhook {}", delivered.event_id);
-    payment_event(tx, delivered.payment.clone(), &seen_in).await
+    // the order made on the payment's page, as `payment_event` would find
+    // it: found before the batch, and a page is an order's for good
+    let report = PaymentReport {
+        order_id: delivered.order_id,
+        payment: delivered.payment.clone(),
+        source: Source::Webhook,
+    };
+    Ok(Verdict::Confirmed {
+        fulfilment: confirm_payment_in(tx, &report).await?,
+    })
 }

@@ -135,7 +135,7 @@ pub(crate) async fn receive_alone(
 /// A payment event: the order is the one whose page it was made on; failing
 /// that, the one it claims (then the confirm routine finds the page wrong,
 /// flags the order and refunds the money); failing that, an orphan.
-pub(crate) async fn payment_event(
+async fn payment_event(
     tx: &mut Transaction<'_, Postgres>,
     payment: ProviderPayment,
     seen_in: &str,

@@ -111,6 +111,19 @@ enum Command {
         #[arg(long)]
         burst: bool,
     },
+    /// Pages watching one product of a running shop over server-sent
+    /// events, and how fast a capacity change reaches every one of them
+    Watch {
+        /// The shop (http://host:port)
+        #[arg(long)]
+        shop: String,
+        #[arg(long)]
+        product: String,
+        #[arg(long, default_value_t = 5_000)]
+        streams: usize,
+        #[arg(long, default_value_t = 5)]
+        changes: usize,
+    },
     /// Holds per second on one resource
     Throughput {
         #[arg(long, default_value_t = 5.0)]
@@ -268,6 +281,24 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             let report = holdfast_tools::flash::run(pool, options).await?;
             print(json, &report, || report.lines());
             if !report.holds() {
+                return Ok(ExitCode::from(4));
+            }
+        }
+        Command::Watch {
+            shop,
+            product,
+            streams,
+            changes,
+        } => {
+            anyhow::ensure!(
+                streams > 0 && changes > 0,
+                "--streams and --changes must be at least 1"
+            );
+            let pool = database::connect_and_migrate(&settings()?, 2).await?;
+            let report =
+                holdfast_tools::flash::watch(pool, &shop, &product, streams, changes).await?;
+            print(json, &report, || report.lines());
+            if report.missed > 0 {
                 return Ok(ExitCode::from(4));
             }
         }
