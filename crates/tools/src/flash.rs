@@ -475,6 +475,9 @@ pub struct BurstReport {
     /// Orders paid per second, from the first payment to the last order
     /// confirmed by its webhook.
     pub confirmations_per_second: f64,
+    /// Payments the sandbox took per second (it sends each webhook as it
+    /// takes the payment): the most the shop could confirm.
+    pub payments_per_second: f64,
     pub paid: i64,
     pub drifting_resources: i64,
 }
@@ -482,12 +485,13 @@ pub struct BurstReport {
 impl BurstReport {
     pub fn lines(&self) -> String {
         format!(
-            "payment burst, {} orders on one tier, {} at a time: {:.0} grants/s, then {:.0} confirmations/s ({:.2} of the grant rate); {} paid, resources with drift {}",
+            "payment burst, {} orders on one tier, {} at a time: {:.0} grants/s, then {:.0} confirmations/s ({:.2} of the grant rate) while the sandbox took {:.0} payments/s; {} paid, resources with drift {}",
             self.orders,
             self.concurrency,
             self.grants_per_second,
             self.confirmations_per_second,
             self.confirmations_per_second / self.grants_per_second,
+            self.payments_per_second,
             self.paid,
             self.drifting_resources
         )
@@ -566,6 +570,7 @@ pub async fn burst(pool: PgPool, options: FlashOptions) -> anyhow::Result<BurstR
     for payment in payments {
         payment.await??;
     }
+    let payments_per_second = o.shoppers as f64 / started.elapsed().as_secs_f64();
     let target = paid_before + o.shoppers as i64;
     let paid = loop {
         let paid: i64 = sqlx::query_scalar("select count(*) from orders where state = 'paid'")
@@ -585,6 +590,7 @@ pub async fn burst(pool: PgPool, options: FlashOptions) -> anyhow::Result<BurstR
         concurrency: o.concurrency,
         grants_per_second: grants,
         confirmations_per_second: confirmations,
+        payments_per_second,
         paid: paid - paid_before,
         drifting_resources: drifting,
     })
