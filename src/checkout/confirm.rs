@@ -8,6 +8,7 @@ use uuid::Uuid;
 use crate::inventory::{self, ConfirmOutcome, HoldId, PaymentRef};
 use crate::payments::{PaymentStatus, ProviderKind, ProviderPayment};
 
+use super::catalogue::ProductKind;
 use super::{Result, codes, outbox, refund};
 
 /// Which path reported a payment, for the history and metrics.
@@ -296,13 +297,18 @@ async fn fulfil(
     order_id: Uuid,
     payment_ref: &PaymentRef,
 ) -> Result<()> {
-    let pickup: bool = sqlx::query_scalar(
-        "select exists (select 1 from order_lines l join products p on p.id = l.product_id \
-                         where l.order_id = $1 and p.kind = 'pickup_slot')",
+    // what the order holds, read once: whether it has a pickup slot, and
+    // its tickets (one code per unit)
+    let lines: Vec<(ProductKind, String, i32)> = sqlx::query_as(
+        "select p.kind, l.product_id, l.qty from order_lines l join products p on p.id = l.product_id \
+          where l.order_id = $1 order by l.product_id",
     )
     .bind(order_id)
-    .fetch_one(&mut **tx)
+    .fetch_all(&mut **tx)
     .await?;
+    let pickup = lines
+        .iter()
+        .any(|(kind, ..)| *kind == ProductKind::PickupSlot);
     // a pickup code names one order: of a few drawn, the first no order
     // has (two checkouts drawing the same one at the same moment would
     // meet at the unique index, and the confirmation be tried again)
@@ -321,22 +327,22 @@ async fn fulfil(
     .bind(candidates)
     .execute(&mut **tx)
     .await?;
-    let tickets: Vec<(String, i32)> = sqlx::query_as(
-        "select l.product_id, l.qty from order_lines l join products p on p.id = l.product_id \
-          where l.order_id = $1 and p.kind = 'ticket' order by l.product_id",
-    )
-    .bind(order_id)
-    .fetch_all(&mut **tx)
-    .await?;
-    for (product_id, qty) in tickets {
-        for _ in 0..qty {
-            sqlx::query("insert into order_codes (code, order_id, product_id) values ($1, $2, $3)")
-                .bind(codes::ticket_code())
-                .bind(order_id)
-                .bind(&product_id)
-                .execute(&mut **tx)
-                .await?;
-        }
+    let tickets: Vec<&str> = lines
+        .iter()
+        .filter(|(kind, ..)| *kind == ProductKind::Ticket)
+        .flat_map(|(_, product_id, qty)| (0..*qty).map(move |_| product_id.as_str()))
+        .collect();
+    if !tickets.is_empty() {
+        let codes: Vec<String> = tickets.iter().map(|_| codes::ticket_code()).collect();
+        sqlx::query(
+            "insert into order_codes (code, order_id, product_id) \
+             select c, $2, p from unnest($1::text[], $3::text[]) as x(c, p)",
+        )
+        .bind(&codes)
+        .bind(order_id)
+        .bind(&tickets)
+        .execute(&mut **tx)
+        .await?;
     }
     outbox::queue(
         &mut **tx,
