@@ -148,9 +148,46 @@ async fn together(pool: &PgPool, requests: &[Delivered]) -> Result<Vec<Verdict>,
         .bind(&orders)
         .execute(&mut *tx)
         .await?;
+    // every event id recorded in one statement (as `first_delivery` does
+    // one at a time): the ones it returns are new
+    let fresh: Vec<(String, String)> = sqlx::query_as(
+        "insert into webhook_events (provider, event_id, event_type) \
+         select * from unnest($1::text[], $2::text[], $3::text[]) \
+         on conflict do nothing returning provider, event_id",
+    )
+    .bind(
+        requests
+            .iter()
+            .map(|d| d.provider.as_str())
+            .collect::<Vec<_>>(),
+    )
+    .bind(
+        requests
+            .iter()
+            .map(|d| d.event_id.as_str())
+            .collect::<Vec<_>>(),
+    )
+    .bind(
+        requests
+            .iter()
+            .map(|d| d.event_kind.as_str())
+            .collect::<Vec<_>>(),
+    )
+    .fetch_all(&mut *tx)
+    .await?;
+    let mut fresh: std::collections::HashSet<(String, String)> = fresh.into_iter().collect();
     let mut verdicts = Vec::with_capacity(requests.len());
     for delivered in requests {
-        verdicts.push(record_and_confirm(&mut tx, delivered).await?);
+        // an id sent twice in one batch is new only the first time
+        let key = (
+            delivered.provider.as_str().to_owned(),
+            delivered.event_id.clone(),
+        );
+        verdicts.push(if fresh.remove(&key) {
+            confirm(&mut tx, delivered).await?
+        } else {
+            Verdict::Duplicate
+        });
     }
     tx.commit().await?;
     Ok(verdicts)
@@ -177,8 +214,16 @@ async fn record_and_confirm(
     {
         return Ok(Verdict::Duplicate);
     }
-    // the order made on the payment's page, as `payment_event` would find
-    // it: found before the batch, and a page is an order's for good
+    confirm(tx, delivered).await
+}
+
+/// A new delivery's payment through the confirm routine, for the order made
+/// on its page (found before the batch, as `payment_event` would find it:
+/// a page is an order's for good).
+async fn confirm(
+    tx: &mut sqlx::Transaction<'_, sqlx::Postgres>,
+    delivered: &Delivered,
+) -> Result<Verdict, CheckoutError> {
     let report = PaymentReport {
         order_id: delivered.order_id,
         payment: delivered.payment.clone(),
