@@ -361,25 +361,12 @@ impl LiveStock {
         self.inner.refusals.load(Ordering::Relaxed)
     }
 
-    /// Reads everything now and returns once memory has it (a process that
-    /// just changed the catalogue itself, the tests). `false` if the read
+    /// Reads everything now and returns once memory has it, for a caller
+    /// that must see a change it just made (the tests). `false` if the read
     /// failed.
     pub async fn refresh(&self) -> bool {
         let (done, read) = oneshot::channel();
         self.inner.read_now.send(done).is_ok() && read.await.is_ok()
-    }
-
-    /// Memory the caller can wait on: resolves once the first full read is
-    /// in (for start-up and tests), or after `within`.
-    pub async fn ready(&self, within: Duration) -> bool {
-        let deadline = Instant::now() + within;
-        while Instant::now() < deadline {
-            if self.now().is_some() {
-                return true;
-            }
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-        false
     }
 }
 
