@@ -136,141 +136,218 @@ pub async fn confirm_payment(pool: &PgPool, report: &PaymentReport) -> Result<Fu
 }
 
 /// [`confirm_payment`] inside the caller's transaction, so a webhook's
-/// dedupe row commits together with the effect.
+/// dedupe row commits together with the effect. A batch of one for
+/// [`confirm_payments_in`].
+pub async fn confirm_payment_in(
+    tx: &mut Transaction<'_, Postgres>,
+    report: &PaymentReport,
+) -> Result<Fulfilment> {
+    let mut fulfilments = confirm_payments_in(tx, std::slice::from_ref(report)).await?;
+    Ok(fulfilments.pop().unwrap_or(Fulfilment::Unknown))
+}
+
+/// Several payments in the caller's transaction, each answered as it would
+/// be alone, one after another in the order given, in a few statements for
+/// the lot: a payment burst on one tier confirms in one transaction
+/// (`webhooks::Webhooks`) without a round trip per step of each payment.
 ///
 /// What was paid is checked before anything is sold: only a captured
 /// payment on the order's own page, at its provider, for its amount and
 /// currency, can pay for it. Anything else is a mismatch (flagged, and
 /// refunded when it is money) or not money yet.
-pub async fn confirm_payment_in(
+///
+/// An order named twice waits for a later round, so the second report
+/// sees what the first one did, exactly as one after another.
+pub async fn confirm_payments_in(
     tx: &mut Transaction<'_, Postgres>,
-    report: &PaymentReport,
-) -> Result<Fulfilment> {
-    #[derive(sqlx::FromRow)]
-    struct Locked {
-        hold_id: Option<Uuid>,
-        provider: ProviderKind,
-        provider_session_id: Option<String>,
-        amount_minor: i64,
-        currency: String,
-        payment_ref: Option<String>,
-        /// Why this payment is being refunded, if it is.
-        refunding: Option<String>,
+    reports: &[PaymentReport],
+) -> Result<Vec<Fulfilment>> {
+    let mut answers: Vec<Option<Fulfilment>> = vec![None; reports.len()];
+    let mut waiting: Vec<usize> = (0..reports.len()).collect();
+    while !waiting.is_empty() {
+        let mut named = std::collections::HashSet::new();
+        let (round, later): (Vec<usize>, Vec<usize>) = waiting
+            .into_iter()
+            .partition(|&i| named.insert(reports[i].order_id));
+        let batch: Vec<&PaymentReport> = round.iter().map(|&i| &reports[i]).collect();
+        for (i, answer) in round.into_iter().zip(confirm_round(tx, &batch).await?) {
+            answers[i] = Some(answer);
+        }
+        waiting = later;
     }
-    // lock: the order first, then (inside the engine) its resources
-    let order: Option<Locked> = sqlx::query_as(
-        "select hold_id, provider, provider_session_id, amount_minor, currency, payment_ref, \
-                (select payload->>'reason' from outbox_jobs where dedupe_key = $2) as refunding \
-           from orders where id = $1 for update",
+    Ok(answers
+        .into_iter()
+        .map(|answer| answer.unwrap_or(Fulfilment::Unknown))
+        .collect())
+}
+
+/// The order as the confirm routine reads it, locked.
+#[derive(sqlx::FromRow)]
+struct Locked {
+    id: Uuid,
+    hold_id: Option<Uuid>,
+    provider: ProviderKind,
+    provider_session_id: Option<String>,
+    amount_minor: i64,
+    currency: String,
+    payment_ref: Option<String>,
+    /// Why this payment is being refunded, if it is.
+    refunding: Option<String>,
+}
+
+/// Payments for distinct orders, confirmed together.
+async fn confirm_round(
+    tx: &mut Transaction<'_, Postgres>,
+    reports: &[&PaymentReport],
+) -> Result<Vec<Fulfilment>> {
+    // lock: the orders first, in id order, then (inside the engine) their
+    // resources
+    let ids: Vec<Uuid> = reports.iter().map(|r| r.order_id).collect();
+    let refund_keys: Vec<String> = reports
+        .iter()
+        .map(|r| outbox::refund_key(r.payment.provider, &r.payment.payment_ref))
+        .collect();
+    let locked: Vec<Locked> = sqlx::query_as(
+        "select o.id, o.hold_id, o.provider, o.provider_session_id, o.amount_minor, o.currency, \
+                o.payment_ref, \
+                (select payload->>'reason' from outbox_jobs where dedupe_key = x.refund_key) as refunding \
+           from unnest($1::uuid[], $2::text[]) as x(id, refund_key) \
+           join orders o on o.id = x.id \
+          order by o.id for update of o",
     )
-    .bind(report.order_id)
-    .bind(outbox::refund_key(
-        report.payment.provider,
-        &report.payment.payment_ref,
-    ))
-    .fetch_optional(&mut **tx)
+    .bind(&ids)
+    .bind(&refund_keys)
+    .fetch_all(&mut **tx)
     .await?;
-    let Some(order) = order else {
-        tracing::warn!(order = %report.order_id, source = report.source.as_str(), "payment for an unknown order");
-        return Ok(Fulfilment::Unknown);
-    };
-    let order_id = report.order_id;
-    let payment = &report.payment;
-    let captured = payment.status == PaymentStatus::Captured;
-    // One payment has one fate, whichever path reports it and however the
-    // reports differ (a webhook on an older API version may word the same
-    // payment differently): the payment that paid the order paid it...
-    if order.payment_ref.as_deref() == Some(payment.payment_ref.as_str()) {
-        return Ok(Fulfilment::AlreadyFulfilled { order_id });
-    }
-    // ... and a payment on its way back is never sold.
-    if let Some(reason) = order.refunding {
-        return Ok(Fulfilment::RefundQueued { order_id, reason });
-    }
-    if let Err(reason) = payment_matches(
-        (
-            order.provider,
-            order.provider_session_id.as_deref(),
-            order.amount_minor,
-            &order.currency,
-        ),
-        payment,
-    ) {
-        let note = format!("payment_mismatch: {} {reason}", payment.payment_ref);
-        tracing::warn!(order = %order_id, payment = %payment.payment_ref, %reason, "a payment that does not match its order");
-        flag(tx, order_id, &note).await?;
-        // an uncaptured payment cannot be refunded: its provider gives it
-        // back by itself when nobody captures it
-        if captured {
-            refund::queue(tx, order_id, payment, "payment_mismatch").await?;
+    let mut orders: std::collections::HashMap<Uuid, Locked> =
+        locked.into_iter().map(|order| (order.id, order)).collect();
+
+    let mut answers: Vec<Option<Fulfilment>> = vec![None; reports.len()];
+    // the payments that go to the engine: (their place, hold, reference)
+    let mut selling: Vec<(usize, HoldId, PaymentRef)> = Vec::new();
+    for (i, report) in reports.iter().enumerate() {
+        let order_id = report.order_id;
+        let Some(order) = orders.remove(&order_id) else {
+            tracing::warn!(order = %order_id, source = report.source.as_str(), "payment for an unknown order");
+            answers[i] = Some(Fulfilment::Unknown);
+            continue;
+        };
+        let payment = &report.payment;
+        let captured = payment.status == PaymentStatus::Captured;
+        // One payment has one fate, whichever path reports it and however
+        // the reports differ (a webhook on an older API version may word
+        // the same payment differently): the payment that paid the order
+        // paid it...
+        if order.payment_ref.as_deref() == Some(payment.payment_ref.as_str()) {
+            answers[i] = Some(Fulfilment::AlreadyFulfilled { order_id });
+            continue;
         }
-        return Ok(Fulfilment::Mismatch {
-            order_id,
-            reason,
-            refund_queued: captured,
-        });
-    }
-    if !captured {
-        return Ok(Fulfilment::NotCaptured {
-            order_id,
-            status: payment.status,
-        });
-    }
-    let Some(hold_id) = order.hold_id else {
-        tracing::warn!(order = %order_id, "an order without a hold");
-        return Ok(Fulfilment::Unknown);
-    };
-    let payment_ref = PaymentRef::parse(&payment.payment_ref)?;
-    let outcome = inventory::confirm(&mut **tx, HoldId(hold_id), &payment_ref).await?;
-    let fulfilment = match outcome {
-        ConfirmOutcome::Confirmed { .. } => {
-            fulfil(tx, order_id, &payment_ref).await?;
-            Fulfilment::Fulfilled { order_id }
+        // ... and a payment on its way back is never sold.
+        if let Some(reason) = order.refunding {
+            answers[i] = Some(Fulfilment::RefundQueued { order_id, reason });
+            continue;
         }
-        ConfirmOutcome::AlreadyConfirmed { .. } => Fulfilment::AlreadyFulfilled { order_id },
-        ConfirmOutcome::DuplicatePayment { .. } => {
-            refund::queue(tx, order_id, payment, "duplicate_payment").await?;
-            Fulfilment::RefundQueued {
-                order_id,
-                reason: "duplicate_payment".into(),
-            }
-        }
-        ConfirmOutcome::Expired { .. } | ConfirmOutcome::Released { .. } => {
-            let reason = if matches!(outcome, ConfirmOutcome::Expired { .. }) {
-                "hold_expired"
-            } else {
-                "hold_released"
-            };
-            refund::queue(tx, order_id, payment, reason).await?;
-            sqlx::query(
-                "update orders set state = 'refund_pending', updated_at = now() \
-                  where id = $1 and state in ('pending', 'expired', 'cancelled')",
-            )
-            .bind(order_id)
-            .execute(&mut **tx)
-            .await?;
-            Fulfilment::RefundQueued {
-                order_id,
-                reason: reason.into(),
-            }
-        }
-        ConfirmOutcome::PaymentRefInUse { other_hold_id, .. } => {
-            let note = format!(
-                "payment_ref_in_use: {} already paid hold {}",
-                payment.payment_ref, other_hold_id
-            );
+        if let Err(reason) = payment_matches(
+            (
+                order.provider,
+                order.provider_session_id.as_deref(),
+                order.amount_minor,
+                &order.currency,
+            ),
+            payment,
+        ) {
+            let note = format!("payment_mismatch: {} {reason}", payment.payment_ref);
+            tracing::warn!(order = %order_id, payment = %payment.payment_ref, %reason, "a payment that does not match its order");
             flag(tx, order_id, &note).await?;
-            Fulfilment::Flagged {
-                order_id,
-                other_hold_id: other_hold_id.0,
+            // an uncaptured payment cannot be refunded: its provider gives
+            // it back by itself when nobody captures it
+            if captured {
+                refund::queue(tx, order_id, payment, "payment_mismatch").await?;
             }
+            answers[i] = Some(Fulfilment::Mismatch {
+                order_id,
+                reason,
+                refund_queued: captured,
+            });
+            continue;
         }
-        ConfirmOutcome::NotFound => {
-            tracing::warn!(order = %order_id, "the order's hold is gone");
-            Fulfilment::Unknown
+        if !captured {
+            answers[i] = Some(Fulfilment::NotCaptured {
+                order_id,
+                status: payment.status,
+            });
+            continue;
         }
-    };
-    Ok(fulfilment)
+        let Some(hold_id) = order.hold_id else {
+            tracing::warn!(order = %order_id, "an order without a hold");
+            answers[i] = Some(Fulfilment::Unknown);
+            continue;
+        };
+        selling.push((i, HoldId(hold_id), PaymentRef::parse(&payment.payment_ref)?));
+    }
+
+    let confirmations: Vec<(HoldId, &PaymentRef)> =
+        selling.iter().map(|(_, hold, r)| (*hold, r)).collect();
+    let outcomes = inventory::confirm_many(&mut **tx, &confirmations).await?;
+    let mut sold: Vec<(Uuid, &PaymentRef)> = Vec::new();
+    for ((i, _, payment_ref), outcome) in selling.iter().zip(outcomes) {
+        let report = reports[*i];
+        let order_id = report.order_id;
+        let payment = &report.payment;
+        answers[*i] = Some(match outcome {
+            ConfirmOutcome::Confirmed { .. } => {
+                sold.push((order_id, payment_ref));
+                Fulfilment::Fulfilled { order_id }
+            }
+            ConfirmOutcome::AlreadyConfirmed { .. } => Fulfilment::AlreadyFulfilled { order_id },
+            ConfirmOutcome::DuplicatePayment { .. } => {
+                refund::queue(tx, order_id, payment, "duplicate_payment").await?;
+                Fulfilment::RefundQueued {
+                    order_id,
+                    reason: "duplicate_payment".into(),
+                }
+            }
+            ConfirmOutcome::Expired { .. } | ConfirmOutcome::Released { .. } => {
+                let reason = if matches!(outcome, ConfirmOutcome::Expired { .. }) {
+                    "hold_expired"
+                } else {
+                    "hold_released"
+                };
+                refund::queue(tx, order_id, payment, reason).await?;
+                sqlx::query(
+                    "update orders set state = 'refund_pending', updated_at = now() \
+                      where id = $1 and state in ('pending', 'expired', 'cancelled')",
+                )
+                .bind(order_id)
+                .execute(&mut **tx)
+                .await?;
+                Fulfilment::RefundQueued {
+                    order_id,
+                    reason: reason.into(),
+                }
+            }
+            ConfirmOutcome::PaymentRefInUse { other_hold_id, .. } => {
+                let note = format!(
+                    "payment_ref_in_use: {} already paid hold {}",
+                    payment.payment_ref, other_hold_id
+                );
+                flag(tx, order_id, &note).await?;
+                Fulfilment::Flagged {
+                    order_id,
+                    other_hold_id: other_hold_id.0,
+                }
+            }
+            ConfirmOutcome::NotFound => {
+                tracing::warn!(order = %order_id, "the order's hold is gone");
+                Fulfilment::Unknown
+            }
+        });
+    }
+    fulfil(tx, &sold).await?;
+    Ok(answers
+        .into_iter()
+        .map(|answer| answer.unwrap_or(Fulfilment::Unknown))
+        .collect())
 }
 
 /// Flag an order for staff. A note is added once; earlier ones stay.
@@ -291,63 +368,80 @@ async fn flag(tx: &mut Transaction<'_, Postgres>, order_id: Uuid, note: &str) ->
     Ok(())
 }
 
-/// Mark the order paid, issue its codes and queue its confirmation message.
-async fn fulfil(
-    tx: &mut Transaction<'_, Postgres>,
-    order_id: Uuid,
-    payment_ref: &PaymentRef,
-) -> Result<()> {
-    // what the order holds, read once: whether it has a pickup slot, and
-    // its tickets (one code per unit)
-    let lines: Vec<(ProductKind, String, i32)> = sqlx::query_as(
-        "select p.kind, l.product_id, l.qty from order_lines l join products p on p.id = l.product_id \
-          where l.order_id = $1 order by l.product_id",
+/// Mark the orders paid (each by its payment), issue their codes and queue
+/// their confirmation messages: a few statements for all of them.
+async fn fulfil(tx: &mut Transaction<'_, Postgres>, sold: &[(Uuid, &PaymentRef)]) -> Result<()> {
+    if sold.is_empty() {
+        return Ok(());
+    }
+    let order_ids: Vec<Uuid> = sold.iter().map(|(id, _)| *id).collect();
+    // what the orders hold, read once: which have a pickup slot, and their
+    // tickets (one code per unit)
+    let lines: Vec<(Uuid, ProductKind, String, i32)> = sqlx::query_as(
+        "select l.order_id, p.kind, l.product_id, l.qty \
+           from order_lines l join products p on p.id = l.product_id \
+          where l.order_id = any($1) order by l.order_id, l.product_id",
     )
-    .bind(order_id)
+    .bind(&order_ids)
     .fetch_all(&mut **tx)
     .await?;
-    let pickup = lines
-        .iter()
-        .any(|(kind, ..)| *kind == ProductKind::PickupSlot);
     // a pickup code names one order: of a few drawn, the first no order
-    // has (two checkouts drawing the same one at the same moment would
-    // meet at the unique index, and the confirmation be tried again)
-    let candidates: Option<Vec<String>> =
-        pickup.then(|| (0..4).map(|_| codes::pickup_code()).collect());
+    // has (two orders drawing the same one at the same moment meet at the
+    // unique index, and the confirmation is tried again), as one string of
+    // candidates per order, none for an order without a pickup slot
+    let candidates: Vec<Option<String>> = order_ids
+        .iter()
+        .map(|id| {
+            lines
+                .iter()
+                .any(|(order, kind, ..)| order == id && *kind == ProductKind::PickupSlot)
+                .then(|| {
+                    (0..4)
+                        .map(|_| codes::pickup_code())
+                        .collect::<Vec<_>>()
+                        .join(" ")
+                })
+        })
+        .collect();
+    let refs: Vec<&str> = sold.iter().map(|(_, r)| r.as_str()).collect();
     sqlx::query(
-        "update orders set state = 'paid', payment_ref = $2, paid_at = now(), \
-                pickup_code = (select c from unnest($3::text[]) with ordinality as x(c, n) \
-                                where not exists (select 1 from orders o where o.pickup_code = x.c) \
+        "update orders o set state = 'paid', payment_ref = x.payment_ref, paid_at = now(), \
+                pickup_code = (select c from unnest(string_to_array(x.candidates, ' ')) \
+                                      with ordinality as y(c, n) \
+                                where not exists (select 1 from orders p where p.pickup_code = y.c) \
                                 order by n limit 1), \
                 updated_at = now() \
-          where id = $1",
+           from unnest($1::uuid[], $2::text[], $3::text[]) as x(id, payment_ref, candidates) \
+          where o.id = x.id",
     )
-    .bind(order_id)
-    .bind(payment_ref.as_str())
-    .bind(candidates)
+    .bind(&order_ids)
+    .bind(&refs)
+    .bind(&candidates)
     .execute(&mut **tx)
     .await?;
-    let tickets: Vec<&str> = lines
+    let (ticket_orders, tickets): (Vec<Uuid>, Vec<&str>) = lines
         .iter()
-        .filter(|(kind, ..)| *kind == ProductKind::Ticket)
-        .flat_map(|(_, product_id, qty)| (0..*qty).map(move |_| product_id.as_str()))
-        .collect();
+        .filter(|(_, kind, ..)| *kind == ProductKind::Ticket)
+        .flat_map(|(order, _, product_id, qty)| {
+            (0..*qty).map(move |_| (*order, product_id.as_str()))
+        })
+        .unzip();
     if !tickets.is_empty() {
         let codes: Vec<String> = tickets.iter().map(|_| codes::ticket_code()).collect();
         sqlx::query(
             "insert into order_codes (code, order_id, product_id) \
-             select c, $2, p from unnest($1::text[], $3::text[]) as x(c, p)",
+             select * from unnest($1::text[], $2::uuid[], $3::text[])",
         )
         .bind(&codes)
-        .bind(order_id)
+        .bind(&ticket_orders)
         .bind(&tickets)
         .execute(&mut **tx)
         .await?;
     }
-    outbox::queue(
-        &mut **tx,
-        &outbox::OutboxJob::OrderConfirmation { order_id },
-    )
-    .await?;
+    let messages: Vec<outbox::OutboxJob> = order_ids
+        .iter()
+        .map(|&order_id| outbox::OutboxJob::OrderConfirmation { order_id })
+        .collect();
+    outbox::queue_all(&mut **tx, &messages).await?;
     Ok(())
 }

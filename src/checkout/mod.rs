@@ -31,7 +31,8 @@ pub mod start;
 pub use attach::{AttachOutcome, attach_payment};
 pub use combined::Checkouts;
 pub use confirm::{
-    Fulfilment, PaymentReport, Source, confirm_payment, confirm_payment_in, payment_matches,
+    Fulfilment, PaymentReport, Source, confirm_payment, confirm_payment_in, confirm_payments_in,
+    payment_matches,
 };
 pub use order::{
     Customer, Order, OrderLine, OrderState, order_by_checkout_key, order_by_id, order_by_id_in,

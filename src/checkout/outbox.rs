@@ -236,16 +236,29 @@ impl OutboxJob {
 /// Queue a job unless the same effect is queued already. Returns whether
 /// this call queued it.
 pub async fn queue<'e>(executor: impl PgExecutor<'e>, job: &OutboxJob) -> sqlx::Result<bool> {
+    Ok(queue_all(executor, std::slice::from_ref(job)).await? > 0)
+}
+
+/// Queue several jobs in one statement, each unless the same effect is
+/// queued already. Returns how many this call queued.
+pub async fn queue_all<'e>(executor: impl PgExecutor<'e>, jobs: &[OutboxJob]) -> sqlx::Result<u64> {
+    if jobs.is_empty() {
+        return Ok(0);
+    }
+    let kinds: Vec<&str> = jobs.iter().map(OutboxJob::kind).collect();
+    let keys: Vec<String> = jobs.iter().map(OutboxJob::dedupe_key).collect();
+    let payloads: Vec<serde_json::Value> = jobs.iter().map(OutboxJob::payload).collect();
     let inserted = sqlx::query(
-        "insert into outbox_jobs (kind, dedupe_key, payload) values ($1, $2, $3) \
+        "insert into outbox_jobs (kind, dedupe_key, payload) \
+         select * from unnest($1::text[], $2::text[], $3::jsonb[]) \
          on conflict (dedupe_key) do nothing",
     )
-    .bind(job.kind())
-    .bind(job.dedupe_key())
-    .bind(job.payload())
+    .bind(&kinds)
+    .bind(&keys)
+    .bind(&payloads)
     .execute(executor)
     .await?;
-    Ok(inserted.rows_affected() > 0)
+    Ok(inserted.rows_affected())
 }
 
 #[cfg(test)]

@@ -372,6 +372,40 @@ struct ResultRow {
 }
 
 impl ResultRow {
+    /// What hf_confirm answers, read.
+    fn confirm_outcome(&self) -> Result<ConfirmOutcome> {
+        Ok(match self.status.as_str() {
+            "confirmed" => ConfirmOutcome::Confirmed {
+                purchase: self.purchase()?,
+            },
+            "already_confirmed" => ConfirmOutcome::AlreadyConfirmed {
+                purchase: self.purchase()?,
+            },
+            "duplicate_payment" => ConfirmOutcome::DuplicatePayment {
+                purchase: self.purchase()?,
+                existing_payment_ref: self
+                    .existing_payment_ref
+                    .clone()
+                    .ok_or_else(|| self.missing("existing_payment_ref"))?,
+            },
+            "payment_ref_in_use" => ConfirmOutcome::PaymentRefInUse {
+                purchase: self.purchase()?,
+                other_hold_id: HoldId(
+                    self.other_hold_id
+                        .ok_or_else(|| self.missing("other_hold_id"))?,
+                ),
+            },
+            "expired" => ConfirmOutcome::Expired {
+                purchase: self.purchase()?,
+            },
+            "released" => ConfirmOutcome::Released {
+                purchase: self.purchase()?,
+            },
+            "not_found" => ConfirmOutcome::NotFound,
+            _ => return Err(self.unexpected()),
+        })
+    }
+
     /// What hf_hold and hf_hold_many answer, read.
     fn hold_outcome(&self) -> Result<HoldOutcome> {
         crate::metrics::hold(&self.status);
@@ -808,48 +842,50 @@ pub async fn begin_payment<'e>(
 }
 
 /// Turn a hold (or basket) into a sale paid by `payment_ref`. Safe to
-/// call any number of times, concurrently, in any order.
+/// call any number of times, concurrently, in any order. A batch of one
+/// for [`confirm_many`].
 pub async fn confirm<'e>(
     executor: impl sqlx::PgExecutor<'e>,
     id: HoldId,
     payment_ref: &PaymentRef,
 ) -> Result<ConfirmOutcome> {
-    let row: ResultRow = sqlx::query_as("select * from hf_confirm($1, $2)")
-        .bind(id.0)
-        .bind(payment_ref.as_str())
-        .fetch_one(executor)
-        .await
-        .map_err(classify)?;
-    Ok(match row.status.as_str() {
-        "confirmed" => ConfirmOutcome::Confirmed {
-            purchase: row.purchase()?,
-        },
-        "already_confirmed" => ConfirmOutcome::AlreadyConfirmed {
-            purchase: row.purchase()?,
-        },
-        "duplicate_payment" => ConfirmOutcome::DuplicatePayment {
-            purchase: row.purchase()?,
-            existing_payment_ref: row
-                .existing_payment_ref
-                .clone()
-                .ok_or_else(|| row.missing("existing_payment_ref"))?,
-        },
-        "payment_ref_in_use" => ConfirmOutcome::PaymentRefInUse {
-            purchase: row.purchase()?,
-            other_hold_id: HoldId(
-                row.other_hold_id
-                    .ok_or_else(|| row.missing("other_hold_id"))?,
-            ),
-        },
-        "expired" => ConfirmOutcome::Expired {
-            purchase: row.purchase()?,
-        },
-        "released" => ConfirmOutcome::Released {
-            purchase: row.purchase()?,
-        },
-        "not_found" => ConfirmOutcome::NotFound,
-        _ => return Err(row.unexpected()),
-    })
+    let mut outcomes = confirm_many(executor, &[(id, payment_ref)]).await?;
+    outcomes
+        .pop()
+        .ok_or_else(|| InventoryError::Unexpected("no answer for a confirmation".into()))
+}
+
+/// Several confirmations in one statement, each decided by `hf_confirm`
+/// exactly as it would be alone, one after another in the order given
+/// (each call sees what the ones before it did), and answered in that
+/// order.
+pub async fn confirm_many<'e>(
+    executor: impl sqlx::PgExecutor<'e>,
+    confirmations: &[(HoldId, &PaymentRef)],
+) -> Result<Vec<ConfirmOutcome>> {
+    if confirmations.is_empty() {
+        return Ok(Vec::new());
+    }
+    let ids: Vec<Uuid> = confirmations.iter().map(|(id, _)| id.0).collect();
+    let refs: Vec<&str> = confirmations.iter().map(|(_, r)| r.as_str()).collect();
+    let rows: Vec<ResultRow> = sqlx::query_as(
+        "select c.* from unnest($1::uuid[], $2::text[]) with ordinality as x(id, payment_ref, n) \
+           cross join lateral hf_confirm(x.id, x.payment_ref) c \
+          order by x.n",
+    )
+    .bind(&ids)
+    .bind(&refs)
+    .fetch_all(executor)
+    .await
+    .map_err(classify)?;
+    if rows.len() != confirmations.len() {
+        return Err(InventoryError::Unexpected(format!(
+            "{} answers for {} confirmations",
+            rows.len(),
+            confirmations.len()
+        )));
+    }
+    rows.iter().map(ResultRow::confirm_outcome).collect()
 }
 
 /// Several holds on one resource, decided together under one lock and

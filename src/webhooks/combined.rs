@@ -3,18 +3,19 @@
 //! needs the tier's row lock, held until its commit reaches the disk, so
 //! one at a time they queue on that lock with a commit each. [`Webhooks`]
 //! sends the deliveries waiting for the same resource through one
-//! transaction (the same [`Combiner`] as holds and checkouts): the batch's
-//! orders are locked first, in id order, then each delivery is recorded
-//! and confirmed exactly as it would be alone, and the batch commits once.
-//! Each delivery still gets its own verdict. If the batch fails, each
-//! delivery is tried again on its own, so one bad delivery cannot fail the
-//! others.
+//! transaction (the same [`Combiner`] as holds and checkouts): their event
+//! ids are recorded in one statement, then the new ones' payments go
+//! through the confirm routine together (`confirm_payments_in`: a few
+//! statements for the batch, each payment decided as it would be alone),
+//! and the batch commits once. Each delivery still gets its own verdict. If
+//! the batch fails, each delivery is tried again on its own, so one bad
+//! delivery cannot fail the others.
 
 use sqlx::PgPool;
 use uuid::Uuid;
 
-use super::{Verdict, first_delivery, receive_alone};
-use crate::checkout::{CheckoutError, PaymentReport, Source, confirm_payment_in};
+use super::{Verdict, receive_alone};
+use crate::checkout::{CheckoutError, PaymentReport, Source, confirm_payments_in};
 use crate::combine::{Batch, Combiner};
 use crate::payments::{
     HeaderLookup, PaymentProvider, PaymentStatus, ProviderKind, ProviderPayment,
@@ -114,17 +115,21 @@ impl Batch for Confirmations {
     const MAX: usize = MAX_BATCH;
 
     async fn run(&self, _resource: &str, requests: Vec<Delivered>) -> Vec<Self::Reply> {
-        if requests.len() > 1 {
-            match together(&self.pool, &requests).await {
-                Ok(verdicts) => return verdicts.into_iter().map(Ok).collect(),
-                Err(error) => {
-                    tracing::warn!(%error, deliveries = requests.len(), "a combined confirmation failed; confirming each alone")
-                }
-            }
+        let error = match together(&self.pool, &requests).await {
+            Ok(verdicts) => return verdicts.into_iter().map(Ok).collect(),
+            Err(error) => error,
+        };
+        if requests.len() == 1 {
+            return vec![Err(error)];
         }
+        tracing::warn!(%error, deliveries = requests.len(), "a combined confirmation failed; confirming each alone");
         let mut replies = Vec::with_capacity(requests.len());
-        for delivered in requests {
-            replies.push(alone(&self.pool, delivered).await);
+        for delivered in &requests {
+            replies.push(
+                together(&self.pool, std::slice::from_ref(delivered))
+                    .await
+                    .map(|mut verdicts| verdicts.pop().unwrap_or(Verdict::Duplicate)),
+            );
         }
         replies
     }
@@ -136,23 +141,17 @@ impl Batch for Confirmations {
     }
 }
 
-/// The deliveries in one transaction: their orders locked first, in id
-/// order (every other path locks an order before its resource), then each
-/// recorded and confirmed as it would be alone.
+/// The deliveries in one transaction: every event id recorded in one
+/// statement (as `first_delivery` does one at a time), then the new ones'
+/// payments through the confirm routine together, which locks their
+/// orders in id order before their resource.
 async fn together(pool: &PgPool, requests: &[Delivered]) -> Result<Vec<Verdict>, CheckoutError> {
     let mut tx = pool.begin().await?;
-    let mut orders: Vec<Uuid> = requests.iter().map(|d| d.order_id).collect();
-    orders.sort();
-    orders.dedup();
-    sqlx::query("select id from orders where id = any($1) order by id for update")
-        .bind(&orders)
-        .execute(&mut *tx)
-        .await?;
-    // every event id recorded in one statement (as `first_delivery` does
-    // one at a time): the ones it returns are new
+    // in one order whatever the batch, so two batches sharing an event id
+    // wait for each other rather than deadlock
     let fresh: Vec<(String, String)> = sqlx::query_as(
         "insert into webhook_events (provider, event_id, event_type) \
-         select * from unnest($1::text[], $2::text[], $3::text[]) \
+         select * from unnest($1::text[], $2::text[], $3::text[]) order by 1, 2 \
          on conflict do nothing returning provider, event_id",
     )
     .bind(
@@ -176,60 +175,30 @@ async fn together(pool: &PgPool, requests: &[Delivered]) -> Result<Vec<Verdict>,
     .fetch_all(&mut *tx)
     .await?;
     let mut fresh: std::collections::HashSet<(String, String)> = fresh.into_iter().collect();
-    let mut verdicts = Vec::with_capacity(requests.len());
-    for delivered in requests {
+    let mut verdicts = vec![Verdict::Duplicate; requests.len()];
+    let mut places = Vec::new();
+    let mut reports = Vec::new();
+    for (i, delivered) in requests.iter().enumerate() {
         // an id sent twice in one batch is new only the first time
         let key = (
             delivered.provider.as_str().to_owned(),
             delivered.event_id.clone(),
         );
-        verdicts.push(if fresh.remove(&key) {
-            confirm(&mut tx, delivered).await?
-        } else {
-            Verdict::Duplicate
-        });
+        if fresh.remove(&key) {
+            places.push(i);
+            // the order made on its page, found before the batch as
+            // `payment_event` would find it: a page is an order's for good
+            reports.push(PaymentReport {
+                order_id: delivered.order_id,
+                payment: delivered.payment.clone(),
+                source: Source::Webhook,
+            });
+        }
+    }
+    let fulfilments = confirm_payments_in(&mut tx, &reports).await?;
+    for (i, fulfilment) in places.into_iter().zip(fulfilments) {
+        verdicts[i] = Verdict::Confirmed { fulfilment };
     }
     tx.commit().await?;
     Ok(verdicts)
-}
-
-async fn alone(pool: &PgPool, delivered: Delivered) -> Result<Verdict, CheckoutError> {
-    let mut tx = pool.begin().await?;
-    let verdict = record_and_confirm(&mut tx, &delivered).await?;
-    tx.commit().await?;
-    Ok(verdict)
-}
-
-async fn record_and_confirm(
-    tx: &mut sqlx::Transaction<'_, sqlx::Postgres>,
-    delivered: &Delivered,
-) -> Result<Verdict, CheckoutError> {
-    if !first_delivery(
-        tx,
-        delivered.provider,
-        &delivered.event_id,
-        &delivered.event_kind,
-    )
-    .await?
-    {
-        return Ok(Verdict::Duplicate);
-    }
-    confirm(tx, delivered).await
-}
-
-/// A new delivery's payment through the confirm routine, for the order made
-/// on its page (found before the batch, as `payment_event` would find it:
-/// a page is an order's for good).
-async fn confirm(
-    tx: &mut sqlx::Transaction<'_, sqlx::Postgres>,
-    delivered: &Delivered,
-) -> Result<Verdict, CheckoutError> {
-    let report = PaymentReport {
-        order_id: delivered.order_id,
-        payment: delivered.payment.clone(),
-        source: Source::Webhook,
-    };
-    Ok(Verdict::Confirmed {
-        fulfilment: confirm_payment_in(tx, &report).await?,
-    })
 }

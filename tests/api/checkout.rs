@@ -720,3 +720,163 @@ async fn a_refund_job_believes_news_only_of_its_own_refund() {
     );
     assert_eq!(job().await.2, serde_json::json!(1));
 }
+
+/// Ten payments reported together, through every outcome of the confirm
+/// routine (an order named three times among them), in one transaction:
+/// each is answered, and leaves the orders, codes and jobs, exactly as the
+/// same payments confirmed one after another do on a twin set of orders.
+#[tokio::test]
+async fn a_batch_of_payments_is_answered_as_the_same_payments_one_after_another() {
+    let db = TestDb::new().await;
+    demo(&db).await;
+    let slot = first_slot(&db).await;
+    let roles: [(&str, &str, i64); 6] = [
+        ("a", slot.as_str(), 1),
+        ("b", "harbour-lights-general", 2),
+        ("c", "wild-honey", 1),
+        ("d", "wild-honey", 1),
+        ("e", "wild-honey", 1),
+        ("f", "wild-honey", 1),
+    ];
+    let mut worlds = Vec::new();
+    for world in ["together", "alone"] {
+        let mut orders = std::collections::BTreeMap::new();
+        for (role, product, n) in roles {
+            let order = started(&db, &format!("{world}-{role}"), &[(product, n)]).await;
+            orders.insert(role, order.id);
+        }
+        // d's units were given back before its money came
+        checkout::release_order(&db.pool, orders["d"], expired_by_provider())
+            .await
+            .unwrap();
+        let pay = |role: &str, reference: &str| {
+            let order = orders[role];
+            let reference = format!("pi_{world}_{reference}");
+            let db = &db;
+            async move { report(db, order, &reference, Source::Webhook).await }
+        };
+        let mut authorised = pay("e", "e").await;
+        authorised.payment.status = holdfast::payments::PaymentStatus::Authorized;
+        let mut short = pay("f", "f").await;
+        short.payment.amount_minor -= 1;
+        let reports = vec![
+            pay("a", "a").await,
+            pay("b", "b").await,
+            pay("a", "a").await,
+            pay("a", "a2").await,
+            pay("c", "b").await,
+            pay("d", "d").await,
+            authorised,
+            short,
+            report(&db, Uuid::new_v4(), "pi_nobody", Source::Webhook).await,
+            pay("c", "c").await,
+        ];
+        worlds.push((world, orders, reports));
+    }
+
+    let mut seen = Vec::new();
+    for (world, orders, reports) in &worlds {
+        let answers = if *world == "together" {
+            let mut tx = db.pool.begin().await.unwrap();
+            let answers = checkout::confirm_payments_in(&mut tx, reports)
+                .await
+                .unwrap();
+            tx.commit().await.unwrap();
+            answers
+        } else {
+            let mut answers = Vec::new();
+            for report in reports {
+                answers.push(checkout::confirm_payment(&db.pool, report).await.unwrap());
+            }
+            answers
+        };
+        // the same words in both worlds, with each order (and its hold)
+        // named by its role
+        let mut names = Vec::new();
+        for (role, id) in orders {
+            let hold: Uuid = sqlx::query_scalar("select hold_id from orders where id = $1")
+                .bind(id)
+                .fetch_one(&db.pool)
+                .await
+                .unwrap();
+            names.push((id.to_string(), role.to_string()));
+            names.push((hold.to_string(), format!("{role}'s hold")));
+        }
+        let name = |text: String| {
+            names
+                .iter()
+                .fold(text.replace(world, "W"), |text, (id, role)| {
+                    text.replace(id, role)
+                })
+        };
+        let answers: Vec<String> = answers
+            .iter()
+            .map(|a| name(serde_json::to_string(a).unwrap()))
+            .collect();
+        let mut left = Vec::new();
+        for (role, id) in orders {
+            let (state, flag, payment, pickup): (
+                String,
+                Option<String>,
+                Option<String>,
+                Option<String>,
+            ) = sqlx::query_as(
+                "select state, flag, payment_ref, pickup_code from orders where id = $1",
+            )
+            .bind(id)
+            .fetch_one(&db.pool)
+            .await
+            .unwrap();
+            let codes = checkout::order_codes(&db.pool, *id).await.unwrap().len();
+            let jobs: Vec<(String, Option<String>)> = sqlx::query_as(
+                "select kind, payload->>'reason' from outbox_jobs \
+                  where payload->>'order_id' = $1::text order by kind, id",
+            )
+            .bind(id)
+            .fetch_all(&db.pool)
+            .await
+            .unwrap();
+            left.push(name(format!(
+                "{role}: {state} flag={flag:?} paid_by={payment:?} pickup={} codes={codes} jobs={jobs:?}",
+                pickup.is_some()
+            )));
+        }
+        seen.push((answers, left));
+    }
+    let labels: Vec<&str> = seen[0]
+        .0
+        .iter()
+        .map(|a| {
+            let value: serde_json::Value = serde_json::from_str(a).unwrap();
+            match value["action"].as_str().unwrap() {
+                "fulfilled" => "fulfilled",
+                "already_fulfilled" => "already_fulfilled",
+                "refund_queued" => "refund_queued",
+                "flagged" => "flagged",
+                "mismatch" => "mismatch",
+                "not_captured" => "not_captured",
+                "unknown" => "unknown",
+                other => panic!("{other}"),
+            }
+        })
+        .collect();
+    assert_eq!(
+        labels,
+        [
+            "fulfilled",
+            "fulfilled",
+            "already_fulfilled",
+            "refund_queued",
+            "flagged",
+            "refund_queued",
+            "not_captured",
+            "mismatch",
+            "unknown",
+            "fulfilled"
+        ]
+    );
+    assert_eq!(seen[0].0, seen[1].0, "the answers");
+    assert_eq!(seen[0].1, seen[1].1, "what is left");
+    println!("{:#?}", seen[0]);
+    assert_no_drift(&db.inventory()).await;
+}
