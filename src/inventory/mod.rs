@@ -855,10 +855,10 @@ pub async fn confirm<'e>(
         .ok_or_else(|| InventoryError::Unexpected("no answer for a confirmation".into()))
 }
 
-/// Several confirmations in one statement, each decided by `hf_confirm`
-/// exactly as it would be alone, one after another in the order given
-/// (each call sees what the ones before it did), and answered in that
-/// order.
+/// Several confirmations in one statement (`hf_confirm_many`), each decided
+/// exactly as it would be alone, one after another in the order given (each
+/// sees what the ones before it did), and answered in that order; the
+/// counters of the resources sold move once for the lot.
 pub async fn confirm_many<'e>(
     executor: impl sqlx::PgExecutor<'e>,
     confirmations: &[(HoldId, &PaymentRef)],
@@ -868,16 +868,12 @@ pub async fn confirm_many<'e>(
     }
     let ids: Vec<Uuid> = confirmations.iter().map(|(id, _)| id.0).collect();
     let refs: Vec<&str> = confirmations.iter().map(|(_, r)| r.as_str()).collect();
-    let rows: Vec<ResultRow> = sqlx::query_as(
-        "select c.* from unnest($1::uuid[], $2::text[]) with ordinality as x(id, payment_ref, n) \
-           cross join lateral hf_confirm(x.id, x.payment_ref) c \
-          order by x.n",
-    )
-    .bind(&ids)
-    .bind(&refs)
-    .fetch_all(executor)
-    .await
-    .map_err(classify)?;
+    let rows: Vec<ResultRow> = sqlx::query_as("select * from hf_confirm_many($1, $2)")
+        .bind(&ids)
+        .bind(&refs)
+        .fetch_all(executor)
+        .await
+        .map_err(classify)?;
     if rows.len() != confirmations.len() {
         return Err(InventoryError::Unexpected(format!(
             "{} answers for {} confirmations",
