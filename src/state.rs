@@ -17,7 +17,10 @@ pub struct Shop {
     pub checkouts: crate::checkout::Checkouts,
     /// Limits per buyer and per client address.
     pub fairness: crate::limits::client::Fairness,
-    /// Webhooks, payments for one resource confirmed together.
+    /// Payments (from returns and the worker), those for one resource
+    /// confirmed together.
+    pub confirmations: crate::checkout::Confirmations,
+    /// Webhooks, their payments through `confirmations`.
     pub webhooks: crate::webhooks::Webhooks,
     /// Who may scrape `/metrics`, and its cached database gauges.
     pub metrics: crate::metrics::Exporter,
@@ -47,6 +50,7 @@ impl Shop {
         payments: Providers,
         session_key: SessionKey,
     ) -> Self {
+        let confirmations = crate::checkout::Confirmations::new(pool.clone());
         Self {
             checkouts: crate::checkout::Checkouts::new(pool.clone()),
             fairness: crate::limits::client::Fairness::new(
@@ -54,7 +58,8 @@ impl Shop {
                 settings.limits.clone(),
                 settings.trusted_proxies.clone(),
             ),
-            webhooks: crate::webhooks::Webhooks::new(pool.clone()),
+            webhooks: crate::webhooks::Webhooks::new(confirmations.clone()),
+            confirmations,
             metrics: crate::metrics::Exporter::new(settings.metrics_token.clone()),
             live: crate::live::LiveStock::start(pool.clone()),
             zone: settings.time_zone,

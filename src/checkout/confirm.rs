@@ -149,7 +149,7 @@ pub async fn confirm_payment_in(
 /// Several payments in the caller's transaction, each answered as it would
 /// be alone, one after another in the order given, in a few statements for
 /// the lot: a payment burst on one tier confirms in one transaction
-/// (`webhooks::Webhooks`) without a round trip per step of each payment.
+/// ([`super::Confirmations`]) without a round trip per step of each payment.
 ///
 /// What was paid is checked before anything is sold: only a captured
 /// payment on the order's own page, at its provider, for its amount and

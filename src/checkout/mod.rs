@@ -10,8 +10,11 @@
 //! - [`combined`]: both steps for the one-product checkouts of one resource,
 //!   sent together ([`Checkouts`], the shop's way in);
 //! - [`release`]: units going back before payment;
-//! - [`confirm`]: [`confirm_payment`], the only place that turns a payment
-//!   into a sale, whichever path (return, webhook, reconciliation) reported it;
+//! - [`confirm`]: [`confirm_payments_in`], the only place that turns a
+//!   payment into a sale, whichever path (return, webhook, reconciliation)
+//!   reported it;
+//! - [`confirmations`]: the payments for one resource confirmed together
+//!   ([`Confirmations`], the shop's way in);
 //! - [`refund`], [`settle`], [`outbox`]: what follows a payment that cannot
 //!   be sold, and the typed jobs that carry it out.
 
@@ -21,6 +24,7 @@ pub mod catalogue;
 pub mod codes;
 mod combined;
 pub mod confirm;
+mod confirmations;
 pub mod order;
 pub mod outbox;
 pub mod refund;
@@ -34,6 +38,7 @@ pub use confirm::{
     Fulfilment, PaymentReport, Source, confirm_payment, confirm_payment_in, confirm_payments_in,
     payment_matches,
 };
+pub use confirmations::{Confirmations, Seen};
 pub use order::{
     Customer, Order, OrderLine, OrderState, order_by_checkout_key, order_by_id, order_by_id_in,
     order_by_provider_session, order_by_token, order_codes, order_lines,

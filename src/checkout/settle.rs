@@ -7,7 +7,7 @@ use sqlx::{PgExecutor, PgPool};
 use uuid::Uuid;
 
 use super::{
-    CheckoutError, Fulfilment, OrderState, PaymentReport, Source, confirm_payment, order_by_id,
+    CheckoutError, Confirmations, Fulfilment, OrderState, PaymentReport, Source, order_by_id,
     payment_matches,
 };
 use crate::payments::{PaymentProvider, PaymentStatus, ProviderError, ProviderPayment};
@@ -32,12 +32,13 @@ impl From<sqlx::Error> for SettleError {
 /// payment is not what it asks) is left to its provider, which gives it
 /// back by itself, rather than captured only to be refunded.
 pub async fn settle_payment(
-    pool: &PgPool,
+    confirmations: &Confirmations,
     provider: &dyn PaymentProvider,
     order_id: Uuid,
     payment: ProviderPayment,
     source: Source,
 ) -> Result<Fulfilment, SettleError> {
+    let pool = confirmations.pool();
     let mut payment = payment;
     if payment.status == PaymentStatus::Authorized {
         // unlocked reads: the confirm routine decides again under the lock
@@ -63,7 +64,7 @@ pub async fn settle_payment(
         payment,
         source,
     };
-    Ok(confirm_payment(pool, &report).await?)
+    Ok(confirmations.confirm(report).await?)
 }
 
 /// Whether every hold of an order is alive and inside its time: between a

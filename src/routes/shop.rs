@@ -894,7 +894,7 @@ async fn returned(
     match provider.read_return(&page_id, &params).await {
         Ok(ReturnReport::Payment(payment)) => {
             match settle_payment(
-                &shop.pool,
+                &shop.confirmations,
                 provider.as_ref(),
                 order.id,
                 payment,

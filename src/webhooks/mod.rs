@@ -9,13 +9,13 @@ use sqlx::{PgPool, Postgres, Transaction};
 
 use crate::checkout::outbox::{self, OutboxJob};
 use crate::checkout::refund::{self, RefundMove};
-use crate::checkout::{self, CheckoutError, Fulfilment, PaymentReport, Release, Source, settle};
-use crate::payments::{
-    PaymentStatus, ProviderEvent, ProviderKind, ProviderPayment, WebhookDelivery,
+use crate::checkout::{
+    self, CheckoutError, Confirmations, Fulfilment, PaymentReport, Release, Seen, Source, settle,
 };
-
-mod combined;
-pub use combined::Webhooks;
+use crate::payments::{
+    HeaderLookup, PaymentProvider, PaymentStatus, ProviderEvent, ProviderKind, ProviderPayment,
+    WebhookDelivery,
+};
 
 /// What became of one delivery. Rejections answer 400; everything else 2xx.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -60,6 +60,63 @@ impl Verdict {
     }
 }
 
+/// The shop's way in for webhooks. A captured payment on a page of ours
+/// goes through [`Confirmations`] (combined with the other payments for
+/// its resource, its event recorded with its effect); anything else in a
+/// transaction of its own. Cheap to clone.
+#[derive(Debug, Clone)]
+pub struct Webhooks {
+    confirmations: Confirmations,
+}
+
+impl Webhooks {
+    pub fn new(confirmations: Confirmations) -> Self {
+        Self { confirmations }
+    }
+
+    /// Receive one delivery (`now` is the current unix time).
+    pub async fn receive(
+        &self,
+        provider: &dyn PaymentProvider,
+        header: HeaderLookup<'_>,
+        body: &[u8],
+        now: i64,
+    ) -> Result<Verdict, CheckoutError> {
+        let delivery = match provider.verify_webhook(header, body, now) {
+            Ok(delivery) => delivery,
+            Err(reason) => return Ok(Verdict::Rejected { reason }),
+        };
+        let pool = self.confirmations.pool();
+        if let ProviderEvent::Payment(payment) = &delivery.event
+            && payment.status == PaymentStatus::Captured
+            && let Some(page_id) = &payment.page_id
+            && let Some(order) =
+                checkout::order_by_provider_session(pool, provider.kind(), page_id).await?
+        {
+            let seen = Seen {
+                provider: provider.kind(),
+                event_id: delivery.event_id.clone(),
+                kind: delivery.kind.clone(),
+            };
+            let report = PaymentReport {
+                order_id: order.id,
+                payment: payment.clone(),
+                source: Source::Webhook,
+            };
+            return Ok(match self.confirmations.confirm_seen(seen, report).await? {
+                Some(fulfilment) => Verdict::Confirmed { fulfilment },
+                None => Verdict::Duplicate,
+            });
+        }
+        receive_alone(pool, provider.kind(), delivery).await
+    }
+
+    /// Combined transactions so far (for the curious and the tests).
+    pub fn calls(&self) -> u64 {
+        self.confirmations.calls()
+    }
+}
+
 /// Record a provider's event id. Returns false when it was seen before:
 /// then the caller changes nothing. A concurrent delivery of the same id
 /// waits here for the first transaction and then finds it.
@@ -82,7 +139,7 @@ pub async fn first_delivery(
 }
 
 /// A verified delivery in a transaction of its own.
-pub(crate) async fn receive_alone(
+async fn receive_alone(
     pool: &PgPool,
     kind: ProviderKind,
     delivery: WebhookDelivery,

@@ -54,6 +54,8 @@ enum Done {
 #[derive(Debug, Clone)]
 pub struct Outbox {
     pool: PgPool,
+    /// The payments it settles, combined per resource like the shop's.
+    confirmations: crate::checkout::Confirmations,
     payments: Providers,
     lease: std::time::Duration,
     /// Where shoppers' mail goes; without one, messages are only logged.
@@ -63,6 +65,7 @@ pub struct Outbox {
 impl Outbox {
     pub fn new(pool: PgPool, payments: Providers) -> Self {
         Self {
+            confirmations: crate::checkout::Confirmations::new(pool.clone()),
             pool,
             payments,
             lease: std::time::Duration::from_secs(120),
@@ -179,7 +182,7 @@ impl Outbox {
             OutboxJob::CapturePayment { order_id, payment } => {
                 let provider = self.payments.for_order(payment.provider)?;
                 match settle::settle_payment(
-                    &self.pool,
+                    &self.confirmations,
                     provider.as_ref(),
                     order_id,
                     payment,

@@ -75,6 +75,8 @@ struct Due {
 #[derive(Debug, Clone)]
 pub struct Reconciler {
     pool: PgPool,
+    /// The payments it settles, combined per resource like the shop's.
+    confirmations: crate::checkout::Confirmations,
     payments: Providers,
     times: ReconcileTimes,
 }
@@ -85,6 +87,7 @@ const MAX_ATTEMPTS: i32 = 30;
 impl Reconciler {
     pub fn new(pool: PgPool, payments: Providers) -> Self {
         Self {
+            confirmations: crate::checkout::Confirmations::new(pool.clone()),
             pool,
             payments,
             times: ReconcileTimes::default(),
@@ -276,7 +279,7 @@ impl Reconciler {
         payment: ProviderPayment,
     ) -> Result<Fulfilment, CheckError> {
         settle::settle_payment(
-            &self.pool,
+            &self.confirmations,
             provider,
             order.id,
             payment,
