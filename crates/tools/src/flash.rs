@@ -34,6 +34,9 @@ pub struct FlashOptions {
     pub abandon: f64,
     /// Give up after this long.
     pub limit: Duration,
+    /// In the burst, every shopper comes back to the shop after paying, as
+    /// a browser does: the returns confirm too, racing the webhooks.
+    pub returns: bool,
 }
 
 /// One kind of request's figures.
@@ -473,11 +476,14 @@ pub struct BurstReport {
     /// Checkouts started (each reached a payment page) per second.
     pub grants_per_second: f64,
     /// Orders paid per second, from the first payment to the last order
-    /// confirmed by its webhook.
+    /// confirmed (by its webhook or its shopper's return).
     pub confirmations_per_second: f64,
     /// Payments the sandbox took per second (it sends each webhook as it
-    /// takes the payment): the most the shop could confirm.
+    /// takes the payment), each with its shopper's return if `returns`:
+    /// the most the shop could confirm.
     pub payments_per_second: f64,
+    /// Whether the shoppers came back to the shop after paying.
+    pub returns: bool,
     pub paid: i64,
     pub drifting_resources: i64,
 }
@@ -485,13 +491,18 @@ pub struct BurstReport {
 impl BurstReport {
     pub fn lines(&self) -> String {
         format!(
-            "payment burst, {} orders on one tier, {} at a time: {:.0} grants/s, then {:.0} confirmations/s ({:.2} of the grant rate) while the sandbox took {:.0} payments/s; {} paid, resources with drift {}",
+            "payment burst, {} orders on one tier, {} at a time: {:.0} grants/s, then {:.0} confirmations/s ({:.2} of the grant rate) while the sandbox took {:.0} payments/s{}; {} paid, resources with drift {}",
             self.orders,
             self.concurrency,
             self.grants_per_second,
             self.confirmations_per_second,
             self.confirmations_per_second / self.grants_per_second,
             self.payments_per_second,
+            if self.returns {
+                " (each shopper coming back)"
+            } else {
+                ""
+            },
             self.paid,
             self.drifting_resources
         )
@@ -500,7 +511,7 @@ impl BurstReport {
 
 /// `options.shoppers` shoppers check out the product, `concurrency` at a
 /// time; then they all pay at the sandbox, `concurrency` at a time, and
-/// the webhooks alone confirm (nobody follows the way back).
+/// the webhooks confirm, with the shoppers' returns if `returns`.
 pub async fn burst(pool: PgPool, options: FlashOptions) -> anyhow::Result<BurstReport> {
     let o = &options;
     let paid_before: i64 = sqlx::query_scalar("select count(*) from orders where state = 'paid'")
@@ -555,7 +566,7 @@ pub async fn burst(pool: PgPool, options: FlashOptions) -> anyhow::Result<BurstR
     let started = Instant::now();
     let mut payments = Vec::with_capacity(o.shoppers);
     for (client, page) in pages {
-        let gate = gate.clone();
+        let (gate, returns) = (gate.clone(), o.returns);
         payments.push(tokio::spawn(async move {
             let _turn = gate.acquire_owned().await.expect("never closed");
             let paid = client.post(format!("{page}/pay")).send().await?;
@@ -564,6 +575,14 @@ pub async fn burst(pool: PgPool, options: FlashOptions) -> anyhow::Result<BurstR
                 "the sandbox answered {}",
                 paid.status()
             );
+            if returns {
+                let back = client.get(location(&paid)?).send().await?;
+                anyhow::ensure!(
+                    back.status() == 303,
+                    "the return answered {}",
+                    back.status()
+                );
+            }
             Ok(())
         }));
     }
@@ -591,6 +610,7 @@ pub async fn burst(pool: PgPool, options: FlashOptions) -> anyhow::Result<BurstR
         grants_per_second: grants,
         confirmations_per_second: confirmations,
         payments_per_second,
+        returns: o.returns,
         paid: paid - paid_before,
         drifting_resources: drifting,
     })

@@ -110,6 +110,10 @@ enum Command {
         /// confirm; prints grants/s and confirmations/s
         #[arg(long)]
         burst: bool,
+        /// In the burst, every shopper comes back to the shop after paying
+        /// (the returns confirm too, racing the webhooks)
+        #[arg(long, requires = "burst")]
+        returns: bool,
     },
     /// Pages watching one product of a running shop over server-sent
     /// events, and how fast a capacity change reaches every one of them
@@ -250,6 +254,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             abandon,
             limit,
             burst,
+            returns,
         } => {
             anyhow::ensure!(
                 (0.0..=1.0).contains(&abandon),
@@ -269,6 +274,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 concurrency,
                 abandon,
                 limit: std::time::Duration::from_secs(limit),
+                returns,
             };
             if burst {
                 let report = holdfast_tools::flash::burst(pool, options).await?;
