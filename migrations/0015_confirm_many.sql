@@ -1,10 +1,10 @@
 -- Holdfast: confirmations in a batch.
 --
 -- A payment burst on one tier is confirmed in combined transactions
--- (src/webhooks/combined.rs). Confirmed one call at a time, every payment
--- moved the tier's counters by itself: one new version of the resource row
--- per payment, each update walking the versions the batch had already
--- made, and one notification each. hf_confirm_many decides each purchase
+-- (src/checkout/confirmations.rs). Confirmed one call at a time, every
+-- payment moved the tier's counters by itself: one new version of the
+-- resource row per payment, each update walking the versions the batch had
+-- already made. hf_confirm_many decides each purchase
 -- exactly as hf_confirm decided it alone, in the order given (each sees
 -- what the ones before it did), and moves the counters of the resources
 -- it sold once, at the end. hf_confirm is now a batch of one.
@@ -35,6 +35,17 @@ begin
     if coalesce(cardinality(p_ids), 0) <> coalesce(cardinality(p_payment_refs), 0) then
         perform hf_bad_input('one payment reference for each purchase');
     end if;
+
+    -- lock: every resource the batch may sell from, ascending id, before
+    -- any purchase (each hf_lock_purchase below then finds its own locked),
+    -- so a batch over several resources takes them in the order every
+    -- other path does
+    perform 1 from resources
+      where id in (select resource_id from holds
+                    where purchase_id in (select purchase_id from holds
+                                           where id = any(p_ids) or purchase_id = any(p_ids)))
+      order by id
+      for no key update;
 
     for i in 1 .. coalesce(cardinality(p_ids), 0) loop
         v_id := p_ids[i];

@@ -236,6 +236,17 @@ begin
         perform hf_bad_input('one payment reference for each purchase');
     end if;
 
+    -- lock: every resource the batch may sell from, ascending id, before
+    -- any purchase (each hf_lock_purchase below then finds its own locked),
+    -- so a batch over several resources takes them in the order every
+    -- other path does
+    perform 1 from resources
+      where id in (select resource_id from holds
+                    where purchase_id in (select purchase_id from holds
+                                           where id = any(p_ids) or purchase_id = any(p_ids)))
+      order by id
+      for no key update;
+
     for i in 1 .. coalesce(cardinality(p_ids), 0) loop
         v_id := p_ids[i];
         v_ref := p_payment_refs[i];

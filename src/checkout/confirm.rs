@@ -1,6 +1,8 @@
 //! The one confirm routine: the only place that turns a payment into a
 //! sale, whichever path reported it.
 
+use std::collections::HashSet;
+
 use serde::Serialize;
 use sqlx::{PgPool, Postgres, Transaction};
 use uuid::Uuid;
@@ -156,8 +158,11 @@ pub async fn confirm_payment_in(
 /// currency, can pay for it. Anything else is a mismatch (flagged, and
 /// refunded when it is money) or not money yet.
 ///
-/// An order named twice waits for a later round, so the second report
-/// sees what the first one did, exactly as one after another.
+/// An order or a payment named twice waits for a later round (and so does
+/// every later report of that order or payment), so the second report sees
+/// what the first one did, exactly as one after another. The combined path
+/// sends payments of one resource; payments over several resources take
+/// their resources in id order all the same (`hf_confirm_many`).
 pub async fn confirm_payments_in(
     tx: &mut Transaction<'_, Postgres>,
     reports: &[PaymentReport],
@@ -165,10 +170,16 @@ pub async fn confirm_payments_in(
     let mut answers: Vec<Option<Fulfilment>> = vec![None; reports.len()];
     let mut waiting: Vec<usize> = (0..reports.len()).collect();
     while !waiting.is_empty() {
-        let mut named = std::collections::HashSet::new();
-        let (round, later): (Vec<usize>, Vec<usize>) = waiting
-            .into_iter()
-            .partition(|&i| named.insert(reports[i].order_id));
+        let mut orders = HashSet::new();
+        let mut payments = HashSet::new();
+        let (round, later): (Vec<usize>, Vec<usize>) = waiting.into_iter().partition(|&i| {
+            let report = &reports[i];
+            let payment = (report.payment.provider, report.payment.payment_ref.as_str());
+            let free = !orders.contains(&report.order_id) && !payments.contains(&payment);
+            orders.insert(report.order_id);
+            payments.insert(payment);
+            free
+        });
         let batch: Vec<&PaymentReport> = round.iter().map(|&i| &reports[i]).collect();
         for (i, answer) in round.into_iter().zip(confirm_round(tx, &batch).await?) {
             answers[i] = Some(answer);
@@ -386,9 +397,18 @@ async fn fulfil(tx: &mut Transaction<'_, Postgres>, sold: &[(Uuid, &PaymentRef)]
     .fetch_all(&mut **tx)
     .await?;
     // a pickup code names one order: of a few drawn, the first no order
-    // has (two orders drawing the same one at the same moment meet at the
-    // unique index, and the confirmation is tried again), as one string of
-    // candidates per order, none for an order without a pickup slot
+    // has (two transactions drawing the same one at the same moment meet at
+    // the unique index, and the confirmation is tried again), as one string
+    // of candidates per order, none for an order without a pickup slot; no
+    // candidate is drawn twice in a batch, as the statement cannot see the
+    // codes it gives its own other orders
+    let mut drawn = HashSet::new();
+    let mut draw = |make: fn() -> String| loop {
+        let code = make();
+        if drawn.insert(code.clone()) {
+            break code;
+        }
+    };
     let candidates: Vec<Option<String>> = order_ids
         .iter()
         .map(|id| {
@@ -397,7 +417,7 @@ async fn fulfil(tx: &mut Transaction<'_, Postgres>, sold: &[(Uuid, &PaymentRef)]
                 .any(|(order, kind, ..)| order == id && *kind == ProductKind::PickupSlot)
                 .then(|| {
                     (0..4)
-                        .map(|_| codes::pickup_code())
+                        .map(|_| draw(codes::pickup_code))
                         .collect::<Vec<_>>()
                         .join(" ")
                 })
@@ -427,7 +447,7 @@ async fn fulfil(tx: &mut Transaction<'_, Postgres>, sold: &[(Uuid, &PaymentRef)]
         })
         .unzip();
     if !tickets.is_empty() {
-        let codes: Vec<String> = tickets.iter().map(|_| codes::ticket_code()).collect();
+        let codes: Vec<String> = tickets.iter().map(|_| draw(codes::ticket_code)).collect();
         sqlx::query(
             "insert into order_codes (code, order_id, product_id) \
              select * from unnest($1::text[], $2::uuid[], $3::text[])",

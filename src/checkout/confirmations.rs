@@ -201,8 +201,11 @@ async fn together(
     tx.commit().await?;
     let mut answers = vec![None; batch.len()];
     for ((i, report), fulfilment) in places.into_iter().zip(&reports).zip(fulfilments) {
-        crate::metrics::confirmation(fulfilment.label(), report.source.as_str());
-        tracing::info!(order = %report.order_id, source = report.source.as_str(), ?fulfilment, "payment confirmed");
+        // a webhook's verdict is counted and logged by its route
+        if batch[i].seen.is_none() {
+            crate::metrics::confirmation(fulfilment.label(), report.source.as_str());
+            tracing::info!(order = %report.order_id, source = report.source.as_str(), ?fulfilment, "payment confirmed");
+        }
         answers[i] = Some(fulfilment);
     }
     Ok(answers)
