@@ -123,11 +123,12 @@ pub fn payment_matches(
     }
 }
 
-/// The one confirm routine. Safe to run any number of times, concurrently,
-/// in any order, from the return handler, the webhook and reconciliation:
-/// the order row lock serialises the paths, the engine decides, and the
-/// effect (order paid and codes, a refund job, a flag) commits together
-/// with the engine's change.
+/// One payment through the confirm routine in a transaction of its own,
+/// not combined (the shop, the worker and reconciliation confirm through
+/// [`super::Confirmations`]). Safe to run any number of times, concurrently,
+/// in any order, beside them: the order row lock serialises the paths, the
+/// engine decides, and the effect (order paid and codes, a refund job, a
+/// flag) commits together with the engine's change.
 pub async fn confirm_payment(pool: &PgPool, report: &PaymentReport) -> Result<Fulfilment> {
     let mut tx = pool.begin().await?;
     let fulfilment = confirm_payment_in(&mut tx, report).await?;
