@@ -1,5 +1,6 @@
-//! Every setting, from the environment. Documented in README.md and
-//! `.env.example`.
+//! Every setting, from the environment. Documented in
+//! docs/configuration.md and `.env.example`. Each provider reads its own
+//! (`crate::payments::ProviderSettings`).
 
 use std::fmt;
 use std::net::SocketAddr;
@@ -98,11 +99,6 @@ pub struct ServerSettings {
     /// a worker that took a job (a refund, say) has before another worker
     /// may take it over, if the first one died.
     pub outbox_lease_seconds: u64,
-    /// Stripe keys; `None` runs the built-in sandbox instead.
-    pub stripe: Option<StripeKeys>,
-    /// Razorpay keys; with neither provider configured, the sandbox plays
-    /// both.
-    pub razorpay: Option<RazorpayKeys>,
     /// `HOLDFAST_SANDBOX_ADDR` (default `127.0.0.1:8081`): where the built-in
     /// sandbox listens when no Stripe key is configured.
     pub sandbox_addr: SocketAddr,
@@ -110,10 +106,6 @@ pub struct ServerSettings {
     /// cookies. Unset, a random key is made at start (and the server says
     /// so): sessions then end on restart and do not cross servers.
     pub session_key: Option<Secret>,
-    /// `HOLDFAST_PROVIDER_CA_FILE`: certificate authorities (PEM) the
-    /// provider clients trust besides Mozilla's, for a TLS-inspecting proxy
-    /// (or a test). Unset in production.
-    pub provider_ca_file: Option<PathBuf>,
     /// `HOLDFAST_ADDRESS_RATE` (`30/60s`, or `off`), `HOLDFAST_ADDRESS_UNITS`
     /// (20, or `off`), `HOLDFAST_EMAIL_LIMIT` (`on` or `off`).
     pub limits: crate::limits::Limits,
@@ -139,36 +131,6 @@ pub struct ServerSettings {
     /// `HOLDFAST_SANDBOX_SMTP_ADDR` (default `127.0.0.1:2525`): where the
     /// sandbox's mail server listens.
     pub sandbox_smtp_addr: std::net::SocketAddr,
-}
-
-/// `STRIPE_SECRET_KEY`, `STRIPE_WEBHOOK_SECRET` (and
-/// `STRIPE_WEBHOOK_SECRET_PREVIOUS`), `STRIPE_API_BASE`,
-/// `HOLDFAST_STRIPE_PAYMENT_METHODS`.
-#[derive(Debug, Clone)]
-pub struct StripeKeys {
-    pub secret_key: Secret,
-    /// The current signing secret first, then the previous one.
-    pub webhook_secrets: Vec<Secret>,
-    /// Default `https://api.stripe.com/`; must end with `/`.
-    pub api_base: String,
-    /// The payment methods sessions allow (default `card`); empty: the
-    /// dashboard's choice, delayed methods included.
-    pub payment_methods: Vec<String>,
-}
-
-/// `RAZORPAY_KEY_ID`, `RAZORPAY_KEY_SECRET`, `RAZORPAY_WEBHOOK_SECRET` (and
-/// `RAZORPAY_WEBHOOK_SECRET_PREVIOUS`), `RAZORPAY_API_BASE`,
-/// `RAZORPAY_CHECKOUT_SCRIPT`.
-#[derive(Debug, Clone)]
-pub struct RazorpayKeys {
-    pub key_id: String,
-    pub key_secret: Secret,
-    /// The current webhook secret first, then the previous one.
-    pub webhook_secrets: Vec<Secret>,
-    /// Default `https://api.razorpay.com/`.
-    pub api_base: String,
-    /// Default `https://checkout.razorpay.com/v1/checkout.js`.
-    pub checkout_script: String,
 }
 
 impl ServerSettings {
@@ -207,42 +169,9 @@ impl ServerSettings {
         if !(30..=1440).contains(&session_minutes) {
             anyhow::bail!("HOLDFAST_SESSION_MINUTES must be 30 to 1440 (Stripe's limits)");
         }
-        let stripe = match env.get("STRIPE_SECRET_KEY") {
-            Some(key) => {
-                let mut api_base = env
-                    .get("STRIPE_API_BASE")
-                    .unwrap_or_else(|| "https://api.stripe.com/".to_owned());
-                if !api_base.ends_with('/') {
-                    api_base.push('/');
-                }
-                Some(StripeKeys {
-                    secret_key: Secret::new(key),
-                    webhook_secrets: secrets(env, "STRIPE_WEBHOOK_SECRET"),
-                    api_base,
-                    payment_methods: stripe_payment_methods(env)?,
-                })
-            }
-            None => None,
-        };
-        let razorpay = match (env.get("RAZORPAY_KEY_ID"), env.get("RAZORPAY_KEY_SECRET")) {
-            (Some(key_id), Some(secret)) => Some(RazorpayKeys {
-                key_id,
-                key_secret: Secret::new(secret),
-                webhook_secrets: secrets(env, "RAZORPAY_WEBHOOK_SECRET"),
-                api_base: env
-                    .get("RAZORPAY_API_BASE")
-                    .unwrap_or_else(|| "https://api.razorpay.com/".to_owned()),
-                checkout_script: env
-                    .get("RAZORPAY_CHECKOUT_SCRIPT")
-                    .unwrap_or_else(|| "https://checkout.razorpay.com/v1/checkout.js".to_owned()),
-            }),
-            (None, None) => None,
-            _ => anyhow::bail!("set both RAZORPAY_KEY_ID and RAZORPAY_KEY_SECRET, or neither"),
-        };
         Ok(Self {
             addr,
             base_url,
-            razorpay,
             sweep_every_seconds: parse_or(env, "HOLDFAST_SWEEP_SECONDS", 5)?,
             session_minutes,
             outbox_lease_seconds: parse_or::<u64>(env, "HOLDFAST_OUTBOX_LEASE_SECONDS", 120)?
@@ -259,7 +188,6 @@ impl ServerSettings {
                     3600,
                 )?),
             },
-            stripe,
             sandbox_addr: parse_or(
                 env,
                 "HOLDFAST_SANDBOX_ADDR",
@@ -271,7 +199,6 @@ impl ServerSettings {
                 }
                 key => key.map(Secret::new),
             },
-            provider_ca_file: env.get("HOLDFAST_PROVIDER_CA_FILE").map(PathBuf::from),
             limits: limits(env)?,
             trusted_proxies: crate::limits::TrustedProxies::parse(
                 &env.get("HOLDFAST_TRUSTED_PROXIES").unwrap_or_default(),
@@ -300,15 +227,6 @@ impl ServerSettings {
                 "127.0.0.1:2525".parse()?,
             )?,
         })
-    }
-
-    /// The certificate authorities provider calls trust.
-    pub fn provider_roots(&self) -> anyhow::Result<crate::payments::http::TrustedRoots> {
-        match &self.provider_ca_file {
-            Some(path) => crate::payments::http::TrustedRoots::with_pem_file(path)
-                .context("HOLDFAST_PROVIDER_CA_FILE"),
-            None => Ok(crate::payments::http::TrustedRoots::mozilla()),
-        }
     }
 }
 
@@ -363,58 +281,31 @@ fn read_time_zone(env: Env) -> anyhow::Result<crate::clock::ShopZone> {
     }
 }
 
-/// `NAME` and `NAME_PREVIOUS`, the secrets of a webhook during a rotation,
-/// the current one first.
-fn secrets(env: Env, name: &str) -> Vec<Secret> {
-    [env.get(name), env.get(&format!("{name}_PREVIOUS"))]
-        .into_iter()
-        .flatten()
-        .map(Secret::new)
-        .collect()
-}
-
-/// `HOLDFAST_STRIPE_PAYMENT_METHODS`: a comma-separated list of Stripe
-/// payment method types (default `card`), or `dynamic` for whatever the
-/// dashboard enables.
-fn stripe_payment_methods(env: Env) -> anyhow::Result<Vec<String>> {
-    let listed = env
-        .get("HOLDFAST_STRIPE_PAYMENT_METHODS")
-        .unwrap_or_else(|| "card".into());
-    if listed.trim() == "dynamic" {
-        return Ok(Vec::new());
-    }
-    let methods: Vec<String> = listed
-        .split(',')
-        .map(|m| m.trim().to_owned())
-        .filter(|m| !m.is_empty())
-        .collect();
-    if methods.is_empty()
-        || methods
-            .iter()
-            .any(|m| !m.bytes().all(|b| b.is_ascii_lowercase() || b == b'_'))
-    {
-        anyhow::bail!(
-            "HOLDFAST_STRIPE_PAYMENT_METHODS must be `dynamic` or payment method types like `card,link`"
-        );
-    }
-    Ok(methods)
-}
-
 /// Where settings are read from: the process's environment, or nowhere
 /// (every setting at its default).
 #[derive(Debug, Clone, Copy)]
-enum Env {
+pub enum Env {
     Process,
     Empty,
 }
 
 impl Env {
     /// A variable that is set and not empty.
-    fn get(self, name: &str) -> Option<String> {
+    pub fn get(self, name: &str) -> Option<String> {
         match self {
             Env::Process => std::env::var(name).ok().filter(|value| !value.is_empty()),
             Env::Empty => None,
         }
+    }
+
+    /// `NAME` and `NAME_PREVIOUS`, the secrets of a webhook during a
+    /// rotation, the current one first.
+    pub fn secrets(self, name: &str) -> Vec<Secret> {
+        [self.get(name), self.get(&format!("{name}_PREVIOUS"))]
+            .into_iter()
+            .flatten()
+            .map(Secret::new)
+            .collect()
     }
 }
 

@@ -3,17 +3,17 @@
 //! The hold engine lives in PostgreSQL (`migrations/`) and is driven from
 //! [`inventory`]. See README.md for the commands and settings.
 
+pub mod batching;
+pub mod catalogue;
 pub mod checkout;
 pub mod cli;
 pub mod clock;
-pub mod combine;
 pub mod configuration;
 pub mod database;
 pub mod faults;
 pub mod inventory;
 pub mod limits;
 pub mod live;
-pub mod mail;
 pub mod metrics;
 pub mod money;
 pub mod payments;

@@ -33,7 +33,7 @@ use sqlx::PgPool;
 use sqlx::postgres::{PgListener, PgPoolOptions};
 use tokio::sync::{broadcast, mpsc, oneshot};
 
-use crate::checkout::catalogue::{Availability, Product, Stock};
+use crate::catalogue::{Availability, Product, Stock};
 
 /// How often everything is read again, notified or not.
 pub const REFRESH_EVERY: Duration = Duration::from_millis(500);
@@ -297,7 +297,7 @@ impl LiveStock {
     pub async fn availability(&self, collection: Option<&str>) -> sqlx::Result<Vec<Availability>> {
         match self.now() {
             Some(snapshot) => Ok(snapshot.availability(collection)),
-            None => crate::checkout::catalogue::availability(&self.pool, collection).await,
+            None => crate::catalogue::availability(&self.pool, collection).await,
         }
     }
 
@@ -306,7 +306,7 @@ impl LiveStock {
     pub async fn stock(&self, ids: &[String]) -> sqlx::Result<Vec<Stock>> {
         match self.now() {
             Some(snapshot) => Ok(snapshot.stock(ids)),
-            None => crate::checkout::catalogue::stock(&self.pool, ids).await,
+            None => crate::catalogue::stock(&self.pool, ids).await,
         }
     }
 

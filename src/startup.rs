@@ -1,7 +1,6 @@
 //! Build the web server from settings. Tests bind port 0.
 
 use std::net::TcpListener;
-use std::sync::Arc;
 
 use actix_web::dev::Server;
 use actix_web::middleware::from_fn;
@@ -9,104 +8,36 @@ use actix_web::{App, HttpServer, web};
 use sqlx::PgPool;
 
 use crate::configuration::ServerSettings;
-use crate::payments::http::{TrustedRoots, client_builder};
-use crate::payments::razorpay::{RazorpayProvider, RazorpaySettings};
-use crate::payments::stripe::{StripeProvider, StripeSettings};
-use crate::payments::{PaymentProvider, Providers};
+use crate::payments::{ProviderSettings, Providers};
 use crate::routes;
 use crate::staff::SessionKey;
 use crate::state::Shop;
 #[cfg(feature = "sandbox")]
 use holdfast_sandbox::SandboxSettings;
 
-/// Where each provider's API is, when no keys are set: the sandbox's
-/// development keys at the sandbox's address.
-#[cfg(feature = "sandbox")]
-pub fn sandbox_keys(
-    sandbox: &SandboxSettings,
-    base: &str,
-    stripe_payment_methods: Vec<String>,
-) -> (StripeSettings, RazorpaySettings) {
-    (
-        StripeSettings {
-            secret_key: crate::configuration::Secret::new(sandbox.stripe_secret_key.expose()),
-            api_base: format!("{base}/stripe/"),
-            webhook_secrets: vec![crate::configuration::Secret::new(
-                sandbox.stripe_webhook_secret.expose(),
-            )],
-            payment_methods: stripe_payment_methods,
-        },
-        RazorpaySettings {
-            key_id: sandbox.razorpay_key_id.clone(),
-            key_secret: crate::configuration::Secret::new(sandbox.razorpay_key_secret.expose()),
-            webhook_secrets: vec![crate::configuration::Secret::new(
-                sandbox.razorpay_webhook_secret.expose(),
-            )],
-            api_base: format!("{base}/razorpay/"),
-            checkout_script: format!("{base}/razorpay/checkout.js"),
-        },
-    )
-}
-
-/// The adapters for whichever providers have settings, Stripe first, each
-/// with its own HTTPS client (Holdfast's TLS setup, `roots` trusted).
-pub fn build_providers(
-    stripe: Option<&StripeSettings>,
-    razorpay: Option<&RazorpaySettings>,
-    roots: &TrustedRoots,
+/// The providers from their settings; with no keys at all, the sandbox at
+/// `HOLDFAST_SANDBOX_ADDR` (where `holdfast serve` runs it), for a worker
+/// beside such a shop.
+pub fn configured_providers(
+    settings: &ServerSettings,
+    providers: &ProviderSettings,
 ) -> anyhow::Result<Providers> {
-    let http = |timeout: std::time::Duration| -> anyhow::Result<reqwest::Client> {
-        Ok(client_builder(roots).timeout(timeout).build()?)
-    };
-    let mut offered: Vec<Arc<dyn PaymentProvider>> = Vec::new();
-    if let Some(stripe) = stripe {
-        // well under the outbox's two-minute lease, so a hung call can
-        // never run concurrently with its own retry
-        offered.push(Arc::new(StripeProvider::new(
-            stripe,
-            http(std::time::Duration::from_secs(20))?,
-        )?));
-    }
-    if let Some(razorpay) = razorpay {
-        offered.push(Arc::new(RazorpayProvider::new(
-            razorpay,
-            http(crate::payments::razorpay::TIMEOUT)?,
-        )?));
-    }
-    Ok(Providers::new(offered))
-}
-
-/// The providers from the environment's keys; with none at all, the
-/// sandbox at `HOLDFAST_SANDBOX_ADDR` (where `holdfast serve` runs it).
-pub fn configured_providers(settings: &ServerSettings) -> anyhow::Result<Providers> {
-    let roots = settings.provider_roots()?;
-    if settings.stripe.is_none() && settings.razorpay.is_none() {
+    if providers.is_empty() {
         #[cfg(feature = "sandbox")]
         {
-            let (stripe, razorpay) = sandbox_keys(
+            return Providers::build(&crate::payments::sandbox_settings(
                 &SandboxSettings::development(),
                 &format!("http://{}", settings.sandbox_addr),
                 vec!["card".into()],
-            );
-            return build_providers(Some(&stripe), Some(&razorpay), &roots);
+            ));
         }
         #[cfg(not(feature = "sandbox"))]
-        anyhow::bail!(NO_KEYS_NO_SANDBOX);
+        {
+            let _ = settings;
+            anyhow::bail!(NO_KEYS_NO_SANDBOX);
+        }
     }
-    let stripe = settings.stripe.as_ref().map(|keys| StripeSettings {
-        secret_key: keys.secret_key.clone(),
-        api_base: keys.api_base.clone(),
-        webhook_secrets: keys.webhook_secrets.clone(),
-        payment_methods: keys.payment_methods.clone(),
-    });
-    let razorpay = settings.razorpay.as_ref().map(|keys| RazorpaySettings {
-        key_id: keys.key_id.clone(),
-        key_secret: keys.key_secret.clone(),
-        webhook_secrets: keys.webhook_secrets.clone(),
-        api_base: keys.api_base.clone(),
-        checkout_script: keys.checkout_script.clone(),
-    });
-    build_providers(stripe.as_ref(), razorpay.as_ref(), &roots)
+    Providers::build(providers)
 }
 
 /// A server bound and ready to run, with the port it got.
@@ -166,12 +97,13 @@ impl Application {
 /// Razorpay) and the demo catalogue too.
 pub async fn serve(
     settings: ServerSettings,
+    providers: ProviderSettings,
     pool: PgPool,
     with_worker: bool,
 ) -> anyhow::Result<()> {
     use anyhow::Context;
 
-    let sandboxed = settings.stripe.is_none() && settings.razorpay.is_none();
+    let sandboxed = providers.is_empty();
     if sandboxed {
         sandbox_is_safe(&settings)?;
     }
@@ -180,20 +112,19 @@ pub async fn serve(
     let payments = if sandboxed {
         run_sandbox(&settings, &pool).await?
     } else {
-        configured_providers(&settings)?
+        Providers::build(&providers)?
     };
-    if let Some(keys) = &settings.stripe
-        && keys.webhook_secrets.is_empty()
-    {
-        tracing::warn!("no STRIPE_WEBHOOK_SECRET: every Stripe webhook will be refused");
-    }
-    if let Some(keys) = &settings.razorpay
-        && keys.webhook_secrets.is_empty()
-    {
-        tracing::warn!("no RAZORPAY_WEBHOOK_SECRET: every Razorpay webhook will be refused");
+    for warning in providers.warnings() {
+        tracing::warn!("{warning}");
     }
     if with_worker {
-        spawn_worker(pool.clone(), payments.clone(), &settings, "serve")?;
+        spawn_worker(
+            pool.clone(),
+            payments.clone(),
+            &settings,
+            sandboxed,
+            "serve",
+        )?;
     }
     let session_key = match &settings.session_key {
         Some(key) => SessionKey::new(key.clone())?,
@@ -253,7 +184,7 @@ async fn run_sandbox(settings: &ServerSettings, pool: &PgPool) -> anyhow::Result
     tokio::spawn(sandbox.run_until_stopped());
     let catalogue = std::path::Path::new("fixtures/catalogue.json");
     if catalogue.exists() {
-        let report = crate::checkout::catalogue::CatalogueFile::read(catalogue)?
+        let report = crate::catalogue::CatalogueFile::read(catalogue)?
             .load_in(pool, settings.time_zone)
             .await?;
         tracing::info!(products = report.products, "demo catalogue loaded");
@@ -262,8 +193,11 @@ async fn run_sandbox(settings: &ServerSettings, pool: &PgPool) -> anyhow::Result
         sandbox = %base,
         "no provider keys: payments go to the built-in sandbox, no real money moves"
     );
-    let (stripe, razorpay) = sandbox_keys(&sandbox_settings, &base, vec!["card".into()]);
-    build_providers(Some(&stripe), Some(&razorpay), &TrustedRoots::mozilla())
+    Providers::build(&crate::payments::sandbox_settings(
+        &sandbox_settings,
+        &base,
+        vec!["card".into()],
+    ))
 }
 
 /// A build without the sandbox cannot serve without keys.
@@ -274,10 +208,10 @@ async fn run_sandbox(_: &ServerSettings, _: &PgPool) -> anyhow::Result<Providers
 
 #[cfg(not(feature = "sandbox"))]
 const NO_KEYS_NO_SANDBOX: &str = "no provider keys are set and this build has no sandbox \
-     (built without the `sandbox` feature): set STRIPE_SECRET_KEY or RAZORPAY_KEY_ID";
+     (built without the `sandbox` feature): set a provider's keys (docs/providers.md)";
 
 /// Without keys the shop takes test money from the built-in sandbox, whose
-/// secrets are in the README: anyone could sign a payment. That is only
+/// secrets are published (docs/sandbox.md): anyone could sign a payment. That is only
 /// safe where the public cannot reach the shop (it listens on loopback and
 /// is not served over HTTPS), unless `HOLDFAST_SANDBOX=1` says a public
 /// demo is meant.
@@ -287,23 +221,24 @@ pub fn sandbox_is_safe(settings: &ServerSettings) -> anyhow::Result<()> {
         return Ok(());
     }
     anyhow::bail!(
-        "refusing to take test money from the built-in sandbox on {} ({}): set \
-         STRIPE_SECRET_KEY and STRIPE_WEBHOOK_SECRET, or RAZORPAY_KEY_ID, RAZORPAY_KEY_SECRET \
-         and RAZORPAY_WEBHOOK_SECRET (or HOLDFAST_SANDBOX=1 for a public demo)",
+        "refusing to take test money from the built-in sandbox on {} ({}): set {} \
+         (or HOLDFAST_SANDBOX=1 for a public demo)",
         settings.addr,
-        settings.base_url
+        settings.base_url,
+        ProviderSettings::KEYS_TO_SET,
     )
 }
 
-/// The sweeper, reconciliation, the outbox and housekeeping, on a
-/// schedule, until the process ends.
 /// Where shoppers' mail goes: `HOLDFAST_SMTP_URL`; without it, the
 /// sandbox's mail server when the sandbox stands in for the providers;
 /// otherwise nowhere (with a warning: the order page still has the codes).
-pub fn configured_mailer(settings: &ServerSettings) -> anyhow::Result<Option<crate::mail::Mailer>> {
+pub fn configured_mailer(
+    settings: &ServerSettings,
+    sandboxed: bool,
+) -> anyhow::Result<Option<crate::worker::mail::Mailer>> {
     let url = match &settings.smtp_url {
         Some(url) => url.expose().to_owned(),
-        None if settings.stripe.is_none() && settings.razorpay.is_none() => {
+        None if sandboxed => {
             format!("smtp://{}", settings.sandbox_smtp_addr)
         }
         None => {
@@ -311,7 +246,7 @@ pub fn configured_mailer(settings: &ServerSettings) -> anyhow::Result<Option<cra
             return Ok(None);
         }
     };
-    crate::mail::Mailer::new(
+    crate::worker::mail::Mailer::new(
         &url,
         &settings.mail_from,
         settings.time_zone,
@@ -321,13 +256,16 @@ pub fn configured_mailer(settings: &ServerSettings) -> anyhow::Result<Option<cra
     .map_err(|e| anyhow::anyhow!(e))
 }
 
+/// The sweeper, reconciliation, the outbox and housekeeping, on a
+/// schedule, until the process ends.
 pub fn spawn_worker(
     pool: PgPool,
     payments: Providers,
     settings: &ServerSettings,
+    sandboxed: bool,
     name: &str,
 ) -> anyhow::Result<()> {
-    let mailer = configured_mailer(settings)?;
+    let mailer = configured_mailer(settings, sandboxed)?;
     use std::time::Duration;
 
     use crate::inventory::Inventory;

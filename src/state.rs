@@ -79,6 +79,19 @@ impl Shop {
         Self::from_settings(&settings, pool, payments, SessionKey::generate())
     }
 
+    /// What checking out needs of the shop ([`crate::checkout::begin`]).
+    pub fn desk(&self) -> crate::checkout::Desk<'_> {
+        crate::checkout::Desk {
+            pool: &self.pool,
+            live: &self.live,
+            fairness: &self.fairness,
+            checkouts: &self.checkouts,
+            payments: &self.payments,
+            base_url: &self.base_url,
+            session_minutes: self.session_minutes,
+        }
+    }
+
     /// Cookies are marked `Secure` when the shop is served over HTTPS.
     pub fn secure_cookies(&self) -> bool {
         self.base_url.starts_with("https://")

@@ -12,11 +12,11 @@
 use holdfast::configuration::Secret;
 use holdfast::inventory::PaymentRef;
 use holdfast::payments::razorpay::{self, CallbackVerdict};
-use holdfast::payments::signature::{
-    STRIPE_TOLERANCE_SECONDS, SignatureError, hmac_sha256_hex, hmac_sha256_matches,
-    stripe_signature_header, verify_stripe,
-};
+use holdfast::payments::signature::{hmac_sha256_hex, hmac_sha256_matches};
 use holdfast::payments::stripe;
+use holdfast::payments::stripe::signature::{
+    SignatureError, TOLERANCE_SECONDS, stripe_signature_header, verify_stripe,
+};
 use holdfast::payments::{
     PageEnd, PaymentStatus, ProviderEvent, ProviderKind, ReturnParams, WebhookDelivery,
 };
@@ -116,7 +116,7 @@ pub fn stripe_signature(data: &[u8]) {
 
     // Our own header verifies exactly when it is within the tolerance.
     let own = stripe_signature_header(&secret, timestamp, payload);
-    let fresh = now.abs_diff(timestamp) <= STRIPE_TOLERANCE_SECONDS.unsigned_abs();
+    let fresh = now.abs_diff(timestamp) <= TOLERANCE_SECONDS.unsigned_abs();
     assert_eq!(
         verify_stripe(payload, Some(&own), secrets, now),
         if fresh {

@@ -1074,7 +1074,7 @@ AS $function$
      where purchase_id = p_purchase;
 $function$;
 
--- hf_redeem (last written by 0012_after_the_sale.sql)
+-- hf_redeem (last written by 0016_rooms.sql)
 CREATE OR REPLACE FUNCTION public.hf_redeem(p_code text, p_by text, p_place text)
  RETURNS TABLE(outcome text, kind text, order_id uuid, customer_name text, what text, redeemed_at timestamp with time zone, redeemed_by text, place text)
  LANGUAGE plpgsql
@@ -1128,7 +1128,8 @@ begin
                  filter (where l.refunded_qty < l.qty)
           into v_refunded, v_what
           from order_lines l join products p on p.id = l.product_id
-         where l.order_id = v_order and p.kind = 'pickup_slot';
+          join product_kinds k on k.kind = p.kind
+         where l.order_id = v_order and k.code = 'pickup';
     end if;
     select * into r from redemptions x where x.code = p_code;
     if found then

@@ -8,7 +8,18 @@ use uuid::Uuid;
 use crate::inventory::{self, BeginPaymentOutcome, HoldId, Span};
 use crate::payments::PaymentPage;
 
-use super::{CheckoutError, Order, Result, combined};
+use chrono::{DateTime, Utc};
+
+use super::{CheckoutError, Order, Result};
+
+/// How long past the provider's own expiry a paying hold lives, so a
+/// payment the provider accepts finds it alive.
+pub(super) const MARGIN_SECONDS: i64 = 5 * 60;
+
+/// The payment window for a provider session that ends at `expires_at`.
+pub(super) fn payment_window_seconds(expires_at: DateTime<Utc>) -> i64 {
+    (expires_at - Utc::now()).num_seconds().max(0) + MARGIN_SECONDS
+}
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "status", rename_all = "snake_case")]
@@ -40,7 +51,7 @@ pub async fn attach_payment(
             "no started order {order_id}"
         )));
     };
-    let window = combined::payment_window_seconds(session.expires_at);
+    let window = payment_window_seconds(session.expires_at);
     let window = Span::parse(
         "payment window",
         std::time::Duration::from_secs(window as u64),

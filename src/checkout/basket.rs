@@ -13,6 +13,43 @@ pub struct BasketLine {
     pub currency: String,
 }
 
+/// The basket's lines as its checkout form carries them: a JSON list of
+/// `[product id, quantity]`. Only ever used to refuse a checkout from
+/// memory and to show the refusal; the database reads the basket itself
+/// for anything else, so a made-up list only changes its sender's answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FormLines(Vec<(String, i32)>);
+
+impl FormLines {
+    /// The form field for these basket lines.
+    pub fn of(rows: &[BasketLine]) -> String {
+        let lines: Vec<(&str, i32)> = rows
+            .iter()
+            .map(|r| (r.product_id.as_str(), r.qty))
+            .collect();
+        serde_json::to_string(&lines).expect("strings and numbers serialise")
+    }
+
+    /// `None` for anything but 1 to 100 lines of 1 to 100 units of an id
+    /// of at most 200 bytes.
+    pub fn parse(text: &str) -> Option<Self> {
+        if text.len() > 64 * 1024 {
+            return None;
+        }
+        let lines: Vec<(String, i32)> = serde_json::from_str(text).ok()?;
+        let fits = (1..=100).contains(&lines.len())
+            && lines
+                .iter()
+                .all(|(id, qty)| !id.is_empty() && id.len() <= 200 && (1..=100).contains(qty));
+        fits.then_some(Self(lines))
+    }
+
+    /// (product id, quantity), as the page showed them.
+    pub fn lines(&self) -> &[(String, i32)] {
+        &self.0
+    }
+}
+
 /// Units in the basket.
 pub async fn count(pool: &PgPool, basket: &str) -> sqlx::Result<i64> {
     sqlx::query_scalar("select coalesce(sum(qty), 0)::int8 from basket_lines where basket_id = $1")

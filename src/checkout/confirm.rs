@@ -10,8 +10,8 @@ use uuid::Uuid;
 use crate::inventory::{self, ConfirmOutcome, HoldId, PaymentRef};
 use crate::payments::{PaymentStatus, ProviderKind, ProviderPayment};
 
-use super::catalogue::ProductKind;
 use super::{Result, codes, outbox, refund};
+use crate::catalogue::{Code, ProductKind};
 
 /// Which path reported a payment, for the history and metrics.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -415,7 +415,7 @@ async fn fulfil(tx: &mut Transaction<'_, Postgres>, sold: &[(Uuid, &PaymentRef)]
         .map(|id| {
             lines
                 .iter()
-                .any(|(order, kind, ..)| order == id && *kind == ProductKind::PickupSlot)
+                .any(|(order, kind, ..)| order == id && kind.code() == Some(Code::PerOrder))
                 .then(|| {
                     (0..4)
                         .map(|_| draw(codes::pickup_code))
@@ -442,7 +442,7 @@ async fn fulfil(tx: &mut Transaction<'_, Postgres>, sold: &[(Uuid, &PaymentRef)]
     .await?;
     let (ticket_orders, tickets): (Vec<Uuid>, Vec<&str>) = lines
         .iter()
-        .filter(|(_, kind, ..)| *kind == ProductKind::Ticket)
+        .filter(|(_, kind, ..)| kind.code() == Some(Code::PerUnit))
         .flat_map(|(order, _, product_id, qty)| {
             (0..*qty).map(move |_| (*order, product_id.as_str()))
         })

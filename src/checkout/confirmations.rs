@@ -19,7 +19,7 @@ use sqlx::PgPool;
 use uuid::Uuid;
 
 use super::{CheckoutError, Fulfilment, PaymentReport, confirm_payments_in};
-use crate::combine::{Batch, Combiner};
+use crate::batching::{Batch, Combiner};
 use crate::payments::ProviderKind;
 
 /// Most payments one transaction carries.

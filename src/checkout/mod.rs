@@ -1,14 +1,18 @@
 //! Basket → order + holds → payment → the one confirm routine.
 //!
-//! SPEC §3 in code, one file per step:
+//! docs/contract.md §3 in code, one file per step:
 //!
 //! - [`order`]: where an order stands, who pays, reading orders back;
+//! - [`begin`]: the checkout as the shop runs it, from the form to the
+//!   provider's page: the one use case the form and the API call;
 //! - [`start`]: the pending order and a hold on every line, in one
 //!   transaction (the provider is called after the commit, outside any lock);
+//! - [`short`]: when a checkout is short, the one rule memory and the read
+//!   both ask;
 //! - [`attach`]: the provider's page remembered and the holds moved into the
 //!   payment phase, with a deadline that covers the provider's own expiry;
-//! - [`combined`]: both steps for the one-product checkouts of one resource,
-//!   sent together ([`Checkouts`], the shop's way in);
+//! - [`start_batches`]: both steps for the one-product checkouts of one
+//!   resource, sent together ([`Checkouts`], the shop's way in);
 //! - [`release`]: units going back before payment;
 //! - [`confirm`]: [`confirm_payments_in`], the only place that turns a
 //!   payment into a sale, whichever path (return, webhook, reconciliation)
@@ -20,9 +24,8 @@
 
 pub mod attach;
 pub mod basket;
-pub mod catalogue;
+mod begin;
 pub mod codes;
-mod combined;
 pub mod confirm;
 mod confirmations;
 pub mod order;
@@ -30,10 +33,12 @@ pub mod outbox;
 pub mod refund;
 pub mod release;
 pub mod settle;
+mod short;
 pub mod start;
+mod start_batches;
 
 pub use attach::{AttachOutcome, attach_payment};
-pub use combined::Checkouts;
+pub use begin::{BeginRequest, Begun, Desk, begin};
 pub use confirm::{
     Fulfilment, PaymentReport, Source, confirm_payment, confirm_payment_in, confirm_payments_in,
     payment_matches,
@@ -44,10 +49,11 @@ pub use order::{
     order_by_provider_session, order_by_token, order_codes, order_lines,
 };
 pub use release::{Release, expire_abandoned_orders, release_order, release_order_in};
+pub use short::{ShortLine, Supply, Wanted, short_lines};
 pub use start::{
-    CheckoutRead, CheckoutStart, ReadLine, ShortLine, StartLimits, StartOutcome, WantedLine,
-    read_checkout, start_checkout,
+    CheckoutRead, CheckoutStart, ReadLine, StartLimits, StartOutcome, WantedLine, read_checkout,
 };
+pub use start_batches::{Checkouts, start_checkout};
 
 use crate::inventory::{InvalidInput, InventoryError};
 

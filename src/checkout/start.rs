@@ -1,18 +1,23 @@
 //! Step one: the pending order and a hold on every line, in one
 //! transaction. Nothing is held when anything is short.
+//!
+//! [`plan`] decides what can be decided from the read (unknown products,
+//! limits per order, lines short of what is left) and shapes the rest: a
+//! one-product checkout goes to `hf_start_checkouts`, combined with the
+//! others of its resource ([`super::start_batches`]); a basket of several
+//! products is held in one transaction here ([`start_basket`]).
 
 use serde::Serialize;
 use sqlx::{PgPool, Postgres, Transaction};
 use uuid::Uuid;
 
-use crate::combine::Combiner;
 use crate::inventory::{
     self, AccountId, Basket, BasketLine, BasketOutcome, BasketRequest, IdempotencyKey,
     InvalidInput, Quantity, ResourceId,
 };
 use crate::payments::ProviderKind;
 
-use super::combined::{OneStart, Starts, one_outcome, start_batch};
+use super::short::{ShortLine, Supply, Wanted, short_lines};
 use super::{
     CheckoutError, Customer, Order, OrderLine, Result, basket, codes, order_by_checkout_key,
 };
@@ -63,15 +68,6 @@ impl StartLimits {
             address: limits.address_units.map(|cap| (address.to_owned(), cap)),
         }
     }
-}
-
-/// A line that cannot be had, in the shopper's words.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct ShortLine {
-    pub product_id: String,
-    pub name: String,
-    pub requested: i32,
-    pub available: i32,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -198,8 +194,10 @@ pub async fn read_checkout(
     Ok(CheckoutRead { existing, lines })
 }
 
-#[derive(sqlx::FromRow)]
-struct PricedProduct {
+/// A product of the checkout with its price and what its resource has
+/// left, as read without a lock.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub(super) struct PricedProduct {
     id: String,
     resource_id: String,
     name: String,
@@ -213,64 +211,54 @@ struct PricedProduct {
     settled: bool,
 }
 
-/// The lines that cannot fit, judged from the committed counters read with
-/// the products, for resources with nothing due to expire (where the locked
-/// path could free units, it decides).
-fn short_without_lock(lines: &[OrderLine], products: &[PricedProduct]) -> Vec<ShortLine> {
-    let product = |line: &OrderLine| products.iter().find(|p| p.id == line.product_id);
-    // a resource named by several lines needs their sum
-    let wanted = |resource: &str| -> i32 {
-        lines
-            .iter()
-            .filter(|l| product(l).is_some_and(|p| p.resource_id == resource))
-            .map(|l| l.qty)
-            .sum()
-    };
-    lines
-        .iter()
-        .filter_map(|line| {
-            let p = product(line).filter(|p| p.settled)?;
-            (wanted(&p.resource_id) > p.left).then(|| ShortLine {
-                product_id: line.product_id.clone(),
-                name: line.name.clone(),
-                requested: line.qty,
-                available: p.left.max(0),
-            })
-        })
-        .collect()
+/// One checkout of one product, as `hf_start_checkouts` takes it.
+#[derive(Debug, Clone)]
+pub(super) struct OneStart {
+    pub key: String,
+    pub account: String,
+    pub qty: i32,
+    pub product: String,
+    pub product_name: String,
+    pub unit_price: i64,
+    pub currency: String,
+    pub token: String,
+    pub name: String,
+    pub email: String,
+    pub provider: ProviderKind,
+    /// The limits it counts against (see `hf_start_checkouts`).
+    pub email_key: Option<String>,
+    pub email_cap: Option<i32>,
+    pub address: Option<(String, i32)>,
 }
 
-/// Step one of checkout: in one transaction, the pending order and a hold on
-/// every line. Nothing is held when anything is short. (The shop goes
-/// through [`Checkouts::start`], which combines concurrent checkouts of one
-/// product; this is the same with nobody to combine with.)
-pub async fn start_checkout(pool: &PgPool, start: &CheckoutStart) -> Result<StartOutcome> {
-    start_checkout_via(pool, None, start, None).await
+/// What is left to do for a checkout once the read has been judged.
+pub(super) enum Plan {
+    /// Decided without the lock: nothing is written.
+    Decided(StartOutcome),
+    /// One product: order, line and hold in one call of
+    /// `hf_start_checkouts` on its resource.
+    OneProduct {
+        one: OneStart,
+        lines: Vec<OrderLine>,
+        resource: String,
+    },
+    /// Several products: one transaction holds them all ([`start_basket`]).
+    Basket {
+        lines: Vec<OrderLine>,
+        products: Vec<PricedProduct>,
+        currency: String,
+        amount: i64,
+    },
 }
 
-pub(super) async fn start_checkout_via(
+/// Judge a checkout from the products it names (read with the basket, in
+/// one snapshot, or here): what can be decided without the lock is, and
+/// the rest is shaped for the path that holds.
+pub(super) async fn plan(
     pool: &PgPool,
-    starts: Option<&Combiner<Starts>>,
     start: &CheckoutStart,
     read: Option<&CheckoutRead>,
-) -> Result<StartOutcome> {
-    let outcome = start_checkout_once(pool, starts, start, read).await?;
-    crate::metrics::checkout(match &outcome {
-        StartOutcome::Started { .. } => "started",
-        StartOutcome::AlreadyStarted { .. } => "already_started",
-        StartOutcome::Unavailable { .. } => "unavailable",
-        StartOutcome::OverLimit { .. } => "over_limit",
-        StartOutcome::UnknownProducts { .. } => "unknown_products",
-    });
-    Ok(outcome)
-}
-
-async fn start_checkout_once(
-    pool: &PgPool,
-    starts: Option<&Combiner<Starts>>,
-    start: &CheckoutStart,
-    read: Option<&CheckoutRead>,
-) -> Result<StartOutcome> {
+) -> Result<Plan> {
     // the same product twice is one line
     let mut wanted: Vec<(String, i64)> = Vec::new();
     for line in &start.lines {
@@ -318,7 +306,9 @@ async fn start_checkout_once(
         .map(|id| (*id).to_owned())
         .collect();
     if !unknown.is_empty() {
-        return Ok(StartOutcome::UnknownProducts { ids: unknown });
+        return Ok(Plan::Decided(StartOutcome::UnknownProducts {
+            ids: unknown,
+        }));
     }
     let currency = &products[0].currency;
     if products.iter().any(|p| &p.currency != currency) {
@@ -359,7 +349,7 @@ async fn start_checkout_once(
         })
         .collect();
     if !too_many.is_empty() {
-        return Ok(StartOutcome::OverLimit { lines: too_many });
+        return Ok(Plan::Decided(StartOutcome::OverLimit { lines: too_many }));
     }
 
     // A refusal may be decided without the lock, as the engine decides
@@ -367,7 +357,24 @@ async fn start_checkout_once(
     // and nothing is due to expire, the crowd at a sold-out product is
     // answered from one read and writes nothing. A grant always goes
     // through the locked path below.
-    let short = short_without_lock(&lines, &products);
+    let wanted: Vec<Wanted<'_>> = lines
+        .iter()
+        .map(|line| Wanted {
+            product_id: &line.product_id,
+            name: &line.name,
+            qty: line.qty,
+            resource: &product(&line.product_id).resource_id,
+        })
+        .collect();
+    let short = short_lines(&wanted, |resource| {
+        products
+            .iter()
+            .find(|p| p.resource_id == resource)
+            .map(|p| Supply {
+                left: p.left,
+                settled: p.settled,
+            })
+    });
     if !short.is_empty() {
         // A double submit that raced the first one's hold is still that
         // order. (Read in one snapshot with the counters, the form's order
@@ -375,15 +382,15 @@ async fn start_checkout_once(
         if read.is_none()
             && let Some(order) = order_by_checkout_key(pool, start.checkout_key.as_str()).await?
         {
-            return Ok(StartOutcome::AlreadyStarted { order });
+            return Ok(Plan::Decided(StartOutcome::AlreadyStarted { order }));
         }
-        return Ok(StartOutcome::Unavailable { lines: short });
+        return Ok(Plan::Decided(StartOutcome::Unavailable { lines: short }));
     }
 
     // One product: order, line and hold in one call, combined with the
     // other checkouts of its resource waiting at the same moment.
     if let [line] = lines.as_slice() {
-        let resource = product(&line.product_id).resource_id.clone();
+        let product = product(&line.product_id);
         let one = OneStart {
             key: start.checkout_key.as_str().to_owned(),
             account: start.account.as_str().to_owned(),
@@ -401,19 +408,36 @@ async fn start_checkout_once(
                 .limits
                 .email_key
                 .as_ref()
-                .map(|_| product(&line.product_id).max_per_order),
+                .map(|_| product.max_per_order),
             address: start.limits.address.clone(),
         };
-        let row = match starts {
-            Some(starts) => starts.call(&resource, one.clone()).await?,
-            None => start_batch(pool, &resource, std::slice::from_ref(&one))
-                .await?
-                .pop()
-                .ok_or_else(|| CheckoutError::Database(sqlx::Error::RowNotFound))?,
-        };
-        return one_outcome(pool, one, row, lines, resource).await;
+        let resource = product.resource_id.clone();
+        return Ok(Plan::OneProduct {
+            one,
+            lines,
+            resource,
+        });
     }
+    let currency = currency.clone();
+    Ok(Plan::Basket {
+        lines,
+        products,
+        currency,
+        amount,
+    })
+}
 
+/// Several products in one transaction: the limits under their locks, the
+/// pending order, its lines and one all-or-nothing hold of the basket.
+pub(super) async fn start_basket(
+    pool: &PgPool,
+    start: &CheckoutStart,
+    lines: Vec<OrderLine>,
+    products: Vec<PricedProduct>,
+    currency: &str,
+    amount: i64,
+) -> Result<StartOutcome> {
+    let product = |id: &str| products.iter().find(|p| p.id == id).expect("a priced line");
     let mut tx = pool.begin().await?;
     // the limits, decided under their locks before any order or resource
     let over = over_limits(&mut tx, start, &lines, &products).await?;

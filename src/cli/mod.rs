@@ -6,13 +6,14 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 use serde::Serialize;
 
-use crate::checkout::catalogue::CatalogueFile;
+use crate::catalogue::CatalogueFile;
 use crate::configuration::{DatabaseSettings, ServerSettings};
 use crate::database;
 use crate::inventory::{
     CapScope, Capacity, HoldFilter, HoldState, Inventory, InventorySettings, ResourceId, Span,
     UpsertOutcome,
 };
+use crate::payments::ProviderSettings;
 use crate::worker::Sweeper;
 
 /// Exit code of `check` when a counter disagrees with its rows.
@@ -173,7 +174,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     // a public shop on test money refuses to start before anything else
     if matches!(cli.command, Command::Serve { .. }) {
         let server = ServerSettings::from_env()?;
-        if server.stripe.is_none() && server.razorpay.is_none() {
+        if ProviderSettings::from_env()?.is_empty() {
             crate::startup::sandbox_is_safe(&server)?;
         }
     }
@@ -227,14 +228,16 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             );
         }
         Command::Serve { no_worker } => {
-            crate::startup::serve(ServerSettings::from_env()?, pool, !no_worker).await?;
+            let providers = ProviderSettings::from_env()?;
+            crate::startup::serve(ServerSettings::from_env()?, providers, pool, !no_worker).await?;
         }
         Command::Worker => {
             let server = ServerSettings::from_env()?;
+            let providers = ProviderSettings::from_env()?;
             // with no keys, the sandbox a `holdfast serve` without keys runs
-            let payments = crate::startup::configured_providers(&server)?;
+            let payments = crate::startup::configured_providers(&server, &providers)?;
             tracing::info!(every = server.sweep_every_seconds, "worker started");
-            crate::startup::spawn_worker(pool, payments, &server, "worker")?;
+            crate::startup::spawn_worker(pool, payments, &server, providers.is_empty(), "worker")?;
             std::future::pending::<()>().await;
         }
         Command::Resource { id, total } => {

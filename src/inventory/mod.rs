@@ -6,8 +6,8 @@
 //! results come back as enums to match exhaustively; `InventoryError` is
 //! only for bad input and infrastructure failures.
 
-pub mod combiner;
 pub mod domain;
+mod hold_batches;
 
 use chrono::{DateTime, Utc};
 use serde::Serialize;
@@ -15,6 +15,7 @@ use sqlx::PgPool;
 use uuid::Uuid;
 
 pub use domain::*;
+pub use hold_batches::HoldBatches;
 
 /// Failures of the engine. Business results are never errors.
 #[derive(Debug, thiserror::Error)]

@@ -24,7 +24,7 @@ use std::time::Duration;
 
 use sqlx::PgPool;
 
-use crate::combine::{Batch, Combiner};
+use crate::batching::{Batch, Combiner};
 
 /// Networks whose `X-Forwarded-For` is believed.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -259,10 +259,10 @@ impl Batch for Buckets {
                     .collect()
             }
             Err(error) => {
-                let shared = crate::database::share_error(&error);
+                let shared = crate::batching::share_error(&error);
                 addresses
                     .iter()
-                    .map(|_| Err(crate::database::share_error(&shared)))
+                    .map(|_| Err(crate::batching::share_error(&shared)))
                     .collect()
             }
         }

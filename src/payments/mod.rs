@@ -8,17 +8,23 @@
 
 pub mod http;
 pub mod razorpay;
+mod registry;
 pub mod signature;
 pub mod stripe;
 
+#[cfg(feature = "sandbox")]
+pub use registry::sandbox_settings;
+pub use registry::{ProviderSettings, Providers};
+
 use std::fmt;
-use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
-/// The providers Holdfast speaks to. Stored in `orders.provider` as text.
+/// The providers Holdfast speaks to. Stored in `orders.provider` as text;
+/// `holdfast migrate` writes [`ProviderKind::ALL`] into the constraints
+/// that name them (see `crate::database::migrate`).
 #[derive(
     Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, sqlx::Type,
 )]
@@ -298,8 +304,38 @@ pub struct WebhookDelivery {
     pub event: ProviderEvent,
 }
 
-/// A webhook's headers, looked up by name (case-insensitive).
-pub type HeaderLookup<'a> = &'a dyn Fn(&str) -> Option<String>;
+/// A webhook delivery as it arrived: its headers, its raw body (read with
+/// a size limit, not yet parsed), and the unix time it arrived at.
+#[derive(Debug, Clone)]
+pub struct WebhookRequest<'a> {
+    headers: Vec<(String, String)>,
+    pub body: &'a [u8],
+    pub now: i64,
+}
+
+impl<'a> WebhookRequest<'a> {
+    /// `headers` as (name, value) pairs; names are matched case-insensitively.
+    pub fn new(headers: Vec<(String, String)>, body: &'a [u8], now: i64) -> Self {
+        Self { headers, body, now }
+    }
+
+    /// The first header of that name.
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(key, _)| key.eq_ignore_ascii_case(name))
+            .map(|(_, value)| value.as_str())
+    }
+}
+
+/// The answer a provider expects to a delivery Holdfast accepted, where
+/// Holdfast's own JSON will not do (a provider that reads a word from the
+/// body, say).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Acknowledgement {
+    pub content_type: &'static str,
+    pub body: String,
+}
 
 /// The fields the shopper's browser brought back (query and form).
 #[derive(Debug, Clone, Default)]
@@ -401,14 +437,21 @@ pub trait PaymentProvider: Send + Sync + fmt::Debug {
     /// provider cannot close, is `Ok`.
     async fn close_page(&self, page_id: &str) -> Result<(), ProviderError>;
 
-    /// Verify a webhook delivery's signature before reading a byte of it,
-    /// then parse it. `Err` is the reason to answer 400.
-    fn verify_webhook(
+    /// Verify a webhook delivery before reading a byte of its body (a
+    /// provider whose check needs a call of its own makes it here), then
+    /// read every notification it carries: one for most providers, several
+    /// for one that sends them in batches. `Err` is the reason to answer
+    /// 400, and nothing is changed.
+    async fn verify_webhook(
         &self,
-        header: HeaderLookup<'_>,
-        body: &[u8],
-        now: i64,
-    ) -> Result<WebhookDelivery, String>;
+        request: &WebhookRequest<'_>,
+    ) -> Result<Vec<WebhookDelivery>, String>;
+
+    /// The answer to a delivery whose `notifications` were all taken in,
+    /// if the provider wants its own; `None`: Holdfast's JSON.
+    fn acknowledgement(&self, _notifications: usize) -> Option<Acknowledgement> {
+        None
+    }
 
     /// Verify what the shopper's browser brought back for `page_id` (the
     /// page we stored for the order), asking the provider where needed.
@@ -421,41 +464,5 @@ pub trait PaymentProvider: Send + Sync + fmt::Debug {
     /// The embedded checkout for a page, for providers that have one.
     fn embedded_checkout(&self, _order: &EmbedRequest) -> Option<EmbeddedCheckout> {
         None
-    }
-}
-
-/// The providers a shop offers, the default first. Cheap to clone.
-#[derive(Debug, Clone, Default)]
-pub struct Providers {
-    offered: Vec<Arc<dyn PaymentProvider>>,
-}
-
-impl Providers {
-    pub fn new(offered: Vec<Arc<dyn PaymentProvider>>) -> Self {
-        Self { offered }
-    }
-
-    /// The adapter for a provider, if the shop has keys for it.
-    pub fn get(&self, kind: ProviderKind) -> Option<&Arc<dyn PaymentProvider>> {
-        self.offered.iter().find(|p| p.kind() == kind)
-    }
-
-    /// The providers a shopper may choose, the default first.
-    pub fn kinds(&self) -> Vec<ProviderKind> {
-        self.offered.iter().map(|p| p.kind()).collect()
-    }
-
-    pub fn default_kind(&self) -> Option<ProviderKind> {
-        self.offered.first().map(|p| p.kind())
-    }
-
-    /// The adapter for an order's provider, or an error naming it.
-    pub fn for_order(
-        &self,
-        kind: ProviderKind,
-    ) -> Result<&Arc<dyn PaymentProvider>, ProviderError> {
-        self.get(kind).ok_or_else(|| {
-            ProviderError::Unexpected(format!("no {kind} keys are configured on this process"))
-        })
     }
 }

@@ -1,14 +1,15 @@
 use actix_web::{HttpRequest, HttpResponse, web};
 use futures::StreamExt;
 
-use crate::payments::ProviderKind;
+use crate::checkout::CheckoutError;
+use crate::payments::{PaymentProvider, ProviderKind, WebhookRequest};
 use crate::state::Shop;
-use crate::webhooks::Verdict;
+use crate::webhooks::{Receipt, Verdict};
 
 /// Largest webhook body we read; the providers' events are far smaller.
 pub const MAX_WEBHOOK_BYTES: usize = 256 * 1024;
 
-/// `POST /webhooks/{provider}` (`stripe`, `razorpay`). Bad input is 400 and
+/// `POST /webhooks/{provider}` (a provider's name). Bad input is 400 and
 /// changes nothing; anything verified is answered 2xx once its effect (if
 /// any) is committed.
 pub async fn webhook(
@@ -40,19 +41,16 @@ pub async fn webhook(
         );
         return HttpResponse::BadRequest().body("body carries a NUL character or is not UTF-8");
     }
-    let header = |name: &str| {
-        request
-            .headers()
-            .get(name)
-            .and_then(|value| value.to_str().ok())
-            .map(str::to_owned)
-    };
-    let now = chrono::Utc::now().timestamp();
-    let verdict = shop
-        .webhooks
-        .receive(provider.as_ref(), &header, &body, now)
-        .await;
-    answer(name, verdict)
+    let headers = request
+        .headers()
+        .iter()
+        .filter_map(|(name, value)| {
+            Some((name.as_str().to_owned(), value.to_str().ok()?.to_owned()))
+        })
+        .collect();
+    let delivery = WebhookRequest::new(headers, &body, chrono::Utc::now().timestamp());
+    let receipt = shop.webhooks.receive(provider.as_ref(), &delivery).await;
+    answer(provider.as_ref(), receipt)
 }
 
 /// Whether a JSON body's strings could all be stored: UTF-8, with no NUL
@@ -76,29 +74,50 @@ async fn read_limited(mut payload: web::Payload) -> Option<web::BytesMut> {
     Some(body)
 }
 
-fn answer(
-    provider: &str,
-    verdict: Result<Verdict, crate::checkout::CheckoutError>,
-) -> HttpResponse {
-    match verdict {
-        Ok(Verdict::Rejected { reason }) => {
-            crate::metrics::webhook(provider, "rejected");
-            tracing::warn!(provider, verdict = "rejected", %reason, "webhook");
+fn answer(provider: &dyn PaymentProvider, receipt: Result<Receipt, CheckoutError>) -> HttpResponse {
+    let name = provider.kind().as_str();
+    match receipt {
+        Ok(Receipt::Rejected { reason }) => {
+            crate::metrics::webhook(name, "rejected");
+            tracing::warn!(provider = name, verdict = "rejected", %reason, "webhook");
             HttpResponse::BadRequest().body(reason)
         }
-        Ok(verdict) => {
-            crate::metrics::webhook(provider, verdict.label());
-            if let Verdict::Confirmed { fulfilment } = &verdict {
-                crate::metrics::confirmation(fulfilment.label(), "webhook");
+        Ok(Receipt::Taken { verdicts }) => {
+            for verdict in &verdicts {
+                crate::metrics::webhook(name, verdict.label());
+                if let Verdict::Confirmed { fulfilment } = verdict {
+                    crate::metrics::confirmation(fulfilment.label(), "webhook");
+                }
+                tracing::info!(
+                    provider = name,
+                    verdict = verdict.label(),
+                    ?verdict,
+                    "webhook"
+                );
             }
-            tracing::info!(provider, verdict = verdict.label(), ?verdict, "webhook");
-            HttpResponse::Ok()
-                .json(serde_json::json!({ "received": true, "verdict": verdict.label() }))
+            if let Some(ack) = provider.acknowledgement(verdicts.len()) {
+                return HttpResponse::Ok()
+                    .content_type(ack.content_type)
+                    .body(ack.body);
+            }
+            match verdicts.as_slice() {
+                [one] => HttpResponse::Ok()
+                    .json(serde_json::json!({ "received": true, "verdict": one.label() })),
+                many => HttpResponse::Ok().json(serde_json::json!({
+                    "received": true,
+                    "verdicts": many.iter().map(Verdict::label).collect::<Vec<_>>(),
+                })),
+            }
         }
         Err(error) => {
-            // providers retry non-2xx: nothing was committed, so a retry is safe
-            crate::metrics::webhook(provider, "failed");
-            tracing::error!(provider, error = format!("{error:#}"), "webhook failed");
+            // providers retry non-2xx: nothing of this notification was
+            // committed, so a retry is safe
+            crate::metrics::webhook(name, "failed");
+            tracing::error!(
+                provider = name,
+                error = format!("{error:#}"),
+                "webhook failed"
+            );
             HttpResponse::ServiceUnavailable().body("try again")
         }
     }

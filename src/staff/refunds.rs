@@ -16,8 +16,8 @@ use uuid::Uuid;
 
 use super::StaffMember;
 
+use crate::catalogue::{Code, ProductKind};
 use crate::checkout::OrderState;
-use crate::checkout::catalogue::ProductKind;
 use crate::checkout::outbox::{self, OutboxJob, RefundJob};
 use crate::payments::ProviderKind;
 
@@ -305,8 +305,8 @@ async fn refund_in(
     let mut redeemed: Vec<String> = Vec::new();
     let mut stopped: Vec<(&str, Vec<String>)> = Vec::new();
     for (line, n) in &wanted {
-        match line.kind {
-            ProductKind::Ticket => {
+        match line.kind.code() {
+            Some(Code::PerUnit) => {
                 let codes: Vec<(String, bool)> = sqlx::query_as(
                     "select c.code, r.code is not null from order_codes c \
                        left join redemptions r on r.code = c.code \
@@ -324,15 +324,13 @@ async fn refund_in(
                     codes.into_iter().map(|(c, _)| c).collect(),
                 ));
             }
-            ProductKind::PickupSlot if pickup_redeemed => {
+            Some(Code::PerOrder) if pickup_redeemed => {
                 if !redeemed.iter().any(|c| c == "the pickup code") {
                     redeemed.push("the pickup code".to_owned());
                 }
                 stopped.push((line.product_id.as_str(), Vec::new()));
             }
-            ProductKind::PickupSlot | ProductKind::Stock => {
-                stopped.push((line.product_id.as_str(), Vec::new()))
-            }
+            Some(Code::PerOrder) | None => stopped.push((line.product_id.as_str(), Vec::new())),
         }
     }
     if !redeemed.is_empty() && !request.override_redeemed {

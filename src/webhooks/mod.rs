@@ -13,16 +13,29 @@ use crate::checkout::{
     self, CheckoutError, Confirmations, Fulfilment, PaymentReport, Release, Seen, Source, settle,
 };
 use crate::payments::{
-    HeaderLookup, PaymentProvider, PaymentStatus, ProviderEvent, ProviderKind, ProviderPayment,
-    WebhookDelivery,
+    PaymentProvider, PaymentStatus, ProviderEvent, ProviderKind, ProviderPayment, WebhookDelivery,
+    WebhookRequest,
 };
 
-/// What became of one delivery. Rejections answer 400; everything else 2xx.
+/// What became of a delivery: refused whole (400), or taken in, one
+/// verdict for each notification it carried (2xx).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "receipt", rename_all = "snake_case")]
+pub enum Receipt {
+    /// Bad or missing signature, stale timestamp, malformed body: nothing
+    /// was read, nothing changed.
+    Rejected {
+        reason: String,
+    },
+    Taken {
+        verdicts: Vec<Verdict>,
+    },
+}
+
+/// What became of one notification.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "verdict", rename_all = "snake_case")]
 pub enum Verdict {
-    /// Bad or missing signature, stale timestamp, malformed body.
-    Rejected { reason: String },
     /// Seen before: nothing changed.
     Duplicate,
     /// Verified but nothing to do (unknown type, not money yet).
@@ -46,7 +59,6 @@ pub enum Verdict {
 impl Verdict {
     pub fn label(&self) -> &'static str {
         match self {
-            Verdict::Rejected { .. } => "rejected",
             Verdict::Duplicate => "duplicate",
             Verdict::Ignored { .. } => "ignored",
             Verdict::Confirmed { .. } => "confirmed",
@@ -74,27 +86,41 @@ impl Webhooks {
         Self { confirmations }
     }
 
-    /// Receive one delivery (`now` is the current unix time).
+    /// Receive one delivery: its provider verifies it and reads the
+    /// notifications it carries, then each goes in turn. A failure stops
+    /// the delivery (the provider sends it again; what was taken in before
+    /// is recognised by its event id and changes nothing twice).
     pub async fn receive(
         &self,
         provider: &dyn PaymentProvider,
-        header: HeaderLookup<'_>,
-        body: &[u8],
-        now: i64,
-    ) -> Result<Verdict, CheckoutError> {
-        let delivery = match provider.verify_webhook(header, body, now) {
-            Ok(delivery) => delivery,
-            Err(reason) => return Ok(Verdict::Rejected { reason }),
+        request: &WebhookRequest<'_>,
+    ) -> Result<Receipt, CheckoutError> {
+        let deliveries = match provider.verify_webhook(request).await {
+            Ok(deliveries) => deliveries,
+            Err(reason) => return Ok(Receipt::Rejected { reason }),
         };
+        let mut verdicts = Vec::with_capacity(deliveries.len());
+        for delivery in deliveries {
+            verdicts.push(self.notification(provider.kind(), delivery).await?);
+        }
+        Ok(Receipt::Taken { verdicts })
+    }
+
+    /// One verified notification.
+    async fn notification(
+        &self,
+        provider: ProviderKind,
+        delivery: WebhookDelivery,
+    ) -> Result<Verdict, CheckoutError> {
         let pool = self.confirmations.pool();
         if let ProviderEvent::Payment(payment) = &delivery.event
             && payment.status == PaymentStatus::Captured
             && let Some(page_id) = &payment.page_id
             && let Some(order) =
-                checkout::order_by_provider_session(pool, provider.kind(), page_id).await?
+                checkout::order_by_provider_session(pool, provider, page_id).await?
         {
             let seen = Seen {
-                provider: provider.kind(),
+                provider,
                 event_id: delivery.event_id.clone(),
                 kind: delivery.kind.clone(),
             };
@@ -108,7 +134,7 @@ impl Webhooks {
                 None => Verdict::Duplicate,
             });
         }
-        receive_alone(pool, provider.kind(), delivery).await
+        receive_alone(pool, provider, delivery).await
     }
 
     /// Combined transactions so far (for the curious and the tests).

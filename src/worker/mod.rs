@@ -2,6 +2,7 @@
 //! housekeeping.
 
 pub mod housekeeping;
+pub mod mail;
 pub mod outbox;
 pub mod reconcile;
 

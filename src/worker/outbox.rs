@@ -59,7 +59,7 @@ pub struct Outbox {
     payments: Providers,
     lease: std::time::Duration,
     /// Where shoppers' mail goes; without one, messages are only logged.
-    mailer: Option<crate::mail::Mailer>,
+    mailer: Option<crate::worker::mail::Mailer>,
 }
 
 impl Outbox {
@@ -74,7 +74,7 @@ impl Outbox {
     }
 
     /// Send the shoppers' mail through `mailer`.
-    pub fn with_mailer(mut self, mailer: Option<crate::mail::Mailer>) -> Self {
+    pub fn with_mailer(mut self, mailer: Option<crate::worker::mail::Mailer>) -> Self {
         self.mailer = mailer;
         self
     }

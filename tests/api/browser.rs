@@ -645,7 +645,7 @@ async fn the_shopper_reads_the_mail_and_staff_redeem_the_ticket_at_the_door() {
     let (app, driver, _turn) = shop_and_driver().await;
     app.add_staff().await;
     let smtp = app.sandbox.smtp();
-    let mailer = holdfast::mail::Mailer::new(
+    let mailer = holdfast::worker::mail::Mailer::new(
         &smtp,
         "Holdfast shop <shop@holdfast.test>",
         holdfast::clock::ShopZone::UTC,

@@ -2,7 +2,7 @@
 //! with the demo catalogue loaded.
 
 use futures::future::join_all;
-use holdfast::checkout::catalogue::{self, CatalogueFile};
+use holdfast::catalogue::{self, CatalogueFile};
 use holdfast::checkout::{
     self, AttachOutcome, CheckoutStart, Customer, Fulfilment, PaymentReport, Source, StartOutcome,
     WantedLine,

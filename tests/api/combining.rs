@@ -3,7 +3,7 @@
 //! batch is in flight: the tools' `throughput.rs`, which drives the load.)
 
 use futures::future::join_all;
-use holdfast::inventory::combiner::Combiner;
+use holdfast::inventory::HoldBatches;
 use holdfast::inventory::{
     CapScope, HoldOutcome, HoldRequest, IdempotencyKey, InventoryError, InventorySettings,
 };
@@ -207,7 +207,7 @@ async fn five_hundred_combined_buyers_get_exactly_ten_units() {
     let db = TestDb::with_connections(20).await;
     let inventory = db.inventory();
     let r = resource(&inventory, "hot", 10).await;
-    let combiner = Combiner::new(db.pool.clone());
+    let combiner = HoldBatches::new(db.pool.clone());
     let barrier = std::sync::Arc::new(tokio::sync::Barrier::new(500));
     let outcomes = join_all((0..500).map(|i| {
         let (combiner, barrier) = (combiner.clone(), barrier.clone());
@@ -238,7 +238,7 @@ async fn combined_holds_with_keys_replay_under_concurrency() {
     let db = TestDb::with_connections(20).await;
     let inventory = db.inventory();
     let r = resource(&inventory, "retries", 1000).await;
-    let combiner = Combiner::new(db.pool.clone());
+    let combiner = HoldBatches::new(db.pool.clone());
     // 40 shoppers each retry their request 5 times at once
     let outcomes = join_all((0..200).map(|i| {
         let combiner = combiner.clone();
@@ -272,7 +272,10 @@ async fn two_processes_combining_on_one_resource_sell_it_exactly_once() {
         .connect(&db.url)
         .await
         .unwrap();
-    let combiners = [Combiner::new(db.pool.clone()), Combiner::new(other_pool)];
+    let combiners = [
+        HoldBatches::new(db.pool.clone()),
+        HoldBatches::new(other_pool),
+    ];
     let outcomes = join_all((0..600).map(|i| {
         let combiner = combiners[i % 2].clone();
         let request = request(&r, 1, &format!("buyer-{i}"));

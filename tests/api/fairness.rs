@@ -276,7 +276,7 @@ async fn two_server_processes_enforce_one_limit() {
     use crate::recovery::{Server, free_port, holdfast_process, ready};
 
     let db = TestDb::new().await;
-    holdfast::checkout::catalogue::CatalogueFile::read(
+    holdfast::catalogue::CatalogueFile::read(
         concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/catalogue.json").as_ref(),
     )
     .unwrap()

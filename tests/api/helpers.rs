@@ -105,8 +105,7 @@ async fn ensure_template(admin: &PgPool) -> String {
         let mut migrating = sqlx::PgConnection::connect_with(&with_database(&url, &building))
             .await
             .expect("connect template");
-        MIGRATOR
-            .run(&mut migrating)
+        database::migrate(&mut migrating)
             .await
             .expect("migrate template");
         migrating.close().await.expect("close template connection");
@@ -395,21 +394,21 @@ impl TestSandbox {
 
     /// Where the shop's Stripe adapter finds this sandbox, and its keys.
     pub fn stripe_settings(&self) -> holdfast::payments::stripe::StripeSettings {
-        self.keys().0
+        self.provider_settings()
+            .stripe
+            .expect("the sandbox plays Stripe")
     }
 
     /// Where the shop's Razorpay adapter finds this sandbox, and its keys.
     pub fn razorpay_settings(&self) -> holdfast::payments::razorpay::RazorpaySettings {
-        self.keys().1
+        self.provider_settings()
+            .razorpay
+            .expect("the sandbox plays Razorpay")
     }
 
-    fn keys(
-        &self,
-    ) -> (
-        holdfast::payments::stripe::StripeSettings,
-        holdfast::payments::razorpay::RazorpaySettings,
-    ) {
-        holdfast::startup::sandbox_keys(&self.settings, &self.base, vec!["card".into()])
+    /// Every provider pointed at this sandbox, with its keys.
+    pub fn provider_settings(&self) -> holdfast::payments::ProviderSettings {
+        holdfast::payments::sandbox_settings(&self.settings, &self.base, vec!["card".into()])
     }
 
     /// The real Stripe adapter, pointed at this sandbox.
@@ -427,14 +426,10 @@ impl TestSandbox {
         .expect("razorpay adapter")
     }
 
-    /// Both adapters, Stripe first, as a shop with both keys has them.
+    /// Every adapter, Stripe first, as a shop with every provider's keys
+    /// has them.
     pub fn providers(&self) -> holdfast::payments::Providers {
-        holdfast::startup::build_providers(
-            Some(&self.stripe_settings()),
-            Some(&self.razorpay_settings()),
-            &holdfast::payments::http::TrustedRoots::mozilla(),
-        )
-        .expect("providers")
+        holdfast::payments::Providers::build(&self.provider_settings()).expect("providers")
     }
 }
 

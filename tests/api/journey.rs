@@ -5,10 +5,10 @@
 use std::time::Duration;
 
 use futures::future::join_all;
-use holdfast::checkout::catalogue::CatalogueFile;
+use holdfast::catalogue::CatalogueFile;
 use holdfast::configuration::Secret;
 use holdfast::payments::PaymentProvider;
-use holdfast::payments::signature::stripe_signature_header;
+use holdfast::payments::stripe::signature::stripe_signature_header;
 use reqwest::Response;
 
 use crate::helpers::*;
@@ -35,7 +35,7 @@ impl TestApp {
     }
 
     pub(crate) async fn first_slot(&self) -> String {
-        holdfast::checkout::catalogue::products(&self.db.pool, Some("bakery"))
+        holdfast::catalogue::products(&self.db.pool, Some("bakery"))
             .await
             .unwrap()[0]
             .id
@@ -513,16 +513,16 @@ async fn a_provider_outage_at_checkout_start_releases_the_holds_and_tells_the_sh
     // a shop whose Stripe is unreachable
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let address = format!("http://127.0.0.1:{}", listener.local_addr().unwrap().port());
-    let payments = holdfast::startup::build_providers(
-        Some(&holdfast::payments::stripe::StripeSettings {
+    let payments = holdfast::payments::Providers::build(&holdfast::payments::ProviderSettings {
+        stripe: Some(holdfast::payments::stripe::StripeSettings {
             secret_key: Secret::new("sk_test_x"),
             api_base: "http://127.0.0.1:1/stripe/".into(),
             webhook_secrets: Vec::new(),
             payment_methods: vec!["card".into()],
         }),
-        None,
-        &holdfast::payments::http::TrustedRoots::mozilla(),
-    )
+        razorpay: None,
+        roots: holdfast::payments::http::TrustedRoots::mozilla(),
+    })
     .unwrap();
     let shop = holdfast::state::Shop::local(db.pool.clone(), payments, address.clone());
     let live = shop.live.clone();

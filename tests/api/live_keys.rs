@@ -9,7 +9,8 @@ use holdfast::configuration::ReconcileTimes;
 use holdfast::configuration::Secret;
 use holdfast::payments::http::{TrustedRoots, client_builder};
 use holdfast::payments::razorpay::{RazorpayProvider, RazorpaySettings};
-use holdfast::payments::signature::{hmac_sha256_hex, stripe_signature_header};
+use holdfast::payments::signature::hmac_sha256_hex;
+use holdfast::payments::stripe::signature::stripe_signature_header;
 use holdfast::payments::stripe::{StripeProvider, StripeSettings};
 use holdfast::payments::{PageStatus, PaymentProvider, PaymentStatus};
 use holdfast::worker::reconcile::Reconciler;
@@ -160,11 +161,11 @@ async fn both_adapters_reach_their_provider_over_https_trusting_a_configured_aut
         api_base: format!("{}/razorpay/", front.base),
         ..sandbox.razorpay_settings()
     };
-    let providers = holdfast::startup::build_providers(
-        Some(&stripe_settings),
-        Some(&razorpay_settings),
-        &roots,
-    )
+    let providers = holdfast::payments::Providers::build(&holdfast::payments::ProviderSettings {
+        stripe: Some(stripe_settings.clone()),
+        razorpay: Some(razorpay_settings.clone()),
+        roots: roots.clone(),
+    })
     .unwrap();
     for provider in providers.kinds() {
         let provider = providers.get(provider).unwrap();
@@ -665,15 +666,16 @@ async fn sessions_take_instant_methods_unless_told_and_a_delayed_payment_is_foll
 
     // a shop that lets the dashboard choose: a EUR shopper pays by debit
     let app = spawn_app_shaped(TestDb::new().await, |sandbox, shop| {
-        shop.payments = holdfast::startup::build_providers(
-            Some(&StripeSettings {
-                payment_methods: Vec::new(),
-                ..sandbox.stripe_settings()
-            }),
-            None,
-            &TrustedRoots::mozilla(),
-        )
-        .unwrap();
+        shop.payments =
+            holdfast::payments::Providers::build(&holdfast::payments::ProviderSettings {
+                stripe: Some(StripeSettings {
+                    payment_methods: Vec::new(),
+                    ..sandbox.stripe_settings()
+                }),
+                razorpay: None,
+                roots: TrustedRoots::mozilla(),
+            })
+            .unwrap();
     })
     .await;
     app.load_demo().await;
@@ -770,15 +772,16 @@ async fn razorpay_webhooks_signed_with_the_previous_secret_are_accepted_during_a
                 sandbox.settings.razorpay_webhook_secret.expose(),
             ));
         }
-        shop.payments = holdfast::startup::build_providers(
-            None,
-            Some(&RazorpaySettings {
-                webhook_secrets: secrets,
-                ..sandbox.razorpay_settings()
-            }),
-            &TrustedRoots::mozilla(),
-        )
-        .unwrap();
+        shop.payments =
+            holdfast::payments::Providers::build(&holdfast::payments::ProviderSettings {
+                stripe: None,
+                razorpay: Some(RazorpaySettings {
+                    webhook_secrets: secrets,
+                    ..sandbox.razorpay_settings()
+                }),
+                roots: TrustedRoots::mozilla(),
+            })
+            .unwrap();
     };
     for keep_old in [true, false] {
         let app = spawn_app_shaped(TestDb::new().await, |sandbox, shop| {

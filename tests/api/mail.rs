@@ -5,8 +5,8 @@
 
 use futures::future::join_all;
 use holdfast::checkout::{self, AttachOutcome, Fulfilment, Source};
-use holdfast::mail::Mailer;
 use holdfast::payments::PaymentPage;
+use holdfast::worker::mail::Mailer;
 use holdfast::worker::outbox::Outbox;
 use holdfast_sandbox::mail::Received;
 use mail_parser::{MessageParser, MimeHeaders};
@@ -208,20 +208,19 @@ async fn the_confirmation_carries_each_code_as_a_qr_code_and_the_slot_in_a_calen
     let app = spawn_app_shaped(TestDb::new().await, |_, shop| shop.zone = berlin()).await;
     // a pickup slot at 03:30 on the night the clocks go forward, and a concert
     let (spring, ahead) = next_change(berlin(), true);
-    let file: holdfast::checkout::catalogue::CatalogueFile =
-        serde_json::from_value(serde_json::json!({
-            "currency": "eur",
-            "pickup_slots": {
-                "collection": "bakery", "name": "Night loaf", "description": "",
-                "price_minor": 900, "capacity": 4, "days_ahead": [ahead], "times": ["03:30"]
-            },
-            "products": [{
-                "id": "harbour-lights-vip", "collection": "harbour-lights", "kind": "ticket",
-                "name": "Harbour Lights — VIP", "price_minor": 9000, "capacity": 20,
-                "days_ahead": 14, "time": "19:30"
-            }]
-        }))
-        .unwrap();
+    let file: holdfast::catalogue::CatalogueFile = serde_json::from_value(serde_json::json!({
+        "currency": "eur",
+        "pickup_slots": {
+            "collection": "bakery", "name": "Night loaf", "description": "",
+            "price_minor": 900, "capacity": 4, "days_ahead": [ahead], "times": ["03:30"]
+        },
+        "products": [{
+            "id": "harbour-lights-vip", "collection": "harbour-lights", "kind": "ticket",
+            "name": "Harbour Lights — VIP", "price_minor": 9000, "capacity": 20,
+            "days_ahead": 14, "time": "19:30"
+        }]
+    }))
+    .unwrap();
     file.load_in(&app.db.pool, berlin()).await.unwrap();
     let slot: String = sqlx::query_scalar("select id from products where kind = 'pickup_slot'")
         .fetch_one(&app.db.pool)

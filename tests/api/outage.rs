@@ -5,7 +5,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use holdfast::checkout::catalogue::CatalogueFile;
+use holdfast::catalogue::CatalogueFile;
 use holdfast::configuration::DatabaseSettings;
 use holdfast::database::cluster::LocalCluster;
 use holdfast::startup::Application;

@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use holdfast::checkout::catalogue::CatalogueFile;
+use holdfast::catalogue::CatalogueFile;
 use holdfast::payments::PaymentProvider;
 use holdfast_sandbox::Ledger;
 

@@ -1,7 +1,7 @@
 //! The Razorpay path end to end: the same checkout start, the same confirm
 //! routine, the same outbox, through the real adapter and the sandbox.
 
-use holdfast::checkout::catalogue::CatalogueFile;
+use holdfast::catalogue::CatalogueFile;
 use holdfast::configuration::Secret;
 use holdfast::payments::signature::hmac_sha256_hex;
 

@@ -6,7 +6,7 @@
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use holdfast::checkout::catalogue::CatalogueFile;
+use holdfast::catalogue::CatalogueFile;
 
 use crate::helpers::*;
 

@@ -5,7 +5,7 @@
 use std::process::Child;
 use std::time::{Duration, Instant};
 
-use holdfast::checkout::catalogue::CatalogueFile;
+use holdfast::catalogue::CatalogueFile;
 
 use crate::helpers::*;
 use crate::recovery::{Server, free_port, holdfast_process, ready};

@@ -2,7 +2,7 @@
 //! nights the clocks change.
 
 use chrono::{Duration, NaiveDate, NaiveTime, Utc};
-use holdfast::checkout::catalogue::CatalogueFile;
+use holdfast::catalogue::CatalogueFile;
 use holdfast::clock::ShopZone;
 
 use crate::helpers::*;

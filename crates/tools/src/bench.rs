@@ -11,7 +11,7 @@ use tokio::sync::Barrier;
 use uuid::Uuid;
 
 use crate::naive::NaiveInventory;
-use holdfast::inventory::combiner::Combiner;
+use holdfast::inventory::HoldBatches;
 use holdfast::inventory::{
     AccountId, Capacity, HoldOutcome, HoldRequest, Inventory, Quantity, ResourceId, Span,
 };
@@ -182,7 +182,7 @@ pub async fn throughput(
         return neveroversell_throughput(pool, &options).await;
     }
     let engine = Inventory::new(pool.clone());
-    let combiner = Combiner::new(pool);
+    let combiner = HoldBatches::new(pool);
     let resource = match options.resource.clone() {
         Some(resource) => {
             if engine.status(&resource).await?.is_none() {

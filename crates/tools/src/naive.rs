@@ -2,6 +2,11 @@
 //! so `bench --naive` and the tests can show what it does under load. It
 //! reads the count into Rust, decides, and writes the count back: two buyers
 //! who read the same count both win.
+//!
+//! Its tables are made here, in the database being measured, the first time
+//! a resource is made: they belong to the benchmark, never to `migrate`.
+//! There is deliberately no CHECK constraint, so what it oversells is
+//! recorded instead of refused.
 
 use sqlx::PgPool;
 
@@ -17,7 +22,40 @@ impl NaiveInventory {
         Self { pool }
     }
 
+    /// The baseline's two tables, if this database has none yet.
+    async fn create_tables(&self) -> sqlx::Result<()> {
+        let mut tx = self.pool.begin().await?;
+        // one creator at a time: concurrent `create table if not exists`
+        // can still collide on the catalog
+        sqlx::query("select pg_advisory_xact_lock(hashtext('naive baseline tables'))")
+            .execute(&mut *tx)
+            .await?;
+        sqlx::query(
+            "create table if not exists naive_resources ( \
+                 id text primary key, \
+                 total integer not null, \
+                 taken integer not null default 0)",
+        )
+        .execute(&mut *tx)
+        .await?;
+        sqlx::query(
+            "create table if not exists naive_holds ( \
+                 id bigint generated always as identity primary key, \
+                 resource_id text not null references naive_resources (id), \
+                 account_id text not null, \
+                 qty integer not null, \
+                 created_at timestamptz not null default now())",
+        )
+        .execute(&mut *tx)
+        .await?;
+        sqlx::query("create index if not exists naive_holds_resource on naive_holds (resource_id)")
+            .execute(&mut *tx)
+            .await?;
+        tx.commit().await
+    }
+
     pub async fn create_resource(&self, id: &ResourceId, total: Capacity) -> sqlx::Result<()> {
+        self.create_tables().await?;
         sqlx::query("insert into naive_resources (id, total) values ($1, $2)")
             .bind(id.as_str())
             .bind(total.get())

@@ -21,12 +21,11 @@ use rand::{Rng, SeedableRng};
 use serde::Serialize;
 use sqlx::PgPool;
 
-use holdfast::checkout::catalogue::{CatalogueFile, ProductKind, ProductSpec};
+use holdfast::catalogue::{CatalogueFile, ProductKind, ProductSpec};
 use holdfast::configuration::ReconcileTimes;
 use holdfast::inventory::Inventory;
-use holdfast::payments::http::TrustedRoots;
-use holdfast::payments::{ProviderKind as Provider, Providers};
-use holdfast::startup::{Application, build_providers, sandbox_keys};
+use holdfast::payments::{ProviderKind as Provider, ProviderSettings, Providers};
+use holdfast::startup::Application;
 use holdfast::state::Shop;
 use holdfast::worker::Sweeper;
 use holdfast::worker::outbox::Outbox;
@@ -257,14 +256,19 @@ fn start_world(pool: PgPool, providers: &[Provider]) -> anyhow::Result<World> {
     settings.stripe_webhook_url = Some(format!("{shop_base}/webhooks/stripe"));
     settings.razorpay_webhook_url = Some(format!("{shop_base}/webhooks/razorpay"));
     let sandbox = Sandbox::build(sandbox_listener, settings.clone(), sandbox_base.clone())?;
-    let (stripe, razorpay) = sandbox_keys(&settings, &sandbox_base, vec!["card".into()]);
-    let roots = TrustedRoots::mozilla();
-    let payments = build_providers(Some(&stripe), Some(&razorpay), &roots)?;
-    let offered = build_providers(
-        providers.contains(&Provider::Stripe).then_some(&stripe),
-        providers.contains(&Provider::Razorpay).then_some(&razorpay),
-        &roots,
-    )?;
+    let every = holdfast::payments::sandbox_settings(&settings, &sandbox_base, vec!["card".into()]);
+    let payments = Providers::build(&every)?;
+    let offered = Providers::build(&ProviderSettings {
+        stripe: every
+            .stripe
+            .clone()
+            .filter(|_| providers.contains(&Provider::Stripe)),
+        razorpay: every
+            .razorpay
+            .clone()
+            .filter(|_| providers.contains(&Provider::Razorpay)),
+        roots: every.roots.clone(),
+    })?;
     let shop = Shop::local(pool.clone(), offered, shop_base.clone());
     let world = World {
         shop: shop_base,
@@ -316,7 +320,7 @@ async fn catalogue(pool: &PgPool, units: i64) -> anyhow::Result<Vec<String>> {
             days_ahead: Some(1),
             time: None,
             time_utc: Some("12:00".into()),
-            max_per_order: holdfast::checkout::catalogue::DEFAULT_MAX_PER_ORDER,
+            max_per_order: holdfast::catalogue::DEFAULT_MAX_PER_ORDER,
         })
         .collect();
     let ids = products.iter().map(|p| p.id.clone()).collect();
@@ -390,10 +394,12 @@ async fn run_lane(
                 provider: options.providers[rng.gen_range(0..options.providers.len())],
                 product: products[rng.gen_range(0..products.len())].clone(),
                 qty: if rng.gen_range(0..4) == 0 { 2 } else { 1 },
-                client: holdfast::payments::http::client_builder(&TrustedRoots::mozilla())
-                    .cookie_store(true)
-                    .timeout(Duration::from_secs(30))
-                    .build()?,
+                client: holdfast::payments::http::client_builder(
+                    &holdfast::payments::http::TrustedRoots::mozilla(),
+                )
+                .cookie_store(true)
+                .timeout(Duration::from_secs(30))
+                .build()?,
                 step: 0,
                 started: None,
             });

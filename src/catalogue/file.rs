@@ -1,14 +1,16 @@
-//! The catalogue: products that point at inventory resources, loaded from
-//! `fixtures/catalogue.json` by `holdfast catalogue load` and by the demo.
+//! The catalogue file: products that point at inventory resources, read
+//! from JSON (`fixtures/catalogue.json` is the demo) by `holdfast catalogue
+//! load` and by `serve` without keys.
 
 use std::path::Path;
 
-use crate::clock::ShopZone;
 use anyhow::Context;
 use chrono::{DateTime, Duration, NaiveTime, Utc};
 use serde::{Deserialize, Serialize};
 use sqlx::PgPool;
 
+use super::{Product, ProductKind};
+use crate::clock::ShopZone;
 use crate::inventory::{Capacity, Inventory, ResourceId, UpsertOutcome};
 
 #[derive(Debug, Deserialize)]
@@ -46,30 +48,6 @@ fn default_max_per_order() -> i32 {
     DEFAULT_MAX_PER_ORDER
 }
 
-/// What a product is; stored in `products.kind` (its CHECK names the same
-/// three).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, sqlx::Type)]
-#[serde(rename_all = "snake_case")]
-#[sqlx(type_name = "text", rename_all = "snake_case")]
-pub enum ProductKind {
-    /// A time to collect an order: one pickup code covers the order's slots.
-    PickupSlot,
-    /// A seat or entry: one code per unit, each redeemed once.
-    Ticket,
-    /// Goods on a shelf.
-    Stock,
-}
-
-impl std::fmt::Display for ProductKind {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            ProductKind::PickupSlot => "pickup_slot",
-            ProductKind::Ticket => "ticket",
-            ProductKind::Stock => "stock",
-        })
-    }
-}
-
 #[derive(Debug, Deserialize)]
 pub struct ProductSpec {
     pub id: String,
@@ -87,21 +65,6 @@ pub struct ProductSpec {
     pub time_utc: Option<String>,
     /// Most units one order may take (default 10).
     #[serde(default = "default_max_per_order")]
-    pub max_per_order: i32,
-}
-
-/// A product as the shop shows it.
-#[derive(Debug, Clone, Serialize, sqlx::FromRow)]
-pub struct Product {
-    pub id: String,
-    pub resource_id: String,
-    pub kind: ProductKind,
-    pub name: String,
-    pub description: String,
-    pub price_minor: i64,
-    pub currency: String,
-    pub starts_at: Option<DateTime<Utc>>,
-    pub collection: String,
     pub max_per_order: i32,
 }
 
@@ -281,81 +244,4 @@ fn check(product: &Product, capacity: i64) -> anyhow::Result<ResourceId> {
         "description must not contain a NUL character"
     );
     Ok(ResourceId::parse(&product.resource_id)?)
-}
-
-/// Active products of one collection (or all), in page order.
-pub async fn products(pool: &PgPool, collection: Option<&str>) -> sqlx::Result<Vec<Product>> {
-    sqlx::query_as(
-        "select id, resource_id, kind, name, description, price_minor, currency, starts_at, collection, \
-                max_per_order \
-           from products \
-          where active and ($1::text is null or collection = $1) \
-          order by collection, position, id",
-    )
-    .bind(collection)
-    .fetch_all(pool)
-    .await
-}
-
-/// A product with what is left of it now (plain holds past their TTL
-/// already count as free), for the catalogue pages.
-#[derive(Debug, Clone, sqlx::FromRow)]
-pub struct Availability {
-    pub id: String,
-    pub name: String,
-    pub price_minor: i64,
-    pub currency: String,
-    pub starts_at: Option<DateTime<Utc>>,
-    pub collection: String,
-    pub kind: ProductKind,
-    pub available_now: i32,
-    pub max_per_order: i32,
-    /// Units held by shoppers checking out or paying: they come back if
-    /// those shoppers do not finish.
-    pub pending_units: i32,
-    /// When the first of those holds ends.
-    pub first_back_at: Option<DateTime<Utc>>,
-}
-
-/// Active products of one collection (or all) with their availability, in
-/// page order.
-pub async fn availability(
-    pool: &PgPool,
-    collection: Option<&str>,
-) -> sqlx::Result<Vec<Availability>> {
-    sqlx::query_as(
-        "select p.id, p.name, p.price_minor, p.currency, p.starts_at, p.collection, p.kind, s.available_now, \
-                p.max_per_order, s.pending as pending_units, s.first_ends_at as first_back_at \
-           from products p cross join lateral hf_stock(p.resource_id) s \
-          where p.active and ($1::text is null or p.collection = $1) \
-          order by p.collection = 'pantry', p.collection, p.position, p.id",
-    )
-    .bind(collection)
-    .fetch_all(pool)
-    .await
-}
-
-/// What is left of each of these products now, and what is pending
-/// (unknown ids are left out), for the pages' live updates.
-#[derive(Debug, Clone, PartialEq, Serialize, sqlx::FromRow)]
-pub struct Stock {
-    pub id: String,
-    pub available: i32,
-    pub pending: i32,
-    pub first_back_at: Option<DateTime<Utc>>,
-}
-
-/// What is left of these products in the database now (unknown ids left
-/// out), sorted by id. The pages read [`crate::live::LiveStock::stock`].
-pub async fn stock(pool: &PgPool, ids: &[String]) -> sqlx::Result<Vec<Stock>> {
-    sqlx::query_as(
-        "select p.id, greatest(s.available_now, 0) as available, s.pending, \
-                s.first_ends_at as first_back_at \
-           from products p cross join lateral hf_stock(p.resource_id) s \
-          where p.active and p.id = any($1) \
-          order by p.id",
-    )
-    .bind(ids)
-    .fetch_all(pool)
-    .await
 }

@@ -11,116 +11,23 @@ use std::time::Duration;
 use async_trait::async_trait;
 use chrono::Utc;
 use serde::Deserialize;
-use serde_json::{Value, json};
-use uuid::Uuid;
+use serde_json::json;
+
+mod settings;
+mod wire;
+
+pub use settings::RazorpaySettings;
+pub use wire::parse_event;
+
+use wire::{Collection, ErrorBody, Payment, Refund, checked_id};
 
 use super::signature::{hmac_sha256_matches, signed_by_any};
 use super::{
-    EmbedRequest, EmbeddedCheckout, HeaderLookup, PageRequest, PageState, PageStatus, PaymentPage,
-    PaymentProvider, PaymentStatus, ProviderError, ProviderEvent, ProviderKind, ProviderPayment,
-    RefundRequest, RefundStatus, RefundView, ReturnError, ReturnParams, ReturnReport,
-    WebhookDelivery,
+    EmbedRequest, EmbeddedCheckout, PageRequest, PageState, PageStatus, PaymentPage,
+    PaymentProvider, ProviderError, ProviderKind, ProviderPayment, RefundRequest, RefundView,
+    ReturnError, ReturnParams, ReturnReport, WebhookDelivery, WebhookRequest,
 };
 use crate::configuration::Secret;
-
-/// Where Razorpay is and how to sign in.
-#[derive(Debug, Clone)]
-pub struct RazorpaySettings {
-    pub key_id: String,
-    pub key_secret: Secret,
-    /// The webhook's secrets: the current one and, while a rotation's old
-    /// events are still being retried, the previous one.
-    pub webhook_secrets: Vec<Secret>,
-    /// `https://api.razorpay.com/`, or the sandbox's `http://…/razorpay/`.
-    pub api_base: String,
-    /// Razorpay's checkout script (or the sandbox's stand-in).
-    pub checkout_script: String,
-}
-
-/// A payment entity as Razorpay sends it.
-#[derive(Debug, Clone, Deserialize)]
-struct Payment {
-    id: String,
-    order_id: Option<String>,
-    amount: i64,
-    currency: String,
-    /// created, authorized, captured, refunded or failed
-    status: String,
-}
-
-impl Payment {
-    fn view(&self, order_hint: Option<Uuid>) -> ProviderPayment {
-        ProviderPayment {
-            provider: ProviderKind::Razorpay,
-            payment_ref: self.id.clone(),
-            page_id: self.order_id.clone(),
-            amount_minor: self.amount,
-            currency: self.currency.to_ascii_lowercase(),
-            status: match self.status.as_str() {
-                "captured" => PaymentStatus::Captured,
-                "authorized" => PaymentStatus::Authorized,
-                "refunded" => PaymentStatus::Refunded,
-                "failed" => PaymentStatus::Failed,
-                _ => PaymentStatus::Pending,
-            },
-            order_hint,
-        }
-    }
-}
-
-/// A refund entity as Razorpay sends it.
-#[derive(Debug, Clone, Deserialize)]
-struct Refund {
-    id: String,
-    payment_id: String,
-    amount: i64,
-    /// pending, processed or failed
-    status: Option<String>,
-}
-
-impl Refund {
-    fn view(&self) -> RefundView {
-        RefundView {
-            id: self.id.clone(),
-            payment_ref: self.payment_id.clone(),
-            amount_minor: self.amount,
-            status: match self.status.as_deref() {
-                Some("processed") => RefundStatus::Succeeded,
-                Some("failed") => RefundStatus::Failed,
-                _ => RefundStatus::Pending,
-            },
-        }
-    }
-}
-
-#[derive(Debug, Deserialize)]
-struct Collection<T> {
-    items: Vec<T>,
-}
-
-#[derive(Debug, Deserialize)]
-struct ErrorBody {
-    error: ErrorDetail,
-}
-
-#[derive(Debug, Deserialize)]
-struct ErrorDetail {
-    code: Option<String>,
-    description: Option<String>,
-}
-
-/// Razorpay ids are letters, digits and `_` (`order_…`, `pay_…`, `rfnd_…`):
-/// anything else never reaches a URL.
-fn checked_id<'a>(id: &'a str, what: &str) -> Result<&'a str, ProviderError> {
-    if !id.is_empty()
-        && id.len() <= 64
-        && id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
-    {
-        Ok(id)
-    } else {
-        Err(ProviderError::Unexpected(format!("not a {what} id")))
-    }
-}
 
 /// Razorpay's shortest automatic capture window, in minutes.
 const SHORTEST_CAPTURE_WINDOW_MINUTES: u64 = 12;
@@ -139,48 +46,6 @@ impl std::fmt::Debug for RazorpayProvider {
             .field("api_base", &self.settings.api_base)
             .finish_non_exhaustive()
     }
-}
-
-/// What a verified Razorpay event asks for. Pure: no I/O.
-pub fn parse_event(body: &[u8]) -> Result<(String, ProviderEvent), &'static str> {
-    let Ok(event) = serde_json::from_slice::<Value>(body) else {
-        return Err("the body is not a Razorpay event");
-    };
-    let Some(kind) = event["event"].as_str().filter(|k| k.len() <= 100) else {
-        return Err("the event has no type");
-    };
-    let payload = &event["payload"];
-    let payment = || -> Option<ProviderPayment> {
-        let payment: Payment = serde_json::from_value(payload["payment"]["entity"].clone()).ok()?;
-        let hint = payload["order"]["entity"]["notes"]["holdfast_order_id"]
-            .as_str()
-            .and_then(|id| Uuid::parse_str(id).ok());
-        Some(payment.view(hint))
-    };
-    let action = match kind {
-        "payment.captured" | "order.paid" | "payment.authorized" => match payment() {
-            Some(payment) if payment.well_formed() => ProviderEvent::Payment(payment),
-            Some(_) => ProviderEvent::Ignore("malformed payment ids"),
-            None => ProviderEvent::Ignore("no payment in the event"),
-        },
-        // One failed attempt does not end a Razorpay order: the shopper may
-        // try another card until the payment window closes, and then the
-        // sweeper gives the units back.
-        "payment.failed" => ProviderEvent::Ignore("another attempt can still succeed"),
-        "refund.created" | "refund.processed" | "refund.failed" => {
-            match serde_json::from_value::<Refund>(payload["refund"]["entity"].clone()) {
-                Ok(refund)
-                    if super::well_formed_id(&refund.id)
-                        && super::well_formed_id(&refund.payment_id) =>
-                {
-                    ProviderEvent::Refund(refund.view())
-                }
-                _ => ProviderEvent::Ignore("no well-formed refund in the event"),
-            }
-        }
-        _ => ProviderEvent::Ignore("event type not used"),
-    };
-    Ok((kind.to_owned(), action))
 }
 
 /// Everything a delivery is judged on before the database: a secret, the
@@ -449,19 +314,18 @@ impl PaymentProvider for RazorpayProvider {
         Ok(())
     }
 
-    fn verify_webhook(
+    async fn verify_webhook(
         &self,
-        header: HeaderLookup<'_>,
-        body: &[u8],
-        _now: i64,
-    ) -> Result<WebhookDelivery, String> {
-        accept(
+        request: &WebhookRequest<'_>,
+    ) -> Result<Vec<WebhookDelivery>, String> {
+        let delivery = accept(
             &self.settings.webhook_secrets,
-            header("X-Razorpay-Signature").as_deref(),
-            header("X-Razorpay-Event-Id").as_deref(),
-            body,
+            request.header("X-Razorpay-Signature"),
+            request.header("X-Razorpay-Event-Id"),
+            request.body,
         )
-        .map_err(str::to_owned)
+        .map_err(str::to_owned)?;
+        Ok(vec![delivery])
     }
 
     /// The redirect-mode callback: its signature is checked against the

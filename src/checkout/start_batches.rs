@@ -4,29 +4,25 @@
 //! payment phase after the provider answered), and the lock is held until
 //! the commit reaches disk. [`Checkouts`] sends the checkouts waiting for the
 //! same resource together, one call for each step (`hf_start_checkouts`,
-//! `hf_attach_payments`), as the engine's combiner does for holds. Each
-//! shopper still gets their own answer, and an order is still written in
-//! the same transaction as its hold.
+//! `hf_attach_payments`), as the engine's [`crate::inventory::HoldBatches`]
+//! does for holds. Each shopper still gets their own answer, and an order is
+//! still written in the same transaction as its hold.
 
 use chrono::{DateTime, SubsecRound, Utc};
 use sqlx::PgPool;
 use uuid::Uuid;
 
+use super::attach::payment_window_seconds;
+use super::start::{OneStart, Plan, plan, start_basket};
 use super::{
     AttachOutcome, CheckoutError, CheckoutRead, CheckoutStart, Order, OrderLine, OrderState,
     Result, ShortLine, StartOutcome, attach_payment, basket, order_by_id,
-    start::start_checkout_via,
 };
-use crate::combine::{Batch, Combiner};
-use crate::database::share_error;
-use crate::payments::{PaymentPage, ProviderKind};
+use crate::batching::{Batch, Combiner, share_error};
+use crate::payments::PaymentPage;
 
 /// Most checkouts one call carries.
 pub const MAX_BATCH: usize = 256;
-
-/// How long past the provider's own expiry a paying hold lives, so a
-/// payment the provider accepts finds it alive.
-pub(super) const MARGIN_SECONDS: i64 = 5 * 60;
 
 /// The shop's way into checkout: combined where it can be. Cheap to clone.
 #[derive(Debug, Clone)]
@@ -129,34 +125,56 @@ impl Checkouts {
     }
 }
 
-/// The payment window for a provider session that ends at `expires_at`.
-pub(super) fn payment_window_seconds(expires_at: DateTime<Utc>) -> i64 {
-    (expires_at - Utc::now()).num_seconds().max(0) + MARGIN_SECONDS
+/// Step one of checkout: in one transaction, the pending order and a hold on
+/// every line. Nothing is held when anything is short. (The shop goes
+/// through [`Checkouts::start`], which combines concurrent checkouts of one
+/// product; this is the same with nobody to combine with.)
+pub async fn start_checkout(pool: &PgPool, start: &CheckoutStart) -> Result<StartOutcome> {
+    start_checkout_via(pool, None, start, None).await
 }
 
-/// One checkout of one product, as `hf_start_checkouts` takes it.
-#[derive(Debug, Clone)]
-pub(super) struct OneStart {
-    pub key: String,
-    pub account: String,
-    pub qty: i32,
-    pub product: String,
-    pub product_name: String,
-    pub unit_price: i64,
-    pub currency: String,
-    pub token: String,
-    pub name: String,
-    pub email: String,
-    pub provider: ProviderKind,
-    /// The limits it counts against (see `hf_start_checkouts`).
-    pub email_key: Option<String>,
-    pub email_cap: Option<i32>,
-    pub address: Option<(String, i32)>,
+async fn start_checkout_via(
+    pool: &PgPool,
+    starts: Option<&Combiner<Starts>>,
+    start: &CheckoutStart,
+    read: Option<&CheckoutRead>,
+) -> Result<StartOutcome> {
+    let outcome = match plan(pool, start, read).await? {
+        Plan::Decided(outcome) => outcome,
+        Plan::OneProduct {
+            one,
+            lines,
+            resource,
+        } => {
+            let row = match starts {
+                Some(starts) => starts.call(&resource, one.clone()).await?,
+                None => start_batch(pool, &resource, std::slice::from_ref(&one))
+                    .await?
+                    .pop()
+                    .ok_or_else(|| CheckoutError::Database(sqlx::Error::RowNotFound))?,
+            };
+            one_outcome(pool, one, row, lines, resource).await?
+        }
+        Plan::Basket {
+            lines,
+            products,
+            currency,
+            amount,
+        } => start_basket(pool, start, lines, products, &currency, amount).await?,
+    };
+    crate::metrics::checkout(match &outcome {
+        StartOutcome::Started { .. } => "started",
+        StartOutcome::AlreadyStarted { .. } => "already_started",
+        StartOutcome::Unavailable { .. } => "unavailable",
+        StartOutcome::OverLimit { .. } => "over_limit",
+        StartOutcome::UnknownProducts { .. } => "unknown_products",
+    });
+    Ok(outcome)
 }
 
 /// What `hf_start_checkouts` said about one checkout.
 #[derive(Debug, sqlx::FromRow)]
-pub(super) struct StartRow {
+struct StartRow {
     status: String,
     order_id: Option<Uuid>,
     hold_id: Option<Uuid>,
@@ -164,7 +182,7 @@ pub(super) struct StartRow {
     created_at: DateTime<Utc>,
 }
 
-pub(super) struct Starts {
+struct Starts {
     pool: PgPool,
 }
 
@@ -187,7 +205,7 @@ impl Batch for Starts {
 
 /// One call of `hf_start_checkouts`: the checkouts of one resource, answered
 /// in the order given.
-pub(super) async fn start_batch(
+async fn start_batch(
     pool: &PgPool,
     resource: &str,
     requests: &[OneStart],
@@ -235,7 +253,7 @@ pub(super) async fn start_batch(
 }
 
 /// What one checkout's answer means for the shopper.
-pub(super) async fn one_outcome(
+async fn one_outcome(
     pool: &PgPool,
     one: OneStart,
     row: StartRow,
@@ -302,7 +320,7 @@ pub(super) async fn one_outcome(
 
 /// One started order's payment phase, as `hf_attach_payments` takes it.
 #[derive(Debug, Clone)]
-pub(super) struct OneAttach {
+struct OneAttach {
     order_id: Uuid,
     window_seconds: i64,
     session_id: String,
@@ -311,7 +329,7 @@ pub(super) struct OneAttach {
     basket_id: Option<String>,
 }
 
-pub(super) struct Attaches {
+struct Attaches {
     pool: PgPool,
 }
 

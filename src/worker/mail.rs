@@ -9,6 +9,7 @@
 //! JavaScript and no remote image: QR codes travel inline (PNG, `cid:`),
 //! a pickup slot's calendar file as an attachment.
 
+use askama::Template;
 use chrono::{DateTime, Duration, Utc};
 use lettre::message::header::ContentType;
 use lettre::message::{Attachment, Mailbox, MultiPart, SinglePart};
@@ -16,7 +17,7 @@ use lettre::{AsyncSmtpTransport, AsyncTransport, Message, Tokio1Executor};
 use sqlx::PgPool;
 use uuid::Uuid;
 
-use crate::checkout::catalogue::ProductKind;
+use crate::catalogue::ProductKind;
 use crate::clock::ShopZone;
 use crate::money;
 
@@ -119,27 +120,18 @@ impl Mailer {
             .bind(order_id)
             .fetch_one(pool)
             .await?;
-        let link = format!("{}/orders/{token}", self.base_url);
-        let amount = money::format(amount, &currency);
-        let payment = payment_ref.unwrap_or_default();
-        let text = format!(
-            "Hello {name},\r\n\r\nwe have refunded {amount} of your payment {payment}.\r\n\
-             Why: {reason}\r\n\r\nYour bank shows it within a few days.\r\n\
-             Your order: {link}\r\n"
-        );
-        let html = format!(
-            "<!doctype html><html><body style=\"font-family:sans-serif\">\
-             <p>Hello {},</p><p>we have refunded <strong>{}</strong> of your payment \
-             <code>{}</code>.</p><p>Why: {}</p><p>Your bank shows it within a few days.</p>\
-             <p><a href=\"{}\">Your order</a></p></body></html>",
-            escape(&name),
-            escape(&amount),
-            escape(&payment),
-            escape(&reason),
-            escape(&link)
-        );
+        let notice = StaffRefund {
+            link: format!("{}/orders/{token}", self.base_url),
+            amount: money::format(amount, &currency),
+            payment: payment_ref.unwrap_or_default(),
+            name,
+            reason,
+        };
+        let (text, html) = (text(&StaffRefundText(&notice))?, render(&notice)?);
+        let name = &notice.name;
+        let amount = &notice.amount;
         let message = self
-            .builder(&name, &email, &format!("refund-{refund_id}-{order_id}"))?
+            .builder(name, &email, &format!("refund-{refund_id}-{order_id}"))?
             .subject(format!("Refund issued: {amount}"))
             .multipart(MultiPart::alternative_plain_html(text, html))
             .map_err(|e| MailError::Compose(e.to_string()))?;
@@ -169,27 +161,18 @@ impl Mailer {
             "payment_mismatch" => "it did not match your order (another amount or another page)",
             _ => "it could not be used for your order",
         };
-        let link = format!("{}/orders/{token}", self.base_url);
-        let amount = money::format(payment.amount_minor, &payment.currency);
-        let text = format!(
-            "Hello {name},\r\n\r\nyour payment {} of {amount} is being refunded: {why}.\r\n\r\n\
-             Your bank shows it within a few days.\r\nYour order: {link}\r\n",
-            payment.payment_ref
-        );
-        let html = format!(
-            "<!doctype html><html><body style=\"font-family:sans-serif\">\
-             <p>Hello {},</p><p>your payment <code>{}</code> of <strong>{}</strong> is being \
-             refunded: {}.</p><p>Your bank shows it within a few days.</p>\
-             <p><a href=\"{}\">Your order</a></p></body></html>",
-            escape(&name),
-            escape(&payment.payment_ref),
-            escape(&amount),
-            escape(why),
-            escape(&link)
-        );
+        let notice = PaymentReturned {
+            link: format!("{}/orders/{token}", self.base_url),
+            amount: money::format(payment.amount_minor, &payment.currency),
+            payment: payment.payment_ref.clone(),
+            name,
+            why,
+        };
+        let (text, html) = (text(&PaymentReturnedText(&notice))?, render(&notice)?);
+        let (name, amount) = (&notice.name, &notice.amount);
         let id = format!("returned-{}-{}", payment.provider, payment.payment_ref);
         let message = self
-            .builder(&name, &email, &id)?
+            .builder(name, &email, &id)?
             .subject(format!("Refund issued: {amount}"))
             .multipart(MultiPart::alternative_plain_html(text, html))
             .map_err(|e| MailError::Compose(e.to_string()))?;
@@ -228,12 +211,63 @@ fn quoted(name: &str) -> String {
     format!("\"{clean}\"")
 }
 
-fn escape(text: &str) -> String {
-    text.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
-        .replace('\'', "&#39;")
+/// A message's HTML part, from its template (escaped as every page is).
+fn render(template: &impl Template) -> Result<String, MailError> {
+    template
+        .render()
+        .map_err(|e| MailError::Compose(format!("a mail template: {e}")))
+}
+
+/// A message's text part, from its template, with the line breaks mail
+/// wants (CRLF), the last line ended too.
+fn text(template: &impl Template) -> Result<String, MailError> {
+    let mut text = render(template)?.replace('\n', "\r\n");
+    text.push_str("\r\n");
+    Ok(text)
+}
+
+/// A staff refund, as its notice says it.
+#[derive(Template)]
+#[template(path = "mail/staff_refund.html")]
+struct StaffRefund {
+    name: String,
+    amount: String,
+    payment: String,
+    reason: String,
+    link: String,
+}
+
+#[derive(Template)]
+#[template(path = "mail/staff_refund.txt")]
+struct StaffRefundText<'a>(&'a StaffRefund);
+
+impl std::ops::Deref for StaffRefundText<'_> {
+    type Target = StaffRefund;
+    fn deref(&self) -> &StaffRefund {
+        self.0
+    }
+}
+
+/// A payment that goes back, as its notice says it.
+#[derive(Template)]
+#[template(path = "mail/payment_returned.html")]
+struct PaymentReturned {
+    name: String,
+    amount: String,
+    payment: String,
+    why: &'static str,
+    link: String,
+}
+
+#[derive(Template)]
+#[template(path = "mail/payment_returned.txt")]
+struct PaymentReturnedText<'a>(&'a PaymentReturned);
+
+impl std::ops::Deref for PaymentReturnedText<'_> {
+    type Target = PaymentReturned;
+    fn deref(&self) -> &PaymentReturned {
+        self.0
+    }
 }
 
 /// What a confirmation says.
@@ -248,6 +282,49 @@ struct Confirmation {
     lines: Vec<(String, i32, ProductKind, Option<DateTime<Utc>>)>,
     /// product name, code
     tickets: Vec<(String, String)>,
+}
+
+/// What the confirmation's parts show.
+#[derive(Template)]
+#[template(path = "mail/order_confirmation.html")]
+struct ConfirmationMail {
+    name: String,
+    total: String,
+    lines: Vec<MailLine>,
+    pickup_code: Option<String>,
+    tickets: Vec<MailTicket>,
+    /// Every code with its QR image's content id.
+    codes: Vec<MailCode>,
+    link: String,
+}
+
+#[derive(Template)]
+#[template(path = "mail/order_confirmation.txt")]
+struct ConfirmationText<'a>(&'a ConfirmationMail);
+
+impl std::ops::Deref for ConfirmationText<'_> {
+    type Target = ConfirmationMail;
+    fn deref(&self) -> &ConfirmationMail {
+        self.0
+    }
+}
+
+struct MailLine {
+    name: String,
+    qty: i32,
+    /// When it happens, where the name does not say.
+    when: String,
+}
+
+struct MailTicket {
+    product: String,
+    code: String,
+}
+
+struct MailCode {
+    label: String,
+    code: String,
+    cid: String,
 }
 
 impl Confirmation {
@@ -303,59 +380,42 @@ impl Confirmation {
             codes.push((product.clone(), code.clone(), format!("qr-{i}")));
         }
 
-        let mut text = format!(
-            "Thank you, {}.\r\n\r\nYour order is paid: {}.\r\n\r\n",
-            self.name, self.total
-        );
-        for (name, qty, kind, at) in &self.lines {
-            text.push_str(&format!("- {name} × {qty}"));
-            if *kind != ProductKind::PickupSlot && at.is_some() {
-                text.push_str(&format!(", {}", when(at)));
-            }
-            text.push_str("\r\n");
-        }
-        if let Some(code) = &self.pickup_code {
-            text.push_str(&format!(
-                "\r\nPickup code: {code} (say it at the counter)\r\n"
-            ));
-        }
-        if !self.tickets.is_empty() {
-            text.push_str("\r\nYour tickets:\r\n");
-            for (product, code) in &self.tickets {
-                text.push_str(&format!("  {code}  {product}\r\n"));
-            }
-        }
-        text.push_str(&format!("\r\nYour order, any time: {link}\r\n"));
-
-        let mut html = format!(
-            "<!doctype html><html><body style=\"font-family:sans-serif\">\
-             <h1>Thank you, {}</h1><p>Your order is paid: <strong>{}</strong>.</p><ul>",
-            escape(&self.name),
-            escape(&self.total)
-        );
-        for (name, qty, kind, at) in &self.lines {
-            html.push_str(&format!("<li>{} × {}", escape(name), qty));
-            if *kind != ProductKind::PickupSlot && at.is_some() {
-                html.push_str(&format!(", {}", escape(&when(at))));
-            }
-            html.push_str("</li>");
-        }
-        html.push_str("</ul>");
-        for (label, code, cid) in &codes {
-            html.push_str(&format!(
-                "<div style=\"margin:1em 0\"><p>{}</p><p style=\"font-size:1.4em\">\
-                 <code class=\"code\">{}</code></p>\
-                 <img src=\"cid:{}\" alt=\"QR code of {}\" width=\"180\" height=\"180\"></div>",
-                escape(label),
-                escape(code),
-                cid,
-                escape(code)
-            ));
-        }
-        html.push_str(&format!(
-            "<p><a href=\"{}\">Your order, any time</a></p></body></html>",
-            escape(&link)
-        ));
+        let message = ConfirmationMail {
+            name: self.name.clone(),
+            total: self.total.clone(),
+            lines: self
+                .lines
+                .iter()
+                .map(|(name, qty, kind, at)| MailLine {
+                    name: name.clone(),
+                    qty: *qty,
+                    when: if kind.shows_time() {
+                        when(at)
+                    } else {
+                        String::new()
+                    },
+                })
+                .collect(),
+            pickup_code: self.pickup_code.clone(),
+            tickets: self
+                .tickets
+                .iter()
+                .map(|(product, code)| MailTicket {
+                    product: product.clone(),
+                    code: code.clone(),
+                })
+                .collect(),
+            codes: codes
+                .iter()
+                .map(|(label, code, cid)| MailCode {
+                    label: label.clone(),
+                    code: code.clone(),
+                    cid: cid.clone(),
+                })
+                .collect(),
+            link: link.clone(),
+        };
+        let (text, html) = (text(&ConfirmationText(&message))?, render(&message)?);
 
         let mut related = MultiPart::related().singlepart(SinglePart::html(html));
         for (_, code, cid) in &codes {
@@ -371,7 +431,7 @@ impl Confirmation {
         let slots: Vec<_> = self
             .lines
             .iter()
-            .filter(|(_, _, kind, at)| *kind == ProductKind::PickupSlot && at.is_some())
+            .filter(|(_, _, kind, at)| kind.has_calendar() && at.is_some())
             .collect();
         if !slots.is_empty() {
             mixed = mixed.singlepart(
@@ -491,14 +551,60 @@ mod tests {
     }
 
     #[test]
-    fn qr_images_are_png_and_escaping_is_html() {
+    fn qr_images_are_png_and_names_are_quoted() {
         let png = qr_png("TKT-ABCD-EFGH").unwrap();
         assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n");
-        assert_eq!(
-            escape("<a href=\"x\">&'"),
-            "&lt;a href=&quot;x&quot;&gt;&amp;&#39;"
-        );
         assert_eq!(ics_text("a;b,c\\d\ne"), "a\\;b\\,c\\\\d e");
         assert_eq!(quoted("Ada \"the\" L\\"), "\"Ada \\\"the\\\" L\\\\\"");
+    }
+
+    #[test]
+    fn the_templates_escape_the_html_part_and_keep_the_text_part_plain() {
+        let mail = ConfirmationMail {
+            name: "<Ada & \"Bo\">".into(),
+            total: "€28.00".into(),
+            lines: vec![
+                MailLine {
+                    name: "Harbour Lights — General".into(),
+                    qty: 2,
+                    when: "Friday 20 March, 19:30 CET".into(),
+                },
+                MailLine {
+                    name: "Sourdough, pickup 12:30".into(),
+                    qty: 1,
+                    when: String::new(),
+                },
+            ],
+            pickup_code: Some("PCK-1234".into()),
+            tickets: vec![MailTicket {
+                product: "Harbour Lights — General".into(),
+                code: "TKT-AAAA-BBBB".into(),
+            }],
+            codes: vec![MailCode {
+                label: "Pickup code".into(),
+                code: "PCK-1234".into(),
+                cid: "qr-pickup".into(),
+            }],
+            link: "https://shop.example/orders/abc?x=1&y=2".into(),
+        };
+        let html = render(&mail).unwrap();
+        assert!(
+            html.contains("<h1>Thank you, &#60;Ada &#38; &#34;Bo&#34;&#62;</h1>"),
+            "{html}"
+        );
+        assert!(
+            html.contains("<a href=\"https://shop.example/orders/abc?x=1&#38;y=2\">"),
+            "{html}"
+        );
+        assert!(!html.contains("<Ada"), "{html}");
+        assert!(html.contains("<img src=\"cid:qr-pickup\""), "{html}");
+        let text = text(&ConfirmationText(&mail)).unwrap();
+        let expected = "Thank you, <Ada & \"Bo\">.\r\n\r\nYour order is paid: €28.00.\r\n\r\n\
+                        - Harbour Lights — General × 2, Friday 20 March, 19:30 CET\r\n\
+                        - Sourdough, pickup 12:30 × 1\r\n\r\n\
+                        Pickup code: PCK-1234 (say it at the counter)\r\n\r\n\
+                        Your tickets:\r\n  TKT-AAAA-BBBB  Harbour Lights — General\r\n\r\n\
+                        Your order, any time: https://shop.example/orders/abc?x=1&y=2\r\n";
+        assert_eq!(text, expected);
     }
 }

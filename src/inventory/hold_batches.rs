@@ -13,21 +13,21 @@
 use sqlx::PgPool;
 
 use super::{HoldOutcome, HoldRequest, InventoryError, Result, hold_many};
-use crate::combine::{self, Batch};
+use crate::batching::{self, Batch};
 
 /// Most requests one call carries.
 pub const MAX_BATCH: usize = 512;
 
 /// Combines holds per resource for one process. Cheap to clone.
 #[derive(Debug, Clone)]
-pub struct Combiner {
-    inner: combine::Combiner<Holds>,
+pub struct HoldBatches {
+    inner: batching::Combiner<Holds>,
 }
 
-impl Combiner {
+impl HoldBatches {
     pub fn new(pool: PgPool) -> Self {
         Self {
-            inner: combine::Combiner::new(Holds { pool }),
+            inner: batching::Combiner::new(Holds { pool }),
         }
     }
 
@@ -84,7 +84,7 @@ fn share(error: &InventoryError) -> InventoryError {
         InventoryError::InvalidInput(message) => InventoryError::InvalidInput(message.clone()),
         InventoryError::Unexpected(message) => InventoryError::Unexpected(message.clone()),
         InventoryError::Database(error) => {
-            InventoryError::Database(crate::database::share_error(error))
+            InventoryError::Database(crate::batching::share_error(error))
         }
     }
 }

@@ -214,3 +214,26 @@ impl<B: Batch> Drop for Flight<B> {
         }
     }
 }
+
+/// The same failure again, for each request of a combined call (errors do
+/// not clone). An error that means the database is away stays one, so every
+/// shopper of the batch is told to try again; anything else keeps its text.
+pub fn share_error(error: &sqlx::Error) -> sqlx::Error {
+    match error {
+        sqlx::Error::PoolTimedOut => sqlx::Error::PoolTimedOut,
+        sqlx::Error::PoolClosed => sqlx::Error::PoolClosed,
+        sqlx::Error::WorkerCrashed => sqlx::Error::WorkerCrashed,
+        sqlx::Error::Io(io) => sqlx::Error::Io(std::io::Error::new(io.kind(), io.to_string())),
+        sqlx::Error::Database(db)
+            if db.code().is_some_and(|code| {
+                code.starts_with("08") || code.starts_with("57P") || code == "53300"
+            }) =>
+        {
+            sqlx::Error::Io(std::io::Error::new(
+                std::io::ErrorKind::ConnectionAborted,
+                db.message().to_owned(),
+            ))
+        }
+        other => sqlx::Error::Protocol(other.to_string()),
+    }
+}

@@ -1,0 +1,338 @@
+//! The checkout as the shop runs it, from a submitted form to the
+//! provider's payment page: docs/contract.md §3 in order. A form the shop's
+//! memory can refuse is refused without the database; otherwise one read
+//! finds a form submitted before, or the basket with its prices and what is
+//! left; then one transaction holds every line and writes the pending
+//! order; then, outside any lock, the provider's page; then the payment
+//! phase. A failure after the hold gives the units back at once.
+//!
+//! The shop's form handler parses and renders around [`begin`]; the JSON
+//! API calls the same function, so both sell by the same rules.
+
+use sqlx::PgPool;
+
+use super::basket::{self, BasketLine, FormLines};
+use super::short::{ShortLine, Supply, Wanted, short_lines};
+use super::{
+    AttachOutcome, CheckoutRead, CheckoutStart, Checkouts, Customer, Order, OrderLine, OrderState,
+    Release, Result, StartLimits, StartOutcome, WantedLine, codes,
+};
+use crate::catalogue::Stock;
+use crate::inventory::{AccountId, IdempotencyKey, InvalidInput, Quantity};
+use crate::limits::TooFast;
+use crate::limits::client::Fairness;
+use crate::live::LiveStock;
+use crate::payments::{PageLine, PageRequest, PaymentPage, ProviderError, ProviderKind, Providers};
+
+/// What checking out needs of the shop: its database, its memory, its
+/// limits, its combined calls and its providers, and how shoppers reach it.
+#[derive(Debug, Clone, Copy)]
+pub struct Desk<'a> {
+    pub pool: &'a PgPool,
+    pub live: &'a LiveStock,
+    pub fairness: &'a Fairness,
+    pub checkouts: &'a Checkouts,
+    pub payments: &'a Providers,
+    /// How browsers and providers reach the shop, without a trailing slash.
+    pub base_url: &'a str,
+    /// Life of a provider payment page.
+    pub session_minutes: i64,
+}
+
+/// A submitted checkout, its fields as the shopper sent them.
+#[derive(Debug, Clone)]
+pub struct BeginRequest {
+    /// The form's one-time key: a second submit finds the same order.
+    pub checkout_key: IdempotencyKey,
+    /// The basket (its cookie), if the shopper has one.
+    pub basket_id: Option<String>,
+    pub name: String,
+    pub email: String,
+    /// The way of paying the shopper chose; the shop's default when `None`.
+    pub provider: Option<String>,
+    /// The basket as its page showed it: lets a sold-out answer come from
+    /// memory. `None`: the database answers.
+    pub form_lines: Option<FormLines>,
+    /// The client's address, as the limits key it.
+    pub address: String,
+}
+
+/// Where a checkout ended, for the shopper.
+#[derive(Debug)]
+pub enum Begun {
+    /// Everything is held and the provider's page is open: send the
+    /// shopper there.
+    Pay { url: String },
+    /// The form was submitted before: its order, as it is now (once its
+    /// first submit has its page, or a few seconds have passed).
+    Again { order: Box<Order> },
+    /// There is nothing to check out.
+    EmptyBasket,
+    /// The name or the e-mail cannot be used; the reason says why.
+    BadCustomer { reason: String },
+    /// That way of paying is not offered here.
+    UnknownProvider,
+    /// The client's address is over its rate.
+    TooFast(TooFast),
+    /// Lines that cannot be had now; nothing was held. `basket` is the
+    /// basket as it was read, `sold_out` what is pending of the sold-out
+    /// products.
+    Short {
+        lines: Vec<ShortLine>,
+        basket: Vec<BasketLine>,
+        sold_out: Vec<Stock>,
+    },
+    /// The basket would take more than one shopper may hold.
+    OverLimit {
+        lines: Vec<ShortLine>,
+        basket: Vec<BasketLine>,
+    },
+    /// Products no longer sold were taken out of the basket.
+    Withdrawn,
+    /// The provider could not open a page: the units went back.
+    ProviderFailed,
+    /// The page opened but the payment phase could not start: the units
+    /// went back.
+    PaymentPhaseFailed,
+    /// The hold ran out before the payment page opened: the units went back.
+    RanOut,
+}
+
+/// Run one checkout.
+pub async fn begin(desk: Desk<'_>, request: BeginRequest) -> Result<Begun> {
+    // the sold-out crowd is answered from memory and writes nothing
+    if request.basket_id.is_some()
+        && let Some(refused) = refused_from_memory(desk, &request)
+    {
+        return Ok(refused);
+    }
+    // One read: whether this form was submitted before, and the basket
+    // with its prices and what is left (enough to refuse a sold-out line);
+    // the address's token is taken meanwhile, so a start pays one round
+    // trip for both.
+    let key = request.checkout_key.as_str();
+    let read = async {
+        Ok::<_, sqlx::Error>(match &request.basket_id {
+            Some(basket) => super::read_checkout(desk.pool, key, basket).await?,
+            None => CheckoutRead {
+                existing: super::order_by_checkout_key(desk.pool, key)
+                    .await?
+                    .map(|order| order.id),
+                lines: Vec::new(),
+            },
+        })
+    };
+    let (read, taken) = futures::join!(read, desk.fairness.take(&request.address));
+    let read = read?;
+    // a double submit goes where the first one went, once it knows
+    if let Some(existing) = read.existing
+        && let Some(order) = super::order_by_id(desk.pool, existing).await?
+    {
+        return Ok(Begun::Again {
+            order: Box::new(await_provider_page(desk.pool, order).await?),
+        });
+    }
+    let Some(provider) = match request.provider.as_deref() {
+        None => desk.payments.default_kind(),
+        Some(name) => ProviderKind::parse(name),
+    }
+    .filter(|kind| desk.payments.get(*kind).is_some()) else {
+        return Ok(Begun::UnknownProvider);
+    };
+    let customer = match Customer::parse(&request.name, &request.email) {
+        Ok(customer) => customer,
+        Err(error) => return Ok(Begun::BadCustomer { reason: error.0 }),
+    };
+    let Some(basket_id) = request.basket_id.as_deref() else {
+        return Ok(Begun::EmptyBasket);
+    };
+    if read.lines.is_empty() {
+        return Ok(Begun::EmptyBasket);
+    }
+    if let Err(too_fast) = taken? {
+        return Ok(Begun::TooFast(too_fast));
+    }
+    let start = CheckoutStart {
+        limits: StartLimits::for_customer(&desk.fairness.limits, &customer, &request.address),
+        checkout_key: request.checkout_key.clone(),
+        account: AccountId::parse(&format!("basket:{basket_id}"))?,
+        lines: read
+            .lines
+            .iter()
+            .map(|line| {
+                Ok(WantedLine {
+                    product_id: line.product_id.clone(),
+                    qty: Quantity::parse(i64::from(line.qty))?,
+                })
+            })
+            .collect::<std::result::Result<_, InvalidInput>>()?,
+        customer,
+        provider,
+    };
+    let as_read = || -> Vec<BasketLine> { read.lines.iter().map(|l| l.basket_line()).collect() };
+    let (order, lines, resource) = match desk.checkouts.start_read(&start, &read).await? {
+        StartOutcome::Started {
+            order,
+            lines,
+            resource,
+        } => (order, lines, resource),
+        StartOutcome::AlreadyStarted { order } => {
+            return Ok(Begun::Again {
+                order: Box::new(await_provider_page(desk.pool, order).await?),
+            });
+        }
+        StartOutcome::Unavailable { lines } => {
+            let sold_out: Vec<String> = lines
+                .iter()
+                .filter(|line| line.available == 0)
+                .map(|line| line.product_id.clone())
+                .collect();
+            return Ok(Begun::Short {
+                sold_out: desk.live.stock(&sold_out).await?,
+                lines,
+                basket: as_read(),
+            });
+        }
+        StartOutcome::OverLimit { lines } => {
+            return Ok(Begun::OverLimit {
+                lines,
+                basket: as_read(),
+            });
+        }
+        StartOutcome::UnknownProducts { ids } => {
+            basket::remove(desk.pool, basket_id, &ids).await?;
+            return Ok(Begun::Withdrawn);
+        }
+    };
+
+    crate::faults::crash_point("after_checkout_commit");
+    // Outside any transaction or lock: the provider.
+    let page = match open_page(desk, &order, &lines).await {
+        Ok(page) => page,
+        Err(error) => {
+            tracing::warn!(order = %order.id, %error, "the payment provider failed at checkout start");
+            super::release_order(desk.pool, order.id, Release::ProviderError).await?;
+            return Ok(Begun::ProviderFailed);
+        }
+    };
+    crate::faults::crash_point("after_provider_call");
+    let order_id = order.id;
+    let attached = match desk
+        .checkouts
+        .attach(order, resource.as_deref(), &page, Some(basket_id))
+        .await
+    {
+        Ok(attached) => attached,
+        Err(error) => {
+            // the provider's page exists but our holds could not move into
+            // the payment phase: give them back now rather than at the TTL
+            tracing::error!(order = %order_id, error = %error, "could not start the payment phase");
+            super::release_order(desk.pool, order_id, Release::PaymentPhaseFailed).await?;
+            return Ok(Begun::PaymentPhaseFailed);
+        }
+    };
+    Ok(match attached {
+        // the basket was emptied with the payment phase
+        AttachOutcome::Paying { .. } => Begun::Pay { url: page.url },
+        AttachOutcome::Ended { .. } => Begun::RanOut,
+    })
+}
+
+/// A checkout memory can refuse, without a database round trip: a line
+/// wants more than memory shows of its product, nothing held is due to come
+/// back, and the form was made after this process last saw that product
+/// change. The last condition keeps a double submit honest: if this form's
+/// first submit took the last unit, the product changed after the form was
+/// made, so the second submit goes to the database and on to the order the
+/// first one started. `None`: ask the database.
+fn refused_from_memory(desk: Desk<'_>, request: &BeginRequest) -> Option<Begun> {
+    let snapshot = desk.live.now()?;
+    let minted = codes::key_minted_at(request.checkout_key.as_str())?;
+    let lines = request.form_lines.as_ref()?.lines();
+    let now = chrono::Utc::now();
+    let mut wanted = Vec::with_capacity(lines.len());
+    let mut basket = Vec::with_capacity(lines.len());
+    for (id, qty) in lines {
+        let (product, _) = snapshot.product(id)?;
+        wanted.push(Wanted {
+            product_id: id,
+            name: &product.name,
+            qty: *qty,
+            resource: &product.resource_id,
+        });
+        basket.push(BasketLine {
+            product_id: id.clone(),
+            name: product.name.clone(),
+            qty: *qty,
+            price_minor: product.price_minor,
+            currency: product.currency.clone(),
+        });
+    }
+    let short = short_lines(&wanted, |resource| {
+        snapshot.level(resource).map(|level| Supply {
+            left: level.available,
+            settled: !level.something_due(now) && level.changed_at < minted,
+        })
+    });
+    if short.is_empty() {
+        return None;
+    }
+    let sold_out: Vec<String> = short
+        .iter()
+        .filter(|line| line.available == 0)
+        .map(|line| line.product_id.clone())
+        .collect();
+    desk.live.refused();
+    Some(Begun::Short {
+        sold_out: snapshot.stock(&sold_out),
+        lines: short,
+        basket,
+    })
+}
+
+/// The provider's payment page for a started order.
+async fn open_page(
+    desk: Desk<'_>,
+    order: &Order,
+    lines: &[OrderLine],
+) -> std::result::Result<PaymentPage, ProviderError> {
+    let provider = desk.payments.for_order(order.provider)?;
+    let base = desk.base_url;
+    let request = PageRequest {
+        order_id: order.id,
+        amount_minor: order.amount_minor,
+        currency: order.currency.clone(),
+        lines: lines
+            .iter()
+            .map(|line| PageLine {
+                name: line.name.clone(),
+                qty: line.qty.unsigned_abs(),
+                unit_amount_minor: line.unit_price_minor,
+            })
+            .collect(),
+        customer_name: order.customer_name.clone(),
+        customer_email: order.customer_email.clone(),
+        return_url: format!("{base}/checkout/return/{}", order.token),
+        cancel_url: format!("{base}/checkout/cancel/{}", order.token),
+        pay_url: format!("{base}/pay/{}", order.token),
+        lifetime: std::time::Duration::from_secs(desk.session_minutes.unsigned_abs() * 60),
+    };
+    provider.open_page(&request).await
+}
+
+/// A second submit of a checkout form may arrive while the first is still
+/// talking to the provider: wait (a few seconds at most) for the first to
+/// record its payment page, so both submits end up in the same place.
+async fn await_provider_page(pool: &PgPool, mut order: Order) -> sqlx::Result<Order> {
+    for _ in 0..40 {
+        if order.state != OrderState::Pending || order.provider_url.is_some() {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(250)).await;
+        match super::order_by_id(pool, order.id).await? {
+            Some(fresh) => order = fresh,
+            None => break,
+        }
+    }
+    Ok(order)
+}

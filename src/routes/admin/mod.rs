@@ -1,0 +1,402 @@
+//! The staff admin (docs/contract.md §6). One guard, [`require_staff`],
+//! stands in front of every `/admin` route but the login form: a signed
+//! cookie naming a live session, and on every POST that session's CSRF
+//! token in the form. Thin handlers: parse, call `staff`, render. One file
+//! per page group; this one holds the guard, what the pages share and the
+//! routes.
+
+mod holds;
+mod orders;
+mod records;
+mod redeem;
+mod resources;
+mod session;
+
+use actix_web::body::{BoxBody, MessageBody};
+use actix_web::dev::{ServiceRequest, ServiceResponse};
+use actix_web::http::{Method, StatusCode, header};
+use actix_web::middleware::Next;
+use actix_web::{HttpMessage, HttpRequest, HttpResponse, ResponseError, web};
+use askama::Template;
+use chrono::{DateTime, Utc};
+use serde::Deserialize;
+use uuid::Uuid;
+
+use super::ShopError;
+use crate::payments::signature::same_text;
+use crate::staff::views::{self};
+use crate::staff::{self, Session, StaffError};
+use crate::state::Shop;
+
+pub const STAFF_COOKIE: &str = "hf_staff";
+pub(super) const LOGIN_COOKIE: &str = "hf_login";
+/// Rows a list page shows at most.
+pub(super) const LIST_LIMIT: i64 = 200;
+pub(super) const HOLD_STATES: [&str; 5] = [
+    "held",
+    "awaiting_payment",
+    "confirmed",
+    "released",
+    "expired",
+];
+impl From<StaffError> for ShopError {
+    fn from(error: StaffError) -> Self {
+        match error {
+            StaffError::InvalidInput(message) => ShopError::bad_request(&message),
+            StaffError::Database(error) => error.into(),
+            StaffError::Busy => {
+                ShopError::busy("many logins are being checked; try again in a moment")
+            }
+            other => ShopError::internal(other.into()),
+        }
+    }
+}
+
+/// The guard. Without a session: a browser asking for a page is sent to the
+/// login form; anything else gets 401. A POST whose form lacks the session's
+/// CSRF token gets 403 before any handler runs. Admin answers are never
+/// cached.
+pub async fn require_staff(
+    mut request: ServiceRequest,
+    next: Next<impl MessageBody + 'static>,
+) -> Result<ServiceResponse<BoxBody>, actix_web::Error> {
+    let shop = request
+        .app_data::<web::Data<Shop>>()
+        .cloned()
+        .expect("the shop's state is registered");
+    // every failure below is answered here, as a page, so the answer still
+    // passes through the security headers
+    let session = match request
+        .cookie(STAFF_COOKIE)
+        .and_then(|c| shop.session_key.verify(c.value()).map(str::to_owned))
+    {
+        Some(id) => match staff::session(&shop.pool, &id).await {
+            Ok(session) => session,
+            Err(error) => {
+                let response = ShopError::from(error).error_response();
+                return Ok(request.into_response(response));
+            }
+        },
+        None => None,
+    };
+    let Some(session) = session else {
+        let response = unauthenticated(request.request());
+        return Ok(request.into_response(response));
+    };
+    let reads_only = matches!(
+        *request.method(),
+        Method::GET | Method::HEAD | Method::OPTIONS
+    );
+    if !reads_only {
+        // the body is read here (within the app's size limit) and handed on
+        let body = match request.extract::<web::Bytes>().await {
+            Ok(body) => body,
+            Err(error) => {
+                let status = error.as_response_error().status_code();
+                let response = admin_message(
+                    status,
+                    "That form could not be read",
+                    "It was too large or cut short. Nothing was changed.",
+                );
+                return Ok(request.into_response(response));
+            }
+        };
+        let token = form_urlencoded::parse(&body)
+            .find(|(name, _)| name == "csrf")
+            .map(|(_, value)| value.into_owned());
+        if !token.is_some_and(|t| same_text(&t, &session.csrf_token)) {
+            tracing::warn!(
+                staff = %session.staff.email,
+                path = %request.path(),
+                "admin form refused: CSRF token missing or wrong"
+            );
+            let response = admin_message(
+                StatusCode::FORBIDDEN,
+                "This form has expired",
+                "Nothing was changed. Reload the page and try again.",
+            );
+            return Ok(request.into_response(response));
+        }
+        request.set_payload(actix_web::dev::Payload::from(body));
+    }
+    request.extensions_mut().insert(session);
+    // handlers answer their own errors; this fails only if actix itself does
+    let mut response = next.call(request).await?.map_into_boxed_body();
+    response.headers_mut().insert(
+        header::CACHE_CONTROL,
+        header::HeaderValue::from_static("no-store"),
+    );
+    Ok(response)
+}
+
+pub(super) fn unauthenticated(request: &HttpRequest) -> HttpResponse {
+    let wants_page = request.method() == Method::GET
+        && request
+            .headers()
+            .get(header::ACCEPT)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|accept| accept.contains("text/html"));
+    if wants_page {
+        return see_other("/admin/login");
+    }
+    admin_message(
+        StatusCode::UNAUTHORIZED,
+        "Please log in",
+        "This part of the shop is for staff. Nothing was changed.",
+    )
+}
+
+/// The shop's redirect, never cached.
+pub(super) fn see_other(location: &str) -> HttpResponse {
+    let mut response = super::render::see_other(location);
+    no_store(&mut response);
+    response
+}
+
+/// The shop's rendering, never cached.
+pub(super) fn render<T: Template>(status: StatusCode, page: &T) -> Result<HttpResponse, ShopError> {
+    let mut response = super::render::render(status, page)?;
+    no_store(&mut response);
+    Ok(response)
+}
+
+pub(super) fn no_store(response: &mut HttpResponse) {
+    response.headers_mut().insert(
+        header::CACHE_CONTROL,
+        header::HeaderValue::from_static("no-store"),
+    );
+}
+
+#[derive(Template)]
+#[template(path = "admin/message.html")]
+pub(super) struct MessagePage<'a> {
+    headline: &'a str,
+    explanation: &'a str,
+    next_href: &'a str,
+    next_label: &'a str,
+}
+
+pub(super) fn admin_message(status: StatusCode, headline: &str, explanation: &str) -> HttpResponse {
+    let page = MessagePage {
+        headline,
+        explanation,
+        next_href: "/admin/login",
+        next_label: "Staff login",
+    };
+    render(status, &page)
+        .unwrap_or_else(|_| HttpResponse::build(status).body(explanation.to_owned()))
+}
+
+// ---- helpers the templates call ----
+
+/// Templates hand helpers a value or a reference to one, depending on
+/// where it came from; this takes either.
+pub(super) trait Plain<T> {
+    fn plain(&self) -> T;
+}
+
+macro_rules! plain {
+    ($($t:ty),*) => {$(
+        impl Plain<$t> for $t {
+            fn plain(&self) -> $t {
+                *self
+            }
+        }
+        impl Plain<$t> for &$t {
+            fn plain(&self) -> $t {
+                **self
+            }
+        }
+        impl Plain<$t> for &&$t {
+            fn plain(&self) -> $t {
+                ***self
+            }
+        }
+    )*};
+}
+plain!(DateTime<Utc>, f64, i64, Uuid);
+
+pub(super) fn age(seconds: impl Plain<f64>) -> String {
+    let seconds = seconds.plain().max(0.0) as i64;
+    match seconds {
+        0..60 => format!("{seconds} s"),
+        60..3600 => format!("{} min", seconds / 60),
+        3600..86400 => format!("{} h {} min", seconds / 3600, seconds % 3600 / 60),
+        _ => format!("{} d", seconds / 86400),
+    }
+}
+
+pub(super) fn short(id: impl Plain<Uuid>) -> String {
+    id.plain().to_string()[..8].to_owned()
+}
+
+pub(super) fn same(a: &str, b: &str) -> bool {
+    a == b
+}
+
+pub(super) fn money(minor: impl Plain<i64>, currency: &str) -> String {
+    crate::money::format(minor.plain(), currency)
+}
+
+// ---- login and logout ----
+
+/// What every admin page's frame shows.
+pub(super) struct Nav {
+    email: String,
+    csrf: String,
+    flagged: i64,
+    orphans: i64,
+    notice: String,
+    notice_kind: &'static str,
+    /// The shop's zone, which every time on the admin is shown in.
+    zone: crate::clock::ShopZone,
+}
+
+impl Nav {
+    /// A moment, in the shop's zone ("2026-12-01 19:02:03 CET").
+    fn clock(&self, at: impl Plain<DateTime<Utc>>) -> String {
+        self.zone.stamp(at.plain())
+    }
+}
+
+pub(super) async fn nav(
+    shop: &Shop,
+    session: &Session,
+    notice: &NoticeQuery,
+) -> Result<Nav, ShopError> {
+    let (notice, notice_kind) = notice.text();
+    Ok(Nav {
+        email: session.staff.email.clone(),
+        csrf: session.csrf_token.clone(),
+        flagged: views::flagged_count(&shop.pool).await?,
+        orphans: views::orphan_count(&shop.pool).await?,
+        notice,
+        notice_kind,
+        zone: shop.zone,
+    })
+}
+
+/// After an action, the page it returns to says what happened. Only these
+/// fixed words are shown; anything else in the query is ignored.
+#[derive(Deserialize, Default)]
+pub struct NoticeQuery {
+    notice: Option<String>,
+    requested: Option<i64>,
+    committed: Option<i64>,
+    lines: Option<i64>,
+}
+
+impl NoticeQuery {
+    fn text(&self) -> (String, &'static str) {
+        let text = match self.notice.as_deref() {
+            Some("capacity_updated") => "Capacity changed.".to_owned(),
+            Some("capacity_refused") => format!(
+                "Refused: {} units are held or sold, so the total cannot go below that (asked for {}). Nothing was changed.",
+                self.committed.unwrap_or(0),
+                self.requested.unwrap_or(0)
+            ),
+            Some("repaired") => "Counters recounted from the holds and corrected.".to_owned(),
+            Some("no_drift") => "Counters already matched the holds; nothing to repair.".to_owned(),
+            Some("released") => match self.lines {
+                Some(n) if n > 1 => {
+                    format!("Released, with the other {} lines of its purchase.", n - 1)
+                }
+                _ => "Released: the units are available again.".to_owned(),
+            },
+            Some("already_ended") => "This hold had already ended; nothing was changed.".to_owned(),
+            Some("paid") => "Refused: this hold is paid for. Refund the order instead.".to_owned(),
+            Some("refund_queued") => {
+                "The refund will be tried on the worker's next pass.".to_owned()
+            }
+            Some("refund_done") => "That refund is already done; nothing was changed.".to_owned(),
+            Some("staff_refund_queued") => "Refund queued: the units are off the order and the \
+                 worker asks the provider on its next pass."
+                .to_owned(),
+            Some("staff_refund_whole") => "The whole order is being refunded: the worker asks \
+                 the provider on its next pass."
+                .to_owned(),
+            Some("refund_not_paid") => {
+                "Refused: only a paid order can be refunded here. Nothing was changed.".to_owned()
+            }
+            Some("refund_not_in_order") => {
+                "Refused: the order has no such line (it may have changed). Nothing was changed."
+                    .to_owned()
+            }
+            Some("refund_nothing_left") => {
+                "Refused: everything on this order was refunded already.".to_owned()
+            }
+            Some("refund_too_many") => {
+                "Refused: that is more units than are left to refund. Nothing was changed."
+                    .to_owned()
+            }
+            Some("refund_redeemed") => "Refused: some of those codes were already used at the \
+                 door or counter. Tick \"refund used codes\" to refund them anyway (it is \
+                 recorded). Nothing was changed."
+                .to_owned(),
+            _ => String::new(),
+        };
+        let kind = match self.notice.as_deref() {
+            Some(
+                "capacity_refused"
+                | "paid"
+                | "refund_not_paid"
+                | "refund_nothing_left"
+                | "refund_too_many"
+                | "refund_redeemed",
+            ) => "refused",
+            _ => "ok",
+        };
+        (text, kind)
+    }
+}
+
+/// `GET /admin`.
+pub(super) async fn home() -> HttpResponse {
+    see_other("/admin/resources")
+}
+
+/// A filter's value, if one was given.
+pub(super) fn given(value: &Option<String>) -> Option<&str> {
+    value.as_deref().map(str::trim).filter(|v| !v.is_empty())
+}
+
+pub(super) fn parse_id(value: &str, what: &str) -> Result<Uuid, ShopError> {
+    Uuid::parse_str(value).map_err(|_| ShopError::not_found(&format!("no such {what}")))
+}
+
+/// The staff pages: the login outside the staff-only scope, everything else
+/// behind [`require_staff`].
+pub fn routes(config: &mut web::ServiceConfig) {
+    config
+        .route("/static/redeem.js", web::get().to(redeem::redeem_script))
+        .route("/admin/login", web::get().to(session::login_page))
+        .route("/admin/login", web::post().to(session::login))
+        .service(
+            web::scope("/admin")
+                .wrap(actix_web::middleware::from_fn(require_staff))
+                .route("", web::get().to(home))
+                .route("/", web::get().to(home))
+                .route("/logout", web::post().to(session::logout))
+                .route("/resources", web::get().to(resources::resources))
+                .route("/resources/{id}", web::get().to(resources::resource))
+                .route(
+                    "/resources/{id}/capacity",
+                    web::post().to(resources::set_capacity),
+                )
+                .route("/resources/{id}/repair", web::post().to(resources::repair))
+                .route("/holds", web::get().to(holds::holds))
+                .route("/holds/{id}", web::get().to(holds::hold))
+                .route("/holds/{id}/release", web::post().to(holds::release_hold))
+                .route("/orders", web::get().to(orders::orders))
+                .route("/orders/{id}", web::get().to(orders::order))
+                .route("/orders/{id}/refund", web::post().to(orders::refund_order))
+                .route(
+                    "/orders/{order}/jobs/{job}/retry",
+                    web::post().to(orders::retry_refund),
+                )
+                .route("/redeem", web::get().to(redeem::redeem_page))
+                .route("/redeem", web::post().to(redeem::redeem))
+                .route("/activity", web::get().to(records::activity))
+                .route("/payments/orphans", web::get().to(records::orphans)),
+        );
+}

@@ -1,0 +1,196 @@
+//! Orders with their payments, codes and refunds; refunding a paid order (whole or some units); retrying a refund job.
+
+use actix_web::http::StatusCode;
+use actix_web::{HttpResponse, web};
+use askama::Template;
+use serde::Deserialize;
+
+use super::{LIST_LIMIT, Nav, NoticeQuery, money, nav, parse_id, render, same, see_other, short};
+use crate::checkout;
+use crate::checkout::OrderState;
+use crate::routes::ShopError;
+use crate::staff::Session;
+use crate::staff::actions::{self, RefundRetry};
+use crate::staff::views::{self, OrderQuery};
+use crate::state::Shop;
+
+#[derive(Deserialize)]
+pub struct OrdersFilter {
+    state: Option<String>,
+    flagged: Option<String>,
+}
+
+#[derive(Template)]
+#[template(path = "admin/orders.html")]
+pub(super) struct OrdersPage {
+    nav: Nav,
+    orders: Vec<views::OrderRow>,
+    states: Vec<&'static str>,
+    filter_state: String,
+    flagged_only: bool,
+}
+
+/// `GET /admin/orders?state=&flagged=1`.
+pub async fn orders(
+    shop: web::Data<Shop>,
+    session: web::ReqData<Session>,
+    filter: web::Query<OrdersFilter>,
+) -> Result<HttpResponse, ShopError> {
+    let state = match filter.state.as_deref().map(str::trim) {
+        None | Some("") => None,
+        Some(name) => Some(
+            OrderState::parse(name).ok_or_else(|| ShopError::bad_request("unknown order state"))?,
+        ),
+    };
+    let flagged_only = filter
+        .flagged
+        .as_deref()
+        .is_some_and(|f| !f.is_empty() && f != "0");
+    let query = OrderQuery {
+        state,
+        flagged_only,
+        limit: LIST_LIMIT,
+    };
+    let page = OrdersPage {
+        nav: nav(&shop, &session, &NoticeQuery::default()).await?,
+        orders: views::orders(&shop.pool, &query).await?,
+        states: OrderState::ALL.iter().map(|s| s.as_str()).collect(),
+        filter_state: state.map(|s| s.as_str()).unwrap_or_default().to_owned(),
+        flagged_only,
+    };
+    render(StatusCode::OK, &page)
+}
+
+#[derive(Template)]
+#[template(path = "admin/order.html")]
+pub(super) struct OrderPage {
+    nav: Nav,
+    o: views::OrderRow,
+    /// name, quantity, line total
+    lines: Vec<(String, i32, String)>,
+    refundable: Vec<views::RefundableLine>,
+    /// The refund form's one-time key: a double submit is one refund.
+    refund_key: String,
+    codes: Vec<views::CodeRow>,
+    refunds: Vec<views::StaffRefundRow>,
+    holds: Vec<views::HoldRow>,
+    payments: Vec<views::PaymentRefRow>,
+    jobs: Vec<views::JobRow>,
+}
+
+/// `GET /admin/orders/{id}`.
+pub async fn order(
+    shop: web::Data<Shop>,
+    session: web::ReqData<Session>,
+    id: web::Path<String>,
+    notice: web::Query<NoticeQuery>,
+) -> Result<HttpResponse, ShopError> {
+    let id = parse_id(&id, "order")?;
+    let o = views::order(&shop.pool, id)
+        .await?
+        .ok_or_else(|| ShopError::not_found("no such order"))?;
+    let lines = checkout::order_lines(&shop.pool, id)
+        .await?
+        .into_iter()
+        .map(|l| {
+            let total = crate::money::format(l.unit_price_minor * i64::from(l.qty), &o.currency);
+            (l.name, l.qty, total)
+        })
+        .collect();
+    let (holds, payments) = match o.hold_id {
+        Some(purchase) => (
+            views::purchase_lines(&shop.pool, purchase).await?,
+            views::payment_refs(&shop.pool, purchase).await?,
+        ),
+        None => (Vec::new(), Vec::new()),
+    };
+    let page = OrderPage {
+        nav: nav(&shop, &session, &notice).await?,
+        jobs: views::order_jobs(&shop.pool, id).await?,
+        refundable: views::refundable_lines(&shop.pool, id).await?,
+        refund_key: checkout::codes::order_token(),
+        codes: views::order_codes(&shop.pool, id).await?,
+        refunds: views::staff_refunds(&shop.pool, id).await?,
+        o,
+        lines,
+        holds,
+        payments,
+    };
+    render(StatusCode::OK, &page)
+}
+
+/// `POST /admin/orders/{id}/refund`: fields `reason`, `restock`,
+/// `override_redeemed` (checkboxes) and `units:<product id>` per line.
+pub async fn refund_order(
+    shop: web::Data<Shop>,
+    session: web::ReqData<Session>,
+    id: web::Path<String>,
+    form: web::Form<Vec<(String, String)>>,
+) -> Result<HttpResponse, ShopError> {
+    use crate::staff::refunds::{self, RefundOutcome, RefundRequest};
+    let id = parse_id(&id, "order")?;
+    let field = |name: &str| {
+        form.iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.as_str())
+    };
+    let mut units = Vec::new();
+    for (name, value) in form.iter() {
+        if let Some(product) = name.strip_prefix("units:") {
+            let value = value.trim();
+            let n: i32 = if value.is_empty() {
+                0
+            } else {
+                value.parse().map_err(|_| {
+                    ShopError::bad_request(
+                        "units to refund are whole numbers; nothing was refunded",
+                    )
+                })?
+            };
+            units.push((product.to_owned(), n));
+        }
+    }
+    if units.is_empty() {
+        return Err(ShopError::bad_request(
+            "say how many units of each line to refund; nothing was refunded",
+        ));
+    }
+    let request = RefundRequest {
+        order_id: id,
+        units,
+        reason: field("reason").unwrap_or("").to_owned(),
+        restock: field("restock").is_some(),
+        override_redeemed: field("override_redeemed").is_some(),
+        by: session.staff.email.clone(),
+        staff: Some(session.staff.clone()),
+        key: field("refund_key").map(str::to_owned),
+    };
+    let back = format!("/admin/orders/{id}");
+    let notice = match refunds::refund_order(&shop.pool, &request).await? {
+        RefundOutcome::Queued { whole: true, .. } => "staff_refund_whole",
+        RefundOutcome::Queued { .. } => "staff_refund_queued",
+        RefundOutcome::NotPaid { .. } => "refund_not_paid",
+        RefundOutcome::NothingLeft => "refund_nothing_left",
+        RefundOutcome::TooMany { .. } => "refund_too_many",
+        RefundOutcome::NotInOrder { .. } => "refund_not_in_order",
+        RefundOutcome::Redeemed { .. } => "refund_redeemed",
+        RefundOutcome::NotFound => return Err(ShopError::not_found("no such order")),
+    };
+    Ok(see_other(&format!("{back}?notice={notice}")))
+}
+
+/// `POST /admin/orders/{order}/jobs/{job}/retry`: a waiting refund, now.
+pub async fn retry_refund(
+    shop: web::Data<Shop>,
+    session: web::ReqData<Session>,
+    path: web::Path<(String, i64)>,
+) -> Result<HttpResponse, ShopError> {
+    let (order, job) = path.into_inner();
+    let order = parse_id(&order, "order")?;
+    let back = format!("/admin/orders/{order}");
+    match actions::retry_refund(&shop.pool, &session.staff, order, job).await? {
+        RefundRetry::Queued => Ok(see_other(&format!("{back}?notice=refund_queued"))),
+        RefundRetry::AlreadyDone => Ok(see_other(&format!("{back}?notice=refund_done"))),
+        RefundRetry::NotFound => Err(ShopError::not_found("no such refund job")),
+    }
+}

@@ -1,0 +1,111 @@
+//! Resources with their counters and drift; changing capacity (through the engine, refused below what is committed); repairing counters.
+
+use actix_web::http::StatusCode;
+use actix_web::{HttpResponse, web};
+use askama::Template;
+use serde::Deserialize;
+
+use super::{Nav, NoticeQuery, nav, render, see_other};
+use crate::routes::ShopError;
+use crate::staff::Session;
+use crate::staff::actions::{self, CapacityChanged};
+use crate::staff::views::{self};
+use crate::state::Shop;
+
+#[derive(Template)]
+#[template(path = "admin/resources.html")]
+pub(super) struct ResourcesPage {
+    nav: Nav,
+    resources: Vec<views::ResourceRow>,
+}
+
+/// `GET /admin/resources`.
+pub async fn resources(
+    shop: web::Data<Shop>,
+    session: web::ReqData<Session>,
+    notice: web::Query<NoticeQuery>,
+) -> Result<HttpResponse, ShopError> {
+    let page = ResourcesPage {
+        nav: nav(&shop, &session, &notice).await?,
+        resources: views::resources(&shop.pool, None).await?,
+    };
+    render(StatusCode::OK, &page)
+}
+
+#[derive(Template)]
+#[template(path = "admin/resource.html")]
+pub(super) struct ResourcePage {
+    nav: Nav,
+    r: views::ResourceRow,
+}
+
+/// `GET /admin/resources/{id}`.
+pub async fn resource(
+    shop: web::Data<Shop>,
+    session: web::ReqData<Session>,
+    id: web::Path<String>,
+    notice: web::Query<NoticeQuery>,
+) -> Result<HttpResponse, ShopError> {
+    let r = views::resources(&shop.pool, Some(&id))
+        .await?
+        .into_iter()
+        .next()
+        .ok_or_else(|| ShopError::not_found("no such resource"))?;
+    let page = ResourcePage {
+        nav: nav(&shop, &session, &notice).await?,
+        r,
+    };
+    render(StatusCode::OK, &page)
+}
+
+#[derive(Deserialize)]
+pub struct CapacityForm {
+    total: String,
+}
+
+pub(super) fn resource_url(id: &str) -> String {
+    let encoded: String = form_urlencoded::byte_serialize(id.as_bytes()).collect();
+    format!("/admin/resources/{}", encoded.replace('+', "%20"))
+}
+
+/// `POST /admin/resources/{id}/capacity`.
+pub async fn set_capacity(
+    shop: web::Data<Shop>,
+    session: web::ReqData<Session>,
+    id: web::Path<String>,
+    form: web::Form<CapacityForm>,
+) -> Result<HttpResponse, ShopError> {
+    let total: i64 = form
+        .total
+        .trim()
+        .parse()
+        .map_err(|_| ShopError::bad_request("the new total must be a whole number"))?;
+    let back = resource_url(&id);
+    match actions::set_capacity(&shop.pool, &session.staff, &id, total).await? {
+        CapacityChanged::Updated { .. } => {
+            Ok(see_other(&format!("{back}?notice=capacity_updated")))
+        }
+        CapacityChanged::BelowCommitted {
+            counters,
+            requested,
+        } => Ok(see_other(&format!(
+            "{back}?notice=capacity_refused&requested={requested}&committed={}",
+            counters.held + counters.sold
+        ))),
+        CapacityChanged::NotFound => Err(ShopError::not_found("no such resource")),
+    }
+}
+
+/// `POST /admin/resources/{id}/repair`.
+pub async fn repair(
+    shop: web::Data<Shop>,
+    session: web::ReqData<Session>,
+    id: web::Path<String>,
+) -> Result<HttpResponse, ShopError> {
+    let back = resource_url(&id);
+    match actions::repair_resource(&shop.pool, &session.staff, &id).await? {
+        Some(repair) if repair.repaired => Ok(see_other(&format!("{back}?notice=repaired"))),
+        Some(_) => Ok(see_other(&format!("{back}?notice=no_drift"))),
+        None => Err(ShopError::not_found("no such resource")),
+    }
+}

@@ -1,0 +1,190 @@
+//! `POST /checkout`: the form parsed, the checkout run
+//! ([`checkout::begin`]), and where it ended said to the shopper.
+
+use actix_web::http::StatusCode;
+use actix_web::{HttpRequest, HttpResponse, web};
+use serde::Deserialize;
+
+use super::basket::{Problem, Told, basket_page, basket_page_of};
+use super::{basket_id, message, pending_note, too_fast};
+use crate::catalogue;
+use crate::checkout::{self, OrderState, ShortLine};
+use crate::checkout::{BeginRequest, Begun, basket::FormLines};
+use crate::inventory::IdempotencyKey;
+use crate::routes::ShopError;
+use crate::routes::render::see_other;
+use crate::state::Shop;
+
+#[derive(Deserialize)]
+pub struct CheckoutForm {
+    checkout_key: String,
+    name: String,
+    email: String,
+    /// `stripe` or `razorpay`; the shop's default when absent.
+    provider: Option<String>,
+    /// The basket as the page showed it ([`FormLines`]): lets a sold-out
+    /// answer come from memory. Absent or unreadable, the database answers.
+    lines: Option<String>,
+}
+
+/// The lines a checkout could not hold; a sold-out one says what is
+/// pending and when it may come back (`stock` of the sold-out products).
+fn describe_short(
+    lines: &[ShortLine],
+    stock: &[catalogue::Stock],
+    zone: crate::clock::ShopZone,
+) -> Vec<Problem> {
+    let now = chrono::Utc::now();
+    lines
+        .iter()
+        .map(|line| match line.available {
+            0 => Problem {
+                text: format!("{}: sold out (you asked for {})", line.name, line.requested),
+                product: line.product_id.clone(),
+                note: stock
+                    .iter()
+                    .find(|s| s.id == line.product_id)
+                    .map(|s| pending_note(s.pending, s.first_back_at, now, zone))
+                    .unwrap_or_default(),
+            },
+            left => Problem::plain(format!(
+                "{}: only {left} left (you asked for {})",
+                line.name, line.requested
+            )),
+        })
+        .collect()
+}
+
+fn describe_limited(lines: &[ShortLine]) -> Vec<String> {
+    lines
+        .iter()
+        .map(|line| match line.available {
+            0 => format!(
+                "{}: you hold as many as one buyer may at once (you asked for {} more); \
+                 so that everyone gets a chance, there is a limit per buyer and per address",
+                line.name, line.requested
+            ),
+            left => format!(
+                "{}: at most {left} for you right now (you asked for {}); there is a limit per \
+                 order, per buyer and per address",
+                line.name, line.requested
+            ),
+        })
+        .collect()
+}
+
+/// `POST /checkout`: docs/contract.md §3 in order, through
+/// [`checkout::begin`]. One transaction holds every line and writes the
+/// pending order; then, outside any lock, the provider's page; then the
+/// payment phase; then a 303 to the provider.
+pub async fn start_checkout(
+    shop: web::Data<Shop>,
+    request: HttpRequest,
+    form: web::Form<CheckoutForm>,
+) -> Result<HttpResponse, ShopError> {
+    let key = IdempotencyKey::parse(&form.checkout_key).map_err(|_| {
+        ShopError::bad_request("the checkout form is out of date; please try again")
+    })?;
+    let address = shop.fairness.address(&request);
+    let begun = checkout::begin(
+        shop.desk(),
+        BeginRequest {
+            checkout_key: key,
+            basket_id: basket_id(&request),
+            name: form.name.clone(),
+            email: form.email.clone(),
+            provider: form.provider.clone(),
+            form_lines: form.lines.as_deref().and_then(FormLines::parse),
+            address: address.clone(),
+        },
+    )
+    .await?;
+    let back = |headline: &str, explanation: &str, status: StatusCode| {
+        message(
+            status,
+            headline,
+            explanation,
+            "/basket",
+            "Back to your basket",
+        )
+    };
+    match begun {
+        // the basket was emptied with the payment phase
+        Begun::Pay { url } => Ok(see_other(&url)),
+        Begun::Again { order } => Ok(see_other(&redirect_for(&order))),
+        Begun::EmptyBasket => Ok(see_other("/basket")),
+        Begun::UnknownProvider => Err(ShopError::bad_request(
+            "that way of paying is not offered here",
+        )),
+        Begun::BadCustomer { reason } => {
+            let told = Told {
+                error: reason,
+                ..Told::refilled(&form.name, &form.email)
+            };
+            basket_page(&shop, &request, StatusCode::BAD_REQUEST, told).await
+        }
+        Begun::TooFast(refused) => too_fast(&address, refused),
+        Begun::Short {
+            lines,
+            basket,
+            sold_out,
+        } => basket_page_of(
+            &shop,
+            basket,
+            StatusCode::CONFLICT,
+            Told::problems(
+                describe_short(&lines, &sold_out, shop.zone),
+                &form.name,
+                &form.email,
+            ),
+        ),
+        Begun::OverLimit { lines, basket } => basket_page_of(
+            &shop,
+            basket,
+            StatusCode::CONFLICT,
+            Told::problems(
+                describe_limited(&lines)
+                    .into_iter()
+                    .map(Problem::plain)
+                    .collect(),
+                &form.name,
+                &form.email,
+            ),
+        ),
+        Begun::Withdrawn => {
+            let problems = vec![Problem::plain(
+                "Some items are no longer sold and were taken out of your basket.",
+            )];
+            basket_page(
+                &shop,
+                &request,
+                StatusCode::CONFLICT,
+                Told::problems(problems, &form.name, &form.email),
+            )
+            .await
+        }
+        Begun::ProviderFailed => back(
+            "We could not reach the payment provider",
+            "Nothing was charged and your items were put back. Please try again in a moment.",
+            StatusCode::SERVICE_UNAVAILABLE,
+        ),
+        Begun::PaymentPhaseFailed => back(
+            "We could not start your payment",
+            "Nothing was charged and your items were put back. Please try again in a moment.",
+            StatusCode::SERVICE_UNAVAILABLE,
+        ),
+        Begun::RanOut => back(
+            "Your reservation ran out",
+            "It took too long to reach the payment page, so your items went back on sale. Nothing was charged.",
+            StatusCode::CONFLICT,
+        ),
+    }
+}
+
+/// Where a started order's shopper should go now.
+fn redirect_for(order: &checkout::Order) -> String {
+    match (&order.provider_url, order.state) {
+        (Some(url), OrderState::Pending) => url.clone(),
+        _ => format!("/orders/{}", order.token),
+    }
+}

@@ -1,0 +1,158 @@
+//! Shopper pages: catalogue, basket, checkout start, the return from the
+//! provider, the order page. Thin: parse, call checkout, render. One file
+//! per page group; this one holds what they share and the routes.
+
+mod assets;
+mod availability;
+mod basket;
+mod catalogue;
+mod checkout;
+mod orders;
+mod returns;
+
+use actix_web::http::StatusCode;
+use actix_web::http::header;
+use actix_web::{HttpRequest, HttpResponse, web};
+use askama::Template;
+
+use crate::routes::ShopError;
+use crate::routes::render::render;
+use crate::state::Shop;
+
+pub use availability::MAX_STOCK_IDS;
+pub use catalogue::{CatalogueItem, Section};
+pub use checkout::CheckoutForm;
+
+pub(super) const BASKET_COOKIE: &str = "hf_basket";
+
+/// The basket cookie's id, if it is one of ours.
+pub(super) fn basket_id(request: &HttpRequest) -> Option<String> {
+    request
+        .cookie(BASKET_COOKIE)
+        .map(|c| c.value().to_owned())
+        .filter(|id| id.len() == 64 && id.bytes().all(|b| b.is_ascii_hexdigit()))
+}
+
+pub(super) async fn basket_count(shop: &Shop, request: &HttpRequest) -> Result<i64, ShopError> {
+    let Some(id) = basket_id(request) else {
+        return Ok(0);
+    };
+    Ok(crate::checkout::basket::count(&shop.pool, &id).await?)
+}
+
+/// What a sold-out product's page says while shoppers hold its units: it
+/// is not final. Empty when nothing is pending (sold out for good).
+pub fn pending_note(
+    pending: i32,
+    first_back_at: Option<chrono::DateTime<chrono::Utc>>,
+    now: chrono::DateTime<chrono::Utc>,
+    zone: crate::clock::ShopZone,
+) -> String {
+    if pending <= 0 {
+        return String::new();
+    }
+    let when = match first_back_at.filter(|at| *at > now) {
+        Some(at) => format!("by {}", zone.time(at)),
+        None => "any moment now".to_owned(),
+    };
+    format!(
+        "Sold out for now: {pending} held by shoppers who are paying. If they do not finish, \
+         the first come back {when}."
+    )
+}
+
+/// The 429 for a take from an address's bucket that was refused.
+pub(super) fn too_fast(
+    address: &str,
+    refused: crate::limits::TooFast,
+) -> Result<HttpResponse, ShopError> {
+    let seconds = refused.retry_after.as_secs().max(1);
+    tracing::info!(%address, seconds, "an address over its rate");
+    let mut page = message(
+        StatusCode::TOO_MANY_REQUESTS,
+        "Too many requests from your address",
+        &format!(
+            "So that everyone gets a fair chance, one address can add to baskets and start \
+             checkouts only so often. Please try again in {seconds} seconds; nothing was changed."
+        ),
+        "/basket",
+        "Back to your basket",
+    )?;
+    page.headers_mut().insert(
+        header::RETRY_AFTER,
+        header::HeaderValue::from_str(&seconds.to_string())
+            .map_err(|e| ShopError::internal(e.into()))?,
+    );
+    Ok(page)
+}
+
+#[derive(Template)]
+#[template(path = "message.html")]
+struct MessagePage<'a> {
+    basket_count: i64,
+    headline: &'a str,
+    explanation: &'a str,
+    next_href: &'a str,
+    next_label: &'a str,
+}
+
+pub fn message(
+    status: StatusCode,
+    headline: &str,
+    explanation: &str,
+    next_href: &str,
+    next_label: &str,
+) -> Result<HttpResponse, ShopError> {
+    render(
+        status,
+        &MessagePage {
+            basket_count: 0,
+            headline,
+            explanation,
+            next_href,
+            next_label,
+        },
+    )
+}
+
+/// The shopper's pages, their scripts and styles, and the way back from the
+/// providers.
+pub fn routes(config: &mut web::ServiceConfig) {
+    config
+        .route(
+            "/static/razorpay.js",
+            web::get().to(assets::razorpay_script),
+        )
+        .route("/static/live.js", web::get().to(assets::live_script))
+        .route("/static/shop.css", web::get().to(assets::stylesheet))
+        .route("/availability", web::get().to(availability::availability))
+        .route(
+            "/availability/stream",
+            web::get().to(availability::availability_stream),
+        )
+        .route("/", web::get().to(catalogue::catalogue))
+        .route("/c/{collection}", web::get().to(catalogue::collection))
+        .route("/basket", web::get().to(basket::basket))
+        .route("/basket/add", web::post().to(basket::add_to_basket))
+        .route("/basket/remove", web::post().to(basket::remove_from_basket))
+        .route("/checkout", web::post().to(checkout::start_checkout))
+        .route(
+            "/checkout/return/{token}",
+            web::get().to(returns::checkout_return),
+        )
+        // Razorpay Checkout in redirect mode posts its callback
+        .route(
+            "/checkout/return/{token}",
+            web::post().to(returns::checkout_return_post),
+        )
+        .route(
+            "/checkout/cancel/{token}",
+            web::get().to(returns::checkout_cancel),
+        )
+        .route(
+            "/checkout/cancel/{token}",
+            web::post().to(returns::checkout_leave),
+        )
+        .route("/pay/{token}", web::get().to(orders::pay_page))
+        .route("/orders/{token}", web::get().to(orders::order_page));
+}

@@ -1,0 +1,215 @@
+//! The order page, reachable only by its unguessable link, and our page
+//! for a provider whose checkout runs in its script on a page of ours.
+
+use actix_web::http::StatusCode;
+use actix_web::http::header;
+use actix_web::{HttpResponse, web};
+use askama::Template;
+
+use crate::checkout::{self, OrderState};
+use crate::money;
+use crate::payments::EmbedRequest;
+use crate::routes::ShopError;
+use crate::routes::render::{render, see_other};
+use crate::state::Shop;
+
+#[derive(Template)]
+#[template(path = "order.html")]
+struct OrderPage {
+    basket_count: i64,
+    waiting: bool,
+    paid: bool,
+    name: String,
+    total: String,
+    pickup_code: String,
+    /// When the pickup code was used, if it was.
+    pickup_used: String,
+    /// Staff refunded part of a paid order: how much, and why.
+    refund_note: String,
+    tickets: Vec<TicketLine>,
+    headline: String,
+    explanation: String,
+    lines: Vec<checkout::OrderLine>,
+}
+
+/// A ticket on the order page.
+struct TicketLine {
+    product: String,
+    code: String,
+    /// When it was used; empty: not yet.
+    used: String,
+    /// Its unit was refunded: it admits nobody.
+    refunded: bool,
+}
+
+/// `GET /orders/{token}`: reachable only by its unguessable link.
+pub async fn order_page(
+    shop: web::Data<Shop>,
+    token: web::Path<String>,
+) -> Result<HttpResponse, ShopError> {
+    if token.len() != 64 || !token.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return Err(ShopError::not_found("no such order"));
+    }
+    let order = checkout::order_by_token(&shop.pool, &token)
+        .await?
+        .ok_or_else(|| ShopError::not_found("no such order"))?;
+    let lines = checkout::order_lines(&shop.pool, order.id).await?;
+    let names: std::collections::HashMap<String, String> = lines
+        .iter()
+        .map(|l| (l.product_id.clone(), l.name.clone()))
+        .collect();
+    let used = crate::redemption::redeemed_codes(&shop.pool, order.id).await?;
+    let used_at = |code: &str| {
+        used.get(code)
+            .map(|at| shop.zone.minute(*at))
+            .unwrap_or_default()
+    };
+    let tickets = checkout::order_codes(&shop.pool, order.id)
+        .await?
+        .into_iter()
+        .map(|(product, code, refunded)| TicketLine {
+            product: names.get(&product).cloned().unwrap_or(product),
+            used: used_at(&code),
+            code,
+            refunded,
+        })
+        .collect();
+    let pickup_used = order
+        .pickup_code
+        .as_deref()
+        .map(used_at)
+        .unwrap_or_default();
+    // what staff refunded, and why (the latest reason)
+    let staff_refund = crate::staff::refunds::latest(&shop.pool, order.id).await?;
+    let refund_note = match &staff_refund {
+        Some((reason, amount)) if order.state == OrderState::Paid => format!(
+            "Part of this order was refunded ({}): {reason}",
+            money::format(*amount, &order.currency)
+        ),
+        _ => String::new(),
+    };
+    let staff_explanation = staff_refund.as_ref().map(|(reason, _)| {
+        format!("The shop refunded it: {reason}. The money is on its way back to you.")
+    });
+    let (headline, explanation) = match order.state {
+        OrderState::RefundPending | OrderState::Refunded if staff_explanation.is_some() => (
+            "Your order was refunded",
+            staff_explanation.as_deref().unwrap_or_default(),
+        ),
+        OrderState::Expired => (
+            "Your reservation ran out",
+            "Nothing was charged; the items went back on sale.",
+        ),
+        OrderState::Cancelled => ("This order was cancelled", "Nothing was charged."),
+        OrderState::RefundPending => (
+            "Your payment is being refunded",
+            "The money arrived after your reservation had ended, so it is on its way back to you.",
+        ),
+        OrderState::Refunded => (
+            "Your payment was refunded",
+            "The money is on its way back to you.",
+        ),
+        OrderState::Pending | OrderState::Paid => ("", ""),
+    };
+    let page = OrderPage {
+        basket_count: 0,
+        waiting: order.state == OrderState::Pending,
+        paid: order.state == OrderState::Paid,
+        name: order.customer_name.clone(),
+        total: money::format(order.amount_minor, &order.currency),
+        pickup_code: order.pickup_code.clone().unwrap_or_default(),
+        pickup_used,
+        refund_note,
+        tickets,
+        headline: headline.into(),
+        explanation: explanation.into(),
+        lines,
+    };
+    // the link is the key: keep the page out of caches and search engines
+    let mut response = render(StatusCode::OK, &page)?;
+    let headers = response.headers_mut();
+    headers.insert(
+        header::CACHE_CONTROL,
+        header::HeaderValue::from_static("no-store"),
+    );
+    headers.insert(
+        header::HeaderName::from_static("x-robots-tag"),
+        header::HeaderValue::from_static("noindex"),
+    );
+    Ok(response)
+}
+
+#[derive(Template)]
+#[template(path = "pay.html")]
+struct PayPage {
+    basket_count: i64,
+    total: String,
+    script_url: String,
+    cancel_url: String,
+    /// JSON for the provider's script; `<` is escaped so it cannot end the tag.
+    options_json: String,
+}
+
+/// `GET /pay/{token}`: our page for a provider whose checkout runs in its
+/// script on a page of ours (Razorpay Checkout, redirect mode). Other
+/// providers' orders go to the provider's own page.
+pub async fn pay_page(
+    shop: web::Data<Shop>,
+    token: web::Path<String>,
+) -> Result<HttpResponse, ShopError> {
+    let order = checkout::order_by_token(&shop.pool, &token)
+        .await?
+        .ok_or_else(|| ShopError::not_found("no such order"))?;
+    let order_page = format!("/orders/{}", order.token);
+    let Some(page_id) = order
+        .provider_session_id
+        .clone()
+        .filter(|_| order.state == OrderState::Pending)
+    else {
+        return Ok(see_other(&order_page));
+    };
+    let provider = shop
+        .payments
+        .for_order(order.provider)
+        .map_err(|e| ShopError::unavailable(e.to_string()))?;
+    let embed = EmbedRequest {
+        page_id,
+        amount_minor: order.amount_minor,
+        currency: order.currency.clone(),
+        customer_name: order.customer_name.clone(),
+        customer_email: order.customer_email.clone(),
+        return_url: format!("{}/checkout/return/{}", shop.base_url, order.token),
+        cancel_url: format!("{}/checkout/cancel/{}", shop.base_url, order.token),
+    };
+    let Some(checkout) = provider.embedded_checkout(&embed) else {
+        return Ok(see_other(
+            order.provider_url.as_deref().unwrap_or(&order_page),
+        ));
+    };
+    let page = PayPage {
+        basket_count: 0,
+        total: money::format(order.amount_minor, &order.currency),
+        script_url: checkout.script_url.clone(),
+        cancel_url: format!("/checkout/cancel/{}", order.token),
+        options_json: checkout.options.to_string().replace('<', "\\u003c"),
+    };
+    let mut response = render(StatusCode::OK, &page)?;
+    let policy = embedded_policy(&checkout.origins);
+    response.headers_mut().insert(
+        header::CONTENT_SECURITY_POLICY,
+        header::HeaderValue::from_str(&policy).map_err(|e| ShopError::internal(e.into()))?,
+    );
+    Ok(response)
+}
+
+/// The embedded checkout page's policy: ours, plus the provider's script,
+/// frames and calls. Razorpay's script styles its own overlay inline, so
+/// this one page allows inline styles.
+fn embedded_policy(origins: &[String]) -> String {
+    let origins = origins.join(" ");
+    format!(
+        "default-src 'self'; script-src 'self' {origins}; style-src 'self' 'unsafe-inline'; \
+         img-src 'self' data: {origins}; connect-src 'self' {origins}; frame-src {origins}; \
+         object-src 'none'; base-uri 'none'; frame-ancestors 'none'; report-uri /csp-report"
+    )
+}
