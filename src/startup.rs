@@ -163,9 +163,7 @@ async fn run_sandbox(settings: &ServerSettings, pool: &PgPool) -> anyhow::Result
     use holdfast_sandbox::Sandbox;
 
     let mut sandbox_settings = SandboxSettings::development();
-    sandbox_settings.stripe_webhook_url = Some(format!("{}/webhooks/stripe", settings.base_url));
-    sandbox_settings.razorpay_webhook_url =
-        Some(format!("{}/webhooks/razorpay", settings.base_url));
+    crate::payments::point_sandbox_at(&mut sandbox_settings, &settings.base_url);
     let sandbox_listener = TcpListener::bind(settings.sandbox_addr)
         .with_context(|| format!("cannot listen on {} for the sandbox", settings.sandbox_addr))?;
     let base = format!("http://{}", settings.sandbox_addr);

@@ -270,7 +270,7 @@ mod tests {
     fn every_job_reads_back_as_it_was_written() {
         let order_id = Uuid::new_v4();
         let payment = ProviderPayment {
-            provider: ProviderKind::Razorpay,
+            provider: ProviderKind::ALL[1],
             payment_ref: "pay_1".into(),
             page_id: Some("order_1".into()),
             amount_minor: 1400,
@@ -281,7 +281,7 @@ mod tests {
         for job in [
             OutboxJob::Refund(RefundJob {
                 order_id: Some(order_id),
-                provider: ProviderKind::Stripe,
+                provider: ProviderKind::ALL[0],
                 payment_ref: "pi_1".into(),
                 reason: "duplicate_payment".into(),
                 staff_refund: None,
@@ -290,7 +290,7 @@ mod tests {
             }),
             OutboxJob::Refund(RefundJob {
                 order_id: Some(order_id),
-                provider: ProviderKind::Stripe,
+                provider: ProviderKind::ALL[0],
                 payment_ref: "pi_1".into(),
                 reason: "staff".into(),
                 staff_refund: Some(7),
@@ -300,7 +300,7 @@ mod tests {
             OutboxJob::OrderConfirmation { order_id },
             OutboxJob::ClosePage {
                 order_id,
-                provider: ProviderKind::Stripe,
+                provider: ProviderKind::ALL[0],
                 page_id: "cs_1".into(),
             },
             OutboxJob::CapturePayment { order_id, payment },
@@ -311,7 +311,7 @@ mod tests {
             OutboxJob::PaymentReturned {
                 order_id,
                 payment: ProviderPayment {
-                    provider: ProviderKind::Stripe,
+                    provider: ProviderKind::ALL[0],
                     payment_ref: "pi_2".into(),
                     page_id: None,
                     amount_minor: 100,
@@ -324,10 +324,12 @@ mod tests {
         ] {
             assert_eq!(OutboxJob::parse(job.kind(), &job.payload()), Ok(job));
         }
-        assert_eq!(
-            refund_key(ProviderKind::Razorpay, "pay_1"),
-            "refund:razorpay:pay_1"
-        );
+        for provider in ProviderKind::ALL {
+            assert_eq!(
+                refund_key(provider, "pay_1"),
+                format!("refund:{provider}:pay_1")
+            );
+        }
         assert!(OutboxJob::parse("refund", &serde_json::json!({})).is_err());
         assert!(OutboxJob::parse("nonsense", &serde_json::json!({})).is_err());
     }

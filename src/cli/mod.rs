@@ -1,20 +1,22 @@
 //! Operator commands. `--db` or `DATABASE_URL` picks the database (without
 //! either, the private cluster); `--json` prints one JSON value for machines.
+//! Each command is a function of its own: [`shop`] (serve, worker, migrate,
+//! catalogue, staff), [`engine`] (resources, holds, sweeps, the drift check,
+//! settings), [`after_sale`] (refunds, redemptions).
+
+mod after_sale;
+mod engine;
+mod shop;
 
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 use serde::Serialize;
 
-use crate::catalogue::CatalogueFile;
 use crate::configuration::{DatabaseSettings, ServerSettings};
 use crate::database;
-use crate::inventory::{
-    CapScope, Capacity, HoldFilter, HoldState, Inventory, InventorySettings, ResourceId, Span,
-    UpsertOutcome,
-};
+use crate::inventory::{CapScope, HoldState, Inventory};
 use crate::payments::ProviderSettings;
-use crate::worker::Sweeper;
 
 /// Exit code of `check` when a counter disagrees with its rows.
 pub const EXIT_DRIFT: u8 = 3;
@@ -98,42 +100,50 @@ enum Command {
     },
     /// Refund a paid order, whole or some units; the units go back on sale
     /// (unless --keep-off-sale) and the worker asks the provider
-    Refund {
-        order_id: String,
-        /// Units to refund: N (an order of one line), or PRODUCT:N, once
-        /// per product; default: everything not refunded yet
-        #[arg(long)]
-        units: Vec<String>,
-        /// Why (the shopper is told)
-        #[arg(long)]
-        reason: String,
-        /// Keep the units off sale (a cancelled slot)
-        #[arg(long)]
-        keep_off_sale: bool,
-        /// Refund units whose codes were already redeemed (recorded)
-        #[arg(long)]
-        override_redeemed: bool,
-        /// A key of 16 to 64 letters, digits, - or _: run again with the
-        /// same key (after a lost connection), it is the same refund
-        #[arg(long)]
-        key: Option<String>,
-    },
+    Refund(RefundArgs),
     /// Show or change the shared settings
-    Settings {
-        #[arg(long)]
-        hold_ttl: Option<String>,
-        #[arg(long)]
-        payment_window: Option<String>,
-        /// A number, or "none"
-        #[arg(long)]
-        account_cap: Option<String>,
-        #[arg(long, value_enum)]
-        cap_scope: Option<CapScope>,
-        #[arg(long)]
-        max_extensions: Option<i32>,
-        #[arg(long)]
-        extension: Option<String>,
-    },
+    Settings(SettingsChange),
+}
+
+/// `holdfast refund`'s arguments.
+#[derive(Debug, clap::Args)]
+pub(super) struct RefundArgs {
+    pub order_id: String,
+    /// Units to refund: N (an order of one line), or PRODUCT:N, once
+    /// per product; default: everything not refunded yet
+    #[arg(long)]
+    pub units: Vec<String>,
+    /// Why (the shopper is told)
+    #[arg(long)]
+    pub reason: String,
+    /// Keep the units off sale (a cancelled slot)
+    #[arg(long)]
+    pub keep_off_sale: bool,
+    /// Refund units whose codes were already redeemed (recorded)
+    #[arg(long)]
+    pub override_redeemed: bool,
+    /// A key of 16 to 64 letters, digits, - or _: run again with the
+    /// same key (after a lost connection), it is the same refund
+    #[arg(long)]
+    pub key: Option<String>,
+}
+
+/// `holdfast settings`' arguments: what to change (nothing: show them).
+#[derive(Debug, clap::Args)]
+pub(super) struct SettingsChange {
+    #[arg(long)]
+    pub hold_ttl: Option<String>,
+    #[arg(long)]
+    pub payment_window: Option<String>,
+    /// A number, or "none"
+    #[arg(long)]
+    pub account_cap: Option<String>,
+    #[arg(long, value_enum)]
+    pub cap_scope: Option<CapScope>,
+    #[arg(long)]
+    pub max_extensions: Option<i32>,
+    #[arg(long)]
+    pub extension: Option<String>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -185,422 +195,44 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         _ => 4,
     };
     let pool = database::connect_and_migrate(&settings, max_connections).await?;
-    let inventory = Inventory::new(pool.clone());
 
+    let ctx = Ctx { pool, json };
     match cli.command {
-        Command::Migrate => {
-            print(json, &serde_json::json!({ "migrated": true }), || {
-                "migrations applied".to_owned()
-            });
-        }
+        Command::Migrate => shop::migrate(&ctx).await,
         Command::Catalogue {
             action: CatalogueAction::Load { file },
-        } => {
-            let zone = crate::configuration::time_zone()?;
-            let report = CatalogueFile::read(&file)?.load_in(&pool, zone).await?;
-            print(json, &report, || {
-                let mut text = format!(
-                    "{} products loaded, {} new resources",
-                    report.products, report.resources_created
-                );
-                for id in &report.capacity_kept {
-                    text.push_str(&format!(
-                        "\n{id}: capacity kept, more is committed than the file says"
-                    ));
-                }
-                text
-            });
-        }
+        } => shop::catalogue_load(&ctx, file).await,
         Command::Staff {
             action: StaffAction::Add { email },
-        } => {
-            let email = crate::staff::StaffEmail::parse(&email)?;
-            let password = read_password()?;
-            let outcome = crate::staff::add_staff(&pool, &email, &password).await?;
-            let word = match outcome {
-                crate::staff::AddOutcome::Created => "added",
-                crate::staff::AddOutcome::PasswordChanged => "password changed",
-            };
-            print(
-                json,
-                &serde_json::json!({ "email": email.as_str(), "outcome": word }),
-                || format!("{}: {word}", email.as_str()),
-            );
-        }
-        Command::Serve { no_worker } => {
-            let providers = ProviderSettings::from_env()?;
-            crate::startup::serve(ServerSettings::from_env()?, providers, pool, !no_worker).await?;
-        }
-        Command::Worker => {
-            let server = ServerSettings::from_env()?;
-            let providers = ProviderSettings::from_env()?;
-            // with no keys, the sandbox a `holdfast serve` without keys runs
-            let payments = crate::startup::configured_providers(&server, &providers)?;
-            tracing::info!(every = server.sweep_every_seconds, "worker started");
-            crate::startup::spawn_worker(pool, payments, &server, providers.is_empty(), "worker")?;
-            std::future::pending::<()>().await;
-        }
-        Command::Resource { id, total } => {
-            let id = ResourceId::parse(&id)?;
-            let outcome = inventory
-                .upsert_resource(&id, Capacity::parse(total)?)
-                .await?;
-            print(json, &outcome, || match &outcome {
-                UpsertOutcome::Created { counters } => {
-                    format!(
-                        "created {} with {} units",
-                        counters.resource_id, counters.total
-                    )
-                }
-                UpsertOutcome::Updated { counters } => format!(
-                    "{}: total {}, held {}, sold {}, available {}",
-                    counters.resource_id,
-                    counters.total,
-                    counters.held,
-                    counters.sold,
-                    counters.available
-                ),
-                UpsertOutcome::CapacityBelowCommitted {
-                    counters,
-                    requested,
-                } => format!(
-                    "refused: {} has {} units held and {} sold, more than {requested}",
-                    counters.resource_id, counters.held, counters.sold
-                ),
-            });
-            if matches!(outcome, UpsertOutcome::CapacityBelowCommitted { .. }) {
-                return Ok(ExitCode::FAILURE);
-            }
-        }
-        Command::Sweep { limit } => {
-            let counts = Sweeper::new(inventory, format!("sweep-command:{}", std::process::id()))
-                .with_batch(limit)
-                .run_once()
-                .await?;
-            print(json, &counts, || {
-                if counts.is_empty() {
-                    return "nothing was due".to_owned();
-                }
-                counts
-                    .iter()
-                    .map(|c| {
-                        format!(
-                            "{}: expired {} holds ({} units)",
-                            c.resource_id, c.expired_holds, c.expired_qty
-                        )
-                    })
-                    .collect::<Vec<_>>()
-                    .join("\n")
-            });
-        }
-        Command::Show { resource } => {
-            let id = ResourceId::parse(&resource)?;
-            let Some(status) = inventory.status(&id).await? else {
-                anyhow::bail!("no resource {id:?}");
-            };
-            let mut live = inventory
-                .holds(&HoldFilter {
-                    resource: Some(id.clone()),
-                    state: Some(HoldState::Held),
-                    ..HoldFilter::default()
-                })
-                .await?;
-            live.extend(
-                inventory
-                    .holds(&HoldFilter {
-                        resource: Some(id),
-                        state: Some(HoldState::AwaitingPayment),
-                        ..HoldFilter::default()
-                    })
-                    .await?,
-            );
-            let out = serde_json::json!({ "status": status, "live_holds": live });
-            print(json, &out, || {
-                let mut text = format!(
-                    "{}: total {} · held {} ({} plain, {} paying) · sold {} · available {} \
-                     (counting {} past their TTL as free: {})",
-                    status.resource_id,
-                    status.total,
-                    status.held,
-                    status.held_plain,
-                    status.held_paying,
-                    status.sold,
-                    status.available,
-                    status.due,
-                    status.available_now
-                );
-                for hold in &live {
-                    text.push_str(&format!(
-                        "\n  {} {} ×{} {} expires {}",
-                        hold.id, hold.account_id, hold.qty, hold.state, hold.expires_at
-                    ));
-                }
-                text
-            });
-        }
+        } => shop::staff_add(&ctx, email).await,
+        Command::Serve { no_worker } => shop::serve(&ctx, no_worker).await,
+        Command::Worker => shop::worker(&ctx).await,
+        Command::Resource { id, total } => engine::resource(&ctx, id, total).await,
+        Command::Sweep { limit } => engine::sweep(&ctx, limit).await,
+        Command::Show { resource } => engine::show(&ctx, resource).await,
         Command::Holds {
             resource,
             state,
             older_than,
             limit,
-        } => {
-            let filter = HoldFilter {
-                resource: resource.as_deref().map(ResourceId::parse).transpose()?,
-                state,
-                older_than: older_than
-                    .as_deref()
-                    .map(|text| Span::parse_text("--older-than", text))
-                    .transpose()?,
-                limit: Some(limit),
-            };
-            let holds = inventory.holds(&filter).await?;
-            print(json, &holds, || {
-                if holds.is_empty() {
-                    return "no holds".to_owned();
-                }
-                holds
-                    .iter()
-                    .map(|h| {
-                        format!(
-                            "{} {} {} ×{} {} created {} {}",
-                            h.id,
-                            h.resource_id,
-                            h.account_id,
-                            h.qty,
-                            h.state,
-                            h.created_at.format("%Y-%m-%d %H:%M:%S"),
-                            h.end_reason.as_deref().unwrap_or("")
-                        )
-                    })
-                    .collect::<Vec<_>>()
-                    .join("\n")
-            });
-        }
-        Command::Check { repair } => {
-            if let Some(resource) = repair {
-                let id = ResourceId::parse(&resource)?;
-                let Some(repair) = inventory.repair(&id).await? else {
-                    anyhow::bail!("no resource {id:?}");
-                };
-                print(json, &repair, || {
-                    format!(
-                        "{}: held {} → {}, sold {} → {}{}",
-                        repair.resource_id,
-                        repair.held_before,
-                        repair.held_after,
-                        repair.sold_before,
-                        repair.sold_after,
-                        if repair.repaired { "" } else { " (no change)" }
-                    )
-                });
-                return Ok(ExitCode::SUCCESS);
-            }
-            let rows = inventory.check(None).await?;
-            let drifted = rows.iter().filter(|r| r.drift).count();
-            print(
-                json,
-                &serde_json::json!({ "drift": drifted > 0, "resources": rows }),
-                || {
-                    let mut text = rows
-                        .iter()
-                        .filter(|r| r.drift)
-                        .map(|r| {
-                            format!(
-                                "DRIFT {}: counters held {} sold {}, rows held {} sold {}",
-                                r.resource_id, r.held, r.sold, r.rows_held, r.rows_sold
-                            )
-                        })
-                        .collect::<Vec<_>>();
-                    text.push(format!(
-                        "{} resources checked, {drifted} with drift",
-                        rows.len()
-                    ));
-                    text.join("\n")
-                },
-            );
-            if drifted > 0 {
-                return Ok(ExitCode::from(EXIT_DRIFT));
-            }
-        }
-        Command::Refund {
-            order_id,
-            units,
-            reason,
-            keep_off_sale,
-            override_redeemed,
-            key,
-        } => {
-            use crate::staff::refunds::{self, RefundOutcome, RefundRequest};
-            let order_id = uuid::Uuid::parse_str(order_id.trim())
-                .map_err(|_| anyhow::anyhow!("{order_id:?} is not an order id"))?;
-            let mut wanted = Vec::new();
-            for item in &units {
-                let (product, n) = match item.rsplit_once(':') {
-                    Some((product, n)) => (Some(product.to_owned()), n),
-                    None => (None, item.as_str()),
-                };
-                let n: i32 =
-                    n.trim().parse().ok().filter(|n| *n >= 1).ok_or_else(|| {
-                        anyhow::anyhow!("--units {item:?}: a number of at least 1")
-                    })?;
-                wanted.push((product, n));
-            }
-            if wanted.iter().any(|(p, _)| p.is_none()) {
-                if wanted.len() > 1 {
-                    anyhow::bail!("--units N names one line; with several, give PRODUCT:N each");
-                }
-                let lines = crate::staff::views::refundable_lines(&pool, order_id).await?;
-                match lines.as_slice() {
-                    [] => anyhow::bail!("no order {order_id}"),
-                    [line] => wanted[0].0 = Some(line.product_id.clone()),
-                    _ => anyhow::bail!(
-                        "order {order_id} has several lines ({}); say which: --units PRODUCT:N",
-                        lines
-                            .iter()
-                            .map(|l| l.product_id.as_str())
-                            .collect::<Vec<_>>()
-                            .join(", ")
-                    ),
-                }
-            }
-            let request = RefundRequest {
-                order_id,
-                units: wanted
-                    .into_iter()
-                    .map(|(p, n)| (p.unwrap_or_default(), n))
-                    .collect(),
-                reason,
-                restock: !keep_off_sale,
-                override_redeemed,
-                by: cli_actor(),
-                staff: None,
-                key,
-            };
-            let outcome = refunds::refund_order(&pool, &request)
-                .await
-                .map_err(|error| anyhow::anyhow!("{error}"))?;
-            print(json, &outcome, || match &outcome {
-                RefundOutcome::Queued {
-                    refund_id,
-                    amount_minor,
-                    currency,
-                    units,
-                    whole,
-                } => format!(
-                    "refund #{refund_id} queued: {} for {units} unit(s){}",
-                    crate::money::format(*amount_minor, currency),
-                    if *whole { ", the whole order" } else { "" }
-                ),
-                RefundOutcome::NotPaid { state } => {
-                    format!("refused: the order is {}, not paid", state.as_str())
-                }
-                RefundOutcome::NothingLeft => "refused: everything was refunded already".into(),
-                RefundOutcome::NotInOrder { product_id } => {
-                    format!("refused: the order has no {product_id}")
-                }
-                RefundOutcome::TooMany {
-                    product_id,
-                    asked,
-                    left,
-                } => format!("refused: {asked} of {product_id} asked, {left} left to refund"),
-                RefundOutcome::Redeemed { codes } => format!(
-                    "refused: already redeemed: {} (--override-redeemed to refund anyway)",
-                    codes.join(", ")
-                ),
-                RefundOutcome::NotFound => format!("no order {order_id}"),
-            });
-            return Ok(match outcome {
-                RefundOutcome::Queued { .. } => ExitCode::SUCCESS,
-                RefundOutcome::NotFound => ExitCode::from(7),
-                _ => ExitCode::from(6),
-            });
-        }
-        Command::Redeem { code, place } => {
-            let zone = crate::configuration::time_zone()?;
-            let by = cli_actor();
-            let place = place.trim();
-            let door = crate::redemption::Door { by: &by, place };
-            let redeemed = crate::redemption::redeem(&pool, &code, &door)
-                .await
-                .map_err(|error| match error {
-                    sqlx::Error::Database(e) if e.code().as_deref() == Some("22023") => {
-                        anyhow::anyhow!("{}", e.message())
-                    }
-                    other => other.into(),
-                })?;
-            let outcome = &redeemed.outcome;
-            print(
-                json,
-                &serde_json::json!({
-                    "code": redeemed.code,
-                    "outcome": outcome.as_str(),
-                    "order_id": redeemed.order_id,
-                    "customer": redeemed.customer_name,
-                    "what": redeemed.what,
-                    "used_at": match outcome {
-                        crate::redemption::Outcome::AlreadyUsed { at, .. } => Some(at),
-                        _ => None,
-                    },
-                }),
-                || redemption_text(&redeemed, zone),
-            );
-            return Ok(match outcome {
-                crate::redemption::Outcome::Admitted | crate::redemption::Outcome::Collected => {
-                    ExitCode::SUCCESS
-                }
-                crate::redemption::Outcome::AlreadyUsed { .. } => ExitCode::from(5),
-                crate::redemption::Outcome::Refunded => ExitCode::from(6),
-                crate::redemption::Outcome::NotValid => ExitCode::from(7),
-            });
-        }
-        Command::Settings {
-            hold_ttl,
-            payment_window,
-            account_cap,
-            cap_scope,
-            max_extensions,
-            extension,
-        } => {
-            let mut settings: InventorySettings = inventory.settings().await?;
-            let changing = hold_ttl.is_some()
-                || payment_window.is_some()
-                || account_cap.is_some()
-                || cap_scope.is_some()
-                || max_extensions.is_some()
-                || extension.is_some();
-            if let Some(text) = hold_ttl {
-                settings.hold_ttl_seconds = Span::parse_text("--hold-ttl", &text)?.seconds();
-            }
-            if let Some(text) = payment_window {
-                settings.payment_window_seconds =
-                    Span::parse_text("--payment-window", &text)?.seconds();
-            }
-            if let Some(text) = account_cap {
-                settings.account_cap = match text.as_str() {
-                    "none" => None,
-                    number => Some(number.parse().map_err(|_| {
-                        anyhow::anyhow!(
-                            "--account-cap must be a number or \"none\", got {number:?}"
-                        )
-                    })?),
-                };
-            }
-            if let Some(scope) = cap_scope {
-                settings.cap_scope = scope;
-            }
-            if let Some(max) = max_extensions {
-                settings.max_extensions = max;
-            }
-            if let Some(text) = extension {
-                settings.extension_seconds = Span::parse_text("--extension", &text)?.seconds();
-            }
-            if changing {
-                settings = inventory.configure(&settings).await?;
-            }
-            print(json, &settings, || format!("{settings:#?}"));
-        }
+        } => engine::holds(&ctx, resource, state, older_than, limit).await,
+        Command::Check { repair } => engine::check(&ctx, repair).await,
+        Command::Refund(request) => after_sale::refund(&ctx, request).await,
+        Command::Redeem { code, place } => after_sale::redeem(&ctx, code, place).await,
+        Command::Settings(changes) => engine::settings(&ctx, changes).await,
     }
-    Ok(ExitCode::SUCCESS)
+}
+
+/// What every command has: the database, and whether to print JSON.
+pub(super) struct Ctx {
+    pub pool: sqlx::PgPool,
+    pub json: bool,
+}
+
+impl Ctx {
+    pub fn inventory(&self) -> Inventory {
+        Inventory::new(self.pool.clone())
+    }
 }
 
 /// Who acts from the command line, as redemptions and refunds record it.
@@ -609,32 +241,6 @@ fn cli_actor() -> String {
         "command line ({})",
         std::env::var("USER").unwrap_or_else(|_| "unknown user".to_owned())
     )
-}
-
-/// One redemption, as staff at a door read it.
-fn redemption_text(
-    redeemed: &crate::redemption::Redemption,
-    zone: crate::clock::ShopZone,
-) -> String {
-    use crate::redemption::Outcome;
-    let who = redeemed.customer_name.as_deref().unwrap_or("");
-    let what = redeemed.what.as_deref().unwrap_or("");
-    match &redeemed.outcome {
-        Outcome::Admitted => format!("{}: admitted — {what} ({who})", redeemed.code),
-        Outcome::Collected => format!("{}: collected — {what} ({who})", redeemed.code),
-        Outcome::AlreadyUsed { at, by, place } => format!(
-            "{}: already used at {} by {by}{}",
-            redeemed.code,
-            zone.stamp(*at),
-            if place.is_empty() {
-                String::new()
-            } else {
-                format!(" ({place})")
-            }
-        ),
-        Outcome::Refunded => format!("{}: refunded — not valid for entry", redeemed.code),
-        Outcome::NotValid => format!("{}: not valid", redeemed.code),
-    }
 }
 
 /// One JSON value for machines, or text for people.

@@ -12,9 +12,9 @@ mod registry;
 pub mod signature;
 pub mod stripe;
 
-#[cfg(feature = "sandbox")]
-pub use registry::sandbox_settings;
 pub use registry::{ProviderSettings, Providers};
+#[cfg(feature = "sandbox")]
+pub use registry::{point_sandbox_at, sandbox_settings};
 
 use std::fmt;
 
@@ -381,7 +381,7 @@ pub enum ReturnError {
 }
 
 /// A checkout that runs in the provider's script on a page of ours
-/// (Razorpay Checkout), rather than on the provider's own page.
+/// (`templates/pay.html`), rather than on the provider's own page.
 #[derive(Debug, Clone)]
 pub struct EmbeddedCheckout {
     pub script_url: String,
@@ -463,6 +463,14 @@ pub trait PaymentProvider: Send + Sync + fmt::Debug {
 
     /// The embedded checkout for a page, for providers that have one.
     fn embedded_checkout(&self, _order: &EmbedRequest) -> Option<EmbeddedCheckout> {
+        None
+    }
+
+    /// Our script that opens the provider's embedded checkout with the
+    /// options the pay page carries, when the shopper presses "Pay now"
+    /// (served at `/static/pay/<provider>.js`; the page's policy allows no
+    /// inline script). For providers that have an embedded checkout.
+    fn embedded_opener(&self) -> Option<&'static str> {
         None
     }
 }

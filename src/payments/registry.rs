@@ -79,6 +79,14 @@ impl ProviderSettings {
         RAZORPAY_KEY_ID, RAZORPAY_KEY_SECRET and RAZORPAY_WEBHOOK_SECRET";
 }
 
+/// Point a sandbox's webhooks at the shop at `shop_base`: each provider's
+/// deliveries to its `/webhooks/<provider>`.
+#[cfg(feature = "sandbox")]
+pub fn point_sandbox_at(sandbox: &mut holdfast_sandbox::SandboxSettings, shop_base: &str) {
+    sandbox.stripe_webhook_url = Some(format!("{shop_base}/webhooks/stripe"));
+    sandbox.razorpay_webhook_url = Some(format!("{shop_base}/webhooks/razorpay"));
+}
+
 /// The settings that point every provider at a sandbox at `base` (its
 /// `/stripe/` and `/razorpay/` halves), with the sandbox's keys.
 #[cfg(feature = "sandbox")]

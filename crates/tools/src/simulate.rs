@@ -637,7 +637,7 @@ async fn start_checkout(world: &World, shopper: &Shopper) -> anyhow::Result<Opti
                 .await?;
             // what Razorpay's checkout.js reads from the page
             let options = page
-                .split("<script id=\"rzp-options\" type=\"application/json\">")
+                .split("<script id=\"pay-options\" type=\"application/json\">")
                 .nth(1)
                 .and_then(|rest| rest.split("</script>").next())
                 .context("no Razorpay options on the payment page")?;

@@ -350,6 +350,10 @@ impl PaymentProvider for RazorpayProvider {
         }
     }
 
+    fn embedded_opener(&self) -> Option<&'static str> {
+        Some(include_str!("checkout.js"))
+    }
+
     fn embedded_checkout(&self, order: &EmbedRequest) -> Option<EmbeddedCheckout> {
         let origin = reqwest::Url::parse(&self.settings.checkout_script)
             .map(|url| url.origin().ascii_serialization())

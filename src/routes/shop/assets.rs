@@ -1,6 +1,8 @@
 //! The shop's stylesheet and scripts, served from the binary.
 
-use actix_web::HttpResponse;
+use actix_web::{HttpResponse, web};
+
+use crate::state::Shop;
 use actix_web::http::header;
 
 /// `GET /static/shop.css`
@@ -19,9 +21,17 @@ pub async fn live_script() -> HttpResponse {
         .body(include_str!("../../../static/live.js"))
 }
 
-pub async fn razorpay_script() -> HttpResponse {
-    HttpResponse::Ok()
-        .content_type("text/javascript; charset=utf-8")
-        .insert_header((header::CACHE_CONTROL, "public, max-age=3600"))
-        .body(include_str!("../../../static/razorpay.js"))
+/// `GET /static/pay/{provider}.js`: the script that opens a provider's
+/// embedded checkout on our pay page, for providers that have one.
+pub async fn pay_script(shop: web::Data<Shop>, provider: web::Path<String>) -> HttpResponse {
+    let opener = crate::payments::ProviderKind::parse(&provider)
+        .and_then(|kind| shop.payments.get(kind))
+        .and_then(|provider| provider.embedded_opener());
+    match opener {
+        Some(script) => HttpResponse::Ok()
+            .content_type("text/javascript; charset=utf-8")
+            .insert_header((header::CACHE_CONTROL, "public, max-age=3600"))
+            .body(script),
+        None => HttpResponse::NotFound().finish(),
+    }
 }

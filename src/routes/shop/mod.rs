@@ -120,8 +120,8 @@ pub fn message(
 pub fn routes(config: &mut web::ServiceConfig) {
     config
         .route(
-            "/static/razorpay.js",
-            web::get().to(assets::razorpay_script),
+            "/static/pay/{provider}.js",
+            web::get().to(assets::pay_script),
         )
         .route("/static/live.js", web::get().to(assets::live_script))
         .route("/static/shop.css", web::get().to(assets::stylesheet))
@@ -140,7 +140,7 @@ pub fn routes(config: &mut web::ServiceConfig) {
             "/checkout/return/{token}",
             web::get().to(returns::checkout_return),
         )
-        // Razorpay Checkout in redirect mode posts its callback
+        // a provider's embedded checkout may post its callback
         .route(
             "/checkout/return/{token}",
             web::post().to(returns::checkout_return_post),

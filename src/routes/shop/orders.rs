@@ -143,6 +143,8 @@ pub async fn order_page(
 #[template(path = "pay.html")]
 struct PayPage {
     basket_count: i64,
+    /// Whose script opens the checkout (`/static/pay/<provider>.js`).
+    provider: &'static str,
     total: String,
     script_url: String,
     cancel_url: String,
@@ -151,7 +153,7 @@ struct PayPage {
 }
 
 /// `GET /pay/{token}`: our page for a provider whose checkout runs in its
-/// script on a page of ours (Razorpay Checkout, redirect mode). Other
+/// script on a page of ours (an embedded checkout). Other
 /// providers' orders go to the provider's own page.
 pub async fn pay_page(
     shop: web::Data<Shop>,
@@ -188,6 +190,7 @@ pub async fn pay_page(
     };
     let page = PayPage {
         basket_count: 0,
+        provider: order.provider.as_str(),
         total: money::format(order.amount_minor, &order.currency),
         script_url: checkout.script_url.clone(),
         cancel_url: format!("/checkout/cancel/{}", order.token),
