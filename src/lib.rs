@@ -1,7 +1,8 @@
 //! Holdfast: a checkout backend for shops that sell things that run out.
 //!
 //! The hold engine lives in PostgreSQL (`migrations/`) and is driven from
-//! [`inventory`]. See README.md for the commands and settings.
+//! [`inventory`]. README.md has the two commands and a map of docs/;
+//! docs/contract.md is what Holdfast promises.
 
 pub mod batching;
 pub mod catalogue;

@@ -1,4 +1,4 @@
-//! `bench` and `throughput`: the figures the README and the issues quote.
+//! `bench` and `throughput`: the figures docs/benchmarks.md quotes.
 //! Benchmarks print numbers; tests assert behaviour. Nothing here is timed
 //! inside a test.
 

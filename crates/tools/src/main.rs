@@ -200,7 +200,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             let sandbox =
                 holdfast_sandbox::Sandbox::build(listener, sandbox, format!("http://{addr}"))?;
             println!(
-                "sandbox: Stripe API at {} (see README for its test keys)",
+                "sandbox: Stripe API at {} (its test keys: docs/sandbox.md)",
                 sandbox.stripe.api_base()
             );
             sandbox.run_until_stopped().await?;
