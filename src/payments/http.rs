@@ -84,3 +84,18 @@ pub fn client(timeout: Duration) -> reqwest::Client {
         .build()
         .expect("a TLS configuration built in code is valid")
 }
+
+/// Send a request to a provider and read its whole answer: (status, body).
+/// Not reaching the provider, or losing its answer halfway, is
+/// [`ProviderError::Unavailable`] (worth another try); the message leaves
+/// the URL out, as it may carry ids.
+pub async fn exchange(
+    request: reqwest::RequestBuilder,
+) -> Result<(u16, bytes::Bytes), super::ProviderError> {
+    let unavailable =
+        |e: reqwest::Error| super::ProviderError::Unavailable(e.without_url().to_string());
+    let response = request.send().await.map_err(unavailable)?;
+    let status = response.status().as_u16();
+    let body = response.bytes().await.map_err(unavailable)?;
+    Ok((status, body))
+}

@@ -145,19 +145,11 @@ impl RazorpayProvider {
         &self,
         request: reqwest::RequestBuilder,
     ) -> Result<T, ProviderError> {
-        let response = request
-            .basic_auth(
-                &self.settings.key_id,
-                Some(self.settings.key_secret.expose()),
-            )
-            .send()
-            .await
-            .map_err(|e| ProviderError::Unavailable(e.without_url().to_string()))?;
-        let status = response.status().as_u16();
-        let body = response
-            .bytes()
-            .await
-            .map_err(|e| ProviderError::Unavailable(e.without_url().to_string()))?;
+        let (status, body) = super::http::exchange(request.basic_auth(
+            &self.settings.key_id,
+            Some(self.settings.key_secret.expose()),
+        ))
+        .await?;
         if (200..300).contains(&status) {
             return serde_json::from_slice(&body)
                 .map_err(|e| ProviderError::Unexpected(format!("unreadable answer: {e}")));

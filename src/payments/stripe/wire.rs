@@ -117,15 +117,7 @@ impl StripeClient for StripeHttp {
                 .body(body);
         }
         async move {
-            let response = builder
-                .send()
-                .await
-                .map_err(|e| ProviderError::Unavailable(e.without_url().to_string()))?;
-            let status = response.status().as_u16();
-            let body = response
-                .bytes()
-                .await
-                .map_err(|e| ProviderError::Unavailable(e.without_url().to_string()))?;
+            let (status, body) = crate::payments::http::exchange(builder).await?;
             if (200..300).contains(&status) {
                 Ok(body)
             } else {

@@ -61,6 +61,20 @@ pub fn pending_note(
     )
 }
 
+/// The order an unguessable link names (64 hex digits), or 404.
+pub(super) async fn order_of_link(
+    shop: &Shop,
+    token: &str,
+) -> Result<crate::checkout::Order, ShopError> {
+    let unknown = || ShopError::not_found("no such order");
+    if token.len() != 64 || !token.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return Err(unknown());
+    }
+    crate::checkout::order_by_token(&shop.pool, token)
+        .await?
+        .ok_or_else(unknown)
+}
+
 /// The 429 for a take from an address's bucket that was refused.
 pub(super) fn too_fast(
     address: &str,

@@ -6,6 +6,7 @@ use actix_web::http::header;
 use actix_web::{HttpResponse, web};
 use askama::Template;
 
+use super::order_of_link;
 use crate::checkout::{self, OrderState};
 use crate::money;
 use crate::payments::EmbedRequest;
@@ -47,12 +48,7 @@ pub async fn order_page(
     shop: web::Data<Shop>,
     token: web::Path<String>,
 ) -> Result<HttpResponse, ShopError> {
-    if token.len() != 64 || !token.bytes().all(|b| b.is_ascii_hexdigit()) {
-        return Err(ShopError::not_found("no such order"));
-    }
-    let order = checkout::order_by_token(&shop.pool, &token)
-        .await?
-        .ok_or_else(|| ShopError::not_found("no such order"))?;
+    let order = order_of_link(&shop, &token).await?;
     let lines = checkout::order_lines(&shop.pool, order.id).await?;
     let names: std::collections::HashMap<String, String> = lines
         .iter()
@@ -159,9 +155,7 @@ pub async fn pay_page(
     shop: web::Data<Shop>,
     token: web::Path<String>,
 ) -> Result<HttpResponse, ShopError> {
-    let order = checkout::order_by_token(&shop.pool, &token)
-        .await?
-        .ok_or_else(|| ShopError::not_found("no such order"))?;
+    let order = order_of_link(&shop, &token).await?;
     let order_page = format!("/orders/{}", order.token);
     let Some(page_id) = order
         .provider_session_id

@@ -6,7 +6,7 @@ use actix_web::http::header;
 use actix_web::{HttpResponse, web};
 use askama::Template;
 
-use super::message;
+use super::{message, order_of_link};
 use crate::checkout::Release;
 use crate::checkout::settle::{SettleError, settle_payment};
 use crate::checkout::{self, OrderState, Source};
@@ -139,9 +139,7 @@ pub async fn checkout_cancel(
     shop: web::Data<Shop>,
     token: web::Path<String>,
 ) -> Result<HttpResponse, ShopError> {
-    let order = checkout::order_by_token(&shop.pool, &token)
-        .await?
-        .ok_or_else(|| ShopError::not_found("no such order"))?;
+    let order = order_of_link(&shop, &token).await?;
     match order.state {
         OrderState::Pending => {}
         OrderState::Cancelled | OrderState::Expired => return left(),
@@ -177,9 +175,7 @@ pub async fn checkout_leave(
     shop: web::Data<Shop>,
     token: web::Path<String>,
 ) -> Result<HttpResponse, ShopError> {
-    let order = checkout::order_by_token(&shop.pool, &token)
-        .await?
-        .ok_or_else(|| ShopError::not_found("no such order"))?;
+    let order = order_of_link(&shop, &token).await?;
     let after = checkout::release_order(&shop.pool, order.id, Release::ShopperLeft).await?;
     if after
         .as_ref()
