@@ -216,24 +216,21 @@ impl<B: Batch> Drop for Flight<B> {
 }
 
 /// The same failure again, for each request of a combined call (errors do
-/// not clone). An error that means the database is away stays one, so every
-/// shopper of the batch is told to try again; anything else keeps its text.
+/// not clone). A failure another try may mend (the database away, a
+/// rollback) stays one, so every request of the batch is tried again; any
+/// other keeps its text.
 pub fn share_error(error: &sqlx::Error) -> sqlx::Error {
+    use crate::retry::{Failure, classify};
     match error {
         sqlx::Error::PoolTimedOut => sqlx::Error::PoolTimedOut,
         sqlx::Error::PoolClosed => sqlx::Error::PoolClosed,
         sqlx::Error::WorkerCrashed => sqlx::Error::WorkerCrashed,
-        sqlx::Error::Io(io) => sqlx::Error::Io(std::io::Error::new(io.kind(), io.to_string())),
-        sqlx::Error::Database(db)
-            if db.code().is_some_and(|code| {
-                code.starts_with("08") || code.starts_with("57P") || code == "53300"
-            }) =>
-        {
-            sqlx::Error::Io(std::io::Error::new(
+        other => match classify(other) {
+            Failure::Transient(_) => sqlx::Error::Io(std::io::Error::new(
                 std::io::ErrorKind::ConnectionAborted,
-                db.message().to_owned(),
-            ))
-        }
-        other => sqlx::Error::Protocol(other.to_string()),
+                other.to_string(),
+            )),
+            Failure::Final => sqlx::Error::Protocol(other.to_string()),
+        },
     }
 }

@@ -128,6 +128,10 @@ pub struct ServerSettings {
     pub smtp_url: Option<Secret>,
     /// `HOLDFAST_MAIL_FROM` (default `Holdfast shop <shop@holdfast.localhost>`).
     pub mail_from: String,
+    /// `HOLDFAST_DB_WAIT_SECONDS` (default 20, 1 to 300): how long a
+    /// shopper's request waits for the database to come back (a failover)
+    /// before the "one moment" page.
+    pub db_wait: std::time::Duration,
     /// `HOLDFAST_SANDBOX_SMTP_ADDR` (default `127.0.0.1:2525`): where the
     /// sandbox's mail server listens.
     pub sandbox_smtp_addr: std::net::SocketAddr,
@@ -221,6 +225,10 @@ impl ServerSettings {
             mail_from: env
                 .get("HOLDFAST_MAIL_FROM")
                 .unwrap_or_else(|| "Holdfast shop <shop@holdfast.localhost>".to_owned()),
+            db_wait: match parse_or::<u64>(env, "HOLDFAST_DB_WAIT_SECONDS", 20)? {
+                seconds @ 1..=300 => std::time::Duration::from_secs(seconds),
+                _ => anyhow::bail!("HOLDFAST_DB_WAIT_SECONDS must be 1 to 300"),
+            },
             sandbox_smtp_addr: parse_or(
                 env,
                 "HOLDFAST_SANDBOX_SMTP_ADDR",

@@ -1,4 +1,6 @@
-//! Deliberate crash points, for the recovery tests. With
+//! Deliberate faults, for the recovery and failover tests.
+//!
+//! Crash points: with
 //! `HOLDFAST_CRASH_AT=<point>` in its environment, the process aborts the
 //! first time it reaches that point: a real death at an exact place (no
 //! destructors, no unwinding, connections dropped mid-flight), so a test can
@@ -27,4 +29,36 @@ pub fn crash_point(point: &'static str) {
         eprintln!("holdfast: HOLDFAST_CRASH_AT={point}: aborting here, as asked");
         std::process::abort();
     }
+}
+
+/// The points where an answer can be lost, for the failover tests.
+pub const LOST_ANSWERS: [&str; 3] = [
+    // checkout: the order and its holds committed; the answer is lost
+    "checkout_start",
+    // a payment's confirmation committed; the answer is lost
+    "confirmation",
+    // a redemption committed; the answer is lost
+    "redemption",
+];
+
+static LOSE_AT: OnceLock<Option<String>> = OnceLock::new();
+static LOST: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Lost answers: with `HOLDFAST_LOSE_ANSWER_AT=<point>`, the first time the
+/// process reaches that point (just after a commit) it fails as if the
+/// connection broke before the commit's answer arrived: the unknown
+/// outcome a failover leaves, at an exact place, for a test to see it
+/// resolved. Unset, each point costs one comparison. Never set it in
+/// production.
+pub fn lost_answer(point: &'static str) -> Result<(), sqlx::Error> {
+    debug_assert!(LOST_ANSWERS.contains(&point), "unknown lost answer {point}");
+    let armed = LOSE_AT.get_or_init(|| std::env::var("HOLDFAST_LOSE_ANSWER_AT").ok());
+    if armed.as_deref() == Some(point) && !LOST.swap(true, std::sync::atomic::Ordering::Relaxed) {
+        eprintln!("holdfast: HOLDFAST_LOSE_ANSWER_AT={point}: losing this answer, as asked");
+        return Err(sqlx::Error::Io(std::io::Error::new(
+            std::io::ErrorKind::ConnectionReset,
+            "the answer was lost (HOLDFAST_LOSE_ANSWER_AT)",
+        )));
+    }
+    Ok(())
 }

@@ -19,6 +19,7 @@ pub mod metrics;
 pub mod money;
 pub mod payments;
 pub mod redemption;
+pub mod retry;
 pub mod routes;
 pub mod staff;
 pub mod startup;

@@ -196,7 +196,22 @@ fn label(name: &str, value: &str) -> String {
     format!("{name}=\"{escaped}\"")
 }
 
-const HELP: [(&str, &str, &str); 14] = [
+const HELP: [(&str, &str, &str); 17] = [
+    (
+        "holdfast_database_retries_total",
+        "counter",
+        "Units of work this process ran again because the database was away, by what and why.",
+    ),
+    (
+        "holdfast_database_gave_up_total",
+        "counter",
+        "Units of work that waited their whole bound for the database, by what.",
+    ),
+    (
+        "holdfast_database_outages_total",
+        "counter",
+        "Spells the database was away, as this process met them.",
+    ),
     (
         "holdfast_holds_total",
         "counter",
@@ -303,6 +318,26 @@ fn render_with(gauges: Option<Gauges>) -> String {
                 .push((labels.clone(), *value as f64));
         }
     }
+    let retries = crate::retry::counts();
+    for ((what, reason), n) in retries.retries {
+        samples
+            .entry("holdfast_database_retries_total")
+            .or_default()
+            .push((
+                format!("{},{}", label("what", what), label("reason", reason)),
+                n as f64,
+            ));
+    }
+    for (what, n) in retries.gave_up {
+        samples
+            .entry("holdfast_database_gave_up_total")
+            .or_default()
+            .push((label("what", what), n as f64));
+    }
+    samples
+        .entry("holdfast_database_outages_total")
+        .or_default()
+        .push((String::new(), retries.outages as f64));
     let up = gauges.is_some();
     for (metric, values) in gauges.unwrap_or_default() {
         samples.entry(metric).or_default().extend(values);

@@ -92,6 +92,9 @@ pub struct Redemption {
 pub struct Door<'a> {
     pub by: &'a str,
     pub place: &'a str,
+    /// This scan, made once per scan: a redemption run again after its
+    /// commit's answer was lost is told what it did, not "already used".
+    pub attempt: Uuid,
 }
 
 /// Redeem `typed` (normalised first) at `door`. Bad input about the door
@@ -125,13 +128,15 @@ pub async fn redeem<'e>(
         Option<String>,
     ) = sqlx::query_as(
         "select outcome, kind, order_id, customer_name, what, redeemed_at, redeemed_by, place \
-           from hf_redeem($1, $2, $3)",
+           from hf_redeem($1, $2, $3, $4)",
     )
     .bind(&code)
     .bind(door.by)
     .bind(door.place)
+    .bind(door.attempt)
     .fetch_one(executor)
     .await?;
+    crate::faults::lost_answer("redemption")?;
     let (outcome, kind, order_id, customer_name, what, at, by, place) = row;
     let outcome = match outcome.as_str() {
         "admitted" => Outcome::Admitted,

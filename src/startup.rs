@@ -54,6 +54,7 @@ impl Application {
         let shop = web::Data::new(shop);
         let server = HttpServer::new(move || {
             App::new()
+                .wrap(from_fn(routes::edge::one_moment))
                 .wrap(from_fn(routes::edge::refuse_unstorable_text))
                 .wrap(tracing_actix_web::TracingLogger::<
                     crate::telemetry::RequestSpan,

@@ -69,25 +69,46 @@ pub enum Added {
     Unknown,
 }
 
-/// Add `qty` of an active product, up to its most units per order.
-pub async fn add(pool: &PgPool, basket: &str, product: &str, qty: i32) -> sqlx::Result<Added> {
-    let (max, in_basket, added): (Option<i32>, Option<i32>, Option<i32>) = sqlx::query_as(
-        "with p as (select id, max_per_order from products where id = $2 and active), \
-              had as (select qty from basket_lines where basket_id = $1 and product_id = $2), \
-              put as (insert into basket_lines (basket_id, product_id, qty) \
-                      select $1, p.id, $3 from p where $3 <= p.max_per_order \
-                      on conflict (basket_id, product_id) \
-                      do update set qty = basket_lines.qty + excluded.qty \
-                       where basket_lines.qty + excluded.qty \
-                             <= (select max_per_order from products where id = excluded.product_id) \
-                      returning qty) \
-         select (select max_per_order from p), (select qty from had), (select qty from put)",
-    )
-    .bind(basket)
-    .bind(product)
-    .bind(qty)
-    .fetch_one(pool)
-    .await?;
+/// Add `qty` of an active product, up to its most units per order. `add`
+/// names this add, made once per request: run again after its commit's
+/// answer was lost, it finds itself on the line and adds nothing more.
+pub async fn add(
+    pool: &PgPool,
+    basket: &str,
+    product: &str,
+    qty: i32,
+    add: uuid::Uuid,
+) -> sqlx::Result<Added> {
+    let (max, in_basket, added, again): (Option<i32>, Option<i32>, Option<i32>, bool) =
+        sqlx::query_as(
+            "with p as (select id, max_per_order from products where id = $2 and active), \
+                  had as (select qty, last_add from basket_lines \
+                           where basket_id = $1 and product_id = $2), \
+                  put as (insert into basket_lines (basket_id, product_id, qty, last_add) \
+                          select $1, p.id, $3, $4 from p \
+                           where $3 <= p.max_per_order \
+                             and not exists (select 1 from had where had.last_add = $4) \
+                          on conflict (basket_id, product_id) \
+                          do update set qty = basket_lines.qty + excluded.qty, \
+                                        last_add = excluded.last_add \
+                           where basket_lines.qty + excluded.qty \
+                                 <= (select max_per_order from products \
+                                      where id = excluded.product_id) \
+                          returning qty) \
+             select (select max_per_order from p), (select qty from had), (select qty from put), \
+                    exists (select 1 from had where had.last_add = $4)",
+        )
+        .bind(basket)
+        .bind(product)
+        .bind(qty)
+        .bind(add)
+        .fetch_one(pool)
+        .await?;
+    if again && max.is_some() {
+        return Ok(Added::Added {
+            qty: in_basket.unwrap_or(qty),
+        });
+    }
     Ok(match (max, added) {
         (None, _) => Added::Unknown,
         (Some(_), Some(qty)) => Added::Added { qty },

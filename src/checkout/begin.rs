@@ -23,6 +23,7 @@ use crate::limits::TooFast;
 use crate::limits::client::Fairness;
 use crate::live::LiveStock;
 use crate::payments::{PageLine, PageRequest, PaymentPage, ProviderError, ProviderKind, Providers};
+use crate::retry::{Bound, retry};
 
 /// What checking out needs of the shop: its database, its memory, its
 /// limits, its combined calls and its providers, and how shoppers reach it.
@@ -111,7 +112,7 @@ pub async fn begin(desk: Desk<'_>, request: BeginRequest) -> Result<Begun> {
     // the address's token is taken meanwhile, so a start pays one round
     // trip for both.
     let key = request.checkout_key.as_str();
-    let read = async {
+    let read = retry("checkout_read", Bound::Shopper, || async {
         Ok::<_, sqlx::Error>(match &request.basket_id {
             Some(basket) => super::read_checkout(desk.pool, key, basket).await?,
             None => CheckoutRead {
@@ -121,12 +122,18 @@ pub async fn begin(desk: Desk<'_>, request: BeginRequest) -> Result<Begun> {
                 lines: Vec::new(),
             },
         })
-    };
-    let (read, taken) = futures::join!(read, desk.fairness.take(&request.address));
+    });
+    let taken = retry("rate_take", Bound::Shopper, || {
+        desk.fairness.take(&request.address)
+    });
+    let (read, taken) = futures::join!(read, taken);
     let read = read?;
     // a double submit goes where the first one went, once it knows
     if let Some(existing) = read.existing
-        && let Some(order) = super::order_by_id(desk.pool, existing).await?
+        && let Some(order) = retry("order_read", Bound::Shopper, || {
+            super::order_by_id(desk.pool, existing)
+        })
+        .await?
     {
         return Ok(Begun::Again {
             order: Box::new(await_provider_page(desk.pool, order).await?),
@@ -155,6 +162,7 @@ pub async fn begin(desk: Desk<'_>, request: BeginRequest) -> Result<Begun> {
     let start = CheckoutStart {
         limits: StartLimits::for_customer(&desk.fairness.limits, &customer, &request.address),
         checkout_key: request.checkout_key.clone(),
+        order_token: codes::order_token(),
         account: AccountId::parse(&format!("basket:{basket_id}"))?,
         lines: read
             .lines
@@ -170,7 +178,15 @@ pub async fn begin(desk: Desk<'_>, request: BeginRequest) -> Result<Begun> {
         provider,
     };
     let as_read = || -> Vec<BasketLine> { read.lines.iter().map(|l| l.basket_line()).collect() };
-    let (order, lines, resource) = match desk.checkouts.start_read(&start, &read).await? {
+    // run again whole while the database is away: the same key and token
+    // find the order a lost commit wrote, and go on from it
+    let started = retry("checkout_start", Bound::Shopper, || async {
+        let started = desk.checkouts.start_read(&start, &read).await?;
+        crate::faults::lost_answer("checkout_start")?;
+        Ok::<_, super::CheckoutError>(started)
+    })
+    .await?;
+    let (order, lines, resource) = match started {
         StartOutcome::Started {
             order,
             lines,
@@ -188,7 +204,8 @@ pub async fn begin(desk: Desk<'_>, request: BeginRequest) -> Result<Begun> {
                 .map(|line| line.product_id.clone())
                 .collect();
             return Ok(Begun::Short {
-                sold_out: desk.live.stock(&sold_out).await?,
+                sold_out: retry("stock_read", Bound::Shopper, || desk.live.stock(&sold_out))
+                    .await?,
                 lines,
                 basket: as_read(),
             });
@@ -200,7 +217,10 @@ pub async fn begin(desk: Desk<'_>, request: BeginRequest) -> Result<Begun> {
             });
         }
         StartOutcome::UnknownProducts { ids } => {
-            basket::remove(desk.pool, basket_id, &ids).await?;
+            retry("basket_remove", Bound::Shopper, || {
+                basket::remove(desk.pool, basket_id, &ids)
+            })
+            .await?;
             return Ok(Begun::Withdrawn);
         }
     };
@@ -211,23 +231,24 @@ pub async fn begin(desk: Desk<'_>, request: BeginRequest) -> Result<Begun> {
         Ok(page) => page,
         Err(error) => {
             tracing::warn!(order = %order.id, %error, "the payment provider failed at checkout start");
-            super::release_order(desk.pool, order.id, Release::ProviderError).await?;
+            release(desk.pool, order.id, Release::ProviderError).await?;
             return Ok(Begun::ProviderFailed);
         }
     };
     crate::faults::crash_point("after_provider_call");
     let order_id = order.id;
-    let attached = match desk
-        .checkouts
-        .attach(order, resource.as_deref(), &page, Some(basket_id))
-        .await
-    {
+    let attached = retry("checkout_attach", Bound::Shopper, || {
+        desk.checkouts
+            .attach(order.clone(), resource.as_deref(), &page, Some(basket_id))
+    })
+    .await;
+    let attached = match attached {
         Ok(attached) => attached,
         Err(error) => {
             // the provider's page exists but our holds could not move into
             // the payment phase: give them back now rather than at the TTL
             tracing::error!(order = %order_id, error = %error, "could not start the payment phase");
-            super::release_order(desk.pool, order_id, Release::PaymentPhaseFailed).await?;
+            release(desk.pool, order_id, Release::PaymentPhaseFailed).await?;
             return Ok(Begun::PaymentPhaseFailed);
         }
     };
@@ -329,10 +350,25 @@ async fn await_provider_page(pool: &PgPool, mut order: Order) -> sqlx::Result<Or
             break;
         }
         tokio::time::sleep(std::time::Duration::from_millis(250)).await;
-        match super::order_by_id(pool, order.id).await? {
+        let id = order.id;
+        match retry("order_read", Bound::Shopper, || {
+            super::order_by_id(pool, id)
+        })
+        .await?
+        {
             Some(fresh) => order = fresh,
             None => break,
         }
     }
     Ok(order)
+}
+
+/// An order's units back, tried again while the database is away (a
+/// release run twice finds the order released and changes nothing).
+async fn release(pool: &PgPool, order_id: uuid::Uuid, why: Release<'_>) -> Result<()> {
+    retry("checkout_release", Bound::Shopper, || {
+        super::release_order(pool, order_id, why)
+    })
+    .await?;
+    Ok(())
 }

@@ -94,12 +94,14 @@ impl Confirmations {
     }
 
     async fn send(&self, waiting: Waiting) -> Answer {
-        match one_product_resource(&self.pool, waiting.report.order_id).await? {
-            Some(resource) => self.combiner.call(&resource, waiting).await,
+        let answer = match one_product_resource(&self.pool, waiting.report.order_id).await? {
+            Some(resource) => self.combiner.call(&resource, waiting).await?,
             None => together(&self.pool, std::slice::from_ref(&waiting))
                 .await
-                .map(|mut answers| answers.pop().flatten()),
-        }
+                .map(|mut answers| answers.pop().flatten())?,
+        };
+        crate::faults::lost_answer("confirmation")?;
+        Ok(answer)
     }
 }
 

@@ -74,3 +74,13 @@ impl From<InvalidInput> for CheckoutError {
 }
 
 pub type Result<T> = std::result::Result<T, CheckoutError>;
+
+impl crate::retry::Retryable for CheckoutError {
+    fn failure(&self) -> crate::retry::Failure {
+        match self {
+            CheckoutError::Database(error)
+            | CheckoutError::Inventory(InventoryError::Database(error)) => error.failure(),
+            _ => crate::retry::Failure::Final,
+        }
+    }
+}

@@ -20,6 +20,17 @@ pub enum SettleError {
     Provider(#[from] ProviderError),
 }
 
+impl crate::retry::Retryable for SettleError {
+    fn failure(&self) -> crate::retry::Failure {
+        match self {
+            SettleError::Checkout(error) => error.failure(),
+            // the provider's own failures are the worker's and
+            // reconciliation's to try again
+            SettleError::Provider(_) => crate::retry::Failure::Final,
+        }
+    }
+}
+
 impl From<sqlx::Error> for SettleError {
     fn from(error: sqlx::Error) -> Self {
         SettleError::Checkout(CheckoutError::Database(error))

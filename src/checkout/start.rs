@@ -18,9 +18,7 @@ use crate::inventory::{
 use crate::payments::ProviderKind;
 
 use super::short::{ShortLine, Supply, Wanted, short_lines};
-use super::{
-    CheckoutError, Customer, Order, OrderLine, Result, basket, codes, order_by_checkout_key,
-};
+use super::{CheckoutError, Customer, Order, OrderLine, Result, basket, order_by_checkout_key};
 
 /// One line the shopper asked for.
 #[derive(Debug, Clone)]
@@ -34,6 +32,10 @@ pub struct WantedLine {
 pub struct CheckoutStart {
     /// The form's one-time key: a second submit finds the same order.
     pub checkout_key: IdempotencyKey,
+    /// The order's unguessable token ([`codes::order_token`]), made once per
+    /// submit: a start run again after its commit's outcome was lost finds
+    /// its own order by it, and goes on as if the first run had answered.
+    pub order_token: String,
     /// The basket's owner (its cookie), for account caps.
     pub account: AccountId,
     pub lines: Vec<WantedLine>,
@@ -399,7 +401,7 @@ pub(super) async fn plan(
             product_name: line.name.clone(),
             unit_price: line.unit_price_minor,
             currency: currency.clone(),
-            token: codes::order_token(),
+            token: start.order_token.clone(),
             name: start.customer.name().to_owned(),
             email: start.customer.email().to_owned(),
             provider: start.provider,
@@ -448,7 +450,7 @@ pub(super) async fn start_basket(
         }
         return Ok(StartOutcome::OverLimit { lines: over });
     }
-    let token = codes::order_token();
+    let token = &start.order_token;
     let inserted: Option<Uuid> = sqlx::query_scalar(
         "insert into orders (token, checkout_key, customer_name, customer_email, currency, \
                              amount_minor, provider, email_key, client_address) \
@@ -456,7 +458,7 @@ pub(super) async fn start_basket(
          on conflict (checkout_key) do nothing \
          returning id",
     )
-    .bind(&token)
+    .bind(token)
     .bind(start.checkout_key.as_str())
     .bind(start.customer.name())
     .bind(start.customer.email())

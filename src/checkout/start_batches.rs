@@ -139,7 +139,7 @@ async fn start_checkout_via(
     start: &CheckoutStart,
     read: Option<&CheckoutRead>,
 ) -> Result<StartOutcome> {
-    let outcome = match plan(pool, start, read).await? {
+    let mut outcome = match plan(pool, start, read).await? {
         Plan::Decided(outcome) => outcome,
         Plan::OneProduct {
             one,
@@ -162,6 +162,18 @@ async fn start_checkout_via(
             amount,
         } => start_basket(pool, start, lines, products, &currency, amount).await?,
     };
+    // a start run again after its commit's answer was lost: the order it
+    // finds is its own (the token is this submit's), written and held with
+    // its lines in that commit, so it goes on from there
+    if let StartOutcome::AlreadyStarted { order } = &outcome
+        && order.token == start.order_token
+    {
+        outcome = StartOutcome::Started {
+            lines: super::order_lines(pool, order.id).await?,
+            order: order.clone(),
+            resource: None,
+        };
+    }
     crate::metrics::checkout(match &outcome {
         StartOutcome::Started { .. } => "started",
         StartOutcome::AlreadyStarted { .. } => "already_started",

@@ -107,15 +107,21 @@ pub(super) async fn redeem(ctx: &Ctx, code: String, place: String) -> anyhow::Re
     let zone = crate::configuration::time_zone()?;
     let by = cli_actor();
     let place = place.trim();
-    let door = crate::redemption::Door { by: &by, place };
-    let redeemed = crate::redemption::redeem(&ctx.pool, &code, &door)
-        .await
-        .map_err(|error| match error {
-            sqlx::Error::Database(e) if e.code().as_deref() == Some("22023") => {
-                anyhow::anyhow!("{}", e.message())
-            }
-            other => other.into(),
-        })?;
+    let door = crate::redemption::Door {
+        by: &by,
+        place,
+        attempt: uuid::Uuid::new_v4(),
+    };
+    let redeemed = crate::retry::retry("redeem", crate::retry::Bound::Shopper, || {
+        crate::redemption::redeem(&ctx.pool, &code, &door)
+    })
+    .await
+    .map_err(|error| match error {
+        sqlx::Error::Database(e) if e.code().as_deref() == Some("22023") => {
+            anyhow::anyhow!("{}", e.message())
+        }
+        other => other.into(),
+    })?;
     let outcome = &redeemed.outcome;
     print(
         ctx.json,

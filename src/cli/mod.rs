@@ -188,6 +188,11 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             crate::startup::sandbox_is_safe(&server)?;
         }
     }
+    // how long a request waits for the database in a failover (serve and
+    // worker refuse bad settings themselves; other commands keep the default)
+    if let Ok(server) = ServerSettings::from_env() {
+        crate::retry::set_shopper_wait(server.db_wait);
+    }
     let settings = DatabaseSettings::from_env()?.with_url(cli.db.clone());
     let json = cli.json;
     let max_connections = match &cli.command {

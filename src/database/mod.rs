@@ -236,6 +236,9 @@ pub async fn connect(url: &Secret, max_connections: u32) -> anyhow::Result<PgPoo
     PgPoolOptions::new()
         .max_connections(max_connections)
         .acquire_timeout(ACQUIRE_TIMEOUT)
+        // a connection made before the primary last went away may lead to
+        // a node that is now a standby: never hand it out again
+        .before_acquire(|_, meta| Box::pin(async move { Ok(crate::retry::still_good(meta.age)) }))
         .connect_with(options)
         .await
         .context("cannot connect to PostgreSQL")

@@ -85,6 +85,36 @@ pub async fn refuse_unstorable_text<B: MessageBody + 'static>(
     Ok(next.call(request).await?.map_into_left_body())
 }
 
+/// The header a [`ShopError`] for an absent database marks its answer with,
+/// for [`one_moment`] to replace.
+pub const ONE_MOMENT_MARK: &str = "x-holdfast-one-moment";
+
+/// The middleware (`from_fn`) that turns an answer marked
+/// [`ONE_MOMENT_MARK`] (the database was away for longer than the request
+/// waited) into the "one moment" page: a page read with GET comes back to
+/// itself, anything else to the page it was sent from (the basket, the
+/// admin).
+pub async fn one_moment<B: MessageBody + 'static>(
+    request: ServiceRequest,
+    next: Next<B>,
+) -> Result<ServiceResponse<EitherBody<B>>, actix_web::Error> {
+    let then = match *request.method() {
+        actix_web::http::Method::GET | actix_web::http::Method::HEAD => request
+            .uri()
+            .path_and_query()
+            .map(|p| p.as_str().to_owned())
+            .unwrap_or_else(|| "/".to_owned()),
+        _ if request.path().starts_with("/admin") => "/admin".to_owned(),
+        _ => "/basket".to_owned(),
+    };
+    let response = next.call(request).await?;
+    if !response.headers().contains_key(ONE_MOMENT_MARK) {
+        return Ok(response.map_into_left_body());
+    }
+    let (request, _) = response.into_parts();
+    Ok(ServiceResponse::new(request, super::shop::one_moment(&then)).map_into_right_body())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

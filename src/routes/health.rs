@@ -41,17 +41,21 @@ pub async fn metrics(request: HttpRequest, shop: web::Data<Shop>) -> HttpRespons
         .body(body)
 }
 
-/// `GET /healthz`: 200 when the database answers, 503 when it does not.
+/// `GET /healthz`: 200 when the database answers as a primary; 503 when
+/// it does not answer, or answers as a standby (in a failover, before the
+/// endpoint leads to the new primary).
 pub async fn healthz(pool: web::Data<PgPool>) -> HttpResponse {
     let answered = tokio::time::timeout(
         std::time::Duration::from_secs(2),
-        sqlx::query_scalar::<_, i32>("select 1").fetch_one(pool.get_ref()),
+        sqlx::query_scalar::<_, bool>("select pg_is_in_recovery()").fetch_one(pool.get_ref()),
     )
     .await;
     match answered {
-        Ok(Ok(_)) => {
+        Ok(Ok(false)) => {
             HttpResponse::Ok().json(serde_json::json!({ "status": "ok", "database": "ok" }))
         }
+        Ok(Ok(true)) => HttpResponse::ServiceUnavailable()
+            .json(serde_json::json!({ "status": "unavailable", "database": "standby" })),
         Ok(Err(error)) => {
             tracing::warn!(%error, "health check: database unavailable");
             HttpResponse::ServiceUnavailable()

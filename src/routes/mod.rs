@@ -22,6 +22,9 @@ pub struct ShopError {
     status: StatusCode,
     message: String,
     cause: Option<anyhow::Error>,
+    /// The database was away for longer than the request waited: the
+    /// shopper gets the "one moment" page ([`edge::one_moment`]).
+    away: bool,
 }
 
 impl ShopError {
@@ -30,6 +33,7 @@ impl ShopError {
             status: StatusCode::BAD_REQUEST,
             message: message.to_owned(),
             cause: None,
+            away: false,
         }
     }
 
@@ -39,6 +43,7 @@ impl ShopError {
             status: StatusCode::CONFLICT,
             message: message.to_owned(),
             cause: None,
+            away: false,
         }
     }
 
@@ -47,6 +52,7 @@ impl ShopError {
             status: StatusCode::NOT_FOUND,
             message: message.to_owned(),
             cause: None,
+            away: false,
         }
     }
 
@@ -56,6 +62,7 @@ impl ShopError {
             status: StatusCode::PAYLOAD_TOO_LARGE,
             message: message.to_owned(),
             cause: None,
+            away: false,
         }
     }
 
@@ -65,6 +72,7 @@ impl ShopError {
             status: StatusCode::SERVICE_UNAVAILABLE,
             message: message.to_owned(),
             cause: None,
+            away: false,
         }
     }
 
@@ -73,6 +81,7 @@ impl ShopError {
             status: StatusCode::SERVICE_UNAVAILABLE,
             message: "the payment provider did not answer; please refresh in a moment".into(),
             cause: Some(anyhow::anyhow!(cause)),
+            away: false,
         }
     }
 
@@ -81,6 +90,7 @@ impl ShopError {
             status: StatusCode::INTERNAL_SERVER_ERROR,
             message: "something went wrong on our side; nothing was charged twice".into(),
             cause: Some(cause),
+            away: false,
         }
     }
 }
@@ -91,21 +101,14 @@ impl std::fmt::Display for ShopError {
     }
 }
 
-/// Whether the database is away (down, restarting, out of connections)
-/// rather than refusing this request: the shopper should try again.
+/// Whether the database is away (down, restarting, failing over, out of
+/// connections) rather than refusing this request: the shopper should try
+/// again. The same judgement the retries make ([`crate::retry`]).
 pub fn database_away(error: &sqlx::Error) -> bool {
-    match error {
-        sqlx::Error::PoolTimedOut
-        | sqlx::Error::Io(_)
-        | sqlx::Error::PoolClosed
-        | sqlx::Error::WorkerCrashed => true,
-        // connection exceptions (08…), operator intervention such as a
-        // shutdown (57P01–57P03), too many connections (53300)
-        sqlx::Error::Database(db) => db.code().is_some_and(|code| {
-            code.starts_with("08") || code.starts_with("57P") || code == "53300"
-        }),
-        _ => false,
-    }
+    matches!(
+        crate::retry::classify(error),
+        crate::retry::Failure::Transient(_)
+    ) || matches!(error, sqlx::Error::PoolClosed)
 }
 
 impl From<sqlx::Error> for ShopError {
@@ -115,6 +118,7 @@ impl From<sqlx::Error> for ShopError {
         if unavailable {
             shop.status = StatusCode::SERVICE_UNAVAILABLE;
             shop.message = "the shop is busy or restarting; please try again in a moment".into();
+            shop.away = true;
         }
         shop
     }
@@ -139,6 +143,15 @@ impl ResponseError for ShopError {
     }
 
     fn error_response(&self) -> HttpResponse {
+        if self.away {
+            // said once per spell by the retries, not once per request
+            let mut response = HttpResponse::ServiceUnavailable().finish();
+            response.headers_mut().insert(
+                actix_web::http::header::HeaderName::from_static(edge::ONE_MOMENT_MARK),
+                actix_web::http::header::HeaderValue::from_static("1"),
+            );
+            return response;
+        }
         if let Some(cause) = &self.cause {
             tracing::error!(
                 status = self.status.as_u16(),

@@ -49,7 +49,14 @@ pub async fn webhook(
         })
         .collect();
     let delivery = WebhookRequest::new(headers, &body, chrono::Utc::now().timestamp());
-    let receipt = shop.webhooks.receive(provider.as_ref(), &delivery).await;
+    // run again whole while the database is away, for less than providers
+    // wait for an answer (each notification is written with its event id,
+    // so one taken in before is recognised); past that, 503 and the
+    // provider sends it again
+    let receipt = crate::retry::retry("webhook", crate::retry::Bound::Webhook, || {
+        shop.webhooks.receive(provider.as_ref(), &delivery)
+    })
+    .await;
     answer(provider.as_ref(), receipt)
 }
 

@@ -38,6 +38,8 @@ pub(crate) async fn first_slot(db: &TestDb) -> String {
 fn start(key: &str, lines: &[(&str, i64)]) -> CheckoutStart {
     CheckoutStart {
         checkout_key: IdempotencyKey::parse(key).unwrap(),
+        // a new submit: its own token
+        order_token: holdfast::checkout::codes::order_token(),
         account: account(&format!("basket-{key}")),
         lines: lines
             .iter()

@@ -20,6 +20,8 @@ use crate::recovery::{Server, demo, free_port, holdfast_process, ready};
 fn form(key: &str, basket: &str, product: &str, n: i64) -> CheckoutStart {
     CheckoutStart {
         checkout_key: IdempotencyKey::parse(key).unwrap(),
+        // a new submit: its own token
+        order_token: holdfast::checkout::codes::order_token(),
         account: account(&format!("basket:{basket}")),
         lines: vec![WantedLine {
             product_id: product.to_owned(),

@@ -17,6 +17,7 @@ mod housekeeping;
 mod journey;
 mod lifecycle;
 mod live_keys;
+mod lost_answers;
 mod mail;
 mod official_sdks;
 mod outage;

@@ -6,6 +6,7 @@ use askama::Template;
 use serde::Deserialize;
 
 use super::{Nav, NoticeQuery, nav, render};
+use crate::retry::{Bound, retry};
 use crate::routes::ShopError;
 use crate::staff::{self, Session};
 use crate::state::Shop;
@@ -74,19 +75,26 @@ pub async fn redeem(
     let door = Door {
         by: &session.staff.email,
         place,
+        attempt: uuid::Uuid::new_v4(),
     };
-    let mut tx = shop.pool.begin().await?;
-    let redeemed = redemption::redeem(&mut *tx, &form.code, &door).await?;
-    staff::record(
-        &mut tx,
-        &session.staff,
-        "redeem",
-        &redeemed.code.chars().take(64).collect::<String>(),
-        redeemed.outcome.as_str(),
-        serde_json::json!({ "place": place, "order": redeemed.order_id }),
-    )
+    // the scan and its record together, run again whole while the
+    // database is away (the same attempt is told what it did)
+    let redeemed = retry("redeem", Bound::Shopper, || async {
+        let mut tx = shop.pool.begin().await?;
+        let redeemed = redemption::redeem(&mut *tx, &form.code, &door).await?;
+        staff::record(
+            &mut tx,
+            &session.staff,
+            "redeem",
+            &redeemed.code.chars().take(64).collect::<String>(),
+            redeemed.outcome.as_str(),
+            serde_json::json!({ "place": place, "order": redeemed.order_id }),
+        )
+        .await?;
+        tx.commit().await?;
+        Ok::<_, sqlx::Error>(redeemed)
+    })
     .await?;
-    tx.commit().await?;
     staff::log_action(
         &session.staff,
         "redeem",

@@ -6,6 +6,7 @@ use actix_web::{HttpResponse, web};
 use serde::Deserialize;
 
 use crate::catalogue;
+use crate::retry::{Bound, retry};
 use crate::routes::ShopError;
 use crate::state::Shop;
 
@@ -58,7 +59,7 @@ pub async fn availability(
     query: web::Query<StockQuery>,
 ) -> Result<HttpResponse, ShopError> {
     let ids = stock_ids(&query)?;
-    let stock = shop.live.stock(&ids).await?;
+    let stock = retry("stock_read", Bound::Shopper, || shop.live.stock(&ids)).await?;
     Ok(HttpResponse::Ok()
         .insert_header((header::CACHE_CONTROL, "public, max-age=2"))
         .json(stock_body(&shop, stock)))

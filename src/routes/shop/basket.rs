@@ -10,6 +10,7 @@ use serde::Deserialize;
 use super::{BASKET_COOKIE, basket_id, too_fast};
 use crate::checkout::{self, basket};
 use crate::money;
+use crate::retry::{Bound, retry};
 use crate::routes::ShopError;
 use crate::routes::render::{render, see_other};
 use crate::state::Shop;
@@ -39,7 +40,13 @@ pub async fn add_to_basket(
         Some(id) => (id, false),
         None => (checkout::codes::order_token(), true),
     };
-    match basket::add(&shop.pool, &id, &form.product_id, qty as i32).await? {
+    // one add, run again whole while the database is away
+    let add = uuid::Uuid::new_v4();
+    let added = retry("basket_add", Bound::Shopper, || {
+        basket::add(&shop.pool, &id, &form.product_id, qty as i32, add)
+    })
+    .await?;
+    match added {
         basket::Added::Added { .. } => {}
         basket::Added::Unknown => {
             return Err(ShopError::not_found("that product is not for sale"));
@@ -77,7 +84,7 @@ pub(super) async fn slow_down(
     request: &HttpRequest,
 ) -> Result<Option<HttpResponse>, ShopError> {
     let address = shop.fairness.address(request);
-    match shop.fairness.take(&address).await? {
+    match retry("rate_take", Bound::Shopper, || shop.fairness.take(&address)).await? {
         Ok(()) => Ok(None),
         Err(refused) => too_fast(&address, refused).map(Some),
     }
@@ -90,7 +97,11 @@ pub async fn remove_from_basket(
     form: web::Form<LineForm>,
 ) -> Result<HttpResponse, ShopError> {
     if let Some(id) = basket_id(&request) {
-        basket::remove(&shop.pool, &id, std::slice::from_ref(&form.product_id)).await?;
+        let ids = std::slice::from_ref(&form.product_id);
+        retry("basket_remove", Bound::Shopper, || {
+            basket::remove(&shop.pool, &id, ids)
+        })
+        .await?;
     }
     Ok(see_other("/basket"))
 }
@@ -169,7 +180,12 @@ pub(super) async fn basket_page(
     told: Told,
 ) -> Result<HttpResponse, ShopError> {
     let rows = match basket_id(request) {
-        Some(id) => basket::lines(&shop.pool, &id).await?,
+        Some(id) => {
+            retry("basket_read", Bound::Shopper, || {
+                basket::lines(&shop.pool, &id)
+            })
+            .await?
+        }
         None => Vec::new(),
     };
     basket_page_of(shop, rows, status, told)

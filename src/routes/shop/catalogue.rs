@@ -7,6 +7,7 @@ use askama::Template;
 
 use super::{basket_count, pending_note};
 use crate::money;
+use crate::retry::{Bound, retry};
 use crate::routes::ShopError;
 use crate::routes::render::render;
 use crate::state::Shop;
@@ -78,7 +79,10 @@ async fn catalogue_page(
     request: &HttpRequest,
     only: Option<&str>,
 ) -> Result<HttpResponse, ShopError> {
-    let rows = shop.live.availability(only).await?;
+    let rows = retry("catalogue_read", Bound::Shopper, || {
+        shop.live.availability(only)
+    })
+    .await?;
     let now = chrono::Utc::now();
     let mut sections: Vec<Section> = Vec::new();
     for row in rows {

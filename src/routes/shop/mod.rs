@@ -37,7 +37,10 @@ pub(super) async fn basket_count(shop: &Shop, request: &HttpRequest) -> Result<i
     let Some(id) = basket_id(request) else {
         return Ok(0);
     };
-    Ok(crate::checkout::basket::count(&shop.pool, &id).await?)
+    let count = crate::retry::retry("basket_read", crate::retry::Bound::Shopper, || {
+        crate::checkout::basket::count(&shop.pool, &id)
+    });
+    Ok(count.await?)
 }
 
 /// What a sold-out product's page says while shoppers hold its units: it
@@ -70,9 +73,11 @@ pub(super) async fn order_of_link(
     if token.len() != 64 || !token.bytes().all(|b| b.is_ascii_hexdigit()) {
         return Err(unknown());
     }
-    crate::checkout::order_by_token(&shop.pool, token)
-        .await?
-        .ok_or_else(unknown)
+    crate::retry::retry("order_read", crate::retry::Bound::Shopper, || {
+        crate::checkout::order_by_token(&shop.pool, token)
+    })
+    .await?
+    .ok_or_else(unknown)
 }
 
 /// The 429 for a take from an address's bucket that was refused.
@@ -104,6 +109,8 @@ pub(super) fn too_fast(
 #[template(path = "message.html")]
 struct MessagePage<'a> {
     basket_count: i64,
+    /// `<meta http-equiv="refresh">`'s content, or empty.
+    refresh: &'a str,
     headline: &'a str,
     explanation: &'a str,
     next_href: &'a str,
@@ -121,12 +128,50 @@ pub fn message(
         status,
         &MessagePage {
             basket_count: 0,
+            refresh: "",
             headline,
             explanation,
             next_href,
             next_label,
         },
     )
+}
+
+/// How long the "one moment" page waits before it tries again.
+pub const ONE_MOMENT_SECONDS: u64 = 5;
+
+/// The "one moment" page: the database was away for longer than a request
+/// waits for it (a failover that takes its time). It says so, and goes to
+/// `then` by itself after [`ONE_MOMENT_SECONDS`] (`Retry-After` says the
+/// same to anything that is not a browser).
+pub fn one_moment(then: &str) -> HttpResponse {
+    let refresh = format!("{ONE_MOMENT_SECONDS}; url={then}");
+    let page = render(
+        StatusCode::SERVICE_UNAVAILABLE,
+        &MessagePage {
+            basket_count: 0,
+            refresh: &refresh,
+            headline: "One moment",
+            explanation: "The shop is switching to its standby database. This page tries again by \
+                          itself in a few seconds; nothing was charged, and nothing you did is \
+                          lost or done twice.",
+            next_href: then,
+            next_label: "Try again now",
+        },
+    );
+    let mut response = page.unwrap_or_else(|_| {
+        HttpResponse::ServiceUnavailable().body("One moment: the shop is switching databases.")
+    });
+    let headers = response.headers_mut();
+    headers.insert(
+        header::RETRY_AFTER,
+        header::HeaderValue::from(ONE_MOMENT_SECONDS),
+    );
+    headers.insert(
+        header::CACHE_CONTROL,
+        header::HeaderValue::from_static("no-store"),
+    );
+    response
 }
 
 /// The shopper's pages, their scripts and styles, and the way back from the

@@ -10,6 +10,7 @@ use super::order_of_link;
 use crate::checkout::{self, OrderState};
 use crate::money;
 use crate::payments::EmbedRequest;
+use crate::retry::{Bound, retry};
 use crate::routes::ShopError;
 use crate::routes::render::{render, see_other};
 use crate::state::Shop;
@@ -49,34 +50,45 @@ pub async fn order_page(
     token: web::Path<String>,
 ) -> Result<HttpResponse, ShopError> {
     let order = order_of_link(&shop, &token).await?;
-    let lines = checkout::order_lines(&shop.pool, order.id).await?;
+    let lines = retry("order_read", Bound::Shopper, || {
+        checkout::order_lines(&shop.pool, order.id)
+    })
+    .await?;
     let names: std::collections::HashMap<String, String> = lines
         .iter()
         .map(|l| (l.product_id.clone(), l.name.clone()))
         .collect();
-    let used = crate::redemption::redeemed_codes(&shop.pool, order.id).await?;
+    let used = retry("order_read", Bound::Shopper, || {
+        crate::redemption::redeemed_codes(&shop.pool, order.id)
+    })
+    .await?;
     let used_at = |code: &str| {
         used.get(code)
             .map(|at| shop.zone.minute(*at))
             .unwrap_or_default()
     };
-    let tickets = checkout::order_codes(&shop.pool, order.id)
-        .await?
-        .into_iter()
-        .map(|(product, code, refunded)| TicketLine {
-            product: names.get(&product).cloned().unwrap_or(product),
-            used: used_at(&code),
-            code,
-            refunded,
-        })
-        .collect();
+    let tickets = retry("order_read", Bound::Shopper, || {
+        checkout::order_codes(&shop.pool, order.id)
+    })
+    .await?
+    .into_iter()
+    .map(|(product, code, refunded)| TicketLine {
+        product: names.get(&product).cloned().unwrap_or(product),
+        used: used_at(&code),
+        code,
+        refunded,
+    })
+    .collect();
     let pickup_used = order
         .pickup_code
         .as_deref()
         .map(used_at)
         .unwrap_or_default();
     // what staff refunded, and why (the latest reason)
-    let staff_refund = crate::staff::refunds::latest(&shop.pool, order.id).await?;
+    let staff_refund = retry("order_read", Bound::Shopper, || {
+        crate::staff::refunds::latest(&shop.pool, order.id)
+    })
+    .await?;
     let refund_note = match &staff_refund {
         Some((reason, amount)) if order.state == OrderState::Paid => format!(
             "Part of this order was refunded ({}): {reason}",

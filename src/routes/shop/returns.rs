@@ -12,6 +12,7 @@ use crate::checkout::settle::{SettleError, settle_payment};
 use crate::checkout::{self, OrderState, Source};
 use crate::money;
 use crate::payments::{ReturnError, ReturnParams, ReturnReport};
+use crate::retry::{Bound, retry};
 use crate::routes::ShopError;
 use crate::routes::render::{render, see_other};
 use crate::state::Shop;
@@ -54,9 +55,11 @@ async fn returned(
     if token.len() != 64 || !token.bytes().all(|b| b.is_ascii_hexdigit()) {
         return Err(unknown());
     }
-    let order = checkout::order_by_token(&shop.pool, token)
-        .await?
-        .ok_or_else(unknown)?;
+    let order = retry("order_read", Bound::Shopper, || {
+        checkout::order_by_token(&shop.pool, token)
+    })
+    .await?
+    .ok_or_else(unknown)?;
     let page_id = order.provider_session_id.clone().ok_or_else(unknown)?;
     let provider = shop
         .payments
@@ -65,15 +68,20 @@ async fn returned(
     let order_page = format!("/orders/{}", order.token);
     match provider.read_return(&page_id, &params).await {
         Ok(ReturnReport::Payment(payment)) => {
-            match settle_payment(
-                &shop.confirmations,
-                provider.as_ref(),
-                order.id,
-                payment,
-                Source::Return,
-            )
-            .await
-            {
+            // run again whole while the database is away: capturing a
+            // captured payment reports it as it is, and confirming a
+            // confirmed one changes nothing
+            let settled = retry("return_settle", Bound::Shopper, || {
+                settle_payment(
+                    &shop.confirmations,
+                    provider.as_ref(),
+                    order.id,
+                    payment.clone(),
+                    Source::Return,
+                )
+            })
+            .await;
+            match settled {
                 Ok(_) => {}
                 Err(SettleError::Checkout(error)) => return Err(error.into()),
                 // the capture did not go through now: the webhook, the
@@ -88,7 +96,7 @@ async fn returned(
         Ok(ReturnReport::NotPaid) => Ok(see_other(&order_page)),
         Ok(ReturnReport::Failed { reason }) => {
             tracing::info!(order = %order.id, %reason, "the provider says the payment failed");
-            let retry = match (&order.provider_url, order.state) {
+            let again = match (&order.provider_url, order.state) {
                 (Some(url), OrderState::Pending) => url.clone(),
                 _ => order_page,
             };
@@ -105,7 +113,7 @@ async fn returned(
                 StatusCode::OK,
                 "Your payment did not go through",
                 &explanation,
-                &retry,
+                &again,
                 "Try again",
             )
         }
@@ -146,7 +154,10 @@ pub async fn checkout_cancel(
         // paid (or being refunded): the order page tells the truth
         _ => return Ok(see_other(&format!("/orders/{}", order.token))),
     }
-    let lines = checkout::order_lines(&shop.pool, order.id).await?;
+    let lines = retry("order_read", Bound::Shopper, || {
+        checkout::order_lines(&shop.pool, order.id)
+    })
+    .await?;
     let items = lines
         .iter()
         .map(|line| format!("{} × {}", line.name, line.qty))
@@ -176,7 +187,10 @@ pub async fn checkout_leave(
     token: web::Path<String>,
 ) -> Result<HttpResponse, ShopError> {
     let order = order_of_link(&shop, &token).await?;
-    let after = checkout::release_order(&shop.pool, order.id, Release::ShopperLeft).await?;
+    let after = retry("checkout_release", Bound::Shopper, || {
+        checkout::release_order(&shop.pool, order.id, Release::ShopperLeft)
+    })
+    .await?;
     if after
         .as_ref()
         .is_some_and(|o| !matches!(o.state, OrderState::Cancelled | OrderState::Expired))
