@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::ledger::Delivery;
+use crate::ledger::{Carrier, Delivery};
 
 /// What the sandbox does with the webhooks of one payment (test controls).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Deserialize)]
@@ -41,6 +41,17 @@ pub(crate) struct Batch {
     events: Vec<Value>,
     copies: usize,
     delay: Duration,
+}
+
+impl Batch {
+    /// One event, once, now (a resend).
+    pub(crate) fn one(event: Value) -> Self {
+        Self {
+            events: vec![event],
+            copies: 1,
+            delay: Duration::ZERO,
+        }
+    }
 }
 
 impl Pacing {
@@ -154,6 +165,7 @@ pub(crate) async fn deliver<E: Endpoint>(endpoint: &E, event: Value) {
             event_type: outgoing.event_type.clone(),
             status,
             attempt,
+            via: Carrier::WebhookEndpoint,
         });
         if status.is_some_and(|s| (200..300).contains(&s)) {
             return;

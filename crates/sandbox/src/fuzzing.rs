@@ -92,8 +92,8 @@ fn check_razorpay_error(error: &RazorpayError) {
 }
 
 /// `content type \n Stripe-Version \n body`: the body as each Stripe
-/// request the sandbox takes (a session, a refund), and as the refunds
-/// list's query.
+/// request the sandbox takes (a session, a refund, an event resend, a
+/// `stripe listen` session), and as the refunds list's query.
 pub fn stripe_requests(data: &[u8]) {
     let [content_type, version, body] = fields::<3>(data);
     let content_type = header(content_type);
@@ -150,6 +150,19 @@ pub fn stripe_requests(data: &[u8]) {
             assert!(refund.amount.is_none_or(|amount| amount >= 1));
             let again = stripe::CreateRefund::parse(form, refund.to_form().as_bytes());
             assert_eq!(again, Ok(refund), "a refund written back");
+        }
+    }
+
+    match stripe::RetryEvent::parse(content_type, body) {
+        Err(error) => check_stripe_error(&error),
+        Ok(_) => assert!(!not_form, "a resend from a body that is not a form"),
+    }
+
+    match stripe::CliSessionRequest::parse(content_type, body) {
+        Err(error) => check_stripe_error(&error),
+        Ok(asked) => {
+            assert!(!not_form, "a CLI session from a body that is not a form");
+            assert!(!asked.device_name.is_empty());
         }
     }
 

@@ -47,7 +47,7 @@ impl Ledger {
     }
 }
 
-/// One attempt to deliver an event to the shop.
+/// One attempt to hand an event to the shop.
 #[derive(Debug, Clone, Serialize)]
 pub struct Delivery {
     pub event_id: String,
@@ -55,4 +55,17 @@ pub struct Delivery {
     /// The shop's answer (`None`: no answer, e.g. the connection failed).
     pub status: Option<u16>,
     pub attempt: u32,
+    /// Who carried it.
+    pub via: Carrier,
+}
+
+/// How an event reached the shop.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Carrier {
+    /// The sandbox posted it to the configured webhook URL.
+    WebhookEndpoint,
+    /// A `stripe listen` session forwarded it, and reported the shop's
+    /// status back over its websocket.
+    StripeCli,
 }

@@ -2,7 +2,8 @@
 //! HTTP APIs that Holdfast uses, hosted payment pages, and correctly signed
 //! webhooks with retries, so that nothing needs a network. The real
 //! adapters talk to it by base URL, and so can the providers' official
-//! SDKs. It keeps its state in memory and never touches the database.
+//! SDKs and the official Stripe CLI (`stripe listen`, `stripe events
+//! resend`). It keeps its state in memory and never touches the database.
 //!
 //! **It refuses what the provider refuses.** Each rule it enforces is one
 //! the provider documents (README, "The provider sandbox", lists them with
@@ -16,7 +17,8 @@
 //! gets the provider's error shape and status, never a dropped connection.
 //!
 //! Its parts: `stripe/` and `razorpay/` hold each provider's rules and
-//! wire shapes (objects, requests, routes); what both share is written once: the state holder
+//! wire shapes (objects, requests, routes; the Stripe CLI's protocol in
+//! `stripe/cli.rs`); what both share is written once: the state holder
 //! (`state.rs`), webhook delivery with retries (`delivery.rs`), idempotency
 //! keys (`idempotency.rs`), the ledger (`ledger.rs`), the hosted pages'
 //! frame (`pages.rs`), the test controls (`controls.rs`) and the refusals
@@ -52,19 +54,25 @@ use rand::Rng;
 
 pub use delivery::DeliveryMode;
 pub use dialect::BODY_LIMIT;
-pub use ledger::{Charge, Delivery, Ledger, RefundRecord};
+pub use ledger::{Carrier, Charge, Delivery, Ledger, RefundRecord};
 pub use razorpay::RazorpaySandbox;
 pub use signature::Secret;
 pub use stripe::StripeSandbox;
+/// `stripe listen` against the sandbox: the command line to run, the
+/// protocol's subprotocol.
+pub use stripe::cli as stripe_cli;
 
 /// How the sandbox is reached and what it signs with.
 #[derive(Debug, Clone)]
 pub struct SandboxSettings {
     /// The secret key clients must present.
     pub stripe_secret_key: Secret,
-    /// The `whsec_…` secret webhooks are signed with.
+    /// The `whsec_…` secret webhooks are signed with, and the one `stripe
+    /// listen` sessions get (and print).
     pub stripe_webhook_secret: Secret,
-    /// Where webhooks go (Holdfast's `/webhooks/stripe`), if anywhere yet.
+    /// Where webhooks go (Holdfast's `/webhooks/stripe`), if anywhere yet;
+    /// `None`: the sandbox's own deliveries are off (`stripe listen` still
+    /// gets every event).
     pub stripe_webhook_url: Option<String>,
     /// Razorpay's key id and key secret clients must present.
     pub razorpay_key_id: String,
@@ -144,6 +152,8 @@ impl Sandbox {
                 .route("/mail/{n}", web::get().to(mail::message))
                 .service(web::scope("/stripe").configure(stripe::routes))
                 .service(web::scope("/razorpay").configure(razorpay::routes))
+                // Stripe's API at the root too, where the Stripe CLI looks
+                .configure(stripe::root_routes)
         })
         .workers(2)
         .listen(listener)?

@@ -1,4 +1,6 @@
-//! The Stripe part of the sandbox, under `/stripe`.
+//! The Stripe part of the sandbox, under `/stripe` (and its API also at the
+//! sandbox's root, where the Stripe CLI looks for it: the CLI resolves
+//! every path against the host of `--api-base`, dropping its path).
 //!
 //! API (form-encoded requests, Stripe's JSON objects and error shape,
 //! `Authorization: Bearer <key>` or HTTP basic with the key as user name):
@@ -6,7 +8,10 @@
 //!   `POST /v1/checkout/sessions/{id}/expire`;
 //! - `POST /v1/refunds`, `GET /v1/refunds/{id}`,
 //!   `GET /v1/refunds?payment_intent=…`;
-//! - `GET /v1/events/{id}`;
+//! - `GET /v1/events/{id}`, `POST /v1/events/{id}/retry` (`stripe events
+//!   resend`);
+//! - `POST /v1/stripecli/sessions` and the websocket it names: what
+//!   `stripe listen` talks to (`cli.rs`);
 //! - anything else: Stripe's 404.
 //!
 //! Rules it enforces, as Stripe documents them: `expires_at` 30 minutes to
@@ -30,9 +35,11 @@
 //! (money after expiry), `sessions/{id}/settle?outcome=succeeded|failed`
 //! (a delayed payment), `refunds/{id}/settle?outcome=succeeded|failed`,
 //! `refunds/auto?after_ms=N` (or `never`), `idempotency/expire` (24 hours
-//! pass), `webhook-version?version=…`, `latency?ms=N` (the request's trip),
+//! pass), `webhook-version?version=…`, `webhook-endpoint?url=…` (none: the
+//! sandbox's own deliveries stop), `latency?ms=N` (the request's trip),
 //! `ledger`.
 
+pub mod cli;
 pub(crate) mod objects;
 pub(crate) mod requests;
 mod routes;
@@ -46,7 +53,7 @@ use chrono::Utc;
 use serde_json::{Value, json};
 
 pub(crate) use objects::StripeError;
-pub(crate) use routes::routes;
+pub(crate) use routes::{root as root_routes, routes};
 
 use self::objects::{Refund, Session};
 use crate::delivery::{self, Courier, DeliveryMode, Endpoint, Outgoing};
@@ -57,13 +64,25 @@ use crate::state::Shared;
 use crate::{SandboxSettings, random_id};
 
 /// The API version whose event types the sandbox's webhook endpoint gets
-/// unless a test says otherwise: async-stripe's, as Holdfast pins it.
-fn default_api_version() -> String {
+/// unless a test says otherwise, and the account's default version (what
+/// `stripe listen` formats events with unless `--latest`): async-stripe's,
+/// as Holdfast pins it.
+pub fn default_api_version() -> String {
     stripe_shared::version::VERSION.as_str().to_owned()
+}
+
+/// The newest API version the sandbox speaks (what `stripe listen
+/// --latest` formats events with).
+pub fn latest_api_version() -> String {
+    default_api_version()
 }
 
 /// The first API version that sends `refund.*` events for card refunds.
 const REFUND_EVENTS_SINCE: &str = "2024-10-28";
+
+/// The id of the sandbox's one webhook endpoint (for `stripe events
+/// resend --webhook-endpoint`).
+pub const WEBHOOK_ENDPOINT_ID: &str = "we_holdfast_sandbox";
 
 #[derive(Debug)]
 struct State {
@@ -89,6 +108,7 @@ pub struct StripeSandbox {
     public_base: String,
     state: Shared<State>,
     courier: Courier,
+    cli: cli::Listeners,
 }
 
 impl std::fmt::Debug for StripeSandbox {
@@ -115,6 +135,7 @@ impl StripeSandbox {
         });
         Self {
             courier: Courier::new(settings.retry_base, settings.max_attempts),
+            cli: cli::Listeners::new(settings.stripe_webhook_secret.clone()),
             settings,
             public_base,
             state,
@@ -129,6 +150,13 @@ impl StripeSandbox {
     /// Where webhooks go from now on (Holdfast's `/webhooks/stripe`).
     pub fn set_webhook_url(&self, url: String) {
         self.state.with(|state| state.webhook_url = Some(url));
+    }
+
+    /// Stop the sandbox's own deliveries (as when no webhook URL is
+    /// configured): events then reach the shop only through `stripe
+    /// listen`, or not at all. They are still made and kept.
+    pub fn remove_webhook_url(&self) {
+        self.state.with(|state| state.webhook_url = None);
     }
 
     pub fn ledger(&self) -> Ledger {
@@ -204,6 +232,18 @@ impl StripeSandbox {
         })
     }
 
+    /// The `stripe listen` sessions connected now.
+    pub fn cli_listeners(&self) -> usize {
+        self.cli.connected()
+    }
+
+    /// The command a developer runs so that `stripe listen` forwards this
+    /// sandbox's events to the shop at `shop_base` (`http://127.0.0.1:8080`):
+    /// see [`cli::listen_command`].
+    pub fn cli_listen_command(&self, shop_base: &str) -> String {
+        cli::listen_command(&self.settings, &self.public_base, shop_base)
+    }
+
     /// The API key of a request, if it is this account's
     /// (docs.stripe.com/api/authentication: Bearer, or HTTP basic with the
     /// key as user name); `Err(given)` says whether a key was given.
@@ -264,7 +304,7 @@ impl StripeSandbox {
 
     /// Make one event about a session: kept for `GET /v1/events/{id}`,
     /// delivered to the webhook endpoint following the session's delivery
-    /// mode.
+    /// mode, and sent to every `stripe listen` session.
     fn emit(&self, session_id: &str, event_type: &str, object: Value) {
         let event = json!({
             "id": random_id("evt"),
@@ -287,22 +327,70 @@ impl StripeSandbox {
             }
         });
         delivery::send(self, batch);
+        self.cli.broadcast(&event);
     }
 
-    /// A refund's news, as the endpoint's API version words it.
+    /// A refund's news, as the endpoint's API version words it; `stripe
+    /// listen` is on the account's current versions, which word it
+    /// `refund.*`.
     fn emit_refund(&self, refund: &Refund, change: &str) {
         let modern = self
             .state
             .with(|s| s.webhook_version.as_str() >= REFUND_EVENTS_SINCE);
-        let event_type = match (modern, change) {
-            (true, "created") => "refund.created",
-            (true, "failed") => "refund.failed",
-            (true, _) => "refund.updated",
-            // older endpoints hear about card refunds only this way
-            (false, "created") => return,
-            (false, _) => "charge.refund.updated",
+        let event_type = match change {
+            "created" => "refund.created",
+            "failed" => "refund.failed",
+            _ => "refund.updated",
         };
-        self.emit(&refund.session_id, event_type, refund.to_json());
+        if modern {
+            self.emit(&refund.session_id, event_type, refund.to_json());
+            return;
+        }
+        // older endpoints hear about card refunds only as
+        // charge.refund.updated, and of their creation not at all
+        if change != "created" {
+            let legacy = json!({
+                "id": random_id("evt"),
+                "object": "event",
+                "api_version": self.state.with(|s| s.webhook_version.clone()),
+                "created": Utc::now().timestamp(),
+                "data": { "object": refund.to_json() },
+                "livemode": false,
+                "pending_webhooks": 1,
+                "request": { "id": null, "idempotency_key": null },
+                "type": "charge.refund.updated",
+            });
+            let batch = self.state.with(|state| {
+                if let Some(id) = legacy.get("id").and_then(Value::as_str) {
+                    state.events.insert(id.to_owned(), legacy.clone());
+                }
+                match state.sessions.get_mut(&refund.session_id) {
+                    Some(session) => session.pacing.plan(legacy.clone()),
+                    None => delivery::Pacing::default().plan(legacy.clone()),
+                }
+            });
+            delivery::send(self, batch);
+        }
+        if self.cli.connected() == 0 {
+            return;
+        }
+        let event = json!({
+            "id": random_id("evt"),
+            "object": "event",
+            "api_version": default_api_version(),
+            "created": Utc::now().timestamp(),
+            "data": { "object": refund.to_json() },
+            "livemode": false,
+            "pending_webhooks": 1,
+            "request": { "id": null, "idempotency_key": null },
+            "type": event_type,
+        });
+        self.state.with(|state| {
+            if let Some(id) = event.get("id").and_then(Value::as_str) {
+                state.events.insert(id.to_owned(), event.clone());
+            }
+        });
+        self.cli.broadcast(&event);
     }
 
     /// Complete a session with a new card payment, as paying on the page

@@ -528,6 +528,92 @@ impl ListRefunds {
     }
 }
 
+/// Where `POST /v1/events/{id}/retry` sends an event again.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum RetryTo {
+    /// Every `stripe listen` session (`for_stripecli=true`, what
+    /// `stripe events resend` sends).
+    StripeCli,
+    /// One webhook endpoint, by id (`--webhook-endpoint`).
+    Endpoint(String),
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RetryForm {
+    for_stripecli: Option<bool>,
+    webhook_endpoint: Option<String>,
+    account: Option<String>,
+}
+
+/// `POST /v1/events/{id}/retry`, the Stripe CLI's `events resend`
+/// (github.com/stripe/stripe-cli, pkg/cmd/resource/events_resend.go):
+/// `for_stripecli=true` unless `--webhook-endpoint` names an endpoint.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct RetryEvent {
+    pub(crate) to: RetryTo,
+    /// A connected account (Connect), which the sandbox has none of.
+    pub(crate) account: Option<String>,
+}
+
+impl RetryEvent {
+    pub(crate) fn parse(content_type: Option<&str>, body: &[u8]) -> Result<Self, StripeError> {
+        let form: RetryForm = parse_form(content_type, body)?;
+        let to = match (form.webhook_endpoint, form.for_stripecli) {
+            (Some(endpoint), _) => RetryTo::Endpoint(endpoint),
+            (None, Some(true)) => RetryTo::StripeCli,
+            (None, _) => return Err(StripeError::required("webhook_endpoint")),
+        };
+        Ok(Self {
+            to,
+            account: form.account,
+        })
+    }
+}
+
+/// `POST /v1/stripecli/sessions`: a `stripe listen` asks for a session
+/// (github.com/stripe/stripe-cli, pkg/stripeauth/client.go).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct CliSessionRequest {
+    pub(crate) device_name: String,
+    /// `webhooks` (snapshot events) and/or `v2_events` (thin events)
+    pub(crate) websocket_features: Vec<String>,
+    pub(crate) forward_to_url: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CliSessionForm {
+    device_name: Option<String>,
+    #[serde(default)]
+    websocket_features: Vec<String>,
+    filters: Option<String>,
+    forward_to_url: Option<String>,
+    forward_connect_to_url: Option<String>,
+    forward_thin_to_url: Option<String>,
+    forward_thin_connect_to_url: Option<String>,
+}
+
+impl CliSessionRequest {
+    pub(crate) fn parse(content_type: Option<&str>, body: &[u8]) -> Result<Self, StripeError> {
+        let form: CliSessionForm = parse_form(content_type, body)?;
+        let Some(device_name) = form.device_name.filter(|name| !name.is_empty()) else {
+            return Err(StripeError::required("device_name"));
+        };
+        let _ = (
+            form.filters,
+            form.forward_connect_to_url,
+            form.forward_thin_to_url,
+            form.forward_thin_connect_to_url,
+        );
+        Ok(Self {
+            device_name,
+            websocket_features: form.websocket_features,
+            forward_to_url: form.forward_to_url,
+        })
+    }
+}
+
 /// An `application/x-www-form-urlencoded` body, written pair by pair.
 #[derive(Debug, Default)]
 struct FormWriter(String);
@@ -612,5 +698,20 @@ mod tests {
                 .as_deref(),
             Some("amount")
         );
+    }
+
+    #[test]
+    fn the_cli_asks_for_a_session_with_its_features() {
+        let asked = CliSessionRequest::parse(
+            FORM,
+            b"device_name=dev&websocket_features%5B%5D=webhooks&forward_to_url=http%3A%2F%2Flocalhost%3A8080",
+        )
+        .unwrap();
+        assert_eq!(asked.websocket_features, ["webhooks"]);
+        assert_eq!(
+            RetryEvent::parse(FORM, b"for_stripecli=true").unwrap().to,
+            RetryTo::StripeCli
+        );
+        assert!(RetryEvent::parse(FORM, b"").is_err());
     }
 }

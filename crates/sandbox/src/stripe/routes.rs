@@ -11,10 +11,10 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::objects::{Session, StripeDialect, StripeError};
-use super::requests::{CreateRefund, CreateSession, ListRefunds};
-use super::{StripeSandbox, refund_in};
+use super::requests::{CreateRefund, CreateSession, ListRefunds, RetryEvent, RetryTo};
+use super::{StripeSandbox, WEBHOOK_ENDPOINT_ID, cli, refund_in};
 use crate::controls::{AutoQuery, DeliveryQuery, OutcomeQuery, later};
-use crate::delivery::Pacing;
+use crate::delivery::{self, Batch, Pacing};
 use crate::dialect::{self, Body};
 use crate::idempotency::{Claim, fingerprint};
 use crate::pages::{amount_text, escape, not_found, page, redirect};
@@ -22,7 +22,7 @@ use crate::random_id;
 
 type StripeBody = Body<StripeDialect>;
 
-/// Stripe's API (`/v1/…`).
+/// Stripe's API (`/v1/…`), as mounted under `/stripe` and at the root.
 pub(crate) fn api(config: &mut web::ServiceConfig) {
     config
         .route("/v1/checkout/sessions", web::post().to(create_session))
@@ -37,7 +37,13 @@ pub(crate) fn api(config: &mut web::ServiceConfig) {
         .route("/v1/refunds", web::post().to(create_refund))
         .route("/v1/refunds", web::get().to(list_refunds))
         .route("/v1/refunds/{id}", web::get().to(retrieve_refund))
-        .route("/v1/events/{id}", web::get().to(retrieve_event));
+        .route("/v1/events/{id}", web::get().to(retrieve_event))
+        .route("/v1/events/{id}/retry", web::post().to(retry_event))
+        .route(
+            "/v1/stripecli/sessions",
+            web::post().to(cli::create_session),
+        )
+        .route("/v1/stripecli/websocket", web::get().to(cli::websocket));
 }
 
 /// Everything under `/stripe`: the API, the hosted page, the test
@@ -70,8 +76,19 @@ pub(crate) fn routes(config: &mut web::ServiceConfig) {
             web::post().to(expire_idempotency),
         )
         .route("/_sandbox/webhook-version", web::post().to(webhook_version))
+        .route(
+            "/_sandbox/webhook-endpoint",
+            web::post().to(webhook_endpoint),
+        )
         .route("/_sandbox/latency", web::post().to(latency))
         .route("/_sandbox/ledger", web::get().to(ledger));
+}
+
+/// The sandbox's root: Stripe's API again (where the Stripe CLI looks),
+/// and Stripe's refusals for everything else but the mail pages.
+pub(crate) fn root(config: &mut web::ServiceConfig) {
+    dialect::rules::<StripeDialect>(config);
+    api(config);
 }
 
 impl StripeSandbox {
@@ -386,6 +403,63 @@ async fn retrieve_event(
     }
 }
 
+/// How long Stripe keeps events for a resend: "You can only resend events
+/// that have been created within the last 30 days"
+/// (docs.stripe.com/cli/events/resend).
+const RESEND_WITHIN: i64 = 30 * 24 * 3600;
+
+/// `POST /v1/events/{id}/retry`: `stripe events resend <id>` sends one
+/// event again, to every `stripe listen` session (or, with
+/// `--webhook-endpoint`, to that endpoint). The answer is the event.
+async fn retry_event(
+    sandbox: web::Data<StripeSandbox>,
+    request: HttpRequest,
+    path: web::Path<String>,
+    body: StripeBody,
+) -> HttpResponse {
+    if let Err(refusal) = sandbox.authorised(&request) {
+        return refusal.response();
+    }
+    let id = path.into_inner();
+    let retry = match RetryEvent::parse(body.content_type.as_deref(), &body.bytes) {
+        Ok(retry) => retry,
+        Err(refusal) => return refusal.response(),
+    };
+    let Some(event) = sandbox.state.with(|state| state.events.get(&id).cloned()) else {
+        return StripeError::missing("event", &id, "id").response();
+    };
+    if let Some(account) = &retry.account {
+        // the sandbox is one account, without connected ones
+        return StripeError::missing("account", account, "account").response();
+    }
+    let created = event.get("created").and_then(Value::as_i64).unwrap_or(0);
+    if Utc::now().timestamp().saturating_sub(created) > RESEND_WITHIN {
+        return StripeError::invalid(
+            "You can only resend events that have been created within the last 30 days.",
+            None,
+        )
+        .response();
+    }
+    let has_endpoint = sandbox.state.with(|state| state.webhook_url.is_some());
+    if let RetryTo::Endpoint(endpoint) = &retry.to
+        && (endpoint != WEBHOOK_ENDPOINT_ID || !has_endpoint)
+    {
+        return StripeError::missing("webhook endpoint", endpoint, "webhook_endpoint").response();
+    }
+    let mut resend = false;
+    let response = sandbox.idempotent(&request, &body.bytes, || {
+        resend = true;
+        (StatusCode::OK, event.clone())
+    });
+    if resend {
+        match retry.to {
+            RetryTo::StripeCli => sandbox.cli.broadcast(&event),
+            RetryTo::Endpoint(_) => delivery::send(sandbox.get_ref(), Batch::one(event)),
+        }
+    }
+    response
+}
+
 async fn hosted_page(sandbox: web::Data<StripeSandbox>, path: web::Path<String>) -> HttpResponse {
     sandbox.expire_due();
     let id = path.into_inner();
@@ -554,6 +628,24 @@ async fn webhook_version(
     query: web::Query<VersionQuery>,
 ) -> HttpResponse {
     sandbox.set_webhook_version(&query.version);
+    HttpResponse::NoContent().finish()
+}
+
+#[derive(Debug, Deserialize)]
+struct EndpointQuery {
+    url: Option<String>,
+}
+
+/// `?url=…`: the sandbox delivers there from now on; without it, its own
+/// deliveries stop (`stripe listen` still gets every event).
+async fn webhook_endpoint(
+    sandbox: web::Data<StripeSandbox>,
+    query: web::Query<EndpointQuery>,
+) -> HttpResponse {
+    match query.into_inner().url.filter(|url| !url.is_empty()) {
+        Some(url) => sandbox.set_webhook_url(url),
+        None => sandbox.remove_webhook_url(),
+    }
     HttpResponse::NoContent().finish()
 }
 
