@@ -306,10 +306,20 @@ impl StripeSandbox {
     /// delivered to the webhook endpoint following the session's delivery
     /// mode, and sent to every `stripe listen` session.
     fn emit(&self, session_id: &str, event_type: &str, object: Value) {
+        let version = self.state.with(|s| s.webhook_version.clone());
+        let event = self.keep(event_type, object, &version);
+        self.to_endpoint(session_id, event.clone());
+        self.cli.broadcast(&event);
+    }
+
+    /// A new event of Stripe's shape at `api_version`, kept for `GET
+    /// /v1/events/{id}` and resends.
+    fn keep(&self, event_type: &str, object: Value, api_version: &str) -> Value {
+        let id = random_id("evt");
         let event = json!({
-            "id": random_id("evt"),
+            "id": id,
             "object": "event",
-            "api_version": self.state.with(|s| s.webhook_version.clone()),
+            "api_version": api_version,
             "created": Utc::now().timestamp(),
             "data": { "object": object },
             "livemode": false,
@@ -317,80 +327,47 @@ impl StripeSandbox {
             "request": { "id": null, "idempotency_key": null },
             "type": event_type,
         });
-        let batch = self.state.with(|state| {
-            if let Some(id) = event.get("id").and_then(Value::as_str) {
-                state.events.insert(id.to_owned(), event.clone());
-            }
-            match state.sessions.get_mut(session_id) {
-                Some(session) => session.pacing.plan(event.clone()),
-                None => delivery::Pacing::default().plan(event.clone()),
-            }
-        });
+        self.state
+            .with(|state| state.events.insert(id, event.clone()));
+        event
+    }
+
+    /// Deliver an event to the webhook endpoint, following the delivery
+    /// mode of the session it is about.
+    fn to_endpoint(&self, session_id: &str, event: Value) {
+        let batch = self
+            .state
+            .with(|state| match state.sessions.get_mut(session_id) {
+                Some(session) => session.pacing.plan(event),
+                None => delivery::Pacing::default().plan(event),
+            });
         delivery::send(self, batch);
-        self.cli.broadcast(&event);
     }
 
     /// A refund's news, as the endpoint's API version words it; `stripe
     /// listen` is on the account's current versions, which word it
     /// `refund.*`.
     fn emit_refund(&self, refund: &Refund, change: &str) {
-        let modern = self
-            .state
-            .with(|s| s.webhook_version.as_str() >= REFUND_EVENTS_SINCE);
+        let version = self.state.with(|s| s.webhook_version.clone());
         let event_type = match change {
             "created" => "refund.created",
             "failed" => "refund.failed",
             _ => "refund.updated",
         };
-        if modern {
+        if version.as_str() >= REFUND_EVENTS_SINCE {
             self.emit(&refund.session_id, event_type, refund.to_json());
             return;
         }
         // older endpoints hear about card refunds only as
         // charge.refund.updated, and of their creation not at all
         if change != "created" {
-            let legacy = json!({
-                "id": random_id("evt"),
-                "object": "event",
-                "api_version": self.state.with(|s| s.webhook_version.clone()),
-                "created": Utc::now().timestamp(),
-                "data": { "object": refund.to_json() },
-                "livemode": false,
-                "pending_webhooks": 1,
-                "request": { "id": null, "idempotency_key": null },
-                "type": "charge.refund.updated",
-            });
-            let batch = self.state.with(|state| {
-                if let Some(id) = legacy.get("id").and_then(Value::as_str) {
-                    state.events.insert(id.to_owned(), legacy.clone());
-                }
-                match state.sessions.get_mut(&refund.session_id) {
-                    Some(session) => session.pacing.plan(legacy.clone()),
-                    None => delivery::Pacing::default().plan(legacy.clone()),
-                }
-            });
-            delivery::send(self, batch);
+            let legacy = self.keep("charge.refund.updated", refund.to_json(), &version);
+            self.to_endpoint(&refund.session_id, legacy);
         }
-        if self.cli.connected() == 0 {
-            return;
+        if self.cli.connected() > 0 {
+            let current = self.keep(event_type, refund.to_json(), &default_api_version());
+            self.cli.broadcast(&current);
         }
-        let event = json!({
-            "id": random_id("evt"),
-            "object": "event",
-            "api_version": default_api_version(),
-            "created": Utc::now().timestamp(),
-            "data": { "object": refund.to_json() },
-            "livemode": false,
-            "pending_webhooks": 1,
-            "request": { "id": null, "idempotency_key": null },
-            "type": event_type,
-        });
-        self.state.with(|state| {
-            if let Some(id) = event.get("id").and_then(Value::as_str) {
-                state.events.insert(id.to_owned(), event.clone());
-            }
-        });
-        self.cli.broadcast(&event);
     }
 
     /// Complete a session with a new card payment, as paying on the page
