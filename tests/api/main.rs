@@ -32,4 +32,5 @@ mod soak;
 mod staff_refunds;
 mod storms;
 mod stripe_adapter;
+mod stripe_cli;
 mod time_zone;
