@@ -1,7 +1,7 @@
 -- Known outcomes: a write run again after its commit's answer was lost
 -- (the primary died as it committed) says what the first run did rather
 -- than doing it twice. Each carries an id its retries share, made once per
--- request (src/database/retry.rs).
+-- request (src/retry.rs).
 
 -- A basket add: the add that last changed a line. The same add run again
 -- finds itself there and adds nothing more.

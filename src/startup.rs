@@ -180,6 +180,9 @@ async fn run_sandbox(settings: &ServerSettings, pool: &PgPool) -> anyhow::Result
         sandbox.mail.serve(smtp)?;
         println!("Shoppers' mail arrives at {base}/mail");
     }
+    for hint in crate::payments::sandbox_hints(&sandbox, &settings.base_url) {
+        println!("{hint}");
+    }
     tokio::spawn(sandbox.run_until_stopped());
     let catalogue = std::path::Path::new("fixtures/catalogue.json");
     if catalogue.exists() {

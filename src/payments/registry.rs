@@ -87,6 +87,17 @@ pub fn point_sandbox_at(sandbox: &mut holdfast_sandbox::SandboxSettings, shop_ba
     sandbox.razorpay_webhook_url = Some(format!("{shop_base}/webhooks/razorpay"));
 }
 
+/// What a developer may run beside a shop on the sandbox, one line each:
+/// the official Stripe CLI's `stripe listen`, forwarding the sandbox's
+/// events to the shop as it does Stripe's (docs/local-development.md).
+#[cfg(feature = "sandbox")]
+pub fn sandbox_hints(sandbox: &holdfast_sandbox::Sandbox, shop_base: &str) -> Vec<String> {
+    vec![format!(
+        "Forward Stripe's events with the official CLI, as against Stripe: {}",
+        sandbox.stripe.cli_listen_command(shop_base)
+    )]
+}
+
 /// The settings that point every provider at a sandbox at `base` (its
 /// `/stripe/` and `/razorpay/` halves), with the sandbox's keys.
 #[cfg(feature = "sandbox")]
