@@ -9,6 +9,11 @@
 //! new primary, every charge ends in exactly one sale or one refund,
 //! nothing is oversold, `holdfast check` is clean, and the first checkout
 //! granted after the fault comes within `ttl` + 5 s.
+//!
+//! Then the backups are restored for real: a pgBackRest base backup, a sale,
+//! a moment marked, more sales, and a point-in-time restore into a fresh
+//! cluster (`deploy/backup/drill`), where `holdfast check` is clean and
+//! exactly the orders paid before the moment are.
 
 use std::collections::BTreeMap;
 use std::net::TcpListener;
@@ -517,10 +522,153 @@ fn free_port() -> u16 {
         .port()
 }
 
+/// `deploy/backup/drill` with these arguments, on the cluster: its one
+/// JSON value or line.
+async fn drill(cluster: &Cluster, args: &[&str]) -> String {
+    let mut command = Command::new(workspace_root().join("deploy/backup/drill"));
+    command
+        .arg(args[0])
+        .arg("--ha-dir")
+        .arg(&cluster.dir)
+        .args(&args[1..]);
+    let what = args.join(" ");
+    let output = tokio::task::spawn_blocking(move || command.output())
+        .await
+        .unwrap()
+        .unwrap_or_else(|e| panic!("run drill {what}: {e}"));
+    assert!(
+        output.status.success(),
+        "drill {}: {}",
+        args.join(" "),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8(output.stdout).unwrap().trim().to_owned()
+}
+
+/// A base backup; paid orders; a moment; more paid orders; a restore to
+/// the moment into a fresh cluster, which has exactly the first ones.
+async fn backup_restores_to_a_point_in_time(cluster: &Cluster) {
+    let backup: serde_json::Value =
+        serde_json::from_str(&drill(cluster, &["backup", "--type", "full"]).await).unwrap();
+    let name = "backup_drill";
+    let admin = sqlx::PgPool::connect(&cluster.url).await.unwrap();
+    sqlx::query(&format!("drop database if exists {name} with (force)"))
+        .execute(&admin)
+        .await
+        .unwrap();
+    sqlx::query(&format!("create database {name}"))
+        .execute(&admin)
+        .await
+        .unwrap();
+    admin.close().await;
+    let url = cluster.database(name);
+    let pool = holdfast::database::connect(&Secret::new(&url), 4)
+        .await
+        .unwrap();
+    holdfast::database::migrate(&mut pool.acquire().await.unwrap())
+        .await
+        .unwrap();
+    holdfast::catalogue::CatalogueFile::read(
+        &workspace_root().join("fixtures/catalogue.json"),
+    )
+    .unwrap()
+    .load(&pool)
+    .await
+    .unwrap();
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let sandbox_base = format!("http://127.0.0.1:{}", listener.local_addr().unwrap().port());
+    let sandbox = Sandbox::build(listener, SandboxSettings::development(), sandbox_base).unwrap();
+    let stripe = sandbox.stripe.clone();
+    tokio::spawn(sandbox.run_until_stopped());
+    let port = free_port();
+    let shop = format!("http://127.0.0.1:{port}");
+    stripe.set_webhook_url(format!("{shop}/webhooks/stripe"));
+    let log = cluster.dir.join("log/backup-serve.log");
+    let mut command = holdfast(&url, &stripe, &log, &["serve"]);
+    command.env("HOLDFAST_ADDR", format!("127.0.0.1:{port}"));
+    let server = Process(command.spawn().expect("holdfast serve"));
+    serving(&shop).await;
+
+    let paid = || async {
+        sqlx::query_scalar::<_, uuid::Uuid>(
+            "select id from orders where state = 'paid' order by id",
+        )
+        .fetch_all(&pool)
+        .await
+        .unwrap()
+    };
+    for _ in 0..5 {
+        let trip = shopper(shop.clone()).await;
+        assert!(trip.sent_to_pay.is_some(), "{trip:?}");
+    }
+    let before = paid().await;
+    assert_eq!(before.len(), 5);
+    let moment = drill(cluster, &["mark"]).await;
+    for _ in 0..3 {
+        shopper(shop.clone()).await;
+    }
+    assert_eq!(paid().await.len(), 8);
+    drop(server);
+    pool.close().await;
+
+    let into = cluster.dir.join("restore/drill");
+    let restored: serde_json::Value = serde_json::from_str(
+        &drill(
+            cluster,
+            &[
+                "restore",
+                "--target-time",
+                &moment,
+                "--into",
+                into.to_str().unwrap(),
+                "--force",
+            ],
+        )
+        .await,
+    )
+    .unwrap();
+    let restored_url = restored["url"].as_str().unwrap();
+    let (server_url, _) = restored_url.rsplit_once('/').unwrap();
+    let restored_db = format!("{server_url}/{name}");
+    let again = sqlx::PgPool::connect(&restored_db).await.unwrap();
+    let after: Vec<uuid::Uuid> =
+        sqlx::query_scalar("select id from orders where state = 'paid' order by id")
+            .fetch_all(&again)
+            .await
+            .unwrap();
+    again.close().await;
+    let check = Command::new(env!("CARGO_BIN_EXE_holdfast"))
+        .args(["--db", &restored_db, "check"])
+        .env_remove("DATABASE_URL")
+        .output()
+        .unwrap();
+    eprintln!(
+        "backup: {} backup in {} s; restored to {moment} in {} s: {} orders paid before the \
+         moment, {} on the restored cluster",
+        backup["type"],
+        backup["seconds"],
+        restored["seconds"],
+        before.len(),
+        after.len()
+    );
+    drill(
+        cluster,
+        &["stop-restored", "--into", into.to_str().unwrap(), "--remove"],
+    )
+    .await;
+    assert_eq!(after, before, "exactly the orders paid before the moment");
+    assert!(
+        check.status.success(),
+        "holdfast check on the restored cluster: {}",
+        String::from_utf8_lossy(&check.stdout)
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn a_flash_sale_rides_through_a_lost_leader_an_orphaned_primary_and_a_switchover() {
+async fn a_sale_rides_through_three_failovers_and_the_backup_restores_to_a_point_in_time() {
     let cluster = Cluster::start().await;
     for fault in ["kill-leader", "kill-leader-patroni", "switchover"] {
         sale_through(&cluster, fault).await;
     }
+    backup_restores_to_a_point_in_time(&cluster).await;
 }
