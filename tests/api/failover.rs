@@ -568,13 +568,11 @@ async fn backup_restores_to_a_point_in_time(cluster: &Cluster) {
     holdfast::database::migrate(&mut pool.acquire().await.unwrap())
         .await
         .unwrap();
-    holdfast::catalogue::CatalogueFile::read(
-        &workspace_root().join("fixtures/catalogue.json"),
-    )
-    .unwrap()
-    .load(&pool)
-    .await
-    .unwrap();
+    holdfast::catalogue::CatalogueFile::read(&workspace_root().join("fixtures/catalogue.json"))
+        .unwrap()
+        .load(&pool)
+        .await
+        .unwrap();
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let sandbox_base = format!("http://127.0.0.1:{}", listener.local_addr().unwrap().port());
     let sandbox = Sandbox::build(listener, SandboxSettings::development(), sandbox_base).unwrap();
@@ -653,7 +651,12 @@ async fn backup_restores_to_a_point_in_time(cluster: &Cluster) {
     );
     drill(
         cluster,
-        &["stop-restored", "--into", into.to_str().unwrap(), "--remove"],
+        &[
+            "stop-restored",
+            "--into",
+            into.to_str().unwrap(),
+            "--remove",
+        ],
     )
     .await;
     assert_eq!(after, before, "exactly the orders paid before the moment");
