@@ -4,6 +4,7 @@
 
 pub mod actions;
 pub mod refunds;
+pub mod roles;
 pub mod views;
 
 use std::fmt;
@@ -108,6 +109,7 @@ impl StaffEmail {
 pub struct StaffMember {
     pub id: i64,
     pub email: String,
+    pub role: roles::Role,
 }
 
 impl StaffMember {
@@ -309,18 +311,19 @@ pub async fn session(pool: &PgPool, id: &str) -> Result<Option<Session>> {
     if id.len() != 64 || !id.bytes().all(|b| b.is_ascii_hexdigit()) {
         return Ok(None);
     }
-    let row: Option<(i64, String, String)> = sqlx::query_as(
-        "select s.id, s.email, ss.csrf_token \
+    let row: Option<(i64, String, roles::Role, String)> = sqlx::query_as(
+        "select s.id, s.email, s.role, ss.csrf_token \
            from staff_sessions ss join staff s on s.id = ss.staff_id \
           where ss.id_hash = $1 and ss.expires_at > now()",
     )
     .bind(session_hash(id))
     .fetch_optional(pool)
     .await?;
-    Ok(row.map(|(staff_id, email, csrf_token)| Session {
+    Ok(row.map(|(staff_id, email, role, csrf_token)| Session {
         staff: StaffMember {
             id: staff_id,
             email,
+            role,
         },
         csrf_token,
         id: id.to_owned(),
@@ -445,9 +448,9 @@ pub async fn log_in(
         return Ok(lock(pool, &raced_past).await?);
     }
     let email = StaffEmail::parse(&typed).ok();
-    let stored: Option<(i64, String, String)> = match &email {
+    let stored: Option<(i64, String, String, roles::Role)> = match &email {
         Some(email) => {
-            sqlx::query_as("select id, email, password_hash from staff where email = $1")
+            sqlx::query_as("select id, email, password_hash, role from staff where email = $1")
                 .bind(email.as_str())
                 .fetch_optional(pool)
                 .await?
@@ -456,8 +459,8 @@ pub async fn log_in(
     };
     let matches = verify_password(stored.as_ref().map(|s| s.2.clone()), password).await?;
     match stored.filter(|_| matches) {
-        Some((id, email, _)) => {
-            let staff = StaffMember { id, email };
+        Some((id, email, _, role)) => {
+            let staff = StaffMember { id, email, role };
             let session_id = random_token();
             let csrf_token = random_token();
             let mut tx = pool.begin().await?;

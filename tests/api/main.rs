@@ -27,6 +27,7 @@ mod razorpay;
 mod razorpay_adapter;
 mod recovery;
 mod redemption;
+mod roles;
 mod scale_out;
 mod schema;
 mod soak;

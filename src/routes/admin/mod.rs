@@ -24,6 +24,7 @@ use uuid::Uuid;
 
 use super::ShopError;
 use crate::payments::signature::same_text;
+use crate::staff::roles::{Permission, Role};
 use crate::staff::views::{self};
 use crate::staff::{self, Session, StaffError};
 use crate::state::Shop;
@@ -118,6 +119,55 @@ pub async fn require_staff(
             return Ok(request.into_response(response));
         }
         request.set_payload(actix_web::dev::Payload::from(body));
+    }
+    // what the route needs, from the one table the routes are made from:
+    // no route without a permission, no permission without a check
+    let Some(route) = route_for(request.method(), request.path()) else {
+        let response = admin_message(
+            StatusCode::NOT_FOUND,
+            "No such page",
+            "There is no admin page at this address.",
+        );
+        return Ok(request.into_response(response));
+    };
+    if !session.staff.role.may(route.permission) {
+        let path = request.path().to_owned();
+        tracing::warn!(
+            staff = %session.staff.email,
+            role = %session.staff.role,
+            %path,
+            needs = route.permission.as_str(),
+            "admin request refused: the role does not allow it"
+        );
+        let recorded = async {
+            let mut tx = shop.pool.begin().await?;
+            staff::record(
+                &mut tx,
+                &session.staff,
+                "refused",
+                &path.chars().take(200).collect::<String>(),
+                "refused",
+                serde_json::json!({
+                    "method": request.method().as_str(),
+                    "needs": route.permission.as_str(),
+                    "role": session.staff.role.as_str(),
+                }),
+            )
+            .await?;
+            tx.commit().await
+        };
+        if let Err(error) = recorded.await {
+            tracing::error!(%error, "could not record a refused admin request");
+        }
+        let response = admin_message(
+            StatusCode::FORBIDDEN,
+            "Not for your role",
+            &format!(
+                "A {} account cannot do this. Nothing was changed; ask an owner if you need it.",
+                session.staff.role.label().to_lowercase()
+            ),
+        );
+        return Ok(request.into_response(response));
     }
     request.extensions_mut().insert(session);
     // handlers answer their own errors; this fails only if actix itself does
@@ -244,6 +294,8 @@ pub(super) fn money(minor: impl Plain<i64>, currency: &str) -> String {
 pub(super) struct Nav {
     email: String,
     csrf: String,
+    /// The signed-in member's role: the links shown are those it may use.
+    role: Role,
     flagged: i64,
     orphans: i64,
     notice: String,
@@ -253,6 +305,16 @@ pub(super) struct Nav {
 }
 
 impl Nav {
+    /// Whether the signed-in member may use pages that need `permission`
+    /// (by its name in [`Permission::as_str`]), for the links the
+    /// navigation shows.
+    fn may(&self, permission: &str) -> bool {
+        Permission::ALL
+            .into_iter()
+            .find(|p| p.as_str() == permission)
+            .is_some_and(|p| self.role.may(p))
+    }
+
     /// A moment, in the shop's zone ("2026-12-01 19:02:03 CET").
     fn clock(&self, at: impl Plain<DateTime<Utc>>) -> String {
         self.zone.stamp(at.plain())
@@ -268,6 +330,7 @@ pub(super) async fn nav(
     Ok(Nav {
         email: session.staff.email.clone(),
         csrf: session.csrf_token.clone(),
+        role: session.staff.role,
         flagged: views::flagged_count(&shop.pool).await?,
         orphans: views::orphan_count(&shop.pool).await?,
         notice,
@@ -351,8 +414,17 @@ impl NoticeQuery {
 }
 
 /// `GET /admin`.
-pub(super) async fn home() -> HttpResponse {
-    see_other("/admin/resources")
+pub(super) async fn home(session: web::ReqData<Session>) -> HttpResponse {
+    see_other(start_page(session.staff.role))
+}
+
+/// Where a role's work starts: the page signing in leads to.
+pub(super) fn start_page(role: Role) -> &'static str {
+    match role {
+        Role::Owner => "/admin/resources",
+        Role::BoxOffice => "/admin/orders",
+        Role::Door => "/admin/redeem",
+    }
 }
 
 /// A filter's value, if one was given.
@@ -366,37 +438,99 @@ pub(super) fn parse_id(value: &str, what: &str) -> Result<Uuid, ShopError> {
 
 /// The staff pages: the login outside the staff-only scope, everything else
 /// behind [`require_staff`].
+/// How an admin route is asked for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verb {
+    Get,
+    Post,
+}
+
+/// One route of the admin: its method, its path under `/admin`, the
+/// permission it needs, and its handler. [`ROUTES`] is the whole admin:
+/// routes are registered from it and the guard authorises from it, so a
+/// route cannot exist without a permission.
+pub struct AdminRoute {
+    pub verb: Verb,
+    /// Under `/admin`; `{name}` is one path segment.
+    pub path: &'static str,
+    pub permission: Permission,
+    handler: fn() -> actix_web::Route,
+}
+
+impl AdminRoute {
+    /// Whether a request's method and path (under `/admin`) are this route.
+    pub fn matches(&self, method: &Method, path: &str) -> bool {
+        let verb = match *method {
+            Method::GET | Method::HEAD => Verb::Get,
+            Method::POST => Verb::Post,
+            _ => return false,
+        };
+        if verb != self.verb {
+            return false;
+        }
+        let mut want = self.path.split('/');
+        let mut got = path.split('/');
+        loop {
+            match (want.next(), got.next()) {
+                (None, None) => return true,
+                (Some(w), Some(g)) if w.starts_with('{') && !g.is_empty() => {}
+                (Some(w), Some(g)) if w == g => {}
+                _ => return false,
+            }
+        }
+    }
+}
+
+macro_rules! route {
+    ($verb:ident $path:literal, $permission:ident => $handler:path) => {
+        AdminRoute {
+            verb: Verb::$verb,
+            path: $path,
+            permission: Permission::$permission,
+            handler: || match Verb::$verb {
+                Verb::Get => web::get().to($handler),
+                Verb::Post => web::post().to($handler),
+            },
+        }
+    };
+}
+
+/// Every route of the admin, with what it needs.
+pub static ROUTES: &[AdminRoute] = &[
+    route!(Get "", SignedIn => home),
+    route!(Get "/", SignedIn => home),
+    route!(Post "/logout", SignedIn => session::logout),
+    route!(Get "/resources", Engine => resources::resources),
+    route!(Get "/resources/{id}", Engine => resources::resource),
+    route!(Post "/resources/{id}/capacity", Engine => resources::set_capacity),
+    route!(Post "/resources/{id}/repair", Engine => resources::repair),
+    route!(Get "/holds", Engine => holds::holds),
+    route!(Get "/holds/{id}", Engine => holds::hold),
+    route!(Post "/holds/{id}/release", Engine => holds::release_hold),
+    route!(Get "/orders", Orders => orders::orders),
+    route!(Get "/orders/{id}", LookUp => orders::order),
+    route!(Post "/orders/{id}/refund", Refunds => orders::refund_order),
+    route!(Post "/orders/{order}/jobs/{job}/retry", Refunds => orders::retry_refund),
+    route!(Get "/redeem", Redeem => redeem::redeem_page),
+    route!(Post "/redeem", Redeem => redeem::redeem),
+    route!(Get "/activity", Activity => records::activity),
+    route!(Get "/payments/orphans", Engine => records::orphans),
+];
+
+/// The admin route a request is for, if any.
+pub fn route_for(method: &Method, path: &str) -> Option<&'static AdminRoute> {
+    let under = path.strip_prefix("/admin")?;
+    ROUTES.iter().find(|route| route.matches(method, under))
+}
+
 pub fn routes(config: &mut web::ServiceConfig) {
+    let mut admin = web::scope("/admin").wrap(actix_web::middleware::from_fn(require_staff));
+    for route in ROUTES {
+        admin = admin.route(route.path, (route.handler)());
+    }
     config
         .route("/static/redeem.js", web::get().to(redeem::redeem_script))
         .route("/admin/login", web::get().to(session::login_page))
         .route("/admin/login", web::post().to(session::login))
-        .service(
-            web::scope("/admin")
-                .wrap(actix_web::middleware::from_fn(require_staff))
-                .route("", web::get().to(home))
-                .route("/", web::get().to(home))
-                .route("/logout", web::post().to(session::logout))
-                .route("/resources", web::get().to(resources::resources))
-                .route("/resources/{id}", web::get().to(resources::resource))
-                .route(
-                    "/resources/{id}/capacity",
-                    web::post().to(resources::set_capacity),
-                )
-                .route("/resources/{id}/repair", web::post().to(resources::repair))
-                .route("/holds", web::get().to(holds::holds))
-                .route("/holds/{id}", web::get().to(holds::hold))
-                .route("/holds/{id}/release", web::post().to(holds::release_hold))
-                .route("/orders", web::get().to(orders::orders))
-                .route("/orders/{id}", web::get().to(orders::order))
-                .route("/orders/{id}/refund", web::post().to(orders::refund_order))
-                .route(
-                    "/orders/{order}/jobs/{job}/retry",
-                    web::post().to(orders::retry_refund),
-                )
-                .route("/redeem", web::get().to(redeem::redeem_page))
-                .route("/redeem", web::post().to(redeem::redeem))
-                .route("/activity", web::get().to(records::activity))
-                .route("/payments/orphans", web::get().to(records::orphans)),
-        );
+        .service(admin);
 }

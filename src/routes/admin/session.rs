@@ -67,9 +67,9 @@ pub async fn login_page(
     if let Some(id) = request
         .cookie(STAFF_COOKIE)
         .and_then(|c| shop.session_key.verify(c.value()).map(str::to_owned))
-        && staff::session(&shop.pool, &id).await?.is_some()
+        && let Some(session) = staff::session(&shop.pool, &id).await?
     {
-        return Ok(see_other("/admin/resources"));
+        return Ok(see_other(super::start_page(session.staff.role)));
     }
     login_form(&shop, StatusCode::OK, "", "")
 }
@@ -123,7 +123,7 @@ pub async fn login(
             let mut spent = cookie(&shop, LOGIN_COOKIE, String::new(), "/admin/login");
             spent.make_removal();
             Ok(HttpResponse::SeeOther()
-                .insert_header((header::LOCATION, "/admin/resources"))
+                .insert_header((header::LOCATION, super::start_page(session.staff.role)))
                 .insert_header((header::CACHE_CONTROL, "no-store"))
                 .cookie(signed_in)
                 .cookie(spent)
