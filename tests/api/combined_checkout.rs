@@ -22,6 +22,7 @@ fn form(key: &str, basket: &str, product: &str, n: i64) -> CheckoutStart {
         checkout_key: IdempotencyKey::parse(key).unwrap(),
         // a new submit: its own token
         order_token: holdfast::checkout::codes::order_token(),
+        voucher: None,
         account: account(&format!("basket:{basket}")),
         lines: vec![WantedLine {
             product_id: product.to_owned(),
@@ -731,6 +732,8 @@ async fn one_form_down_both_paths_at_once_is_one_order_and_never_a_deadlock() {
         let key = format!("both-{round}");
         let one = form(&key, &key, "harbour-lights-vip", 1);
         let mut two = one.clone();
+        // two submits of one form: each its own request, its own token
+        two.order_token = holdfast::checkout::codes::order_token();
         two.lines.push(WantedLine {
             product_id: slot.clone(),
             qty: qty(1),
