@@ -40,6 +40,7 @@ fn start(key: &str, lines: &[(&str, i64)]) -> CheckoutStart {
         checkout_key: IdempotencyKey::parse(key).unwrap(),
         // a new submit: its own token
         order_token: holdfast::checkout::codes::order_token(),
+        voucher: None,
         account: account(&format!("basket-{key}")),
         lines: lines
             .iter()
