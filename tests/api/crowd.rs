@@ -7,8 +7,7 @@ use futures::future::join_all;
 use holdfast::inventory::{Capacity, HoldOutcome};
 use holdfast::live::{LISTENER_NAME, LiveStock, TRUST_FOR};
 
-use crate::helpers::*;
-use crate::journey::{checkout_key, form_lines};
+use holdfast_testkit::*;
 
 async fn basket_page(app: &TestApp, shopper: &reqwest::Client) -> String {
     shopper

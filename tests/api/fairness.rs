@@ -8,8 +8,7 @@ use futures::future::join_all;
 use holdfast::limits::client::Fairness;
 use holdfast::limits::{Limits, Rate, TrustedProxies};
 
-use crate::helpers::*;
-use crate::journey::checkout_key;
+use holdfast_testkit::*;
 
 /// The shop with these limits (and trusted proxies).
 async fn fair_shop(limits: Limits, proxies: &str) -> TestApp {
@@ -273,28 +272,25 @@ async fn one_email_from_many_addresses_holds_one_orders_worth() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn two_server_processes_enforce_one_limit() {
-    use crate::recovery::{Server, free_port, holdfast_process, ready};
-
     let db = TestDb::new().await;
-    holdfast::catalogue::CatalogueFile::read(
-        concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/catalogue.json").as_ref(),
-    )
-    .unwrap()
-    .load(&db.pool)
-    .await
-    .unwrap();
+    db.load_demo().await;
     let sandbox = spawn_sandbox();
     let mut servers = Vec::new();
     for _ in 0..2 {
         let port = free_port();
-        let child = holdfast_process(&db, &sandbox, &["serve", "--no-worker"])
-            .env("HOLDFAST_ADDR", format!("127.0.0.1:{port}"))
-            .env("HOLDFAST_BASE_URL", format!("http://127.0.0.1:{port}"))
-            .env("HOLDFAST_ADDRESS_RATE", "100/1h")
-            .env("HOLDFAST_ADDRESS_UNITS", "20")
-            .env("HOLDFAST_EMAIL_LIMIT", "on")
-            .spawn()
-            .unwrap();
+        let child = holdfast_process(
+            env!("CARGO_BIN_EXE_holdfast"),
+            &db,
+            &sandbox,
+            &["serve", "--no-worker"],
+        )
+        .env("HOLDFAST_ADDR", format!("127.0.0.1:{port}"))
+        .env("HOLDFAST_BASE_URL", format!("http://127.0.0.1:{port}"))
+        .env("HOLDFAST_ADDRESS_RATE", "100/1h")
+        .env("HOLDFAST_ADDRESS_UNITS", "20")
+        .env("HOLDFAST_EMAIL_LIMIT", "on")
+        .spawn()
+        .unwrap();
         let server = Server {
             child,
             address: format!("http://127.0.0.1:{port}"),
@@ -402,7 +398,7 @@ async fn no_order_takes_more_than_a_products_limit_per_order() {
         .execute(&app.db.pool)
         .await
         .unwrap();
-    let before = crate::admin::snapshot(&app.db.pool).await;
+    let before = snapshot(&app.db.pool).await;
     let page = app.checkout(&shopper).await;
     assert_eq!(page.status(), 409);
     let told = page.text().await.unwrap();
@@ -410,6 +406,6 @@ async fn no_order_takes_more_than_a_products_limit_per_order() {
         told.contains("at most 4 for you right now (you asked for 6)"),
         "{told}"
     );
-    assert_eq!(crate::admin::snapshot(&app.db.pool).await, before);
+    assert_eq!(snapshot(&app.db.pool).await, before);
     assert_eq!(units_held(&app, "wild-honey").await, 0);
 }

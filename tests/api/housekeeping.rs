@@ -3,8 +3,8 @@
 
 use holdfast::worker::housekeeping::{Housekeeping, Tidied};
 
-use crate::helpers::*;
-use crate::journey::{pay_and_return, token_of};
+use crate::journey::pay_and_return;
+use holdfast_testkit::*;
 
 /// A shopper who starts paying for one jar and is sent to the Stripe page.
 async fn started(app: &TestApp) -> (reqwest::Client, String, String) {

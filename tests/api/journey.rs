@@ -5,175 +5,11 @@
 use std::time::Duration;
 
 use futures::future::join_all;
-use holdfast::catalogue::CatalogueFile;
 use holdfast::configuration::Secret;
 use holdfast::payments::PaymentProvider;
 use holdfast::payments::stripe::signature::stripe_signature_header;
-use reqwest::Response;
 
-use crate::helpers::*;
-
-impl TestApp {
-    pub(crate) async fn load_demo(&self) {
-        CatalogueFile::read(
-            concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/catalogue.json").as_ref(),
-        )
-        .unwrap()
-        .load(&self.db.pool)
-        .await
-        .unwrap();
-        self.settled().await;
-    }
-
-    /// Waits until the shop's memory has read the database as it is now
-    /// (the pages may lag it by up to a second otherwise).
-    pub(crate) async fn settled(&self) {
-        assert!(
-            self.live.refresh().await,
-            "the shop could not read its stock"
-        );
-    }
-
-    pub(crate) async fn first_slot(&self) -> String {
-        holdfast::catalogue::products(&self.db.pool, Some("bakery"))
-            .await
-            .unwrap()[0]
-            .id
-            .clone()
-    }
-
-    pub(crate) async fn add(&self, shopper: &reqwest::Client, product: &str, qty: i64) {
-        let response = shopper
-            .post(format!("{}/basket/add", self.address))
-            .form(&[("product_id", product), ("qty", &qty.to_string())])
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(response.status(), 303, "adding {product}");
-    }
-
-    /// Fill in the checkout form as it was rendered (with its one-time key).
-    pub(crate) async fn checkout(&self, shopper: &reqwest::Client) -> Response {
-        let page = shopper
-            .get(format!("{}/basket", self.address))
-            .send()
-            .await
-            .unwrap()
-            .text()
-            .await
-            .unwrap();
-        self.submit_form(shopper, &checkout_key(&page), &form_lines(&page))
-            .await
-    }
-
-    /// The checkout form as a browser sends it: its key and the lines the
-    /// page showed.
-    pub(crate) async fn submit_form(
-        &self,
-        shopper: &reqwest::Client,
-        key: &str,
-        lines: &str,
-    ) -> Response {
-        shopper
-            .post(format!("{}/checkout", self.address))
-            .form(&[
-                ("checkout_key", key),
-                ("name", "Ada Shopper"),
-                ("email", "ada@example.com"),
-                ("lines", lines),
-            ])
-            .send()
-            .await
-            .unwrap()
-    }
-
-    /// [`TestApp::checkout`], paying with `provider`.
-    pub(crate) async fn checkout_with(
-        &self,
-        shopper: &reqwest::Client,
-        provider: &str,
-    ) -> Response {
-        let page = shopper
-            .get(format!("{}/basket", self.address))
-            .send()
-            .await
-            .unwrap()
-            .text()
-            .await
-            .unwrap();
-        shopper
-            .post(format!("{}/checkout", self.address))
-            .form(&[
-                ("checkout_key", checkout_key(&page).as_str()),
-                ("name", "Ada Shopper"),
-                ("email", "ada@example.com"),
-                ("provider", provider),
-                ("lines", form_lines(&page).as_str()),
-            ])
-            .send()
-            .await
-            .unwrap()
-    }
-
-    pub(crate) async fn submit_checkout(&self, shopper: &reqwest::Client, key: &str) -> Response {
-        shopper
-            .post(format!("{}/checkout", self.address))
-            .form(&[
-                ("checkout_key", key),
-                ("name", "Ada Shopper"),
-                ("email", "ada@example.com"),
-            ])
-            .send()
-            .await
-            .unwrap()
-    }
-
-    pub(crate) async fn outbox(&self) -> Vec<holdfast::worker::outbox::JobOutcome> {
-        drain_outbox(&self.db.pool, self.sandbox.providers()).await
-    }
-
-    /// Run the outbox; the order must then be refunded (if not, what the
-    /// outbox did and every job are printed).
-    pub(crate) async fn refunded_by_the_outbox(&self, token: &str) {
-        let outcomes = self.outbox().await;
-        let state = self.order_state(token).await;
-        if state != "refunded" {
-            let jobs: Vec<(String, String, serde_json::Value, Option<String>)> = sqlx::query_as(
-                "select dedupe_key, state, payload, last_error from outbox_jobs order by id",
-            )
-            .fetch_all(&self.db.pool)
-            .await
-            .unwrap();
-            panic!(
-                "the order is {state} after the outbox: {outcomes:?}; jobs {jobs:?}; refunds {:?}",
-                self.sandbox.stripe.ledger().refunds
-            );
-        }
-    }
-
-    async fn wait_for_deliveries(&self, accepted: usize) {
-        wait_for_accepted(|| self.sandbox.stripe.ledger(), accepted).await;
-    }
-}
-
-pub(crate) fn checkout_key(page: &str) -> String {
-    crate::admin::hidden(page, "checkout_key")
-}
-
-/// The checkout form's lines, as the browser sends them.
-pub(crate) fn form_lines(page: &str) -> String {
-    crate::admin::hidden(page, "lines")
-        .replace("&#34;", "\"")
-        .replace("&quot;", "\"")
-        .replace("&#39;", "'")
-        .replace("&lt;", "<")
-        .replace("&gt;", ">")
-        .replace("&amp;", "&")
-}
-
-pub(crate) fn token_of(order_url: &str) -> String {
-    order_url.rsplit('/').next().unwrap().to_owned()
-}
+use holdfast_testkit::*;
 
 /// Pay on the hosted page and follow the return to the order page.
 pub(crate) async fn pay_and_return(
@@ -202,7 +38,7 @@ pub(crate) async fn pay_and_return(
 async fn a_shopper_buys_the_last_slot_and_two_tickets_and_gets_codes() {
     let app = spawn_app().await;
     app.load_demo().await;
-    let slot = app.first_slot().await;
+    let slot = app.db.first_slot().await;
     app.db
         .inventory()
         .upsert_resource(
@@ -306,7 +142,7 @@ async fn a_shopper_buys_the_last_slot_and_two_tickets_and_gets_codes() {
     assert_eq!(location(&pressed), order_url);
 
     // the webhook arrives too and changes nothing more
-    app.wait_for_deliveries(1).await;
+    wait_for_accepted(|| app.sandbox.stripe.ledger(), 1).await;
     let inventory = app.db.inventory();
     assert_eq!(
         inventory.status(&rid(&slot)).await.unwrap().unwrap().sold,
@@ -356,7 +192,7 @@ async fn abandoning_gives_the_units_back_and_late_money_is_refunded() {
     let cancel = location(&left);
     // the provider's cancel URL asks and changes nothing (a link
     // prefetcher or a mail scanner may follow it)
-    let before = crate::admin::snapshot(&app.db.pool).await;
+    let before = snapshot(&app.db.pool).await;
     for _ in 0..3 {
         let asked = shopper.get(&cancel).send().await.unwrap();
         assert_eq!(asked.status(), 200);
@@ -366,7 +202,7 @@ async fn abandoning_gives_the_units_back_and_late_money_is_refunded() {
         assert!(page.contains("Your items go back on sale"), "{page}");
         assert!(page.contains("Harbour Lights"), "{page}");
     }
-    assert_eq!(crate::admin::snapshot(&app.db.pool).await, before);
+    assert_eq!(snapshot(&app.db.pool).await, before);
     assert_eq!(
         app.db
             .inventory()
@@ -398,7 +234,7 @@ async fn abandoning_gives_the_units_back_and_late_money_is_refunded() {
         0
     );
     // pressing it again, or asking again, says the same and changes nothing
-    let after = crate::admin::snapshot(&app.db.pool).await;
+    let after = snapshot(&app.db.pool).await;
     let again = shopper.post(&cancel).send().await.unwrap();
     assert_eq!(again.status(), 200);
     let asked = shopper
@@ -410,7 +246,7 @@ async fn abandoning_gives_the_units_back_and_late_money_is_refunded() {
         .await
         .unwrap();
     assert!(asked.contains("Checkout cancelled"), "{asked}");
-    assert_eq!(crate::admin::snapshot(&app.db.pool).await, after);
+    assert_eq!(snapshot(&app.db.pool).await, after);
     // the worker closes the provider's page as well
     app.outbox().await;
     let session_id = session_url.rsplit('/').next().unwrap();
@@ -418,7 +254,7 @@ async fn abandoning_gives_the_units_back_and_late_money_is_refunded() {
     assert_eq!(session["status"], "expired");
 
     // money arriving after all that is refunded, never sold
-    let forced = crate::helpers::http_client()
+    let forced = holdfast_testkit::http_client()
         .post(format!(
             "{}/stripe/_sandbox/sessions/{session_id}/force-pay",
             app.sandbox.base
@@ -612,7 +448,7 @@ mod webhooks {
     }
 
     async fn post(app: &TestApp, body: &str, signature: Option<String>) -> reqwest::Response {
-        let mut request = crate::helpers::http_client()
+        let mut request = holdfast_testkit::http_client()
             .post(format!("{}/webhooks/stripe", app.address))
             .header("Content-Type", "application/json")
             .body(body.to_owned());
@@ -727,7 +563,7 @@ mod deliveries {
         app.add(shopper, "harbour-lights-general", 1).await;
         let session_url = location(&app.checkout(shopper).await);
         let session_id = session_url.rsplit('/').next().unwrap();
-        let set = crate::helpers::http_client()
+        let set = holdfast_testkit::http_client()
             .post(format!(
                 "{}/stripe/_sandbox/sessions/{session_id}/delivery?mode={mode}",
                 app.sandbox.base
@@ -799,7 +635,7 @@ mod deliveries {
         assert!(
             page.contains("Confirming your payment") && page.contains("http-equiv=\"refresh\"")
         );
-        app.wait_for_deliveries(1).await;
+        wait_for_accepted(|| app.sandbox.stripe.ledger(), 1).await;
         assert_eq!(app.order_state(&token).await, "paid");
     }
 }

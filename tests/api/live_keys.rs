@@ -17,8 +17,7 @@ use holdfast::worker::reconcile::Reconciler;
 use holdfast_sandbox::DeliveryMode;
 use uuid::Uuid;
 
-use crate::helpers::*;
-use crate::stripe_adapter::page_request;
+use holdfast_testkit::*;
 
 /// A checkout as a shopper makes it.
 struct Checkout {
@@ -346,7 +345,7 @@ async fn a_stripe_payment_on_another_page_naming_the_order_is_flagged_refunded_a
     let started = checkout(&app, &shopper, "stripe", "wild-honey", 1).await;
     // a payment link opened with ?client_reference_id=<order id>, paying 1.00
     let other = another_session(&app, started.order_id).await;
-    crate::stripe_adapter::pay_on_page(other["url"].as_str().unwrap(), "pay").await;
+    pay_on_page(other["url"].as_str().unwrap(), "pay").await;
     wait_for_accepted(|| app.sandbox.stripe.ledger(), 1).await;
     assert_eq!(
         app.order_state(&started.token).await,
@@ -379,7 +378,7 @@ async fn a_stripe_payment_on_another_page_naming_the_order_is_flagged_refunded_a
     assert_eq!(held_and_sold(&app.db, "wild-honey").await, (1, 0));
 
     // the shopper pays on the order's own page: sold
-    let paid = crate::stripe_adapter::pay_on_page(&started.location, "pay").await;
+    let paid = pay_on_page(&started.location, "pay").await;
     shopper.get(location(&paid)).send().await.unwrap();
     assert_eq!(app.order_state(&started.token).await, "paid");
     assert_eq!(held_and_sold(&app.db, "wild-honey").await, (0, 1));
@@ -506,7 +505,7 @@ async fn a_pending_stripe_refund_is_followed_by_its_id_even_with_every_event_los
     let shopper = browser();
     let started = checkout(&app, &shopper, "stripe", "wild-honey", 1).await;
     // paid twice; the refund's events never arrive
-    let paid = crate::stripe_adapter::pay_on_page(&started.location, "pay-twice").await;
+    let paid = pay_on_page(&started.location, "pay-twice").await;
     app.sandbox
         .stripe
         .set_delivery(&started.page_id, DeliveryMode::Never);
@@ -548,7 +547,7 @@ async fn a_refund_whose_key_stripe_forgot_is_found_again_not_made_twice() {
     app.sandbox
         .stripe
         .set_delivery(&started.page_id, DeliveryMode::Never);
-    let paid = crate::stripe_adapter::pay_on_page(&started.location, "pay-twice").await;
+    let paid = pay_on_page(&started.location, "pay-twice").await;
     shopper.get(location(&paid)).send().await.unwrap();
     assert_eq!(app.order_state(&started.token).await, "paid");
     // the duplicate is reported too (its webhook is lost; here the confirm
@@ -607,7 +606,7 @@ async fn an_endpoint_on_an_older_api_version_closes_refunds_with_charge_refund_u
     app.sandbox.stripe.set_webhook_version("2024-06-20");
     let shopper = browser();
     let started = checkout(&app, &shopper, "stripe", "wild-honey", 1).await;
-    let paid = crate::stripe_adapter::pay_on_page(&started.location, "pay-twice").await;
+    let paid = pay_on_page(&started.location, "pay-twice").await;
     shopper.get(location(&paid)).send().await.unwrap();
     wait_for_accepted(|| app.sandbox.stripe.ledger(), 2).await;
     // one worker pass: the refund is pending; only its event can close it
@@ -655,7 +654,7 @@ async fn sessions_take_instant_methods_unless_told_and_a_delayed_payment_is_foll
         .await
         .unwrap();
     assert!(!page.contains("pay-delayed"), "no bank debit offered");
-    let refused = crate::stripe_adapter::pay_on_page(&started.location, "pay-delayed").await;
+    let refused = pay_on_page(&started.location, "pay-delayed").await;
     assert!(
         refused
             .text()
@@ -683,7 +682,7 @@ async fn sessions_take_instant_methods_unless_told_and_a_delayed_payment_is_foll
     app.sandbox
         .stripe
         .set_delivery(&started.page_id, DeliveryMode::Never);
-    let debited = crate::stripe_adapter::pay_on_page(&started.location, "pay-delayed").await;
+    let debited = pay_on_page(&started.location, "pay-delayed").await;
     assert_eq!(debited.status(), 303);
     let stripe = app.sandbox.stripe_provider();
     let state = stripe.page(&started.page_id).await.unwrap();

@@ -12,7 +12,6 @@ mod crowd;
 mod fairness;
 mod fuzz_regressions;
 mod health;
-mod helpers;
 mod housekeeping;
 mod journey;
 mod lifecycle;

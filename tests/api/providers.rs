@@ -4,11 +4,10 @@
 
 use std::time::Duration;
 
-use holdfast::catalogue::CatalogueFile;
 use holdfast::payments::PaymentProvider;
 use holdfast_sandbox::Ledger;
 
-use crate::helpers::*;
+use holdfast_testkit::*;
 
 #[derive(Debug, Clone, Copy)]
 enum Via {
@@ -44,14 +43,6 @@ fn encode(text: &str) -> String {
             _ => format!("%{b:02X}"),
         })
         .collect()
-}
-
-async fn demo(app: &TestApp) {
-    CatalogueFile::read(concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/catalogue.json").as_ref())
-        .unwrap()
-        .load(&app.db.pool)
-        .await
-        .unwrap();
 }
 
 async fn start(
@@ -251,7 +242,7 @@ fn late_payment(via: Via) -> &'static str {
 async fn a_full_journey_ends_on_an_order_page_with_codes_for_each_provider() {
     for via in BOTH {
         let app = spawn_app().await;
-        demo(&app).await;
+        app.db.load_demo().await;
         let shopper = browser();
         let started = start(&app, &shopper, via, "harbour-lights-vip", 2).await;
         let back = pay(&app, &shopper, via, &started, "pay").await;
@@ -284,7 +275,7 @@ async fn the_return_and_the_webhooks_race_twenty_times_with_one_fulfilment_each_
 {
     for via in BOTH {
         let app = spawn_app().await;
-        demo(&app).await;
+        app.db.load_demo().await;
         for _ in 0..20 {
             let shopper = browser();
             let started = start(&app, &shopper, via, "harbour-lights-general", 1).await;
@@ -315,7 +306,7 @@ async fn the_return_and_the_webhooks_race_twenty_times_with_one_fulfilment_each_
 async fn paying_twice_is_one_sale_and_one_refund_for_each_provider() {
     for via in BOTH {
         let app = spawn_app().await;
-        demo(&app).await;
+        app.db.load_demo().await;
         let shopper = browser();
         let started = start(&app, &shopper, via, "wild-honey", 2).await;
         pay(&app, &shopper, via, &started, "pay-twice").await;
@@ -379,7 +370,7 @@ async fn paying_twice_is_one_sale_and_one_refund_for_each_provider() {
 async fn money_after_an_abandoned_checkout_is_refunded_for_each_provider() {
     for via in BOTH {
         let app = spawn_app().await;
-        demo(&app).await;
+        app.db.load_demo().await;
         let shopper = browser();
         let started = start(&app, &shopper, via, "harbour-lights-vip", 3).await;
         // the shopper gives up and goes back to the shop
@@ -418,7 +409,7 @@ async fn webhooks_delivered_twice_or_newest_first_have_one_effect_for_each_provi
     for via in BOTH {
         for (mode, action, payments) in [("twice", "pay", 1), ("reorder", "pay-twice", 2)] {
             let app = spawn_app().await;
-            demo(&app).await;
+            app.db.load_demo().await;
             let shopper = browser();
             let started = start(&app, &shopper, via, "harbour-lights-general", 1).await;
             let control = match via {
@@ -446,7 +437,7 @@ async fn webhooks_delivered_twice_or_newest_first_have_one_effect_for_each_provi
                 }
             };
             assert_eq!(
-                crate::helpers::http_client()
+                holdfast_testkit::http_client()
                     .post(control)
                     .send()
                     .await
@@ -554,7 +545,7 @@ async fn press_and_leave(shopper: &reqwest::Client, via: Via, started: &Started,
 async fn a_payment_whose_webhook_and_return_are_both_lost_is_fulfilled_by_reconciliation() {
     for via in BOTH {
         let app = spawn_app().await;
-        demo(&app).await;
+        app.db.load_demo().await;
         let shopper = browser();
         let started = start(&app, &shopper, via, "harbour-lights-vip", 3).await;
         lose_webhooks(&app, via, &started).await;
@@ -620,7 +611,7 @@ async fn a_payment_whose_webhook_and_return_are_both_lost_is_fulfilled_by_reconc
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn an_expired_stripe_page_whose_webhook_was_lost_gives_its_units_back() {
     let app = spawn_app().await;
-    demo(&app).await;
+    app.db.load_demo().await;
     let shopper = browser();
     let started = start(&app, &shopper, Via::Stripe, "harbour-lights-vip", 3).await;
     lose_webhooks(&app, Via::Stripe, &started).await;
@@ -661,7 +652,7 @@ async fn an_expired_stripe_page_whose_webhook_was_lost_gives_its_units_back() {
 async fn late_money_on_a_closed_order_with_every_message_lost_is_refunded_once() {
     for via in BOTH {
         let app = spawn_app().await;
-        demo(&app).await;
+        app.db.load_demo().await;
         let shopper = browser();
         let started = start(&app, &shopper, via, "harbour-lights-vip", 2).await;
         let cancelled = cancel(&app, &shopper, &started).await;
@@ -726,7 +717,7 @@ async fn late_money_on_a_closed_order_with_every_message_lost_is_refunded_once()
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn four_reconcilers_racing_over_forty_lost_payments_fulfil_each_exactly_once() {
     let app = spawn_app().await;
-    demo(&app).await;
+    app.db.load_demo().await;
     let mut tokens = Vec::new();
     for i in 0..40 {
         let via = BOTH[i % 2];

@@ -1,20 +1,10 @@
 //! The Razorpay path end to end: the same checkout start, the same confirm
 //! routine, the same outbox, through the real adapter and the sandbox.
 
-use holdfast::catalogue::CatalogueFile;
 use holdfast::configuration::Secret;
 use holdfast::payments::signature::hmac_sha256_hex;
 
-use crate::helpers::*;
-
-async fn load_demo(app: &TestApp) {
-    CatalogueFile::read(concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/catalogue.json").as_ref())
-        .unwrap()
-        .load(&app.db.pool)
-        .await
-        .unwrap();
-    app.settled().await;
-}
+use holdfast_testkit::*;
 
 /// A shopper checks out with Razorpay; returns (order token, Razorpay order
 /// id, the sandbox's hosted page URL with the callback as Checkout would
@@ -159,7 +149,7 @@ async fn accepted_webhooks(app: &TestApp, at_least: usize) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_shopper_pays_with_razorpay_and_gets_codes() {
     let app = spawn_app().await;
-    load_demo(&app).await;
+    app.load_demo().await;
     let shopper = browser();
     let (token, razorpay_order, hosted) = start(&app, &shopper, "harbour-lights-vip", 2).await;
     let fields = press(&shopper, &hosted, "pay").await;
@@ -198,7 +188,7 @@ async fn a_shopper_pays_with_razorpay_and_gets_codes() {
 #[tokio::test]
 async fn a_forged_callback_changes_nothing_and_says_so() {
     let app = spawn_app().await;
-    load_demo(&app).await;
+    app.load_demo().await;
     let shopper = browser();
     let (token, razorpay_order, _) = start(&app, &shopper, "wild-honey", 1).await;
     let forged_signature = hmac_sha256_hex(
@@ -247,7 +237,7 @@ async fn a_forged_callback_changes_nothing_and_says_so() {
 #[tokio::test]
 async fn razorpay_webhooks_are_verified_deduplicated_and_order_free() {
     let app = spawn_app().await;
-    load_demo(&app).await;
+    app.load_demo().await;
     let shopper = browser();
     let (token, razorpay_order, _) = start(&app, &shopper, "wild-honey", 1).await;
     let secret =
@@ -261,7 +251,7 @@ async fn razorpay_webhooks_are_verified_deduplicated_and_order_free() {
     })
     .to_string();
     let post = |body: String, signature: Option<String>, event_id: Option<&'static str>| {
-        let mut request = crate::helpers::http_client()
+        let mut request = holdfast_testkit::http_client()
             .post(format!("{}/webhooks/razorpay", app.address))
             .header("Content-Type", "application/json")
             .body(body);

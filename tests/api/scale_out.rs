@@ -5,10 +5,7 @@
 use std::process::Child;
 use std::time::{Duration, Instant};
 
-use holdfast::catalogue::CatalogueFile;
-
-use crate::helpers::*;
-use crate::recovery::{Server, free_port, holdfast_process, ready};
+use holdfast_testkit::*;
 
 struct Worker(Child);
 
@@ -69,16 +66,17 @@ async fn shop_at(server: String) -> bool {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn two_servers_and_two_workers_sell_the_last_twenty_places_exactly_once() {
     let db = TestDb::new().await;
-    CatalogueFile::read(concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/catalogue.json").as_ref())
-        .unwrap()
-        .load(&db.pool)
-        .await
-        .unwrap();
+    db.load_demo().await;
     let sandbox = spawn_sandbox();
     let mut servers = Vec::new();
     for _ in 0..2 {
         let port = free_port();
-        let mut command = holdfast_process(&db, &sandbox, &["serve", "--no-worker"]);
+        let mut command = holdfast_process(
+            env!("CARGO_BIN_EXE_holdfast"),
+            &db,
+            &sandbox,
+            &["serve", "--no-worker"],
+        );
         command.env("HOLDFAST_ADDR", format!("127.0.0.1:{port}"));
         let server = Server {
             child: command.spawn().unwrap(),
@@ -94,7 +92,8 @@ async fn two_servers_and_two_workers_sell_the_last_twenty_places_exactly_once() 
         .set_webhook_url(format!("{}/webhooks/stripe", servers[0].address));
     let _workers: Vec<Worker> = (0..2)
         .map(|_| {
-            let mut command = holdfast_process(&db, &sandbox, &["worker"]);
+            let mut command =
+                holdfast_process(env!("CARGO_BIN_EXE_holdfast"), &db, &sandbox, &["worker"]);
             // the reconcilers race the webhooks and the returns
             command.env("HOLDFAST_RECONCILE_AFTER_SECONDS", "0");
             Worker(command.spawn().unwrap())

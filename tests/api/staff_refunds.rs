@@ -4,10 +4,9 @@
 use futures::future::join_all;
 use reqwest::StatusCode;
 
-use crate::admin::snapshot;
-use crate::checkout::paid;
-use crate::helpers::*;
-use crate::journey::{pay_and_return, token_of};
+use crate::journey::pay_and_return;
+use holdfast_testkit::engine::paid;
+use holdfast_testkit::*;
 
 const TIER: &str = "harbour-lights-vip";
 
@@ -232,7 +231,7 @@ async fn a_used_code_needs_the_override_and_a_cancelled_slot_stays_off_sale() {
     app.load_demo().await;
     app.add_staff().await;
     let (staff, csrf) = app.staff_browser().await;
-    let slot = crate::checkout::first_slot(&app.db).await;
+    let slot = app.db.first_slot().await;
     let order = paid(&app.db, "override-1", &[(slot.as_str(), 2), (TIER, 2)]).await;
     let ticket: String = sqlx::query_scalar(
         "select code from order_codes where order_id = $1 order by code limit 1",
@@ -521,7 +520,7 @@ async fn a_double_submitted_refund_form_is_one_refund_and_free_units_cost_nothin
     let page = app
         .admin_page(&staff, &format!("/admin/orders/{}", order.id))
         .await;
-    let key = crate::admin::hidden(&page, "refund_key");
+    let key = hidden(&page, "refund_key");
     // the same form, pressed five times at once
     let presses = (0..5).map(|_| {
         let staff = staff.clone();
