@@ -10,18 +10,15 @@ use holdfast_testkit::*;
 /// One shopper whose checkout is open at the provider (so a hold is
 /// awaiting payment). Returns (hold id, order id).
 async fn shopper_mid_checkout(app: &TestApp, product: &str, qty: i64) -> (String, String) {
-    let shopper = browser();
-    app.add(&shopper, product, qty).await;
-    let response = app.checkout(&shopper).await;
-    assert_eq!(response.status(), StatusCode::SEE_OTHER);
-    let (hold, order): (uuid::Uuid, uuid::Uuid) = sqlx::query_as(
-        "select h.id, o.id from orders o join holds h on h.purchase_id = o.hold_id \
-          order by o.created_at desc limit 1",
+    let started = app.start(&browser(), &Purchase::of(product, qty)).await;
+    let hold: uuid::Uuid = sqlx::query_scalar(
+        "select h.id from orders o join holds h on h.purchase_id = o.hold_id where o.id = $1",
     )
+    .bind(started.order_id)
     .fetch_one(&app.db.pool)
     .await
     .unwrap();
-    (hold.to_string(), order.to_string())
+    (hold.to_string(), started.order_id.to_string())
 }
 
 /// Every admin route, with what a request to it needs.
@@ -709,34 +706,10 @@ async fn shopper_text_is_escaped_in_the_admin() {
     let app = spawn_app().await;
     app.load_demo().await;
     app.add_staff().await;
-    let shopper = browser();
-    app.add(&shopper, "wild-honey", 1).await;
-    let basket = shopper
-        .get(format!("{}/basket", app.address))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
-    let key = checkout_key(&basket);
     let name = "<script>alert('owned')</script>";
-    let response = shopper
-        .post(format!("{}/checkout", app.address))
-        .form(&[
-            ("checkout_key", key.as_str()),
-            ("name", name),
-            ("email", "ada@example.com"),
-        ])
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(response.status(), StatusCode::SEE_OTHER);
+    let purchase = Purchase::of("wild-honey", 1).by(name, "ada@example.com");
+    let order = app.start(&browser(), &purchase).await.order_id;
     let (staff, _) = app.staff_browser().await;
-    let order: uuid::Uuid = sqlx::query_scalar("select id from orders")
-        .fetch_one(&app.db.pool)
-        .await
-        .unwrap();
     for path in [
         "/admin/orders".to_owned(),
         format!("/admin/orders/{order}"),

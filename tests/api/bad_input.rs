@@ -250,13 +250,10 @@ async fn text_that_cannot_be_stored_is_refused_at_the_edge_on_every_route() {
     let (staff, csrf) = app.staff_browser().await;
     // a shopper mid-checkout, so the order routes have a real token
     let shopper = browser();
-    app.add(&shopper, "wild-honey", 1).await;
-    let session_url = location(&app.checkout(&shopper).await);
-    let token: String = sqlx::query_scalar("select token from orders where provider_url = $1")
-        .bind(&session_url)
-        .fetch_one(&app.db.pool)
+    let token = app
+        .start(&shopper, &Purchase::of("wild-honey", 1))
         .await
-        .unwrap();
+        .token;
     let before = holdfast_testkit::snapshot(&app.db.pool).await;
 
     let mut gets: Vec<String> = [

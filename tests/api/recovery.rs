@@ -5,6 +5,8 @@
 
 use std::time::Duration;
 
+use holdfast::payments::ProviderKind;
+
 use holdfast_testkit::*;
 
 async fn serve(db: &TestDb, sandbox: &TestSandbox, port: u16, crash_at: Option<&str>) -> Server {
@@ -147,17 +149,11 @@ async fn a_crash_before_or_after_the_provider_call_gives_the_units_back_and_noth
         assert!(location(&again).starts_with("/orders/"), "{point}");
         assert_eq!(vip(&db).await, (0, 0), "{point}");
 
-        // and a new checkout goes all the way
-        let key = checkout_key(&server, &shopper).await;
-        let started = submit(&server, &shopper, &key).await.unwrap();
-        assert_eq!(started.status(), 303, "{point}");
-        let paid = shopper
-            .post(format!("{}/pay", location(&started)))
-            .send()
-            .await
-            .unwrap();
-        let back = shopper.get(location(&paid)).send().await.unwrap();
-        assert_eq!(back.status(), 303, "{point}");
+        // and a new checkout of the same basket goes all the way
+        let front = ShopFront::new(&server.address, &db, &sandbox);
+        let basket = Purchase::basket().with(ProviderKind::Stripe);
+        let paid = front.buy(&shopper, &basket).await;
+        assert_eq!(paid.returned().status, 303, "{point}");
         assert_eq!(vip(&db).await, (0, 2), "{point}");
         let ledger = sandbox.stripe.ledger();
         assert_eq!(
@@ -179,19 +175,16 @@ async fn a_worker_killed_mid_refund_refunds_exactly_once_after_its_restart() {
     let shopper = browser();
 
     let mut server = serve(&db, &sandbox, port, Some("after_refund_call")).await;
-    let key = basket(&server, &shopper, 1).await;
-    let started = submit(&server, &shopper, &key).await.unwrap();
-    assert_eq!(started.status(), 303);
+    let front = ShopFront::new(&server.address, &db, &sandbox);
     // two charges for one checkout: one sale and one refund job
-    let paid = shopper
-        .post(format!("{}/pay-twice", location(&started)))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(paid.status(), 303);
-    let _ = shopper.get(location(&paid)).send().await;
+    let purchase = Purchase::of("harbour-lights-vip", 1)
+        .with(ProviderKind::Stripe)
+        .paying(Payment::press("pay-twice").reported(Report::Webhook));
+    let paid = front.buy(&shopper, &purchase).await;
+    // the shopper comes back too, if the server is still there by then
+    let _ = shopper.get(&paid.back_url).send().await;
     // lose the refund's own webhook, so only the job's rerun can close it
-    let session = location(&started).rsplit('/').next().unwrap().to_owned();
+    let session = paid.started.page_id.clone();
     wait_until("the refund job was queued", || async {
         sqlx::query_scalar::<_, i64>("select count(*) from outbox_jobs where kind = 'refund'")
             .fetch_one(&db.pool)

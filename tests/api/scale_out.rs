@@ -5,6 +5,8 @@
 use std::process::Child;
 use std::time::{Duration, Instant};
 
+use holdfast::payments::ProviderKind;
+
 use holdfast_testkit::*;
 
 struct Worker(Child);
@@ -18,48 +20,16 @@ impl Drop for Worker {
 
 /// One shopper through one server: basket, checkout, pay, return.
 /// Returns whether they got a payment page.
-async fn shop_at(server: String) -> bool {
+async fn shop_at(front: ShopFront) -> bool {
     let shopper = browser();
-    let added = shopper
-        .post(format!("{server}/basket/add"))
-        .form(&[("product_id", "harbour-lights-vip"), ("qty", "1")])
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(added.status(), 303);
-    let page = shopper
-        .get(format!("{server}/basket"))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
-    let key = field(&page, "checkout_key");
-    let started = shopper
-        .post(format!("{server}/checkout"))
-        .form(&[
-            ("checkout_key", key.as_str()),
-            ("name", "Ada Shopper"),
-            ("email", "ada@example.com"),
-            ("provider", "stripe"),
-        ])
-        .send()
-        .await
-        .unwrap();
-    match started.status().as_u16() {
-        409 => return false,
-        303 => {}
-        other => panic!("checkout answered {other}"),
-    }
-    let paid = shopper
-        .post(format!("{}/pay", location(&started)))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(paid.status(), 303);
-    let back = shopper.get(location(&paid)).send().await.unwrap();
-    assert_eq!(back.status(), 303);
+    let purchase = Purchase::of("harbour-lights-vip", 1).with(ProviderKind::Stripe);
+    let started = match front.try_start(&shopper, &purchase).await {
+        Attempt::Started(started) => started,
+        Attempt::Refused(answer) if answer.status == 409 => return false,
+        other => panic!("checkout answered {other:?}"),
+    };
+    let paid = front.pay(&shopper, &started, &Payment::default()).await;
+    assert_eq!(paid.returned().status, 303);
     true
 }
 
@@ -102,7 +72,10 @@ async fn two_servers_and_two_workers_sell_the_last_twenty_places_exactly_once() 
 
     let storm = Instant::now();
     let shoppers: Vec<_> = (0..200)
-        .map(|i| tokio::spawn(shop_at(servers[i % 2].address.clone())))
+        .map(|i| {
+            let front = ShopFront::new(&servers[i % 2].address, &db, &sandbox);
+            tokio::spawn(shop_at(front))
+        })
         .collect();
     let mut started = 0;
     for shopper in shoppers {

@@ -15,6 +15,8 @@
 //!   adapters pointed at it;
 //! - [`shop`]: the shop on port 0 ([`spawn_app`]) and what a test asks it;
 //! - [`shopper`]: browsers, the basket and checkout form, redirects;
+//! - [`purchase`]: the one way a test buys ([`TestApp::buy`]), or starts
+//!   a checkout and pays later;
 //! - [`staff`]: a staff account and a signed-in staff browser;
 //! - [`process`]: `holdfast` as a process (`serve`, `worker`, commands);
 //! - [`tls`]: a test certificate authority and an HTTPS front;
@@ -28,6 +30,7 @@ pub mod clock;
 pub mod database;
 pub mod engine;
 pub mod process;
+pub mod purchase;
 pub mod sandbox;
 pub mod shop;
 pub mod shopper;
@@ -40,6 +43,7 @@ pub use engine::{
     hold_ok, payment_for, qty, request, resource, rid, ttl,
 };
 pub use process::{Server, free_port, holdfast_process, json_output, ready, run_command};
+pub use purchase::{Answer, Attempt, Paid, Payment, Purchase, Report, ShopFront, Started};
 pub use sandbox::{
     TestSandbox, page_request, pay_on_page, spawn_sandbox, wait_for_accepted, wait_for_event,
 };

@@ -126,30 +126,6 @@ impl TestApp {
             .unwrap()
     }
 
-    /// [`TestApp::checkout`], paying with `provider`.
-    pub async fn checkout_with(&self, shopper: &reqwest::Client, provider: &str) -> Response {
-        let page = shopper
-            .get(format!("{}/basket", self.address))
-            .send()
-            .await
-            .unwrap()
-            .text()
-            .await
-            .unwrap();
-        shopper
-            .post(format!("{}/checkout", self.address))
-            .form(&[
-                ("checkout_key", checkout_key(&page).as_str()),
-                ("name", "Ada Shopper"),
-                ("email", "ada@example.com"),
-                ("provider", provider),
-                ("lines", form_lines(&page).as_str()),
-            ])
-            .send()
-            .await
-            .unwrap()
-    }
-
     /// The checkout form with `key` and without its lines (a form the
     /// shop's memory cannot judge: the database answers).
     pub async fn submit_checkout(&self, shopper: &reqwest::Client, key: &str) -> Response {
