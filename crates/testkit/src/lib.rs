@@ -50,7 +50,7 @@ pub use sandbox::{
 pub use shop::{TestApp, spawn_app, spawn_app_shaped, spawn_app_with};
 pub use shopper::{
     browser, browser_from, checkout_key, field, form_lines, hidden, http_builder, http_client,
-    location, token_of, try_field,
+    location, read_page, text_of, token_of, try_field,
 };
 pub use staff::{STAFF_EMAIL, STAFF_PASSWORD};
 pub use tls::{TlsFront, tls_front};

@@ -43,7 +43,7 @@ use uuid::Uuid;
 use crate::database::TestDb;
 use crate::sandbox::TestSandbox;
 use crate::shop::TestApp;
-use crate::shopper::{checkout_key, field, form_lines, http_client, location};
+use crate::shopper::{checkout_key, field, form_lines, http_client, location, read_page, text_of};
 
 /// What a shopper buys, who they are, and how they pay.
 #[derive(Debug, Clone)]
@@ -312,13 +312,7 @@ impl ShopFront {
                 return Attempt::NotAdded(Answer::read(added).await);
             }
         }
-        let basket = to_shop(shopper.get(format!("{}/basket", self.address)))
-            .send()
-            .await
-            .unwrap()
-            .text()
-            .await
-            .unwrap();
+        let basket = text_of(to_shop(shopper.get(format!("{}/basket", self.address)))).await;
         let (key, lines) = (checkout_key(&basket), form_lines(&basket));
         let mut form = vec![
             ("checkout_key", key.as_str()),
@@ -418,14 +412,7 @@ impl ShopFront {
                 }
             }
             ProviderKind::Razorpay => {
-                let page = shopper
-                    .get(&started.pay_url)
-                    .send()
-                    .await
-                    .unwrap()
-                    .text()
-                    .await
-                    .unwrap();
+                let page = read_page(shopper, &started.pay_url).await;
                 let back_url = field(&page, "callback_url");
                 let (base, _) = started.pay_url.split_once('?').unwrap();
                 let answer = shopper

@@ -32,6 +32,16 @@ pub fn http_client() -> reqwest::Client {
     http_builder().build().expect("client")
 }
 
+/// The text of the page at `url` as `browser` gets it, whatever its status.
+pub async fn read_page(browser: &reqwest::Client, url: &str) -> String {
+    text_of(browser.get(url)).await
+}
+
+/// Send `request`: the answer's text, whatever its status.
+pub async fn text_of(request: reqwest::RequestBuilder) -> String {
+    request.send().await.unwrap().text().await.unwrap()
+}
+
 /// Where a redirect points.
 pub fn location(response: &reqwest::Response) -> String {
     response.headers()["location"].to_str().unwrap().to_owned()
@@ -98,14 +108,7 @@ impl TestApp {
 
     /// Fill in the checkout form as it was rendered (with its one-time key).
     pub async fn checkout(&self, shopper: &reqwest::Client) -> Response {
-        let page = shopper
-            .get(format!("{}/basket", self.address))
-            .send()
-            .await
-            .unwrap()
-            .text()
-            .await
-            .unwrap();
+        let page = read_page(shopper, &format!("{}/basket", self.address)).await;
         self.submit_form(shopper, &checkout_key(&page), &form_lines(&page))
             .await
     }
@@ -113,29 +116,23 @@ impl TestApp {
     /// The checkout form as a browser sends it: its key and the lines the
     /// page showed.
     pub async fn submit_form(&self, shopper: &reqwest::Client, key: &str, lines: &str) -> Response {
-        shopper
-            .post(format!("{}/checkout", self.address))
-            .form(&[
-                ("checkout_key", key),
-                ("name", "Ada Shopper"),
-                ("email", "ada@example.com"),
-                ("lines", lines),
-            ])
-            .send()
+        self.post_checkout(shopper, &[("checkout_key", key), ("lines", lines)])
             .await
-            .unwrap()
     }
 
     /// The checkout form with `key` and without its lines (a form the
     /// shop's memory cannot judge: the database answers).
     pub async fn submit_checkout(&self, shopper: &reqwest::Client, key: &str) -> Response {
+        self.post_checkout(shopper, &[("checkout_key", key)]).await
+    }
+
+    /// The checkout form: `fields`, and Ada Shopper's name and e-mail.
+    async fn post_checkout(&self, shopper: &reqwest::Client, fields: &[(&str, &str)]) -> Response {
+        let mut form = fields.to_vec();
+        form.extend([("name", "Ada Shopper"), ("email", "ada@example.com")]);
         shopper
             .post(format!("{}/checkout", self.address))
-            .form(&[
-                ("checkout_key", key),
-                ("name", "Ada Shopper"),
-                ("email", "ada@example.com"),
-            ])
+            .form(&form)
             .send()
             .await
             .unwrap()

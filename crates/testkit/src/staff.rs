@@ -5,7 +5,7 @@ use holdfast::configuration::Secret;
 use reqwest::StatusCode;
 
 use crate::shop::TestApp;
-use crate::shopper::{browser, hidden, location};
+use crate::shopper::{browser, hidden, location, read_page};
 
 /// The staff account [`TestApp::add_staff`] makes.
 pub const STAFF_EMAIL: &str = "grace@holdfast.test";
@@ -40,14 +40,7 @@ impl TestApp {
         email: &str,
         password: &str,
     ) -> (reqwest::Client, reqwest::Response) {
-        let form = staff
-            .get(format!("{}/admin/login", self.address))
-            .send()
-            .await
-            .unwrap()
-            .text()
-            .await
-            .unwrap();
+        let form = read_page(&staff, &format!("{}/admin/login", self.address)).await;
         let csrf = hidden(&form, "csrf");
         let response = staff
             .post(format!("{}/admin/login", self.address))
