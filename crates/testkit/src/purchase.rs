@@ -94,9 +94,9 @@ impl Purchase {
         self
     }
 
-    /// Every request to the shop carries `X-Forwarded-For: <client>` (what
-    /// a proxy says the client is; the shop believes it only from a
-    /// trusted proxy).
+    /// The requests to the shop up to the provider's page (the basket, the
+    /// form) carry `X-Forwarded-For: <client>` (what a proxy says the
+    /// client is; the shop believes it only from a trusted proxy).
     pub fn forwarded_for(mut self, client: impl Into<String>) -> Self {
         self.forwarded_for = Some(client.into());
         self
@@ -387,7 +387,8 @@ impl ShopFront {
             self.set_delivery(started, payment.delivery).await;
         }
         let action = payment.press.as_str();
-        match started.provider {
+        // what the provider's page answers, and the way back it offers
+        let (back_url, way_back, payment_ref) = match started.provider {
             ProviderKind::Stripe => {
                 let paid = shopper
                     .post(format!("{}/{action}", started.pay_url))
@@ -400,16 +401,8 @@ impl ShopFront {
                     back_url.starts_with(&format!("{}/checkout/return/", self.address)),
                     "{back_url}"
                 );
-                let back = match payment.report.comes_back() {
-                    true => Some(Answer::read(shopper.get(&back_url).send().await.unwrap()).await),
-                    false => None,
-                };
-                Paid {
-                    started: started.clone(),
-                    back_url,
-                    back,
-                    payment_ref: None,
-                }
+                let way_back = shopper.get(&back_url);
+                (back_url, way_back, None)
             }
             ProviderKind::Razorpay => {
                 let page = read_page(shopper, &started.pay_url).await;
@@ -436,20 +429,20 @@ impl ShopFront {
                 .map(|name| (name, field(&callback, name)))
                 .collect();
                 assert_eq!(fields[1].1, started.page_id, "the callback names the order");
-                let back = match payment.report.comes_back() {
-                    true => Some(
-                        Answer::read(shopper.post(&back_url).form(&fields).send().await.unwrap())
-                            .await,
-                    ),
-                    false => None,
-                };
-                Paid {
-                    started: started.clone(),
-                    back_url,
-                    back,
-                    payment_ref: Some(fields[0].1.clone()),
-                }
+                let way_back = shopper.post(&back_url).form(&fields);
+                (back_url, way_back, Some(fields[0].1.clone()))
             }
+        };
+        let back = if payment.report.comes_back() {
+            Some(Answer::read(way_back.send().await.unwrap()).await)
+        } else {
+            None
+        };
+        Paid {
+            started: started.clone(),
+            back_url,
+            back,
+            payment_ref,
         }
     }
 
