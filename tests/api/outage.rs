@@ -8,22 +8,13 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use holdfast::catalogue::CatalogueFile;
 use holdfast::configuration::DatabaseSettings;
 use holdfast::database::cluster::LocalCluster;
 use holdfast::startup::Application;
 use holdfast::state::Shop;
 use tokio::sync::Mutex;
 
-use crate::helpers::*;
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
+use holdfast_testkit::*;
 
 /// (what, status or 0 for a transport error, how long it took)
 type Log = Arc<Mutex<Vec<(&'static str, u16, Duration)>>>;
@@ -63,11 +54,7 @@ async fn postgres_stopped_under_load_makes_shoppers_wait_and_loses_or_doubles_no
     let pool = holdfast::database::recreate(&settings, "outage", 20)
         .await
         .unwrap();
-    CatalogueFile::read(concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/catalogue.json").as_ref())
-        .unwrap()
-        .load(&pool)
-        .await
-        .unwrap();
+    load_demo(&pool).await;
 
     let sandbox = spawn_sandbox();
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
@@ -93,7 +80,7 @@ async fn postgres_stopped_under_load_makes_shoppers_wait_and_loses_or_doubles_no
             tokio::spawn(async move {
                 // arriving one by one, before, during and after the outage
                 tokio::time::sleep(Duration::from_millis(200 + 400 * i)).await;
-                let client = crate::helpers::http_builder()
+                let client = holdfast_testkit::http_builder()
                     .cookie_store(true)
                     .redirect(reqwest::redirect::Policy::none())
                     .timeout(Duration::from_secs(30))
@@ -157,7 +144,7 @@ async fn postgres_stopped_under_load_makes_shoppers_wait_and_loses_or_doubles_no
             let address = address.clone();
             let stop = stop_reading.clone();
             tokio::spawn(async move {
-                let client = crate::helpers::http_builder()
+                let client = holdfast_testkit::http_builder()
                     .timeout(Duration::from_secs(30))
                     .build()
                     .unwrap();
