@@ -71,6 +71,10 @@ create table staff_settings (
 );
 insert into staff_settings default values;
 
+-- Each account's last sign-in, as the Staff page shows it.
+create index staff_actions_logins on staff_actions (staff_id, at desc)
+    where action = 'login' and outcome = 'ok';
+
 alter table staff_actions drop constraint staff_action_known;
 alter table staff_actions add constraint staff_action_known check (action in (
     'login', 'logout', 'release_hold', 'set_capacity', 'repair_resource', 'retry_refund',

@@ -475,6 +475,44 @@ pub enum Changed<T> {
     WrongCode,
     /// The owner requires two-factor of this member's role.
     Required,
+    /// Too many wrong answers from here: the login throttle's lock.
+    Locked,
+}
+
+/// Checks and spends a signed-in member's code for a change, counted in
+/// the login throttle like a sign-in (a stolen session cookie must not
+/// buy unlimited guesses at the code that turns two-factor off).
+async fn spend_counted(
+    tx: &mut sqlx::Transaction<'_, sqlx::Postgres>,
+    pool: &PgPool,
+    key: &SessionKey,
+    staff: &StaffMember,
+    address: &str,
+    typed: &Secret,
+) -> Result<std::result::Result<(Verified, Attempt), Changed<()>>> {
+    let on: bool = sqlx::query_scalar(
+        "select exists (select 1 from staff_two_factor where staff_id = $1 and confirmed_at is not null)",
+    )
+    .bind(staff.id)
+    .fetch_one(&mut **tx)
+    .await?;
+    if !on {
+        // nothing to guess: nothing counted
+        return Ok(Err(Changed::WrongCode));
+    }
+    let attempt = match Attempt::count(pool, &staff.email, address).await? {
+        Ok(attempt) => attempt,
+        Err(_) => return Ok(Err(Changed::Locked)),
+    };
+    let verified = spend_code(tx, key, staff.id, typed).await?;
+    if let Verified::App | Verified::Recovery = verified {
+        return Ok(Ok((verified, attempt)));
+    }
+    tracing::warn!(staff = %staff.email, outcome = verified.as_str(), "a code for a two-factor change refused");
+    Ok(Err(match attempt.wrong(pool).await? {
+        LoginOutcome::Locked { .. } => Changed::Locked,
+        _ => Changed::WrongCode,
+    }))
 }
 
 /// New recovery codes for a member whose two-factor is on (the old ones
@@ -483,13 +521,17 @@ pub async fn new_recovery_codes(
     pool: &PgPool,
     key: &SessionKey,
     staff: &StaffMember,
+    address: &str,
     typed: &Secret,
 ) -> Result<Changed<RecoveryCodes>> {
     let mut tx = pool.begin().await?;
-    let verified = spend_code(&mut tx, key, staff.id, typed).await?;
-    if !matches!(verified, Verified::App | Verified::Recovery) {
-        return Ok(Changed::WrongCode);
-    }
+    let (verified, attempt) = match spend_counted(&mut tx, pool, key, staff, address, typed).await?
+    {
+        Ok(spent) => spent,
+        Err(Changed::Locked) => return Ok(Changed::Locked),
+        Err(_) => return Ok(Changed::WrongCode),
+    };
+    attempt.forget(&mut tx).await?;
     let codes = replace_recovery_codes(&mut tx, staff.id).await?;
     record(
         &mut tx,
@@ -511,16 +553,19 @@ pub async fn turn_off(
     pool: &PgPool,
     key: &SessionKey,
     staff: &StaffMember,
+    address: &str,
     typed: &Secret,
 ) -> Result<Changed<()>> {
     if required_for_refunds(pool).await? && staff.role.refunds() {
         return Ok(Changed::Required);
     }
     let mut tx = pool.begin().await?;
-    let verified = spend_code(&mut tx, key, staff.id, typed).await?;
-    if !matches!(verified, Verified::App | Verified::Recovery) {
-        return Ok(Changed::WrongCode);
-    }
+    let (verified, attempt) = match spend_counted(&mut tx, pool, key, staff, address, typed).await?
+    {
+        Ok(spent) => spent,
+        Err(refused) => return Ok(refused),
+    };
+    attempt.forget(&mut tx).await?;
     forget(&mut tx, staff.id).await?;
     record(
         &mut tx,

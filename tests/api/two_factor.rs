@@ -797,3 +797,74 @@ async fn secrets_and_codes_never_reach_the_logs() {
         assert!(!text.contains(&secret), "{secret} is in the logs");
     }
 }
+
+#[tokio::test]
+async fn turning_it_off_takes_a_current_code_counted_like_a_sign_in() {
+    let app = spawn_app().await;
+    app.add_staff().await;
+    let (staff, csrf) = app.staff_browser().await;
+    let enrolled = app.enrol(&staff).await;
+    let wrong = wrong_code(&enrolled.secret);
+    // a stolen session cookie does not buy unlimited guesses: the login
+    // throttle counts these codes too (signing in forgot the earlier counts)
+    for n in 1..=9 {
+        let answer = app
+            .admin_post(
+                &staff,
+                "/admin/two-factor/off",
+                &[("csrf", &csrf), ("code", &wrong)],
+            )
+            .await;
+        assert!(
+            location(&answer).ends_with("notice=two_factor_wrong_code"),
+            "answer {n}: {}",
+            location(&answer)
+        );
+    }
+    let tenth = app
+        .admin_post(
+            &staff,
+            "/admin/two-factor/off",
+            &[("csrf", &csrf), ("code", &wrong)],
+        )
+        .await;
+    assert!(location(&tenth).ends_with("notice=two_factor_locked"));
+    let locked = app
+        .admin_post(
+            &staff,
+            "/admin/two-factor/off",
+            &[("csrf", &csrf), ("code", &enrolled.recovery_codes[0])],
+        )
+        .await;
+    assert!(location(&locked).ends_with("notice=two_factor_locked"));
+    assert!(actions(&app, "two_factor_off").await.is_empty());
+    sqlx::query("update login_throttle set locked_until = now() - interval '1 second'")
+        .execute(&app.db.pool)
+        .await
+        .unwrap();
+    let off = app
+        .admin_post(
+            &staff,
+            "/admin/two-factor/off",
+            &[("csrf", &csrf), ("code", &enrolled.recovery_codes[0])],
+        )
+        .await;
+    assert!(location(&off).ends_with("notice=two_factor_off"));
+    let page = app.admin_page(&staff, &location(&off)).await;
+    assert!(page.contains("<strong>off</strong>"), "{page}");
+    let recorded = actions(&app, "two_factor_off").await;
+    assert_eq!(recorded.len(), 1);
+    assert_eq!(recorded[0].2["confirmed_with"], "recovery_code");
+    let left: i64 = sqlx::query_scalar("select count(*) from staff_two_factor")
+        .fetch_one(&app.db.pool)
+        .await
+        .unwrap();
+    assert_eq!(left, 0);
+    app.log_out(&staff).await;
+    let (_, response) = app.try_login(STAFF_EMAIL, STAFF_PASSWORD).await;
+    assert_eq!(
+        location(&response),
+        "/admin/resources",
+        "the password alone again"
+    );
+}

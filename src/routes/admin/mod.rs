@@ -453,10 +453,15 @@ impl NoticeQuery {
                  first, so that requiring it does not shut you out. Nothing was changed."
                 .to_owned(),
             Some("two_factor_wrong_code") => {
-                "That code is not right. Type the code your app shows now. Nothing was changed."
+                "That code is not right, or was used already: type the next code your app \
+                 shows. Nothing was changed."
                     .to_owned()
             }
             Some("two_factor_off") => "Two-factor sign-in is off for your account.".to_owned(),
+            Some("two_factor_locked") => format!(
+                "Refused: too many wrong codes. Try again in {} minutes. Nothing was changed.",
+                crate::staff::LOCK_MINUTES
+            ),
             Some("two_factor_required") => "Refused: the shop requires two-factor sign-in of \
                  your role. Nothing was changed."
                 .to_owned(),
@@ -482,6 +487,7 @@ impl NoticeQuery {
                 | "last_owner"
                 | "enrol_first"
                 | "two_factor_wrong_code"
+                | "two_factor_locked"
                 | "two_factor_required",
             ) => "refused",
             _ => "ok",

@@ -4,7 +4,7 @@
 //! it off. Thin handlers over `staff::two_factor`.
 
 use actix_web::http::StatusCode;
-use actix_web::{HttpResponse, web};
+use actix_web::{HttpRequest, HttpResponse, web};
 use askama::Template;
 use chrono::{DateTime, Utc};
 use serde::Deserialize;
@@ -147,11 +147,19 @@ pub async fn confirm(
 pub async fn new_recovery_codes(
     shop: web::Data<Shop>,
     session: web::ReqData<Session>,
+    request: HttpRequest,
     form: web::Form<CodeForm>,
 ) -> Result<HttpResponse, ShopError> {
     let code = Secret::new(form.into_inner().code);
-    match two_factor::new_recovery_codes(&shop.pool, &shop.session_key, &session.staff, &code)
-        .await?
+    let address = shop.fairness.address(&request);
+    match two_factor::new_recovery_codes(
+        &shop.pool,
+        &shop.session_key,
+        &session.staff,
+        &address,
+        &code,
+    )
+    .await?
     {
         Changed::Done(codes) => {
             let page = page(&shop, &session, &NoticeQuery::default(), Some(codes)).await?;
@@ -159,6 +167,7 @@ pub async fn new_recovery_codes(
         }
         Changed::WrongCode => Ok(see_other("/admin/two-factor?notice=two_factor_wrong_code")),
         Changed::Required => Ok(see_other("/admin/two-factor?notice=two_factor_required")),
+        Changed::Locked => Ok(see_other("/admin/two-factor?notice=two_factor_locked")),
     }
 }
 
@@ -167,14 +176,23 @@ pub async fn new_recovery_codes(
 pub async fn turn_off(
     shop: web::Data<Shop>,
     session: web::ReqData<Session>,
+    request: HttpRequest,
     form: web::Form<CodeForm>,
 ) -> Result<HttpResponse, ShopError> {
     let code = Secret::new(form.into_inner().code);
-    Ok(see_other(
-        match two_factor::turn_off(&shop.pool, &shop.session_key, &session.staff, &code).await? {
-            Changed::Done(()) => "/admin/two-factor?notice=two_factor_off",
-            Changed::WrongCode => "/admin/two-factor?notice=two_factor_wrong_code",
-            Changed::Required => "/admin/two-factor?notice=two_factor_required",
-        },
-    ))
+    let address = shop.fairness.address(&request);
+    let outcome = two_factor::turn_off(
+        &shop.pool,
+        &shop.session_key,
+        &session.staff,
+        &address,
+        &code,
+    )
+    .await?;
+    Ok(see_other(match outcome {
+        Changed::Done(()) => "/admin/two-factor?notice=two_factor_off",
+        Changed::WrongCode => "/admin/two-factor?notice=two_factor_wrong_code",
+        Changed::Required => "/admin/two-factor?notice=two_factor_required",
+        Changed::Locked => "/admin/two-factor?notice=two_factor_locked",
+    }))
 }
