@@ -1,9 +1,11 @@
 //! The staff admin (docs/contract.md §6). One guard, [`require_staff`],
-//! stands in front of every `/admin` route but the login form: a signed
-//! cookie naming a live session, and on every POST that session's CSRF
-//! token in the form. Thin handlers: parse, call `staff`, render. One file
-//! per page group; this one holds the guard, what the pages share and the
-//! routes.
+//! stands in front of every `/admin` route but the login form and its code
+//! step: a signed cookie naming a live session of an account not disabled,
+//! on every POST that session's CSRF token in the form, the route's
+//! permission for the member's role, and, where the owner requires a
+//! second factor the member lacks, nothing but enrolling. Thin handlers:
+//! parse, call `staff`, render. One file per page group; this one holds
+//! the guard, what the pages share and the routes.
 
 mod holds;
 mod orders;
