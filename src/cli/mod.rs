@@ -149,8 +149,26 @@ pub(super) struct SettingsChange {
 #[derive(Debug, Subcommand)]
 enum StaffAction {
     /// Add a staff member, or set a new password for one (ending their
-    /// sessions). The password is read from standard input.
-    Add { email: String },
+    /// sessions). The password is read from standard input. A new account
+    /// needs --role (but the shop's first, which is an owner); an existing
+    /// account's role changes only when --role is given.
+    Add {
+        email: String,
+        /// owner, box-office or door
+        #[arg(long, value_parser = parse_role)]
+        role: Option<crate::staff::roles::Role>,
+    },
+    /// Every account: e-mail, role, two-factor on or off, disabled or not
+    List,
+    /// Turn an account's two-factor sign-in off (a lost phone and lost
+    /// recovery codes), ending its sessions; it signs in with its password
+    /// and sets two-factor up again
+    ResetTwoFactor { email: String },
+}
+
+fn parse_role(name: &str) -> Result<crate::staff::roles::Role, String> {
+    crate::staff::roles::Role::parse(name)
+        .ok_or_else(|| format!("{name:?} is not a role: owner, box-office or door"))
 }
 
 #[derive(Debug, Subcommand)]
@@ -208,8 +226,14 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             action: CatalogueAction::Load { file },
         } => shop::catalogue_load(&ctx, file).await,
         Command::Staff {
-            action: StaffAction::Add { email },
-        } => shop::staff_add(&ctx, email).await,
+            action: StaffAction::Add { email, role },
+        } => shop::staff_add(&ctx, email, role).await,
+        Command::Staff {
+            action: StaffAction::List,
+        } => shop::staff_list(&ctx).await,
+        Command::Staff {
+            action: StaffAction::ResetTwoFactor { email },
+        } => shop::staff_reset_two_factor(&ctx, email).await,
         Command::Serve { no_worker } => shop::serve(&ctx, no_worker).await,
         Command::Worker => shop::worker(&ctx).await,
         Command::Resource { id, total } => engine::resource(&ctx, id, total).await,
@@ -240,7 +264,8 @@ impl Ctx {
     }
 }
 
-/// Who acts from the command line, as redemptions and refunds record it.
+/// Who acts from the command line, as redemptions, refunds and changes to
+/// staff accounts record it.
 fn cli_actor() -> String {
     format!(
         "command line ({})",

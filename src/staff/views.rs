@@ -405,8 +405,9 @@ pub struct ActionRow {
 
 pub async fn actions(pool: &PgPool, limit: i64) -> sqlx::Result<Vec<ActionRow>> {
     sqlx::query_as(
-        "select a.id, s.email, a.action, a.target, a.outcome, a.detail, a.at \
-           from staff_actions a join staff s on s.id = a.staff_id \
+        "select a.id, coalesce(s.email, a.operator) as email, a.action, a.target, a.outcome, \
+                a.detail, a.at \
+           from staff_actions a left join staff s on s.id = a.staff_id \
           order by a.id desc limit $1",
     )
     .bind(limit.clamp(1, 1000))
