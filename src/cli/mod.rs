@@ -1,12 +1,13 @@
 //! Operator commands. `--db` or `DATABASE_URL` picks the database (without
 //! either, the private cluster); `--json` prints one JSON value for machines.
 //! Each command is a function of its own: [`shop`] (serve, worker, migrate,
-//! catalogue, staff), [`engine`] (resources, holds, sweeps, the drift check,
-//! settings), [`after_sale`] (refunds, redemptions).
+//! catalogue, staff), [`vouchers`], [`engine`] (resources, holds, sweeps,
+//! the drift check, settings), [`after_sale`] (refunds, redemptions).
 
 mod after_sale;
 mod engine;
 mod shop;
+mod vouchers;
 
 use std::process::ExitCode;
 
@@ -54,6 +55,11 @@ enum Command {
     Catalogue {
         #[command(subcommand)]
         action: CatalogueAction,
+    },
+    /// Vouchers: discount and access codes with a limited number of uses
+    Voucher {
+        #[command(subcommand)]
+        action: VoucherAction,
     },
     /// Staff accounts for the admin
     Staff {
@@ -178,6 +184,22 @@ enum CatalogueAction {
         #[arg(long, default_value = "fixtures/catalogue.json")]
         file: std::path::PathBuf,
     },
+    /// Write what the shop sells now (what the admin made) as a catalogue
+    /// file, times in HOLDFAST_TIME_ZONE's offset: loading it gives the
+    /// same catalogue
+    Export {
+        /// Where to write it (default: standard output)
+        #[arg(long)]
+        file: Option<std::path::PathBuf>,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum VoucherAction {
+    /// Create a voucher (a code that exists is left as it is)
+    Add(vouchers::AddArgs),
+    /// Every voucher with its uses: in all, held by open checkouts, used
+    List,
 }
 
 pub async fn main() -> ExitCode {
@@ -225,6 +247,15 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Catalogue {
             action: CatalogueAction::Load { file },
         } => shop::catalogue_load(&ctx, file).await,
+        Command::Catalogue {
+            action: CatalogueAction::Export { file },
+        } => shop::catalogue_export(&ctx, file).await,
+        Command::Voucher {
+            action: VoucherAction::Add(args),
+        } => vouchers::add(&ctx, args).await,
+        Command::Voucher {
+            action: VoucherAction::List,
+        } => vouchers::list(&ctx).await,
         Command::Staff {
             action: StaffAction::Add { email, role },
         } => shop::staff_add(&ctx, email, role).await,

@@ -41,6 +41,54 @@ pub(super) async fn catalogue_load(
     Ok(ExitCode::SUCCESS)
 }
 
+/// `holdfast catalogue export [--file PATH]`: the catalogue as a file that
+/// loads back into the same catalogue.
+pub(super) async fn catalogue_export(
+    ctx: &Ctx,
+    file: Option<std::path::PathBuf>,
+) -> anyhow::Result<ExitCode> {
+    let zone = crate::configuration::time_zone()?;
+    let catalogue = CatalogueFile::export(&ctx.pool, zone).await?;
+    let mut text = serde_json::to_string_pretty(&catalogue)?;
+    text.push('\n');
+    match file {
+        None => print!("{text}"),
+        Some(path) => {
+            // whole or not at all: a file beside it, renamed into place
+            let partial = path.with_extension("partial");
+            std::fs::write(&partial, &text)
+                .and_then(|()| std::fs::rename(&partial, &path))
+                .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))?;
+            let products = catalogue.products.len()
+                + catalogue
+                    .events
+                    .iter()
+                    .map(|e| e.tiers.len())
+                    .sum::<usize>();
+            print(
+                ctx.json,
+                &serde_json::json!({
+                    "file": path.display().to_string(),
+                    "events": catalogue.events.len(),
+                    "schedules": catalogue.schedules.len(),
+                    "products": products,
+                    "vouchers": catalogue.vouchers.len(),
+                }),
+                || {
+                    format!(
+                        "{}: {} events, {} schedules, {products} other products and tiers, {} vouchers",
+                        path.display(),
+                        catalogue.events.len(),
+                        catalogue.schedules.len(),
+                        catalogue.vouchers.len()
+                    )
+                },
+            );
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
 /// `holdfast staff add EMAIL [--role ROLE]`: a staff member, or a new
 /// password (and, with `--role`, a new role) for one.
 pub(super) async fn staff_add(

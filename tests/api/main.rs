@@ -37,3 +37,4 @@ mod stripe_adapter;
 mod stripe_cli;
 mod time_zone;
 mod two_factor;
+mod vouchers;
