@@ -598,6 +598,9 @@ impl CatalogueFile {
                 per_buyer: v.per_buyer,
             })
             .collect();
+        // by code: the same catalogue is the same file, whenever each
+        // voucher was made
+        file.vouchers.sort_by(|a, b| a.code.cmp(&b.code));
         Ok(file)
     }
 }
