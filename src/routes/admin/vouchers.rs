@@ -75,8 +75,18 @@ async fn voucher_page(
     let on_sale: Vec<(String, String, bool)> = catalogue::collections(&shop.pool)
         .await?
         .into_iter()
-        .flat_map(|c| c.products)
-        .map(|p| (p.id, p.name, p.hidden))
+        .flat_map(|c| {
+            let title = c.collection.title;
+            c.products.into_iter().map(move |p| {
+                // a tier's name says little without its event's
+                let label = if p.name.starts_with(title.as_str()) {
+                    p.name
+                } else {
+                    format!("{title}: {}", p.name)
+                };
+                (p.id, label, p.hidden)
+            })
+        })
         .collect();
     let page = VoucherPage {
         nav: nav(shop, session, &NoticeQuery::default()).await?,
