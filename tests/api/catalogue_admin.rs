@@ -40,7 +40,12 @@ async fn everything(pool: &sqlx::PgPool) -> Vec<String> {
 }
 
 /// A form posted to a path, the status it must get and what it must say.
-type Case = (String, Vec<(&'static str, &'static str)>, StatusCode, &'static str);
+type Case = (
+    String,
+    Vec<(&'static str, &'static str)>,
+    StatusCode,
+    &'static str,
+);
 
 /// What changed between two fingerprints, Activity left out.
 fn changed_but_activity(before: &[String], after: &[String]) -> Vec<String> {
