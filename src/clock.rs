@@ -3,7 +3,9 @@
 //! the catalogue's slot times are read in it. Daylight-saving changes come
 //! from the IANA database (`chrono-tz`), never from a fixed offset.
 
-use chrono::{DateTime, LocalResult, NaiveDate, NaiveTime, TimeZone, Utc};
+use chrono::{
+    DateTime, FixedOffset, LocalResult, NaiveDate, NaiveDateTime, NaiveTime, TimeZone, Utc,
+};
 use chrono_tz::Tz;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -81,6 +83,56 @@ impl ShopZone {
     }
 }
 
+impl ShopZone {
+    /// A moment as staff type it: a date and time read in this zone
+    /// (`2027-03-20 19:30`, or with a `T`), or with an explicit offset
+    /// (`2027-03-20T19:30+01:00`, `2027-03-20T18:30:00Z`). A wall-clock time
+    /// the clocks skip is refused, as [`ShopZone::at`] refuses it.
+    pub fn read(&self, typed: &str) -> Result<DateTime<Utc>, String> {
+        let text = typed.trim();
+        let refused = || {
+            format!(
+                "{:?} is not a date and time like 2027-03-20 19:30 (in {}) or \
+                 2027-03-20T19:30+01:00",
+                text.chars().take(60).collect::<String>(),
+                self.name()
+            )
+        };
+        if text.is_empty() || text.len() > 40 {
+            return Err(refused());
+        }
+        if let Ok(at) = DateTime::<FixedOffset>::parse_from_rfc3339(text) {
+            return Ok(at.with_timezone(&Utc));
+        }
+        for format in [
+            "%Y-%m-%dT%H:%M%:z",
+            "%Y-%m-%d %H:%M%:z",
+            "%Y-%m-%d %H:%M:%S%:z",
+        ] {
+            if let Ok(at) = DateTime::<FixedOffset>::parse_from_str(text, format) {
+                return Ok(at.with_timezone(&Utc));
+            }
+        }
+        for format in [
+            "%Y-%m-%dT%H:%M",
+            "%Y-%m-%d %H:%M",
+            "%Y-%m-%dT%H:%M:%S",
+            "%Y-%m-%d %H:%M:%S",
+        ] {
+            if let Ok(local) = NaiveDateTime::parse_from_str(text, format) {
+                return self.at(local.date(), local.time());
+            }
+        }
+        Err(refused())
+    }
+
+    /// How [`ShopZone::read`] reads a moment back into a form:
+    /// `2027-03-20 19:30` in this zone.
+    pub fn typed(&self, at: DateTime<Utc>) -> String {
+        self.local(at).format("%Y-%m-%d %H:%M").to_string()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -121,5 +173,41 @@ mod tests {
         for bad in ["", "CET+1", "Mars/Olympus", "Europe/Berlin; drop table"] {
             assert!(ShopZone::parse(bad).is_err(), "{bad:?}");
         }
+    }
+
+    #[test]
+    fn staff_type_moments_in_the_zone_or_with_an_offset() {
+        let berlin = ShopZone::parse("Europe/Berlin").unwrap();
+        let winter = "2027-03-20T18:30:00+00:00";
+        for typed in [
+            "2027-03-20 19:30",
+            " 2027-03-20T19:30 ",
+            "2027-03-20 19:30:00",
+            "2027-03-20T19:30+01:00",
+            "2027-03-20T18:30:00Z",
+            "2027-03-20 20:30+02:00",
+        ] {
+            assert_eq!(berlin.read(typed).unwrap().to_rfc3339(), winter, "{typed}");
+        }
+        assert_eq!(
+            berlin.typed(berlin.read(winter).unwrap()),
+            "2027-03-20 19:30"
+        );
+        for bad in [
+            "",
+            "tomorrow",
+            "2027-02-30 19:30",
+            "2027-03-20",
+            "19:30",
+            "2027-03-28 02:30",
+        ] {
+            assert!(berlin.read(bad).is_err(), "{bad:?}");
+        }
+        assert!(
+            berlin
+                .read("2027-03-28 02:30")
+                .unwrap_err()
+                .contains("skip")
+        );
     }
 }

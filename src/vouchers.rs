@@ -17,7 +17,7 @@
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
-use sqlx::{PgExecutor, PgPool};
+use sqlx::{PgConnection, PgExecutor, PgPool};
 
 use crate::inventory::{Capacity, InvalidInput, ResourceId, UpsertOutcome};
 
@@ -249,6 +249,22 @@ pub async fn create(
     shop_currency: &str,
     by: &str,
 ) -> anyhow::Result<Created> {
+    let mut tx = pool.begin().await?;
+    let created = create_in(&mut tx, voucher, shop_currency, by).await?;
+    if let Created::Created { .. } = created {
+        tx.commit().await?;
+    }
+    Ok(created)
+}
+
+/// [`create`], in the caller's transaction (which the caller rolls back
+/// unless it was [`Created::Created`]).
+pub async fn create_in(
+    conn: &mut PgConnection,
+    voucher: &NewVoucher,
+    shop_currency: &str,
+    by: &str,
+) -> anyhow::Result<Created> {
     let code = voucher.check()?;
     let named: Vec<String> = voucher
         .products
@@ -259,16 +275,15 @@ pub async fn create(
         .collect();
     let known: Vec<String> = sqlx::query_scalar("select id from products where id = any($1)")
         .bind(&named)
-        .fetch_all(pool)
+        .fetch_all(&mut *conn)
         .await?;
     let unknown: Vec<String> = named.into_iter().filter(|id| !known.contains(id)).collect();
     if !unknown.is_empty() {
         return Ok(Created::UnknownProducts { ids: unknown });
     }
-    let mut tx = pool.begin().await?;
     let exists: bool = sqlx::query_scalar("select exists (select 1 from vouchers where code = $1)")
         .bind(code.as_str())
-        .fetch_one(&mut *tx)
+        .fetch_one(&mut *conn)
         .await?;
     if exists {
         return Ok(Created::Exists {
@@ -277,7 +292,7 @@ pub async fn create(
     }
     let uses = Capacity::parse(voucher.uses)?;
     if let UpsertOutcome::CapacityBelowCommitted { .. } =
-        crate::inventory::upsert_resource(&mut *tx, &code.resource(), uses).await?
+        crate::inventory::upsert_resource(&mut *conn, &code.resource(), uses).await?
     {
         anyhow::bail!("the uses of {code} are held or used already");
     }
@@ -287,11 +302,14 @@ pub async fn create(
             .clone()
             .unwrap_or_else(|| shop_currency.to_owned())
     });
-    sqlx::query(
+    // a voucher of that code made at the same moment (after the look
+    // above) wins; this one is then `Exists`, and its caller rolls back
+    let inserted = sqlx::query(
         "insert into vouchers (code, resource_id, percent_off, amount_off_minor, per_unit, \
                                currency, products, unlocks, valid_from, valid_until, per_buyer, \
                                created_by) \
-         values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)",
+         values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) \
+         on conflict (code) do nothing",
     )
     .bind(code.as_str())
     .bind(code.resource().as_str())
@@ -305,9 +323,13 @@ pub async fn create(
     .bind(voucher.valid_until)
     .bind(voucher.per_buyer)
     .bind(by)
-    .execute(&mut *tx)
+    .execute(&mut *conn)
     .await?;
-    tx.commit().await?;
+    if inserted.rows_affected() == 0 {
+        return Ok(Created::Exists {
+            code: code.to_string(),
+        });
+    }
     Ok(Created::Created {
         code: code.to_string(),
     })
@@ -359,11 +381,19 @@ pub async fn ensure_buyer_use(pool: &PgPool, resource: &ResourceId) -> anyhow::R
 /// Stop a voucher: no checkout may start with it again; uses held run
 /// their course. False when there was no such voucher in use.
 pub async fn archive(pool: &PgPool, code: &VoucherCode) -> sqlx::Result<bool> {
+    archive_in(pool, code).await
+}
+
+/// [`archive`], on any connection (the caller's transaction).
+pub async fn archive_in<'e>(
+    executor: impl PgExecutor<'e>,
+    code: &VoucherCode,
+) -> sqlx::Result<bool> {
     let done = sqlx::query(
         "update vouchers set archived_at = now() where code = $1 and archived_at is null",
     )
     .bind(code.as_str())
-    .execute(pool)
+    .execute(executor)
     .await?;
     Ok(done.rows_affected() == 1)
 }

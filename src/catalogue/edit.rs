@@ -7,10 +7,10 @@
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
-use sqlx::PgPool;
+use sqlx::{PgConnection, PgPool};
 
 use super::ProductKind;
-use crate::inventory::{Capacity, InvalidInput, Inventory, ResourceId, UpsertOutcome};
+use crate::inventory::{Capacity, InvalidInput, ResourceId, UpsertOutcome};
 
 /// A product's most units per order, unless the catalogue says otherwise.
 pub const DEFAULT_MAX_PER_ORDER: i32 = 10;
@@ -133,6 +133,23 @@ pub fn check_slug(field: &str, id: &str, max: usize) -> Result<(), InvalidInput>
     }
 }
 
+/// An id made of words, for a new collection or product whose id staff
+/// did not give: "Harbour Lights — live!" is `harbour-lights-live`
+/// (letters and digits lower-cased, everything else one hyphen, at most
+/// `max` bytes). Empty when the words have no ASCII letter or digit.
+pub fn slug(words: &str, max: usize) -> String {
+    let mut id = String::new();
+    for c in words.chars() {
+        if c.is_ascii_alphanumeric() {
+            id.push(c.to_ascii_lowercase());
+        } else if !id.is_empty() && !id.ends_with('-') {
+            id.push('-');
+        }
+    }
+    id.truncate(max);
+    id.trim_end_matches('-').to_owned()
+}
+
 impl CollectionEdit {
     pub fn check(&self) -> Result<(), InvalidInput> {
         check_slug("a collection's id", &self.id, 100)?;
@@ -195,6 +212,15 @@ impl ProductEdit {
 
 /// Create or change a collection (and bring it back if it was archived).
 pub async fn put_collection(pool: &PgPool, edit: &CollectionEdit) -> anyhow::Result<()> {
+    let mut conn = pool.acquire().await?;
+    put_collection_in(&mut conn, edit).await
+}
+
+/// [`put_collection`], in the caller's transaction.
+pub async fn put_collection_in(
+    conn: &mut PgConnection,
+    edit: &CollectionEdit,
+) -> anyhow::Result<()> {
     edit.check()?;
     sqlx::query(
         "insert into collections (id, kind, title, lede, starts_at, doors_at, venue, position) \
@@ -213,20 +239,32 @@ pub async fn put_collection(pool: &PgPool, edit: &CollectionEdit) -> anyhow::Res
     .bind(edit.doors_at)
     .bind(&edit.venue)
     .bind(edit.position)
-    .execute(pool)
+    .execute(&mut *conn)
     .await?;
     Ok(())
 }
 
 /// Create or change a product and its resource's capacity (through the
-/// engine). An archived product comes back on sale.
+/// engine). An archived product comes back on sale. The resource and the
+/// product are written in one transaction.
 pub async fn put_product(pool: &PgPool, edit: &ProductEdit) -> anyhow::Result<PutProduct> {
+    let mut tx = pool.begin().await?;
+    let outcome = put_product_in(&mut tx, edit).await?;
+    tx.commit().await?;
+    Ok(outcome)
+}
+
+/// [`put_product`], in the caller's transaction. The engine takes the
+/// resource's lock (held until the caller commits); when it refuses the
+/// capacity ([`PutProduct::CapacityKept`]) everything else is written, so
+/// a caller that wants all or nothing rolls back.
+pub async fn put_product_in(
+    conn: &mut PgConnection,
+    edit: &ProductEdit,
+) -> anyhow::Result<PutProduct> {
     let resource = edit.check()?;
     let capacity = Capacity::parse(edit.capacity)?;
-    let outcome = match Inventory::new(pool.clone())
-        .upsert_resource(&resource, capacity)
-        .await?
-    {
+    let outcome = match crate::inventory::upsert_resource(&mut *conn, &resource, capacity).await? {
         UpsertOutcome::Created { .. } => PutProduct::Created,
         UpsertOutcome::Updated { .. } => PutProduct::Updated,
         UpsertOutcome::CapacityBelowCommitted { counters, .. } => PutProduct::CapacityKept {
@@ -265,7 +303,7 @@ pub async fn put_product(pool: &PgPool, edit: &ProductEdit) -> anyhow::Result<Pu
     .bind(edit.sale_opens_at)
     .bind(edit.sale_closes_at)
     .bind(edit.hidden)
-    .execute(pool)
+    .execute(&mut *conn)
     .await?;
     Ok(outcome)
 }
@@ -273,11 +311,17 @@ pub async fn put_product(pool: &PgPool, edit: &ProductEdit) -> anyhow::Result<Pu
 /// Take a product off the shop. Its orders, codes and history stay; its
 /// holds run their course. False when there is no such product on sale.
 pub async fn archive_product(pool: &PgPool, id: &str) -> sqlx::Result<bool> {
+    let mut conn = pool.acquire().await?;
+    archive_product_in(&mut conn, id).await
+}
+
+/// [`archive_product`], in the caller's transaction.
+pub async fn archive_product_in(conn: &mut PgConnection, id: &str) -> sqlx::Result<bool> {
     let archived = sqlx::query(
         "update products set active = false, archived_at = now() where id = $1 and active",
     )
     .bind(id)
-    .execute(pool)
+    .execute(&mut *conn)
     .await?;
     Ok(archived.rows_affected() == 1)
 }
@@ -286,27 +330,48 @@ pub async fn archive_product(pool: &PgPool, id: &str) -> sqlx::Result<bool> {
 /// it off the shop; a schedule stops publishing slots.
 pub async fn archive_collection(pool: &PgPool, id: &str) -> sqlx::Result<bool> {
     let mut tx = pool.begin().await?;
+    let archived = archive_collection_in(&mut tx, id).await?;
+    tx.commit().await?;
+    Ok(archived)
+}
+
+/// [`archive_collection`], in the caller's transaction.
+pub async fn archive_collection_in(conn: &mut PgConnection, id: &str) -> sqlx::Result<bool> {
     let archived = sqlx::query(
         "update collections set archived_at = now(), updated_at = now() \
           where id = $1 and archived_at is null",
     )
     .bind(id)
-    .execute(&mut *tx)
+    .execute(&mut *conn)
     .await?;
     sqlx::query(
         "update products set active = false, archived_at = now() where collection = $1 and active",
     )
     .bind(id)
-    .execute(&mut *tx)
+    .execute(&mut *conn)
     .await?;
     sqlx::query(
         "update pickup_schedules set archived_at = now() where collection = $1 and archived_at is null",
     )
     .bind(id)
-    .execute(&mut *tx)
+    .execute(&mut *conn)
     .await?;
-    tx.commit().await?;
     Ok(archived.rows_affected() == 1)
+}
+
+/// An event's collection and the moment of each of its tiers (a tier is
+/// when its event is), in the caller's transaction.
+pub async fn put_event_in(conn: &mut PgConnection, edit: &CollectionEdit) -> anyhow::Result<()> {
+    put_collection_in(conn, edit).await?;
+    sqlx::query(
+        "update products set starts_at = $2 \
+          where collection = $1 and kind = 'ticket' and starts_at is distinct from $2",
+    )
+    .bind(&edit.id)
+    .bind(edit.starts_at)
+    .execute(&mut *conn)
+    .await?;
+    Ok(())
 }
 
 #[cfg(test)]
@@ -330,6 +395,16 @@ mod tests {
             hidden: false,
             position: None,
         }
+    }
+
+    #[test]
+    fn slugs_are_ids_the_checks_accept() {
+        assert_eq!(slug("Harbour Lights — live!", 100), "harbour-lights-live");
+        assert_eq!(slug("  VIP (front) ", 100), "vip-front");
+        assert_eq!(slug("Brötchen", 100), "br-tchen");
+        assert_eq!(slug("ééé", 100), "");
+        assert_eq!(slug("a b c d", 4), "a-b");
+        assert!(check_slug("x", &slug("Harbour Lights — live!", 100), 100).is_ok());
     }
 
     #[test]

@@ -9,11 +9,12 @@
 
 use chrono::{DateTime, Datelike, Duration, NaiveDate, NaiveTime, Utc};
 use serde::{Deserialize, Serialize};
-use sqlx::PgPool;
+use sqlx::{PgConnection, PgPool};
 
 use super::ProductKind;
 use super::edit::{
-    CollectionEdit, CollectionKind, ProductEdit, check_slug, put_collection, put_product,
+    CollectionEdit, CollectionKind, ProductEdit, archive_product_in, check_slug, put_collection_in,
+    put_product_in,
 };
 use crate::clock::ShopZone;
 use crate::inventory::InvalidInput;
@@ -138,9 +139,17 @@ pub fn slot_id(collection: &str, starts: DateTime<Utc>) -> String {
 /// Create or change a schedule (its collection too); its slots follow at
 /// the next [`publish`].
 pub async fn put_schedule(pool: &PgPool, schedule: &Schedule) -> anyhow::Result<()> {
+    let mut tx = pool.begin().await?;
+    put_schedule_in(&mut tx, schedule).await?;
+    tx.commit().await?;
+    Ok(())
+}
+
+/// [`put_schedule`], in the caller's transaction.
+pub async fn put_schedule_in(conn: &mut PgConnection, schedule: &Schedule) -> anyhow::Result<()> {
     schedule.check()?;
-    put_collection(
-        pool,
+    put_collection_in(
+        conn,
         &CollectionEdit {
             id: schedule.collection.clone(),
             kind: CollectionKind::Schedule,
@@ -179,7 +188,7 @@ pub async fn put_schedule(pool: &PgPool, schedule: &Schedule) -> anyhow::Result<
     .bind(schedule.slot_minutes)
     .bind(schedule.days_ahead)
     .bind(&schedule.closed_days)
-    .execute(pool)
+    .execute(&mut *conn)
     .await?;
     Ok(())
 }
@@ -244,11 +253,13 @@ pub struct Published {
     pub updated: usize,
     /// Slots without orders the schedule no longer has, taken off sale.
     pub withdrawn: usize,
-    /// Slots with orders left as they were.
+    /// Slots the schedule would change or withdraw, left as they were
+    /// because they have orders (or units held or sold).
     pub kept: usize,
 }
 
-/// Publish every schedule's rolling window at `now` in `zone`.
+/// Publish every schedule's rolling window at `now` in `zone`, each
+/// schedule in a transaction of its own ([`publish_schedule`]).
 pub async fn publish(
     pool: &PgPool,
     zone: ShopZone,
@@ -256,75 +267,110 @@ pub async fn publish(
 ) -> anyhow::Result<Published> {
     let mut done = Published::default();
     for schedule in schedules(pool).await? {
-        // what the window should have, from now on
-        let wanted: Vec<DateTime<Utc>> = schedule
-            .slots(zone, zone.today(now))
-            .into_iter()
-            .filter(|at| *at > now)
-            .collect();
-        #[derive(sqlx::FromRow)]
-        struct Slot {
-            id: String,
-            starts_at: Option<DateTime<Utc>>,
-            active: bool,
-            has_orders: bool,
-            name: String,
-            price_minor: i64,
-            total: i32,
-            max_per_order: i32,
-            description: String,
-        }
-        let existing: Vec<Slot> = sqlx::query_as(
-            "select p.id, p.starts_at, p.active, p.name, p.price_minor, p.max_per_order, \
-                    p.description, r.total, \
-                    exists (select 1 from order_lines l join orders o on o.id = l.order_id \
-                             where l.product_id = p.id \
-                               and o.state in ('pending', 'paid', 'refund_pending', 'refunded')) \
-                      as has_orders \
-               from products p join resources r on r.id = p.resource_id \
-              where p.collection = $1 and p.kind = 'pickup_slot' \
-                and (p.starts_at is null or p.starts_at > $2)",
-        )
-        .bind(&schedule.collection)
-        .bind(now)
-        .fetch_all(pool)
-        .await?;
-        for at in &wanted {
-            let id = slot_id(&schedule.collection, *at);
-            let edit = schedule.slot_edit(&id, Some(*at), zone);
-            match existing.iter().find(|s| s.id == id) {
-                None => {
-                    put_product(pool, &edit).await?;
-                    done.created += 1;
+        let mut tx = pool.begin().await?;
+        let one = publish_schedule(&mut tx, &schedule, zone, now).await?;
+        tx.commit().await?;
+        done.created += one.created;
+        done.updated += one.updated;
+        done.withdrawn += one.withdrawn;
+        done.kept += one.kept;
+    }
+    Ok(done)
+}
+
+/// Publish one schedule's rolling window at `now` in `zone`, in the
+/// caller's transaction. Its existing slots are decided under their
+/// resources' locks (the lock a checkout's hold takes, `for no key
+/// update`, all taken at once in id order, the engine's lock order, and
+/// kept until the caller commits): a slot with orders, or with units held
+/// or sold, is left as it is, and no checkout can take a unit of it
+/// between that look and the change.
+pub async fn publish_schedule(
+    conn: &mut PgConnection,
+    schedule: &Schedule,
+    zone: ShopZone,
+    now: DateTime<Utc>,
+) -> anyhow::Result<Published> {
+    let mut done = Published::default();
+    // what the window should have, from now on
+    let wanted: Vec<DateTime<Utc>> = schedule
+        .slots(zone, zone.today(now))
+        .into_iter()
+        .filter(|at| *at > now)
+        .collect();
+    #[derive(sqlx::FromRow)]
+    struct Slot {
+        id: String,
+        starts_at: Option<DateTime<Utc>>,
+        active: bool,
+        name: String,
+        price_minor: i64,
+        total: i32,
+        max_per_order: i32,
+        description: String,
+        promised: bool,
+    }
+    let existing: Vec<Slot> = sqlx::query_as(
+        "with locked as ( \
+             select r.id, r.total, r.held, r.sold from resources r \
+              where r.id in (select p.resource_id from products p \
+                              where p.collection = $1 and p.kind = 'pickup_slot' \
+                                and (p.starts_at is null or p.starts_at > $2)) \
+              order by r.id for no key update) \
+         select p.id, p.starts_at, p.active, p.name, p.price_minor, p.max_per_order, \
+                p.description, l.total, \
+                (l.held > 0 or l.sold > 0 \
+                 or exists (select 1 from order_lines ol join orders o on o.id = ol.order_id \
+                             where ol.product_id = p.id \
+                               and o.state in ('pending', 'paid', 'refund_pending', 'refunded'))) \
+                  as promised \
+           from products p join locked l on l.id = p.resource_id \
+          where p.collection = $1 and p.kind = 'pickup_slot' \
+          order by p.id",
+    )
+    .bind(&schedule.collection)
+    .bind(now)
+    .fetch_all(&mut *conn)
+    .await?;
+    for at in &wanted {
+        let id = slot_id(&schedule.collection, *at);
+        let edit = schedule.slot_edit(&id, Some(*at), zone);
+        match existing.iter().find(|s| s.id == id) {
+            None => {
+                put_product_in(conn, &edit).await?;
+                done.created += 1;
+            }
+            Some(slot) => {
+                let same = slot.active
+                    && slot.name == edit.name
+                    && slot.price_minor == edit.price_minor
+                    && i64::from(slot.total) == edit.capacity
+                    && slot.max_per_order == edit.max_per_order
+                    && slot.description == edit.description
+                    && slot.starts_at == edit.starts_at;
+                if same {
+                    continue;
                 }
-                Some(slot) if slot.has_orders => done.kept += 1,
-                Some(slot) => {
-                    let same = slot.active
-                        && slot.name == edit.name
-                        && slot.price_minor == edit.price_minor
-                        && i64::from(slot.total) == edit.capacity
-                        && slot.max_per_order == edit.max_per_order
-                        && slot.description == edit.description
-                        && slot.starts_at == edit.starts_at;
-                    if !same {
-                        put_product(pool, &edit).await?;
-                        done.updated += 1;
-                    }
+                if slot.promised {
+                    done.kept += 1;
+                } else {
+                    put_product_in(conn, &edit).await?;
+                    done.updated += 1;
                 }
             }
         }
-        for slot in &existing {
-            let still = wanted
-                .iter()
-                .any(|at| slot_id(&schedule.collection, *at) == slot.id);
-            if still || !slot.active {
-                continue;
-            }
-            if slot.has_orders {
-                done.kept += 1;
-            } else if super::edit::archive_product(pool, &slot.id).await? {
-                done.withdrawn += 1;
-            }
+    }
+    for slot in &existing {
+        let still = wanted
+            .iter()
+            .any(|at| slot_id(&schedule.collection, *at) == slot.id);
+        if still || !slot.active {
+            continue;
+        }
+        if slot.promised {
+            done.kept += 1;
+        } else if archive_product_in(conn, &slot.id).await? {
+            done.withdrawn += 1;
         }
     }
     Ok(done)

@@ -2,14 +2,16 @@
 //! and a database row, the login throttle, and (in [`actions`]) the admin's
 //! actions, each recorded with who took it. [`accounts`] is the owner's
 //! running of accounts and roles; [`two_factor`] the second step of signing
-//! in.
+//! in; [`catalogue`] and [`vouchers`] what staff change in what is sold.
 
 pub mod accounts;
 pub mod actions;
+pub mod catalogue;
 pub mod refunds;
 pub mod roles;
 pub mod two_factor;
 pub mod views;
+pub mod vouchers;
 
 use std::fmt;
 use std::sync::OnceLock;

@@ -875,3 +875,233 @@ async fn an_owner_sets_up_two_factor_staff_and_settings_from_the_keyboard() {
     boxed.close().await;
     owner.close().await;
 }
+
+/// Where the admin's pages are saved for people to look at:
+/// `target/screenshots/` (under `CARGO_TARGET_DIR` when it is set).
+fn target_screenshots() -> PathBuf {
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| workspace_root().join("target"));
+    let folder = target.join("screenshots");
+    std::fs::create_dir_all(&folder).unwrap();
+    folder
+}
+
+impl Browser {
+    /// The whole page as `target/screenshots/<name>.png`.
+    async fn save_page(&self, name: &str) {
+        // as tall as the page, so a long form is seen whole
+        let height = self
+            .client
+            .execute("return document.documentElement.scrollHeight;", vec![])
+            .await
+            .unwrap()
+            .as_u64()
+            .unwrap_or(1000)
+            .clamp(600, 4000) as u32;
+        self.client.set_window_size(1280, height).await.unwrap();
+        let png = self.client.screenshot().await.unwrap();
+        std::fs::write(target_screenshots().join(format!("{name}.png")), png).unwrap();
+        self.client.set_window_size(1280, 1000).await.unwrap();
+    }
+
+    async fn tick(&self, css: &str) {
+        self.click(css).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_owner_sets_up_an_event_a_schedule_stock_and_a_voucher_and_each_admin_page_is_saved() {
+    let (app, driver, _turn) = shop_and_driver().await;
+    app.add_staff().await;
+    let mut owner = Browser::open(&driver, shots_for("catalogue-admin")).await;
+    owner.go(&format!("{}/admin/login", app.address)).await;
+    owner.fill("input[name=email]", STAFF_EMAIL).await;
+    owner.fill("input[name=password]", STAFF_PASSWORD).await;
+    owner.click("#login button[type=submit]").await;
+    owner.wait_for_path("/admin/resources").await;
+
+    owner
+        .click("nav.admin-nav a[href=\"/admin/catalogue\"]")
+        .await;
+    owner.wait_for_path("/admin/catalogue").await;
+    assert!(owner.text("main").await.contains("Harbour Lights"));
+    owner.save_page("catalogue").await;
+
+    // an event, refused once (no date), then made
+    owner
+        .click("#create a[href=\"/admin/catalogue/events/new\"]")
+        .await;
+    owner.wait_for_path("/admin/catalogue/events/new").await;
+    owner.save_page("event-new").await;
+    owner.fill("#f-title", "Midsummer on the pier").await;
+    owner.fill("#f-lede", "Two tiers, one long evening.").await;
+    owner.fill("#f-starts_at", "the longest day").await;
+    owner.click("#event-form button[type=submit]").await;
+    let errors = owner
+        .wait_for_text("#form-errors", "Nothing was saved")
+        .await;
+    assert!(errors.contains("is not a date and time"), "{errors}");
+    assert_eq!(
+        owner
+            .find("#f-starts_at")
+            .await
+            .attr("aria-describedby")
+            .await
+            .unwrap()
+            .as_deref(),
+        Some("f-starts_at-hint f-starts_at-error")
+    );
+    owner.save_page("event-refused").await;
+    owner.fill("#f-starts_at", "2030-06-21 20:00").await;
+    owner.fill("#f-doors_at", "19:00").await;
+    owner.fill("#f-venue", "Pier 4").await;
+    owner.click("#event-form button[type=submit]").await;
+    owner
+        .wait_for_path("/admin/catalogue/events/midsummer-on-the-pier")
+        .await;
+    assert!(owner.text("#notice").await.contains("Event created"));
+
+    // its two tiers
+    for (name, price, capacity) in [("General", "30", "150"), ("Front row", "65.50", "20")] {
+        owner.click("#add-tier").await;
+        owner
+            .wait_for_path("/admin/catalogue/events/midsummer-on-the-pier/tiers/new")
+            .await;
+        owner.fill("#f-name", name).await;
+        owner
+            .fill("#f-description", "Standing; doors at 19:00.")
+            .await;
+        owner.fill("#f-price", price).await;
+        owner.fill("#f-capacity", capacity).await;
+        if name == "General" {
+            owner.save_page("tier-new").await;
+        }
+        owner.click("#tier-form button[type=submit]").await;
+        owner.wait_for_text("#notice", "Tier added").await;
+    }
+    let tiers = owner.text("#tiers").await;
+    assert!(
+        tiers.contains("Front row") && tiers.contains("€65.50"),
+        "{tiers}"
+    );
+    owner.save_page("event-with-tiers").await;
+    owner
+        .click("tr[data-tier=\"midsummer-on-the-pier-general\"] a")
+        .await;
+    owner
+        .wait_for_path(
+            "/admin/catalogue/events/midsummer-on-the-pier/tiers/midsummer-on-the-pier-general",
+        )
+        .await;
+    owner.save_page("tier").await;
+
+    // a pickup schedule, published on saving
+    owner
+        .go(&format!("{}/admin/catalogue/schedules/new", app.address))
+        .await;
+    owner.fill("#f-title", "Cake pickup").await;
+    owner.fill("#f-name", "Birthday cake").await;
+    owner.fill("#f-price", "24").await;
+    owner.fill("#f-capacity", "3").await;
+    for day in ["3", "5", "6"] {
+        owner
+            .tick(&format!("input[name=weekday][value=\"{day}\"]"))
+            .await;
+    }
+    owner.fill("#f-opens", "10:00").await;
+    owner.fill("#f-closes", "12:00").await;
+    owner.fill("#f-slot_minutes", "60").await;
+    owner.fill("#f-days_ahead", "13").await;
+    owner.save_page("schedule-new").await;
+    owner.click("#schedule-form button[type=submit]").await;
+    owner
+        .wait_for_path("/admin/catalogue/schedules/cake-pickup")
+        .await;
+    assert!(
+        owner
+            .text("#notice")
+            .await
+            .contains("Schedule saved and published")
+    );
+    owner.save_page("schedule").await;
+
+    // a stock item on the pantry's shelf
+    owner
+        .go(&format!("{}/admin/catalogue/stock/new", app.address))
+        .await;
+    owner.fill("#f-name", "Elderflower cordial").await;
+    owner.fill("#f-shelf", "Pantry").await;
+    owner.fill("#f-price", "7.50").await;
+    owner.fill("#f-capacity", "40").await;
+    owner.save_page("stock-new").await;
+    owner.click("#stock-form button[type=submit]").await;
+    owner
+        .wait_for_path("/admin/catalogue/stock/elderflower-cordial")
+        .await;
+    assert!(owner.text("#notice").await.contains("Stock item created"));
+    owner.save_page("stock").await;
+
+    // a voucher for the front row
+    owner
+        .click("nav.admin-nav a[href=\"/admin/vouchers\"]")
+        .await;
+    owner.wait_for_path("/admin/vouchers").await;
+    owner.click("#new-voucher").await;
+    owner.wait_for_path("/admin/vouchers/new").await;
+    owner.fill("#f-code", "midsummer-10").await;
+    owner.fill("#f-percent", "10").await;
+    owner.fill("#f-uses", "25").await;
+    owner
+        .client
+        .execute(
+            "document.querySelector('#f-products option[value=\"midsummer-on-the-pier-front-row\"]').selected = true;",
+            vec![],
+        )
+        .await
+        .unwrap();
+    owner.tick("#f-per_buyer").await;
+    owner.save_page("voucher-new").await;
+    owner.click("#voucher-form button[type=submit]").await;
+    owner.wait_for_text("#notice", "Voucher created").await;
+    let row = owner.text("tr[data-voucher=\"MIDSUMMER-10\"]").await;
+    assert!(row.contains("10%") && row.contains("25"), "{row}");
+    owner.save_page("vouchers").await;
+
+    // the shop shows what was made
+    app.settled().await;
+    owner.go(&format!("{}/", app.address)).await;
+    let home = owner.body().await;
+    for shown in [
+        "Midsummer on the pier",
+        "Front row",
+        "Cake pickup",
+        "Elderflower cordial",
+    ] {
+        assert!(home.contains(shown), "{shown}: {home}");
+    }
+    owner.screenshot("shop").await;
+    assert_no_policy_reports(&app).await;
+    for page in [
+        "catalogue",
+        "event-new",
+        "event-refused",
+        "tier-new",
+        "event-with-tiers",
+        "tier",
+        "schedule-new",
+        "schedule",
+        "stock-new",
+        "stock",
+        "voucher-new",
+        "vouchers",
+    ] {
+        let png = target_screenshots().join(format!("{page}.png"));
+        assert!(
+            std::fs::metadata(&png).is_ok_and(|m| m.len() > 1000),
+            "{}",
+            png.display()
+        );
+    }
+    owner.close().await;
+}

@@ -4,6 +4,7 @@ mod admin;
 mod bad_input;
 mod baskets;
 mod browser;
+mod catalogue_admin;
 mod catalogue_file;
 mod checkout;
 mod cli;

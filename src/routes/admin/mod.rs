@@ -7,6 +7,8 @@
 //! parse, call `staff`, render. One file per page group; this one holds
 //! the guard, what the pages share and the routes.
 
+mod catalogue;
+mod form;
 mod holds;
 mod orders;
 mod records;
@@ -15,6 +17,7 @@ mod resources;
 mod session;
 mod staff_accounts;
 mod two_factor;
+mod vouchers;
 
 use actix_web::body::{BoxBody, MessageBody};
 use actix_web::dev::{ServiceRequest, ServiceResponse};
@@ -352,6 +355,17 @@ impl Nav {
     fn clock(&self, at: impl Plain<DateTime<Utc>>) -> String {
         self.zone.stamp(at.plain())
     }
+
+    /// When something happens, in the shop's zone ("Saturday 20 March,
+    /// 19:30 CET").
+    fn when(&self, at: impl Plain<DateTime<Utc>>) -> String {
+        self.zone.long(at.plain())
+    }
+
+    /// The shop's zone, as the forms name it.
+    fn zone_name(&self) -> &'static str {
+        self.zone.name()
+    }
 }
 
 pub(super) async fn nav(
@@ -382,6 +396,11 @@ pub struct NoticeQuery {
     committed: Option<i64>,
     lines: Option<i64>,
     left: Option<i64>,
+    /// What publishing a schedule did.
+    created: Option<i64>,
+    updated: Option<i64>,
+    withdrawn: Option<i64>,
+    kept: Option<i64>,
 }
 
 impl NoticeQuery {
@@ -472,6 +491,36 @@ impl NoticeQuery {
                  running short.",
                 self.left.unwrap_or(0)
             ),
+            Some("event_created") => {
+                "Event created. Add its tiers: it is on sale once it has one.".to_owned()
+            }
+            Some("event_saved") => "Event saved.".to_owned(),
+            Some("tier_created") => "Tier added.".to_owned(),
+            Some("tier_saved") => "Tier saved. A new price applies to checkouts started from \
+                 now on; orders already started keep theirs."
+                .to_owned(),
+            Some("stock_created") => "Stock item created.".to_owned(),
+            Some("stock_saved") => "Stock item saved. A new price applies to checkouts started \
+                 from now on; orders already started keep theirs."
+                .to_owned(),
+            Some("schedule_saved") => format!(
+                "Schedule saved and published: {} new slots, {} changed, {} withdrawn, {} kept as \
+                 they were because they have orders.",
+                self.created.unwrap_or(0),
+                self.updated.unwrap_or(0),
+                self.withdrawn.unwrap_or(0),
+                self.kept.unwrap_or(0)
+            ),
+            Some("product_archived") => "Archived: it is no longer in the shop. Its orders and \
+                 codes are kept."
+                .to_owned(),
+            Some("collection_archived") => "Archived, with everything on sale in it: no longer \
+                 in the shop. Its orders and codes are kept."
+                .to_owned(),
+            Some("voucher_created") => "Voucher created; shoppers can use it now.".to_owned(),
+            Some("voucher_archived") => "Voucher archived: no checkout can start with it again; \
+                 uses already held run their course."
+                .to_owned(),
             Some("must_enrol") => "The shop requires two-factor sign-in of accounts that can \
                  refund: set it up to go on."
                 .to_owned(),
@@ -608,6 +657,29 @@ pub static ROUTES: &[AdminRoute] = &[
     route!(Post "/staff/{id}/two-factor/reset", Staff => staff_accounts::reset_two_factor),
     route!(Get "/settings", Settings => staff_accounts::settings_page),
     route!(Post "/settings", Settings => staff_accounts::save_settings),
+    route!(Get "/catalogue", Catalogue => catalogue::catalogue_page),
+    route!(Get "/catalogue/events/new", Catalogue => catalogue::new_event),
+    route!(Post "/catalogue/events", Catalogue => catalogue::create_event),
+    route!(Get "/catalogue/events/{id}", Catalogue => catalogue::event_page),
+    route!(Post "/catalogue/events/{id}", Catalogue => catalogue::save_event),
+    route!(Get "/catalogue/events/{id}/tiers/new", Catalogue => catalogue::new_tier),
+    route!(Post "/catalogue/events/{id}/tiers", Catalogue => catalogue::create_tier),
+    route!(Get "/catalogue/events/{id}/tiers/{tier}", Catalogue => catalogue::tier_page),
+    route!(Post "/catalogue/events/{id}/tiers/{tier}", Catalogue => catalogue::save_tier),
+    route!(Get "/catalogue/schedules/new", Catalogue => catalogue::new_schedule),
+    route!(Post "/catalogue/schedules", Catalogue => catalogue::create_schedule),
+    route!(Get "/catalogue/schedules/{id}", Catalogue => catalogue::schedule_page),
+    route!(Post "/catalogue/schedules/{id}", Catalogue => catalogue::save_schedule),
+    route!(Get "/catalogue/stock/new", Catalogue => catalogue::new_stock),
+    route!(Post "/catalogue/stock", Catalogue => catalogue::create_stock),
+    route!(Get "/catalogue/stock/{id}", Catalogue => catalogue::stock_page),
+    route!(Post "/catalogue/stock/{id}", Catalogue => catalogue::save_stock),
+    route!(Post "/catalogue/products/{id}/archive", Catalogue => catalogue::archive_product),
+    route!(Post "/catalogue/collections/{id}/archive", Catalogue => catalogue::archive_collection),
+    route!(Get "/vouchers", Vouchers => vouchers::vouchers_page),
+    route!(Get "/vouchers/new", Vouchers => vouchers::new_voucher),
+    route!(Post "/vouchers", Vouchers => vouchers::create_voucher),
+    route!(Post "/vouchers/{code}/archive", Vouchers => vouchers::archive_voucher),
     route!(Get "/two-factor", SignedIn => two_factor::two_factor_page),
     route!(Post "/two-factor/start", SignedIn => two_factor::start),
     route!(Post "/two-factor/confirm", SignedIn => two_factor::confirm),
