@@ -3,6 +3,7 @@
 //! actions, each recorded with who took it.
 
 pub mod actions;
+pub mod exports;
 pub mod refunds;
 pub mod roles;
 pub mod views;

@@ -5,6 +5,7 @@
 //! per page group; this one holds the guard, what the pages share and the
 //! routes.
 
+mod exports;
 mod holds;
 mod orders;
 mod records;
@@ -513,6 +514,11 @@ pub static ROUTES: &[AdminRoute] = &[
     route!(Post "/orders/{order}/jobs/{job}/retry", Refunds => orders::retry_refund),
     route!(Get "/redeem", Redeem => redeem::redeem_page),
     route!(Post "/redeem", Redeem => redeem::redeem),
+    route!(Get "/exports", Exports => exports::exports_page),
+    route!(Get "/exports/orders.csv", Exports => exports::orders_csv),
+    route!(Get "/exports/attendees.csv", Exports => exports::attendees_csv),
+    // every name and every unused code of a sale: an export, not a look-up
+    route!(Get "/exports/door", Exports => exports::door_list),
     route!(Get "/activity", Activity => records::activity),
     route!(Get "/payments/orphans", Engine => records::orphans),
 ];
