@@ -25,5 +25,6 @@ pub mod staff;
 pub mod startup;
 pub mod state;
 pub mod telemetry;
+pub mod vouchers;
 pub mod webhooks;
 pub mod worker;

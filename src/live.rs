@@ -162,29 +162,45 @@ pub struct Snapshot {
     levels: HashMap<String, Level>,
     /// When everything was last read.
     read_at: Instant,
+    /// The database's clock less this process's, as the last full read saw
+    /// it: memory judges sale windows by the database's clock.
+    clock_offset: chrono::Duration,
 }
 
 impl Snapshot {
+    /// The database's clock now, as memory knows it (this process's clock
+    /// plus the offset its last full read measured; off by at most that
+    /// read's round trip).
+    pub fn database_now(&self) -> DateTime<Utc> {
+        Utc::now() + self.clock_offset
+    }
+
     /// Active products of one collection (or all) with what is left, in page
     /// order: what `catalogue::availability` reads from the database.
     pub fn availability(&self, collection: Option<&str>) -> Vec<Availability> {
         self.products
             .iter()
-            .filter(|p| collection.is_none_or(|c| p.collection == c))
+            .filter(|p| !p.hidden && collection.is_none_or(|c| p.collection == c))
             .filter_map(|p| {
                 let level = self.levels.get(&p.resource_id)?;
                 Some(Availability {
                     id: p.id.clone(),
+                    hidden: p.hidden,
+                    collection_position: p.collection_position,
                     name: p.name.clone(),
                     price_minor: p.price_minor,
                     currency: p.currency.clone(),
                     starts_at: p.starts_at,
                     collection: p.collection.clone(),
+                    collection_title: p.collection_title.clone(),
+                    collection_lede: p.collection_lede.clone(),
                     kind: p.kind,
                     available_now: level.available,
                     max_per_order: p.max_per_order,
                     pending_units: level.pending,
                     first_back_at: level.first_ends_at,
+                    sale_opens_at: p.sale_opens_at,
+                    sale_closes_at: p.sale_closes_at,
                 })
             })
             .collect()
@@ -385,19 +401,25 @@ const LEVELS: &str = "select r.id as resource_id, s.available_now, s.pending, s.
                        where r.id = any($1)";
 
 /// Reads the whole catalogue: the same order as `catalogue::availability`.
-async fn read_all(pool: &PgPool) -> sqlx::Result<(Vec<Product>, Vec<LevelRow>)> {
-    let products: Vec<Product> = sqlx::query_as(
-        "select id, resource_id, kind, name, description, price_minor, currency, starts_at, \
-                collection, max_per_order \
-           from products \
-          where active \
-          order by collection = 'pantry', collection, position, id",
-    )
+async fn read_all(pool: &PgPool) -> sqlx::Result<(Vec<Product>, Vec<LevelRow>, chrono::Duration)> {
+    // the database's clock against ours, around one small query
+    let before = Utc::now();
+    let database: DateTime<Utc> = sqlx::query_scalar("select clock_timestamp()")
+        .fetch_one(pool)
+        .await?;
+    let after = Utc::now();
+    let clock_offset = database - (before + (after - before) / 2);
+    let products: Vec<Product> = sqlx::query_as(&format!(
+        "select {} from products p join collections c on c.id = p.collection \
+          where p.active order by {}",
+        crate::catalogue::PRODUCT_COLUMNS,
+        crate::catalogue::PAGE_ORDER
+    ))
     .fetch_all(pool)
     .await?;
     let resources: Vec<&str> = products.iter().map(|p| p.resource_id.as_str()).collect();
     let levels = read_levels(pool, &resources).await?;
-    Ok((products, levels))
+    Ok((products, levels, clock_offset))
 }
 
 async fn read_levels(pool: &PgPool, resources: &[&str]) -> sqlx::Result<Vec<LevelRow>> {
@@ -411,13 +433,13 @@ impl Inner {
 
     /// Merge levels just read into memory; `products` replaces the catalogue
     /// (a full read). Tells the watchers what changed.
-    fn merge(&self, products: Option<Vec<Product>>, rows: Vec<LevelRow>) {
+    fn merge(&self, products: Option<(Vec<Product>, chrono::Duration)>, rows: Vec<LevelRow>) {
         let now = Utc::now();
         let old = self.current();
         let full = products.is_some();
-        let products = match (products, &old) {
-            (Some(products), _) => products,
-            (None, Some(old)) => old.products.clone(),
+        let (products, clock_offset) = match (products, &old) {
+            (Some(read), _) => read,
+            (None, Some(old)) => (old.products.clone(), old.clock_offset),
             (None, None) => return, // nothing to merge into before the first full read
         };
         let mut levels = if full {
@@ -461,6 +483,7 @@ impl Inner {
             by_id,
             levels,
             read_at,
+            clock_offset,
         };
         let changes: Vec<Stock> = snapshot
             .products
@@ -548,9 +571,9 @@ async fn keep_fresh(
             continue;
         }
         match read_all(&pool).await {
-            Ok((products, rows)) => {
+            Ok((products, rows, clock_offset)) => {
                 me.full_reads.fetch_add(1, Ordering::Relaxed);
-                me.merge(Some(products), rows);
+                me.merge(Some((products, clock_offset)), rows);
                 complained = false;
                 for done in waiting {
                     let _ = done.send(());

@@ -2,6 +2,6 @@
 
 use libfuzzer_sys::fuzz_target;
 
-// The decoding and the properties live in the library, which the stable
-// regression test (tests/api/fuzz_regressions.rs) replays as well.
-fuzz_target!(|data: &[u8]| holdfast_fuzz::razorpay_webhook(data));
+// The decoding and the properties live in crates/fuzz-checks, which the
+// stable regression test (tests/api/fuzz_regressions.rs) replays as well.
+fuzz_target!(|data: &[u8]| holdfast_fuzz_checks::razorpay_webhook(data));

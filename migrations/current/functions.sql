@@ -1311,7 +1311,7 @@ begin
 end;
 $function$;
 
--- hf_start_checkouts (last written by 0011_fair_sale.sql)
+-- hf_start_checkouts (last written by 0019_staff_run_the_sale.sql)
 CREATE OR REPLACE FUNCTION public.hf_start_checkouts(p_resource text, p_keys text[], p_accounts text[], p_qtys integer[], p_products text[], p_product_names text[], p_unit_prices bigint[], p_currencies text[], p_tokens text[], p_names text[], p_emails text[], p_providers text[], p_email_keys text[], p_addresses text[], p_email_caps integer[], p_address_caps integer[])
  RETURNS TABLE(status text, order_id uuid, hold_id uuid, available integer, created_at timestamp with time zone)
  LANGUAGE plpgsql
@@ -1337,6 +1337,8 @@ declare
     v_idx integer[] := '{}';
     v_existing uuid;
     v_written integer;
+    -- the batch's products whose sale is not open now
+    v_off_sale text[];
     h record;
 begin
     if v_n not between 1 and 1000 then
@@ -1399,6 +1401,15 @@ begin
                 where o.client_address = x.address and o.state = 'pending'
                   and p.resource_id = p_resource and hf_purchase_live(o.hold_id)) u on true;
     end if;
+    -- A sale opens and closes by this database's clock, the same for every
+    -- process: a product whose sale is not open at this transaction's
+    -- moment (not yet, or no longer) is refused, and writes nothing.
+    select coalesce(array_agg(p.id), '{}') into v_off_sale
+      from products p
+     where p.id = any (p_products)
+       and ((p.sale_opens_at is not null and p.sale_opens_at > now())
+            or (p.sale_closes_at is not null and p.sale_closes_at <= now()));
+
     -- each checkout that is new (its key has no order, here or earlier in
     -- the batch), in arrival order: what its e-mail and its address hold,
     -- with the batch's own earlier checkouts that passed (summed only for
@@ -1411,6 +1422,11 @@ begin
             continue;
         end if;
         continue when exists (select 1 from orders o where o.checkout_key = p_keys[i]);
+        if p_products[i] = any (v_off_sale) then
+            v_status[i] := 'not_on_sale';
+            v_order[i] := null;
+            continue;
+        end if;
         v_limited := false;
         if p_email_caps[i] is not null and p_email_keys[i] is not null then
             v_used := v_email_used[i];
@@ -1468,7 +1484,7 @@ begin
     on conflict (checkout_key) do nothing;
     get diagnostics v_written = row_count;
     for i in 1 .. v_n loop
-        if v_status[i] = 'over_limit' then
+        if v_status[i] in ('over_limit', 'not_on_sale') then
             continue;
         elsif v_written = v_n or exists (select 1 from orders o where o.id = v_order[i]) then
             v_idx := v_idx || i;

@@ -2,17 +2,23 @@
 //! kinds ([`kind`]: every question a kind answers), and the catalogue file
 //! ([`file`]). The pages read products through [`crate::live`].
 
+pub mod edit;
 mod file;
 mod kind;
+pub mod schedules;
 
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 use sqlx::PgPool;
 
-pub use file::{CatalogueFile, DEFAULT_MAX_PER_ORDER, LoadReport, PickupSlots, ProductSpec};
+pub use edit::{CollectionEdit, CollectionKind, ProductEdit, PutProduct};
+pub use file::{
+    CatalogueFile, DEFAULT_MAX_PER_ORDER, EventSpec, LoadReport, PickupSlots, ProductSpec,
+    SaleWindow, TierSpec, When, moment,
+};
 pub use kind::{Code, ProductKind};
 
-/// A product as the shop shows it.
+/// A product as the shop shows it, with its collection's words.
 #[derive(Debug, Clone, Serialize, sqlx::FromRow)]
 pub struct Product {
     pub id: String,
@@ -25,17 +31,73 @@ pub struct Product {
     pub starts_at: Option<DateTime<Utc>>,
     pub collection: String,
     pub max_per_order: i32,
+    /// When its sale opens and closes (the database's clock decides).
+    pub sale_opens_at: Option<DateTime<Utc>>,
+    pub sale_closes_at: Option<DateTime<Utc>>,
+    /// Sold only with a voucher that unlocks it; not in the catalogue.
+    pub hidden: bool,
+    pub collection_title: String,
+    pub collection_lede: String,
+    pub collection_position: i32,
 }
 
-/// Active products of one collection (or all), in page order.
+/// Where a product's sale stands at a moment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(tag = "sale", rename_all = "snake_case")]
+pub enum Sale {
+    Open,
+    /// Not yet: it opens then.
+    Opens {
+        at: DateTime<Utc>,
+    },
+    /// No longer: it closed then.
+    Closed {
+        at: DateTime<Utc>,
+    },
+}
+
+impl Sale {
+    /// A sale window at `now`.
+    pub fn at(
+        opens: Option<DateTime<Utc>>,
+        closes: Option<DateTime<Utc>>,
+        now: DateTime<Utc>,
+    ) -> Self {
+        match (opens, closes) {
+            (Some(at), _) if now < at => Sale::Opens { at },
+            (_, Some(at)) if now >= at => Sale::Closed { at },
+            _ => Sale::Open,
+        }
+    }
+}
+
+impl Product {
+    /// Where its sale stands at `now` (the database's clock, as memory
+    /// knows it: [`crate::live::Snapshot::database_now`]).
+    pub fn sale(&self, now: DateTime<Utc>) -> Sale {
+        Sale::at(self.sale_opens_at, self.sale_closes_at, now)
+    }
+}
+
+/// A product's columns as [`Product`] reads them: `p` is the product, `c`
+/// its collection.
+pub(crate) const PRODUCT_COLUMNS: &str = "p.id, p.resource_id, p.kind, p.name, p.description, \
+     p.price_minor, p.currency, p.starts_at, p.collection, p.max_per_order, p.sale_opens_at, \
+     p.sale_closes_at, p.hidden, c.title as collection_title, c.lede as collection_lede, \
+     c.position as collection_position";
+
+/// The order the shop's pages list products in.
+pub(crate) const PAGE_ORDER: &str = "c.position, p.collection, p.position, p.id";
+
+/// Active products of one collection (or all), in page order, hidden ones
+/// among them.
 pub async fn products(pool: &PgPool, collection: Option<&str>) -> sqlx::Result<Vec<Product>> {
-    sqlx::query_as(
-        "select id, resource_id, kind, name, description, price_minor, currency, starts_at, collection, \
-                max_per_order \
-           from products \
-          where active and ($1::text is null or collection = $1) \
-          order by collection, position, id",
-    )
+    sqlx::query_as(&format!(
+        "select {PRODUCT_COLUMNS} \
+           from products p join collections c on c.id = p.collection \
+          where p.active and ($1::text is null or p.collection = $1) \
+          order by {PAGE_ORDER}"
+    ))
     .bind(collection)
     .fetch_all(pool)
     .await
@@ -46,11 +108,17 @@ pub async fn products(pool: &PgPool, collection: Option<&str>) -> sqlx::Result<V
 #[derive(Debug, Clone, sqlx::FromRow)]
 pub struct Availability {
     pub id: String,
+    /// Sold only with a voucher that unlocks it (shown only to its code).
+    pub hidden: bool,
+    /// The collection's place among the others.
+    pub collection_position: i32,
     pub name: String,
     pub price_minor: i64,
     pub currency: String,
     pub starts_at: Option<DateTime<Utc>>,
     pub collection: String,
+    pub collection_title: String,
+    pub collection_lede: String,
     pub kind: ProductKind,
     pub available_now: i32,
     pub max_per_order: i32,
@@ -59,21 +127,56 @@ pub struct Availability {
     pub pending_units: i32,
     /// When the first of those holds ends.
     pub first_back_at: Option<DateTime<Utc>>,
+    pub sale_opens_at: Option<DateTime<Utc>>,
+    pub sale_closes_at: Option<DateTime<Utc>>,
+}
+
+impl Availability {
+    pub fn sale(&self, now: DateTime<Utc>) -> Sale {
+        Sale::at(self.sale_opens_at, self.sale_closes_at, now)
+    }
 }
 
 /// Active products of one collection (or all) with their availability, in
-/// page order.
+/// page order; hidden ones are left out.
 pub async fn availability(
     pool: &PgPool,
     collection: Option<&str>,
 ) -> sqlx::Result<Vec<Availability>> {
-    sqlx::query_as(
-        "select p.id, p.name, p.price_minor, p.currency, p.starts_at, p.collection, p.kind, s.available_now, \
-                p.max_per_order, s.pending as pending_units, s.first_ends_at as first_back_at \
-           from products p cross join lateral hf_stock(p.resource_id) s \
-          where p.active and ($1::text is null or p.collection = $1) \
-          order by p.collection = 'pantry', p.collection, p.position, p.id",
-    )
+    sqlx::query_as(&format!(
+        "select {AVAILABILITY_COLUMNS} \
+           from products p join collections c on c.id = p.collection \
+          cross join lateral hf_stock(p.resource_id) s \
+          where p.active and not p.hidden and ($1::text is null or p.collection = $1) \
+          order by {PAGE_ORDER}"
+    ))
+    .bind(collection)
+    .fetch_all(pool)
+    .await
+}
+
+const AVAILABILITY_COLUMNS: &str = "p.id, p.hidden, c.position as collection_position, p.name, \
+     p.price_minor, p.currency, p.starts_at, p.collection, c.title as collection_title, \
+     c.lede as collection_lede, p.kind, s.available_now, p.max_per_order, \
+     s.pending as pending_units, s.first_ends_at as first_back_at, p.sale_opens_at, \
+     p.sale_closes_at";
+
+/// The hidden products among `ids` (those a voucher unlocks), of one
+/// collection or all, with their availability.
+pub async fn unlocked(
+    pool: &PgPool,
+    ids: &[String],
+    collection: Option<&str>,
+) -> sqlx::Result<Vec<Availability>> {
+    sqlx::query_as(&format!(
+        "select {AVAILABILITY_COLUMNS} \
+           from products p join collections c on c.id = p.collection \
+          cross join lateral hf_stock(p.resource_id) s \
+          where p.active and p.hidden and p.id = any($1) \
+            and ($2::text is null or p.collection = $2) \
+          order by {PAGE_ORDER}"
+    ))
+    .bind(ids)
     .bind(collection)
     .fetch_all(pool)
     .await

@@ -11,6 +11,9 @@ pub struct BasketLine {
     pub qty: i32,
     pub price_minor: i64,
     pub currency: String,
+    /// The code that let a hidden product in.
+    #[sqlx(default)]
+    pub unlocked_by: Option<String>,
 }
 
 /// The basket's lines as its checkout form carries them: a JSON list of
@@ -72,25 +75,41 @@ pub enum Added {
 /// Add `qty` of an active product, up to its most units per order. `add`
 /// names this add, made once per request: run again after its commit's
 /// answer was lost, it finds itself on the line and adds nothing more.
+///
+/// A hidden product goes in only with `code`, a voucher valid now (by the
+/// database's clock) that unlocks it; the line remembers the code.
 pub async fn add(
     pool: &PgPool,
     basket: &str,
     product: &str,
     qty: i32,
     add: uuid::Uuid,
+    code: Option<&str>,
 ) -> sqlx::Result<Added> {
     let (max, in_basket, added, again): (Option<i32>, Option<i32>, Option<i32>, bool) =
         sqlx::query_as(
-            "with p as (select id, max_per_order from products where id = $2 and active), \
+            "with p as (select id, max_per_order, \
+                               case when hidden then $5 end as unlocked_by \
+                          from products \
+                         where id = $2 and active \
+                           and (not hidden or exists ( \
+                                select 1 from vouchers v \
+                                 where v.code = $5 and products.id = any (v.unlocks) \
+                                   and v.archived_at is null \
+                                   and (v.valid_from is null or v.valid_from <= now()) \
+                                   and (v.valid_until is null or now() < v.valid_until)))), \
                   had as (select qty, last_add from basket_lines \
                            where basket_id = $1 and product_id = $2), \
-                  put as (insert into basket_lines (basket_id, product_id, qty, last_add) \
-                          select $1, p.id, $3, $4 from p \
+                  put as (insert into basket_lines (basket_id, product_id, qty, last_add, \
+                                                    unlocked_by) \
+                          select $1, p.id, $3, $4, p.unlocked_by from p \
                            where $3 <= p.max_per_order \
                              and not exists (select 1 from had where had.last_add = $4) \
                           on conflict (basket_id, product_id) \
                           do update set qty = basket_lines.qty + excluded.qty, \
-                                        last_add = excluded.last_add \
+                                        last_add = excluded.last_add, \
+                                        unlocked_by = coalesce(excluded.unlocked_by, \
+                                                               basket_lines.unlocked_by) \
                            where basket_lines.qty + excluded.qty \
                                  <= (select max_per_order from products \
                                       where id = excluded.product_id) \
@@ -102,6 +121,7 @@ pub async fn add(
         .bind(product)
         .bind(qty)
         .bind(add)
+        .bind(code)
         .fetch_one(pool)
         .await?;
     if again && max.is_some() {
@@ -141,7 +161,7 @@ pub async fn clear(pool: &PgPool, basket: &str) -> sqlx::Result<()> {
 /// The basket's lines, in the order they were added.
 pub async fn lines(pool: &PgPool, basket: &str) -> sqlx::Result<Vec<BasketLine>> {
     sqlx::query_as(
-        "select b.product_id, p.name, b.qty, p.price_minor, p.currency \
+        "select b.product_id, p.name, b.qty, p.price_minor, p.currency, b.unlocked_by \
            from basket_lines b join products p on p.id = b.product_id \
           where b.basket_id = $1 order by b.added_at, b.product_id",
     )

@@ -17,13 +17,15 @@ use super::{
     AttachOutcome, CheckoutRead, CheckoutStart, Checkouts, Customer, Order, OrderLine, OrderState,
     Release, Result, StartLimits, StartOutcome, WantedLine, codes,
 };
-use crate::catalogue::Stock;
+use super::{OffSaleLine, VoucherUse};
+use crate::catalogue::{Sale, Stock};
 use crate::inventory::{AccountId, IdempotencyKey, InvalidInput, Quantity};
 use crate::limits::TooFast;
 use crate::limits::client::Fairness;
 use crate::live::LiveStock;
 use crate::payments::{PageLine, PageRequest, PaymentPage, ProviderError, ProviderKind, Providers};
 use crate::retry::{Bound, retry};
+use crate::vouchers::{PricedLine, Refusal, VoucherCode};
 
 /// What checking out needs of the shop: its database, its memory, its
 /// limits, its combined calls and its providers, and how shoppers reach it.
@@ -56,6 +58,8 @@ pub struct BeginRequest {
     pub form_lines: Option<FormLines>,
     /// The client's address, as the limits key it.
     pub address: String,
+    /// The voucher code the shopper typed (the form's `voucher` field).
+    pub voucher: Option<String>,
 }
 
 /// Where a checkout ended, for the shopper.
@@ -90,6 +94,24 @@ pub enum Begun {
     },
     /// Products no longer sold were taken out of the basket.
     Withdrawn,
+    /// Lines whose sale is not open (not yet, or no longer); nothing was
+    /// held.
+    NotOnSale {
+        lines: Vec<OffSaleLine>,
+        basket: Vec<BasketLine>,
+    },
+    /// The voucher cannot be used (named, with why); nothing was held.
+    BadVoucher {
+        code: String,
+        refusal: Refusal,
+        basket: Vec<BasketLine>,
+    },
+    /// Hidden products in the basket, sold only with the code that
+    /// unlocks them.
+    Locked {
+        ids: Vec<String>,
+        basket: Vec<BasketLine>,
+    },
     /// The provider could not open a page: the units went back.
     ProviderFailed,
     /// The page opened but the payment phase could not start: the units
@@ -159,7 +181,27 @@ pub async fn begin(desk: Desk<'_>, request: BeginRequest) -> Result<Begun> {
     if let Err(too_fast) = taken? {
         return Ok(Begun::TooFast(too_fast));
     }
+    let as_read = || -> Vec<BasketLine> { read.lines.iter().map(|l| l.basket_line()).collect() };
+    let voucher = match request
+        .voucher
+        .as_deref()
+        .map(str::trim)
+        .filter(|code| !code.is_empty())
+    {
+        None => None,
+        Some(typed) => match voucher_for(desk, typed, &read, &customer).await? {
+            Ok(voucher) => Some(voucher),
+            Err((code, refusal)) => {
+                return Ok(Begun::BadVoucher {
+                    code,
+                    refusal,
+                    basket: as_read(),
+                });
+            }
+        },
+    };
     let start = CheckoutStart {
+        voucher,
         limits: StartLimits::for_customer(&desk.fairness.limits, &customer, &request.address),
         checkout_key: request.checkout_key.clone(),
         order_token: codes::order_token(),
@@ -177,7 +219,6 @@ pub async fn begin(desk: Desk<'_>, request: BeginRequest) -> Result<Begun> {
         customer,
         provider,
     };
-    let as_read = || -> Vec<BasketLine> { read.lines.iter().map(|l| l.basket_line()).collect() };
     // run again whole while the database is away: the same key and token
     // find the order a lost commit wrote, and go on from it
     let started = retry("checkout_start", Bound::Shopper, || async {
@@ -223,6 +264,29 @@ pub async fn begin(desk: Desk<'_>, request: BeginRequest) -> Result<Begun> {
             .await?;
             return Ok(Begun::Withdrawn);
         }
+        StartOutcome::NotOnSale { lines } => {
+            return Ok(Begun::NotOnSale {
+                lines,
+                basket: as_read(),
+            });
+        }
+        StartOutcome::Locked { ids } => {
+            return Ok(Begun::Locked {
+                ids,
+                basket: as_read(),
+            });
+        }
+        StartOutcome::VoucherRefused { refusal } => {
+            return Ok(Begun::BadVoucher {
+                code: start
+                    .voucher
+                    .as_ref()
+                    .map(|v| v.voucher.code.to_string())
+                    .unwrap_or_default(),
+                refusal,
+                basket: as_read(),
+            });
+        }
     };
 
     crate::faults::crash_point("after_checkout_commit");
@@ -259,6 +323,67 @@ pub async fn begin(desk: Desk<'_>, request: BeginRequest) -> Result<Begun> {
     })
 }
 
+/// The voucher a shopper typed, judged for this basket by the database's
+/// clock; or the code and why it cannot be used. Its uses are the engine's
+/// to grant, with the order's units.
+async fn voucher_for(
+    desk: Desk<'_>,
+    typed: &str,
+    read: &CheckoutRead,
+    customer: &Customer,
+) -> Result<std::result::Result<VoucherUse, (String, Refusal)>> {
+    let Ok(code) = VoucherCode::parse(typed) else {
+        return Ok(Err((typed.chars().take(40).collect(), Refusal::Unknown)));
+    };
+    let (found, now) = retry("voucher_read", Bound::Shopper, || {
+        crate::vouchers::find_now(desk.pool, &code)
+    })
+    .await?;
+    let Some(voucher) = found else {
+        return Ok(Err((code.to_string(), Refusal::Unknown)));
+    };
+    let lines: Vec<PricedLine> = read
+        .lines
+        .iter()
+        .map(|l| PricedLine {
+            product_id: l.product_id.clone(),
+            unit_price_minor: l.price_minor,
+            qty: l.qty,
+        })
+        .collect();
+    let currency = read
+        .lines
+        .first()
+        .map(|l| l.currency.as_str())
+        .unwrap_or("");
+    if let Err(refusal) = voucher.judge(now, &lines, currency) {
+        return Ok(Err((code.to_string(), refusal)));
+    }
+    let buyer = voucher
+        .per_buyer
+        .then(|| code.buyer_resource(&crate::limits::email_key(customer.email())));
+    if let Some(buyer) = &buyer {
+        retry("voucher_buyer", Bound::Shopper, || async {
+            crate::vouchers::ensure_buyer_use(desk.pool, buyer)
+                .await
+                .map_err(|e| match e.downcast::<crate::inventory::InventoryError>() {
+                    Ok(crate::inventory::InventoryError::Database(db)) => {
+                        super::CheckoutError::Database(db)
+                    }
+                    Ok(other) => super::CheckoutError::Inventory(other),
+                    Err(other) => super::CheckoutError::InvalidInput(other.to_string()),
+                })
+        })
+        .await?;
+    }
+    Ok(Ok(VoucherUse { voucher, buyer }))
+}
+
+/// How near a sale's opening or closing memory leaves the answer to the
+/// database (its estimate of the database's clock is off by a read's round
+/// trip at most).
+const NEAR_THE_MOMENT: chrono::Duration = chrono::Duration::milliseconds(250);
+
 /// A checkout memory can refuse, without a database round trip: a line
 /// wants more than memory shows of its product, nothing held is due to come
 /// back, and the form was made after this process last saw that product
@@ -287,6 +412,37 @@ fn refused_from_memory(desk: Desk<'_>, request: &BeginRequest) -> Option<Begun> 
             qty: *qty,
             price_minor: product.price_minor,
             currency: product.currency.clone(),
+            unlocked_by: None,
+        });
+    }
+    // a sale not open by the database's clock, as memory knows it (its
+    // last read's offset from this process's clock): refused here only
+    // when it is clearly so; near the moment, the database decides
+    let db_now = snapshot.database_now();
+    let off_sale: Vec<OffSaleLine> = lines
+        .iter()
+        .filter_map(|(id, _)| {
+            let (product, _) = snapshot.product(id)?;
+            let sale = match (
+                product.sale(db_now - NEAR_THE_MOMENT),
+                product.sale(db_now + NEAR_THE_MOMENT),
+            ) {
+                (Sale::Opens { at }, Sale::Opens { .. }) => Sale::Opens { at },
+                (Sale::Closed { at }, Sale::Closed { .. }) => Sale::Closed { at },
+                _ => return None,
+            };
+            Some(OffSaleLine {
+                product_id: id.clone(),
+                name: product.name.clone(),
+                sale,
+            })
+        })
+        .collect();
+    if !off_sale.is_empty() {
+        desk.live.refused();
+        return Some(Begun::NotOnSale {
+            lines: off_sale,
+            basket,
         });
     }
     let short = short_lines(&wanted, |resource| {
@@ -325,10 +481,22 @@ async fn open_page(
         currency: order.currency.clone(),
         lines: lines
             .iter()
-            .map(|line| PageLine {
-                name: line.name.clone(),
-                qty: line.qty.unsigned_abs(),
-                unit_amount_minor: line.unit_price_minor,
+            .map(|line| {
+                if line.paid_minor == line.unit_price_minor * i64::from(line.qty) {
+                    PageLine {
+                        name: line.name.clone(),
+                        qty: line.qty.unsigned_abs(),
+                        unit_amount_minor: line.unit_price_minor,
+                    }
+                } else {
+                    // a voucher's share of the line may not divide into its
+                    // units: the line as one, at what is paid for it
+                    PageLine {
+                        name: format!("{} × {} (with your voucher)", line.name, line.qty),
+                        qty: 1,
+                        unit_amount_minor: line.paid_minor,
+                    }
+                }
             })
             .collect(),
         customer_name: order.customer_name.clone(),

@@ -51,7 +51,8 @@ pub use order::{
 pub use release::{Release, expire_abandoned_orders, release_order, release_order_in};
 pub use short::{ShortLine, Supply, Wanted, short_lines};
 pub use start::{
-    CheckoutRead, CheckoutStart, ReadLine, StartLimits, StartOutcome, WantedLine, read_checkout,
+    CheckoutRead, CheckoutStart, OffSaleLine, ReadLine, StartLimits, StartOutcome, VoucherUse,
+    WantedLine, read_checkout,
 };
 pub use start_batches::{Checkouts, start_checkout};
 

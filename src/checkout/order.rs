@@ -131,6 +131,9 @@ pub struct OrderLine {
     pub name: String,
     pub qty: i32,
     pub unit_price_minor: i64,
+    /// What was paid for the line: its price times its quantity, less its
+    /// share of a voucher's discount.
+    pub paid_minor: i64,
 }
 
 pub async fn order_by_id(pool: &PgPool, id: Uuid) -> sqlx::Result<Option<Order>> {
@@ -178,7 +181,8 @@ pub async fn order_by_provider_session<'e>(
 
 pub async fn order_lines(pool: &PgPool, order_id: Uuid) -> sqlx::Result<Vec<OrderLine>> {
     sqlx::query_as(
-        "select product_id, name, qty, unit_price_minor from order_lines \
+        "select product_id, name, qty, unit_price_minor, \
+                coalesce(paid_minor, unit_price_minor * qty) as paid_minor from order_lines \
           where order_id = $1 order by product_id",
     )
     .bind(order_id)

@@ -11,11 +11,15 @@ use serde::Serialize;
 use sqlx::{PgPool, Postgres, Transaction};
 use uuid::Uuid;
 
+use chrono::{DateTime, Utc};
+
+use crate::catalogue::Sale;
 use crate::inventory::{
     self, AccountId, Basket, BasketLine, BasketOutcome, BasketRequest, IdempotencyKey,
     InvalidInput, Quantity, ResourceId,
 };
 use crate::payments::ProviderKind;
+use crate::vouchers::Voucher;
 
 use super::short::{ShortLine, Supply, Wanted, short_lines};
 use super::{CheckoutError, Customer, Order, OrderLine, Result, basket, order_by_checkout_key};
@@ -43,6 +47,26 @@ pub struct CheckoutStart {
     pub provider: ProviderKind,
     /// Who the checkout counts against (see [`crate::limits`]).
     pub limits: StartLimits,
+    /// The voucher the shopper gave, found and judged valid now; its use
+    /// is held with the order's units.
+    pub voucher: Option<VoucherUse>,
+}
+
+/// A voucher going into a checkout: what it is, and the resources whose
+/// units are its uses (the voucher's, and one buyer's when it is one use
+/// per buyer).
+#[derive(Debug, Clone)]
+pub struct VoucherUse {
+    pub voucher: Voucher,
+    pub buyer: Option<ResourceId>,
+}
+
+/// A line whose sale is not open now, by the database's clock.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct OffSaleLine {
+    pub product_id: String,
+    pub name: String,
+    pub sale: Sale,
 }
 
 /// What a checkout counts against. `Default`: nothing.
@@ -91,6 +115,12 @@ pub enum StartOutcome {
     OverLimit { lines: Vec<ShortLine> },
     /// Products that do not exist (or are no longer sold).
     UnknownProducts { ids: Vec<String> },
+    /// Lines whose sale is not open (not yet, or no longer): nothing held.
+    NotOnSale { lines: Vec<OffSaleLine> },
+    /// Hidden products, sold only with a voucher that unlocks them.
+    Locked { ids: Vec<String> },
+    /// The voucher's last use is taken, or this buyer used it: nothing held.
+    VoucherRefused { refusal: crate::vouchers::Refusal },
 }
 
 /// What checking out a basket needs, read in one snapshot: whether the
@@ -116,6 +146,14 @@ pub struct ReadLine {
     pub active: bool,
     /// Most units of it one order may take.
     pub max_per_order: i32,
+    /// Sold only with a voucher that unlocks it.
+    pub hidden: bool,
+    /// When its sale opens, if that is later than the read (by the
+    /// database's clock), and when it closed, if it has.
+    pub opens_later: Option<DateTime<Utc>>,
+    pub closed_at: Option<DateTime<Utc>>,
+    /// The voucher that let a hidden product into the basket.
+    pub unlocked_by: Option<String>,
     left: i32,
     settled: bool,
 }
@@ -129,6 +167,7 @@ impl ReadLine {
             qty: self.qty,
             price_minor: self.price_minor,
             currency: self.currency.clone(),
+            unlocked_by: self.unlocked_by.clone(),
         }
     }
 }
@@ -154,16 +193,24 @@ pub async fn read_checkout(
         resource_id: Option<String>,
         active: Option<bool>,
         max_per_order: Option<i32>,
+        hidden: Option<bool>,
+        opens_later: Option<DateTime<Utc>>,
+        closed_at: Option<DateTime<Utc>>,
+        unlocked_by: Option<String>,
         left: Option<i32>,
         settled: Option<bool>,
     }
     let rows: Vec<Row> = sqlx::query_as(
         "select k.existing, l.product_id, l.name, l.qty, l.price_minor, l.currency, \
-                l.resource_id, l.active, l.max_per_order, l.left, l.settled \
+                l.resource_id, l.active, l.max_per_order, l.hidden, l.opens_later, l.closed_at, \
+                l.unlocked_by, l.left, l.settled \
            from (select (select id from orders where checkout_key = $1) as existing) k \
            left join lateral ( \
                 select b.product_id, p.name, b.qty, p.price_minor, p.currency, p.resource_id, \
-                       p.active, p.max_per_order, r.total - r.held - r.sold as left, \
+                       p.active, p.max_per_order, p.hidden, \
+                       case when p.sale_opens_at > now() then p.sale_opens_at end as opens_later, \
+                       case when p.sale_closes_at <= now() then p.sale_closes_at end as closed_at, \
+                       b.unlocked_by, r.total - r.held - r.sold as left, \
                        coalesce(r.next_expiry > now(), true) as settled, b.added_at \
                   from basket_lines b \
                   join products p on p.id = b.product_id \
@@ -188,6 +235,10 @@ pub async fn read_checkout(
                 resource_id: r.resource_id?,
                 active: r.active?,
                 max_per_order: r.max_per_order?,
+                hidden: r.hidden?,
+                opens_later: r.opens_later,
+                closed_at: r.closed_at,
+                unlocked_by: r.unlocked_by,
                 left: r.left?,
                 settled: r.settled?,
             })
@@ -211,6 +262,10 @@ pub(super) struct PricedProduct {
     /// Nothing on the resource is due to expire, so `left` is the answer
     /// the locked path would give.
     settled: bool,
+    hidden: bool,
+    /// As [`ReadLine`]'s: by the database's clock at the read.
+    opens_later: Option<DateTime<Utc>>,
+    closed_at: Option<DateTime<Utc>>,
 }
 
 /// One checkout of one product, as `hf_start_checkouts` takes it.
@@ -231,6 +286,9 @@ pub(super) struct OneStart {
     pub email_key: Option<String>,
     pub email_cap: Option<i32>,
     pub address: Option<(String, i32)>,
+    /// The product's sale window, to say which way it is closed when the
+    /// database refuses it.
+    pub opens_at: Option<DateTime<Utc>>,
 }
 
 /// What is left to do for a checkout once the read has been judged.
@@ -289,12 +347,17 @@ pub(super) async fn plan(
                     max_per_order: l.max_per_order,
                     left: l.left,
                     settled: l.settled,
+                    hidden: l.hidden,
+                    opens_later: l.opens_later,
+                    closed_at: l.closed_at,
                 })
                 .collect(),
             None => sqlx::query_as(
                 "select p.id, p.resource_id, p.name, p.price_minor, p.currency, p.max_per_order, \
                         r.total - r.held - r.sold as left, \
-                        coalesce(r.next_expiry > now(), true) as settled \
+                        coalesce(r.next_expiry > now(), true) as settled, p.hidden, \
+                        case when p.sale_opens_at > now() then p.sale_opens_at end as opens_later, \
+                        case when p.sale_closes_at <= now() then p.sale_closes_at end as closed_at \
                    from products p join resources r on r.id = p.resource_id \
                   where p.active and p.id = any($1)",
             )
@@ -311,6 +374,41 @@ pub(super) async fn plan(
         return Ok(Plan::Decided(StartOutcome::UnknownProducts {
             ids: unknown,
         }));
+    }
+    // a hidden product is sold only with a voucher that unlocks it
+    let locked: Vec<String> = products
+        .iter()
+        .filter(|p| {
+            p.hidden
+                && !start
+                    .voucher
+                    .as_ref()
+                    .is_some_and(|v| v.voucher.unlocks.contains(&p.id))
+        })
+        .map(|p| p.id.clone())
+        .collect();
+    if !locked.is_empty() {
+        return Ok(Plan::Decided(StartOutcome::Locked { ids: locked }));
+    }
+    // a sale opens and closes by the database's clock (read with the
+    // products); the locked path asks it again
+    let off_sale: Vec<OffSaleLine> = products
+        .iter()
+        .filter_map(|p| {
+            let sale = match (p.opens_later, p.closed_at) {
+                (Some(at), _) => Sale::Opens { at },
+                (None, Some(at)) => Sale::Closed { at },
+                (None, None) => return None,
+            };
+            Some(OffSaleLine {
+                product_id: p.id.clone(),
+                name: p.name.clone(),
+                sale,
+            })
+        })
+        .collect();
+    if !off_sale.is_empty() {
+        return Ok(Plan::Decided(StartOutcome::NotOnSale { lines: off_sale }));
     }
     let currency = &products[0].currency;
     if products.iter().any(|p| &p.currency != currency) {
@@ -334,7 +432,25 @@ pub(super) async fn plan(
             name: p.name.clone(),
             qty: qty.get(),
             unit_price_minor: p.price_minor,
+            paid_minor: p.price_minor * i64::from(qty.get()),
         });
+    }
+    // what the voucher takes off, line by line (the order is paid the
+    // rest); whether it may be used now was judged before, by the
+    // database's clock ([`super::begin`])
+    if let Some(voucher) = &start.voucher {
+        let priced: Vec<crate::vouchers::PricedLine> = lines
+            .iter()
+            .map(|l| crate::vouchers::PricedLine {
+                product_id: l.product_id.clone(),
+                unit_price_minor: l.unit_price_minor,
+                qty: l.qty,
+            })
+            .collect();
+        for (line, off) in lines.iter_mut().zip(voucher.voucher.take_off(&priced)) {
+            line.paid_minor -= off;
+        }
+        amount = lines.iter().map(|l| l.paid_minor).sum();
     }
 
     // No order takes more of a product than its limit per order.
@@ -390,8 +506,9 @@ pub(super) async fn plan(
     }
 
     // One product: order, line and hold in one call, combined with the
-    // other checkouts of its resource waiting at the same moment.
-    if let [line] = lines.as_slice() {
+    // other checkouts of its resource waiting at the same moment. (A
+    // voucher's use is held with the units, as a basket's line.)
+    if let ([line], None) = (lines.as_slice(), &start.voucher) {
         let product = product(&line.product_id);
         let one = OneStart {
             key: start.checkout_key.as_str().to_owned(),
@@ -412,6 +529,7 @@ pub(super) async fn plan(
                 .as_ref()
                 .map(|_| product.max_per_order),
             address: start.limits.address.clone(),
+            opens_at: product.opens_later,
         };
         let resource = product.resource_id.clone();
         return Ok(Plan::OneProduct {
@@ -450,11 +568,54 @@ pub(super) async fn start_basket(
         }
         return Ok(StartOutcome::OverLimit { lines: over });
     }
+    // the sale, by this transaction's clock: a window that closed (or has
+    // not opened) since the read refuses here
+    type Window = (String, String, Option<DateTime<Utc>>, Option<DateTime<Utc>>);
+    let off_sale: Vec<Window> = sqlx::query_as(
+        "select id, name, sale_opens_at, sale_closes_at from products \
+              where id = any($1) \
+                and ((sale_opens_at is not null and sale_opens_at > now()) \
+                     or (sale_closes_at is not null and sale_closes_at <= now()))",
+    )
+    .bind(
+        lines
+            .iter()
+            .map(|l| l.product_id.as_str())
+            .collect::<Vec<_>>(),
+    )
+    .fetch_all(&mut *tx)
+    .await?;
+    if !off_sale.is_empty() {
+        tx.rollback().await?;
+        let now = Utc::now();
+        return Ok(StartOutcome::NotOnSale {
+            lines: off_sale
+                .into_iter()
+                .map(|(product_id, name, opens, closes)| OffSaleLine {
+                    product_id,
+                    name,
+                    sale: match Sale::at(opens, closes, now) {
+                        Sale::Open => match (opens, closes) {
+                            (_, Some(at)) => Sale::Closed { at },
+                            (Some(at), None) => Sale::Opens { at },
+                            (None, None) => Sale::Closed { at: now },
+                        },
+                        other => other,
+                    },
+                })
+                .collect(),
+        });
+    }
     let token = &start.order_token;
+    let discount: i64 = lines
+        .iter()
+        .map(|l| l.unit_price_minor * i64::from(l.qty) - l.paid_minor)
+        .sum();
     let inserted: Option<Uuid> = sqlx::query_scalar(
         "insert into orders (token, checkout_key, customer_name, customer_email, currency, \
-                             amount_minor, provider, email_key, client_address) \
-         values ($1, $2, $3, $4, $5, $6, $7, $8, $9) \
+                             amount_minor, provider, email_key, client_address, voucher_code, \
+                             discount_minor) \
+         values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) \
          on conflict (checkout_key) do nothing \
          returning id",
     )
@@ -467,6 +628,8 @@ pub(super) async fn start_basket(
     .bind(start.provider)
     .bind(start.limits.email_key.as_deref())
     .bind(start.limits.address.as_ref().map(|(a, _)| a.as_str()))
+    .bind(start.voucher.as_ref().map(|v| v.voucher.code.as_str()))
+    .bind(discount)
     .fetch_optional(&mut *tx)
     .await?;
     let Some(order_id) = inserted else {
@@ -480,29 +643,44 @@ pub(super) async fn start_basket(
     };
     for line in &lines {
         sqlx::query(
-            "insert into order_lines (order_id, product_id, name, qty, unit_price_minor) \
-             values ($1, $2, $3, $4, $5)",
+            "insert into order_lines (order_id, product_id, name, qty, unit_price_minor, \
+                                      paid_minor) \
+             values ($1, $2, $3, $4, $5, $6)",
         )
         .bind(order_id)
         .bind(&line.product_id)
         .bind(&line.name)
         .bind(line.qty)
         .bind(line.unit_price_minor)
+        .bind(line.paid_minor)
         .execute(&mut *tx)
         .await?;
     }
 
-    let basket = Basket::parse(
-        lines
-            .iter()
-            .map(|line| {
-                Ok(BasketLine {
-                    resource: ResourceId::parse(&product(&line.product_id).resource_id)?,
-                    qty: Quantity::parse(i64::from(line.qty))?,
-                })
+    // the order's units, and a use of its voucher (and this buyer's one
+    // use) beside them: all or nothing, under the same locks
+    let mut held: Vec<BasketLine> = lines
+        .iter()
+        .map(|line| {
+            Ok(BasketLine {
+                resource: ResourceId::parse(&product(&line.product_id).resource_id)?,
+                qty: Quantity::parse(i64::from(line.qty))?,
             })
-            .collect::<std::result::Result<Vec<_>, InvalidInput>>()?,
-    )?;
+        })
+        .collect::<std::result::Result<Vec<_>, InvalidInput>>()?;
+    if let Some(voucher) = &start.voucher {
+        held.push(BasketLine {
+            resource: voucher.voucher.code.resource(),
+            qty: Quantity::parse(1)?,
+        });
+        if let Some(buyer) = &voucher.buyer {
+            held.push(BasketLine {
+                resource: buyer.clone(),
+                qty: Quantity::parse(1)?,
+            });
+        }
+    }
+    let basket = Basket::parse(held)?;
     let request = BasketRequest {
         basket,
         account: start.account.clone(),
@@ -532,6 +710,25 @@ pub(super) async fn start_basket(
         }
         BasketOutcome::Insufficient { lines } => {
             tx.rollback().await?;
+            // the voucher's line short: its last use is taken, or this
+            // buyer's one use is
+            if let Some(voucher) = &start.voucher {
+                let short = |resource: &ResourceId| {
+                    lines
+                        .iter()
+                        .any(|l| l.short && l.resource_id == resource.as_str())
+                };
+                if voucher.buyer.as_ref().is_some_and(short) {
+                    return Ok(StartOutcome::VoucherRefused {
+                        refusal: crate::vouchers::Refusal::UsedByYou,
+                    });
+                }
+                if short(&voucher.voucher.code.resource()) {
+                    return Ok(StartOutcome::VoucherRefused {
+                        refusal: crate::vouchers::Refusal::UsedUp,
+                    });
+                }
+            }
             return Ok(StartOutcome::Unavailable {
                 lines: short_lines(&lines),
             });

@@ -13,12 +13,13 @@ use sqlx::PgPool;
 use uuid::Uuid;
 
 use super::attach::payment_window_seconds;
-use super::start::{OneStart, Plan, plan, start_basket};
+use super::start::{OffSaleLine, OneStart, Plan, plan, start_basket};
 use super::{
     AttachOutcome, CheckoutError, CheckoutRead, CheckoutStart, Order, OrderLine, OrderState,
     Result, ShortLine, StartOutcome, attach_payment, basket, order_by_id,
 };
 use crate::batching::{Batch, Combiner, share_error};
+use crate::catalogue::Sale;
 use crate::payments::PaymentPage;
 
 /// Most checkouts one call carries.
@@ -180,6 +181,9 @@ async fn start_checkout_via(
         StartOutcome::Unavailable { .. } => "unavailable",
         StartOutcome::OverLimit { .. } => "over_limit",
         StartOutcome::UnknownProducts { .. } => "unknown_products",
+        StartOutcome::NotOnSale { .. } => "not_on_sale",
+        StartOutcome::Locked { .. } => "locked",
+        StartOutcome::VoucherRefused { .. } => "voucher_refused",
     });
     Ok(outcome)
 }
@@ -316,6 +320,18 @@ async fn one_outcome(
         },
         ("unknown_resource", _) => StartOutcome::UnknownProducts {
             ids: vec![one.product],
+        },
+        // the database's clock says the sale is not open
+        ("not_on_sale", _) => StartOutcome::NotOnSale {
+            lines: vec![OffSaleLine {
+                product_id: one.product.clone(),
+                name: one.product_name.clone(),
+                sale: match one.opens_at {
+                    Some(at) if at > row.created_at => Sale::Opens { at },
+                    Some(at) => Sale::Closed { at },
+                    None => Sale::Closed { at: row.created_at },
+                },
+            }],
         },
         ("key_in_use", _) => {
             return Err(CheckoutError::InvalidInput(

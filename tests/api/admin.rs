@@ -2,148 +2,23 @@
 //! actions and their record, escaping, and the headers every answer wears.
 
 use futures::future::join_all;
-use holdfast::configuration::Secret;
 use reqwest::StatusCode;
 use reqwest::header::{ACCEPT, COOKIE, SET_COOKIE};
-use sqlx::PgPool;
 
-use crate::helpers::*;
+use holdfast_testkit::*;
 
-pub const STAFF_EMAIL: &str = "grace@holdfast.test";
-pub const STAFF_PASSWORD: &str = "correct horse battery staple";
-
-/// Everything an admin request could change, as one fingerprint.
-pub async fn snapshot(pool: &PgPool) -> Vec<String> {
-    let mut prints = Vec::new();
-    for table in [
-        "resources",
-        "holds",
-        "hold_events",
-        "orders",
-        "payment_refs",
-        "outbox_jobs",
-        "staff_actions",
-        "staff_sessions",
-        "login_throttle",
-    ] {
-        let print: String = sqlx::query_scalar(&format!(
-            "select '{table}:' || count(*) || ':' || coalesce(md5(string_agg(t::text, '|' order by t::text)), '') from {table} t"
-        ))
-        .fetch_one(pool)
-        .await
-        .unwrap();
-        prints.push(print);
-    }
-    prints
-}
-
-/// The value of a hidden form field, as rendered.
-pub fn hidden(page: &str, name: &str) -> String {
-    let marker = format!("name=\"{name}\" value=\"");
-    let start = page
-        .find(&marker)
-        .unwrap_or_else(|| panic!("no {name} field in {page}"))
-        + marker.len();
-    let end = page[start..].find('"').unwrap() + start;
-    page[start..end].to_owned()
-}
-
-impl TestApp {
-    pub async fn add_staff(&self) {
-        holdfast::staff::add_staff(
-            &self.db.pool,
-            &holdfast::staff::StaffEmail::parse(STAFF_EMAIL).unwrap(),
-            &Secret::new(STAFF_PASSWORD),
-        )
-        .await
-        .unwrap();
-    }
-
-    /// One login attempt from a fresh browser: the form, then the post.
-    pub async fn try_login(
-        &self,
-        email: &str,
-        password: &str,
-    ) -> (reqwest::Client, reqwest::Response) {
-        self.try_login_with(browser(), email, password).await
-    }
-
-    /// [`TestApp::try_login`] from the given browser (one bound to another
-    /// client address, say).
-    pub async fn try_login_with(
-        &self,
-        staff: reqwest::Client,
-        email: &str,
-        password: &str,
-    ) -> (reqwest::Client, reqwest::Response) {
-        let form = staff
-            .get(format!("{}/admin/login", self.address))
-            .send()
-            .await
-            .unwrap()
-            .text()
-            .await
-            .unwrap();
-        let csrf = hidden(&form, "csrf");
-        let response = staff
-            .post(format!("{}/admin/login", self.address))
-            .form(&[("email", email), ("password", password), ("csrf", &csrf)])
-            .send()
-            .await
-            .unwrap();
-        (staff, response)
-    }
-
-    /// A signed-in staff browser and its session's CSRF token.
-    pub async fn staff_browser(&self) -> (reqwest::Client, String) {
-        let (staff, response) = self.try_login(STAFF_EMAIL, STAFF_PASSWORD).await;
-        assert_eq!(response.status(), StatusCode::SEE_OTHER);
-        assert_eq!(location(&response), "/admin/resources");
-        let page = self.admin_page(&staff, "/admin/resources").await;
-        let csrf = hidden(&page, "csrf");
-        (staff, csrf)
-    }
-
-    pub async fn admin_page(&self, staff: &reqwest::Client, path: &str) -> String {
-        let response = staff
-            .get(format!("{}{path}", self.address))
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(response.status(), StatusCode::OK, "GET {path}");
-        response.text().await.unwrap()
-    }
-
-    pub async fn admin_post(
-        &self,
-        staff: &reqwest::Client,
-        path: &str,
-        form: &[(&str, &str)],
-    ) -> reqwest::Response {
-        staff
-            .post(format!("{}{path}", self.address))
-            .form(form)
-            .send()
-            .await
-            .unwrap()
-    }
-
-    /// The demo catalogue, and one shopper whose checkout is open at the
-    /// provider (so a hold is awaiting payment). Returns (hold id, order id).
-    pub async fn shopper_mid_checkout(&self, product: &str, qty: i64) -> (String, String) {
-        let shopper = browser();
-        self.add(&shopper, product, qty).await;
-        let response = self.checkout(&shopper).await;
-        assert_eq!(response.status(), StatusCode::SEE_OTHER);
-        let (hold, order): (uuid::Uuid, uuid::Uuid) = sqlx::query_as(
-            "select h.id, o.id from orders o join holds h on h.purchase_id = o.hold_id \
-              order by o.created_at desc limit 1",
-        )
-        .fetch_one(&self.db.pool)
-        .await
-        .unwrap();
-        (hold.to_string(), order.to_string())
-    }
+/// One shopper whose checkout is open at the provider (so a hold is
+/// awaiting payment). Returns (hold id, order id).
+async fn shopper_mid_checkout(app: &TestApp, product: &str, qty: i64) -> (String, String) {
+    let started = app.start(&browser(), &Purchase::of(product, qty)).await;
+    let hold: uuid::Uuid = sqlx::query_scalar(
+        "select h.id from orders o join holds h on h.purchase_id = o.hold_id where o.id = $1",
+    )
+    .bind(started.order_id)
+    .fetch_one(&app.db.pool)
+    .await
+    .unwrap();
+    (hold.to_string(), started.order_id.to_string())
 }
 
 /// Every admin route, with what a request to it needs.
@@ -188,7 +63,7 @@ async fn every_admin_route_without_a_session_is_refused_and_changes_nothing() {
     let app = spawn_app().await;
     app.load_demo().await;
     app.add_staff().await;
-    let (hold, order) = app.shopper_mid_checkout("wild-honey", 2).await;
+    let (hold, order) = shopper_mid_checkout(&app, "wild-honey", 2).await;
     let job = pending_refund_job(&app, &order).await;
     let before = snapshot(&app.db.pool).await;
 
@@ -279,7 +154,7 @@ async fn admin_forms_without_the_sessions_csrf_token_are_refused_and_change_noth
     let app = spawn_app().await;
     app.load_demo().await;
     app.add_staff().await;
-    let (hold, order) = app.shopper_mid_checkout("wild-honey", 2).await;
+    let (hold, order) = shopper_mid_checkout(&app, "wild-honey", 2).await;
     let job = pending_refund_job(&app, &order).await;
     let (staff, csrf) = app.staff_browser().await;
     // another staff session's token is no better than none
@@ -543,7 +418,7 @@ async fn staff_release_a_hold_and_its_order_and_the_record_names_them() {
     let app = spawn_app().await;
     app.load_demo().await;
     app.add_staff().await;
-    let (hold, order) = app.shopper_mid_checkout("wild-honey", 3).await;
+    let (hold, order) = shopper_mid_checkout(&app, "wild-honey", 3).await;
     let (staff, csrf) = app.staff_browser().await;
 
     let list = app
@@ -666,7 +541,7 @@ async fn capacity_changes_are_refused_below_what_is_committed_with_the_reason() 
     let app = spawn_app().await;
     app.load_demo().await;
     app.add_staff().await;
-    app.shopper_mid_checkout("wild-honey", 5).await;
+    shopper_mid_checkout(&app, "wild-honey", 5).await;
     let (staff, csrf) = app.staff_browser().await;
 
     let response = app
@@ -744,7 +619,7 @@ async fn repair_from_the_admin_fixes_drift_the_resources_page_flags() {
     let app = spawn_app().await;
     app.load_demo().await;
     app.add_staff().await;
-    app.shopper_mid_checkout("wild-honey", 2).await;
+    shopper_mid_checkout(&app, "wild-honey", 2).await;
     // counters knocked out of line by hand, as a bad restore might
     sqlx::query("update resources set held = 0 where id = 'wild-honey'")
         .execute(&app.db.pool)
@@ -780,7 +655,7 @@ async fn a_waiting_refund_can_be_retried_now_and_only_its_own_orders() {
     let app = spawn_app().await;
     app.load_demo().await;
     app.add_staff().await;
-    let (_, order) = app.shopper_mid_checkout("wild-honey", 1).await;
+    let (_, order) = shopper_mid_checkout(&app, "wild-honey", 1).await;
     let job = pending_refund_job(&app, &order).await;
     let (staff, csrf) = app.staff_browser().await;
     let page = app
@@ -792,7 +667,7 @@ async fn a_waiting_refund_can_be_retried_now_and_only_its_own_orders() {
     );
 
     // through another order's address: not found, nothing changed
-    let (_, other) = app.shopper_mid_checkout("wild-honey", 1).await;
+    let (_, other) = shopper_mid_checkout(&app, "wild-honey", 1).await;
     let response = app
         .admin_post(
             &staff,
@@ -831,34 +706,10 @@ async fn shopper_text_is_escaped_in_the_admin() {
     let app = spawn_app().await;
     app.load_demo().await;
     app.add_staff().await;
-    let shopper = browser();
-    app.add(&shopper, "wild-honey", 1).await;
-    let basket = shopper
-        .get(format!("{}/basket", app.address))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
-    let key = crate::journey::checkout_key(&basket);
     let name = "<script>alert('owned')</script>";
-    let response = shopper
-        .post(format!("{}/checkout", app.address))
-        .form(&[
-            ("checkout_key", key.as_str()),
-            ("name", name),
-            ("email", "ada@example.com"),
-        ])
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(response.status(), StatusCode::SEE_OTHER);
+    let purchase = Purchase::of("wild-honey", 1).by(name, "ada@example.com");
+    let order = app.start(&browser(), &purchase).await.order_id;
     let (staff, _) = app.staff_browser().await;
-    let order: uuid::Uuid = sqlx::query_scalar("select id from orders")
-        .fetch_one(&app.db.pool)
-        .await
-        .unwrap();
     for path in [
         "/admin/orders".to_owned(),
         format!("/admin/orders/{order}"),
@@ -910,7 +761,7 @@ async fn every_answer_wears_the_security_headers() {
         }
     }
     // an order page: its link is its key, so it is never cached
-    app.shopper_mid_checkout("wild-honey", 1).await;
+    shopper_mid_checkout(&app, "wild-honey", 1).await;
     let token: String = sqlx::query_scalar("select token from orders")
         .fetch_one(&app.db.pool)
         .await

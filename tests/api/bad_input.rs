@@ -7,7 +7,7 @@ use holdfast::inventory::{
     InventoryError, InventorySettings, PaymentRef, ReleaseOutcome, Span, UpsertOutcome,
 };
 
-use crate::helpers::*;
+use holdfast_testkit::*;
 
 /// Everything that could have changed, in one comparable value.
 async fn snapshot(db: &TestDb) -> (String, String, String, i64, i64) {
@@ -250,14 +250,11 @@ async fn text_that_cannot_be_stored_is_refused_at_the_edge_on_every_route() {
     let (staff, csrf) = app.staff_browser().await;
     // a shopper mid-checkout, so the order routes have a real token
     let shopper = browser();
-    app.add(&shopper, "wild-honey", 1).await;
-    let session_url = location(&app.checkout(&shopper).await);
-    let token: String = sqlx::query_scalar("select token from orders where provider_url = $1")
-        .bind(&session_url)
-        .fetch_one(&app.db.pool)
+    let token = app
+        .start(&shopper, &Purchase::of("wild-honey", 1))
         .await
-        .unwrap();
-    let before = crate::admin::snapshot(&app.db.pool).await;
+        .token;
+    let before = holdfast_testkit::snapshot(&app.db.pool).await;
 
     let mut gets: Vec<String> = [
         "/c/%00",
@@ -360,7 +357,7 @@ async fn text_that_cannot_be_stored_is_refused_at_the_edge_on_every_route() {
             assert_eq!(response.status(), 400, "{provider}");
         }
     }
-    assert_eq!(crate::admin::snapshot(&app.db.pool).await, before);
+    assert_eq!(holdfast_testkit::snapshot(&app.db.pool).await, before);
     // and the same shopper goes on as if nothing had happened
     let basket = shopper
         .get(format!("{}/basket", app.address))

@@ -6,7 +6,7 @@ use holdfast::inventory::{
     InventoryError, PaymentRef, ReleaseOutcome,
 };
 
-use crate::helpers::*;
+use holdfast_testkit::*;
 
 fn basket(lines: &[(&str, i64)], who: &str) -> BasketRequest {
     BasketRequest {
@@ -224,7 +224,7 @@ async fn a_basket_line_expired_by_another_shopper_ends_the_whole_basket() {
     };
     tokio::time::sleep(std::time::Duration::from_millis(400)).await;
     // another shopper needs "a": the lazy path expires that line alone
-    hold_ok(&inventory, &crate::helpers::request(&rid("a"), 1, "sol")).await;
+    hold_ok(&inventory, &holdfast_testkit::request(&rid("a"), 1, "sol")).await;
     assert_eq!(inventory.status(&rid("b")).await.unwrap().unwrap().held, 2);
 
     // the basket's own next call ends the rest of it: money would be refunded

@@ -13,8 +13,7 @@ use fantoccini::elements::Element;
 use fantoccini::{Client, ClientBuilder, Locator};
 use hyper_util::client::legacy::connect::HttpConnector;
 
-use crate::admin::{STAFF_EMAIL, STAFF_PASSWORD};
-use crate::helpers::*;
+use holdfast_testkit::*;
 
 const CHROMIUM: &str = "/usr/bin/chromium";
 const CHROMEDRIVER: &str = "/usr/bin/chromedriver";
@@ -80,7 +79,7 @@ async fn start_driver() -> Driver {
         child,
         url: format!("http://127.0.0.1:{port}"),
     };
-    let probe = crate::helpers::http_client();
+    let probe = holdfast_testkit::http_client();
     for _ in 0..100 {
         if let Ok(response) = probe.get(format!("{}/status", driver.url)).send().await
             && response.status().is_success()
@@ -291,7 +290,7 @@ async fn assert_no_policy_reports(app: &TestApp) {
 async fn a_shopper_books_a_pickup_slot_and_gets_a_pickup_code() {
     let (app, driver, _turn) = shop_and_driver().await;
     let mut browser = Browser::open(&driver, shots_for("pickup-slot")).await;
-    let slot = app.first_slot().await;
+    let slot = app.db.first_slot().await;
 
     app.settled().await;
     browser.go(&format!("{}/", app.address)).await;

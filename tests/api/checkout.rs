@@ -2,18 +2,15 @@
 //! with the demo catalogue loaded.
 
 use futures::future::join_all;
-use holdfast::catalogue::{self, CatalogueFile};
-use holdfast::checkout::{
-    self, AttachOutcome, CheckoutStart, Customer, Fulfilment, PaymentReport, Source, StartOutcome,
-    WantedLine,
-};
-use holdfast::inventory::IdempotencyKey;
+use holdfast::catalogue::CatalogueFile;
+use holdfast::checkout::{self, AttachOutcome, Fulfilment, PaymentReport, Source, StartOutcome};
 use holdfast::payments::{PaymentPage, ProviderKind};
 use uuid::Uuid;
 
-use crate::helpers::*;
+use holdfast_testkit::engine::{report, start, started};
+use holdfast_testkit::*;
 
-pub(crate) async fn demo(db: &TestDb) {
+async fn demo(db: &TestDb) {
     let file = CatalogueFile::read(
         concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/catalogue.json").as_ref(),
     )
@@ -29,113 +26,6 @@ pub(crate) async fn demo(db: &TestDb) {
     assert_eq!((again.products, again.resources_created), (11, 0));
 }
 
-pub(crate) async fn first_slot(db: &TestDb) -> String {
-    catalogue::products(&db.pool, Some("bakery")).await.unwrap()[0]
-        .id
-        .clone()
-}
-
-fn start(key: &str, lines: &[(&str, i64)]) -> CheckoutStart {
-    CheckoutStart {
-        checkout_key: IdempotencyKey::parse(key).unwrap(),
-        // a new submit: its own token
-        order_token: holdfast::checkout::codes::order_token(),
-        account: account(&format!("basket-{key}")),
-        lines: lines
-            .iter()
-            .map(|(id, n)| WantedLine {
-                product_id: (*id).to_owned(),
-                qty: qty(*n),
-            })
-            .collect(),
-        customer: Customer::parse("Ada Shopper", "ada@example.com").unwrap(),
-        provider: ProviderKind::Stripe,
-        limits: Default::default(),
-    }
-}
-
-/// A started order with a payment page of its own (its holds stay plain:
-/// the page is only named, as if the provider had answered).
-pub(crate) async fn started(db: &TestDb, key: &str, lines: &[(&str, i64)]) -> checkout::Order {
-    let order = match checkout::start_checkout(&db.pool, &start(key, lines))
-        .await
-        .unwrap()
-    {
-        StartOutcome::Started { order, .. } => order,
-        other => panic!("expected a started checkout, got {other:?}"),
-    };
-    sqlx::query("update orders set provider_session_id = $2 where id = $1")
-        .bind(order.id)
-        .bind(format!("cs_test_{key}"))
-        .execute(&db.pool)
-        .await
-        .unwrap();
-    checkout::order_by_id(&db.pool, order.id)
-        .await
-        .unwrap()
-        .unwrap()
-}
-
-/// A captured payment for exactly what the order asks (for an order that
-/// does not exist, a payment for nothing in particular).
-pub(crate) async fn report(
-    db: &TestDb,
-    order_id: Uuid,
-    payment: &str,
-    source: Source,
-) -> PaymentReport {
-    let exists = checkout::order_by_id(&db.pool, order_id)
-        .await
-        .unwrap()
-        .is_some();
-    let payment = if exists {
-        payment_for(&db.pool, order_id, payment).await
-    } else {
-        holdfast::payments::ProviderPayment {
-            provider: ProviderKind::Stripe,
-            payment_ref: payment.to_owned(),
-            page_id: Some("cs_test_nobody".into()),
-            amount_minor: 100,
-            currency: "eur".into(),
-            status: holdfast::payments::PaymentStatus::Captured,
-            order_hint: None,
-        }
-    };
-    PaymentReport {
-        order_id,
-        payment,
-        source,
-    }
-}
-
-/// A paid order for `lines`: started, on its payment page, paid by a
-/// captured payment `pi_<key>` reported by the webhook.
-pub(crate) async fn paid(db: &TestDb, key: &str, lines: &[(&str, i64)]) -> checkout::Order {
-    let order = started(db, key, lines).await;
-    let page = PaymentPage {
-        id: format!("cs_test_{key}"),
-        url: format!("http://sandbox/pay/cs_test_{key}"),
-        expires_at: chrono::Utc::now() + chrono::Duration::minutes(30),
-    };
-    let AttachOutcome::Paying { .. } = checkout::attach_payment(&db.pool, order.id, &page)
-        .await
-        .unwrap()
-    else {
-        panic!("expected paying");
-    };
-    let fulfilled = checkout::confirm_payment(
-        &db.pool,
-        &report(db, order.id, &format!("pi_{key}"), Source::Webhook).await,
-    )
-    .await
-    .unwrap();
-    assert_eq!(fulfilled, Fulfilment::Fulfilled { order_id: order.id });
-    checkout::order_by_id(&db.pool, order.id)
-        .await
-        .unwrap()
-        .unwrap()
-}
-
 async fn jobs(db: &TestDb, kind: &str) -> Vec<serde_json::Value> {
     sqlx::query_scalar("select payload from outbox_jobs where kind = $1 order by id")
         .bind(kind)
@@ -148,7 +38,7 @@ async fn jobs(db: &TestDb, kind: &str) -> Vec<serde_json::Value> {
 async fn checkout_start_writes_the_order_and_holds_every_line_in_one_go() {
     let db = TestDb::new().await;
     demo(&db).await;
-    let slot = first_slot(&db).await;
+    let slot = db.first_slot().await;
     let order = started(&db, "form-1", &[(&slot, 1), ("harbour-lights-general", 2)]).await;
     assert_eq!(
         (
@@ -332,7 +222,7 @@ async fn the_return_and_the_webhook_racing_fulfil_exactly_once_twenty_times() {
 async fn a_paid_order_has_its_codes_and_a_second_payment_is_refunded_once() {
     let db = TestDb::new().await;
     demo(&db).await;
-    let slot = first_slot(&db).await;
+    let slot = db.first_slot().await;
     let order = started(&db, "pay-twice", &[(&slot, 1), ("harbour-lights-vip", 2)]).await;
     let session = PaymentPage {
         id: "cs_test_1".into(),
@@ -732,7 +622,7 @@ async fn a_refund_job_believes_news_only_of_its_own_refund() {
 async fn a_batch_of_payments_is_answered_as_the_same_payments_one_after_another() {
     let db = TestDb::new().await;
     demo(&db).await;
-    let slot = first_slot(&db).await;
+    let slot = db.first_slot().await;
     let roles: [(&str, &str, i64); 9] = [
         ("a", slot.as_str(), 1),
         ("b", "harbour-lights-general", 2),

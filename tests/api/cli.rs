@@ -4,8 +4,7 @@ use std::process::Output;
 
 use serde_json::Value;
 
-use crate::helpers::*;
-use crate::recovery::free_port;
+use holdfast_testkit::*;
 
 fn holdfast(db: &TestDb, args: &[&str]) -> Output {
     run_command(env!("CARGO_BIN_EXE_holdfast"), db, args)

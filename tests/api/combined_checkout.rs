@@ -13,15 +13,14 @@ use holdfast::checkout::{
 use holdfast::inventory::IdempotencyKey;
 use uuid::Uuid;
 
-use crate::checkout::first_slot;
-use crate::helpers::*;
-use crate::recovery::{Server, demo, free_port, holdfast_process, ready};
+use holdfast_testkit::*;
 
 fn form(key: &str, basket: &str, product: &str, n: i64) -> CheckoutStart {
     CheckoutStart {
         checkout_key: IdempotencyKey::parse(key).unwrap(),
         // a new submit: its own token
         order_token: holdfast::checkout::codes::order_token(),
+        voucher: None,
         account: account(&format!("basket:{basket}")),
         lines: vec![WantedLine {
             product_id: product.to_owned(),
@@ -116,7 +115,7 @@ async fn books(db: &TestDb, resource: &str) -> (i64, i64, i64, i32, i64) {
 #[tokio::test]
 async fn a_batch_of_mixed_quantities_that_runs_out_halfway_orders_the_first_and_refuses_the_rest() {
     let db = TestDb::new().await;
-    demo(&db).await;
+    db.load_demo().await;
     resource(&db.inventory(), "harbour-lights-vip", 6).await;
     let rows = start_batch(
         &db,
@@ -152,7 +151,7 @@ async fn a_batch_of_mixed_quantities_that_runs_out_halfway_orders_the_first_and_
 #[tokio::test]
 async fn a_checkout_key_repeated_in_a_batch_or_used_before_is_one_order() {
     let db = TestDb::new().await;
-    demo(&db).await;
+    db.load_demo().await;
     let rows = start_batch(
         &db,
         "harbour-lights-vip",
@@ -217,7 +216,7 @@ async fn written(db: &TestDb) -> (i64, i64, i32) {
 #[tokio::test]
 async fn a_malformed_batch_is_refused_whole_and_writes_nothing() {
     let db = TestDb::new().await;
-    demo(&db).await;
+    db.load_demo().await;
     // a field array one short
     let error = sqlx::query(
         "select * from hf_start_checkouts('harbour-lights-vip', array['a','b'], array['basket:a'], \
@@ -273,7 +272,7 @@ async fn a_malformed_batch_is_refused_whole_and_writes_nothing() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn three_hundred_combined_checkouts_for_forty_places_start_forty_orders_and_pay_them() {
     let db = TestDb::with_connections(40).await;
-    demo(&db).await;
+    db.load_demo().await;
     resource(&db.inventory(), "harbour-lights-vip", 40).await;
     let checkouts = Checkouts::new(db.pool.clone());
     let barrier = std::sync::Arc::new(tokio::sync::Barrier::new(300));
@@ -400,7 +399,7 @@ async fn three_hundred_combined_checkouts_for_forty_places_start_forty_orders_an
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_double_submit_racing_itself_through_the_combiner_is_one_order() {
     let db = TestDb::with_connections(20).await;
-    demo(&db).await;
+    db.load_demo().await;
     let checkouts = Checkouts::new(db.pool.clone());
     let outcomes = join_all((0..20).map(|_| {
         let checkouts = checkouts.clone();
@@ -433,7 +432,7 @@ async fn a_double_submit_racing_itself_through_the_combiner_is_one_order() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn two_processes_combining_checkouts_sell_one_tier_exactly_once() {
     let db = TestDb::with_connections(30).await;
-    demo(&db).await;
+    db.load_demo().await;
     resource(&db.inventory(), "harbour-lights-general", 25).await;
     let other_pool = sqlx::postgres::PgPoolOptions::new()
         .max_connections(30)
@@ -469,7 +468,7 @@ async fn two_processes_combining_checkouts_sell_one_tier_exactly_once() {
 #[tokio::test]
 async fn a_hold_that_ended_before_its_payment_phase_ends_the_order_and_keeps_the_basket() {
     let db = TestDb::new().await;
-    demo(&db).await;
+    db.load_demo().await;
     let checkouts = Checkouts::new(db.pool.clone());
     let mut orders = Vec::new();
     for key in ["lapsed", "released", "fine"] {
@@ -559,7 +558,7 @@ async fn a_hold_that_ended_before_its_payment_phase_ends_the_order_and_keeps_the
 #[tokio::test]
 async fn a_payment_window_no_longer_than_the_hold_ttl_is_refused_and_changes_nothing() {
     let db = TestDb::new().await;
-    demo(&db).await;
+    db.load_demo().await;
     let StartOutcome::Started { order, .. } = Checkouts::new(db.pool.clone())
         .start(&form("short", "short", "harbour-lights-vip", 1))
         .await
@@ -577,7 +576,7 @@ async fn a_payment_window_no_longer_than_the_hold_ttl_is_refused_and_changes_not
     .unwrap_err();
     assert_eq!(code(&error).as_deref(), Some("22023"));
     // an order of a basket of two products is not this path's to attach
-    let slot = first_slot(&db).await;
+    let slot = db.first_slot().await;
     let mut two = form("two-lines", "two-lines", "harbour-lights-vip", 1);
     two.lines.push(WantedLine {
         product_id: slot,
@@ -629,11 +628,16 @@ async fn a_payment_window_no_longer_than_the_hold_ttl_is_refused_and_changes_not
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_server_killed_with_checkout_batches_in_flight_leaves_nothing_half_written() {
     let db = TestDb::with_connections(10).await;
-    demo(&db).await;
+    db.load_demo().await;
     resource(&db.inventory(), "harbour-lights-general", 100_000).await;
     let sandbox = spawn_sandbox();
     let port = free_port();
-    let mut command = holdfast_process(&db, &sandbox, &["serve", "--no-worker"]);
+    let mut command = holdfast_process(
+        env!("CARGO_BIN_EXE_holdfast"),
+        &db,
+        &sandbox,
+        &["serve", "--no-worker"],
+    );
     command.env("HOLDFAST_ADDR", format!("127.0.0.1:{port}"));
     let mut server = Server {
         child: command.spawn().unwrap(),
@@ -649,7 +653,7 @@ async fn a_server_killed_with_checkout_batches_in_flight_leaves_nothing_half_wri
     .execute(&db.pool)
     .await
     .unwrap();
-    let client = crate::helpers::http_builder()
+    let client = holdfast_testkit::http_builder()
         .redirect(reqwest::redirect::Policy::none())
         .build()
         .unwrap();
@@ -720,8 +724,8 @@ async fn a_server_killed_with_checkout_batches_in_flight_leaves_nothing_half_wri
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn one_form_down_both_paths_at_once_is_one_order_and_never_a_deadlock() {
     let db = TestDb::with_connections(20).await;
-    demo(&db).await;
-    let slot = first_slot(&db).await;
+    db.load_demo().await;
+    let slot = db.first_slot().await;
     resource(&db.inventory(), &slot, 100).await;
     resource(&db.inventory(), "harbour-lights-vip", 100).await;
     let checkouts = Checkouts::new(db.pool.clone());
@@ -731,6 +735,8 @@ async fn one_form_down_both_paths_at_once_is_one_order_and_never_a_deadlock() {
         let key = format!("both-{round}");
         let one = form(&key, &key, "harbour-lights-vip", 1);
         let mut two = one.clone();
+        // two submits of one form: each its own request, its own token
+        two.order_token = holdfast::checkout::codes::order_token();
         two.lines.push(WantedLine {
             product_id: slot.clone(),
             qty: qty(1),

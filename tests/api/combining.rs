@@ -8,7 +8,7 @@ use holdfast::inventory::{
     CapScope, HoldOutcome, HoldRequest, IdempotencyKey, InventoryError, InventorySettings,
 };
 
-use crate::helpers::*;
+use holdfast_testkit::*;
 
 fn held(outcome: &HoldOutcome) -> Option<(uuid::Uuid, i32)> {
     match outcome {

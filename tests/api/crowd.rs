@@ -7,8 +7,7 @@ use futures::future::join_all;
 use holdfast::inventory::{Capacity, HoldOutcome};
 use holdfast::live::{LISTENER_NAME, LiveStock, TRUST_FOR};
 
-use crate::helpers::*;
-use crate::journey::{checkout_key, form_lines};
+use holdfast_testkit::*;
 
 async fn basket_page(app: &TestApp, shopper: &reqwest::Client) -> String {
     shopper
@@ -60,9 +59,8 @@ async fn a_sold_out_checkout_is_refused_from_memory_and_touches_nothing() {
     let app = spawn_app().await;
     app.load_demo().await;
     set_capacity(&app, "harbour-lights-vip", 1).await;
-    let first = browser();
-    app.add(&first, "harbour-lights-vip", 1).await;
-    assert_eq!(app.checkout(&first).await.status(), 303);
+    app.start(&browser(), &Purchase::of("harbour-lights-vip", 1))
+        .await;
     let late = browser();
     app.add(&late, "harbour-lights-vip", 1).await;
     let before = orders(&app).await;
@@ -427,50 +425,39 @@ async fn a_payment_burst_of_returns_and_webhooks_on_one_tier_is_confirmed_once_e
     set_capacity(&app, "harbour-lights-vip", 150).await;
     app.settled().await;
     let shoppers: Vec<reqwest::Client> = (0..150).map(|_| browser()).collect();
-    let pages = join_all(shoppers.iter().map(|shopper| {
-        let app = &app;
-        async move {
-            app.add(shopper, "harbour-lights-vip", 1).await;
-            let started = app.checkout(shopper).await;
-            assert_eq!(started.status(), 303);
-            started.headers()["location"].to_str().unwrap().to_owned()
-        }
-    }))
-    .await;
+    let one = Purchase::of("harbour-lights-vip", 1);
+    let checkouts = join_all(shoppers.iter().map(|shopper| app.start(shopper, &one))).await;
     // a third of the payments only their shoppers' returns report (the
     // webhook is lost); the others' webhooks come twice
-    for (i, page) in pages.iter().enumerate() {
-        let id = page.rsplit('/').next().unwrap();
+    for (i, started) in checkouts.iter().enumerate() {
         let mode = if i % 3 == 0 {
             holdfast_sandbox::DeliveryMode::Never
         } else {
             holdfast_sandbox::DeliveryMode::Twice
         };
-        assert!(app.sandbox.stripe.set_delivery(id, mode));
+        assert!(app.sandbox.stripe.set_delivery(&started.page_id, mode));
     }
     let calls_before = app.webhooks.calls();
     // everyone pays at once; the shoppers whose webhooks are lost and every
     // other one of the rest come back to the shop (a return confirms too,
-    // racing its webhooks)
-    join_all(
-        shoppers
-            .iter()
-            .zip(&pages)
-            .enumerate()
-            .map(|(i, (shopper, page))| async move {
-                let paid = shopper.post(format!("{page}/pay")).send().await.unwrap();
-                assert_eq!(paid.status(), 303);
-                if i % 3 == 0 || i % 2 == 0 {
-                    let back = paid.headers()["location"].to_str().unwrap();
-                    let order_page = shopper.get(back).send().await.unwrap();
-                    assert_eq!(
-                        order_page.status(),
-                        303,
-                        "the return leads to the order page"
-                    );
-                }
-            }),
-    )
+    // racing its webhooks; their deliveries were set above)
+    let app = &app;
+    join_all(shoppers.iter().zip(&checkouts).enumerate().map(
+        |(i, (shopper, started))| async move {
+            let back = i % 3 == 0 || i % 2 == 0;
+            let report = if back { Report::Both } else { Report::Webhook };
+            let paid = app
+                .pay(shopper, started, &Payment::default().reported(report))
+                .await;
+            if back {
+                assert_eq!(
+                    paid.returned().status,
+                    303,
+                    "the return leads to the order page"
+                );
+            }
+        },
+    ))
     .await;
     let started = Instant::now();
     loop {

@@ -36,6 +36,8 @@ const FAULT_AT: Duration = Duration::from_secs(4);
 /// its holder.
 const TTL: Duration = Duration::from_secs(10);
 const TIER: &str = "harbour-lights-general";
+/// The probe's tier, with room for every probe.
+const PROBE: &str = "harbour-lights-vip";
 
 /// The cluster, started once for the three runs and stopped at the end.
 struct Cluster {
@@ -250,6 +252,54 @@ async fn shopper(shop: String) -> Trip {
     trip
 }
 
+/// A checkout every 100 ms of another tier, through the second server,
+/// until told to stop: when checkouts are granted, from before the fault
+/// to after it, whatever the crowd's tier is doing. Each answer: (status,
+/// when the checkout was sent, when it was answered).
+async fn probe(
+    shop: String,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+) -> Vec<(u16, Instant, Instant)> {
+    let mut answers = Vec::new();
+    while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+        let client = browser();
+        let sent = Instant::now();
+        let status = async {
+            let added = client
+                .post(format!("{shop}/basket/add"))
+                .form(&[("product_id", PROBE), ("qty", "1")])
+                .send()
+                .await
+                .ok()?;
+            if added.status() != 303 {
+                return Some(added.status().as_u16());
+            }
+            let page = client.get(format!("{shop}/basket")).send().await.ok()?;
+            if page.status() != 200 {
+                return Some(page.status().as_u16());
+            }
+            let key = crate::helpers::try_field(&page.text().await.ok()?, "checkout_key")?;
+            let started = client
+                .post(format!("{shop}/checkout"))
+                .form(&[
+                    ("checkout_key", key.as_str()),
+                    ("name", "Probe"),
+                    ("email", "probe@example.com"),
+                    ("provider", "stripe"),
+                ])
+                .send()
+                .await
+                .ok()?;
+            Some(started.status().as_u16())
+        }
+        .await
+        .unwrap_or(0);
+        answers.push((status, sent, Instant::now()));
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    answers
+}
+
 /// One run: a fresh database on the cluster, the shop's processes, the
 /// crowd, the fault four seconds in; then everything is checked.
 async fn sale_through(cluster: &Cluster, fault: &str) {
@@ -281,6 +331,18 @@ async fn sale_through(cluster: &Cluster, fault: &str) {
             &holdfast::inventory::ResourceId::parse(TIER).unwrap(),
             holdfast::inventory::Capacity::parse(UNITS).unwrap(),
         )
+        .await
+        .unwrap();
+    holdfast::inventory::Inventory::new(pool.clone())
+        .upsert_resource(
+            &holdfast::inventory::ResourceId::parse(PROBE).unwrap(),
+            holdfast::inventory::Capacity::parse(100_000).unwrap(),
+        )
+        .await
+        .unwrap();
+    sqlx::query("update products set max_per_order = 100 where id = $1")
+        .bind(PROBE)
+        .execute(&pool)
         .await
         .unwrap();
 
@@ -331,6 +393,8 @@ async fn sale_through(cluster: &Cluster, fault: &str) {
     // the crowd, and the fault in the middle of it
     let leader = cluster.run(&["leader"]).await;
     let began = Instant::now();
+    let stop_probing = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let probing = tokio::spawn(probe(shops[1].clone(), stop_probing.clone()));
     let crowd: Vec<_> = (0..SHOPPERS)
         .map(|i| {
             let shop = shops[i % shops.len()].clone();
@@ -346,10 +410,13 @@ async fn sale_through(cluster: &Cluster, fault: &str) {
     // the moment of the kill, as the script says it ("… at <unix time>");
     // a switchover's is the moment it was asked for
     let faulted_at = told
-        .rsplit(" at ")
-        .next()
-        .and_then(|t| t.split_whitespace().next())
-        .and_then(|t| t.trim_end_matches(';').parse::<f64>().ok())
+        .lines()
+        .find_map(|line| {
+            line.rsplit(" at ")
+                .next()
+                .and_then(|t| t.split_whitespace().next())
+                .and_then(|t| t.trim_end_matches(';').parse::<f64>().ok())
+        })
         .map(|unix| {
             let asked_unix = asked_at
                 .1
@@ -366,6 +433,10 @@ async fn sale_through(cluster: &Cluster, fault: &str) {
     for shopper in crowd {
         trips.push(shopper.await.unwrap());
     }
+    // a few probes past the end of the spell
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    stop_probing.store(true, std::sync::atomic::Ordering::Relaxed);
+    let probes = probing.await.unwrap();
     if fault != "switchover" {
         // the old node rejoins, through pg_rewind where it must
         cluster
@@ -398,19 +469,24 @@ async fn sale_through(cluster: &Cluster, fault: &str) {
         .iter()
         .filter_map(|t| t.sent_to_pay.as_ref().map(|(s, _, _)| s.clone()))
         .collect();
-    // recovery: from the fault to the first checkout granted after the
-    // longest spell without one that ends after it (an orphaned primary
-    // may grant for a moment before it is cut off)
-    let mut grants: Vec<Instant> = trips
+    // recovery: from the fault to the first probe granted after the
+    // longest spell without a grant that ends after it (an orphaned
+    // primary may grant for a moment before it is cut off)
+    let grants: Vec<Instant> = probes
         .iter()
-        .filter_map(|t| t.sent_to_pay.as_ref().map(|(_, _, granted)| *granted))
+        .filter(|(status, _, _)| *status == 303)
+        .map(|(_, _, answered)| *answered)
         .collect();
-    grants.sort();
     let recovery = grants
         .windows(2)
         .filter(|pair| pair[1] > faulted_at)
         .max_by_key(|pair| pair[1] - pair[0].max(faulted_at))
         .map(|pair| pair[1] - faulted_at);
+    let probe_failures: Vec<_> = probes
+        .iter()
+        .filter(|(status, _, _)| *status != 303)
+        .map(|(status, sent, _)| (*status, *sent - began))
+        .collect();
 
     // the money settles: each charge sold once or refunded once
     let settled = wait_for_ledger(&pool, &stripe).await;
@@ -434,10 +510,11 @@ async fn sale_through(cluster: &Cluster, fault: &str) {
     let ledger = stripe.ledger();
     eprintln!(
         "failover {fault}: leader {leader} -> {new_leader}; first checkout granted {:?} after \
-         the fault; shop answers by status {statuses:?}, {waited} waited over 1 s, the slowest \
+         the fault ({} probes); shop answers by status {statuses:?}, {waited} waited over 1 s, the slowest \
          {slowest:?}; {} sent to pay; charges {}, refunds {}; {total} units: {sold} sold, \
          {held} held; {} s in all",
         recovery,
+        probes.len(),
         sessions.len(),
         ledger.charges.len(),
         ledger.refunds_standing().count(),
@@ -449,6 +526,10 @@ async fn sale_through(cluster: &Cluster, fault: &str) {
     assert!(
         failed.is_empty(),
         "{fault}: no shopper request answered 5xx or dropped: {failed:?}"
+    );
+    assert!(
+        probe_failures.is_empty(),
+        "{fault}: every probe's checkout was granted in the end: {probe_failures:?}"
     );
     assert_eq!(
         known as usize,
@@ -470,7 +551,7 @@ async fn sale_through(cluster: &Cluster, fault: &str) {
         "{fault}: holdfast check: {}",
         String::from_utf8_lossy(&check.stdout)
     );
-    let recovery = recovery.unwrap_or_else(|| panic!("{fault}: no checkout after the fault"));
+    let recovery = recovery.unwrap_or_else(|| panic!("{fault}: no probe granted after the fault"));
     assert!(
         recovery <= TTL + Duration::from_secs(5),
         "{fault}: recovered in {recovery:?}"

@@ -7,9 +7,9 @@ use std::net::IpAddr;
 use futures::future::join_all;
 use holdfast::limits::client::Fairness;
 use holdfast::limits::{Limits, Rate, TrustedProxies};
+use holdfast::payments::ProviderKind;
 
-use crate::helpers::*;
-use crate::journey::checkout_key;
+use holdfast_testkit::*;
 
 /// The shop with these limits (and trusted proxies).
 async fn fair_shop(limits: Limits, proxies: &str) -> TestApp {
@@ -35,49 +35,29 @@ fn ip(text: &str) -> IpAddr {
 }
 
 /// One would-be buyer: a fresh cookie jar from `from`, `qty` of a product
-/// into the basket, then checkout under `email` (with `forwarded` as the
-/// `X-Forwarded-For` of every request, if any). The statuses of the add
-/// and of the checkout (None when the add failed).
-async fn buy(
-    server: &str,
+/// into the basket, then checkout with Stripe under `email` (with
+/// `forwarded` as the `X-Forwarded-For` of every request, if any). The
+/// statuses of the add and of the checkout (None when the add failed).
+async fn try_checkout(
+    front: ShopFront,
     from: IpAddr,
     forwarded: Option<String>,
     product: &str,
-    qty: u32,
+    qty: i64,
     email: impl Into<String>,
 ) -> (u16, Option<u16>) {
     let email: String = email.into();
-    let shopper = browser_from(from);
-    let with = |request: reqwest::RequestBuilder| match &forwarded {
-        Some(value) => request.header("X-Forwarded-For", value),
-        None => request,
-    };
-    let added = with(shopper.post(format!("{server}/basket/add")))
-        .form(&[("product_id", product), ("qty", &qty.to_string())])
-        .send()
-        .await
-        .unwrap();
-    if added.status() != 303 {
-        return (added.status().as_u16(), None);
+    let mut purchase = Purchase::of(product, qty)
+        .with(ProviderKind::Stripe)
+        .by("Storm Trooper", &email);
+    if let Some(client) = forwarded {
+        purchase = purchase.forwarded_for(client);
     }
-    let page = with(shopper.get(format!("{server}/basket")))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
-    let started = with(shopper.post(format!("{server}/checkout")))
-        .form(&[
-            ("checkout_key", checkout_key(&page).as_str()),
-            ("name", "Storm Trooper"),
-            ("email", email.as_str()),
-            ("provider", "stripe"),
-        ])
-        .send()
-        .await
-        .unwrap();
-    (303, Some(started.status().as_u16()))
+    match front.try_start(&browser_from(from), &purchase).await {
+        Attempt::NotAdded(added) => (added.status.as_u16(), None),
+        Attempt::Refused(answer) => (303, Some(answer.status.as_u16())),
+        Attempt::Started(_) => (303, Some(303)),
+    }
 }
 
 fn count(statuses: &[(u16, Option<u16>)], add: u16, checkout: Option<u16>) -> usize {
@@ -113,8 +93,8 @@ async fn a_storm_from_one_address_holds_its_cap_and_another_address_still_buys()
     // 300 fresh cookies and e-mails, each for the most one order may take,
     // each claiming to be someone else in a header nobody trusts
     let statuses = join_all((0..300).map(|i| {
-        buy(
-            &app.address,
+        try_checkout(
+            app.front(),
             bot,
             Some(format!("198.51.100.{}", i % 250)),
             "wild-honey",
@@ -142,8 +122,8 @@ async fn a_storm_from_one_address_holds_its_cap_and_another_address_still_buys()
     );
 
     // a shopper from another address buys as if nothing had happened
-    let (added, started) = buy(
-        &app.address,
+    let (added, started) = try_checkout(
+        app.front(),
         ip("127.0.0.3"),
         None,
         "wild-honey",
@@ -211,10 +191,10 @@ async fn an_address_over_its_rate_is_told_to_wait_and_others_are_not() {
     assert_eq!(lines, 60, "a refused add wrote nothing");
     // checkout starts from that address are refused too; another address
     // is not slowed at all
-    let (add, _) = buy(&app.address, bot, None, "wild-honey", 1, "a@example.com").await;
+    let (add, _) = try_checkout(app.front(), bot, None, "wild-honey", 1, "a@example.com").await;
     assert_eq!(add, 429);
-    let (add, started) = buy(
-        &app.address,
+    let (add, started) = try_checkout(
+        app.front(),
         ip("127.0.0.5"),
         None,
         "wild-honey",
@@ -244,8 +224,8 @@ async fn one_email_from_many_addresses_holds_one_orders_worth() {
             1 => format!("scalper+{i}@example.com"),
             _ => " scalper@EXAMPLE.com ".to_owned(),
         };
-        buy(
-            &app.address,
+        try_checkout(
+            app.front(),
             ip("127.0.0.1"),
             Some(format!("203.0.113.{i}")),
             "wild-honey",
@@ -273,28 +253,25 @@ async fn one_email_from_many_addresses_holds_one_orders_worth() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn two_server_processes_enforce_one_limit() {
-    use crate::recovery::{Server, free_port, holdfast_process, ready};
-
     let db = TestDb::new().await;
-    holdfast::catalogue::CatalogueFile::read(
-        concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/catalogue.json").as_ref(),
-    )
-    .unwrap()
-    .load(&db.pool)
-    .await
-    .unwrap();
+    db.load_demo().await;
     let sandbox = spawn_sandbox();
     let mut servers = Vec::new();
     for _ in 0..2 {
         let port = free_port();
-        let child = holdfast_process(&db, &sandbox, &["serve", "--no-worker"])
-            .env("HOLDFAST_ADDR", format!("127.0.0.1:{port}"))
-            .env("HOLDFAST_BASE_URL", format!("http://127.0.0.1:{port}"))
-            .env("HOLDFAST_ADDRESS_RATE", "100/1h")
-            .env("HOLDFAST_ADDRESS_UNITS", "20")
-            .env("HOLDFAST_EMAIL_LIMIT", "on")
-            .spawn()
-            .unwrap();
+        let child = holdfast_process(
+            env!("CARGO_BIN_EXE_holdfast"),
+            &db,
+            &sandbox,
+            &["serve", "--no-worker"],
+        )
+        .env("HOLDFAST_ADDR", format!("127.0.0.1:{port}"))
+        .env("HOLDFAST_BASE_URL", format!("http://127.0.0.1:{port}"))
+        .env("HOLDFAST_ADDRESS_RATE", "100/1h")
+        .env("HOLDFAST_ADDRESS_UNITS", "20")
+        .env("HOLDFAST_EMAIL_LIMIT", "on")
+        .spawn()
+        .unwrap();
         let server = Server {
             child,
             address: format!("http://127.0.0.1:{port}"),
@@ -303,6 +280,7 @@ async fn two_server_processes_enforce_one_limit() {
         servers.push(server);
     }
     let server = |i: usize| servers[i % 2].address.clone();
+    let front = |i: usize| ShopFront::new(&servers[i % 2].address, &db, &sandbox);
 
     // the rate: 150 adds from one address, half through each server
     let flooder = ip("127.0.0.6");
@@ -328,10 +306,10 @@ async fn two_server_processes_enforce_one_limit() {
     // (30 adds and 30 checkouts fit the rate of 100)
     let bot = ip("127.0.0.7");
     let statuses = join_all((0..30).map(|i| {
-        let at = server(i);
+        let at = front(i);
         async move {
-            buy(
-                &at,
+            try_checkout(
+                at,
                 bot,
                 None,
                 "wild-honey",
@@ -402,7 +380,7 @@ async fn no_order_takes_more_than_a_products_limit_per_order() {
         .execute(&app.db.pool)
         .await
         .unwrap();
-    let before = crate::admin::snapshot(&app.db.pool).await;
+    let before = snapshot(&app.db.pool).await;
     let page = app.checkout(&shopper).await;
     assert_eq!(page.status(), 409);
     let told = page.text().await.unwrap();
@@ -410,6 +388,6 @@ async fn no_order_takes_more_than_a_products_limit_per_order() {
         told.contains("at most 4 for you right now (you asked for 6)"),
         "{told}"
     );
-    assert_eq!(crate::admin::snapshot(&app.db.pool).await, before);
+    assert_eq!(snapshot(&app.db.pool).await, before);
     assert_eq!(units_held(&app, "wild-honey").await, 0);
 }

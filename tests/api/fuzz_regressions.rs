@@ -1,14 +1,13 @@
 //! The fuzz targets' checks on stable, without a database: every seed under
 //! `fuzz/seeds/<target>/`, every crash kept under `fuzz/regressions/<target>/`
 //! and a few hand-made hostile inputs go through the very code the targets
-//! run (`fuzz/src/lib.rs`, included here), so a fixed crash stays fixed.
+//! run (`crates/fuzz-checks`), so a fixed crash stays fixed.
 
 use std::fs;
 use std::panic::{self, AssertUnwindSafe};
 use std::path::Path;
 
-#[path = "../../fuzz/src/lib.rs"]
-mod checks;
+use holdfast_fuzz_checks as checks;
 
 type Check = fn(&[u8]);
 

@@ -1,4 +1,4 @@
-use crate::helpers::spawn_app;
+use holdfast_testkit::spawn_app;
 
 #[tokio::test]
 async fn healthz_answers_when_the_database_does() {
@@ -31,8 +31,8 @@ fn sample(page: &str, series: &str) -> Option<f64> {
 
 #[tokio::test]
 async fn metrics_count_what_happened_in_prometheus_text() {
-    use crate::helpers::{assert_no_drift, hold_ok, request, resource};
     use holdfast::inventory::HoldOutcome;
+    use holdfast_testkit::{assert_no_drift, hold_ok, request, resource};
 
     let app = spawn_app().await;
     let metrics = || async {
@@ -137,8 +137,8 @@ async fn metrics_count_what_happened_in_prometheus_text() {
 
 #[tokio::test]
 async fn metrics_with_a_token_set_answer_only_the_bearer_of_it() {
-    use crate::helpers::{TestDb, spawn_app_shaped};
     use holdfast::configuration::Secret;
+    use holdfast_testkit::{TestDb, spawn_app_shaped};
 
     let token = "scrape-me-7f3a9c1e2b";
     let app = spawn_app_shaped(TestDb::new().await, |_, shop| {
@@ -206,7 +206,7 @@ async fn metrics_without_a_token_answer_only_this_machine_unproxied() {
 
 #[tokio::test]
 async fn metrics_read_the_database_once_per_ten_seconds_however_many_scrape() {
-    use crate::helpers::{TestDb, resource, spawn_app_shaped};
+    use holdfast_testkit::{TestDb, resource, spawn_app_shaped};
 
     // the production default: gauges kept ten seconds
     let app = spawn_app_shaped(TestDb::with_connections(4).await, |_, shop| {

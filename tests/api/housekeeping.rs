@@ -3,32 +3,16 @@
 
 use holdfast::worker::housekeeping::{Housekeeping, Tidied};
 
-use crate::helpers::*;
-use crate::journey::{pay_and_return, token_of};
+use holdfast_testkit::*;
 
-/// A shopper who starts paying for one jar and is sent to the Stripe page.
-async fn started(app: &TestApp) -> (reqwest::Client, String, String) {
-    let shopper = browser();
-    app.add(&shopper, "wild-honey", 1).await;
-    let session_url = location(&app.checkout(&shopper).await);
-    let token: String = sqlx::query_scalar("select token from orders where provider_url = $1")
-        .bind(&session_url)
-        .fetch_one(&app.db.pool)
-        .await
-        .unwrap();
-    (shopper, session_url, token)
-}
-
+/// A shopper who starts paying for one jar, is sent to the Stripe page and
+/// leaves checkout: the order's token.
 async fn left(app: &TestApp) -> String {
-    let (shopper, _, token) = started(app).await;
-    let pressed = app
-        .leave(
-            &shopper,
-            &format!("{}/checkout/cancel/{token}", app.address),
-        )
-        .await;
+    let shopper = browser();
+    let started = app.start(&shopper, &Purchase::of("wild-honey", 1)).await;
+    let pressed = app.leave(&shopper, &started.cancel_url).await;
     assert_eq!(pressed.status(), 200);
-    token
+    started.token
 }
 
 async fn exists(app: &TestApp, token: &str) -> bool {
@@ -63,8 +47,9 @@ async fn housekeeping_forgets_what_was_never_paid_and_keeps_what_money_touched()
     app.load_demo().await;
 
     // paid, long ago: kept for ever
-    let (payer, session_url, _) = started(&app).await;
-    let paid = token_of(&pay_and_return(&app, &payer, &session_url, "pay").await);
+    let bought = app.buy(&browser(), &Purchase::of("wild-honey", 1)).await;
+    assert_eq!(bought.returned().status, 303);
+    let paid = token_of(&bought.order_url());
     app.wait_for_state(&paid, "paid").await;
     // cancelled long ago, the reconciler done with it: forgotten
     let gone = left(&app).await;

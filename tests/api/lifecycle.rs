@@ -10,7 +10,7 @@ use holdfast::inventory::{
 };
 use holdfast::worker::Sweeper;
 
-use crate::helpers::*;
+use holdfast_testkit::*;
 
 async fn state_of(
     db: &TestDb,

@@ -12,61 +12,38 @@ use holdfast::payments::razorpay::{RazorpayProvider, RazorpaySettings};
 use holdfast::payments::signature::hmac_sha256_hex;
 use holdfast::payments::stripe::signature::stripe_signature_header;
 use holdfast::payments::stripe::{StripeProvider, StripeSettings};
-use holdfast::payments::{PageStatus, PaymentProvider, PaymentStatus};
+use holdfast::payments::{PageStatus, PaymentProvider, PaymentStatus, ProviderKind};
 use holdfast::worker::reconcile::Reconciler;
 use holdfast_sandbox::DeliveryMode;
 use uuid::Uuid;
 
-use crate::helpers::*;
-use crate::stripe_adapter::page_request;
+use holdfast_testkit::*;
 
-/// A checkout as a shopper makes it.
-struct Checkout {
-    token: String,
-    order_id: Uuid,
-    /// The Checkout Session or the Razorpay order.
-    page_id: String,
-    /// Where the shop sent the shopper.
-    location: String,
-}
-
+/// `qty` of `product`, paid with `provider`, up to the provider's page.
 async fn checkout(
     app: &TestApp,
     shopper: &reqwest::Client,
-    provider: &str,
+    provider: ProviderKind,
     product: &str,
     qty: i64,
-) -> Checkout {
-    app.add(shopper, product, qty).await;
-    let started = app.checkout_with(shopper, provider).await;
-    assert_eq!(started.status(), 303, "{}", started.text().await.unwrap());
-    let location = location(&started);
-    let (token, order_id, page_id): (String, Uuid, String) = sqlx::query_as(
-        "select token, id, provider_session_id from orders order by created_at desc limit 1",
-    )
-    .fetch_one(&app.db.pool)
-    .await
-    .unwrap();
-    Checkout {
-        token,
-        order_id,
-        page_id,
-        location,
-    }
+) -> Started {
+    app.start(shopper, &Purchase::of(product, qty).with(provider))
+        .await
 }
 
-/// A Razorpay payment as Checkout makes it, and the callback it posts.
-async fn razorpay_pay(
+/// A Razorpay payment of `amount` as Checkout makes it (straight at the
+/// sandbox: its page always pays the order's amount), and the callback it
+/// posts.
+async fn razorpay_pay_amount(
     app: &TestApp,
     shopper: &reqwest::Client,
-    started: &Checkout,
-    amount: Option<i64>,
-    late: bool,
+    started: &Started,
+    amount: i64,
 ) -> reqwest::Response {
     let payment = app
         .sandbox
         .razorpay
-        .authorize(&started.page_id, amount, late)
+        .authorize(&started.page_id, Some(amount), false)
         .unwrap();
     let signature = hmac_sha256_hex(
         app.sandbox.settings.razorpay_key_secret.expose().as_bytes(),
@@ -209,17 +186,12 @@ async fn razorpay_refunds_use_keys_razorpay_takes_and_are_followed_by_their_id()
     app.load_demo().await;
     app.sandbox.razorpay.set_refunds_settle_after(None);
     let shopper = browser();
-    let started = checkout(&app, &shopper, "razorpay", "wild-honey", 1).await;
+    let started = checkout(&app, &shopper, ProviderKind::Razorpay, "wild-honey", 1).await;
     // the shopper leaves; the money comes anyway (a Razorpay order never
     // closes): it must go back
-    let cancelled = app
-        .leave(
-            &shopper,
-            &format!("{}/checkout/cancel/{}", app.address, started.token),
-        )
-        .await;
+    let cancelled = app.leave(&shopper, &started.cancel_url).await;
     assert_eq!(cancelled.status(), 200);
-    razorpay_pay(&app, &shopper, &started, None, false).await;
+    app.pay(&shopper, &started, &Payment::default()).await;
     app.wait_for_state(&started.token, "refund_pending").await;
 
     let outbox =
@@ -274,9 +246,18 @@ async fn a_razorpay_payment_is_captured_before_it_is_sold_and_an_unwanted_one_is
     app.load_demo().await;
     let shopper = browser();
     // authorised after Razorpay's capture window: only authorised
-    let started = checkout(&app, &shopper, "razorpay", "harbour-lights-vip", 1).await;
-    let back = razorpay_pay(&app, &shopper, &started, None, true).await;
-    assert_eq!(location(&back), format!("/orders/{}", started.token));
+    let started = checkout(
+        &app,
+        &shopper,
+        ProviderKind::Razorpay,
+        "harbour-lights-vip",
+        1,
+    )
+    .await;
+    let paid = app
+        .pay(&shopper, &started, &Payment::press("pay-late"))
+        .await;
+    assert_eq!(paid.order_url(), format!("/orders/{}", started.token));
     assert_eq!(app.order_state(&started.token).await, "paid");
     let paid_with: String = sqlx::query_scalar("select payment_ref from orders where id = $1")
         .bind(started.order_id)
@@ -291,12 +272,15 @@ async fn a_razorpay_payment_is_captured_before_it_is_sold_and_an_unwanted_one_is
 
     // an authorisation for an order that ended: never captured (it would
     // only be refunded), and once Razorpay gives it back, nothing happens
-    let other = checkout(&app, &browser(), "razorpay", "harbour-lights-vip", 1).await;
-    app.leave(
-        &shopper,
-        &format!("{}/checkout/cancel/{}", app.address, other.token),
+    let other = checkout(
+        &app,
+        &browser(),
+        ProviderKind::Razorpay,
+        "harbour-lights-vip",
+        1,
     )
     .await;
+    app.leave(&shopper, &other.cancel_url).await;
     app.sandbox
         .razorpay
         .set_delivery(&other.page_id, DeliveryMode::Normal);
@@ -343,10 +327,10 @@ async fn a_stripe_payment_on_another_page_naming_the_order_is_flagged_refunded_a
     let app = spawn_app().await;
     app.load_demo().await;
     let shopper = browser();
-    let started = checkout(&app, &shopper, "stripe", "wild-honey", 1).await;
+    let started = checkout(&app, &shopper, ProviderKind::Stripe, "wild-honey", 1).await;
     // a payment link opened with ?client_reference_id=<order id>, paying 1.00
     let other = another_session(&app, started.order_id).await;
-    crate::stripe_adapter::pay_on_page(other["url"].as_str().unwrap(), "pay").await;
+    pay_on_page(other["url"].as_str().unwrap(), "pay").await;
     wait_for_accepted(|| app.sandbox.stripe.ledger(), 1).await;
     assert_eq!(
         app.order_state(&started.token).await,
@@ -379,8 +363,7 @@ async fn a_stripe_payment_on_another_page_naming_the_order_is_flagged_refunded_a
     assert_eq!(held_and_sold(&app.db, "wild-honey").await, (1, 0));
 
     // the shopper pays on the order's own page: sold
-    let paid = crate::stripe_adapter::pay_on_page(&started.location, "pay").await;
-    shopper.get(location(&paid)).send().await.unwrap();
+    app.pay(&shopper, &started, &Payment::default()).await;
     assert_eq!(app.order_state(&started.token).await, "paid");
     assert_eq!(held_and_sold(&app.db, "wild-honey").await, (0, 1));
 }
@@ -390,10 +373,10 @@ async fn a_razorpay_payment_of_less_than_the_order_is_never_sold_and_goes_back()
     let app = spawn_app().await;
     app.load_demo().await;
     let shopper = browser();
-    let started = checkout(&app, &shopper, "razorpay", "wild-honey", 1).await;
+    let started = checkout(&app, &shopper, ProviderKind::Razorpay, "wild-honey", 1).await;
     // 1.00 against a 14.00 order, captured, signed, brought back by the
     // shopper's browser and by the webhooks
-    let back = razorpay_pay(&app, &shopper, &started, Some(100), false).await;
+    let back = razorpay_pay_amount(&app, &shopper, &started, 100).await;
     assert_eq!(back.status(), 303);
     wait_for_accepted(|| app.sandbox.razorpay.ledger(), 2).await;
     assert_eq!(app.order_state(&started.token).await, "pending");
@@ -411,7 +394,7 @@ async fn a_razorpay_payment_of_less_than_the_order_is_never_sold_and_goes_back()
         "the 1.00 went back"
     );
     // paying the whole sells it
-    razorpay_pay(&app, &shopper, &started, None, false).await;
+    app.pay(&shopper, &started, &Payment::default()).await;
     assert_eq!(app.order_state(&started.token).await, "paid");
 }
 
@@ -504,13 +487,13 @@ async fn a_pending_stripe_refund_is_followed_by_its_id_even_with_every_event_los
     app.load_demo().await;
     app.sandbox.stripe.set_refunds_settle_after(None);
     let shopper = browser();
-    let started = checkout(&app, &shopper, "stripe", "wild-honey", 1).await;
+    let started = checkout(&app, &shopper, ProviderKind::Stripe, "wild-honey", 1).await;
     // paid twice; the refund's events never arrive
-    let paid = crate::stripe_adapter::pay_on_page(&started.location, "pay-twice").await;
+    app.pay(&shopper, &started, &Payment::press("pay-twice"))
+        .await;
     app.sandbox
         .stripe
         .set_delivery(&started.page_id, DeliveryMode::Never);
-    shopper.get(location(&paid)).send().await.unwrap();
     wait_for_accepted(|| app.sandbox.stripe.ledger(), 2).await;
     let outbox =
         holdfast::worker::outbox::Outbox::new(app.db.pool.clone(), app.sandbox.providers());
@@ -544,12 +527,9 @@ async fn a_refund_whose_key_stripe_forgot_is_found_again_not_made_twice() {
     app.load_demo().await;
     app.sandbox.stripe.set_refunds_settle_after(None);
     let shopper = browser();
-    let started = checkout(&app, &shopper, "stripe", "wild-honey", 1).await;
-    app.sandbox
-        .stripe
-        .set_delivery(&started.page_id, DeliveryMode::Never);
-    let paid = crate::stripe_adapter::pay_on_page(&started.location, "pay-twice").await;
-    shopper.get(location(&paid)).send().await.unwrap();
+    let started = checkout(&app, &shopper, ProviderKind::Stripe, "wild-honey", 1).await;
+    let pay_twice = Payment::press("pay-twice").reported(Report::Return);
+    app.pay(&shopper, &started, &pay_twice).await;
     assert_eq!(app.order_state(&started.token).await, "paid");
     // the duplicate is reported too (its webhook is lost; here the confirm
     // routine hears it as the webhook would have told it)
@@ -606,9 +586,9 @@ async fn an_endpoint_on_an_older_api_version_closes_refunds_with_charge_refund_u
     app.load_demo().await;
     app.sandbox.stripe.set_webhook_version("2024-06-20");
     let shopper = browser();
-    let started = checkout(&app, &shopper, "stripe", "wild-honey", 1).await;
-    let paid = crate::stripe_adapter::pay_on_page(&started.location, "pay-twice").await;
-    shopper.get(location(&paid)).send().await.unwrap();
+    let started = checkout(&app, &shopper, ProviderKind::Stripe, "wild-honey", 1).await;
+    app.pay(&shopper, &started, &Payment::press("pay-twice"))
+        .await;
     wait_for_accepted(|| app.sandbox.stripe.ledger(), 2).await;
     // one worker pass: the refund is pending; only its event can close it
     holdfast::worker::outbox::Outbox::new(app.db.pool.clone(), app.sandbox.providers())
@@ -643,7 +623,7 @@ async fn sessions_take_instant_methods_unless_told_and_a_delayed_payment_is_foll
     let app = spawn_app().await;
     app.load_demo().await;
     let shopper = browser();
-    let started = checkout(&app, &shopper, "stripe", "wild-honey", 1).await;
+    let started = checkout(&app, &shopper, ProviderKind::Stripe, "wild-honey", 1).await;
     let session = app.sandbox.stripe.session(&started.page_id).unwrap();
     assert_eq!(session["payment_method_types"], serde_json::json!(["card"]));
     let page = http_client()
@@ -655,7 +635,7 @@ async fn sessions_take_instant_methods_unless_told_and_a_delayed_payment_is_foll
         .await
         .unwrap();
     assert!(!page.contains("pay-delayed"), "no bank debit offered");
-    let refused = crate::stripe_adapter::pay_on_page(&started.location, "pay-delayed").await;
+    let refused = pay_on_page(&started.location, "pay-delayed").await;
     assert!(
         refused
             .text()
@@ -679,12 +659,10 @@ async fn sessions_take_instant_methods_unless_told_and_a_delayed_payment_is_foll
     })
     .await;
     app.load_demo().await;
-    let started = checkout(&app, &shopper, "stripe", "wild-honey", 1).await;
-    app.sandbox
-        .stripe
-        .set_delivery(&started.page_id, DeliveryMode::Never);
-    let debited = crate::stripe_adapter::pay_on_page(&started.location, "pay-delayed").await;
-    assert_eq!(debited.status(), 303);
+    let started = checkout(&app, &shopper, ProviderKind::Stripe, "wild-honey", 1).await;
+    // a debit is complete at once and settles later; nobody reports it
+    let debit = Payment::press("pay-delayed").reported(Report::Neither);
+    app.pay(&shopper, &started, &debit).await;
     let stripe = app.sandbox.stripe_provider();
     let state = stripe.page(&started.page_id).await.unwrap();
     assert_eq!(state.status, PageStatus::Complete);
@@ -715,7 +693,7 @@ async fn a_thirty_minute_session_is_accepted_however_long_the_request_takes() {
     // a second and a half between our clock and Stripe's
     app.sandbox.stripe.set_latency(Duration::from_millis(1500));
     let shopper = browser();
-    let started = checkout(&app, &shopper, "stripe", "wild-honey", 1).await;
+    let started = checkout(&app, &shopper, ProviderKind::Stripe, "wild-honey", 1).await;
     assert!(
         started.location.contains("/stripe/pay/cs_test_"),
         "{}",
@@ -732,7 +710,7 @@ async fn a_failed_razorpay_payment_offers_another_try_and_keeps_the_units() {
     let app = spawn_app().await;
     app.load_demo().await;
     let shopper = browser();
-    let started = checkout(&app, &shopper, "razorpay", "wild-honey", 2).await;
+    let started = checkout(&app, &shopper, ProviderKind::Razorpay, "wild-honey", 2).await;
     let back = shopper
         .post(format!("{}/checkout/return/{}", app.address, started.token))
         .form(&[
@@ -789,13 +767,12 @@ async fn razorpay_webhooks_signed_with_the_previous_secret_are_accepted_during_a
         })
         .await;
         app.load_demo().await;
-        let started = checkout(&app, &browser(), "razorpay", "wild-honey", 1).await;
         // the events of a payment nobody comes back from, still signed with
         // the old secret (Razorpay keeps it for retries of older events)
-        app.sandbox
-            .razorpay
-            .authorize(&started.page_id, None, false)
-            .unwrap();
+        let purchase = Purchase::of("wild-honey", 1)
+            .with(ProviderKind::Razorpay)
+            .paying(Payment::default().reported(Report::Webhook));
+        let Paid { started, .. } = app.buy(&browser(), &purchase).await;
         // every event's first delivery has been answered
         let mut statuses: Vec<Option<u16>> = Vec::new();
         for _ in 0..100 {
@@ -846,7 +823,7 @@ async fn an_authorisation_after_the_hold_ran_out_is_not_captured_even_before_the
     let app = spawn_app().await;
     app.load_demo().await;
     let shopper = browser();
-    let started = checkout(&app, &shopper, "razorpay", "wild-honey", 1).await;
+    let started = checkout(&app, &shopper, ProviderKind::Razorpay, "wild-honey", 1).await;
     // the payment window is over; no sweeper has come by yet, so the
     // order still reads pending
     sqlx::query("update holds set payment_deadline = now() - interval '1 second'")
@@ -854,8 +831,10 @@ async fn an_authorisation_after_the_hold_ran_out_is_not_captured_even_before_the
         .await
         .unwrap();
     assert_eq!(app.order_state(&started.token).await, "pending");
-    let back = razorpay_pay(&app, &shopper, &started, None, true).await;
-    assert_eq!(back.status(), 303);
+    let paid = app
+        .pay(&shopper, &started, &Payment::press("pay-late"))
+        .await;
+    assert_eq!(paid.returned().status, 303);
     // left authorised: capturing it would only lead to a refund
     assert!(
         app.sandbox.razorpay.ledger().charges.is_empty(),

@@ -11,9 +11,9 @@ use holdfast::worker::outbox::Outbox;
 use holdfast_sandbox::mail::Received;
 use mail_parser::{MessageParser, MimeHeaders};
 
-use crate::checkout::{report, started};
-use crate::helpers::*;
-use crate::time_zone::{berlin, next_change};
+use holdfast_testkit::clock::{berlin, next_change};
+use holdfast_testkit::engine::{paid, report, started};
+use holdfast_testkit::*;
 
 fn mailer(app: &TestApp, smtp: &str, zone: holdfast::clock::ShopZone) -> Mailer {
     Mailer::new(
@@ -156,9 +156,9 @@ async fn a_mail_server_that_is_down_delays_mail_and_loses_none() {
     app.load_demo().await;
     let smtp = app.sandbox.smtp();
     // nobody listens here at all
-    let nowhere = format!("smtp://127.0.0.1:{}", crate::recovery::free_port());
+    let nowhere = format!("smtp://127.0.0.1:{}", free_port());
     for i in 0..3 {
-        crate::checkout::paid(&app.db, &format!("down-{i}"), &[("harbour-lights-vip", 1)]).await;
+        paid(&app.db, &format!("down-{i}"), &[("harbour-lights-vip", 1)]).await;
     }
     let down = Outbox::new(app.db.pool.clone(), app.sandbox.providers()).with_mailer(Some(mailer(
         &app,
@@ -226,7 +226,7 @@ async fn the_confirmation_carries_each_code_as_a_qr_code_and_the_slot_in_a_calen
         .fetch_one(&app.db.pool)
         .await
         .unwrap();
-    let order = crate::checkout::paid(
+    let order = paid(
         &app.db,
         "mail-1",
         &[(slot.as_str(), 1), ("harbour-lights-vip", 2)],

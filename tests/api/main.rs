@@ -14,7 +14,6 @@ mod failover;
 mod fairness;
 mod fuzz_regressions;
 mod health;
-mod helpers;
 mod housekeeping;
 mod journey;
 mod lifecycle;

@@ -7,7 +7,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::helpers::spawn_sandbox;
+use holdfast_testkit::spawn_sandbox;
 
 const SDKS: [&str; 2] = ["stripe==16.1.0", "razorpay==2.0.1"];
 

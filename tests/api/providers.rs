@@ -4,214 +4,22 @@
 
 use std::time::Duration;
 
-use holdfast::catalogue::CatalogueFile;
-use holdfast::payments::PaymentProvider;
-use holdfast_sandbox::Ledger;
+use holdfast::payments::{PaymentProvider, ProviderKind};
+use holdfast_sandbox::{DeliveryMode, Ledger};
 
-use crate::helpers::*;
+use holdfast_testkit::*;
 
-#[derive(Debug, Clone, Copy)]
-enum Via {
-    Stripe,
-    Razorpay,
-}
+const BOTH: [ProviderKind; 2] = ProviderKind::ALL;
 
-const BOTH: [Via; 2] = [Via::Stripe, Via::Razorpay];
-
-impl Via {
-    fn form_value(self) -> &'static str {
-        match self {
-            Via::Stripe => "stripe",
-            Via::Razorpay => "razorpay",
-        }
-    }
-}
-
-/// A checkout that reached the provider.
-struct Started {
-    token: String,
-    /// Stripe: the session's hosted page. Razorpay: the sandbox's checkout
-    /// page, reached as checkout.js's open() would reach it.
-    pay_url: String,
-}
-
-fn encode(text: &str) -> String {
-    text.bytes()
-        .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
-                (b as char).to_string()
-            }
-            _ => format!("%{b:02X}"),
-        })
-        .collect()
-}
-
-async fn demo(app: &TestApp) {
-    CatalogueFile::read(concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/catalogue.json").as_ref())
-        .unwrap()
-        .load(&app.db.pool)
-        .await
-        .unwrap();
-}
-
-async fn start(
-    app: &TestApp,
-    shopper: &reqwest::Client,
-    via: Via,
-    product: &str,
-    qty: i64,
-) -> Started {
-    let added = shopper
-        .post(format!("{}/basket/add", app.address))
-        .form(&[("product_id", product), ("qty", &qty.to_string())])
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(added.status(), 303);
-    let basket = shopper
-        .get(format!("{}/basket", app.address))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
-    let key = field(&basket, "checkout_key");
-    let started = shopper
-        .post(format!("{}/checkout", app.address))
-        .form(&[
-            ("checkout_key", key.as_str()),
-            ("name", "Ada Shopper"),
-            ("email", "ada@example.com"),
-            ("provider", via.form_value()),
-        ])
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(started.status(), 303, "{via:?}");
-    let target = location(&started);
+fn ledger(app: &TestApp, via: ProviderKind) -> Ledger {
     match via {
-        Via::Stripe => {
-            let session = target.rsplit('/').next().unwrap().to_owned();
-            let token: String =
-                sqlx::query_scalar("select token from orders where provider_session_id = $1")
-                    .bind(&session)
-                    .fetch_one(&app.db.pool)
-                    .await
-                    .unwrap();
-            Started {
-                token,
-                pay_url: target,
-            }
-        }
-        Via::Razorpay => {
-            let token = target.rsplit('/').next().unwrap().to_owned();
-            let order: String =
-                sqlx::query_scalar("select provider_session_id from orders where token = $1")
-                    .bind(&token)
-                    .fetch_one(&app.db.pool)
-                    .await
-                    .unwrap();
-            let pay_url = format!(
-                "{}/razorpay/pay/{order}?callback_url={}&cancel_url={}",
-                app.sandbox.base,
-                encode(&format!("{}/checkout/return/{token}", app.address)),
-                encode(&format!("{}/checkout/cancel/{token}", app.address)),
-            );
-            Started { token, pay_url }
-        }
-    }
-}
-
-/// Press `action` on the provider's page and follow the way back to the
-/// shop. Returns the shop's answer to the return (Stripe) or callback
-/// (Razorpay).
-async fn pay(
-    app: &TestApp,
-    shopper: &reqwest::Client,
-    via: Via,
-    started: &Started,
-    action: &str,
-) -> reqwest::Response {
-    match via {
-        Via::Stripe => {
-            let paid = shopper
-                .post(format!("{}/{action}", started.pay_url))
-                .send()
-                .await
-                .unwrap();
-            assert_eq!(paid.status(), 303, "{action}");
-            shopper.get(location(&paid)).send().await.unwrap()
-        }
-        Via::Razorpay => {
-            let answer = razorpay_action(shopper, started, action)
-                .await
-                .text()
-                .await
-                .unwrap();
-            let fields: Vec<(&str, String)> = [
-                "razorpay_payment_id",
-                "razorpay_order_id",
-                "razorpay_signature",
-            ]
-            .into_iter()
-            .map(|name| (name, field(&answer, name)))
-            .collect();
-            shopper
-                .post(format!("{}/checkout/return/{}", app.address, started.token))
-                .form(&fields)
-                .send()
-                .await
-                .unwrap()
-        }
-    }
-}
-
-/// Press `action` on the sandbox's Razorpay checkout, as checkout.js
-/// would: the answer is the callback form (or the page for a decline).
-async fn razorpay_action(
-    shopper: &reqwest::Client,
-    started: &Started,
-    action: &str,
-) -> reqwest::Response {
-    let page = shopper
-        .get(&started.pay_url)
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
-    let (base, _) = started.pay_url.split_once('?').unwrap();
-    shopper
-        .post(format!("{base}/{action}"))
-        .form(&[
-            ("callback_url", field(&page, "callback_url")),
-            ("cancel_url", field(&page, "cancel_url")),
-        ])
-        .send()
-        .await
-        .unwrap()
-}
-
-/// The shopper gives up and goes back to the shop.
-async fn cancel(app: &TestApp, shopper: &reqwest::Client, started: &Started) -> reqwest::Response {
-    app.leave(
-        shopper,
-        &format!("{}/checkout/cancel/{}", app.address, started.token),
-    )
-    .await
-}
-
-fn ledger(app: &TestApp, via: Via) -> Ledger {
-    match via {
-        Via::Stripe => app.sandbox.stripe.ledger(),
-        Via::Razorpay => app.sandbox.razorpay.ledger(),
+        ProviderKind::Stripe => app.sandbox.stripe.ledger(),
+        ProviderKind::Razorpay => app.sandbox.razorpay.ledger(),
     }
 }
 
 /// Wait until `n` webhook deliveries were accepted by the shop.
-async fn accepted(app: &TestApp, via: Via, n: usize) {
+async fn accepted(app: &TestApp, via: ProviderKind, n: usize) {
     wait_for_accepted(|| ledger(app, via), n).await;
 }
 
@@ -221,29 +29,29 @@ async fn outbox(app: &TestApp) {
 
 /// Webhooks each successful payment sends: Stripe one, Razorpay three
 /// (payment.authorized, payment.captured and order.paid).
-fn events_per_payment(via: Via) -> usize {
+fn events_per_payment(via: ProviderKind) -> usize {
     match via {
-        Via::Stripe => 1,
-        Via::Razorpay => 3,
+        ProviderKind::Stripe => 1,
+        ProviderKind::Razorpay => 3,
     }
 }
 
 /// Webhooks `payments` payments on one page send. A second Stripe payment
 /// on a session is a second completed session event; Razorpay refunds a
 /// payment on an order that is paid already by itself (refund.processed).
-fn events_for(via: Via, payments: usize) -> usize {
+fn events_for(via: ProviderKind, payments: usize) -> usize {
     match via {
-        Via::Stripe => payments,
-        Via::Razorpay => 3 + (payments - 1),
+        ProviderKind::Stripe => payments,
+        ProviderKind::Razorpay => 3 + (payments - 1),
     }
 }
 
 /// Money arriving on a page whose order we released: Stripe's closed page
 /// takes it only "late"; a Razorpay order never closes, so paying is enough.
-fn late_payment(via: Via) -> &'static str {
+fn late_payment(via: ProviderKind) -> &'static str {
     match via {
-        Via::Stripe => "pay-late",
-        Via::Razorpay => "pay",
+        ProviderKind::Stripe => "pay-late",
+        ProviderKind::Razorpay => "pay",
     }
 }
 
@@ -251,12 +59,14 @@ fn late_payment(via: Via) -> &'static str {
 async fn a_full_journey_ends_on_an_order_page_with_codes_for_each_provider() {
     for via in BOTH {
         let app = spawn_app().await;
-        demo(&app).await;
+        app.db.load_demo().await;
         let shopper = browser();
-        let started = start(&app, &shopper, via, "harbour-lights-vip", 2).await;
-        let back = pay(&app, &shopper, via, &started, "pay").await;
+        let paid = app
+            .buy(&shopper, &Purchase::of("harbour-lights-vip", 2).with(via))
+            .await;
+        let started = &paid.started;
         assert_eq!(
-            location(&back),
+            paid.order_url(),
             format!("/orders/{}", started.token),
             "{via:?}"
         );
@@ -284,14 +94,17 @@ async fn the_return_and_the_webhooks_race_twenty_times_with_one_fulfilment_each_
 {
     for via in BOTH {
         let app = spawn_app().await;
-        demo(&app).await;
+        app.db.load_demo().await;
         for _ in 0..20 {
-            let shopper = browser();
-            let started = start(&app, &shopper, via, "harbour-lights-general", 1).await;
             // paying fires the webhooks; the way back follows at once
-            let back = pay(&app, &shopper, via, &started, "pay").await;
-            assert_eq!(back.status(), 303, "{via:?}");
-            app.wait_for_state(&started.token, "paid").await;
+            let paid = app
+                .buy(
+                    &browser(),
+                    &Purchase::of("harbour-lights-general", 1).with(via),
+                )
+                .await;
+            assert_eq!(paid.returned().status, 303, "{via:?}");
+            app.wait_for_state(&paid.started.token, "paid").await;
         }
         accepted(&app, via, 20 * events_per_payment(via)).await;
         let (fulfilments, confirmations, codes, sold): (i64, i64, i64, i32) = sqlx::query_as(
@@ -315,10 +128,11 @@ async fn the_return_and_the_webhooks_race_twenty_times_with_one_fulfilment_each_
 async fn paying_twice_is_one_sale_and_one_refund_for_each_provider() {
     for via in BOTH {
         let app = spawn_app().await;
-        demo(&app).await;
-        let shopper = browser();
-        let started = start(&app, &shopper, via, "wild-honey", 2).await;
-        pay(&app, &shopper, via, &started, "pay-twice").await;
+        app.db.load_demo().await;
+        let purchase = Purchase::of("wild-honey", 2)
+            .with(via)
+            .paying(Payment::press("pay-twice"));
+        let Paid { started, .. } = app.buy(&browser(), &purchase).await;
         accepted(&app, via, events_for(via, 2)).await;
         assert_eq!(app.order_state(&started.token).await, "paid", "{via:?}");
         outbox(&app).await;
@@ -339,7 +153,7 @@ async fn paying_twice_is_one_sale_and_one_refund_for_each_provider() {
         match via {
             // Holdfast refunds the second payment, with a key from its job
             // that Stripe takes and a retry repeats
-            Via::Stripe => {
+            ProviderKind::Stripe => {
                 let job_key = format!("refund:stripe:{}", money.refunds[0].payment_intent);
                 assert_eq!(
                     money.refunds[0].idempotency_key.as_deref(),
@@ -348,7 +162,7 @@ async fn paying_twice_is_one_sale_and_one_refund_for_each_provider() {
                 assert!(!money.refunds[0].by_provider);
             }
             // Razorpay refunds a payment on a paid order by itself
-            Via::Razorpay => {
+            ProviderKind::Razorpay => {
                 assert!(money.refunds[0].by_provider);
                 let jobs: i64 =
                     sqlx::query_scalar("select count(*) from outbox_jobs where kind = 'refund'")
@@ -379,11 +193,13 @@ async fn paying_twice_is_one_sale_and_one_refund_for_each_provider() {
 async fn money_after_an_abandoned_checkout_is_refunded_for_each_provider() {
     for via in BOTH {
         let app = spawn_app().await;
-        demo(&app).await;
+        app.db.load_demo().await;
         let shopper = browser();
-        let started = start(&app, &shopper, via, "harbour-lights-vip", 3).await;
+        let started = app
+            .start(&shopper, &Purchase::of("harbour-lights-vip", 3).with(via))
+            .await;
         // the shopper gives up and goes back to the shop
-        let cancelled = cancel(&app, &shopper, &started).await;
+        let cancelled = app.leave(&shopper, &started.cancel_url).await;
         assert_eq!(cancelled.status(), 200, "{via:?}");
         assert_eq!(
             app.db
@@ -398,7 +214,8 @@ async fn money_after_an_abandoned_checkout_is_refunded_for_each_provider() {
         // the worker closes the provider's page where there is one to close
         outbox(&app).await;
         // then money arrives anyway
-        pay(&app, &shopper, via, &started, late_payment(via)).await;
+        app.pay(&shopper, &started, &Payment::press(late_payment(via)))
+            .await;
         app.wait_for_state(&started.token, "refund_pending").await;
         outbox(&app).await;
         app.wait_for_state(&started.token, "refunded").await;
@@ -416,64 +233,20 @@ async fn webhooks_delivered_twice_or_newest_first_have_one_effect_for_each_provi
     // twice: one payment, every event delivered twice;
     // reorder: two payments, their events delivered newest first
     for via in BOTH {
-        for (mode, action, payments) in [("twice", "pay", 1), ("reorder", "pay-twice", 2)] {
+        for (mode, action, payments) in [
+            (DeliveryMode::Twice, "pay", 1),
+            (DeliveryMode::Reorder, "pay-twice", 2),
+        ] {
             let app = spawn_app().await;
-            demo(&app).await;
-            let shopper = browser();
-            let started = start(&app, &shopper, via, "harbour-lights-general", 1).await;
-            let control = match via {
-                Via::Stripe => {
-                    let session = started.pay_url.rsplit('/').next().unwrap().to_owned();
-                    format!(
-                        "{}/stripe/_sandbox/sessions/{session}/delivery?mode={mode}",
-                        app.sandbox.base
-                    )
-                }
-                Via::Razorpay => {
-                    let order = started
-                        .pay_url
-                        .split('?')
-                        .next()
-                        .unwrap()
-                        .rsplit('/')
-                        .next()
-                        .unwrap()
-                        .to_owned();
-                    format!(
-                        "{}/razorpay/_sandbox/orders/{order}/delivery?mode={mode}",
-                        app.sandbox.base
-                    )
-                }
-            };
-            assert_eq!(
-                crate::helpers::http_client()
-                    .post(control)
-                    .send()
-                    .await
-                    .unwrap()
-                    .status(),
-                204
-            );
+            app.db.load_demo().await;
             // only the webhooks: nobody comes back through the browser
-            match via {
-                Via::Stripe => {
-                    shopper
-                        .post(format!("{}/{action}", started.pay_url))
-                        .send()
-                        .await
-                        .unwrap();
-                }
-                Via::Razorpay => {
-                    let (base, _) = started.pay_url.split_once('?').unwrap();
-                    shopper
-                        .post(format!("{base}/{action}"))
-                        .form(&[("callback_url", "")])
-                        .send()
-                        .await
-                        .unwrap();
-                }
-            }
-            let copies = if mode == "twice" { 2 } else { 1 };
+            let purchase = Purchase::of("harbour-lights-general", 1).with(via).paying(
+                Payment::press(action)
+                    .reported(Report::Webhook)
+                    .delivered(mode),
+            );
+            let Paid { started, .. } = app.buy(&browser(), &purchase).await;
+            let copies = if mode == DeliveryMode::Twice { 2 } else { 1 };
             accepted(&app, via, copies * events_for(via, payments)).await;
             app.wait_for_state(&started.token, "paid").await;
             let (fulfilments, refunds, sold): (i64, i64, i32) = sqlx::query_as(
@@ -487,10 +260,14 @@ async fn webhooks_delivered_twice_or_newest_first_have_one_effect_for_each_provi
             // a second Razorpay payment on a paid order is refunded by
             // Razorpay itself
             let ours = match via {
-                Via::Stripe => payments as i64 - 1,
-                Via::Razorpay => 0,
+                ProviderKind::Stripe => payments as i64 - 1,
+                ProviderKind::Razorpay => 0,
             };
-            assert_eq!((fulfilments, refunds, sold), (1, ours, 1), "{via:?} {mode}");
+            assert_eq!(
+                (fulfilments, refunds, sold),
+                (1, ours, 1),
+                "{via:?} {mode:?}"
+            );
         }
     }
 }
@@ -499,66 +276,26 @@ async fn webhooks_delivered_twice_or_newest_first_have_one_effect_for_each_provi
 
 use holdfast::configuration::ReconcileTimes;
 use holdfast::worker::reconcile::{ReconcileReport, Reconciler};
-use holdfast_sandbox::DeliveryMode;
 
 fn reconciler(app: &TestApp, times: ReconcileTimes) -> Reconciler {
     Reconciler::new(app.db.pool.clone(), app.sandbox.providers()).with_times(times)
 }
 
-/// The provider's reference for an order: the Stripe session or the
-/// Razorpay order.
-async fn provider_ref(app: &TestApp, token: &str) -> String {
-    sqlx::query_scalar("select provider_session_id from orders where token = $1")
-        .bind(token)
-        .fetch_one(&app.db.pool)
-        .await
-        .unwrap()
-}
-
-/// Lose every webhook of this order's payments.
-async fn lose_webhooks(app: &TestApp, via: Via, started: &Started) {
-    let reference = provider_ref(app, &started.token).await;
-    let found = match via {
-        Via::Stripe => app
-            .sandbox
-            .stripe
-            .set_delivery(&reference, DeliveryMode::Never),
-        Via::Razorpay => app
-            .sandbox
-            .razorpay
-            .set_delivery(&reference, DeliveryMode::Never),
-    };
-    assert!(found, "{via:?}: the sandbox knows {reference}");
-}
-
-/// Press `action` on the provider's page and then close the tab: the way
-/// back to the shop is never taken.
-async fn press_and_leave(shopper: &reqwest::Client, via: Via, started: &Started, action: &str) {
-    match via {
-        Via::Stripe => {
-            let paid = shopper
-                .post(format!("{}/{action}", started.pay_url))
-                .send()
-                .await
-                .unwrap();
-            assert_eq!(paid.status(), 303, "{action}");
-        }
-        Via::Razorpay => {
-            let answer = razorpay_action(shopper, started, action).await;
-            assert_eq!(answer.status(), 200, "{action}");
-        }
-    }
+/// Press "pay" (or `action`) and close the tab, every webhook lost: only
+/// reconciliation can find the money.
+fn unreported(action: &str) -> Payment {
+    Payment::press(action).reported(Report::Neither)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_payment_whose_webhook_and_return_are_both_lost_is_fulfilled_by_reconciliation() {
     for via in BOTH {
         let app = spawn_app().await;
-        demo(&app).await;
-        let shopper = browser();
-        let started = start(&app, &shopper, via, "harbour-lights-vip", 3).await;
-        lose_webhooks(&app, via, &started).await;
-        press_and_leave(&shopper, via, &started, "pay").await;
+        app.db.load_demo().await;
+        let purchase = Purchase::of("harbour-lights-vip", 3)
+            .with(via)
+            .paying(unreported("pay"));
+        let Paid { started, .. } = app.buy(&browser(), &purchase).await;
         tokio::time::sleep(Duration::from_millis(300)).await;
         assert_eq!(app.order_state(&started.token).await, "pending", "{via:?}");
         assert_eq!(ledger(&app, via).charges.len(), 1, "{via:?}");
@@ -620,11 +357,12 @@ async fn a_payment_whose_webhook_and_return_are_both_lost_is_fulfilled_by_reconc
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn an_expired_stripe_page_whose_webhook_was_lost_gives_its_units_back() {
     let app = spawn_app().await;
-    demo(&app).await;
-    let shopper = browser();
-    let started = start(&app, &shopper, Via::Stripe, "harbour-lights-vip", 3).await;
-    lose_webhooks(&app, Via::Stripe, &started).await;
-    let session = provider_ref(&app, &started.token).await;
+    app.db.load_demo().await;
+    let started = app
+        .start(&browser(), &Purchase::of("harbour-lights-vip", 3))
+        .await;
+    app.set_delivery(&started, DeliveryMode::Never).await;
+    let session = started.page_id.clone();
     app.sandbox
         .stripe_provider()
         .close_page(&session)
@@ -661,10 +399,12 @@ async fn an_expired_stripe_page_whose_webhook_was_lost_gives_its_units_back() {
 async fn late_money_on_a_closed_order_with_every_message_lost_is_refunded_once() {
     for via in BOTH {
         let app = spawn_app().await;
-        demo(&app).await;
+        app.db.load_demo().await;
         let shopper = browser();
-        let started = start(&app, &shopper, via, "harbour-lights-vip", 2).await;
-        let cancelled = cancel(&app, &shopper, &started).await;
+        let started = app
+            .start(&shopper, &Purchase::of("harbour-lights-vip", 2).with(via))
+            .await;
+        let cancelled = app.leave(&shopper, &started.cancel_url).await;
         assert_eq!(cancelled.status(), 200, "{via:?}");
         outbox(&app).await;
         // Stripe's page is closed; a Razorpay order cannot be, and its job
@@ -680,12 +420,12 @@ async fn late_money_on_a_closed_order_with_every_message_lost_is_refunded_once()
         // closing Stripe's page sends checkout.session.expired; let it land
         // (a reconciler skips an order another path has locked)
         let expiry_events = match via {
-            Via::Stripe => 1,
-            Via::Razorpay => 0,
+            ProviderKind::Stripe => 1,
+            ProviderKind::Razorpay => 0,
         };
         accepted(&app, via, expiry_events).await;
-        lose_webhooks(&app, via, &started).await;
-        press_and_leave(&shopper, via, &started, late_payment(via)).await;
+        app.pay(&shopper, &started, &unreported(late_payment(via)))
+            .await;
         assert_eq!(
             app.order_state(&started.token).await,
             "cancelled",
@@ -726,15 +466,14 @@ async fn late_money_on_a_closed_order_with_every_message_lost_is_refunded_once()
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn four_reconcilers_racing_over_forty_lost_payments_fulfil_each_exactly_once() {
     let app = spawn_app().await;
-    demo(&app).await;
+    app.db.load_demo().await;
     let mut tokens = Vec::new();
     for i in 0..40 {
         let via = BOTH[i % 2];
-        let shopper = browser();
-        let started = start(&app, &shopper, via, "harbour-lights-general", 1).await;
-        lose_webhooks(&app, via, &started).await;
-        press_and_leave(&shopper, via, &started, "pay").await;
-        tokens.push(started.token);
+        let purchase = Purchase::of("harbour-lights-general", 1)
+            .with(via)
+            .paying(unreported("pay"));
+        tokens.push(app.buy(&browser(), &purchase).await.started.token);
     }
     let racers: Vec<_> = (0..4)
         .map(|_| {

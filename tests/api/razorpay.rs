@@ -1,68 +1,29 @@
 //! The Razorpay path end to end: the same checkout start, the same confirm
 //! routine, the same outbox, through the real adapter and the sandbox.
 
-use holdfast::catalogue::CatalogueFile;
 use holdfast::configuration::Secret;
+use holdfast::payments::ProviderKind;
 use holdfast::payments::signature::hmac_sha256_hex;
 
-use crate::helpers::*;
+use holdfast_testkit::*;
 
-async fn load_demo(app: &TestApp) {
-    CatalogueFile::read(concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/catalogue.json").as_ref())
-        .unwrap()
-        .load(&app.db.pool)
-        .await
-        .unwrap();
-    app.settled().await;
-}
-
-/// A shopper checks out with Razorpay; returns (order token, Razorpay order
-/// id, the sandbox's hosted page URL with the callback as Checkout would
-/// send it).
-async fn start(
-    app: &TestApp,
-    shopper: &reqwest::Client,
-    product: &str,
-    qty: i64,
-) -> (String, String, String) {
-    let added = shopper
-        .post(format!("{}/basket/add", app.address))
-        .form(&[("product_id", product), ("qty", &qty.to_string())])
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(added.status(), 303);
-    let basket = shopper
-        .get(format!("{}/basket", app.address))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+/// Ravi checks out with Razorpay. Both providers were offered, and the
+/// shop's own page opens Razorpay Checkout with the order it stored and
+/// the order's own return address.
+async fn start(app: &TestApp, shopper: &reqwest::Client, product: &str, qty: i64) -> Started {
+    let purchase = Purchase::of(product, qty)
+        .with(ProviderKind::Razorpay)
+        .by("Ravi Shopper", "ravi@example.com");
+    let started = app.start(shopper, &purchase).await;
     assert!(
-        basket.contains("value=\"razorpay\""),
+        started.basket.contains("value=\"razorpay\""),
         "both providers are offered"
     );
-    let key = field(&basket, "checkout_key");
-    let started = shopper
-        .post(format!("{}/checkout", app.address))
-        .form(&[
-            ("checkout_key", key.as_str()),
-            ("name", "Ravi Shopper"),
-            ("email", "ravi@example.com"),
-            ("provider", "razorpay"),
-        ])
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(started.status(), 303);
-    let pay_page_url = location(&started);
-    let token = pay_page_url.rsplit('/').next().unwrap().to_owned();
-    assert_eq!(pay_page_url, format!("{}/pay/{token}", app.address));
+    let token = &started.token;
+    assert_eq!(started.location, format!("{}/pay/{token}", app.address));
     // our page loads Razorpay Checkout with the order id we stored
     let page = shopper
-        .get(&pay_page_url)
+        .get(&started.location)
         .send()
         .await
         .unwrap()
@@ -73,83 +34,14 @@ async fn start(
         page.contains(&app.sandbox.razorpay.checkout_script_url()),
         "{page}"
     );
-    let razorpay_order: String =
-        sqlx::query_scalar("select provider_session_id from orders where token = $1")
-            .bind(&token)
-            .fetch_one(&app.db.pool)
-            .await
-            .unwrap();
-    assert!(razorpay_order.starts_with("order_") && page.contains(&razorpay_order));
+    let razorpay_order = &started.page_id;
+    assert!(razorpay_order.starts_with("order_") && page.contains(razorpay_order.as_str()));
     // redirect mode comes back to the order's own return address
     assert!(
         page.contains(&format!("{}/checkout/return/{token}", app.address)),
         "{page}"
     );
-    // what checkout.js's open() does in redirect mode
-    let hosted = format!(
-        "{}/razorpay/pay/{razorpay_order}?callback_url={}&cancel_url={}",
-        app.sandbox.base,
-        urlencode(&format!("{}/checkout/return/{token}", app.address)),
-        urlencode(&format!("{}/checkout/cancel/{token}", app.address)),
-    );
-    (token, razorpay_order, hosted)
-}
-
-fn urlencode(text: &str) -> String {
-    text.bytes()
-        .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
-                (b as char).to_string()
-            }
-            _ => format!("%{b:02X}"),
-        })
-        .collect()
-}
-
-/// Press an action on the hosted page; returns the callback form's fields.
-async fn press(shopper: &reqwest::Client, hosted: &str, action: &str) -> Vec<(String, String)> {
-    let page = shopper
-        .get(hosted)
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
-    let callback = field(&page, "callback_url");
-    let cancel = field(&page, "cancel_url");
-    let (base, _) = hosted.split_once('?').unwrap();
-    let answer = shopper
-        .post(format!("{base}/{action}"))
-        .form(&[("callback_url", callback), ("cancel_url", cancel)])
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
-    [
-        "razorpay_payment_id",
-        "razorpay_order_id",
-        "razorpay_signature",
-    ]
-    .iter()
-    .map(|name| (name.to_string(), field(&answer, name)))
-    .collect()
-}
-
-async fn callback(
-    app: &TestApp,
-    shopper: &reqwest::Client,
-    token: &str,
-    fields: &[(String, String)],
-) -> reqwest::Response {
-    shopper
-        .post(format!("{}/checkout/return/{token}", app.address))
-        .form(fields)
-        .send()
-        .await
-        .unwrap()
+    started
 }
 
 async fn accepted_webhooks(app: &TestApp, at_least: usize) {
@@ -159,14 +51,14 @@ async fn accepted_webhooks(app: &TestApp, at_least: usize) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_shopper_pays_with_razorpay_and_gets_codes() {
     let app = spawn_app().await;
-    load_demo(&app).await;
+    app.load_demo().await;
     let shopper = browser();
-    let (token, razorpay_order, hosted) = start(&app, &shopper, "harbour-lights-vip", 2).await;
-    let fields = press(&shopper, &hosted, "pay").await;
-    assert_eq!(fields[1].1, razorpay_order);
-    let back = callback(&app, &shopper, &token, &fields).await;
-    assert_eq!(back.status(), 303);
-    assert_eq!(location(&back), format!("/orders/{token}"));
+    let started = start(&app, &shopper, "harbour-lights-vip", 2).await;
+    let token = &started.token;
+    // the callback names the order (asserted as it is paid)
+    let paid = app.pay(&shopper, &started, &Payment::default()).await;
+    assert_eq!(paid.returned().status, 303);
+    assert_eq!(paid.order_url(), format!("/orders/{token}"));
     let page = shopper
         .get(format!("{}/orders/{token}", app.address))
         .send()
@@ -192,15 +84,19 @@ async fn a_shopper_pays_with_razorpay_and_gets_codes() {
         .fetch_one(&app.db.pool)
         .await
         .unwrap();
-    assert_eq!(paid_with, fields[0].1);
+    assert_eq!(Some(paid_with), paid.payment_ref);
 }
 
 #[tokio::test]
 async fn a_forged_callback_changes_nothing_and_says_so() {
     let app = spawn_app().await;
-    load_demo(&app).await;
+    app.load_demo().await;
     let shopper = browser();
-    let (token, razorpay_order, _) = start(&app, &shopper, "wild-honey", 1).await;
+    let Started {
+        token,
+        page_id: razorpay_order,
+        ..
+    } = start(&app, &shopper, "wild-honey", 1).await;
     let forged_signature = hmac_sha256_hex(
         b"not the key secret",
         format!("{razorpay_order}|pay_forged").as_bytes(),
@@ -247,9 +143,13 @@ async fn a_forged_callback_changes_nothing_and_says_so() {
 #[tokio::test]
 async fn razorpay_webhooks_are_verified_deduplicated_and_order_free() {
     let app = spawn_app().await;
-    load_demo(&app).await;
+    app.load_demo().await;
     let shopper = browser();
-    let (token, razorpay_order, _) = start(&app, &shopper, "wild-honey", 1).await;
+    let Started {
+        token,
+        page_id: razorpay_order,
+        ..
+    } = start(&app, &shopper, "wild-honey", 1).await;
     let secret =
         holdfast::configuration::Secret::new(app.sandbox.settings.razorpay_webhook_secret.expose());
     let captured = serde_json::json!({
@@ -261,7 +161,7 @@ async fn razorpay_webhooks_are_verified_deduplicated_and_order_free() {
     })
     .to_string();
     let post = |body: String, signature: Option<String>, event_id: Option<&'static str>| {
-        let mut request = crate::helpers::http_client()
+        let mut request = holdfast_testkit::http_client()
             .post(format!("{}/webhooks/razorpay", app.address))
             .header("Content-Type", "application/json")
             .body(body);

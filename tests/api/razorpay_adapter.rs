@@ -10,8 +10,7 @@ use holdfast::payments::{
 };
 use uuid::Uuid;
 
-use crate::helpers::{http_client, spawn_sandbox};
-use crate::stripe_adapter::page_request;
+use holdfast_testkit::{http_client, page_request, spawn_sandbox};
 
 fn refund(payment_ref: &str, key: &str, amount: Option<i64>) -> RefundRequest {
     RefundRequest {

@@ -3,33 +3,11 @@
 //! cleanup), and is started again. The sandbox lives in the test process,
 //! so the money it saw survives the crash. Then the ledger must balance.
 
-use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use holdfast::catalogue::CatalogueFile;
+use holdfast::payments::ProviderKind;
 
-use crate::helpers::*;
-
-/// A `holdfast serve` process against the test database and sandbox.
-pub(crate) struct Server {
-    pub(crate) child: Child,
-    pub(crate) address: String,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-pub(crate) fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
+use holdfast_testkit::*;
 
 async fn serve(db: &TestDb, sandbox: &TestSandbox, port: u16, crash_at: Option<&str>) -> Server {
     let address = format!("http://127.0.0.1:{port}");
@@ -39,7 +17,7 @@ async fn serve(db: &TestDb, sandbox: &TestSandbox, port: u16, crash_at: Option<&
     sandbox
         .razorpay
         .set_webhook_url(format!("{address}/webhooks/razorpay"));
-    let mut command = holdfast_process(db, sandbox, &["serve"]);
+    let mut command = holdfast_process(env!("CARGO_BIN_EXE_holdfast"), db, sandbox, &["serve"]);
     command.env("HOLDFAST_ADDR", format!("127.0.0.1:{port}"));
     if let Some(point) = crash_at {
         command.env("HOLDFAST_CRASH_AT", point);
@@ -52,63 +30,6 @@ async fn serve(db: &TestDb, sandbox: &TestSandbox, port: u16, crash_at: Option<&
     server
 }
 
-/// The binary with `args`, configured for the test database and the
-/// test's sandbox (as real provider keys and API bases).
-pub(crate) fn holdfast_process(db: &TestDb, sandbox: &TestSandbox, args: &[&str]) -> Command {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_holdfast"));
-    command
-        .args(args)
-        .env("DATABASE_URL", &db.url)
-        .env(
-            "HOLDFAST_SESSION_KEY",
-            "recovery-test-session-key-0123456789abcdef",
-        )
-        .env("HOLDFAST_SWEEP_SECONDS", "1")
-        .env("HOLDFAST_OUTBOX_LEASE_SECONDS", "3")
-        .env(
-            "STRIPE_SECRET_KEY",
-            sandbox.settings.stripe_secret_key.expose(),
-        )
-        .env(
-            "STRIPE_WEBHOOK_SECRET",
-            sandbox.settings.stripe_webhook_secret.expose(),
-        )
-        .env("STRIPE_API_BASE", sandbox.stripe.api_base())
-        .env("RAZORPAY_KEY_ID", &sandbox.settings.razorpay_key_id)
-        .env(
-            "RAZORPAY_KEY_SECRET",
-            sandbox.settings.razorpay_key_secret.expose(),
-        )
-        .env("RAZORPAY_API_BASE", sandbox.razorpay.api_base())
-        .env("RUST_LOG", "warn")
-        // every shopper here comes from 127.0.0.1: the tests of the limits
-        // turn them on themselves
-        .env("HOLDFAST_ADDRESS_RATE", "off")
-        .env("HOLDFAST_ADDRESS_UNITS", "off")
-        .env("HOLDFAST_EMAIL_LIMIT", "off")
-        .env_remove("HOLDFAST_CRASH_AT")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null());
-    command
-}
-
-/// Wait for a server to answer its health check.
-pub(crate) async fn ready(server: &Server) {
-    let client = crate::helpers::http_client();
-    for _ in 0..300 {
-        if let Ok(answer) = client
-            .get(format!("{}/healthz", server.address))
-            .send()
-            .await
-            && answer.status() == 200
-        {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    panic!("holdfast serve did not come up");
-}
-
 /// Wait for the crashed server to be gone, and say how it ended.
 async fn died(server: &mut Server) -> std::process::ExitStatus {
     for _ in 0..100 {
@@ -118,14 +39,6 @@ async fn died(server: &mut Server) -> std::process::ExitStatus {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     panic!("the server did not die at its crash point");
-}
-
-pub(crate) async fn demo(db: &TestDb) {
-    CatalogueFile::read(concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/catalogue.json").as_ref())
-        .unwrap()
-        .load(&db.pool)
-        .await
-        .unwrap();
 }
 
 /// Put `qty` VIP tickets in the basket and read the checkout form's key.
@@ -194,7 +107,7 @@ where
 async fn a_crash_before_or_after_the_provider_call_gives_the_units_back_and_nothing_is_charged() {
     for point in ["after_checkout_commit", "after_provider_call"] {
         let db = TestDb::new().await;
-        demo(&db).await;
+        db.load_demo().await;
         // plain holds live two seconds, so the way back is quick to watch
         fast_clock(&db.inventory(), 2.0, 60.0).await;
         let sandbox = spawn_sandbox();
@@ -236,17 +149,11 @@ async fn a_crash_before_or_after_the_provider_call_gives_the_units_back_and_noth
         assert!(location(&again).starts_with("/orders/"), "{point}");
         assert_eq!(vip(&db).await, (0, 0), "{point}");
 
-        // and a new checkout goes all the way
-        let key = checkout_key(&server, &shopper).await;
-        let started = submit(&server, &shopper, &key).await.unwrap();
-        assert_eq!(started.status(), 303, "{point}");
-        let paid = shopper
-            .post(format!("{}/pay", location(&started)))
-            .send()
-            .await
-            .unwrap();
-        let back = shopper.get(location(&paid)).send().await.unwrap();
-        assert_eq!(back.status(), 303, "{point}");
+        // and a new checkout of the same basket goes all the way
+        let front = ShopFront::new(&server.address, &db, &sandbox);
+        let basket = Purchase::basket().with(ProviderKind::Stripe);
+        let paid = front.buy(&shopper, &basket).await;
+        assert_eq!(paid.returned().status, 303, "{point}");
         assert_eq!(vip(&db).await, (0, 2), "{point}");
         let ledger = sandbox.stripe.ledger();
         assert_eq!(
@@ -262,25 +169,22 @@ async fn a_crash_before_or_after_the_provider_call_gives_the_units_back_and_noth
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_worker_killed_mid_refund_refunds_exactly_once_after_its_restart() {
     let db = TestDb::new().await;
-    demo(&db).await;
+    db.load_demo().await;
     let sandbox = spawn_sandbox();
     let port = free_port();
     let shopper = browser();
 
     let mut server = serve(&db, &sandbox, port, Some("after_refund_call")).await;
-    let key = basket(&server, &shopper, 1).await;
-    let started = submit(&server, &shopper, &key).await.unwrap();
-    assert_eq!(started.status(), 303);
+    let front = ShopFront::new(&server.address, &db, &sandbox);
     // two charges for one checkout: one sale and one refund job
-    let paid = shopper
-        .post(format!("{}/pay-twice", location(&started)))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(paid.status(), 303);
-    let _ = shopper.get(location(&paid)).send().await;
+    let purchase = Purchase::of("harbour-lights-vip", 1)
+        .with(ProviderKind::Stripe)
+        .paying(Payment::press("pay-twice").reported(Report::Webhook));
+    let paid = front.buy(&shopper, &purchase).await;
+    // the shopper comes back too, if the server is still there by then
+    let _ = shopper.get(&paid.back_url).send().await;
     // lose the refund's own webhook, so only the job's rerun can close it
-    let session = location(&started).rsplit('/').next().unwrap().to_owned();
+    let session = paid.started.page_id.clone();
     wait_until("the refund job was queued", || async {
         sqlx::query_scalar::<_, i64>("select count(*) from outbox_jobs where kind = 'refund'")
             .fetch_one(&db.pool)

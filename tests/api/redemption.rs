@@ -4,9 +4,8 @@
 use futures::future::join_all;
 use reqwest::StatusCode;
 
-use crate::admin::{STAFF_EMAIL, hidden};
-use crate::checkout::paid;
-use crate::helpers::*;
+use holdfast_testkit::engine::paid;
+use holdfast_testkit::*;
 
 /// The outcome a redeem page shows.
 fn outcome(page: &str) -> String {
@@ -126,7 +125,7 @@ async fn the_door_is_told_what_a_code_is_and_the_order_page_shows_it_used() {
     let app = spawn_app().await;
     app.load_demo().await;
     app.add_staff().await;
-    let slot = crate::checkout::first_slot(&app.db).await;
+    let slot = app.db.first_slot().await;
     let order = paid(
         &app.db,
         "door-1",

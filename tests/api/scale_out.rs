@@ -5,10 +5,9 @@
 use std::process::Child;
 use std::time::{Duration, Instant};
 
-use holdfast::catalogue::CatalogueFile;
+use holdfast::payments::ProviderKind;
 
-use crate::helpers::*;
-use crate::recovery::{Server, free_port, holdfast_process, ready};
+use holdfast_testkit::*;
 
 struct Worker(Child);
 
@@ -21,64 +20,33 @@ impl Drop for Worker {
 
 /// One shopper through one server: basket, checkout, pay, return.
 /// Returns whether they got a payment page.
-async fn shop_at(server: String) -> bool {
+async fn shop_at(front: ShopFront) -> bool {
     let shopper = browser();
-    let added = shopper
-        .post(format!("{server}/basket/add"))
-        .form(&[("product_id", "harbour-lights-vip"), ("qty", "1")])
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(added.status(), 303);
-    let page = shopper
-        .get(format!("{server}/basket"))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
-    let key = field(&page, "checkout_key");
-    let started = shopper
-        .post(format!("{server}/checkout"))
-        .form(&[
-            ("checkout_key", key.as_str()),
-            ("name", "Ada Shopper"),
-            ("email", "ada@example.com"),
-            ("provider", "stripe"),
-        ])
-        .send()
-        .await
-        .unwrap();
-    match started.status().as_u16() {
-        409 => return false,
-        303 => {}
-        other => panic!("checkout answered {other}"),
-    }
-    let paid = shopper
-        .post(format!("{}/pay", location(&started)))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(paid.status(), 303);
-    let back = shopper.get(location(&paid)).send().await.unwrap();
-    assert_eq!(back.status(), 303);
+    let purchase = Purchase::of("harbour-lights-vip", 1).with(ProviderKind::Stripe);
+    let started = match front.try_start(&shopper, &purchase).await {
+        Attempt::Started(started) => started,
+        Attempt::Refused(answer) if answer.status == 409 => return false,
+        other => panic!("checkout answered {other:?}"),
+    };
+    let paid = front.pay(&shopper, &started, &Payment::default()).await;
+    assert_eq!(paid.returned().status, 303);
     true
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn two_servers_and_two_workers_sell_the_last_twenty_places_exactly_once() {
     let db = TestDb::new().await;
-    CatalogueFile::read(concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/catalogue.json").as_ref())
-        .unwrap()
-        .load(&db.pool)
-        .await
-        .unwrap();
+    db.load_demo().await;
     let sandbox = spawn_sandbox();
     let mut servers = Vec::new();
     for _ in 0..2 {
         let port = free_port();
-        let mut command = holdfast_process(&db, &sandbox, &["serve", "--no-worker"]);
+        let mut command = holdfast_process(
+            env!("CARGO_BIN_EXE_holdfast"),
+            &db,
+            &sandbox,
+            &["serve", "--no-worker"],
+        );
         command.env("HOLDFAST_ADDR", format!("127.0.0.1:{port}"));
         let server = Server {
             child: command.spawn().unwrap(),
@@ -94,7 +62,8 @@ async fn two_servers_and_two_workers_sell_the_last_twenty_places_exactly_once() 
         .set_webhook_url(format!("{}/webhooks/stripe", servers[0].address));
     let _workers: Vec<Worker> = (0..2)
         .map(|_| {
-            let mut command = holdfast_process(&db, &sandbox, &["worker"]);
+            let mut command =
+                holdfast_process(env!("CARGO_BIN_EXE_holdfast"), &db, &sandbox, &["worker"]);
             // the reconcilers race the webhooks and the returns
             command.env("HOLDFAST_RECONCILE_AFTER_SECONDS", "0");
             Worker(command.spawn().unwrap())
@@ -103,7 +72,10 @@ async fn two_servers_and_two_workers_sell_the_last_twenty_places_exactly_once() 
 
     let storm = Instant::now();
     let shoppers: Vec<_> = (0..200)
-        .map(|i| tokio::spawn(shop_at(servers[i % 2].address.clone())))
+        .map(|i| {
+            let front = ShopFront::new(&servers[i % 2].address, &db, &sandbox);
+            tokio::spawn(shop_at(front))
+        })
         .collect();
     let mut started = 0;
     for shopper in shoppers {

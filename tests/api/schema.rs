@@ -8,7 +8,7 @@
 
 use std::path::Path;
 
-use crate::helpers::TestDb;
+use holdfast_testkit::TestDb;
 
 const SNAPSHOT: &str = "migrations/current/functions.sql";
 

@@ -10,7 +10,7 @@ use holdfast::inventory::{
 };
 use holdfast::worker::Sweeper;
 
-use crate::helpers::*;
+use holdfast_testkit::*;
 
 /// A small deterministic generator, so a failing run can be replayed.
 struct Rng(u64);

@@ -2,12 +2,11 @@
 //! against the sandbox's Stripe over HTTP and the real worker.
 
 use futures::future::join_all;
+use holdfast_sandbox::DeliveryMode;
 use reqwest::StatusCode;
 
-use crate::admin::snapshot;
-use crate::checkout::paid;
-use crate::helpers::*;
-use crate::journey::{pay_and_return, token_of};
+use holdfast_testkit::engine::paid;
+use holdfast_testkit::*;
 
 const TIER: &str = "harbour-lights-vip";
 
@@ -64,20 +63,11 @@ async fn a_partial_then_a_full_refund_racing_the_late_webhook_give_back_exactly_
     let (staff, csrf) = app.staff_browser().await;
     // three VIP seats, the webhook late
     let shopper = browser();
-    app.add(&shopper, TIER, 3).await;
-    let session_url = location(&app.checkout(&shopper).await);
-    let session_id = session_url.rsplit('/').next().unwrap().to_owned();
-    let late = http_client()
-        .post(format!(
-            "{}/stripe/_sandbox/sessions/{session_id}/delivery?mode=late",
-            app.sandbox.base
-        ))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(late.status(), 204);
-    let order_url = pay_and_return(&app, &shopper, &session_url, "pay").await;
-    let token = token_of(&order_url);
+    let purchase = Purchase::of(TIER, 3).paying(Payment::default().delivered(DeliveryMode::Late));
+    let paid = app.buy(&shopper, &purchase).await;
+    assert_eq!(paid.returned().status, 303);
+    let session_id = &paid.started.page_id;
+    let token = token_of(&paid.order_url());
     assert_eq!(app.order_state(&token).await, "paid");
     let order = order_id(&app, &token).await;
     // the tier is sold out: only refunded units can be bought now
@@ -218,10 +208,8 @@ async fn a_partial_then_a_full_refund_racing_the_late_webhook_give_back_exactly_
     // the three seats are on sale again, and the next shopper buys them
     assert_eq!(held_and_sold(&app.db, TIER).await, (held, sold - 3));
     assert_no_drift(&app.db.inventory()).await;
-    let next = browser();
-    app.add(&next, TIER, 3).await;
-    let session = app.checkout(&next).await;
-    assert_eq!(session.status(), 303, "the refunded seats sell again");
+    // (the refunded seats sell again)
+    app.start(&browser(), &Purchase::of(TIER, 3)).await;
     let later = browser();
     app.add(&later, TIER, 1).await;
     assert_eq!(app.checkout(&later).await.status(), 409, "and only those");
@@ -233,7 +221,7 @@ async fn a_used_code_needs_the_override_and_a_cancelled_slot_stays_off_sale() {
     app.load_demo().await;
     app.add_staff().await;
     let (staff, csrf) = app.staff_browser().await;
-    let slot = crate::checkout::first_slot(&app.db).await;
+    let slot = app.db.first_slot().await;
     let order = paid(&app.db, "override-1", &[(slot.as_str(), 2), (TIER, 2)]).await;
     let ticket: String = sqlx::query_scalar(
         "select code from order_codes where order_id = $1 order by code limit 1",
@@ -523,7 +511,7 @@ async fn a_double_submitted_refund_form_is_one_refund_and_free_units_cost_nothin
     let page = app
         .admin_page(&staff, &format!("/admin/orders/{}", order.id))
         .await;
-    let key = crate::admin::hidden(&page, "refund_key");
+    let key = hidden(&page, "refund_key");
     // the same form, pressed five times at once
     let presses = (0..5).map(|_| {
         let staff = staff.clone();

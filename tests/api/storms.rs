@@ -9,7 +9,7 @@ use holdfast::inventory::{
     ConfirmOutcome, HoldOutcome, IdempotencyKey, InventorySettings, PaymentRef,
 };
 
-use crate::helpers::*;
+use holdfast_testkit::*;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn five_hundred_buyers_get_exactly_ten_units_and_no_reader_sees_an_oversell() {

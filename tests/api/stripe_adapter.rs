@@ -2,43 +2,14 @@
 //! client) against the sandbox over HTTP, and the sandbox holding it to
 //! Stripe's rules.
 
-use std::time::Duration;
-
 use holdfast::configuration::Secret;
 use holdfast::payments::stripe::{StripeProvider, StripeSettings};
 use holdfast::payments::{
-    PageLine, PageRequest, PageStatus, PaymentProvider, PaymentStatus, ProviderError,
-    RefundRequest, RefundStatus,
+    PageStatus, PaymentProvider, PaymentStatus, ProviderError, RefundRequest, RefundStatus,
 };
 use uuid::Uuid;
 
-use crate::helpers::{http_builder, http_client, spawn_sandbox};
-
-pub(crate) fn page_request(order_id: Uuid, lifetime_minutes: u64) -> PageRequest {
-    PageRequest {
-        order_id,
-        amount_minor: 2 * 9000 + 1400,
-        currency: "eur".into(),
-        lines: vec![
-            PageLine {
-                name: "Harbour Lights — VIP".into(),
-                qty: 2,
-                unit_amount_minor: 9000,
-            },
-            PageLine {
-                name: "Wild honey".into(),
-                qty: 1,
-                unit_amount_minor: 1400,
-            },
-        ],
-        customer_name: "Ada".into(),
-        customer_email: "ada@example.com".into(),
-        return_url: "http://shop.test/checkout/return/token".into(),
-        cancel_url: "http://shop.test/basket".into(),
-        pay_url: "http://shop.test/pay/token".into(),
-        lifetime: Duration::from_secs(lifetime_minutes * 60),
-    }
-}
+use holdfast_testkit::{http_client, page_request, pay_on_page, spawn_sandbox};
 
 fn refund(payment_ref: &str, key: &str) -> RefundRequest {
     RefundRequest {
@@ -47,17 +18,6 @@ fn refund(payment_ref: &str, key: &str) -> RefundRequest {
         idempotency_key: key.to_owned(),
         order_id: None,
     }
-}
-
-/// Pay a Stripe page on the sandbox's hosted page; the success URL.
-pub(crate) async fn pay_on_page(url: &str, action: &str) -> reqwest::Response {
-    http_builder()
-        .build()
-        .unwrap()
-        .post(format!("{url}/{action}"))
-        .send()
-        .await
-        .unwrap()
 }
 
 #[tokio::test]

@@ -317,17 +317,20 @@ async fn catalogue(pool: &PgPool, units: i64) -> anyhow::Result<Vec<String>> {
             description: String::new(),
             price_minor: *price,
             capacity: per + i64::from((i as i64) < extra),
-            days_ahead: Some(1),
-            time: None,
-            time_utc: Some("12:00".into()),
+            when: holdfast::catalogue::When {
+                days_ahead: Some(1),
+                time_utc: Some("12:00".into()),
+                ..Default::default()
+            },
             max_per_order: holdfast::catalogue::DEFAULT_MAX_PER_ORDER,
+            sale: Default::default(),
         })
         .collect();
     let ids = products.iter().map(|p| p.id.clone()).collect();
     CatalogueFile {
         currency: "eur".into(),
-        pickup_slots: None,
         products,
+        ..CatalogueFile::default()
     }
     .load(pool)
     .await?;

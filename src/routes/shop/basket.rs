@@ -19,6 +19,8 @@ use crate::state::Shop;
 pub struct LineForm {
     product_id: String,
     qty: Option<i64>,
+    /// The access code that unlocked a hidden product.
+    code: Option<String>,
 }
 
 /// `POST /basket/add`
@@ -43,7 +45,17 @@ pub async fn add_to_basket(
     // one add, run again whole while the database is away
     let add = uuid::Uuid::new_v4();
     let added = retry("basket_add", Bound::Shopper, || {
-        basket::add(&shop.pool, &id, &form.product_id, qty as i32, add)
+        basket::add(
+            &shop.pool,
+            &id,
+            &form.product_id,
+            qty as i32,
+            add,
+            form.code
+                .as_deref()
+                .map(str::trim)
+                .filter(|c| !c.is_empty()),
+        )
     })
     .await?;
     match added {
@@ -135,6 +147,9 @@ pub(super) struct Told {
     pub(super) error: String,
     pub(super) name: String,
     pub(super) email: String,
+    /// The voucher code, filled in again, and what was wrong with it.
+    pub(super) voucher: String,
+    pub(super) voucher_problem: String,
 }
 
 impl Told {
@@ -196,8 +211,14 @@ pub(super) fn basket_page_of(
     shop: &Shop,
     rows: Vec<basket::BasketLine>,
     status: StatusCode,
-    told: Told,
+    mut told: Told,
 ) -> Result<HttpResponse, ShopError> {
+    // a hidden product came with its code: the form offers it again
+    if told.voucher.is_empty()
+        && let Some(code) = rows.iter().find_map(|r| r.unlocked_by.clone())
+    {
+        told.voucher = code;
+    }
     let currency = rows
         .first()
         .map(|r| r.currency.clone())

@@ -4,13 +4,16 @@
 use actix_web::http::StatusCode;
 use actix_web::{HttpRequest, HttpResponse, web};
 use askama::Template;
+use serde::Deserialize;
 
 use super::{basket_count, pending_note};
+use crate::catalogue::Sale;
 use crate::money;
 use crate::retry::{Bound, retry};
 use crate::routes::ShopError;
 use crate::routes::render::render;
 use crate::state::Shop;
+use crate::vouchers::VoucherCode;
 
 pub struct CatalogueItem {
     pub id: String,
@@ -21,6 +24,12 @@ pub struct CatalogueItem {
     pub max_qty: i32,
     /// While sold out with holds pending: what may come back, and when.
     pub note: String,
+    /// Whether it can be put in a basket now (its sale is open).
+    pub on_sale: bool,
+    /// When its sale opens, or that it closed; empty while it is open.
+    pub sale_note: String,
+    /// The code that unlocked a hidden product, for its add form.
+    pub code: String,
 }
 
 pub struct Section {
@@ -37,22 +46,10 @@ struct CataloguePage {
     sections: Vec<Section>,
 }
 
-fn section_words(collection: &str) -> (String, String) {
-    match collection {
-        "bakery" => (
-            "Bakery pickup".into(),
-            "Pick a slot; each one takes eight boxes.".into(),
-        ),
-        "harbour-lights" => (
-            "Harbour Lights — live at the pier".into(),
-            "Two tiers, a fixed number of places each.".into(),
-        ),
-        "pantry" => (
-            "Pantry".into(),
-            "Small batches, gone when they are gone.".into(),
-        ),
-        other => (other.to_owned(), String::new()),
-    }
+/// `?code=…`: an access code, which shows the hidden products it unlocks.
+#[derive(Deserialize)]
+pub struct CodeQuery {
+    code: Option<String>,
 }
 
 /// `GET /`: every product with what is left now (holds past their TTL
@@ -60,8 +57,9 @@ fn section_words(collection: &str) -> (String, String) {
 pub async fn catalogue(
     shop: web::Data<Shop>,
     request: HttpRequest,
+    query: web::Query<CodeQuery>,
 ) -> Result<HttpResponse, ShopError> {
-    catalogue_page(&shop, &request, None).await
+    catalogue_page(&shop, &request, None, query.code.as_deref()).await
 }
 
 /// `GET /c/{collection}`: one collection's page (the bakery's slot picker,
@@ -70,31 +68,73 @@ pub async fn collection(
     shop: web::Data<Shop>,
     request: HttpRequest,
     collection: web::Path<String>,
+    query: web::Query<CodeQuery>,
 ) -> Result<HttpResponse, ShopError> {
-    catalogue_page(&shop, &request, Some(collection.as_str())).await
+    catalogue_page(
+        &shop,
+        &request,
+        Some(collection.as_str()),
+        query.code.as_deref(),
+    )
+    .await
 }
 
 async fn catalogue_page(
     shop: &Shop,
     request: &HttpRequest,
     only: Option<&str>,
+    code: Option<&str>,
 ) -> Result<HttpResponse, ShopError> {
-    let rows = retry("catalogue_read", Bound::Shopper, || {
+    let mut rows = retry("catalogue_read", Bound::Shopper, || {
         shop.live.availability(only)
     })
     .await?;
-    let now = chrono::Utc::now();
+    // the hidden products a valid access code unlocks, in their place
+    let mut unlocked_by = String::new();
+    if let Some(code) = code.and_then(|c| VoucherCode::parse(c).ok()) {
+        let (voucher, db_now) = retry("voucher_read", Bound::Shopper, || {
+            crate::vouchers::find_now(&shop.pool, &code)
+        })
+        .await?;
+        if let Some(voucher) = voucher.filter(|v| {
+            !v.archived
+                && v.valid_from.is_none_or(|from| from <= db_now)
+                && v.valid_until.is_none_or(|until| db_now < until)
+        }) {
+            let hidden = retry("catalogue_read", Bound::Shopper, || {
+                crate::catalogue::unlocked(&shop.pool, &voucher.unlocks, only)
+            })
+            .await?;
+            if !hidden.is_empty() {
+                unlocked_by = voucher.code.to_string();
+                rows.extend(hidden);
+                rows.sort_by(|a, b| {
+                    (a.collection_position, &a.collection)
+                        .cmp(&(b.collection_position, &b.collection))
+                });
+            }
+        }
+    }
+    let now = shop
+        .live
+        .now()
+        .map(|snapshot| snapshot.database_now())
+        .unwrap_or_else(chrono::Utc::now);
     let mut sections: Vec<Section> = Vec::new();
     for row in rows {
         if sections.last().is_none_or(|s| s.id != row.collection) {
-            let (title, lede) = section_words(&row.collection);
             sections.push(Section {
                 id: row.collection.clone(),
-                title,
-                lede,
+                title: row.collection_title.clone(),
+                lede: row.collection_lede.clone(),
                 items: Vec::new(),
             });
         }
+        let (on_sale, sale_note) = match row.sale(now) {
+            Sale::Open => (true, String::new()),
+            Sale::Opens { at } => (false, format!("On sale from {}", shop.zone.long(at))),
+            Sale::Closed { .. } => (false, "Sales have closed".to_owned()),
+        };
         let available = row.available_now.max(0);
         sections
             .last_mut()
@@ -114,6 +154,13 @@ async fn catalogue_page(
                 max_qty: available.min(row.max_per_order),
                 note: if available == 0 {
                     pending_note(row.pending_units, row.first_back_at, now, shop.zone)
+                } else {
+                    String::new()
+                },
+                on_sale,
+                sale_note,
+                code: if row.hidden {
+                    unlocked_by.clone()
                 } else {
                     String::new()
                 },

@@ -8,6 +8,7 @@ use serde::Deserialize;
 use super::basket::{Problem, Told, basket_page, basket_page_of};
 use super::{basket_id, message, pending_note, too_fast};
 use crate::catalogue;
+use crate::catalogue::Sale;
 use crate::checkout::{self, OrderState, ShortLine};
 use crate::checkout::{BeginRequest, Begun, basket::FormLines};
 use crate::inventory::IdempotencyKey;
@@ -25,6 +26,9 @@ pub struct CheckoutForm {
     /// The basket as the page showed it ([`FormLines`]): lets a sold-out
     /// answer come from memory. Absent or unreadable, the database answers.
     lines: Option<String>,
+    /// A voucher code, if the shopper has one.
+    #[serde(default)]
+    pub(super) voucher: Option<String>,
 }
 
 /// The lines a checkout could not hold; a sold-out one says what is
@@ -96,6 +100,7 @@ pub async fn start_checkout(
             provider: form.provider.clone(),
             form_lines: form.lines.as_deref().and_then(FormLines::parse),
             address: address.clone(),
+            voucher: form.voucher.clone(),
         },
     )
     .await?;
@@ -162,6 +167,59 @@ pub async fn start_checkout(
                 Told::problems(problems, &form.name, &form.email),
             )
             .await
+        }
+        Begun::NotOnSale { lines, basket } => {
+            let problems = lines
+                .iter()
+                .map(|line| {
+                    Problem::plain(match line.sale {
+                        Sale::Opens { at } => {
+                            format!("{}: on sale from {}", line.name, shop.zone.long(at))
+                        }
+                        Sale::Closed { .. } | Sale::Open => {
+                            format!("{}: sales have closed", line.name)
+                        }
+                    })
+                })
+                .collect();
+            basket_page_of(
+                &shop,
+                basket,
+                StatusCode::CONFLICT,
+                Told::problems(problems, &form.name, &form.email),
+            )
+        }
+        Begun::BadVoucher {
+            code,
+            refusal,
+            basket,
+        } => {
+            let told = Told {
+                voucher_problem: format!(
+                    "The code {code} {}. Nothing was reserved or charged.",
+                    refusal.words(shop.zone)
+                ),
+                voucher: code,
+                ..Told::refilled(&form.name, &form.email)
+            };
+            basket_page_of(&shop, basket, StatusCode::CONFLICT, told)
+        }
+        Begun::Locked { ids, basket } => {
+            let names: Vec<String> = basket
+                .iter()
+                .filter(|line| ids.contains(&line.product_id))
+                .map(|line| line.name.clone())
+                .collect();
+            let problems = vec![Problem::plain(format!(
+                "{} can be bought only with the code that unlocks it: enter it as your voucher.",
+                names.join(", ")
+            ))];
+            basket_page_of(
+                &shop,
+                basket,
+                StatusCode::CONFLICT,
+                Told::problems(problems, &form.name, &form.email),
+            )
         }
         Begun::ProviderFailed => back(
             "We could not reach the payment provider",

@@ -7,7 +7,7 @@ use std::process::Output;
 use holdfast::inventory::Capacity;
 use holdfast_tools::bench;
 
-use crate::helpers::*;
+use holdfast_testkit::*;
 
 fn tools(db: &TestDb, args: &[&str]) -> Output {
     run_command(env!("CARGO_BIN_EXE_holdfast-tools"), db, args)

@@ -1,9 +1,6 @@
 //! The tools, run as the real binary (and as a library) against a real
-//! PostgreSQL, with the product's test helpers.
-
-#[allow(dead_code)]
-#[path = "../../../../tests/api/helpers.rs"]
-mod helpers;
+//! PostgreSQL, with the test kit the product's tests use
+//! (`crates/testkit`).
 
 mod bench;
 mod simulate;

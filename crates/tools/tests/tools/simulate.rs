@@ -5,7 +5,7 @@ use std::process::Output;
 
 use serde_json::Value;
 
-use crate::helpers::*;
+use holdfast_testkit::*;
 
 /// Run `simulate` into a database of its own next to `db`'s.
 fn simulate(db: &TestDb, args: &[&str]) -> (Output, String) {

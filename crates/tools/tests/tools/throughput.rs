@@ -1,7 +1,7 @@
 //! The combiner's load from `holdfast-tools throughput`, killed mid-stream:
 //! every committed batch is whole.
 
-use crate::helpers::*;
+use holdfast_testkit::*;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_process_killed_with_batches_in_flight_leaves_nothing_half_written() {

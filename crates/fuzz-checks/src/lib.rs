@@ -1,8 +1,10 @@
 //! What each fuzz target does with its bytes: split them into the inputs of
 //! the code under test, run it, and check the properties that must hold for
-//! any input. The fuzz targets are one-line wrappers around these, and the
-//! stable test `tests/api/fuzz_regressions.rs` includes this file to replay
-//! the seeds and every crash found, so both run exactly the same checks.
+//! any input. The fuzz targets (`fuzz/fuzz_targets/`, nightly only) are
+//! one-line wrappers around these, and the stable test
+//! `tests/api/fuzz_regressions.rs` calls them to replay the seeds and every
+//! crash found, so both run exactly the same checks. A crate of the main
+//! workspace, so fmt, clippy and the tests see it on stable.
 //!
 //! Inputs are text-friendly so seeds and regressions stay readable: the
 //! leading fields are single lines, the last field is the rest of the bytes.

@@ -1,0 +1,394 @@
+//! A bakery's pickup schedule: the counter's weekdays and hours, a slot's
+//! length, how many boxes a slot takes, how many days ahead slots are
+//! published, and the days it is closed. The worker publishes the rolling
+//! window ([`publish`]): one product and resource per slot, created when it
+//! comes into the window, changed with the schedule while it has no
+//! orders, taken off sale when the schedule no longer has it and it has no
+//! orders, and otherwise never touched, because a slot with orders is a
+//! promise to the people who made them.
+
+use chrono::{DateTime, Datelike, Duration, NaiveDate, NaiveTime, Utc};
+use serde::{Deserialize, Serialize};
+use sqlx::PgPool;
+
+use super::ProductKind;
+use super::edit::{
+    CollectionEdit, CollectionKind, ProductEdit, check_slug, put_collection, put_product,
+};
+use crate::clock::ShopZone;
+use crate::inventory::InvalidInput;
+
+/// A pickup schedule as it is written.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Schedule {
+    /// The collection its slots are shown under (`bakery`).
+    pub collection: String,
+    /// The collection's title and lede on the shop's pages.
+    pub title: String,
+    #[serde(default)]
+    pub lede: String,
+    /// What a slot sells ("Sourdough box"), and its description.
+    pub name: String,
+    #[serde(default)]
+    pub description: String,
+    pub price_minor: i64,
+    pub currency: String,
+    /// Boxes a slot takes.
+    pub capacity: i32,
+    #[serde(default = "ten")]
+    pub max_per_order: i32,
+    /// ISO weekdays the counter is open (1 Monday … 7 Sunday).
+    pub weekdays: Vec<i32>,
+    /// The counter's hours, wall-clock in the shop's zone (`08:00`).
+    pub opens: NaiveTime,
+    pub closes: NaiveTime,
+    pub slot_minutes: i32,
+    /// Slots are published for today and this many days ahead.
+    pub days_ahead: i32,
+    /// Days the counter is closed (a holiday).
+    #[serde(default)]
+    pub closed_days: Vec<NaiveDate>,
+}
+
+fn ten() -> i32 {
+    super::DEFAULT_MAX_PER_ORDER
+}
+
+impl Schedule {
+    pub fn check(&self) -> Result<(), InvalidInput> {
+        let bad = |m: String| Err(InvalidInput(m));
+        check_slug("a schedule's collection", &self.collection, 100)?;
+        if self.weekdays.is_empty() || self.weekdays.iter().any(|d| !(1..=7).contains(d)) {
+            return bad("the weekdays are 1 (Monday) to 7 (Sunday), at least one".into());
+        }
+        if self.opens >= self.closes {
+            return bad("the counter opens before it closes".into());
+        }
+        if !(5..=720).contains(&self.slot_minutes) {
+            return bad("a slot is 5 to 720 minutes".into());
+        }
+        if !(0..=366).contains(&self.days_ahead) {
+            return bad("slots are published 0 to 366 days ahead".into());
+        }
+        if !(0..=1_000_000).contains(&self.capacity) {
+            return bad("a slot takes 0 to 1,000,000 boxes".into());
+        }
+        self.slot_edit("x", None, ShopZone::UTC).check()?;
+        Ok(())
+    }
+
+    /// Every slot's start from `today` to `today + days_ahead` (in `zone`),
+    /// closed days left out; a moment a clock change skips is left out.
+    pub fn slots(&self, zone: ShopZone, today: NaiveDate) -> Vec<DateTime<Utc>> {
+        let mut slots = Vec::new();
+        for ahead in 0..=i64::from(self.days_ahead) {
+            let Some(day) = today.checked_add_signed(Duration::days(ahead)) else {
+                break;
+            };
+            let weekday = day.weekday().number_from_monday() as i32;
+            if !self.weekdays.contains(&weekday) || self.closed_days.contains(&day) {
+                continue;
+            }
+            let mut time = self.opens;
+            while time < self.closes {
+                if let Ok(at) = zone.at(day, time) {
+                    slots.push(at);
+                }
+                let (next, wrapped) =
+                    time.overflowing_add_signed(Duration::minutes(i64::from(self.slot_minutes)));
+                if wrapped != 0 {
+                    break;
+                }
+                time = next;
+            }
+        }
+        slots
+    }
+
+    /// The product a slot at `starts` is (its id is the collection and the
+    /// moment in UTC, as slots have always been named).
+    fn slot_edit(&self, id: &str, starts: Option<DateTime<Utc>>, zone: ShopZone) -> ProductEdit {
+        ProductEdit {
+            id: id.to_owned(),
+            collection: self.collection.clone(),
+            kind: ProductKind::PickupSlot,
+            name: match starts {
+                Some(at) => format!("{}, pickup {}", self.name, zone.short(at)),
+                None => self.name.clone(),
+            },
+            description: self.description.clone(),
+            price_minor: self.price_minor,
+            currency: self.currency.clone(),
+            capacity: i64::from(self.capacity),
+            starts_at: starts,
+            max_per_order: self.max_per_order,
+            sale_opens_at: None,
+            sale_closes_at: None,
+            hidden: false,
+            position: None,
+        }
+    }
+}
+
+/// A slot's product id.
+pub fn slot_id(collection: &str, starts: DateTime<Utc>) -> String {
+    format!("{collection}-{}", starts.format("%Y-%m-%d-%H%M"))
+}
+
+/// Create or change a schedule (its collection too); its slots follow at
+/// the next [`publish`].
+pub async fn put_schedule(pool: &PgPool, schedule: &Schedule) -> anyhow::Result<()> {
+    schedule.check()?;
+    put_collection(
+        pool,
+        &CollectionEdit {
+            id: schedule.collection.clone(),
+            kind: CollectionKind::Schedule,
+            title: schedule.title.clone(),
+            lede: schedule.lede.clone(),
+            starts_at: None,
+            doors_at: None,
+            venue: String::new(),
+            position: 0,
+        },
+    )
+    .await?;
+    sqlx::query(
+        "insert into pickup_schedules (collection, name, description, price_minor, currency, \
+                                       capacity, max_per_order, weekdays, opens, closes, \
+                                       slot_minutes, days_ahead, closed_days) \
+         values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) \
+         on conflict (collection) do update \
+            set name = excluded.name, description = excluded.description, \
+                price_minor = excluded.price_minor, currency = excluded.currency, \
+                capacity = excluded.capacity, max_per_order = excluded.max_per_order, \
+                weekdays = excluded.weekdays, opens = excluded.opens, closes = excluded.closes, \
+                slot_minutes = excluded.slot_minutes, days_ahead = excluded.days_ahead, \
+                closed_days = excluded.closed_days, archived_at = null, updated_at = now()",
+    )
+    .bind(&schedule.collection)
+    .bind(&schedule.name)
+    .bind(&schedule.description)
+    .bind(schedule.price_minor)
+    .bind(&schedule.currency)
+    .bind(schedule.capacity)
+    .bind(schedule.max_per_order)
+    .bind(&schedule.weekdays)
+    .bind(schedule.opens)
+    .bind(schedule.closes)
+    .bind(schedule.slot_minutes)
+    .bind(schedule.days_ahead)
+    .bind(&schedule.closed_days)
+    .execute(pool)
+    .await?;
+    Ok(())
+}
+
+/// Every schedule in force, with its collection's words.
+pub async fn schedules(pool: &PgPool) -> sqlx::Result<Vec<Schedule>> {
+    #[derive(sqlx::FromRow)]
+    struct Row {
+        collection: String,
+        title: String,
+        lede: String,
+        name: String,
+        description: String,
+        price_minor: i64,
+        currency: String,
+        capacity: i32,
+        max_per_order: i32,
+        weekdays: Vec<i32>,
+        opens: NaiveTime,
+        closes: NaiveTime,
+        slot_minutes: i32,
+        days_ahead: i32,
+        closed_days: Vec<NaiveDate>,
+    }
+    let rows: Vec<Row> = sqlx::query_as(
+        "select s.collection, c.title, c.lede, s.name, s.description, s.price_minor, s.currency, \
+                s.capacity, s.max_per_order, s.weekdays, s.opens, s.closes, s.slot_minutes, \
+                s.days_ahead, s.closed_days \
+           from pickup_schedules s join collections c on c.id = s.collection \
+          where s.archived_at is null order by c.position, s.collection",
+    )
+    .fetch_all(pool)
+    .await?;
+    Ok(rows
+        .into_iter()
+        .map(|r| Schedule {
+            collection: r.collection,
+            title: r.title,
+            lede: r.lede,
+            name: r.name,
+            description: r.description,
+            price_minor: r.price_minor,
+            currency: r.currency,
+            capacity: r.capacity,
+            max_per_order: r.max_per_order,
+            weekdays: r.weekdays,
+            opens: r.opens,
+            closes: r.closes,
+            slot_minutes: r.slot_minutes,
+            days_ahead: r.days_ahead,
+            closed_days: r.closed_days,
+        })
+        .collect())
+}
+
+/// What one pass of [`publish`] did.
+#[derive(Debug, Default, Clone, PartialEq, Eq, Serialize)]
+pub struct Published {
+    /// Slots that came into the window.
+    pub created: usize,
+    /// Slots without orders changed with their schedule.
+    pub updated: usize,
+    /// Slots without orders the schedule no longer has, taken off sale.
+    pub withdrawn: usize,
+    /// Slots with orders left as they were.
+    pub kept: usize,
+}
+
+/// Publish every schedule's rolling window at `now` in `zone`.
+pub async fn publish(
+    pool: &PgPool,
+    zone: ShopZone,
+    now: DateTime<Utc>,
+) -> anyhow::Result<Published> {
+    let mut done = Published::default();
+    for schedule in schedules(pool).await? {
+        // what the window should have, from now on
+        let wanted: Vec<DateTime<Utc>> = schedule
+            .slots(zone, zone.today(now))
+            .into_iter()
+            .filter(|at| *at > now)
+            .collect();
+        #[derive(sqlx::FromRow)]
+        struct Slot {
+            id: String,
+            starts_at: Option<DateTime<Utc>>,
+            active: bool,
+            has_orders: bool,
+            name: String,
+            price_minor: i64,
+            total: i32,
+            max_per_order: i32,
+            description: String,
+        }
+        let existing: Vec<Slot> = sqlx::query_as(
+            "select p.id, p.starts_at, p.active, p.name, p.price_minor, p.max_per_order, \
+                    p.description, r.total, \
+                    exists (select 1 from order_lines l join orders o on o.id = l.order_id \
+                             where l.product_id = p.id \
+                               and o.state in ('pending', 'paid', 'refund_pending', 'refunded')) \
+                      as has_orders \
+               from products p join resources r on r.id = p.resource_id \
+              where p.collection = $1 and p.kind = 'pickup_slot' \
+                and (p.starts_at is null or p.starts_at > $2)",
+        )
+        .bind(&schedule.collection)
+        .bind(now)
+        .fetch_all(pool)
+        .await?;
+        for at in &wanted {
+            let id = slot_id(&schedule.collection, *at);
+            let edit = schedule.slot_edit(&id, Some(*at), zone);
+            match existing.iter().find(|s| s.id == id) {
+                None => {
+                    put_product(pool, &edit).await?;
+                    done.created += 1;
+                }
+                Some(slot) if slot.has_orders => done.kept += 1,
+                Some(slot) => {
+                    let same = slot.active
+                        && slot.name == edit.name
+                        && slot.price_minor == edit.price_minor
+                        && i64::from(slot.total) == edit.capacity
+                        && slot.max_per_order == edit.max_per_order
+                        && slot.description == edit.description
+                        && slot.starts_at == edit.starts_at;
+                    if !same {
+                        put_product(pool, &edit).await?;
+                        done.updated += 1;
+                    }
+                }
+            }
+        }
+        for slot in &existing {
+            let still = wanted
+                .iter()
+                .any(|at| slot_id(&schedule.collection, *at) == slot.id);
+            if still || !slot.active {
+                continue;
+            }
+            if slot.has_orders {
+                done.kept += 1;
+            } else if super::edit::archive_product(pool, &slot.id).await? {
+                done.withdrawn += 1;
+            }
+        }
+    }
+    Ok(done)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn bakery() -> Schedule {
+        Schedule {
+            collection: "bakery".into(),
+            title: "Bakery pickup".into(),
+            lede: String::new(),
+            name: "Sourdough box".into(),
+            description: String::new(),
+            price_minor: 1800,
+            currency: "eur".into(),
+            capacity: 8,
+            max_per_order: 10,
+            weekdays: vec![2, 3, 4, 5, 6],
+            opens: NaiveTime::from_hms_opt(8, 0, 0).unwrap(),
+            closes: NaiveTime::from_hms_opt(10, 0, 0).unwrap(),
+            slot_minutes: 30,
+            days_ahead: 6,
+            closed_days: vec![NaiveDate::from_ymd_opt(2026, 12, 25).unwrap()],
+        }
+    }
+
+    #[test]
+    fn slots_follow_the_weekdays_the_hours_and_the_closed_days() {
+        // Monday 21 December 2026, a week ahead: Tuesday to Saturday, but
+        // Friday the 25th is closed; four slots a day
+        let today = NaiveDate::from_ymd_opt(2026, 12, 21).unwrap();
+        let zone = ShopZone::parse("Europe/Berlin").unwrap();
+        let slots = bakery().slots(zone, today);
+        assert_eq!(slots.len(), 4 * 4);
+        let days: std::collections::BTreeSet<_> = slots
+            .iter()
+            .map(|at| zone.local(*at).date_naive())
+            .collect();
+        assert!(!days.contains(&NaiveDate::from_ymd_opt(2026, 12, 25).unwrap()));
+        assert!(
+            !days.contains(&today),
+            "Monday is not a weekday of the counter"
+        );
+        assert_eq!(zone.time(slots[0]), "08:00 CET");
+        assert_eq!(zone.time(slots[3]), "09:30 CET");
+        assert!(bakery().check().is_ok());
+        assert!(
+            Schedule {
+                weekdays: vec![8],
+                ..bakery()
+            }
+            .check()
+            .is_err()
+        );
+        assert!(
+            Schedule {
+                opens: NaiveTime::from_hms_opt(12, 0, 0).unwrap(),
+                ..bakery()
+            }
+            .check()
+            .is_err()
+        );
+    }
+}
