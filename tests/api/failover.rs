@@ -24,7 +24,7 @@ use std::time::{Duration, Instant};
 use holdfast::configuration::Secret;
 use holdfast_sandbox::{Sandbox, SandboxSettings, StripeSandbox};
 
-use crate::helpers::{browser, location, workspace_root};
+use holdfast_testkit::{browser, location, workspace_root};
 
 /// Shoppers per run, one arriving every [`ARRIVAL`], for [`UNITS`] places.
 const SHOPPERS: usize = 150;
@@ -156,7 +156,7 @@ fn holdfast(url: &str, sandbox: &StripeSandbox, log: &Path, args: &[&str]) -> Co
 }
 
 async fn serving(address: &str) {
-    let client = crate::helpers::http_client();
+    let client = holdfast_testkit::http_client();
     for _ in 0..600 {
         if let Ok(answer) = client.get(format!("{address}/healthz")).send().await
             && answer.status() == 200
@@ -205,7 +205,7 @@ async fn shopper(shop: String) -> Trip {
     let Ok(page) = page.text().await else {
         return trip;
     };
-    let Some(key) = crate::helpers::try_field(&page, "checkout_key") else {
+    let Some(key) = holdfast_testkit::try_field(&page, "checkout_key") else {
         return trip;
     };
     let checkout_sent = Instant::now();
@@ -278,7 +278,7 @@ async fn probe(
             if page.status() != 200 {
                 return Some(page.status().as_u16());
             }
-            let key = crate::helpers::try_field(&page.text().await.ok()?, "checkout_key")?;
+            let key = holdfast_testkit::try_field(&page.text().await.ok()?, "checkout_key")?;
             let started = client
                 .post(format!("{shop}/checkout"))
                 .form(&[

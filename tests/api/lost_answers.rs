@@ -9,8 +9,7 @@
 
 use std::time::Duration;
 
-use crate::helpers::*;
-use crate::recovery::{Server, demo, free_port, holdfast_process, ready};
+use holdfast_testkit::*;
 
 async fn serve_losing(db: &TestDb, sandbox: &TestSandbox, point: &str) -> Server {
     let port = free_port();
@@ -18,7 +17,7 @@ async fn serve_losing(db: &TestDb, sandbox: &TestSandbox, point: &str) -> Server
     sandbox
         .stripe
         .set_webhook_url(format!("{address}/webhooks/stripe"));
-    let mut command = holdfast_process(db, sandbox, &["serve"]);
+    let mut command = holdfast_process(env!("CARGO_BIN_EXE_holdfast"), db, sandbox, &["serve"]);
     command
         .env("HOLDFAST_ADDR", format!("127.0.0.1:{port}"))
         .env("HOLDFAST_LOSE_ANSWER_AT", point);
@@ -71,7 +70,7 @@ async fn orders(db: &TestDb) -> Vec<(String, Option<String>)> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_checkout_whose_commit_answer_was_lost_goes_on_to_pay_with_one_order() {
     let db = TestDb::new().await;
-    demo(&db).await;
+    db.load_demo().await;
     let sandbox = spawn_sandbox();
     let server = serve_losing(&db, &sandbox, "checkout_start").await;
     let shopper = browser();
@@ -104,7 +103,7 @@ async fn a_checkout_whose_commit_answer_was_lost_goes_on_to_pay_with_one_order()
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_payment_whose_confirmation_answer_was_lost_is_sold_once_and_nobody_sees_an_error() {
     let db = TestDb::new().await;
-    demo(&db).await;
+    db.load_demo().await;
     let sandbox = spawn_sandbox();
     let server = serve_losing(&db, &sandbox, "confirmation").await;
     let shopper = browser();
@@ -153,14 +152,14 @@ async fn a_payment_whose_confirmation_answer_was_lost_is_sold_once_and_nobody_se
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_scan_whose_commit_answer_was_lost_is_told_admitted_and_the_next_scan_already_used() {
     let db = TestDb::new().await;
-    demo(&db).await;
+    db.load_demo().await;
     let sandbox = spawn_sandbox();
     let port = free_port();
     let address = format!("http://127.0.0.1:{port}");
     sandbox
         .stripe
         .set_webhook_url(format!("{address}/webhooks/stripe"));
-    let mut command = holdfast_process(&db, &sandbox, &["serve"]);
+    let mut command = holdfast_process(env!("CARGO_BIN_EXE_holdfast"), &db, &sandbox, &["serve"]);
     command.env("HOLDFAST_ADDR", format!("127.0.0.1:{port}"));
     let server = Server {
         child: command.spawn().expect("start holdfast serve"),
@@ -181,7 +180,12 @@ async fn a_scan_whose_commit_answer_was_lost_is_told_admitted_and_the_next_scan_
         .unwrap();
 
     let scan = |lose: bool| {
-        let mut command = holdfast_process(&db, &sandbox, &["--json", "redeem", &code]);
+        let mut command = holdfast_process(
+            env!("CARGO_BIN_EXE_holdfast"),
+            &db,
+            &sandbox,
+            &["--json", "redeem", &code],
+        );
         command.args(["--place", "North door"]);
         if lose {
             command.env("HOLDFAST_LOSE_ANSWER_AT", "redemption");

@@ -6,10 +6,9 @@
 
 use reqwest::StatusCode;
 
-use crate::admin::{STAFF_EMAIL, hidden, snapshot};
-use crate::helpers::*;
 use holdfast::routes::admin::{ROUTES, Verb};
 use holdfast::staff::roles::Role;
+use holdfast_testkit::*;
 
 /// A path for a route pattern, its `{…}` segments filled with something
 /// plausible (an id that may not exist: the role is decided first).
@@ -40,7 +39,11 @@ async fn every_route_a_role_lacks_answers_403_changes_nothing_and_is_recorded() 
     let app = spawn_app().await;
     app.load_demo().await;
     app.add_staff().await;
-    let (_, order) = app.shopper_mid_checkout("harbour-lights-vip", 1).await;
+    let order = app
+        .start(&browser(), &Purchase::of("harbour-lights-vip", 1))
+        .await
+        .order_id
+        .to_string();
     let (staff, csrf) = app.staff_browser().await;
     for role in [Role::Door, Role::BoxOffice] {
         set_role(&app, role).await;
@@ -117,11 +120,13 @@ async fn a_door_account_redeems_looks_up_and_sees_only_its_links() {
     let app = spawn_app().await;
     app.load_demo().await;
     app.add_staff().await;
-    let (_, order) = app.shopper_mid_checkout("harbour-lights-vip", 1).await;
+    let order = app
+        .start(&browser(), &Purchase::of("harbour-lights-vip", 1))
+        .await
+        .order_id
+        .to_string();
     set_role(&app, Role::Door).await;
-    let (staff, response) = app
-        .try_login(STAFF_EMAIL, crate::admin::STAFF_PASSWORD)
-        .await;
+    let (staff, response) = app.try_login(STAFF_EMAIL, STAFF_PASSWORD).await;
     assert_eq!(
         location(&response),
         "/admin/redeem",

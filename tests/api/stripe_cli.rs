@@ -13,7 +13,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use crate::helpers::*;
+use holdfast_testkit::*;
 
 /// The CLI's npm release, and the package with its Linux binary.
 const CLI: &str = "@stripe/cli@1.52.0";
