@@ -15,16 +15,16 @@
 //! that a spreadsheet opened by a double click reads it as UTF-8. A cell a
 //! spreadsheet would run as a formula is defused: see [`push_cell`].
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use chrono::{DateTime, NaiveDate, NaiveTime, Utc};
+use chrono::{DateTime, Datelike, NaiveDate, NaiveTime, Utc};
 use futures::stream::{self, BoxStream, StreamExt};
-use serde::Deserialize;
 use serde_json::json;
 use sqlx::postgres::PgRow;
 use sqlx::{Executor, FromRow, PgPool};
-use tokio::sync::{Semaphore, SemaphorePermit};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use uuid::Uuid;
 
 use super::{StaffMember, log_action, record};
@@ -35,12 +35,15 @@ use crate::clock::ShopZone;
 /// connection for as long as its download takes, and the shop's pages need
 /// the rest of the pool.
 const STREAMS_AT_ONCE: usize = 4;
-static STREAMING: Semaphore = Semaphore::const_new(STREAMS_AT_ONCE);
 /// How long an export waits for another to finish before it is refused.
 const STREAM_WAIT: Duration = Duration::from_secs(5);
 /// Rows written into one chunk of the response at most (those already read
 /// from the database; a chunk never waits for more).
-const ROWS_PER_CHUNK: usize = 256;
+const ROWS_PER_CHUNK: usize = 64;
+/// What a chunk is made in: 64 rows of the longest names and addresses fit,
+/// so a chunk is allocated once, at one size, and each reuses the last's
+/// memory (below the allocator's threshold for mapping memory of its own).
+const CHUNK_BYTES: usize = 64 * 1024;
 /// The door's list shows at most this many codes; a larger sale is
 /// narrowed to one tier or slot, or exported as CSV. A list is never cut
 /// short: a name missing at the door turns a paying guest away.
@@ -69,7 +72,7 @@ fn invalid(message: impl Into<String>) -> ExportError {
 
 /// The filter as the exports form sends it: every field optional, empty
 /// the same as absent.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct FilterForm {
     pub product: Option<String>,
     pub collection: Option<String>,
@@ -80,6 +83,46 @@ pub struct FilterForm {
     pub starts_to: Option<String>,
 }
 
+impl FilterForm {
+    /// The filter from a query string (`?collection=harbour-lights&state=paid`):
+    /// the first value of each field; other fields are not the filter's.
+    pub fn from_query(query: &str) -> Self {
+        let mut form = Self::default();
+        for (name, value) in form_urlencoded::parse(query.as_bytes()) {
+            let field = match name.as_ref() {
+                "product" => &mut form.product,
+                "collection" => &mut form.collection,
+                "state" => &mut form.state,
+                "paid_from" => &mut form.paid_from,
+                "paid_to" => &mut form.paid_to,
+                "starts_from" => &mut form.starts_from,
+                "starts_to" => &mut form.starts_to,
+                _ => continue,
+            };
+            if field.is_none() {
+                *field = Some(value.into_owned());
+            }
+        }
+        form
+    }
+
+    /// Whether any field was given at all (even empty): a form sent, not a
+    /// page opened.
+    pub fn sent(&self) -> bool {
+        [
+            &self.product,
+            &self.collection,
+            &self.state,
+            &self.paid_from,
+            &self.paid_to,
+            &self.starts_from,
+            &self.starts_to,
+        ]
+        .iter()
+        .any(|field| field.is_some())
+    }
+}
+
 /// Days, both included, in the shop's zone.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Days {
@@ -88,24 +131,36 @@ pub struct Days {
 }
 
 impl Days {
+    /// The days between two fields of the form, `what` being how the form
+    /// names them ("Paid", "Starts"): each a date written 2026-12-01, the
+    /// first not after the last.
     fn parse(from: &Option<String>, to: &Option<String>, what: &str) -> Result<Self, ExportError> {
-        let day = |value: &Option<String>| -> Result<Option<NaiveDate>, ExportError> {
-            match given(value) {
-                None => Ok(None),
-                Some(text) => NaiveDate::parse_from_str(text, "%Y-%m-%d")
-                    .map(Some)
-                    .map_err(|_| invalid(format!("{what}: a date like 2026-12-01 is needed"))),
+        let day = |value: &Option<String>, end: &str| -> Result<Option<NaiveDate>, ExportError> {
+            let Some(text) = given(value) else {
+                return Ok(None);
+            };
+            match NaiveDate::parse_from_str(text, "%Y-%m-%d") {
+                Ok(day) if (1900..=9999).contains(&day.year()) => Ok(Some(day)),
+                Ok(_) => Err(invalid(format!(
+                    "{what} {end}: {} is not a year the shop sells in.",
+                    quoted(text)
+                ))),
+                Err(_) => Err(invalid(format!(
+                    "{what} {end}: {} is not a date. Write it as 2026-12-01.",
+                    quoted(text)
+                ))),
             }
         };
         let days = Self {
-            from: day(from)?,
-            to: day(to)?,
+            from: day(from, "from")?,
+            to: day(to, "to")?,
         };
         if let (Some(from), Some(to)) = (days.from, days.to)
             && from > to
         {
             return Err(invalid(format!(
-                "{what}: the first day ({from}) is after the last ({to})"
+                "{what} from {from} is after {what} to {to}: the first day comes first.",
+                what = what.to_lowercase()
             )));
         }
         Ok(days)
@@ -147,6 +202,16 @@ fn given(value: &Option<String>) -> Option<&str> {
     value.as_deref().map(str::trim).filter(|v| !v.is_empty())
 }
 
+/// Someone's input, quoted as a message shows it: in quotes, control
+/// characters escaped, cut after 40 characters.
+fn quoted(text: &str) -> String {
+    let mut shown: String = text.chars().take(40).collect();
+    if shown.len() < text.len() {
+        shown.push('…');
+    }
+    format!("{shown:?}")
+}
+
 /// What an export covers. Everything given must hold: a product (or a
 /// collection: an event's tiers, a bakery's slots), the order's state, the
 /// days it was paid on and the days the product starts on, in the shop's
@@ -164,25 +229,30 @@ impl ExportFilter {
     pub fn parse(form: &FilterForm) -> Result<Self, ExportError> {
         let short = |value: &Option<String>, what: &str| -> Result<Option<String>, ExportError> {
             match given(value) {
-                Some(text) if text.chars().count() > 200 => {
-                    Err(invalid(format!("no {what} has a name that long")))
-                }
+                Some(text) if text.chars().count() > 200 => Err(invalid(format!(
+                    "No {what} has a name that long: {}",
+                    quoted(text)
+                ))),
                 other => Ok(other.map(str::to_owned)),
             }
         };
         let state = match given(&form.state) {
             None => None,
-            Some(name) => Some(
-                OrderState::parse(name)
-                    .ok_or_else(|| invalid(format!("{name:?} is not an order state")))?,
-            ),
+            Some(name) => Some(OrderState::parse(name).ok_or_else(|| {
+                let states: Vec<&str> = OrderState::ALL.iter().map(|s| s.as_str()).collect();
+                invalid(format!(
+                    "Order state: {} is not one; an order is {}.",
+                    quoted(name),
+                    states.join(", ")
+                ))
+            })?),
         };
         Ok(Self {
             product: short(&form.product, "product")?,
-            collection: short(&form.collection, "collection")?,
+            collection: short(&form.collection, "event or shop part")?,
             state,
-            paid: Days::parse(&form.paid_from, &form.paid_to, "paid")?,
-            starts: Days::parse(&form.starts_from, &form.starts_to, "starts")?,
+            paid: Days::parse(&form.paid_from, &form.paid_to, "Paid")?,
+            starts: Days::parse(&form.starts_from, &form.starts_to, "Starts")?,
         })
     }
 
@@ -283,24 +353,41 @@ type PgQuery = sqlx::query::Query<'static, sqlx::Postgres, sqlx::postgres::PgArg
 /// answered with an empty file).
 async fn check_names(pool: &PgPool, filter: &ExportFilter) -> Result<(), ExportError> {
     if let Some(product) = &filter.product {
-        let known: bool =
-            sqlx::query_scalar("select exists (select 1 from products where id = $1)")
+        let collection: Option<String> =
+            sqlx::query_scalar("select collection from products where id = $1")
                 .bind(product)
-                .fetch_one(pool)
+                .fetch_optional(pool)
                 .await?;
-        if !known {
-            return Err(ExportError::NotFound(format!("no product {product:?}")));
+        match (collection, &filter.collection) {
+            (None, _) => {
+                return Err(ExportError::NotFound(format!(
+                    "The shop has no product, tier or slot {}. Nothing was exported.",
+                    quoted(product)
+                )));
+            }
+            (Some(its), Some(asked)) if &its != asked => {
+                return Err(invalid(format!(
+                    "{} is part of {}, not of {}: choose one of them, or both of one.",
+                    quoted(product),
+                    quoted(&its),
+                    quoted(asked)
+                )));
+            }
+            _ => {}
         }
     }
     if let Some(collection) = &filter.collection {
-        let known: bool =
-            sqlx::query_scalar("select exists (select 1 from products where collection = $1)")
-                .bind(collection)
-                .fetch_one(pool)
-                .await?;
+        let known: bool = sqlx::query_scalar(
+            "select exists (select 1 from collections where id = $1) \
+                 or exists (select 1 from products where collection = $1)",
+        )
+        .bind(collection)
+        .fetch_one(pool)
+        .await?;
         if !known {
             return Err(ExportError::NotFound(format!(
-                "no collection {collection:?}"
+                "The shop has no event or shop part {}. Nothing was exported.",
+                quoted(collection)
             )));
         }
     }
@@ -316,8 +403,11 @@ async fn record_export(
     filter: &ExportFilter,
 ) -> Result<(), ExportError> {
     let words = filter.words();
+    let mut detail = filter.detail();
+    // the role it was made under: a member's role may change later
+    detail["role"] = json!(staff.role.as_str());
     let mut tx = pool.begin().await?;
-    record(&mut tx, staff, action, &words, "started", filter.detail()).await?;
+    record(&mut tx, staff, action, &words, "started", detail).await?;
     tx.commit().await?;
     log_action(staff, action, &words, "started");
     Ok(())
@@ -411,12 +501,30 @@ fn rows<R: CsvRow>(
         .boxed()
 }
 
-/// A turn to stream, waited for a little while.
-async fn turn_to_stream() -> Result<SemaphorePermit<'static>, ExportError> {
-    tokio::time::timeout(STREAM_WAIT, STREAMING.acquire())
-        .await
-        .map_err(|_| ExportError::Busy)?
-        .map_err(|_| ExportError::Busy)
+/// The downloads a server process streams: at most [`STREAMS_AT_ONCE`] at
+/// once, each holding its turn until its last row left or the download was
+/// dropped. One per process (`state::Shop`).
+#[derive(Debug, Clone)]
+pub struct Exports {
+    streaming: Arc<Semaphore>,
+}
+
+impl Default for Exports {
+    fn default() -> Self {
+        Self {
+            streaming: Arc::new(Semaphore::new(STREAMS_AT_ONCE)),
+        }
+    }
+}
+
+impl Exports {
+    /// A turn to stream, waited for a little while.
+    async fn turn(&self) -> Result<OwnedSemaphorePermit, ExportError> {
+        tokio::time::timeout(STREAM_WAIT, self.streaming.clone().acquire_owned())
+            .await
+            .map_err(|_| ExportError::Busy)?
+            .map_err(|_| ExportError::Busy)
+    }
 }
 
 /// Rows as CSV: the header line, then the rows in chunks of those the
@@ -424,7 +532,7 @@ async fn turn_to_stream() -> Result<SemaphorePermit<'static>, ExportError> {
 /// waits for more). Answers once the first chunk is ready, so a query that
 /// cannot run is an error here rather than a file cut short.
 async fn stream_csv<R: CsvRow>(
-    turn: SemaphorePermit<'static>,
+    turn: OwnedSemaphorePermit,
     rows: BoxStream<'static, sqlx::Result<R>>,
     zone: ShopZone,
     filename: String,
@@ -432,7 +540,7 @@ async fn stream_csv<R: CsvRow>(
     let mut chunks: BoxStream<'static, Result<Bytes, sqlx::Error>> = rows
         .ready_chunks(ROWS_PER_CHUNK)
         .map(move |rows| {
-            let mut out = String::with_capacity(rows.len() * 200);
+            let mut out = String::with_capacity(CHUNK_BYTES);
             for row in rows {
                 push_line(&mut out, row?.cells(zone).iter().map(String::as_str));
             }
@@ -459,7 +567,8 @@ async fn stream_csv<R: CsvRow>(
 
 // ---- orders ----
 
-/// One order: what was bought, for how much, what was given back.
+/// One order: what was bought, what was paid for it after its voucher, what
+/// was given back.
 #[derive(Debug, Clone, FromRow)]
 struct OrderLine {
     id: Uuid,
@@ -469,15 +578,46 @@ struct OrderLine {
     flag: Option<String>,
     customer_name: String,
     customer_email: String,
-    lines: Option<String>,
-    units: i64,
+    /// The order's lines, by name: quantity, name, and what was paid for
+    /// the line (its price times its quantity, less its share of a
+    /// voucher's discount).
+    line_qtys: Vec<i32>,
+    line_names: Vec<String>,
+    line_paid: Vec<i64>,
     units_refunded: i64,
     currency: String,
-    amount_minor: i64,
+    /// At the products' prices, before any discount.
+    subtotal_minor: i64,
+    voucher_code: Option<String>,
+    /// What was paid: the lines' paid amounts summed.
+    paid_minor: i64,
     refunded_minor: i64,
     provider: String,
     payment_ref: Option<String>,
     pickup_code: Option<String>,
+}
+
+impl OrderLine {
+    /// `2 × Harbour Lights — General admission (€70.00); 1 × Harbour Lights
+    /// — VIP (€81.00)`: each line with what was paid for it
+    fn lines(&self) -> String {
+        let mut words = String::new();
+        for ((qty, name), paid) in self
+            .line_qtys
+            .iter()
+            .zip(&self.line_names)
+            .zip(&self.line_paid)
+        {
+            if !words.is_empty() {
+                words.push_str("; ");
+            }
+            words.push_str(&format!(
+                "{qty} × {name} ({})",
+                crate::money::format(*paid, &self.currency)
+            ));
+        }
+        words
+    }
 }
 
 impl CsvRow for OrderLine {
@@ -493,6 +633,10 @@ impl CsvRow for OrderLine {
         "units",
         "units_refunded",
         "currency",
+        "subtotal_minor",
+        "voucher",
+        "discount_minor",
+        "discount",
         "amount_minor",
         "amount",
         "refunded_minor",
@@ -503,6 +647,9 @@ impl CsvRow for OrderLine {
     ];
 
     fn cells(&self, zone: ShopZone) -> Vec<String> {
+        let money = |minor: i64| crate::money::format(minor, &self.currency);
+        let discount = self.subtotal_minor - self.paid_minor;
+        let units: i64 = self.line_qtys.iter().map(|q| i64::from(*q)).sum();
         vec![
             self.id.to_string(),
             moment(zone, Some(self.created_at)),
@@ -511,14 +658,18 @@ impl CsvRow for OrderLine {
             self.flag.clone().unwrap_or_default(),
             self.customer_name.clone(),
             self.customer_email.clone(),
-            self.lines.clone().unwrap_or_default(),
-            self.units.to_string(),
+            self.lines(),
+            units.to_string(),
             self.units_refunded.to_string(),
             self.currency.to_uppercase(),
-            self.amount_minor.to_string(),
-            crate::money::format(self.amount_minor, &self.currency),
+            self.subtotal_minor.to_string(),
+            self.voucher_code.clone().unwrap_or_default(),
+            discount.to_string(),
+            money(discount),
+            self.paid_minor.to_string(),
+            money(self.paid_minor),
             self.refunded_minor.to_string(),
-            crate::money::format(self.refunded_minor, &self.currency),
+            money(self.refunded_minor),
             self.provider.clone(),
             self.payment_ref.clone().unwrap_or_default(),
             self.pickup_code.clone().unwrap_or_default(),
@@ -528,16 +679,23 @@ impl CsvRow for OrderLine {
 
 /// One line per order with a line the filter wants (the whole order, all
 /// its lines and its whole amount, even when only one line matched), in
-/// the order they were placed.
+/// the order they were placed. What a line paid is `paid_minor` (written
+/// at checkout, less its share of a voucher); a line written before
+/// vouchers has paid its price.
 const ORDERS_SQL: &str = "-- holdfast export: orders
 select o.id, o.created_at, o.paid_at, o.state, o.flag, o.customer_name, o.customer_email,
-       l.lines, l.units, l.units_refunded, o.currency, o.amount_minor, o.refunded_minor,
-       o.provider, o.payment_ref, o.pickup_code
+       l.line_qtys, l.line_names, l.line_paid, l.units_refunded, o.currency, l.subtotal_minor,
+       o.voucher_code, l.paid_minor, o.refunded_minor, o.provider, o.payment_ref, o.pickup_code
   from orders o
  cross join lateral (
-        select string_agg(ol.qty || ' × ' || ol.name, '; ' order by ol.name) as lines,
-               coalesce(sum(ol.qty), 0)::int8 as units,
+        select array_agg(ol.qty order by ol.name, ol.product_id) as line_qtys,
+               array_agg(ol.name order by ol.name, ol.product_id) as line_names,
+               array_agg(coalesce(ol.paid_minor, ol.unit_price_minor * ol.qty)
+                         order by ol.name, ol.product_id) as line_paid,
                coalesce(sum(ol.refunded_qty), 0)::int8 as units_refunded,
+               coalesce(sum(ol.unit_price_minor * ol.qty), 0)::int8 as subtotal_minor,
+               coalesce(sum(coalesce(ol.paid_minor, ol.unit_price_minor * ol.qty)), 0)::int8
+                   as paid_minor,
                -- the order is in when any of its lines is
                bool_or(($4::text is null or p.id = $4)
                        and ($5::text is null or p.collection = $5)
@@ -557,11 +715,12 @@ select o.id, o.created_at, o.paid_at, o.state, o.flag, o.customer_name, o.custom
 /// `export_orders`.
 pub async fn orders_csv(
     pool: &PgPool,
+    exports: &Exports,
     staff: &StaffMember,
     filter: &ExportFilter,
     zone: ShopZone,
 ) -> Result<CsvExport, ExportError> {
-    let turn = turn_to_stream().await?;
+    let turn = exports.turn().await?;
     check_names(pool, filter).await?;
     record_export(pool, staff, "export_orders", filter).await?;
     let rows = rows::<OrderLine>(pool, ORDERS_SQL, filter, zone);
@@ -691,11 +850,12 @@ select x.code, x.kind, x.admits, x.product_id, x.starts_at, o.id as order_id,
 /// `export_attendees`.
 pub async fn attendees_csv(
     pool: &PgPool,
+    exports: &Exports,
     staff: &StaffMember,
     filter: &ExportFilter,
     zone: ShopZone,
 ) -> Result<CsvExport, ExportError> {
-    let turn = turn_to_stream().await?;
+    let turn = exports.turn().await?;
     check_names(pool, filter).await?;
     record_export(pool, staff, "export_attendees", filter).await?;
     let rows = rows::<AttendeeLine>(pool, ATTENDEES_SQL, filter, zone);
@@ -726,7 +886,7 @@ pub async fn door_list(
 ) -> Result<DoorList, ExportError> {
     if !filter.names_a_sale() {
         return Err(invalid(
-            "choose a slot, a tier or an event for the door's list",
+            "Choose a slot, a tier or an event: a door's list is of one of them.",
         ));
     }
     check_names(pool, filter).await?;
@@ -748,6 +908,37 @@ pub async fn door_list(
     })
 }
 
+/// What a door's list is of, as its heading says it: "Harbour Lights —
+/// VIP — Mon 14 Dec 2026, 19:30 CET", "Harbour Lights" (a collection's
+/// title); the filter's words when it names neither.
+pub async fn sale_title(
+    pool: &PgPool,
+    filter: &ExportFilter,
+    zone: ShopZone,
+) -> sqlx::Result<String> {
+    if let Some(product) = &filter.product {
+        let found: Option<(String, Option<DateTime<Utc>>)> =
+            sqlx::query_as("select name, starts_at from products where id = $1")
+                .bind(product)
+                .fetch_optional(pool)
+                .await?;
+        return Ok(match found {
+            Some((name, Some(at))) => format!("{name} — {}", zone.long(at)),
+            Some((name, None)) => name,
+            None => product.clone(),
+        });
+    }
+    if let Some(collection) = &filter.collection {
+        let title: Option<String> =
+            sqlx::query_scalar("select title from collections where id = $1")
+                .bind(collection)
+                .fetch_optional(pool)
+                .await?;
+        return Ok(title.unwrap_or_else(|| collection.clone()));
+    }
+    Ok(filter.words())
+}
+
 // ---- the form's choices ----
 
 /// A product the exports form offers.
@@ -762,16 +953,57 @@ pub struct ProductChoice {
     pub has_codes: bool,
 }
 
-/// Every product, archived ones too (their orders are still exported), by
-/// collection and page order.
-pub async fn choices(pool: &PgPool) -> sqlx::Result<Vec<ProductChoice>> {
-    sqlx::query_as(
-        "select p.id, p.name, p.collection, p.starts_at, p.active, k.code is not null as has_codes \
-           from products p join product_kinds k on k.kind = p.kind \
-          order by p.collection, p.position, p.id",
+/// An event or a part of the shop the exports form offers, with its
+/// products.
+#[derive(Debug, Clone)]
+pub struct CollectionChoice {
+    pub id: String,
+    pub title: String,
+    pub archived: bool,
+    pub products: Vec<ProductChoice>,
+}
+
+impl CollectionChoice {
+    /// Whether a door's list of it has something to list.
+    pub fn has_codes(&self) -> bool {
+        self.products.iter().any(|p| p.has_codes)
+    }
+}
+
+/// Every collection with its products, archived ones too (their orders
+/// are still exported), in the shop's order.
+pub async fn choices(pool: &PgPool) -> sqlx::Result<Vec<CollectionChoice>> {
+    #[derive(FromRow)]
+    struct Row {
+        #[sqlx(flatten)]
+        product: ProductChoice,
+        collection_title: String,
+        collection_archived: bool,
+    }
+    let rows: Vec<Row> = sqlx::query_as(
+        "select p.id, p.name, p.collection, p.starts_at, p.active and p.archived_at is null as active, \
+                k.code is not null as has_codes, coalesce(c.title, p.collection) as collection_title, \
+                c.archived_at is not null as collection_archived \
+           from products p \
+           join product_kinds k on k.kind = p.kind \
+           left join collections c on c.id = p.collection \
+          order by coalesce(c.position, 0), p.collection, p.position, p.starts_at, p.id",
     )
     .fetch_all(pool)
-    .await
+    .await?;
+    let mut collections: Vec<CollectionChoice> = Vec::new();
+    for row in rows {
+        match collections.last_mut() {
+            Some(last) if last.id == row.product.collection => last.products.push(row.product),
+            _ => collections.push(CollectionChoice {
+                id: row.product.collection.clone(),
+                title: row.collection_title,
+                archived: row.collection_archived,
+                products: vec![row.product],
+            }),
+        }
+    }
+    Ok(collections)
 }
 
 #[cfg(test)]

@@ -732,7 +732,7 @@ async fn the_doors_list_is_printed_without_the_menus() {
     let (app, driver, _turn) = shop_and_driver().await;
     app.add_staff().await;
     for (i, name) in ["Zed Last", "amy First", "Bo Middle"].iter().enumerate() {
-        let order = crate::checkout::paid(
+        let order = holdfast_testkit::engine::paid(
             &app.db,
             &format!("print-{i}"),
             &[("harbour-lights-general", 2)],
@@ -757,10 +757,25 @@ async fn the_doors_list_is_printed_without_the_menus() {
         .await;
     staff.wait_for_path("/admin/exports").await;
     staff.screenshot("exports").await;
+
+    // the door: its menu has the door's lists and no exports
+    sqlx::query("update staff set role = 'door' where email = $1")
+        .bind(STAFF_EMAIL)
+        .execute(&app.db.pool)
+        .await
+        .unwrap();
+    staff.go(&format!("{}/admin/redeem", app.address)).await;
+    staff.wait_for_path("/admin/redeem").await;
+    assert!(!staff.text("nav.admin-nav").await.contains("Exports"));
     staff
-        .click("#door-lists a[href=\"/admin/exports/door?collection=harbour-lights\"]")
+        .click("nav.admin-nav a[href=\"/admin/door-list\"]")
         .await;
-    staff.wait_for_path("/admin/exports/door").await;
+    staff.wait_for_path("/admin/door-list").await;
+    staff.screenshot("door-lists").await;
+    staff
+        .click("#door-lists a[href=\"/admin/door-list?collection=harbour-lights\"]")
+        .await;
+    staff.wait_for_path("/admin/door-list").await;
     let list = staff.text("#door-list tbody").await;
     let (amy, bo, zed) = (
         list.find("amy First").unwrap(),
@@ -792,6 +807,10 @@ async fn the_doors_list_is_printed_without_the_menus() {
     assert_eq!(
         staff.style("#door-list thead", "display").await,
         "table-header-group"
+    );
+    assert_eq!(
+        staff.style("#door-list tbody tr", "break-inside").await,
+        "avoid"
     );
     assert_eq!(staff.style(".tick", "border-top-style").await, "solid");
     staff.screenshot("door-list-as-printed").await;

