@@ -283,6 +283,10 @@ pub fn spawn_worker(
         )
         .run_forever(),
     );
+    tokio::spawn(crate::worker::schedules::run_forever(
+        pool.clone(),
+        settings.time_zone,
+    ));
     let sweeper = Sweeper::new(
         Inventory::new(pool.clone()),
         format!("sweeper:{name}:{}", std::process::id()),

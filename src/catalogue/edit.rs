@@ -12,6 +12,9 @@ use sqlx::PgPool;
 use super::ProductKind;
 use crate::inventory::{Capacity, InvalidInput, Inventory, ResourceId, UpsertOutcome};
 
+/// A product's most units per order, unless the catalogue says otherwise.
+pub const DEFAULT_MAX_PER_ORDER: i32 = 10;
+
 /// What a collection groups.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, sqlx::Type)]
 #[serde(rename_all = "snake_case")]

@@ -16,13 +16,10 @@ use serde::{Deserialize, Serialize};
 use sqlx::PgPool;
 
 use super::ProductKind;
-use super::edit::{CollectionEdit, CollectionKind, ProductEdit, PutProduct};
+use super::edit::{CollectionEdit, CollectionKind, DEFAULT_MAX_PER_ORDER, ProductEdit, PutProduct};
 use super::schedules::{self, Schedule};
 use crate::clock::ShopZone;
 use crate::vouchers::{self, NewVoucher};
-
-/// A product's most units per order, unless the catalogue says otherwise.
-pub const DEFAULT_MAX_PER_ORDER: i32 = 10;
 
 fn default_max_per_order() -> i32 {
     DEFAULT_MAX_PER_ORDER
@@ -601,6 +598,9 @@ impl CatalogueFile {
                 per_buyer: v.per_buyer,
             })
             .collect();
+        // by code: the same catalogue is the same file, whenever each
+        // voucher was made
+        file.vouchers.sort_by(|a, b| a.code.cmp(&b.code));
         Ok(file)
     }
 }

@@ -11,10 +11,10 @@ use chrono::{DateTime, Utc};
 use serde::Serialize;
 use sqlx::PgPool;
 
-pub use edit::{CollectionEdit, CollectionKind, ProductEdit, PutProduct};
+pub use edit::{CollectionEdit, CollectionKind, DEFAULT_MAX_PER_ORDER, ProductEdit, PutProduct};
 pub use file::{
-    CatalogueFile, DEFAULT_MAX_PER_ORDER, EventSpec, LoadReport, PickupSlots, ProductSpec,
-    SaleWindow, TierSpec, When, moment,
+    CatalogueFile, EventSpec, LoadReport, PickupSlots, ProductSpec, SaleWindow, TierSpec, When,
+    moment,
 };
 pub use kind::{Code, ProductKind};
 

@@ -51,7 +51,7 @@ pub struct Schedule {
 }
 
 fn ten() -> i32 {
-    super::DEFAULT_MAX_PER_ORDER
+    super::edit::DEFAULT_MAX_PER_ORDER
 }
 
 impl Schedule {

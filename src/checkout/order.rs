@@ -122,6 +122,9 @@ pub struct Order {
     pub pickup_code: Option<String>,
     pub created_at: DateTime<Utc>,
     pub paid_at: Option<DateTime<Utc>>,
+    /// The voucher the order was started with, and what it took off.
+    pub voucher_code: Option<String>,
+    pub discount_minor: i64,
 }
 
 /// An order's line, with what the provider's line items need.

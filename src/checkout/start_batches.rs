@@ -304,6 +304,9 @@ async fn one_outcome(
                 pickup_code: None,
                 created_at: row.created_at,
                 paid_at: None,
+                // a batch is of checkouts without a voucher
+                voucher_code: None,
+                discount_minor: 0,
             },
             lines,
             resource: Some(resource),

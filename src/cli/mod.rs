@@ -1,12 +1,13 @@
 //! Operator commands. `--db` or `DATABASE_URL` picks the database (without
 //! either, the private cluster); `--json` prints one JSON value for machines.
 //! Each command is a function of its own: [`shop`] (serve, worker, migrate,
-//! catalogue, staff), [`engine`] (resources, holds, sweeps, the drift check,
-//! settings), [`after_sale`] (refunds, redemptions).
+//! catalogue, staff), [`vouchers`], [`engine`] (resources, holds, sweeps,
+//! the drift check, settings), [`after_sale`] (refunds, redemptions).
 
 mod after_sale;
 mod engine;
 mod shop;
+mod vouchers;
 
 use std::process::ExitCode;
 
@@ -54,6 +55,11 @@ enum Command {
     Catalogue {
         #[command(subcommand)]
         action: CatalogueAction,
+    },
+    /// Vouchers: discount and access codes with a limited number of uses
+    Voucher {
+        #[command(subcommand)]
+        action: VoucherAction,
     },
     /// Staff accounts for the admin
     Staff {
@@ -149,8 +155,26 @@ pub(super) struct SettingsChange {
 #[derive(Debug, Subcommand)]
 enum StaffAction {
     /// Add a staff member, or set a new password for one (ending their
-    /// sessions). The password is read from standard input.
-    Add { email: String },
+    /// sessions). The password is read from standard input. A new account
+    /// needs --role (but the shop's first, which is an owner); an existing
+    /// account's role changes only when --role is given.
+    Add {
+        email: String,
+        /// owner, box-office or door
+        #[arg(long, value_parser = parse_role)]
+        role: Option<crate::staff::roles::Role>,
+    },
+    /// Every account: e-mail, role, two-factor on or off, disabled or not
+    List,
+    /// Turn an account's two-factor sign-in off (a lost phone and lost
+    /// recovery codes), ending its sessions; it signs in with its password
+    /// and sets two-factor up again
+    ResetTwoFactor { email: String },
+}
+
+fn parse_role(name: &str) -> Result<crate::staff::roles::Role, String> {
+    crate::staff::roles::Role::parse(name)
+        .ok_or_else(|| format!("{name:?} is not a role: owner, box-office or door"))
 }
 
 #[derive(Debug, Subcommand)]
@@ -160,6 +184,22 @@ enum CatalogueAction {
         #[arg(long, default_value = "fixtures/catalogue.json")]
         file: std::path::PathBuf,
     },
+    /// Write what the shop sells now (what the admin made) as a catalogue
+    /// file, times in HOLDFAST_TIME_ZONE's offset: loading it gives the
+    /// same catalogue
+    Export {
+        /// Where to write it (default: standard output)
+        #[arg(long)]
+        file: Option<std::path::PathBuf>,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum VoucherAction {
+    /// Create a voucher (a code that exists is left as it is)
+    Add(vouchers::AddArgs),
+    /// Every voucher with its uses: in all, held by open checkouts, used
+    List,
 }
 
 pub async fn main() -> ExitCode {
@@ -207,9 +247,24 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Catalogue {
             action: CatalogueAction::Load { file },
         } => shop::catalogue_load(&ctx, file).await,
+        Command::Catalogue {
+            action: CatalogueAction::Export { file },
+        } => shop::catalogue_export(&ctx, file).await,
+        Command::Voucher {
+            action: VoucherAction::Add(args),
+        } => vouchers::add(&ctx, args).await,
+        Command::Voucher {
+            action: VoucherAction::List,
+        } => vouchers::list(&ctx).await,
         Command::Staff {
-            action: StaffAction::Add { email },
-        } => shop::staff_add(&ctx, email).await,
+            action: StaffAction::Add { email, role },
+        } => shop::staff_add(&ctx, email, role).await,
+        Command::Staff {
+            action: StaffAction::List,
+        } => shop::staff_list(&ctx).await,
+        Command::Staff {
+            action: StaffAction::ResetTwoFactor { email },
+        } => shop::staff_reset_two_factor(&ctx, email).await,
         Command::Serve { no_worker } => shop::serve(&ctx, no_worker).await,
         Command::Worker => shop::worker(&ctx).await,
         Command::Resource { id, total } => engine::resource(&ctx, id, total).await,
@@ -240,7 +295,8 @@ impl Ctx {
     }
 }
 
-/// Who acts from the command line, as redemptions and refunds record it.
+/// Who acts from the command line, as redemptions, refunds and changes to
+/// staff accounts record it.
 fn cli_actor() -> String {
     format!(
         "command line ({})",

@@ -3,10 +3,13 @@
 
 use std::process::ExitCode;
 
-use super::{Ctx, print};
+use super::{Ctx, cli_actor, print};
 use crate::catalogue::CatalogueFile;
 use crate::configuration::ServerSettings;
 use crate::payments::ProviderSettings;
+use crate::staff::accounts::{self, SetUp};
+use crate::staff::roles::Role;
+use crate::staff::{Actor, two_factor};
 
 /// `holdfast migrate`: the schema is brought up to date on connecting; say so.
 pub(super) async fn migrate(ctx: &Ctx) -> anyhow::Result<ExitCode> {
@@ -38,19 +41,146 @@ pub(super) async fn catalogue_load(
     Ok(ExitCode::SUCCESS)
 }
 
-/// `holdfast staff add EMAIL`: a staff member, or a new password for one.
-pub(super) async fn staff_add(ctx: &Ctx, email: String) -> anyhow::Result<ExitCode> {
+/// `holdfast catalogue export [--file PATH]`: the catalogue as a file that
+/// loads back into the same catalogue.
+pub(super) async fn catalogue_export(
+    ctx: &Ctx,
+    file: Option<std::path::PathBuf>,
+) -> anyhow::Result<ExitCode> {
+    let zone = crate::configuration::time_zone()?;
+    let catalogue = CatalogueFile::export(&ctx.pool, zone).await?;
+    let mut text = serde_json::to_string_pretty(&catalogue)?;
+    text.push('\n');
+    match file {
+        None => print!("{text}"),
+        Some(path) => {
+            // whole or not at all: a file beside it, renamed into place
+            let partial = path.with_extension("partial");
+            std::fs::write(&partial, &text)
+                .and_then(|()| std::fs::rename(&partial, &path))
+                .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))?;
+            let products = catalogue.products.len()
+                + catalogue
+                    .events
+                    .iter()
+                    .map(|e| e.tiers.len())
+                    .sum::<usize>();
+            print(
+                ctx.json,
+                &serde_json::json!({
+                    "file": path.display().to_string(),
+                    "events": catalogue.events.len(),
+                    "schedules": catalogue.schedules.len(),
+                    "products": products,
+                    "vouchers": catalogue.vouchers.len(),
+                }),
+                || {
+                    format!(
+                        "{}: {} events, {} schedules, {products} other products and tiers, {} vouchers",
+                        path.display(),
+                        catalogue.events.len(),
+                        catalogue.schedules.len(),
+                        catalogue.vouchers.len()
+                    )
+                },
+            );
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `holdfast staff add EMAIL [--role ROLE]`: a staff member, or a new
+/// password (and, with `--role`, a new role) for one.
+pub(super) async fn staff_add(
+    ctx: &Ctx,
+    email: String,
+    role: Option<Role>,
+) -> anyhow::Result<ExitCode> {
     let email = crate::staff::StaffEmail::parse(&email)?;
     let password = super::read_password()?;
-    let outcome = crate::staff::add_staff(&ctx.pool, &email, &password).await?;
-    let word = match outcome {
-        crate::staff::AddOutcome::Created => "added",
-        crate::staff::AddOutcome::PasswordChanged => "password changed",
+    let outcome = accounts::set_up(&ctx.pool, &cli_actor(), &email, &password, role).await?;
+    let (word, role, role_changed) = match outcome {
+        SetUp::Created { role } => ("added", role, false),
+        SetUp::PasswordChanged { role, role_changed } => ("password changed", role, role_changed),
     };
     print(
         ctx.json,
-        &serde_json::json!({ "email": email.as_str(), "outcome": word }),
-        || format!("{}: {word}", email.as_str()),
+        &serde_json::json!({
+            "email": email.as_str(),
+            "outcome": word,
+            "role": role,
+            "role_changed": role_changed,
+        }),
+        || {
+            let changed = if role_changed { ", role changed" } else { "" };
+            format!(
+                "{}: {word}{changed} ({})",
+                email.as_str(),
+                role.label().to_lowercase()
+            )
+        },
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `holdfast staff list`: every account, its role and whether it signs in
+/// with a second factor.
+pub(super) async fn staff_list(ctx: &Ctx) -> anyhow::Result<ExitCode> {
+    let rows = accounts::list(&ctx.pool).await?;
+    let listed: Vec<serde_json::Value> = rows
+        .iter()
+        .map(|row| {
+            serde_json::json!({
+                "email": row.email,
+                "role": row.role,
+                "two_factor": row.two_factor,
+                "disabled": row.disabled,
+                "last_login": row.last_login,
+            })
+        })
+        .collect();
+    print(ctx.json, &listed, || {
+        let width = rows.iter().map(|r| r.email.len()).max().unwrap_or(5).max(5);
+        let mut text = format!("{:width$}  {:10}  two-factor", "email", "role");
+        for row in &rows {
+            text.push_str(&format!(
+                "\n{:width$}  {:10}  {}{}",
+                row.email,
+                row.role.as_str().replace('_', "-"),
+                if row.two_factor { "on" } else { "off" },
+                if row.disabled { "  (disabled)" } else { "" },
+            ));
+        }
+        if rows.is_empty() {
+            text.push_str("\n(no accounts: holdfast staff add EMAIL)");
+        }
+        text
+    });
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `holdfast staff reset-two-factor EMAIL`: the way back for an account
+/// (the last owner's, say) that lost its phone and its recovery codes.
+pub(super) async fn staff_reset_two_factor(ctx: &Ctx, email: String) -> anyhow::Result<ExitCode> {
+    let email = crate::staff::StaffEmail::parse(&email)?;
+    let Some(id) = accounts::find(&ctx.pool, &email).await? else {
+        anyhow::bail!("no staff account {}", email.as_str());
+    };
+    let operator = cli_actor();
+    let was_on = two_factor::reset(&ctx.pool, Actor::Operator(&operator), id).await?;
+    print(
+        ctx.json,
+        &serde_json::json!({ "email": email.as_str(), "two_factor_was_on": was_on }),
+        || {
+            if was_on {
+                format!(
+                    "{}: two-factor sign-in turned off, sessions ended",
+                    email.as_str()
+                )
+            } else {
+                format!("{}: two-factor sign-in was off already", email.as_str())
+            }
+        },
     );
     Ok(ExitCode::SUCCESS)
 }

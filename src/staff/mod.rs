@@ -1,11 +1,15 @@
 //! Staff: accounts with argon2id passwords, sessions behind a signed cookie
 //! and a database row, the login throttle, and (in [`actions`]) the admin's
-//! actions, each recorded with who took it.
+//! actions, each recorded with who took it. [`accounts`] is the owner's
+//! running of accounts and roles; [`two_factor`] the second step of signing
+//! in.
 
+pub mod accounts;
 pub mod actions;
 pub mod exports;
 pub mod refunds;
 pub mod roles;
+pub mod two_factor;
 pub mod views;
 
 use std::fmt;
@@ -204,7 +208,9 @@ pub enum AddOutcome {
     PasswordChanged,
 }
 
-/// `holdfast staff add`: a new staff member, or a new password for one.
+/// A new staff member (an owner), or a new password for one: for tests and
+/// scripts. The command line's `holdfast staff add` is
+/// [`accounts::set_up`], which asks for a role and records who did it.
 pub async fn add_staff(pool: &PgPool, email: &StaffEmail, password: &Secret) -> Result<AddOutcome> {
     check_new_password(password)?;
     let hash = hash_password(password).await?;
@@ -220,12 +226,15 @@ pub async fn add_staff(pool: &PgPool, email: &StaffEmail, password: &Secret) -> 
     .await?;
     if !created {
         // a new password ends every session of the old one
-        sqlx::query(
+        for ended in [
             "delete from staff_sessions where staff_id = (select id from staff where email = $1)",
-        )
-        .bind(email.as_str())
-        .execute(&mut *tx)
-        .await?;
+            "delete from staff_login_challenges where staff_id = (select id from staff where email = $1)",
+        ] {
+            sqlx::query(ended)
+                .bind(email.as_str())
+                .execute(&mut *tx)
+                .await?;
+        }
     }
     tx.commit().await?;
     Ok(if created {
@@ -237,7 +246,11 @@ pub async fn add_staff(pool: &PgPool, email: &StaffEmail, password: &Secret) -> 
 
 /// Signs cookie values (HMAC-SHA256) with the configured session key.
 #[derive(Clone)]
-pub struct SessionKey(Secret);
+pub struct SessionKey {
+    key: Secret,
+    /// Made up by this process (no `HOLDFAST_SESSION_KEY`): gone when it ends.
+    ephemeral: bool,
+}
 
 impl fmt::Debug for SessionKey {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -253,26 +266,47 @@ impl SessionKey {
                 "HOLDFAST_SESSION_KEY must have at least 32 characters".into(),
             ));
         }
-        Ok(Self(key))
+        Ok(Self {
+            key,
+            ephemeral: false,
+        })
     }
 
     /// A random key for development; sessions signed with it end when the
     /// process does.
     pub fn generate() -> Self {
-        Self(Secret::new(random_token()))
+        Self {
+            key: Secret::new(random_token()),
+            ephemeral: true,
+        }
+    }
+
+    /// Whether this process made the key up (nothing it signs or seals
+    /// outlives the process).
+    pub fn is_ephemeral(&self) -> bool {
+        self.ephemeral
     }
 
     /// `value.signature`.
     pub fn sign(&self, value: &str) -> String {
-        let signature = hmac_sha256_hex(self.0.expose().as_bytes(), value.as_bytes());
+        let signature = hmac_sha256_hex(self.key.expose().as_bytes(), value.as_bytes());
         format!("{value}.{signature}")
     }
 
     /// The value, if the signature is ours (compared in constant time).
     pub fn verify<'a>(&self, signed: &'a str) -> Option<&'a str> {
         let (value, signature) = signed.rsplit_once('.')?;
-        hmac_sha256_matches(self.0.expose().as_bytes(), value.as_bytes(), signature)
+        hmac_sha256_matches(self.key.expose().as_bytes(), value.as_bytes(), signature)
             .then_some(value)
+    }
+
+    /// A key of its own for one purpose, HMAC-SHA256(session key, label):
+    /// knowing one derived key tells nothing of the session key or another.
+    fn derive(&self, label: &str) -> [u8; 32] {
+        let hex = hmac_sha256_hex(self.key.expose().as_bytes(), label.as_bytes());
+        let mut key = [0u8; 32];
+        hex::decode_to_slice(hex, &mut key).expect("HMAC-SHA256 is 32 bytes of hex");
+        key
     }
 }
 
@@ -294,6 +328,11 @@ pub struct Session {
     pub csrf_token: String,
     /// The cookie's (unsigned) session id.
     pub id: String,
+    /// Whether this member signs in with a second factor.
+    pub two_factor: bool,
+    /// The owner requires a second factor of this member's role and it
+    /// has none yet: the session may enrol (or sign out) and nothing else.
+    pub must_enrol: bool,
 }
 
 /// The id and token are bearer credentials: never printed.
@@ -303,32 +342,49 @@ impl fmt::Debug for Session {
             .field("staff", &self.staff)
             .field("csrf_token", &"[redacted]")
             .field("id", &"[redacted]")
+            .field("two_factor", &self.two_factor)
+            .field("must_enrol", &self.must_enrol)
             .finish()
     }
 }
 
-/// The session a cookie's id names, if it exists and has not expired.
+/// Whether a member must enrol before doing anything: the owner's setting
+/// asks it of every role that can refund, and the member has no second
+/// factor yet.
+pub fn must_enrol(role: roles::Role, two_factor: bool, required_for_refunds: bool) -> bool {
+    required_for_refunds && role.refunds() && !two_factor
+}
+
+/// The session a cookie's id names, if it exists, has not expired and its
+/// account is not disabled.
 pub async fn session(pool: &PgPool, id: &str) -> Result<Option<Session>> {
     if id.len() != 64 || !id.bytes().all(|b| b.is_ascii_hexdigit()) {
         return Ok(None);
     }
-    let row: Option<(i64, String, roles::Role, String)> = sqlx::query_as(
-        "select s.id, s.email, s.role, ss.csrf_token \
+    let row: Option<(i64, String, roles::Role, String, bool, bool)> = sqlx::query_as(
+        "select s.id, s.email, s.role, ss.csrf_token, \
+                exists (select 1 from staff_two_factor tf \
+                         where tf.staff_id = s.id and tf.confirmed_at is not null), \
+                coalesce((select two_factor_for_refunds from staff_settings), false) \
            from staff_sessions ss join staff s on s.id = ss.staff_id \
-          where ss.id_hash = $1 and ss.expires_at > now()",
+          where ss.id_hash = $1 and ss.expires_at > now() and s.disabled_at is null",
     )
     .bind(session_hash(id))
     .fetch_optional(pool)
     .await?;
-    Ok(row.map(|(staff_id, email, role, csrf_token)| Session {
-        staff: StaffMember {
-            id: staff_id,
-            email,
-            role,
+    Ok(row.map(
+        |(staff_id, email, role, csrf_token, two_factor, required)| Session {
+            staff: StaffMember {
+                id: staff_id,
+                email,
+                role,
+            },
+            csrf_token,
+            id: id.to_owned(),
+            two_factor,
+            must_enrol: must_enrol(role, two_factor, required),
         },
-        csrf_token,
-        id: id.to_owned(),
-    }))
+    ))
 }
 
 /// Logs out: the session row goes, so the cookie opens nothing even if kept.
@@ -352,169 +408,266 @@ pub async fn end_session(pool: &PgPool, session: &Session) -> Result<()> {
     Ok(())
 }
 
+/// A new session row for `staff`, in the caller's transaction: the
+/// cookie's id and the session's CSRF token.
+async fn start_session(
+    tx: &mut sqlx::Transaction<'_, sqlx::Postgres>,
+    staff: &StaffMember,
+) -> sqlx::Result<(String, String)> {
+    let session_id = random_token();
+    let csrf_token = random_token();
+    sqlx::query(
+        "insert into staff_sessions (id_hash, staff_id, csrf_token, expires_at) \
+         values ($1, $2, $3, now() + $4 * interval '1 hour')",
+    )
+    .bind(session_hash(&session_id))
+    .bind(staff.id)
+    .bind(&csrf_token)
+    .bind(SESSION_HOURS as f64)
+    .execute(&mut **tx)
+    .await?;
+    Ok((session_id, csrf_token))
+}
+
 /// What a login attempt came to.
 #[derive(Debug)]
 pub enum LoginOutcome {
     SignedIn(Session),
+    /// The password was right and the account signs in with a second
+    /// factor: the browser is given this challenge's id (a bearer
+    /// credential until the code is typed, for a few minutes) and asked for
+    /// the code.
+    NeedsCode {
+        challenge: Secret,
+    },
     /// Wrong address or password (the answer does not say which).
     Refused,
+    /// The password was right, but an owner has disabled the account.
+    Disabled,
     /// Too many attempts for this address: try again after this long.
     Locked {
         retry_after: Duration,
     },
 }
 
-/// Checks a login from client `address` (the limits key). Attempts are
-/// counted per e-mail from that address, per address and per e-mail
-/// ([`PER_EMAIL_FROM_ADDRESS`], [`PER_ADDRESS`], [`PER_EMAIL`]) *before*
-/// the password is checked, so parallel guesses cannot slip past a limit.
-/// Wrong answers past a count's `slow_after` are slowed; reaching a
-/// `lock_after` locks that count's key for [`LOCK_MINUTES`], even for the
-/// right password.
+/// How long a sign-in waits between its password and its code.
+pub const CHALLENGE_MINUTES: i64 = 5;
+/// Wrong codes one challenge takes before the password is asked again.
+pub const CHALLENGE_WRONG_CODES: i32 = 5;
+
+/// One answer to the login (a password, or a sign-in code), counted in the
+/// throttle *before* it is checked: per e-mail from the client's address
+/// ([`PER_EMAIL_FROM_ADDRESS`]), per address ([`PER_ADDRESS`]) and per
+/// e-mail ([`PER_EMAIL`]), so parallel guesses cannot slip past a limit.
+pub(crate) struct Attempt {
+    counts: [(Throttle, String); 3],
+    counted: Vec<(String, i32, Option<f64>)>,
+}
+
+impl Attempt {
+    /// Counts an answer for `typed` (lower-cased, at most 254 characters)
+    /// from `address`. `Err` is the answer when a count is locked already
+    /// or a burst has just raced past a limit: nothing is to be checked.
+    pub(crate) async fn count(
+        pool: &PgPool,
+        typed: &str,
+        address: &str,
+    ) -> Result<std::result::Result<Self, LoginOutcome>> {
+        let address: String = address.chars().take(45).collect();
+        let counts = [
+            (PER_EMAIL_FROM_ADDRESS, format!("pair:{address} {typed}")),
+            (PER_ADDRESS, format!("address:{address}")),
+            (PER_EMAIL, format!("email:{typed}")),
+        ];
+        let keys: Vec<&str> = counts.iter().map(|(_, key)| key.as_str()).collect();
+        // one statement, keys in one order: concurrent logins cannot deadlock
+        let counted: Vec<(String, i32, Option<f64>)> = sqlx::query_as(
+            "insert into login_throttle as t (key, attempts) \
+             select key, 1 from unnest($1::text[]) as k(key) order by key \
+             on conflict (key) do update set \
+                attempts = case when t.locked_until > now() then t.attempts \
+                                when t.locked_until is not null \
+                                  or t.window_started_at < now() - $2 * interval '1 minute' then 1 \
+                                else t.attempts + 1 end, \
+                window_started_at = case when t.locked_until > now() then t.window_started_at \
+                                         when t.locked_until is not null \
+                                           or t.window_started_at < now() - $2 * interval '1 minute' then now() \
+                                         else t.window_started_at end, \
+                locked_until = case when t.locked_until > now() then t.locked_until end \
+             returning key, attempts, extract(epoch from (locked_until - now()))::float8",
+        )
+        .bind(&keys)
+        .bind(WINDOW_MINUTES as f64)
+        .fetch_all(pool)
+        .await?;
+        let attempt = Self { counts, counted };
+        let locked_for = attempt
+            .counted
+            .iter()
+            .filter_map(|(_, _, seconds)| *seconds)
+            .fold(0.0_f64, f64::max);
+        if locked_for > 0.0 {
+            return Ok(Err(LoginOutcome::Locked {
+                retry_after: Duration::from_secs_f64(locked_for.ceil()),
+            }));
+        }
+        let raced_past = attempt.reached(true);
+        if !raced_past.is_empty() {
+            // a burst raced past a limit: lock without checking
+            return Ok(Err(lock(pool, &raced_past).await?));
+        }
+        Ok(Ok(attempt))
+    }
+
+    fn attempts(&self, key: &str) -> i32 {
+        self.counted
+            .iter()
+            .find(|(k, _, _)| k == key)
+            .map_or(0, |(_, n, _)| *n)
+    }
+
+    fn reached(&self, past: bool) -> Vec<&str> {
+        self.counts
+            .iter()
+            .filter(|(throttle, key)| {
+                throttle.lock_after.is_some_and(|limit| {
+                    let n = self.attempts(key);
+                    if past { n > limit } else { n >= limit }
+                })
+            })
+            .map(|(_, key)| key.as_str())
+            .collect()
+    }
+
+    /// The answer was wrong: locks a count that reached its limit, or
+    /// slows the answer past a count's `slow_after`.
+    pub(crate) async fn wrong(&self, pool: &PgPool) -> sqlx::Result<LoginOutcome> {
+        let reached = self.reached(false);
+        if !reached.is_empty() {
+            return lock(pool, &reached).await;
+        }
+        let slowest = self
+            .counts
+            .iter()
+            .map(|(throttle, key)| self.attempts(key) - throttle.slow_after + 1)
+            .filter_map(|steps| u32::try_from(steps).ok())
+            .map(|steps| Duration::from_millis(200) * steps)
+            .max()
+            .unwrap_or_default()
+            .min(SLOWEST);
+        tokio::time::sleep(slowest).await;
+        Ok(LoginOutcome::Refused)
+    }
+
+    /// The whole sign-in succeeded: this e-mail's counts are forgotten. The
+    /// address's count stays: a right answer for one account does not buy
+    /// more guesses at others.
+    pub(crate) async fn forget(
+        &self,
+        tx: &mut sqlx::Transaction<'_, sqlx::Postgres>,
+    ) -> sqlx::Result<()> {
+        sqlx::query("delete from login_throttle where key = any($1)")
+            .bind([self.counts[0].1.as_str(), self.counts[2].1.as_str()])
+            .execute(&mut **tx)
+            .await?;
+        Ok(())
+    }
+}
+
+/// An e-mail as typed into the login form, as the throttle counts it.
+pub(crate) fn typed_email(typed: &str) -> String {
+    typed.trim().to_lowercase().chars().take(254).collect()
+}
+
+/// Checks a login from client `address` (the limits key), counted first
+/// ([`Attempt`]). Wrong answers past a count's `slow_after` are slowed;
+/// reaching a `lock_after` locks that count's key for [`LOCK_MINUTES`],
+/// even for the right password. An account with two-factor sign-in gets a
+/// challenge instead of a session, and its counts are kept until the code
+/// is right too ([`two_factor::log_in_with_code`]).
 pub async fn log_in(
     pool: &PgPool,
     typed_email: &str,
     address: &str,
     password: &Secret,
 ) -> Result<LoginOutcome> {
-    let typed: String = typed_email
-        .trim()
-        .to_lowercase()
-        .chars()
-        .take(254)
-        .collect();
+    let typed = self::typed_email(typed_email);
     if typed.is_empty() || password.expose().is_empty() {
         return Ok(LoginOutcome::Refused);
     }
     if password.expose().len() > MAX_PASSWORD_BYTES {
         return Ok(LoginOutcome::Refused);
     }
-    let address: String = address.chars().take(45).collect();
-    let counts = [
-        (PER_EMAIL_FROM_ADDRESS, format!("pair:{address} {typed}")),
-        (PER_ADDRESS, format!("address:{address}")),
-        (PER_EMAIL, format!("email:{typed}")),
-    ];
-    let keys: Vec<&str> = counts.iter().map(|(_, key)| key.as_str()).collect();
-    // one statement, keys in one order: concurrent logins cannot deadlock
-    let counted: Vec<(String, i32, Option<f64>)> = sqlx::query_as(
-        "insert into login_throttle as t (key, attempts) \
-         select key, 1 from unnest($1::text[]) as k(key) order by key \
-         on conflict (key) do update set \
-            attempts = case when t.locked_until > now() then t.attempts \
-                            when t.locked_until is not null \
-                              or t.window_started_at < now() - $2 * interval '1 minute' then 1 \
-                            else t.attempts + 1 end, \
-            window_started_at = case when t.locked_until > now() then t.window_started_at \
-                                     when t.locked_until is not null \
-                                       or t.window_started_at < now() - $2 * interval '1 minute' then now() \
-                                     else t.window_started_at end, \
-            locked_until = case when t.locked_until > now() then t.locked_until end \
-         returning key, attempts, extract(epoch from (locked_until - now()))::float8",
-    )
-    .bind(&keys)
-    .bind(WINDOW_MINUTES as f64)
-    .fetch_all(pool)
-    .await?;
-    let attempts = |key: &str| {
-        counted
-            .iter()
-            .find(|(k, _, _)| k == key)
-            .map_or(0, |(_, n, _)| *n)
+    let attempt = match Attempt::count(pool, &typed, address).await? {
+        Ok(attempt) => attempt,
+        Err(answer) => return Ok(answer),
     };
-    let locked_for = counted
-        .iter()
-        .filter_map(|(_, _, seconds)| *seconds)
-        .fold(0.0_f64, f64::max);
-    if locked_for > 0.0 {
-        return Ok(LoginOutcome::Locked {
-            retry_after: Duration::from_secs_f64(locked_for.ceil()),
-        });
-    }
-    let reached = |past: bool| -> Vec<&str> {
-        counts
-            .iter()
-            .filter(|(throttle, key)| {
-                throttle.lock_after.is_some_and(|limit| {
-                    let n = attempts(key);
-                    if past { n > limit } else { n >= limit }
-                })
-            })
-            .map(|(_, key)| key.as_str())
-            .collect()
-    };
-    let raced_past = reached(true);
-    if !raced_past.is_empty() {
-        // a burst raced past a limit: lock without checking
-        return Ok(lock(pool, &raced_past).await?);
-    }
     let email = StaffEmail::parse(&typed).ok();
-    let stored: Option<(i64, String, String, roles::Role)> = match &email {
+    type Stored = (i64, String, String, roles::Role, bool, bool, bool);
+    let stored: Option<Stored> = match &email {
         Some(email) => {
-            sqlx::query_as("select id, email, password_hash, role from staff where email = $1")
-                .bind(email.as_str())
-                .fetch_optional(pool)
-                .await?
+            sqlx::query_as(
+                "select s.id, s.email, s.password_hash, s.role, s.disabled_at is not null, \
+                        exists (select 1 from staff_two_factor tf \
+                                 where tf.staff_id = s.id and tf.confirmed_at is not null), \
+                        coalesce((select two_factor_for_refunds from staff_settings), false) \
+                   from staff s where s.email = $1",
+            )
+            .bind(email.as_str())
+            .fetch_optional(pool)
+            .await?
         }
         None => None,
     };
     let matches = verify_password(stored.as_ref().map(|s| s.2.clone()), password).await?;
-    match stored.filter(|_| matches) {
-        Some((id, email, _, role)) => {
-            let staff = StaffMember { id, email, role };
-            let session_id = random_token();
-            let csrf_token = random_token();
-            let mut tx = pool.begin().await?;
-            // the address's count stays: a right answer for one account
-            // does not buy more guesses at others
-            sqlx::query("delete from login_throttle where key = any($1)")
-                .bind([counts[0].1.as_str(), counts[2].1.as_str()])
-                .execute(&mut *tx)
-                .await?;
-            sqlx::query(
-                "insert into staff_sessions (id_hash, staff_id, csrf_token, expires_at) \
-                 values ($1, $2, $3, now() + $4 * interval '1 hour')",
-            )
-            .bind(session_hash(&session_id))
-            .bind(staff.id)
-            .bind(&csrf_token)
-            .bind(SESSION_HOURS as f64)
-            .execute(&mut *tx)
-            .await?;
-            record(
-                &mut tx,
-                &staff,
-                "login",
-                &staff.email,
-                "ok",
-                serde_json::json!({}),
-            )
-            .await?;
-            tx.commit().await?;
-            log_action(&staff, "login", &staff.email, "ok");
-            Ok(LoginOutcome::SignedIn(Session {
-                staff,
-                csrf_token,
-                id: session_id,
-            }))
-        }
-        None => {
-            let reached = reached(false);
-            if !reached.is_empty() {
-                return Ok(lock(pool, &reached).await?);
-            }
-            let slowest = counts
-                .iter()
-                .map(|(throttle, key)| attempts(key) - throttle.slow_after + 1)
-                .filter_map(|steps| u32::try_from(steps).ok())
-                .map(|steps| Duration::from_millis(200) * steps)
-                .max()
-                .unwrap_or_default()
-                .min(SLOWEST);
-            tokio::time::sleep(slowest).await;
-            Ok(LoginOutcome::Refused)
-        }
+    let Some((id, email, _, role, disabled, two_factor, required)) = stored.filter(|_| matches)
+    else {
+        return Ok(attempt.wrong(pool).await?);
+    };
+    let staff = StaffMember { id, email, role };
+    if disabled {
+        // only the right password learns this; the counts stay
+        tracing::warn!(staff = %staff.email, "a disabled staff account tried to log in");
+        return Ok(LoginOutcome::Disabled);
     }
+    if two_factor {
+        let challenge = random_token();
+        sqlx::query(
+            "insert into staff_login_challenges (id_hash, staff_id, typed_email, csrf_token, expires_at) \
+             values ($1, $2, $3, $4, now() + $5 * interval '1 minute')",
+        )
+        .bind(session_hash(&challenge))
+        .bind(staff.id)
+        .bind(&typed)
+        .bind(random_token())
+        .bind(CHALLENGE_MINUTES as f64)
+        .execute(pool)
+        .await?;
+        return Ok(LoginOutcome::NeedsCode {
+            challenge: Secret::new(challenge),
+        });
+    }
+    let mut tx = pool.begin().await?;
+    attempt.forget(&mut tx).await?;
+    let (session_id, csrf_token) = start_session(&mut tx, &staff).await?;
+    record(
+        &mut tx,
+        &staff,
+        "login",
+        &staff.email,
+        "ok",
+        serde_json::json!({}),
+    )
+    .await?;
+    tx.commit().await?;
+    log_action(&staff, "login", &staff.email, "ok");
+    Ok(LoginOutcome::SignedIn(Session {
+        must_enrol: must_enrol(staff.role, false, required),
+        staff,
+        csrf_token,
+        id: session_id,
+        two_factor: false,
+    }))
 }
 
 async fn lock(pool: &PgPool, keys: &[&str]) -> sqlx::Result<LoginOutcome> {
@@ -538,7 +691,8 @@ async fn lock(pool: &PgPool, keys: &[&str]) -> sqlx::Result<LoginOutcome> {
 }
 
 /// Forgets throttle rows whose window and lock have passed, and staff
-/// sessions that have ended. The worker's housekeeping runs it.
+/// sessions and sign-in challenges that have ended. The worker's
+/// housekeeping runs it.
 pub async fn prune(pool: &PgPool) -> sqlx::Result<(u64, u64)> {
     let throttle = sqlx::query(
         "delete from login_throttle \
@@ -553,7 +707,29 @@ pub async fn prune(pool: &PgPool) -> sqlx::Result<(u64, u64)> {
         .execute(pool)
         .await?
         .rows_affected();
-    Ok((throttle, sessions))
+    let challenges = sqlx::query("delete from staff_login_challenges where expires_at < now()")
+        .execute(pool)
+        .await?
+        .rows_affected();
+    Ok((throttle, sessions + challenges))
+}
+
+/// Who changed something: a staff member in the admin, or an operator at
+/// the command line (named as [`crate::cli`] names them).
+#[derive(Debug, Clone, Copy)]
+pub enum Actor<'a> {
+    Staff(&'a StaffMember),
+    Operator(&'a str),
+}
+
+impl Actor<'_> {
+    /// How logs name them.
+    pub fn name(&self) -> String {
+        match self {
+            Actor::Staff(staff) => staff.email.clone(),
+            Actor::Operator(operator) => (*operator).to_owned(),
+        }
+    }
 }
 
 /// Appends to the record of staff actions, in the caller's transaction.
@@ -565,11 +741,28 @@ pub async fn record(
     outcome: &str,
     detail: serde_json::Value,
 ) -> sqlx::Result<()> {
+    record_by(tx, Actor::Staff(staff), action, target, outcome, detail).await
+}
+
+/// [`record`], for a staff member or an operator.
+pub async fn record_by(
+    tx: &mut sqlx::Transaction<'_, sqlx::Postgres>,
+    by: Actor<'_>,
+    action: &str,
+    target: &str,
+    outcome: &str,
+    detail: serde_json::Value,
+) -> sqlx::Result<()> {
+    let (staff_id, operator) = match by {
+        Actor::Staff(staff) => (Some(staff.id), None),
+        Actor::Operator(operator) => (None, Some(operator)),
+    };
     sqlx::query(
-        "insert into staff_actions (staff_id, action, target, outcome, detail) \
-         values ($1, $2, $3, $4, $5)",
+        "insert into staff_actions (staff_id, operator, action, target, outcome, detail) \
+         values ($1, $2, $3, $4, $5, $6)",
     )
-    .bind(staff.id)
+    .bind(staff_id)
+    .bind(operator)
     .bind(action)
     .bind(target)
     .bind(outcome)
@@ -582,6 +775,11 @@ pub async fn record(
 /// Logs a staff action once its transaction has committed.
 pub fn log_action(staff: &StaffMember, action: &str, target: &str, outcome: &str) {
     tracing::info!(staff = %staff.email, action, target, outcome, "staff action");
+}
+
+/// [`log_action`], for a staff member or an operator.
+pub fn log_action_by(by: Actor<'_>, action: &str, target: &str, outcome: &str) {
+    tracing::info!(by = %by.name(), action, target, outcome, "staff action");
 }
 
 #[cfg(test)]

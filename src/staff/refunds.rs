@@ -137,6 +137,20 @@ struct Line {
     qty: i32,
     refunded_qty: i32,
     unit_price_minor: i64,
+    /// What the line's units were paid after the order's voucher (older
+    /// orders: none, the unit price throughout).
+    paid_minor: Option<i64>,
+}
+
+impl Line {
+    /// What `n` more of its units give back: their share of what the line
+    /// was paid, never more.
+    fn refund_of(&self, n: i32) -> i64 {
+        let paid = self
+            .paid_minor
+            .unwrap_or(self.unit_price_minor * i64::from(self.qty));
+        crate::vouchers::refund_share(paid, self.qty, self.refunded_qty, n)
+    }
 }
 
 impl RefundOutcome {
@@ -251,7 +265,8 @@ async fn refund_in(
         return Ok(RefundOutcome::NotPaid { state });
     }
     let lines: Vec<Line> = sqlx::query_as(
-        "select l.product_id, p.kind, p.resource_id, l.qty, l.refunded_qty, l.unit_price_minor \
+        "select l.product_id, p.kind, p.resource_id, l.qty, l.refunded_qty, l.unit_price_minor, \
+                l.paid_minor \
            from order_lines l join products p on p.id = l.product_id \
           where l.order_id = $1 order by p.resource_id, l.product_id",
     )
@@ -343,10 +358,7 @@ async fn refund_in(
     let amount_minor: i64 = if whole {
         paid_minor - refunded_minor
     } else {
-        wanted
-            .iter()
-            .map(|(l, n)| l.unit_price_minor * i64::from(*n))
-            .sum()
+        wanted.iter().map(|(l, n)| l.refund_of(*n)).sum()
     };
     if amount_minor < 0 {
         return Err(super::StaffError::Internal(format!(
@@ -372,17 +384,38 @@ async fn refund_in(
             .execute(&mut **tx)
             .await?;
     }
-    // the engine, resource by resource (in id order: the lines are sorted
-    // so): the units leave `sold`
-    for (line, n) in &wanted {
-        let mut left = *n;
+    // the engine, resource by resource in id order (the order every
+    // transaction locks them in): the units leave `sold`; a whole refund
+    // also gives back the voucher's use (and the buyer's), whatever
+    // happens to the stock
+    let mut walk: Vec<(&str, i32, bool)> = wanted
+        .iter()
+        .map(|(line, n)| (line.resource_id.as_str(), *n, request.restock))
+        .collect();
+    let voucher_uses: Vec<(String, i32)> = if whole {
+        sqlx::query_as(
+            "select resource_id, sum(qty - returned)::int4 from holds \
+              where purchase_id = $1 and resource_id like 'voucher:%' \
+                and state = 'confirmed' and returned < qty \
+              group by resource_id",
+        )
+        .bind(purchase)
+        .fetch_all(&mut **tx)
+        .await?
+    } else {
+        Vec::new()
+    };
+    walk.extend(voucher_uses.iter().map(|(r, n)| (r.as_str(), *n, true)));
+    walk.sort_by(|a, b| a.0.cmp(b.0));
+    for (resource, n, restock) in walk {
+        let mut left = n;
         let holds: Vec<(Uuid, i32)> = sqlx::query_as(
             "select id, qty - returned from holds \
               where purchase_id = $1 and resource_id = $2 and state = 'confirmed' \
                 and returned < qty order by id",
         )
         .bind(purchase)
-        .bind(&line.resource_id)
+        .bind(resource)
         .fetch_all(&mut **tx)
         .await?;
         for (hold, sold) in holds {
@@ -393,7 +426,7 @@ async fn refund_in(
             sqlx::query("select hf_return($1, $2, $3, $4, $5)")
                 .bind(hold)
                 .bind(take)
-                .bind(request.restock)
+                .bind(restock)
                 .bind(&actor)
                 .bind(request.reason.trim())
                 .execute(&mut **tx)
@@ -402,8 +435,8 @@ async fn refund_in(
         }
         if left > 0 {
             return Err(super::StaffError::Internal(format!(
-                "order {} has {left} more units of {} than its holds sold",
-                request.order_id, line.product_id
+                "order {} has {left} more units of {resource} than its holds sold",
+                request.order_id
             )));
         }
     }

@@ -156,6 +156,9 @@ pub struct OrderRow {
     pub hold_id: Option<Uuid>,
     /// What staff refunds gave back so far.
     pub refunded_minor: i64,
+    /// The voucher the order was started with, and what it took off.
+    pub voucher_code: Option<String>,
+    pub discount_minor: i64,
     /// Refund jobs not yet done.
     pub refunds_pending: i64,
     pub refunds_done: i64,
@@ -172,7 +175,7 @@ macro_rules! order_columns {
     () => {
         "o.id, o.state, o.customer_name, o.customer_email, o.currency, \
      o.amount_minor, o.provider, o.provider_session_id, o.payment_ref, o.flag, o.created_at, \
-     o.paid_at, o.hold_id, o.refunded_minor, \
+     o.paid_at, o.hold_id, o.refunded_minor, o.voucher_code, o.discount_minor, \
      (select count(*) from outbox_jobs j where j.kind = 'refund' and j.state = 'pending' \
         and j.payload->>'order_id' = o.id::text) as refunds_pending, \
      (select count(*) from outbox_jobs j where j.kind = 'refund' and j.state = 'done' \
@@ -216,17 +219,25 @@ pub struct RefundableLine {
     pub qty: i32,
     pub refunded_qty: i32,
     pub unit_price_minor: i64,
+    /// What the line's units were paid in all (after a voucher).
+    pub paid_minor: i64,
 }
 
 impl RefundableLine {
     pub fn left(&self) -> i32 {
         self.qty - self.refunded_qty
     }
+
+    /// What refunding every unit left gives back.
+    pub fn left_minor(&self) -> i64 {
+        crate::vouchers::refund_share(self.paid_minor, self.qty, self.refunded_qty, self.left())
+    }
 }
 
 pub async fn refundable_lines(pool: &PgPool, order: Uuid) -> sqlx::Result<Vec<RefundableLine>> {
     sqlx::query_as(
-        "select product_id, name, qty, refunded_qty, unit_price_minor from order_lines \
+        "select product_id, name, qty, refunded_qty, unit_price_minor, \
+                coalesce(paid_minor, unit_price_minor * qty) as paid_minor from order_lines \
           where order_id = $1 order by product_id",
     )
     .bind(order)
@@ -405,8 +416,9 @@ pub struct ActionRow {
 
 pub async fn actions(pool: &PgPool, limit: i64) -> sqlx::Result<Vec<ActionRow>> {
     sqlx::query_as(
-        "select a.id, s.email, a.action, a.target, a.outcome, a.detail, a.at \
-           from staff_actions a join staff s on s.id = a.staff_id \
+        "select a.id, coalesce(s.email, a.operator) as email, a.action, a.target, a.outcome, \
+                a.detail, a.at \
+           from staff_actions a left join staff s on s.id = a.staff_id \
           order by a.id desc limit $1",
     )
     .bind(limit.clamp(1, 1000))

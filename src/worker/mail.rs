@@ -277,6 +277,8 @@ struct Confirmation {
     email: String,
     token: String,
     total: String,
+    /// What the voucher took off, in words; empty: nothing.
+    discount: String,
     pickup_code: Option<String>,
     /// name, quantity, kind, when
     lines: Vec<(String, i32, ProductKind, Option<DateTime<Utc>>)>,
@@ -290,6 +292,7 @@ struct Confirmation {
 struct ConfirmationMail {
     name: String,
     total: String,
+    discount: String,
     lines: Vec<MailLine>,
     pickup_code: Option<String>,
     tickets: Vec<MailTicket>,
@@ -329,15 +332,26 @@ struct MailCode {
 
 impl Confirmation {
     async fn read(pool: &PgPool, order_id: Uuid) -> sqlx::Result<Option<Self>> {
-        type Row = (String, String, String, i64, String, Option<String>);
+        type Row = (
+            String,
+            String,
+            String,
+            i64,
+            String,
+            Option<String>,
+            Option<String>,
+            i64,
+        );
         let order: Option<Row> = sqlx::query_as(
-            "select customer_name, customer_email, token, amount_minor, currency, pickup_code \
+            "select customer_name, customer_email, token, amount_minor, currency, pickup_code, \
+                    voucher_code, discount_minor \
                from orders where id = $1",
         )
         .bind(order_id)
         .fetch_optional(pool)
         .await?;
-        let Some((name, email, token, amount, currency, pickup_code)) = order else {
+        let Some((name, email, token, amount, currency, pickup_code, voucher, discount)) = order
+        else {
             return Ok(None);
         };
         let lines = sqlx::query_as(
@@ -361,6 +375,7 @@ impl Confirmation {
             email,
             token,
             total: money::format(amount, &currency),
+            discount: discount_words(voucher.as_deref(), discount, &currency),
             pickup_code,
             lines,
             tickets,
@@ -383,6 +398,7 @@ impl Confirmation {
         let message = ConfirmationMail {
             name: self.name.clone(),
             total: self.total.clone(),
+            discount: self.discount.clone(),
             lines: self
                 .lines
                 .iter()
@@ -524,6 +540,18 @@ pub fn qr_png(code: &str) -> Result<Vec<u8>, MailError> {
     Ok(png_bytes)
 }
 
+/// What an order's voucher took off, as the order page and the mail say
+/// it; empty when nothing was.
+pub fn discount_words(voucher: Option<&str>, discount_minor: i64, currency: &str) -> String {
+    match voucher {
+        Some(code) if discount_minor > 0 => format!(
+            "Voucher {code}: {} off",
+            money::format(discount_minor, currency)
+        ),
+        _ => String::new(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -563,6 +591,7 @@ mod tests {
         let mail = ConfirmationMail {
             name: "<Ada & \"Bo\">".into(),
             total: "€28.00".into(),
+            discount: "Voucher <FANS>: €2.00 off".into(),
             lines: vec![
                 MailLine {
                     name: "Harbour Lights — General".into(),
@@ -597,9 +626,13 @@ mod tests {
             "{html}"
         );
         assert!(!html.contains("<Ada"), "{html}");
+        assert!(
+            html.contains("<p>Voucher &#60;FANS&#62;: €2.00 off.</p>"),
+            "{html}"
+        );
         assert!(html.contains("<img src=\"cid:qr-pickup\""), "{html}");
         let text = text(&ConfirmationText(&mail)).unwrap();
-        let expected = "Thank you, <Ada & \"Bo\">.\r\n\r\nYour order is paid: €28.00.\r\n\r\n\
+        let expected = "Thank you, <Ada & \"Bo\">.\r\n\r\nYour order is paid: €28.00.\r\nVoucher <FANS>: €2.00 off.\r\n\r\n\
                         - Harbour Lights — General × 2, Friday 20 March, 19:30 CET\r\n\
                         - Sourdough, pickup 12:30 × 1\r\n\r\n\
                         Pickup code: PCK-1234 (say it at the counter)\r\n\r\n\

@@ -1,10 +1,11 @@
-//! Background work: the sweeper, the outbox, reconciliation and
-//! housekeeping.
+//! Background work: the sweeper, the outbox, reconciliation,
+//! housekeeping and the pickup schedules' rolling window.
 
 pub mod housekeeping;
 pub mod mail;
 pub mod outbox;
 pub mod reconcile;
+pub mod schedules;
 
 use std::time::Duration;
 

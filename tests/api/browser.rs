@@ -824,3 +824,152 @@ async fn the_doors_list_is_printed_without_the_menus() {
     assert_no_policy_reports(&app).await;
     staff.close().await;
 }
+
+/// The owner's new pages from the keyboard: two-factor set up by reading
+/// the key off the page and typing a code (Enter submits), the second step
+/// of signing in, the Staff page (an account added), and the Settings page
+/// (two-factor required of everyone who can refund). Screenshots of each.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_owner_sets_up_two_factor_staff_and_settings_from_the_keyboard() {
+    use fantoccini::key::Key;
+
+    let (app, driver, _turn) = shop_and_driver().await;
+    app.add_staff().await;
+    let mut owner = Browser::open(&driver, shots_for("staff-two-factor")).await;
+    owner.go(&format!("{}/admin/login", app.address)).await;
+    owner.fill("input[name=email]", STAFF_EMAIL).await;
+    owner
+        .fill(
+            "input[name=password]",
+            &format!("{STAFF_PASSWORD}{}", Key::Enter),
+        )
+        .await;
+    owner.wait_for_path("/admin/resources").await;
+
+    owner
+        .click("nav.admin-nav a[href=\"/admin/two-factor\"]")
+        .await;
+    owner.wait_for_path("/admin/two-factor").await;
+    owner.screenshot("two-factor-off").await;
+    owner.click("#start button[type=submit]").await;
+    let secret = owner.text("#secret").await.replace(' ', "");
+    assert_eq!(secret.len(), 32, "{secret}");
+    // the QR code is an image the policy allows (data:), drawn at its size
+    let width = owner
+        .client
+        .execute(
+            "const img = document.querySelector('img.qr'); return img.complete ? img.naturalWidth : 0;",
+            vec![],
+        )
+        .await
+        .unwrap();
+    assert!(width.as_u64().unwrap_or(0) > 100, "{width:?}");
+    owner.screenshot("two-factor-enrol").await;
+    let code = crate::two_factor::code_at(&secret, crate::two_factor::now());
+    owner
+        .fill(
+            "#confirm input[name=code]",
+            &format!("{code}{}", Key::Enter),
+        )
+        .await;
+    let codes = owner
+        .wait_for_text("#recovery-codes", "shown only now")
+        .await;
+    assert_eq!(
+        codes
+            .lines()
+            .filter(|l| l.matches('-').count() == 3)
+            .count(),
+        10,
+        "{codes}"
+    );
+    owner.screenshot("two-factor-recovery-codes").await;
+
+    owner.click("nav.admin-nav a[href=\"/admin/staff\"]").await;
+    owner.wait_for_path("/admin/staff").await;
+    owner
+        .fill("#add-staff input[name=email]", "box@holdfast.test")
+        .await;
+    owner
+        .client
+        .execute(
+            "document.querySelector('#add-staff select[name=role]').value = 'box_office';",
+            vec![],
+        )
+        .await
+        .unwrap();
+    owner
+        .fill(
+            "#add-staff input[name=password]",
+            &format!("a long enough passphrase{}", Key::Enter),
+        )
+        .await;
+    owner.wait_for_text("#notice", "Account added").await;
+    assert!(
+        owner
+            .text("tr[data-staff=\"box@holdfast.test\"] .role")
+            .await
+            .contains("Box office")
+    );
+    assert!(
+        owner
+            .text(&format!("tr[data-staff=\"{STAFF_EMAIL}\"] .two-factor"))
+            .await
+            .contains("on")
+    );
+    owner.screenshot("staff").await;
+
+    owner
+        .click("nav.admin-nav a[href=\"/admin/settings\"]")
+        .await;
+    owner.wait_for_path("/admin/settings").await;
+    owner
+        .click("#settings input[name=two_factor_for_refunds]")
+        .await;
+    owner.click("#settings button[type=submit]").await;
+    owner.wait_for_text("#notice", "Settings saved").await;
+    owner.screenshot("settings").await;
+    assert!(
+        holdfast::staff::two_factor::required_for_refunds(&app.db.pool)
+            .await
+            .unwrap()
+    );
+
+    // signing in again: the password, then the code, from the keyboard
+    owner.click("nav.admin-nav button.link").await;
+    owner.wait_for_path("/admin/login").await;
+    owner.fill("input[name=email]", STAFF_EMAIL).await;
+    owner
+        .fill(
+            "input[name=password]",
+            &format!("{STAFF_PASSWORD}{}", Key::Enter),
+        )
+        .await;
+    owner.wait_for_path("/admin/login/code").await;
+    let next = crate::two_factor::code_at(&secret, crate::two_factor::now() + 30);
+    owner.screenshot("sign-in-code").await;
+    owner
+        .fill(
+            "#login-code input[name=code]",
+            &format!("{next}{}", Key::Enter),
+        )
+        .await;
+    owner.wait_for_path("/admin/resources").await;
+
+    // the box office account is sent to set two-factor up first
+    let mut boxed = Browser::open(&driver, shots_for("staff-two-factor/box-office")).await;
+    boxed.go(&format!("{}/admin/login", app.address)).await;
+    boxed.fill("input[name=email]", "box@holdfast.test").await;
+    boxed
+        .fill(
+            "input[name=password]",
+            &format!("a long enough passphrase{}", Key::Enter),
+        )
+        .await;
+    boxed.wait_for_path("/admin/two-factor").await;
+    assert!(boxed.text("#notice").await.contains("set it up to go on"));
+    boxed.screenshot("must-enrol").await;
+    assert_no_policy_reports(&app).await;
+    boxed.close().await;
+    owner.close().await;
+}

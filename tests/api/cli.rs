@@ -124,7 +124,7 @@ async fn a_database_url_with_a_password_never_prints() {
     assert!(!all.contains("hunter2"), "the password leaked: {all}");
 }
 
-fn holdfast_with_stdin(db: &TestDb, args: &[&str], stdin: &str) -> Output {
+pub(crate) fn holdfast_with_stdin(db: &TestDb, args: &[&str], stdin: &str) -> Output {
     use std::io::Write;
 
     let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_holdfast"))
@@ -301,7 +301,7 @@ async fn text_that_cannot_be_stored_is_refused_by_every_command_and_changes_noth
 }
 
 /// `holdfast serve` without provider keys, with `env` on top.
-fn serve_without_keys(db: &TestDb, env: &[(&str, String)]) -> std::process::Command {
+pub(crate) fn serve_without_keys(db: &TestDb, env: &[(&str, String)]) -> std::process::Command {
     let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_holdfast"));
     command
         .arg("serve")

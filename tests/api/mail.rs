@@ -71,7 +71,7 @@ fn parsed(message: &Received) -> mail_parser::Message<'_> {
 }
 
 /// The code a QR image shows.
-fn decode_qr(png_bytes: &[u8]) -> String {
+pub(crate) fn decode_qr(png_bytes: &[u8]) -> String {
     let decoder = png::Decoder::new(std::io::Cursor::new(png_bytes));
     let mut reader = decoder.read_info().unwrap();
     let mut pixels = vec![0; reader.output_buffer_size().unwrap()];

@@ -260,6 +260,13 @@ pub async fn snapshot(pool: &PgPool) -> Vec<String> {
         "staff_actions",
         "staff_sessions",
         "login_throttle",
+        "staff",
+        "staff_recovery_codes",
+        "staff_settings",
+        "collections",
+        "products",
+        "pickup_schedules",
+        "vouchers",
     ] {
         let print: String = sqlx::query_scalar(&format!(
             "select '{table}:' || count(*) || ':' || coalesce(md5(string_agg(t::text, '|' order by t::text)), '') from {table} t"

@@ -52,5 +52,5 @@ pub use shopper::{
     browser, browser_from, checkout_key, field, form_lines, hidden, http_builder, http_client,
     location, read_page, text_of, token_of, try_field,
 };
-pub use staff::{STAFF_EMAIL, STAFF_PASSWORD};
+pub use staff::{PASSWORD, STAFF_EMAIL, STAFF_PASSWORD};
 pub use tls::{TlsFront, tls_front};

@@ -54,6 +54,7 @@ pub struct Purchase {
     email: String,
     forwarded_for: Option<String>,
     payment: Payment,
+    voucher: Option<String>,
 }
 
 impl Purchase {
@@ -72,6 +73,7 @@ impl Purchase {
             email: "ada@example.com".into(),
             forwarded_for: None,
             payment: Payment::default(),
+            voucher: None,
         }
     }
 
@@ -99,6 +101,14 @@ impl Purchase {
     /// client is; the shop believes it only from a trusted proxy).
     pub fn forwarded_for(mut self, client: impl Into<String>) -> Self {
         self.forwarded_for = Some(client.into());
+        self
+    }
+
+    /// With a voucher code: it goes with every line into the basket (the
+    /// access code of a hidden product) and in the checkout form's
+    /// `voucher` field.
+    pub fn voucher(mut self, code: &str) -> Self {
+        self.voucher = Some(code.to_owned());
         self
     }
 
@@ -303,8 +313,13 @@ impl ShopFront {
             None => request,
         };
         for (product, qty) in &purchase.lines {
+            let qty = qty.to_string();
+            let mut add = vec![("product_id", product.as_str()), ("qty", qty.as_str())];
+            if let Some(code) = &purchase.voucher {
+                add.push(("code", code.as_str()));
+            }
             let added = to_shop(shopper.post(format!("{}/basket/add", self.address)))
-                .form(&[("product_id", product.as_str()), ("qty", &qty.to_string())])
+                .form(&add)
                 .send()
                 .await
                 .unwrap();
@@ -322,6 +337,9 @@ impl ShopFront {
         ];
         if let Some(provider) = purchase.provider {
             form.push(("provider", provider.as_str()));
+        }
+        if let Some(code) = &purchase.voucher {
+            form.push(("voucher", code.as_str()));
         }
         let checkout = to_shop(shopper.post(format!("{}/checkout", self.address)))
             .form(&form)

@@ -10,6 +10,8 @@ use crate::shopper::{browser, hidden, location, read_page};
 /// The staff account [`TestApp::add_staff`] makes.
 pub const STAFF_EMAIL: &str = "grace@holdfast.test";
 pub const STAFF_PASSWORD: &str = "correct horse battery staple";
+/// The password of every account [`TestApp::add_staff_as`] makes.
+pub const PASSWORD: &str = "a long enough passphrase";
 
 impl TestApp {
     /// Make the staff account ([`STAFF_EMAIL`], [`STAFF_PASSWORD`]).
@@ -21,6 +23,29 @@ impl TestApp {
         )
         .await
         .unwrap();
+    }
+
+    /// An account with a role, as `holdfast staff add --role` makes it,
+    /// with [`PASSWORD`].
+    pub async fn add_staff_as(&self, email: &str, role: holdfast::staff::roles::Role) {
+        holdfast::staff::accounts::set_up(
+            &self.db.pool,
+            "tests",
+            &holdfast::staff::StaffEmail::parse(email).unwrap(),
+            &Secret::new(PASSWORD),
+            Some(role),
+        )
+        .await
+        .unwrap();
+    }
+
+    /// A browser signed in with a password alone (an account without
+    /// two-factor) on the page its role starts on, and its CSRF token.
+    pub async fn signed_in(&self, email: &str, password: &str) -> (reqwest::Client, String) {
+        let (staff, response) = self.try_login(email, password).await;
+        assert_eq!(response.status(), StatusCode::SEE_OTHER, "{email} signs in");
+        let page = self.admin_page(&staff, &location(&response)).await;
+        (staff, hidden(&page, "csrf"))
     }
 
     /// One login attempt from a fresh browser: the form, then the post.

@@ -1,9 +1,11 @@
 //! The staff admin (docs/contract.md §6). One guard, [`require_staff`],
-//! stands in front of every `/admin` route but the login form: a signed
-//! cookie naming a live session, and on every POST that session's CSRF
-//! token in the form. Thin handlers: parse, call `staff`, render. One file
-//! per page group; this one holds the guard, what the pages share and the
-//! routes.
+//! stands in front of every `/admin` route but the login form and its code
+//! step: a signed cookie naming a live session of an account not disabled,
+//! on every POST that session's CSRF token in the form, the route's
+//! permission for the member's role, and, where the owner requires a
+//! second factor the member lacks, nothing but enrolling. Thin handlers:
+//! parse, call `staff`, render. One file per page group; this one holds
+//! the guard, what the pages share and the routes.
 
 mod exports;
 mod holds;
@@ -12,6 +14,8 @@ mod records;
 mod redeem;
 mod resources;
 mod session;
+mod staff_accounts;
+mod two_factor;
 
 use actix_web::body::{BoxBody, MessageBody};
 use actix_web::dev::{ServiceRequest, ServiceResponse};
@@ -32,6 +36,16 @@ use crate::state::Shop;
 
 pub const STAFF_COOKIE: &str = "hf_staff";
 pub(super) const LOGIN_COOKIE: &str = "hf_login";
+/// A sign-in between its password and its second factor (signed; scoped
+/// to the login pages).
+pub(super) const CODE_COOKIE: &str = "hf_login_code";
+/// What a session that must enrol in two-factor sign-in may still ask for.
+const WHILE_ENROLLING: [&str; 4] = [
+    "/logout",
+    "/two-factor",
+    "/two-factor/start",
+    "/two-factor/confirm",
+];
 /// Rows a list page shows at most.
 pub(super) const LIST_LIMIT: i64 = 200;
 pub(super) const HOLD_STATES: [&str; 5] = [
@@ -170,6 +184,21 @@ pub async fn require_staff(
         );
         return Ok(request.into_response(response));
     }
+    if session.must_enrol && !WHILE_ENROLLING.contains(&route.path) {
+        // the owner requires a second factor of this role: nothing else
+        // until it has one
+        let response = if *request.method() == Method::GET {
+            see_other("/admin/two-factor")
+        } else {
+            admin_message(
+                StatusCode::FORBIDDEN,
+                "Two-factor sign-in first",
+                "The shop requires two-factor sign-in of accounts that can refund. Nothing was \
+                 changed; set it up at /admin/two-factor first.",
+            )
+        };
+        return Ok(request.into_response(response));
+    }
     request.extensions_mut().insert(session);
     // handlers answer their own errors; this fails only if actix itself does
     let mut response = next.call(request).await?.map_into_boxed_body();
@@ -303,6 +332,9 @@ pub(super) struct Nav {
     notice_kind: &'static str,
     /// The shop's zone, which every time on the admin is shown in.
     zone: crate::clock::ShopZone,
+    /// Only enrolling is open to this session (the links would only lead
+    /// back to it).
+    enrolling: bool,
 }
 
 impl Nav {
@@ -310,10 +342,11 @@ impl Nav {
     /// (by its name in [`Permission::as_str`]), for the links the
     /// navigation shows.
     fn may(&self, permission: &str) -> bool {
-        Permission::ALL
-            .into_iter()
-            .find(|p| p.as_str() == permission)
-            .is_some_and(|p| self.role.may(p))
+        !self.enrolling
+            && Permission::ALL
+                .into_iter()
+                .find(|p| p.as_str() == permission)
+                .is_some_and(|p| self.role.may(p))
     }
 
     /// A moment, in the shop's zone ("2026-12-01 19:02:03 CET").
@@ -337,6 +370,7 @@ pub(super) async fn nav(
         notice,
         notice_kind,
         zone: shop.zone,
+        enrolling: session.must_enrol,
     })
 }
 
@@ -348,6 +382,7 @@ pub struct NoticeQuery {
     requested: Option<i64>,
     committed: Option<i64>,
     lines: Option<i64>,
+    left: Option<i64>,
 }
 
 impl NoticeQuery {
@@ -397,6 +432,50 @@ impl NoticeQuery {
                  door or counter. Tick \"refund used codes\" to refund them anyway (it is \
                  recorded). Nothing was changed."
                 .to_owned(),
+            Some("staff_added") => {
+                "Account added. Hand its first password over in person.".to_owned()
+            }
+            Some("staff_exists") => {
+                "Refused: an account with that e-mail exists already. Nothing was changed."
+                    .to_owned()
+            }
+            Some("role_changed") => {
+                "Role changed; it applies from the account's next page.".to_owned()
+            }
+            Some("staff_disabled") => "Account disabled; its sessions have ended.".to_owned(),
+            Some("staff_enabled") => "Account enabled; it can sign in again.".to_owned(),
+            Some("staff_unchanged") => "It was so already; nothing was changed.".to_owned(),
+            Some("last_owner") => "Refused: that is the shop's last owner. Make another account \
+                 an owner first. Nothing was changed."
+                .to_owned(),
+            Some("two_factor_reset") => "Two-factor sign-in turned off for that account; its \
+                 sessions have ended. It signs in with its password and sets it up again."
+                .to_owned(),
+            Some("settings_saved") => "Settings saved.".to_owned(),
+            Some("enrol_first") => "Refused: set up two-factor sign-in for your own account \
+                 first, so that requiring it does not shut you out. Nothing was changed."
+                .to_owned(),
+            Some("two_factor_wrong_code") => {
+                "That code is not right, or was used already: type the next code your app \
+                 shows. Nothing was changed."
+                    .to_owned()
+            }
+            Some("two_factor_off") => "Two-factor sign-in is off for your account.".to_owned(),
+            Some("two_factor_locked") => format!(
+                "Refused: too many wrong codes. Try again in {} minutes. Nothing was changed.",
+                crate::staff::LOCK_MINUTES
+            ),
+            Some("two_factor_required") => "Refused: the shop requires two-factor sign-in of \
+                 your role. Nothing was changed."
+                .to_owned(),
+            Some("recovery_code_used") => format!(
+                "You signed in with a recovery code; {} left. Make new ones below if you are \
+                 running short.",
+                self.left.unwrap_or(0)
+            ),
+            Some("must_enrol") => "The shop requires two-factor sign-in of accounts that can \
+                 refund: set it up to go on."
+                .to_owned(),
             _ => String::new(),
         };
         let kind = match self.notice.as_deref() {
@@ -406,7 +485,13 @@ impl NoticeQuery {
                 | "refund_not_paid"
                 | "refund_nothing_left"
                 | "refund_too_many"
-                | "refund_redeemed",
+                | "refund_redeemed"
+                | "staff_exists"
+                | "last_owner"
+                | "enrol_first"
+                | "two_factor_wrong_code"
+                | "two_factor_locked"
+                | "two_factor_required",
             ) => "refused",
             _ => "ok",
         };
@@ -520,6 +605,19 @@ pub static ROUTES: &[AdminRoute] = &[
     route!(Get "/door-list", DoorList => exports::door_list),
     route!(Get "/activity", Activity => records::activity),
     route!(Get "/payments/orphans", Engine => records::orphans),
+    route!(Get "/staff", Staff => staff_accounts::staff_page),
+    route!(Post "/staff", Staff => staff_accounts::add_account),
+    route!(Post "/staff/{id}/role", Staff => staff_accounts::change_role),
+    route!(Post "/staff/{id}/disable", Staff => staff_accounts::disable),
+    route!(Post "/staff/{id}/enable", Staff => staff_accounts::enable),
+    route!(Post "/staff/{id}/two-factor/reset", Staff => staff_accounts::reset_two_factor),
+    route!(Get "/settings", Settings => staff_accounts::settings_page),
+    route!(Post "/settings", Settings => staff_accounts::save_settings),
+    route!(Get "/two-factor", SignedIn => two_factor::two_factor_page),
+    route!(Post "/two-factor/start", SignedIn => two_factor::start),
+    route!(Post "/two-factor/confirm", SignedIn => two_factor::confirm),
+    route!(Post "/two-factor/recovery-codes", SignedIn => two_factor::new_recovery_codes),
+    route!(Post "/two-factor/off", SignedIn => two_factor::turn_off),
 ];
 
 /// The admin route a request is for, if any.
@@ -537,5 +635,7 @@ pub fn routes(config: &mut web::ServiceConfig) {
         .route("/static/redeem.js", web::get().to(redeem::redeem_script))
         .route("/admin/login", web::get().to(session::login_page))
         .route("/admin/login", web::post().to(session::login))
+        .route("/admin/login/code", web::get().to(session::code_page))
+        .route("/admin/login/code", web::post().to(session::code))
         .service(admin);
 }

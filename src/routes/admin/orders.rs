@@ -93,7 +93,8 @@ pub async fn order(
         .await?
         .into_iter()
         .map(|l| {
-            let total = crate::money::format(l.unit_price_minor * i64::from(l.qty), &o.currency);
+            // what was paid for the line, after the voucher's share
+            let total = crate::money::format(l.paid_minor, &o.currency);
             (l.name, l.qty, total)
         })
         .collect();

@@ -23,6 +23,8 @@ struct OrderPage {
     paid: bool,
     name: String,
     total: String,
+    /// What a voucher took off, in words; empty: nothing.
+    discount: String,
     pickup_code: String,
     /// When the pickup code was used, if it was.
     pickup_used: String,
@@ -32,6 +34,7 @@ struct OrderPage {
     headline: String,
     explanation: String,
     lines: Vec<checkout::OrderLine>,
+    currency: String,
 }
 
 /// A ticket on the order page.
@@ -125,6 +128,11 @@ pub async fn order_page(
         paid: order.state == OrderState::Paid,
         name: order.customer_name.clone(),
         total: money::format(order.amount_minor, &order.currency),
+        discount: crate::worker::mail::discount_words(
+            order.voucher_code.as_deref(),
+            order.discount_minor,
+            &order.currency,
+        ),
         pickup_code: order.pickup_code.clone().unwrap_or_default(),
         pickup_used,
         refund_note,
@@ -132,6 +140,7 @@ pub async fn order_page(
         headline: headline.into(),
         explanation: explanation.into(),
         lines,
+        currency: order.currency.clone(),
     };
     // the link is the key: keep the page out of caches and search engines
     let mut response = render(StatusCode::OK, &page)?;

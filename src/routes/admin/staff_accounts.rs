@@ -1,0 +1,203 @@
+//! The owner's pages: Staff (accounts, roles, disabling, a lost second
+//! factor) and Settings (two-factor sign-in required of everyone who can
+//! refund). Thin handlers over `staff::accounts` and `staff::two_factor`.
+
+use actix_web::http::StatusCode;
+use actix_web::{HttpResponse, web};
+use askama::Template;
+use serde::Deserialize;
+
+use super::{Nav, NoticeQuery, nav, render, see_other};
+use crate::configuration::Secret;
+use crate::routes::ShopError;
+use crate::staff::accounts::{self, AccountRow, Added, Change};
+use crate::staff::roles::Role;
+use crate::staff::two_factor::{self, SettingOutcome};
+use crate::staff::{Actor, Session, StaffEmail};
+use crate::state::Shop;
+
+#[derive(Template)]
+#[template(path = "admin/staff.html")]
+pub(super) struct StaffPage {
+    nav: Nav,
+    accounts: Vec<AccountRow>,
+    roles: [Role; 3],
+    me: i64,
+}
+
+/// `GET /admin/staff`.
+pub async fn staff_page(
+    shop: web::Data<Shop>,
+    session: web::ReqData<Session>,
+    notice: web::Query<NoticeQuery>,
+) -> Result<HttpResponse, ShopError> {
+    let page = StaffPage {
+        nav: nav(&shop, &session, &notice).await?,
+        accounts: accounts::list(&shop.pool).await?,
+        roles: Role::ALL,
+        me: session.staff.id,
+    };
+    render(StatusCode::OK, &page)
+}
+
+fn role(name: &str) -> Result<Role, ShopError> {
+    Role::parse(name).ok_or_else(|| {
+        ShopError::bad_request("the role must be owner, box office or door; nothing was changed")
+    })
+}
+
+fn account_id(id: &str) -> Result<i64, ShopError> {
+    id.parse()
+        .map_err(|_| ShopError::not_found("no such staff account"))
+}
+
+fn after(change: Change, done: &str) -> Result<HttpResponse, ShopError> {
+    let notice = match change {
+        Change::Done => done,
+        Change::Unchanged => "staff_unchanged",
+        Change::LastOwner => "last_owner",
+        Change::NoSuchAccount => return Err(ShopError::not_found("no such staff account")),
+    };
+    Ok(see_other(&format!("/admin/staff?notice={notice}")))
+}
+
+#[derive(Deserialize)]
+pub struct AddForm {
+    email: String,
+    role: String,
+    password: String,
+}
+
+/// `POST /admin/staff`: a new account with a role and a first password.
+pub async fn add_account(
+    shop: web::Data<Shop>,
+    session: web::ReqData<Session>,
+    form: web::Form<AddForm>,
+) -> Result<HttpResponse, ShopError> {
+    let AddForm {
+        email,
+        role: role_name,
+        password,
+    } = form.into_inner();
+    let email = StaffEmail::parse(&email)?;
+    let role = role(&role_name)?;
+    let password = Secret::new(password);
+    let added = accounts::add(
+        &shop.pool,
+        Actor::Staff(&session.staff),
+        &email,
+        role,
+        &password,
+    )
+    .await?;
+    Ok(see_other(match added {
+        Added::Created => "/admin/staff?notice=staff_added",
+        Added::Exists => "/admin/staff?notice=staff_exists",
+    }))
+}
+
+#[derive(Deserialize)]
+pub struct RoleForm {
+    role: String,
+}
+
+/// `POST /admin/staff/{id}/role`.
+pub async fn change_role(
+    shop: web::Data<Shop>,
+    session: web::ReqData<Session>,
+    id: web::Path<String>,
+    form: web::Form<RoleForm>,
+) -> Result<HttpResponse, ShopError> {
+    let id = account_id(&id)?;
+    let role = role(&form.role)?;
+    let change = accounts::change_role(&shop.pool, Actor::Staff(&session.staff), id, role).await?;
+    after(change, "role_changed")
+}
+
+/// `POST /admin/staff/{id}/disable`: disabled, its sessions ended.
+pub async fn disable(
+    shop: web::Data<Shop>,
+    session: web::ReqData<Session>,
+    id: web::Path<String>,
+) -> Result<HttpResponse, ShopError> {
+    let id = account_id(&id)?;
+    let change = accounts::disable(&shop.pool, Actor::Staff(&session.staff), id).await?;
+    after(change, "staff_disabled")
+}
+
+/// `POST /admin/staff/{id}/enable`.
+pub async fn enable(
+    shop: web::Data<Shop>,
+    session: web::ReqData<Session>,
+    id: web::Path<String>,
+) -> Result<HttpResponse, ShopError> {
+    let id = account_id(&id)?;
+    let change = accounts::enable(&shop.pool, Actor::Staff(&session.staff), id).await?;
+    after(change, "staff_enabled")
+}
+
+/// `POST /admin/staff/{id}/two-factor/reset`: a lost phone; the account
+/// signs in with its password and enrols again.
+pub async fn reset_two_factor(
+    shop: web::Data<Shop>,
+    session: web::ReqData<Session>,
+    id: web::Path<String>,
+) -> Result<HttpResponse, ShopError> {
+    let id = account_id(&id)?;
+    let was_on = two_factor::reset(&shop.pool, Actor::Staff(&session.staff), id).await?;
+    Ok(see_other(if was_on {
+        "/admin/staff?notice=two_factor_reset"
+    } else {
+        "/admin/staff?notice=staff_unchanged"
+    }))
+}
+
+#[derive(Template)]
+#[template(path = "admin/settings.html")]
+pub(super) struct SettingsPage {
+    nav: Nav,
+    two_factor_for_refunds: bool,
+    /// The roles the setting covers, as the page names them.
+    refunding_roles: String,
+}
+
+/// `GET /admin/settings`.
+pub async fn settings_page(
+    shop: web::Data<Shop>,
+    session: web::ReqData<Session>,
+    notice: web::Query<NoticeQuery>,
+) -> Result<HttpResponse, ShopError> {
+    let refunding_roles: Vec<&str> = Role::ALL
+        .into_iter()
+        .filter(|role| role.refunds())
+        .map(|role| role.label())
+        .collect();
+    let page = SettingsPage {
+        nav: nav(&shop, &session, &notice).await?,
+        two_factor_for_refunds: two_factor::required_for_refunds(&shop.pool).await?,
+        refunding_roles: refunding_roles.join(" and ").to_lowercase(),
+    };
+    render(StatusCode::OK, &page)
+}
+
+#[derive(Deserialize)]
+pub struct SettingsForm {
+    /// A ticked checkbox sends `on`; an unticked one sends nothing.
+    two_factor_for_refunds: Option<String>,
+}
+
+/// `POST /admin/settings`.
+pub async fn save_settings(
+    shop: web::Data<Shop>,
+    session: web::ReqData<Session>,
+    form: web::Form<SettingsForm>,
+) -> Result<HttpResponse, ShopError> {
+    let on = form.two_factor_for_refunds.is_some();
+    let outcome = two_factor::set_required_for_refunds(&shop.pool, &session, on).await?;
+    Ok(see_other(match outcome {
+        SettingOutcome::Changed | SettingOutcome::Unchanged => {
+            "/admin/settings?notice=settings_saved"
+        }
+        SettingOutcome::EnrolFirst => "/admin/settings?notice=enrol_first",
+    }))
+}

@@ -1,0 +1,58 @@
+//! Pickup schedules publish their rolling window on a schedule of their
+//! own: each pass adds the slots that came into the window (and takes off
+//! sale the ones a changed schedule no longer has, when they have no
+//! orders). One worker at a time publishes, under an advisory lock; the
+//! others skip the pass.
+
+use std::time::Duration;
+
+use sqlx::PgPool;
+
+use crate::catalogue::schedules::{self, Published};
+use crate::clock::ShopZone;
+
+/// How often `serve` and `worker` publish: a window of days moves by one
+/// slot's length at most between two passes of a five-minute schedule.
+pub const EVERY: Duration = Duration::from_secs(5 * 60);
+
+/// The advisory lock's key ("hf_schedules").
+const LOCK: i64 = 0x6866_5f73_6368_6564;
+
+/// Publish every schedule's window now, unless another worker is doing it
+/// (then `None`).
+pub async fn publish_once(pool: &PgPool, zone: ShopZone) -> anyhow::Result<Option<Published>> {
+    let mut lock = pool.acquire().await?;
+    let got: bool = sqlx::query_scalar("select pg_try_advisory_lock($1)")
+        .bind(LOCK)
+        .fetch_one(&mut *lock)
+        .await?;
+    if !got {
+        return Ok(None);
+    }
+    let now: chrono::DateTime<chrono::Utc> =
+        sqlx::query_scalar("select now()").fetch_one(pool).await?;
+    let published = schedules::publish(pool, zone, now).await;
+    // a lost connection ends the lock with it; an answer that does not
+    // come back is no reason to fail the pass
+    let _ = sqlx::query("select pg_advisory_unlock($1)")
+        .bind(LOCK)
+        .execute(&mut *lock)
+        .await;
+    published.map(Some)
+}
+
+/// Publish every [`EVERY`], from the first tick, until the task is dropped.
+pub async fn run_forever(pool: PgPool, zone: ShopZone) {
+    let mut ticker = tokio::time::interval(EVERY);
+    ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        ticker.tick().await;
+        match publish_once(&pool, zone).await {
+            Ok(Some(done)) if done.created + done.withdrawn + done.updated > 0 => {
+                tracing::info!(?done, "pickup schedules published");
+            }
+            Ok(_) => {}
+            Err(error) => tracing::warn!(%error, "could not publish pickup schedules"),
+        }
+    }
+}
