@@ -1340,3 +1340,65 @@ async fn an_order_with_a_voucher_shows_what_each_line_paid() {
     .unwrap();
     assert_eq!(row["amount_minor"], paid_by_lines.to_string());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fifth_download_at_once_waits_then_is_told_to_try_again() {
+    let (app, staff, _) = shop_in_berlin().await;
+    let order = paid(&app.db, "many-at-once", &[("harbour-lights-general", 1)]).await;
+    // a file larger than the buffers between the server and a client that
+    // does not read, so that each download below stays open
+    sqlx::query("update orders set customer_name = $2, customer_email = $3 where id = $1")
+        .bind(order.id)
+        .bind("n".repeat(200))
+        .bind(format!("{}@example.com", "a".repeat(200)))
+        .execute(&app.db.pool)
+        .await
+        .unwrap();
+    sqlx::query(
+        "insert into order_codes (code, order_id, product_id) \
+         select 'MANY-' || lpad(g::text, 6, '0'), $1, 'harbour-lights-general' \
+           from generate_series(1, 40000) g",
+    )
+    .bind(order.id)
+    .execute(&app.db.pool)
+    .await
+    .unwrap();
+    let url = format!("{}/admin/exports/attendees.csv", app.address);
+    let mut open = Vec::new();
+    for _ in 0..4 {
+        let mut response = staff.get(&url).send().await.unwrap();
+        assert_eq!(response.status(), StatusCode::OK);
+        response.chunk().await.unwrap().expect("a first chunk");
+        open.push(response);
+    }
+    // four are streaming and none is read: the fifth waits, then is told
+    let asked = std::time::Instant::now();
+    let fifth = staff.get(&url).send().await.unwrap();
+    assert_eq!(fifth.status(), StatusCode::SERVICE_UNAVAILABLE);
+    assert!(
+        asked.elapsed() >= Duration::from_secs(4),
+        "it waited for a turn"
+    );
+    assert!(fifth.headers().get(CONTENT_DISPOSITION).is_none());
+    let page = unescaped(&fifth.text().await.unwrap());
+    assert!(
+        page.contains(
+            "Other exports are being downloaded right now. Try again when one has finished."
+        ),
+        "{page}"
+    );
+    // one download given up frees its turn
+    drop(open.pop());
+    let mut next = None;
+    for _ in 0..50 {
+        let response = staff.get(&url).send().await.unwrap();
+        if response.status() == StatusCode::OK {
+            next = Some(response);
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let next = next.expect("a turn after one download was dropped");
+    let text = next.text().await.unwrap();
+    assert_eq!(records(&text, ATTENDEE_COLUMNS).len(), 40_001);
+}
