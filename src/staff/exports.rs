@@ -2,8 +2,9 @@
 //! door's printable list of a slot or an event (docs/admin.md, "Exports").
 //!
 //! A CSV is streamed: its rows come from PostgreSQL one by one (an sqlx
-//! `fetch` stream) and leave as CSV as they come, a few hundred at a time,
-//! so an export of 100,000 codes never sits in memory. The response waits
+//! `fetch` stream) and leave as CSV as they come, at most
+//! [`ROWS_PER_CHUNK`] at a time, so an export of 100,000 codes never sits
+//! in memory: PostgreSQL sends more only as the client takes them. The response waits
 //! for its first rows before it is answered, so a database that is away is
 //! a 503, not a file cut short; a failure after that cuts the transfer
 //! short (no closing chunk), which every client reports as an incomplete
@@ -316,7 +317,7 @@ impl ExportFilter {
         if parts.len() == 1 {
             parts.push("all".to_owned());
         }
-        // letters, digits, dots and dashes: safe in a header and on any disk
+        // letters, digits, underscores and dashes: safe in a header and on any disk
         let mut name = String::new();
         for c in parts.join("-").chars() {
             let c = if c.is_ascii_alphanumeric() || c == '_' {
@@ -361,16 +362,15 @@ async fn check_names(pool: &PgPool, filter: &ExportFilter) -> Result<(), ExportE
         match (collection, &filter.collection) {
             (None, _) => {
                 return Err(ExportError::NotFound(format!(
-                    "The shop has no product, tier or slot {}. Nothing was exported.",
+                    "The shop has no product, tier or slot {}.",
                     quoted(product)
                 )));
             }
             (Some(its), Some(asked)) if &its != asked => {
+                let (product, its, asked) = (quoted(product), quoted(&its), quoted(asked));
                 return Err(invalid(format!(
-                    "{} is part of {}, not of {}: choose one of them, or both of one.",
-                    quoted(product),
-                    quoted(&its),
-                    quoted(asked)
+                    "{product} is part of {its}, not of {asked}: choose {its}, or any event \
+                     or shop part."
                 )));
             }
             _ => {}
@@ -386,7 +386,7 @@ async fn check_names(pool: &PgPool, filter: &ExportFilter) -> Result<(), ExportE
         .await?;
         if !known {
             return Err(ExportError::NotFound(format!(
-                "The shop has no event or shop part {}. Nothing was exported.",
+                "The shop has no event or shop part {}.",
                 quoted(collection)
             )));
         }
