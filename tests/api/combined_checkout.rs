@@ -631,19 +631,8 @@ async fn a_server_killed_with_checkout_batches_in_flight_leaves_nothing_half_wri
     db.load_demo().await;
     resource(&db.inventory(), "harbour-lights-general", 100_000).await;
     let sandbox = spawn_sandbox();
-    let port = free_port();
-    let mut command = holdfast_process(
-        env!("CARGO_BIN_EXE_holdfast"),
-        &db,
-        &sandbox,
-        &["serve", "--no-worker"],
-    );
-    command.env("HOLDFAST_ADDR", format!("127.0.0.1:{port}"));
-    let mut server = Server {
-        child: command.spawn().unwrap(),
-        address: format!("http://127.0.0.1:{port}"),
-    };
-    ready(&server).await;
+    let bin = env!("CARGO_BIN_EXE_holdfast");
+    let mut server = Server::serve(bin, &db, &sandbox, &["--no-worker"]).await;
     // shoppers with a ticket each in their basket, checking out at once
     sqlx::query(
         "insert into basket_lines (basket_id, product_id, qty) \

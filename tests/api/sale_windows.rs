@@ -81,24 +81,10 @@ async fn a_hundred_checkouts_across_the_opening_second_on_two_processes() {
     db.load_demo().await;
     resource(&db.inventory(), "harbour-lights-vip", TICKETS).await;
     let sandbox = spawn_sandbox();
-    let servers: Vec<Server> = (0..2)
-        .map(|_| {
-            let port = free_port();
-            let mut command = holdfast_process(
-                env!("CARGO_BIN_EXE_holdfast"),
-                &db,
-                &sandbox,
-                &["serve", "--no-worker"],
-            );
-            command.env("HOLDFAST_ADDR", format!("127.0.0.1:{port}"));
-            Server {
-                child: command.spawn().unwrap(),
-                address: format!("http://127.0.0.1:{port}"),
-            }
-        })
-        .collect();
-    for server in &servers {
-        ready(server).await;
+    let mut servers = Vec::new();
+    for _ in 0..2 {
+        let bin = env!("CARGO_BIN_EXE_holdfast");
+        servers.push(Server::serve(bin, &db, &sandbox, &["--no-worker"]).await);
     }
     // every shopper has the VIP ticket in their basket already
     sqlx::query(

@@ -40,20 +40,8 @@ async fn two_servers_and_two_workers_sell_the_last_twenty_places_exactly_once() 
     let sandbox = spawn_sandbox();
     let mut servers = Vec::new();
     for _ in 0..2 {
-        let port = free_port();
-        let mut command = holdfast_process(
-            env!("CARGO_BIN_EXE_holdfast"),
-            &db,
-            &sandbox,
-            &["serve", "--no-worker"],
-        );
-        command.env("HOLDFAST_ADDR", format!("127.0.0.1:{port}"));
-        let server = Server {
-            child: command.spawn().unwrap(),
-            address: format!("http://127.0.0.1:{port}"),
-        };
-        ready(&server).await;
-        servers.push(server);
+        let bin = env!("CARGO_BIN_EXE_holdfast");
+        servers.push(Server::serve(bin, &db, &sandbox, &["--no-worker"]).await);
     }
     // Stripe's webhooks reach the first server only; the returns come back
     // to whichever server started the checkout

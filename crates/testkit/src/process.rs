@@ -80,6 +80,26 @@ pub fn holdfast_process(
     command
 }
 
+impl Server {
+    /// `binary serve <args>` ([`holdfast_process`]) on a port of its own,
+    /// once it answers its health check.
+    pub async fn serve(binary: &str, db: &TestDb, sandbox: &TestSandbox, args: &[&str]) -> Self {
+        let port = free_port();
+        let mut serve = vec!["serve"];
+        serve.extend(args);
+        let mut command = holdfast_process(binary, db, sandbox, &serve);
+        command.env("HOLDFAST_ADDR", format!("127.0.0.1:{port}"));
+        let server = Server {
+            child: command
+                .spawn()
+                .unwrap_or_else(|e| panic!("run {binary}: {e}")),
+            address: format!("http://127.0.0.1:{port}"),
+        };
+        ready(&server).await;
+        server
+    }
+}
+
 /// Wait for a server to answer its health check.
 pub async fn ready(server: &Server) {
     let client = http_client();
