@@ -677,14 +677,7 @@ async fn a_hundred_thousand_codes_stream_and_never_sit_in_memory() {
     let db = TestDb::new().await;
     db.load_demo().await;
     let sandbox = spawn_sandbox();
-    let port = free_port();
-    let mut command = holdfast_process(env!("CARGO_BIN_EXE_holdfast"), &db, &sandbox, &["serve"]);
-    command.env("HOLDFAST_ADDR", format!("127.0.0.1:{port}"));
-    let server = Server {
-        child: command.spawn().expect("start holdfast serve"),
-        address: format!("http://127.0.0.1:{port}"),
-    };
-    ready(&server).await;
+    let server = Server::serve(env!("CARGO_BIN_EXE_holdfast"), &db, &sandbox, &[]).await;
     let pid = server.child.id();
     holdfast::staff::add_staff(
         &db.pool,
