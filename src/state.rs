@@ -39,6 +39,8 @@ pub struct Shop {
     pub session_key: SessionKey,
     /// Content Security Policy violations browsers reported.
     pub csp_reports: Arc<AtomicU64>,
+    /// The CSV exports this process is streaming.
+    pub exports: crate::staff::exports::Exports,
 }
 
 impl Shop {
@@ -69,6 +71,7 @@ impl Shop {
             session_minutes: settings.session_minutes,
             session_key,
             csp_reports: Arc::default(),
+            exports: crate::staff::exports::Exports::default(),
         }
     }
 

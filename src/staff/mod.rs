@@ -7,6 +7,7 @@
 pub mod accounts;
 pub mod actions;
 pub mod catalogue;
+pub mod exports;
 pub mod refunds;
 pub mod roles;
 pub mod two_factor;

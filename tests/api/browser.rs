@@ -727,6 +727,104 @@ async fn the_shopper_reads_the_mail_and_staff_redeem_the_ticket_at_the_door() {
     staff.close().await;
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_doors_list_is_printed_without_the_menus() {
+    let (app, driver, _turn) = shop_and_driver().await;
+    app.add_staff().await;
+    for (i, name) in ["Zed Last", "amy First", "Bo Middle"].iter().enumerate() {
+        let order = holdfast_testkit::engine::paid(
+            &app.db,
+            &format!("print-{i}"),
+            &[("harbour-lights-general", 2)],
+        )
+        .await;
+        sqlx::query("update orders set customer_name = $2 where id = $1")
+            .bind(order.id)
+            .bind(name)
+            .execute(&app.db.pool)
+            .await
+            .unwrap();
+    }
+    let mut staff = Browser::open(&driver, shots_for("door-list")).await;
+    staff.go(&format!("{}/admin/exports", app.address)).await;
+    staff.wait_for_path("/admin/login").await;
+    staff.fill("input[name=email]", STAFF_EMAIL).await;
+    staff.fill("input[name=password]", STAFF_PASSWORD).await;
+    staff.click("#login button[type=submit]").await;
+    staff.wait_for_path("/admin/resources").await;
+    staff
+        .click("nav.admin-nav a[href=\"/admin/exports\"]")
+        .await;
+    staff.wait_for_path("/admin/exports").await;
+    staff.screenshot("exports").await;
+
+    // the door: its menu has the door's lists and no exports
+    sqlx::query("update staff set role = 'door' where email = $1")
+        .bind(STAFF_EMAIL)
+        .execute(&app.db.pool)
+        .await
+        .unwrap();
+    staff.go(&format!("{}/admin/redeem", app.address)).await;
+    staff.wait_for_path("/admin/redeem").await;
+    assert!(!staff.text("nav.admin-nav").await.contains("Exports"));
+    staff
+        .click("nav.admin-nav a[href=\"/admin/door-list\"]")
+        .await;
+    staff.wait_for_path("/admin/door-list").await;
+    staff.screenshot("door-lists").await;
+    staff
+        .click("#door-lists a[href=\"/admin/door-list?collection=harbour-lights\"]")
+        .await;
+    staff.wait_for_path("/admin/door-list").await;
+    let list = staff.text("#door-list tbody").await;
+    let (amy, bo, zed) = (
+        list.find("amy First").unwrap(),
+        list.find("Bo Middle").unwrap(),
+        list.find("Zed Last").unwrap(),
+    );
+    assert!(amy < bo && bo < zed, "{list}");
+    assert_eq!(staff.style(".tick", "border-top-style").await, "solid");
+    assert_eq!(staff.style("header.top", "display").await, "flex");
+    staff.screenshot("door-list").await;
+    // as on paper: Chromium told to lay the page out for print media
+    let session = staff.client.session_id().await.unwrap().unwrap();
+    let emulated = http_client()
+        .post(format!("{}/session/{session}/goog/cdp/execute", driver.url))
+        .json(&serde_json::json!({
+            "cmd": "Emulation.setEmulatedMedia",
+            "params": { "media": "print" },
+        }))
+        .send()
+        .await
+        .unwrap();
+    assert!(
+        emulated.status().is_success(),
+        "{:?}",
+        emulated.text().await
+    );
+    assert_eq!(staff.style("header.top", "display").await, "none");
+    assert_eq!(staff.style("p.no-print", "display").await, "none");
+    assert_eq!(
+        staff.style("#door-list thead", "display").await,
+        "table-header-group"
+    );
+    assert_eq!(
+        staff.style("#door-list tbody tr", "break-inside").await,
+        "avoid"
+    );
+    assert_eq!(staff.style(".tick", "border-top-style").await, "solid");
+    staff.screenshot("door-list-as-printed").await;
+    let pdf = staff
+        .client
+        .print(fantoccini::wd::PrintConfiguration::default())
+        .await
+        .unwrap();
+    assert!(pdf.starts_with(b"%PDF-"), "a PDF");
+    std::fs::write(staff.shots.join("door-list.pdf"), &pdf).unwrap();
+    assert_no_policy_reports(&app).await;
+    staff.close().await;
+}
+
 /// The owner's new pages from the keyboard: two-factor set up by reading
 /// the key off the page and typing a code (Enter submits), the second step
 /// of signing in, the Staff page (an account added), and the Settings page

@@ -11,6 +11,7 @@ mod cli;
 mod combined_checkout;
 mod combining;
 mod crowd;
+mod exports;
 mod failover;
 mod fairness;
 mod fuzz_regressions;

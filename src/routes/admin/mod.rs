@@ -8,6 +8,7 @@
 //! the guard, what the pages share and the routes.
 
 mod catalogue;
+mod exports;
 mod form;
 mod holds;
 mod orders;
@@ -647,6 +648,10 @@ pub static ROUTES: &[AdminRoute] = &[
     route!(Post "/orders/{order}/jobs/{job}/retry", Refunds => orders::retry_refund),
     route!(Get "/redeem", Redeem => redeem::redeem_page),
     route!(Post "/redeem", Redeem => redeem::redeem),
+    route!(Get "/exports", Exports => exports::exports_page),
+    route!(Get "/exports/orders.csv", Exports => exports::orders_csv),
+    route!(Get "/exports/attendees.csv", Exports => exports::attendees_csv),
+    route!(Get "/door-list", DoorList => exports::door_list),
     route!(Get "/activity", Activity => records::activity),
     route!(Get "/payments/orphans", Engine => records::orphans),
     route!(Get "/staff", Staff => staff_accounts::staff_page),
