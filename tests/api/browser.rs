@@ -13,6 +13,8 @@ use fantoccini::elements::Element;
 use fantoccini::{Client, ClientBuilder, Locator};
 use hyper_util::client::legacy::connect::HttpConnector;
 
+use holdfast::routes::admin::{ROUTES, Verb};
+use holdfast::staff::roles::Role;
 use holdfast_testkit::*;
 
 const CHROMIUM: &str = "/usr/bin/chromium";
@@ -1009,7 +1011,7 @@ impl Browser {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_owner_sets_up_an_event_a_schedule_stock_and_a_voucher_and_each_admin_page_is_saved() {
+async fn a_sale_set_up_in_the_admin_is_sold_with_a_voucher_exported_and_let_in_at_the_door() {
     let (app, driver, _turn) = shop_and_driver().await;
     app.add_staff().await;
     let mut owner = Browser::open(&driver, shots_for("catalogue-admin")).await;
@@ -1140,17 +1142,24 @@ async fn an_owner_sets_up_an_event_a_schedule_stock_and_a_voucher_and_each_admin
     assert!(owner.text("#notice").await.contains("Stock item created"));
     owner.save_page("stock").await;
 
-    // a voucher for the front row
-    owner
+    // the box office makes a voucher for the front row
+    app.add_staff_as("box@holdfast.test", Role::BoxOffice).await;
+    let boxed = Browser::open(&driver, shots_for("catalogue-admin/box-office")).await;
+    boxed.go(&format!("{}/admin/login", app.address)).await;
+    boxed.fill("input[name=email]", "box@holdfast.test").await;
+    boxed.fill("input[name=password]", PASSWORD).await;
+    boxed.click("#login button[type=submit]").await;
+    boxed.wait_for_path("/admin/orders").await;
+    boxed
         .click("nav.admin-nav a[href=\"/admin/vouchers\"]")
         .await;
-    owner.wait_for_path("/admin/vouchers").await;
-    owner.click("#new-voucher").await;
-    owner.wait_for_path("/admin/vouchers/new").await;
-    owner.fill("#f-code", "midsummer-10").await;
-    owner.fill("#f-percent", "10").await;
-    owner.fill("#f-uses", "25").await;
-    owner
+    boxed.wait_for_path("/admin/vouchers").await;
+    boxed.click("#new-voucher").await;
+    boxed.wait_for_path("/admin/vouchers/new").await;
+    boxed.fill("#f-code", "midsummer-10").await;
+    boxed.fill("#f-percent", "10").await;
+    boxed.fill("#f-uses", "25").await;
+    boxed
         .client
         .execute(
             "document.querySelector('#f-products option[value=\"midsummer-on-the-pier-front-row\"]').selected = true;",
@@ -1158,13 +1167,13 @@ async fn an_owner_sets_up_an_event_a_schedule_stock_and_a_voucher_and_each_admin
         )
         .await
         .unwrap();
-    owner.tick("#f-per_buyer").await;
-    owner.save_page("voucher-new").await;
-    owner.click("#voucher-form button[type=submit]").await;
-    owner.wait_for_text("#notice", "Voucher created").await;
-    let row = owner.text("tr[data-voucher=\"MIDSUMMER-10\"]").await;
+    boxed.tick("#f-per_buyer").await;
+    boxed.save_page("voucher-new").await;
+    boxed.click("#voucher-form button[type=submit]").await;
+    boxed.wait_for_text("#notice", "Voucher created").await;
+    let row = boxed.text("tr[data-voucher=\"MIDSUMMER-10\"]").await;
     assert!(row.contains("10%") && row.contains("25"), "{row}");
-    owner.save_page("vouchers").await;
+    boxed.save_page("vouchers").await;
 
     // the shop shows what was made
     app.settled().await;
@@ -1179,7 +1188,123 @@ async fn an_owner_sets_up_an_event_a_schedule_stock_and_a_voucher_and_each_admin
         assert!(home.contains(shown), "{shown}: {home}");
     }
     owner.screenshot("shop").await;
+
+    // a shopper buys two front-row tickets with the code, pays on the
+    // sandbox's page, and is charged 2 × 65.50 less 10%
+    let mut shopper = Browser::open(&driver, shots_for("catalogue-admin/shopper")).await;
+    shopper.go(&format!("{}/", app.address)).await;
+    let card = "li[data-product=\"midsummer-on-the-pier-front-row\"]";
+    shopper.fill(&format!("{card} input[name=qty]"), "2").await;
+    shopper.click(&format!("{card} button[type=submit]")).await;
+    shopper.wait_for_path("/basket").await;
+    shopper.fill("input[name=name]", "Ada Lovelace").await;
+    shopper.fill("input[name=email]", "ada@example.com").await;
+    shopper
+        .fill("form.checkout input[name=voucher]", "midsummer-10")
+        .await;
+    shopper.screenshot("basket-with-voucher").await;
+    shopper.click("form.checkout button[type=submit]").await;
+    shopper.find("#pay").await;
+    let hosted = shopper.body().await;
+    assert!(
+        hosted.contains("117.90"),
+        "the provider is asked for 117.90: {hosted}"
+    );
+    shopper.click("#pay").await;
+    shopper.wait_for_path("/orders/").await;
+    let order = shopper.wait_for_text("main", "Your order is paid").await;
+    assert!(order.contains("€117.90"), "{order}");
+    assert!(
+        order.contains("Voucher MIDSUMMER-10: €13.10 off."),
+        "{order}"
+    );
+    let codes: Vec<String> = sqlx::query_scalar(
+        "select c.code from order_codes c join orders o on o.id = c.order_id \
+          where o.voucher_code = 'MIDSUMMER-10' order by c.code",
+    )
+    .fetch_all(&app.db.pool)
+    .await
+    .unwrap();
+    assert_eq!(codes.len(), 2);
+    for code in &codes {
+        assert!(order.contains(code.as_str()), "{code}: {order}");
+    }
+    shopper.screenshot("order-page").await;
+
+    // the box office's export lists the order, at what was paid
+    boxed
+        .click("nav.admin-nav a[href=\"/admin/exports\"]")
+        .await;
+    boxed.wait_for_path("/admin/exports").await;
+    boxed.save_page("exports").await;
+    let csv = boxed
+        .client
+        .execute(
+            "return fetch('/admin/exports/orders.csv?collection=midsummer-on-the-pier', \
+                          {credentials: 'same-origin'}).then(r => r.text());",
+            vec![],
+        )
+        .await
+        .unwrap();
+    let csv = csv.as_str().unwrap_or_default();
+    assert!(
+        csv.contains("Ada Lovelace") && csv.contains("MIDSUMMER-10") && csv.contains("11790"),
+        "{csv}"
+    );
+
+    // at the door: a door account lets the first ticket in, and every
+    // admin route its role lacks, from the route table, answers it 403
+    app.add_staff_as("door@holdfast.test", Role::Door).await;
+    let door = Browser::open(&driver, shots_for("catalogue-admin/door")).await;
+    door.go(&format!("{}/admin/login", app.address)).await;
+    door.fill("input[name=email]", "door@holdfast.test").await;
+    door.fill("input[name=password]", PASSWORD).await;
+    door.click("#login button[type=submit]").await;
+    door.wait_for_path("/admin/redeem").await;
+    door.fill("#code", &codes[0]).await;
+    door.fill("input[name=place]", "Pier gate").await;
+    door.click("#redeem button[type=submit]").await;
+    let verdict = door.wait_for_text("#verdict", "Admitted").await;
+    assert!(verdict.contains("Ada Lovelace"), "{verdict}");
+    door.save_page("door-redeem").await;
+    let csrf = door
+        .client
+        .execute(
+            "return document.querySelector('input[name=csrf]').value;",
+            vec![],
+        )
+        .await
+        .unwrap();
+    let csrf = csrf.as_str().unwrap().to_owned();
+    let mut refused = 0;
+    for route in ROUTES {
+        if Role::Door.may(route.permission) {
+            continue;
+        }
+        let path = crate::roles::concrete(route.path, "00000000-0000-0000-0000-000000000000");
+        let method = match route.verb {
+            Verb::Get => "GET",
+            Verb::Post => "POST",
+        };
+        let status = door
+            .client
+            .execute(
+                "const [path, method, csrf] = arguments; \
+                 const init = {method, credentials: 'same-origin', redirect: 'manual'}; \
+                 if (method === 'POST') init.body = new URLSearchParams({csrf}); \
+                 return fetch(path, init).then(r => r.status);",
+                vec![path.clone().into(), method.into(), csrf.clone().into()],
+            )
+            .await
+            .unwrap();
+        assert_eq!(status.as_u64(), Some(403), "{method} {path}");
+        refused += 1;
+    }
+    assert!(refused > 20, "the door is refused {refused} routes");
     assert_no_policy_reports(&app).await;
+    boxed.close().await;
+    shopper.close().await;
+    door.close().await;
     for page in [
         "catalogue",
         "event-new",
@@ -1193,6 +1318,8 @@ async fn an_owner_sets_up_an_event_a_schedule_stock_and_a_voucher_and_each_admin
         "stock",
         "voucher-new",
         "vouchers",
+        "exports",
+        "door-redeem",
     ] {
         let png = target_screenshots().join(format!("{page}.png"));
         assert!(

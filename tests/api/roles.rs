@@ -13,7 +13,7 @@ use holdfast_testkit::*;
 
 /// A path for a route pattern, its `{…}` segments filled with something
 /// plausible (an id that may not exist: the role is decided first).
-fn concrete(pattern: &str, order: &str) -> String {
+pub(crate) fn concrete(pattern: &str, order: &str) -> String {
     let filled: Vec<String> = pattern
         .split('/')
         .map(|segment| match segment {
