@@ -38,8 +38,9 @@ pub enum Permission {
     /// Creating and changing vouchers.
     Vouchers,
     /// The door's printable list of a slot or an event: every holder's
-    /// name and code, to tick off where no scanner works. A door's tool,
-    /// so the door has it; recorded in Activity like an export.
+    /// name and code, to tick off where no scanner works. The box office
+    /// prints it for the door (the door role redeems and looks up, nothing
+    /// else); recorded in Activity like an export.
     DoorList,
     /// Orders and attendees as CSV.
     Exports,
@@ -133,10 +134,12 @@ impl Role {
                 }
                 Catalogue | Engine | Activity | Staff | Settings => false,
             },
+            // redeeming and looking an order up, nothing else: the box
+            // office prints the door's list for the door
             Role::Door => match permission {
-                SignedIn | Redeem | LookUp | DoorList => true,
-                Orders | Refunds | Vouchers | Exports | Catalogue | Engine | Activity | Staff
-                | Settings => false,
+                SignedIn | Redeem | LookUp => true,
+                DoorList | Orders | Refunds | Vouchers | Exports | Catalogue | Engine
+                | Activity | Staff | Settings => false,
             },
         }
     }

@@ -246,8 +246,8 @@ pub(super) struct DoorPage {
     refunded: usize,
     limit: usize,
     printed_at: String,
-    /// Whether the member may take the attendees as CSV (the door may
-    /// not): the too-many note offers it only then.
+    /// Whether the member may take the attendees as CSV: the too-many
+    /// note offers it only then.
     may_export: bool,
 }
 
