@@ -373,3 +373,72 @@ async fn voucher_add_and_list_make_and_show_the_admins_vouchers() {
     );
     assert_eq!(snapshot(&db.pool).await, before);
 }
+
+/// Future slots of a schedule that are on sale.
+async fn slots_on_sale(db: &TestDb, collection: &str) -> i64 {
+    sqlx::query_scalar(
+        "select count(*) from products where collection = $1 and kind = 'pickup_slot' \
+            and active and archived_at is null and starts_at > now()",
+    )
+    .bind(collection)
+    .fetch_one(&db.pool)
+    .await
+    .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn the_worker_moves_a_schedules_window_forward_one_worker_at_a_time() {
+    let dir = scratch();
+    let spring = dir.join("spring.json");
+    std::fs::write(&spring, SPRING).unwrap();
+    let db = TestDb::new().await;
+    json_output(&holdfast(
+        &db,
+        &[
+            "--json",
+            "catalogue",
+            "load",
+            "--file",
+            spring.to_str().unwrap(),
+        ],
+    ));
+    let before = slots_on_sale(&db, "bread").await;
+    assert!(before > 0);
+    // the window grows from 14 days to 42 (as time moving on would bring
+    // new days into it); what the slots should be, by the schedule itself
+    sqlx::query("update pickup_schedules set days_ahead = 42 where collection = 'bread'")
+        .execute(&db.pool)
+        .await
+        .unwrap();
+    let schedule = holdfast::catalogue::schedules::schedules(&db.pool)
+        .await
+        .unwrap()
+        .into_iter()
+        .find(|s| s.collection == "bread")
+        .unwrap();
+    let zone = holdfast::clock::ShopZone::UTC;
+    let now = chrono::Utc::now();
+    let wanted = schedule
+        .slots(zone, zone.today(now))
+        .into_iter()
+        .filter(|at| *at > now)
+        .count() as i64;
+    assert!(wanted > before, "{wanted} > {before}");
+    // four workers at once: each slot is made once
+    let passes = futures::future::join_all(
+        (0..4).map(|_| holdfast::worker::schedules::publish_once(&db.pool, zone)),
+    )
+    .await;
+    let created: usize = passes
+        .into_iter()
+        .map(|pass| pass.unwrap().map_or(0, |done| done.created))
+        .sum();
+    assert_eq!(created as i64, wanted - before);
+    assert_eq!(slots_on_sale(&db, "bread").await, wanted);
+    // and a pass with nothing new does nothing
+    let again = holdfast::worker::schedules::publish_once(&db.pool, zone)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!((again.created, again.withdrawn), (0, 0));
+}
