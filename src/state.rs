@@ -39,6 +39,8 @@ pub struct Shop {
     pub session_key: SessionKey,
     /// Content Security Policy violations browsers reported.
     pub csp_reports: Arc<AtomicU64>,
+    /// Webhook endpoints staff add may be on private addresses.
+    pub webhooks_allow_private: bool,
 }
 
 impl Shop {
@@ -69,6 +71,7 @@ impl Shop {
             session_minutes: settings.session_minutes,
             session_key,
             csp_reports: Arc::default(),
+            webhooks_allow_private: settings.webhooks_allow_private,
         }
     }
 

@@ -50,11 +50,13 @@ pub enum Permission {
     Staff,
     /// The shop's settings (two-factor sign-in required, say).
     Settings,
+    /// The shop's other systems: outgoing webhook endpoints and API keys.
+    Integrations,
 }
 
 impl Permission {
     /// Every permission, as the route table and the tests name them.
-    pub const ALL: [Permission; 12] = [
+    pub const ALL: [Permission; 13] = [
         Permission::SignedIn,
         Permission::Redeem,
         Permission::LookUp,
@@ -67,6 +69,7 @@ impl Permission {
         Permission::Activity,
         Permission::Staff,
         Permission::Settings,
+        Permission::Integrations,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -83,6 +86,7 @@ impl Permission {
             Permission::Activity => "activity",
             Permission::Staff => "staff",
             Permission::Settings => "settings",
+            Permission::Integrations => "integrations",
         }
     }
 }
@@ -122,12 +126,12 @@ impl Role {
             Role::Owner => true,
             Role::BoxOffice => match permission {
                 SignedIn | Redeem | LookUp | Orders | Refunds | Vouchers | Exports => true,
-                Catalogue | Engine | Activity | Staff | Settings => false,
+                Catalogue | Engine | Activity | Staff | Settings | Integrations => false,
             },
             Role::Door => match permission {
                 SignedIn | Redeem | LookUp => true,
                 Orders | Refunds | Vouchers | Exports | Catalogue | Engine | Activity | Staff
-                | Settings => false,
+                | Settings | Integrations => false,
             },
         }
     }

@@ -22,6 +22,7 @@ mod lost_answers;
 mod mail;
 mod official_sdks;
 mod outage;
+mod outgoing;
 mod providers;
 mod razorpay;
 mod razorpay_adapter;
