@@ -6,6 +6,7 @@
 
 pub mod accounts;
 pub mod actions;
+pub mod api_keys;
 pub mod refunds;
 pub mod roles;
 pub mod two_factor;

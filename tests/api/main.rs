@@ -1,6 +1,7 @@
 //! Integration tests: one binary, real PostgreSQL, real HTTP.
 
 mod admin;
+mod api_keys;
 mod bad_input;
 mod baskets;
 mod browser;

@@ -7,6 +7,7 @@
 //! parse, call `staff`, render. One file per page group; this one holds
 //! the guard, what the pages share and the routes.
 
+mod api_keys;
 mod holds;
 mod orders;
 mod records;
@@ -473,6 +474,7 @@ impl NoticeQuery {
                  running short.",
                 self.left.unwrap_or(0)
             ),
+            Some("api_key_revoked") => "Key revoked: it signs nothing from now on.".to_owned(),
             Some("webhook_enabled") => "Endpoint enabled: new events go to it again. Replay \
                  what it missed below."
                 .to_owned(),
@@ -625,6 +627,9 @@ pub static ROUTES: &[AdminRoute] = &[
     route!(Post "/two-factor/confirm", SignedIn => two_factor::confirm),
     route!(Post "/two-factor/recovery-codes", SignedIn => two_factor::new_recovery_codes),
     route!(Post "/two-factor/off", SignedIn => two_factor::turn_off),
+    route!(Get "/api-keys", Integrations => api_keys::api_keys_page),
+    route!(Post "/api-keys", Integrations => api_keys::create),
+    route!(Post "/api-keys/{id}/revoke", Integrations => api_keys::revoke),
     route!(Get "/webhooks", Integrations => webhooks::webhooks_page),
     route!(Post "/webhooks", Integrations => webhooks::add_endpoint),
     route!(Get "/webhooks/{id}", Integrations => webhooks::endpoint_page),
