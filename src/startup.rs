@@ -80,6 +80,7 @@ impl Application {
                 .configure(routes::health::routes)
                 .configure(routes::security::routes)
                 .configure(routes::admin::routes)
+                .configure(routes::api::routes)
                 .configure(routes::shop::routes)
                 .configure(routes::webhooks::routes)
         })

@@ -14,6 +14,7 @@
 pub mod address;
 pub mod delivery;
 pub mod signing;
+pub mod views;
 
 use chrono::{DateTime, Utc};
 use serde::Serialize;

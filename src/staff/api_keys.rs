@@ -284,3 +284,96 @@ mod tests {
         assert_eq!(Scope::ReadCatalogue.permission(), None);
     }
 }
+
+/// What an `Idempotency-Key` already stands for.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Idempotent {
+    /// New: go on, then [`answer`].
+    Fresh,
+    /// Used with the same body, answered: this answer again.
+    Answered {
+        status: u16,
+        body: serde_json::Value,
+    },
+    /// Used with the same body, not answered yet (in flight, or its
+    /// first try died): go on (what it runs is idempotent itself).
+    Unanswered,
+    /// Used with another body.
+    OtherBody,
+}
+
+/// Claim `idempotency_key` for this key and body.
+pub async fn claim(
+    pool: &PgPool,
+    key: &ApiKey,
+    idempotency_key: &str,
+    body: &[u8],
+) -> sqlx::Result<Idempotent> {
+    let request_hash = Sha256::digest(body).to_vec();
+    let inserted = sqlx::query(
+        "insert into api_idempotency (api_key_id, idempotency_key, request_hash) \
+         values ($1, $2, $3) on conflict do nothing",
+    )
+    .bind(&key.id)
+    .bind(idempotency_key)
+    .bind(&request_hash)
+    .execute(pool)
+    .await?
+    .rows_affected();
+    if inserted == 1 {
+        return Ok(Idempotent::Fresh);
+    }
+    let (hash, status, response): (Vec<u8>, Option<i32>, Option<serde_json::Value>) =
+        sqlx::query_as(
+            "select request_hash, status, response from api_idempotency \
+              where api_key_id = $1 and idempotency_key = $2",
+        )
+        .bind(&key.id)
+        .bind(idempotency_key)
+        .fetch_one(pool)
+        .await?;
+    Ok(if hash != request_hash {
+        Idempotent::OtherBody
+    } else {
+        match (status, response) {
+            (Some(status), Some(body)) => Idempotent::Answered {
+                status: status as u16,
+                body,
+            },
+            _ => Idempotent::Unanswered,
+        }
+    })
+}
+
+/// Keep the answer a claimed key got (a failure worth retrying is not
+/// kept: [`forget`] it instead).
+pub async fn answer(
+    pool: &PgPool,
+    key: &ApiKey,
+    idempotency_key: &str,
+    status: u16,
+    body: &serde_json::Value,
+) -> sqlx::Result<()> {
+    sqlx::query(
+        "update api_idempotency set status = $3, response = $4 \
+          where api_key_id = $1 and idempotency_key = $2",
+    )
+    .bind(&key.id)
+    .bind(idempotency_key)
+    .bind(i32::from(status))
+    .bind(body)
+    .execute(pool)
+    .await?;
+    Ok(())
+}
+
+/// Let a claimed key be used again (its request failed in a way worth
+/// another try).
+pub async fn forget(pool: &PgPool, key: &ApiKey, idempotency_key: &str) -> sqlx::Result<()> {
+    sqlx::query("delete from api_idempotency where api_key_id = $1 and idempotency_key = $2")
+        .bind(&key.id)
+        .bind(idempotency_key)
+        .execute(pool)
+        .await?;
+    Ok(())
+}

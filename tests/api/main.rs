@@ -2,6 +2,7 @@
 
 mod admin;
 mod api_keys;
+mod api_v1;
 mod bad_input;
 mod baskets;
 mod browser;
