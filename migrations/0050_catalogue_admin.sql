@@ -16,7 +16,10 @@ begin
                'archive_product', 'archive_collection', 'create_voucher', 'archive_voucher'
            ]) k;
     alter table staff_actions drop constraint staff_action_known;
+    -- written back in the form 0040 writes (and PostgreSQL shows as
+    -- ARRAY[...]), so a later migration reads it the same way
     execute format('alter table staff_actions add constraint staff_action_known '
-                   'check (action = any (%L::text[]))', v_known);
+                   'check (action in (%s))',
+                   (select string_agg(quote_literal(k), ', ' order by k) from unnest(v_known) k));
 end
 $$;

@@ -135,6 +135,10 @@ pub struct ServerSettings {
     /// `HOLDFAST_SANDBOX_SMTP_ADDR` (default `127.0.0.1:2525`): where the
     /// sandbox's mail server listens.
     pub sandbox_smtp_addr: std::net::SocketAddr,
+    /// `HOLDFAST_WEBHOOKS_ALLOW_PRIVATE=1`: outgoing webhooks may go to
+    /// private, loopback and link-local addresses (a receiver inside the
+    /// shop's own network, on purpose). Default 0: refused.
+    pub webhooks_allow_private: bool,
 }
 
 impl ServerSettings {
@@ -234,6 +238,13 @@ impl ServerSettings {
                 "HOLDFAST_SANDBOX_SMTP_ADDR",
                 "127.0.0.1:2525".parse()?,
             )?,
+            webhooks_allow_private: match env.get("HOLDFAST_WEBHOOKS_ALLOW_PRIVATE").as_deref() {
+                None | Some("0") => false,
+                Some("1") => true,
+                Some(other) => {
+                    anyhow::bail!("HOLDFAST_WEBHOOKS_ALLOW_PRIVATE is 1 or 0, not {other:?}")
+                }
+            },
         })
     }
 }

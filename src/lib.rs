@@ -17,6 +17,7 @@ pub mod limits;
 pub mod live;
 pub mod metrics;
 pub mod money;
+pub mod outgoing;
 pub mod payments;
 pub mod redemption;
 pub mod retry;

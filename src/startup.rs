@@ -80,6 +80,7 @@ impl Application {
                 .configure(routes::health::routes)
                 .configure(routes::security::routes)
                 .configure(routes::admin::routes)
+                .configure(routes::api::routes)
                 .configure(routes::shop::routes)
                 .configure(routes::webhooks::routes)
         })
@@ -118,15 +119,6 @@ pub async fn serve(
     for warning in providers.warnings() {
         tracing::warn!("{warning}");
     }
-    if with_worker {
-        spawn_worker(
-            pool.clone(),
-            payments.clone(),
-            &settings,
-            sandboxed,
-            "serve",
-        )?;
-    }
     let session_key = match &settings.session_key {
         Some(key) => SessionKey::new(key.clone())?,
         None if settings.base_url.starts_with("https://") => {
@@ -146,6 +138,16 @@ pub async fn serve(
             SessionKey::generate()
         }
     };
+    if with_worker {
+        spawn_worker(
+            pool.clone(),
+            payments.clone(),
+            &settings,
+            sandboxed,
+            "serve",
+            &session_key,
+        )?;
+    }
     let shop = Shop::from_settings(&settings, pool, payments, session_key);
     let app = Application::build(listener, shop)?;
     tracing::info!(url = %settings.base_url, "the shop is open");
@@ -266,6 +268,8 @@ pub fn spawn_worker(
     settings: &ServerSettings,
     sandboxed: bool,
     name: &str,
+    // opens outgoing webhooks' secrets: the web processes' key
+    session_key: &SessionKey,
 ) -> anyhow::Result<()> {
     let mailer = configured_mailer(settings, sandboxed)?;
     use std::time::Duration;
@@ -295,9 +299,15 @@ pub fn spawn_worker(
     let pool_for_orders = pool.clone();
     let reconciler = crate::worker::reconcile::Reconciler::new(pool.clone(), payments.clone())
         .with_times(settings.reconcile);
+    let deliveries = crate::outgoing::Deliveries::new(
+        pool.clone(),
+        session_key.clone(),
+        settings.webhooks_allow_private,
+    );
     let outbox = Outbox::new(pool, payments)
         .with_lease(Duration::from_secs(settings.outbox_lease_seconds))
-        .with_mailer(mailer);
+        .with_mailer(mailer)
+        .with_webhooks(deliveries);
     tokio::spawn(async move {
         let mut ticker = tokio::time::interval(every);
         loop {

@@ -41,6 +41,8 @@ pub struct Shop {
     pub csp_reports: Arc<AtomicU64>,
     /// The CSV exports this process is streaming.
     pub exports: crate::staff::exports::Exports,
+    /// Webhook endpoints staff add may be on private addresses.
+    pub webhooks_allow_private: bool,
 }
 
 impl Shop {
@@ -72,6 +74,7 @@ impl Shop {
             session_key,
             csp_reports: Arc::default(),
             exports: crate::staff::exports::Exports::default(),
+            webhooks_allow_private: settings.webhooks_allow_private,
         }
     }
 

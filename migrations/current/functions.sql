@@ -1815,6 +1815,148 @@ AS $function$
         'hex')::uuid;
 $function$;
 
+-- hf_webhook_code_redeemed (last written by 0060_outgoing_webhooks.sql)
+CREATE OR REPLACE FUNCTION public.hf_webhook_code_redeemed()
+ RETURNS trigger
+ LANGUAGE plpgsql
+AS $function$
+begin
+    perform hf_webhook_event('code.redeemed', jsonb_build_object(
+        'code', new.code,
+        'kind', new.kind,
+        'order_id', new.order_id,
+        'order_token', (select token from orders where id = new.order_id),
+        'redeemed_at', new.redeemed_at,
+        'redeemed_by', new.redeemed_by,
+        'place', new.place));
+    return null;
+end;
+$function$;
+
+-- hf_webhook_event (last written by 0060_outgoing_webhooks.sql)
+CREATE OR REPLACE FUNCTION public.hf_webhook_event(p_type text, p_data jsonb)
+ RETURNS integer
+ LANGUAGE plpgsql
+AS $function$
+declare
+    v_id     text;
+    v_queued integer;
+begin
+    -- nobody listens: nothing is written
+    if not exists (select 1 from webhook_endpoints
+                    where disabled_at is null and p_type = any (events)) then
+        return 0;
+    end if;
+    v_id := 'msg_' || replace(gen_random_uuid()::text, '-', '');
+    insert into webhook_messages (id, event_type, payload)
+    values (v_id, p_type,
+            jsonb_build_object(
+                'type', p_type,
+                'timestamp', to_char(clock_timestamp() at time zone 'utc',
+                                     'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'),
+                'data', p_data));
+    insert into outbox_jobs (kind, dedupe_key, payload)
+    select 'webhook', 'webhook:' || e.id || ':' || v_id,
+           jsonb_build_object('endpoint_id', e.id, 'message_id', v_id)
+      from webhook_endpoints e
+     where e.disabled_at is null and p_type = any (e.events)
+     order by e.id;
+    get diagnostics v_queued = row_count;
+    return v_queued;
+end;
+$function$;
+
+-- hf_webhook_order (last written by 0060_outgoing_webhooks.sql)
+CREATE OR REPLACE FUNCTION public.hf_webhook_order(p_order uuid)
+ RETURNS jsonb
+ LANGUAGE sql
+ STABLE
+AS $function$
+    select jsonb_build_object(
+               'id', o.id,
+               'token', o.token,
+               'state', o.state,
+               'amount_minor', o.amount_minor,
+               'discount_minor', o.discount_minor,
+               'currency', o.currency,
+               'provider', o.provider,
+               'customer', jsonb_build_object('name', o.customer_name,
+                                              'email', o.customer_email),
+               'created_at', o.created_at,
+               'paid_at', o.paid_at,
+               'lines', (select coalesce(jsonb_agg(jsonb_build_object(
+                                     'product_id', l.product_id,
+                                     'name', l.name,
+                                     'qty', l.qty,
+                                     'unit_price_minor', l.unit_price_minor,
+                                     'paid_minor', coalesce(l.paid_minor,
+                                                            l.unit_price_minor * l.qty))
+                                     order by l.product_id), '[]'::jsonb)
+                           from order_lines l where l.order_id = o.id))
+      from orders o where o.id = p_order
+$function$;
+
+-- hf_webhook_order_refunded (last written by 0060_outgoing_webhooks.sql)
+CREATE OR REPLACE FUNCTION public.hf_webhook_order_refunded()
+ RETURNS trigger
+ LANGUAGE plpgsql
+AS $function$
+declare
+    v_refunded bigint;
+    v_ordered  bigint;
+begin
+    select coalesce(sum((u ->> 'qty')::bigint), 0) into v_refunded
+      from order_refunds r, jsonb_array_elements(r.units) u
+     where r.order_id = new.order_id;
+    select coalesce(sum(qty), 0) into v_ordered from order_lines where order_id = new.order_id;
+    perform hf_webhook_event('order.refunded', jsonb_build_object(
+        'order', hf_webhook_order(new.order_id),
+        'refund', jsonb_build_object(
+            'id', new.id,
+            'amount_minor', new.amount_minor,
+            'units', new.units,
+            'reason', new.reason,
+            'restocked', new.restocked,
+            'whole', v_refunded >= v_ordered,
+            'created_at', new.created_at)));
+    return null;
+end;
+$function$;
+
+-- hf_webhook_order_state (last written by 0060_outgoing_webhooks.sql)
+CREATE OR REPLACE FUNCTION public.hf_webhook_order_state()
+ RETURNS trigger
+ LANGUAGE plpgsql
+AS $function$
+begin
+    perform hf_webhook_event('order.' || new.state,
+                             jsonb_build_object('order', hf_webhook_order(new.id)));
+    return null;
+end;
+$function$;
+
+-- hf_webhook_stock (last written by 0060_outgoing_webhooks.sql)
+CREATE OR REPLACE FUNCTION public.hf_webhook_stock()
+ RETURNS trigger
+ LANGUAGE plpgsql
+AS $function$
+declare
+    v_left integer := new.total - new.held - new.sold;
+    v_product record;
+begin
+    for v_product in
+        select id from products where resource_id = new.id and active order by id
+    loop
+        perform hf_webhook_event(
+            case when v_left > 0 then 'product.available' else 'product.sold_out' end,
+            jsonb_build_object('product_id', v_product.id,
+                               'resource_id', new.id,
+                               'available', greatest(v_left, 0)));
+    end loop;
+    return null;
+end;
+$function$;
+
 -- hold_events_append_only (last written by 0001_inventory_schema.sql)
 CREATE OR REPLACE FUNCTION public.hold_events_append_only()
  RETURNS trigger

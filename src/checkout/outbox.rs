@@ -66,6 +66,18 @@ pub enum OutboxJob {
         payment: ProviderPayment,
         reason: String,
     },
+    /// Deliver one event to one endpoint (`crate::outgoing`). Queued by the
+    /// database (migration 0060's triggers), never from here.
+    Webhook {
+        endpoint_id: String,
+        message_id: String,
+    },
+}
+
+#[derive(Serialize, Deserialize)]
+struct WebhookPayload {
+    endpoint_id: String,
+    message_id: String,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -121,6 +133,7 @@ impl OutboxJob {
             OutboxJob::CapturePayment { .. } => "capture_payment",
             OutboxJob::RefundNotice { .. } => "refund_notice",
             OutboxJob::PaymentReturned { .. } => "payment_returned",
+            OutboxJob::Webhook { .. } => "webhook",
         }
     }
 
@@ -141,6 +154,10 @@ impl OutboxJob {
                 "payment_returned:{}",
                 refund_key(payment.provider, &payment.payment_ref)
             ),
+            OutboxJob::Webhook {
+                endpoint_id,
+                message_id,
+            } => format!("webhook:{endpoint_id}:{message_id}"),
         }
     }
 
@@ -181,6 +198,13 @@ impl OutboxJob {
                 order_id: *order_id,
                 payment: payment.clone(),
                 reason: reason.clone(),
+            }),
+            OutboxJob::Webhook {
+                endpoint_id,
+                message_id,
+            } => serde_json::to_value(WebhookPayload {
+                endpoint_id: endpoint_id.clone(),
+                message_id: message_id.clone(),
             }),
         };
         value.expect("job payloads are plain data")
@@ -226,6 +250,13 @@ impl OutboxJob {
                     order_id: p.order_id,
                     payment: p.payment,
                     reason: p.reason,
+                }
+            }
+            "webhook" => {
+                let p: WebhookPayload = serde_json::from_value(payload.clone()).map_err(read)?;
+                OutboxJob::Webhook {
+                    endpoint_id: p.endpoint_id,
+                    message_id: p.message_id,
                 }
             }
             other => return Err(format!("unknown job kind {other}")),
@@ -320,6 +351,10 @@ mod tests {
                     order_hint: None,
                 },
                 reason: "hold_expired".into(),
+            },
+            OutboxJob::Webhook {
+                endpoint_id: "ep_1".into(),
+                message_id: "msg_1".into(),
             },
         ] {
             assert_eq!(OutboxJob::parse(job.kind(), &job.payload()), Ok(job));

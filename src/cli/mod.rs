@@ -2,12 +2,14 @@
 //! either, the private cluster); `--json` prints one JSON value for machines.
 //! Each command is a function of its own: [`shop`] (serve, worker, migrate,
 //! catalogue, staff), [`vouchers`], [`engine`] (resources, holds, sweeps,
-//! the drift check, settings), [`after_sale`] (refunds, redemptions).
+//! the drift check, settings), [`after_sale`] (refunds, redemptions),
+//! [`webhooks`] (outgoing webhook endpoints).
 
 mod after_sale;
 mod engine;
 mod shop;
 mod vouchers;
+mod webhooks;
 
 use std::process::ExitCode;
 
@@ -109,6 +111,11 @@ enum Command {
     Refund(RefundArgs),
     /// Show or change the shared settings
     Settings(SettingsChange),
+    /// Outgoing webhooks: endpoints that hear of sales, refunds, redemptions
+    Webhooks {
+        #[command(subcommand)]
+        action: webhooks::WebhookAction,
+    },
 }
 
 /// `holdfast refund`'s arguments.
@@ -280,6 +287,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Refund(request) => after_sale::refund(&ctx, request).await,
         Command::Redeem { code, place } => after_sale::redeem(&ctx, code, place).await,
         Command::Settings(changes) => engine::settings(&ctx, changes).await,
+        Command::Webhooks { action } => webhooks::run(&ctx, action).await,
     }
 }
 

@@ -205,12 +205,18 @@ pub(super) async fn worker(ctx: &Ctx) -> anyhow::Result<ExitCode> {
     // with no keys, the sandbox a `holdfast serve` without keys runs
     let payments = crate::startup::configured_providers(&server, &providers)?;
     tracing::info!(every = server.sweep_every_seconds, "worker started");
+    // outgoing webhooks' secrets open only under the web processes' key
+    let session_key = match &server.session_key {
+        Some(key) => crate::staff::SessionKey::new(key.clone())?,
+        None => crate::staff::SessionKey::generate(),
+    };
     crate::startup::spawn_worker(
         ctx.pool.clone(),
         payments,
         &server,
         providers.is_empty(),
         "worker",
+        &session_key,
     )?;
     std::future::pending::<()>().await;
     Ok(ExitCode::SUCCESS)

@@ -1,6 +1,7 @@
 //! Thin handlers: parse into domain types, call, render.
 
 pub mod admin;
+pub mod api;
 pub mod edge;
 pub mod health;
 mod render;

@@ -6,6 +6,7 @@
 
 pub mod accounts;
 pub mod actions;
+pub mod api_keys;
 pub mod catalogue;
 pub mod exports;
 pub mod refunds;
@@ -304,7 +305,7 @@ impl SessionKey {
 
     /// A key of its own for one purpose, HMAC-SHA256(session key, label):
     /// knowing one derived key tells nothing of the session key or another.
-    fn derive(&self, label: &str) -> [u8; 32] {
+    pub(crate) fn derive(&self, label: &str) -> [u8; 32] {
         let hex = hmac_sha256_hex(self.key.expose().as_bytes(), label.as_bytes());
         let mut key = [0u8; 32];
         hex::decode_to_slice(hex, &mut key).expect("HMAC-SHA256 is 32 bytes of hex");

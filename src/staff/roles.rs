@@ -56,11 +56,13 @@ pub enum Permission {
     Staff,
     /// The shop's settings (two-factor sign-in required, say).
     Settings,
+    /// The shop's other systems: outgoing webhook endpoints and API keys.
+    Integrations,
 }
 
 impl Permission {
     /// Every permission, as the route table and the tests name them.
-    pub const ALL: [Permission; 13] = [
+    pub const ALL: [Permission; 14] = [
         Permission::SignedIn,
         Permission::Redeem,
         Permission::LookUp,
@@ -74,6 +76,7 @@ impl Permission {
         Permission::Activity,
         Permission::Staff,
         Permission::Settings,
+        Permission::Integrations,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -91,6 +94,7 @@ impl Permission {
             Permission::Activity => "activity",
             Permission::Staff => "staff",
             Permission::Settings => "settings",
+            Permission::Integrations => "integrations",
         }
     }
 }
@@ -132,14 +136,14 @@ impl Role {
                 SignedIn | Redeem | LookUp | DoorList | Orders | Refunds | Vouchers | Exports => {
                     true
                 }
-                Catalogue | Engine | Activity | Staff | Settings => false,
+                Catalogue | Engine | Activity | Staff | Settings | Integrations => false,
             },
             // redeeming and looking an order up, nothing else: the box
             // office prints the door's list for the door
             Role::Door => match permission {
                 SignedIn | Redeem | LookUp => true,
                 DoorList | Orders | Refunds | Vouchers | Exports | Catalogue | Engine
-                | Activity | Staff | Settings => false,
+                | Activity | Staff | Settings | Integrations => false,
             },
         }
     }

@@ -60,6 +60,9 @@ pub struct Outbox {
     lease: std::time::Duration,
     /// Where shoppers' mail goes; without one, messages are only logged.
     mailer: Option<crate::worker::mail::Mailer>,
+    /// Outgoing webhooks; without it, their jobs wait for a worker that
+    /// has it.
+    webhooks: Option<crate::outgoing::Deliveries>,
 }
 
 impl Outbox {
@@ -70,7 +73,14 @@ impl Outbox {
             payments,
             lease: std::time::Duration::from_secs(120),
             mailer: None,
+            webhooks: None,
         }
+    }
+
+    /// Deliver outgoing webhooks through `deliveries`.
+    pub fn with_webhooks(mut self, deliveries: crate::outgoing::Deliveries) -> Self {
+        self.webhooks = Some(deliveries);
+        self
     }
 
     /// Send the shoppers' mail through `mailer`.
@@ -170,6 +180,19 @@ impl Outbox {
         let typed = OutboxJob::parse(&job.kind, &job.payload).map_err(ProviderError::Unexpected)?;
         match typed {
             OutboxJob::Refund(refund) => self.refund(job, &refund).await,
+            OutboxJob::Webhook {
+                endpoint_id,
+                message_id,
+            } => match &self.webhooks {
+                Some(deliveries) => deliveries
+                    .deliver(job.id, &endpoint_id, &message_id)
+                    .await
+                    .map(|_| Done::Plain)
+                    .map_err(ProviderError::Unavailable),
+                None => Err(ProviderError::Unavailable(
+                    "this worker does not deliver webhooks".into(),
+                )),
+            },
             OutboxJob::ClosePage {
                 provider, page_id, ..
             } => {

@@ -1,6 +1,8 @@
 //! Integration tests: one binary, real PostgreSQL, real HTTP.
 
 mod admin;
+mod api_keys;
+mod api_v1;
 mod bad_input;
 mod baskets;
 mod browser;
@@ -24,6 +26,7 @@ mod lost_answers;
 mod mail;
 mod official_sdks;
 mod outage;
+mod outgoing;
 mod providers;
 mod razorpay;
 mod razorpay_adapter;

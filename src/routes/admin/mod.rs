@@ -7,6 +7,7 @@
 //! parse, call `staff`, render. One file per page group; this one holds
 //! the guard, what the pages share and the routes.
 
+mod api_keys;
 mod catalogue;
 mod exports;
 mod form;
@@ -19,6 +20,7 @@ mod session;
 mod staff_accounts;
 mod two_factor;
 mod vouchers;
+mod webhooks;
 
 use actix_web::body::{BoxBody, MessageBody};
 use actix_web::dev::{ServiceRequest, ServiceResponse};
@@ -522,6 +524,18 @@ impl NoticeQuery {
             Some("voucher_archived") => "Voucher archived: no checkout can start with it again; \
                  uses already held run their course."
                 .to_owned(),
+            Some("api_key_revoked") => "Key revoked: it signs nothing from now on.".to_owned(),
+            Some("webhook_enabled") => "Endpoint enabled: new events go to it again. Replay \
+                 what it missed below."
+                .to_owned(),
+            Some("webhook_disabled") => "Endpoint disabled: nothing is sent to it until it is \
+                 enabled."
+                .to_owned(),
+            Some("webhook_replayed") => format!(
+                "{} deliveries queued again, with their own webhook-id: the worker sends them on \
+                 its next pass.",
+                self.committed.unwrap_or(0)
+            ),
             Some("must_enrol") => "The shop requires two-factor sign-in of accounts that can \
                  refund: set it up to go on."
                 .to_owned(),
@@ -690,6 +704,16 @@ pub static ROUTES: &[AdminRoute] = &[
     route!(Post "/two-factor/confirm", SignedIn => two_factor::confirm),
     route!(Post "/two-factor/recovery-codes", SignedIn => two_factor::new_recovery_codes),
     route!(Post "/two-factor/off", SignedIn => two_factor::turn_off),
+    route!(Get "/api-keys", Integrations => api_keys::api_keys_page),
+    route!(Post "/api-keys", Integrations => api_keys::create),
+    route!(Post "/api-keys/{id}/revoke", Integrations => api_keys::revoke),
+    route!(Get "/webhooks", Integrations => webhooks::webhooks_page),
+    route!(Post "/webhooks", Integrations => webhooks::add_endpoint),
+    route!(Get "/webhooks/{id}", Integrations => webhooks::endpoint_page),
+    route!(Post "/webhooks/{id}/enable", Integrations => webhooks::enable),
+    route!(Post "/webhooks/{id}/disable", Integrations => webhooks::disable),
+    route!(Post "/webhooks/{id}/replay", Integrations => webhooks::replay_since),
+    route!(Post "/webhooks/{id}/deliveries/{job}/replay", Integrations => webhooks::replay_one),
 ];
 
 /// The admin route a request is for, if any.

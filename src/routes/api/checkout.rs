@@ -1,0 +1,301 @@
+//! `POST /api/v1/checkouts`: a checkout through the one routine the form
+//! uses ([`checkout::begin`]), with the same fair-sale limits, answered
+//! with the payment page's URL. The `Idempotency-Key` makes a retry the
+//! same checkout: the same key and body get the same answer; another body,
+//! 422 and nothing done.
+
+use actix_web::http::StatusCode;
+use actix_web::{HttpRequest, HttpResponse, web};
+use serde::Deserialize;
+use sha2::{Digest, Sha256};
+
+use super::{ApiError, json_body, key_of};
+use crate::checkout::{self, BeginRequest, Begun, basket};
+use crate::inventory::IdempotencyKey;
+use crate::retry::{Bound, retry};
+use crate::staff::api_keys::{self, Idempotent};
+use crate::state::Shop;
+
+#[derive(Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CheckoutBody {
+    /// What to buy: 1 to 20 lines.
+    lines: Vec<CheckoutLine>,
+    name: String,
+    email: String,
+    /// `stripe` or `razorpay`; the shop's default when absent.
+    #[serde(default)]
+    provider: Option<String>,
+    #[serde(default)]
+    voucher: Option<String>,
+}
+
+#[derive(Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CheckoutLine {
+    product_id: String,
+    qty: i32,
+}
+
+fn refused(status: StatusCode, code: &'static str, message: impl Into<String>) -> ApiError {
+    ApiError::new(status, code, message)
+}
+
+/// The `Idempotency-Key` header: 1 to 64 letters, digits, `-` or `_`.
+pub fn idempotency_key(request: &HttpRequest) -> Result<String, ApiError> {
+    let key = request
+        .headers()
+        .get("idempotency-key")
+        .and_then(|v| v.to_str().ok())
+        .map(str::trim)
+        .unwrap_or("");
+    let fits = (1..=64).contains(&key.len())
+        && key
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
+    if !fits {
+        return Err(refused(
+            StatusCode::BAD_REQUEST,
+            "idempotency_key_required",
+            "every POST needs an Idempotency-Key header of 1 to 64 letters, digits, - or _; \
+             nothing was done",
+        ));
+    }
+    Ok(key.to_owned())
+}
+
+/// `POST /api/v1/checkouts`.
+#[utoipa::path(post, path = "/api/v1/checkouts", tag = "checkout",
+    security(("api_key" = [])),
+    params(("Idempotency-Key" = String, Header, description = "The same key and body: the same answer")),
+    request_body = CheckoutBody,
+    responses((status = 201, description = "Held: send the shopper to `payment_url`; the order is `order_token`"),
+              (status = 400, description = "Bad JSON, or no Idempotency-Key", body = super::ErrorBody),
+              (status = 401, description = "No live key", body = super::ErrorBody),
+              (status = 403, description = "The key lacks start_checkouts", body = super::ErrorBody),
+              (status = 409, description = "Sold out, over a limit, not on sale", body = super::ErrorBody),
+              (status = 413, description = "The body is too large", body = super::ErrorBody),
+              (status = 422, description = "Lines, customer or provider that cannot be used, or the Idempotency-Key used with another body", body = super::ErrorBody),
+              (status = 429, description = "Too many from this address", body = super::ErrorBody),
+              (status = 503, description = "The provider did not answer; nothing was held", body = super::ErrorBody)))]
+pub async fn start(
+    shop: web::Data<Shop>,
+    request: HttpRequest,
+    payload: web::Payload,
+) -> Result<HttpResponse, ApiError> {
+    let key = key_of(&request).expect("the guard let a key through");
+    let idem = idempotency_key(&request)?;
+    let (body, raw): (CheckoutBody, Vec<u8>) = json_body(payload).await?;
+    if body.lines.is_empty()
+        || body.lines.len() > 20
+        || body.lines.iter().any(|l| {
+            !(1..=100).contains(&l.qty) || l.product_id.is_empty() || l.product_id.len() > 200
+        })
+    {
+        return Err(refused(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "bad_lines",
+            "give 1 to 20 lines of 1 to 100 units of a product id; nothing was done",
+        ));
+    }
+    match api_keys::claim(&shop.pool, &key, &idem, &raw).await? {
+        Idempotent::Answered { status, body } => {
+            return Ok(
+                HttpResponse::build(StatusCode::from_u16(status).unwrap_or(StatusCode::OK))
+                    .json(body),
+            );
+        }
+        Idempotent::OtherBody => {
+            return Err(refused(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "idempotency_key_reused",
+                "this Idempotency-Key was used with another body; nothing was done",
+            ));
+        }
+        Idempotent::Fresh | Idempotent::Unanswered => {}
+    }
+    let answer = run(&shop, &request, &key, &idem, body).await;
+    match &answer {
+        // worth another try with the same key: not kept
+        Err(error) if error.status.is_server_error() => {
+            api_keys::forget(&shop.pool, &key, &idem).await?;
+        }
+        Err(error) => {
+            api_keys::answer(
+                &shop.pool,
+                &key,
+                &idem,
+                error.status.as_u16(),
+                &error.body(),
+            )
+            .await?
+        }
+        Ok(body) => api_keys::answer(&shop.pool, &key, &idem, 201, body).await?,
+    }
+    let body = answer?;
+    Ok(HttpResponse::Created().json(body))
+}
+
+async fn run(
+    shop: &Shop,
+    request: &HttpRequest,
+    key: &api_keys::ApiKey,
+    idem: &str,
+    body: CheckoutBody,
+) -> Result<serde_json::Value, ApiError> {
+    // one checkout per API key and Idempotency-Key: its form key and basket
+    let digest = hex::encode(Sha256::digest(format!("{}:{idem}", key.id)));
+    let checkout_key = IdempotencyKey::parse(&format!("api-{}", &digest[..40]))
+        .map_err(|e| refused(StatusCode::UNPROCESSABLE_ENTITY, "invalid_input", e.0))?;
+    let basket_id = format!("api-{}", &digest[..40]);
+    for line in &body.lines {
+        let add = uuid::Uuid::from_slice(
+            &Sha256::digest(format!("{basket_id}:{}", line.product_id))[..16],
+        )
+        .expect("16 bytes");
+        let added = retry("basket_add", Bound::Shopper, || {
+            basket::add(
+                &shop.pool,
+                &basket_id,
+                &line.product_id,
+                line.qty,
+                add,
+                None,
+            )
+        })
+        .await?;
+        match added {
+            basket::Added::Added { .. } => {}
+            basket::Added::Unknown => {
+                return Err(refused(
+                    StatusCode::UNPROCESSABLE_ENTITY,
+                    "unknown_product",
+                    format!("{} is not for sale; nothing was held", line.product_id),
+                ));
+            }
+            basket::Added::TooMany { max_per_order, .. } => {
+                return Err(refused(
+                    StatusCode::CONFLICT,
+                    "over_limit",
+                    format!(
+                        "one order takes at most {max_per_order} of {}; nothing was held",
+                        line.product_id
+                    ),
+                ));
+            }
+        }
+    }
+    let begun = checkout::begin(
+        shop.desk(),
+        BeginRequest {
+            checkout_key: checkout_key.clone(),
+            basket_id: Some(basket_id),
+            name: body.name,
+            email: body.email,
+            provider: body.provider,
+            form_lines: None,
+            address: shop.fairness.address(request),
+            voucher: body.voucher,
+        },
+    )
+    .await?;
+    let conflict = |code, message: String| Err(refused(StatusCode::CONFLICT, code, message));
+    let order = match begun {
+        Begun::Pay { .. } | Begun::Again { .. } => {
+            checkout::order_by_checkout_key(&shop.pool, checkout_key.as_str()).await?
+        }
+        Begun::EmptyBasket => {
+            return Err(refused(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "bad_lines",
+                "nothing to check out",
+            ));
+        }
+        Begun::BadCustomer { reason } => {
+            return Err(refused(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "bad_customer",
+                reason,
+            ));
+        }
+        Begun::UnknownProvider => {
+            return Err(refused(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "unknown_provider",
+                "that way of paying is not offered here",
+            ));
+        }
+        Begun::TooFast(_) => {
+            return Err(refused(
+                StatusCode::TOO_MANY_REQUESTS,
+                "too_fast",
+                "too many checkouts from this address; try again shortly",
+            ));
+        }
+        Begun::Short { lines, .. } => {
+            let words: Vec<String> = lines
+                .iter()
+                .map(|l| {
+                    format!(
+                        "{}: {} left, {} asked for",
+                        l.product_id, l.available, l.requested
+                    )
+                })
+                .collect();
+            return conflict(
+                "sold_out",
+                format!("not enough left ({}); nothing was held", words.join("; ")),
+            );
+        }
+        Begun::OverLimit { .. } => {
+            return conflict(
+                "over_limit",
+                "more than one buyer may hold at once; nothing was held".into(),
+            );
+        }
+        Begun::Withdrawn => return conflict("withdrawn", "a product is no longer sold".into()),
+        Begun::NotOnSale { .. } => {
+            return conflict("not_on_sale", "a product is not on sale now".into());
+        }
+        Begun::BadVoucher { code, .. } => {
+            return conflict(
+                "bad_voucher",
+                format!("the code {code} cannot be used; nothing was held"),
+            );
+        }
+        Begun::Locked { .. } => {
+            return conflict(
+                "locked",
+                "a product is sold only with the code that unlocks it".into(),
+            );
+        }
+        Begun::RanOut => {
+            return conflict(
+                "ran_out",
+                "the reservation ran out; nothing was charged".into(),
+            );
+        }
+        Begun::ProviderFailed | Begun::PaymentPhaseFailed => {
+            return Err(refused(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "provider_unavailable",
+                "the payment provider did not answer; nothing was held; try again",
+            ));
+        }
+    };
+    let Some(order) = order else {
+        return Err(refused(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "unavailable",
+            "try again in a moment",
+        ));
+    };
+    Ok(serde_json::json!({
+        "order_token": order.token,
+        "state": order.state,
+        "payment_url": order.provider_url,
+        "order_url": format!("{}/orders/{}", shop.base_url, order.token),
+        "amount_minor": order.amount_minor,
+        "currency": order.currency,
+    }))
+}

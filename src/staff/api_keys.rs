@@ -1,0 +1,379 @@
+//! API keys: what the shop's other systems sign JSON API requests with.
+//! Owners make and revoke them in the admin (the `integrations`
+//! permission). A key has scopes; each scope that reaches staff work
+//! stands for the admin permission of that work ([`Scope::permission`]), so
+//! a key may do through the API what a role with those permissions may do
+//! in the admin, and no more. The token, `hf_<id>_<secret>`, is shown once;
+//! only the SHA-256 of its secret is stored, compared in constant time.
+//! Every key's actions are recorded in Activity with the key as the actor.
+
+use chrono::{DateTime, Utc};
+use rand::RngCore;
+use serde::Serialize;
+use sha2::{Digest, Sha256};
+use sqlx::PgPool;
+
+use super::roles::Permission;
+use super::{Actor, StaffMember, log_action, record};
+
+/// What a key may do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Scope {
+    /// The catalogue and live availability.
+    ReadCatalogue,
+    /// Starting checkouts for shoppers (a storefront elsewhere).
+    StartCheckouts,
+    /// Orders, their lines and payments.
+    ReadOrders,
+    /// Refunding orders.
+    Refund,
+    /// Redeeming codes at a door or counter.
+    Redeem,
+    /// Creating, listing and archiving vouchers.
+    ManageVouchers,
+}
+
+impl Scope {
+    pub const ALL: [Scope; 6] = [
+        Scope::ReadCatalogue,
+        Scope::StartCheckouts,
+        Scope::ReadOrders,
+        Scope::Refund,
+        Scope::Redeem,
+        Scope::ManageVouchers,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Scope::ReadCatalogue => "read_catalogue",
+            Scope::StartCheckouts => "start_checkouts",
+            Scope::ReadOrders => "read_orders",
+            Scope::Refund => "refund",
+            Scope::Redeem => "redeem",
+            Scope::ManageVouchers => "manage_vouchers",
+        }
+    }
+
+    pub fn parse(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|s| s.as_str() == name.trim())
+    }
+
+    /// The admin permission staff work through this scope stands for
+    /// (`None`: what any shopper may do).
+    pub fn permission(self) -> Option<Permission> {
+        match self {
+            Scope::ReadCatalogue | Scope::StartCheckouts => None,
+            Scope::ReadOrders => Some(Permission::Orders),
+            Scope::Refund => Some(Permission::Refunds),
+            Scope::Redeem => Some(Permission::Redeem),
+            Scope::ManageVouchers => Some(Permission::Vouchers),
+        }
+    }
+
+    /// How the admin describes it.
+    pub fn label(self) -> &'static str {
+        match self {
+            Scope::ReadCatalogue => "read the catalogue and availability",
+            Scope::StartCheckouts => "start checkouts",
+            Scope::ReadOrders => "read orders",
+            Scope::Refund => "refund orders",
+            Scope::Redeem => "redeem codes",
+            Scope::ManageVouchers => "manage vouchers",
+        }
+    }
+}
+
+/// A key, as the admin lists it (never its secret).
+#[derive(Debug, Clone, Serialize, sqlx::FromRow)]
+pub struct ApiKeyRow {
+    pub id: String,
+    pub name: String,
+    pub scopes: Vec<String>,
+    pub created_by: String,
+    pub created_at: DateTime<Utc>,
+    pub last_used_at: Option<DateTime<Utc>>,
+    pub revoked_at: Option<DateTime<Utc>>,
+    pub revoked_by: Option<String>,
+}
+
+/// A key that signed a request: who it is and what it may do.
+#[derive(Debug, Clone)]
+pub struct ApiKey {
+    pub id: String,
+    pub name: String,
+    pub scopes: Vec<Scope>,
+}
+
+impl ApiKey {
+    pub fn may(&self, scope: Scope) -> bool {
+        self.scopes.contains(&scope)
+    }
+
+    /// How Activity names it.
+    pub fn actor_name(&self) -> String {
+        format!("api key {} ({})", self.id, self.name)
+    }
+}
+
+fn hash(secret: &str) -> Vec<u8> {
+    Sha256::digest(secret.as_bytes()).to_vec()
+}
+
+/// Make a key; returns it and its token (shown once).
+pub async fn create(
+    pool: &PgPool,
+    by: &StaffMember,
+    name: &str,
+    scopes: &[Scope],
+) -> super::Result<(ApiKeyRow, String)> {
+    let name = name.trim();
+    if name.is_empty() || name.chars().count() > 100 {
+        return Err(super::StaffError::InvalidInput(
+            "name the key (1 to 100 characters), for whoever reads Activity".into(),
+        ));
+    }
+    if scopes.is_empty() {
+        return Err(super::StaffError::InvalidInput(
+            "give the key at least one scope".into(),
+        ));
+    }
+    let mut id = [0u8; 6];
+    rand::rngs::OsRng.fill_bytes(&mut id);
+    let id = hex::encode(id);
+    let secret = super::random_token();
+    let token = format!("hf_{id}_{secret}");
+    let scopes: Vec<&str> = scopes.iter().map(|s| s.as_str()).collect();
+    let mut tx = pool.begin().await?;
+    let row: ApiKeyRow = sqlx::query_as(
+        "insert into api_keys (id, name, scopes, secret_hash, created_by) \
+         values ($1, $2, $3, $4, $5) \
+         returning id, name, scopes, created_by, created_at, last_used_at, revoked_at, revoked_by",
+    )
+    .bind(&id)
+    .bind(name)
+    .bind(&scopes)
+    .bind(hash(&secret))
+    .bind(&by.email)
+    .fetch_one(&mut *tx)
+    .await?;
+    record(
+        &mut tx,
+        by,
+        "add_api_key",
+        &id,
+        "ok",
+        serde_json::json!({ "name": name, "scopes": scopes }),
+    )
+    .await?;
+    tx.commit().await?;
+    log_action(by, "add_api_key", &id, "ok");
+    Ok((row, token))
+}
+
+/// Revoke a key: it signs nothing from now on. Returns whether it was live.
+pub async fn revoke(pool: &PgPool, by: &StaffMember, id: &str) -> super::Result<bool> {
+    let mut tx = pool.begin().await?;
+    let revoked = sqlx::query(
+        "update api_keys set revoked_at = now(), revoked_by = $2 \
+          where id = $1 and revoked_at is null",
+    )
+    .bind(id)
+    .bind(&by.email)
+    .execute(&mut *tx)
+    .await?
+    .rows_affected()
+        > 0;
+    let outcome = if revoked { "ok" } else { "unchanged" };
+    record(
+        &mut tx,
+        by,
+        "revoke_api_key",
+        &id.chars().take(40).collect::<String>(),
+        outcome,
+        serde_json::json!({}),
+    )
+    .await?;
+    tx.commit().await?;
+    log_action(by, "revoke_api_key", id, outcome);
+    Ok(revoked)
+}
+
+pub async fn list(pool: &PgPool) -> sqlx::Result<Vec<ApiKeyRow>> {
+    sqlx::query_as(
+        "select id, name, scopes, created_by, created_at, last_used_at, revoked_at, revoked_by \
+           from api_keys order by created_at desc, id",
+    )
+    .fetch_all(pool)
+    .await
+}
+
+/// The live key a token names, if any: its secret's hash compared in
+/// constant time. Marks its last use (at most once a minute, so a busy key
+/// does not write on every request).
+pub async fn authenticate(pool: &PgPool, token: &str) -> sqlx::Result<Option<ApiKey>> {
+    let Some((id, secret)) = token
+        .strip_prefix("hf_")
+        .and_then(|rest| rest.split_once('_'))
+    else {
+        return Ok(None);
+    };
+    if id.len() != 12 || secret.is_empty() || secret.len() > 128 {
+        return Ok(None);
+    }
+    let row: Option<(String, Vec<String>, Vec<u8>)> = sqlx::query_as(
+        "select name, scopes, secret_hash from api_keys where id = $1 and revoked_at is null",
+    )
+    .bind(id)
+    .fetch_optional(pool)
+    .await?;
+    // compared whether or not the key exists, in constant time
+    let (name, scopes, stored) = row.unwrap_or_else(|| (String::new(), Vec::new(), vec![0u8; 32]));
+    let given = hash(secret);
+    let same = stored.len() == given.len()
+        && stored
+            .iter()
+            .zip(&given)
+            .fold(0u8, |acc, (a, b)| acc | (a ^ b))
+            == 0;
+    if !same || name.is_empty() {
+        return Ok(None);
+    }
+    sqlx::query(
+        "update api_keys set last_used_at = now() \
+          where id = $1 and (last_used_at is null or last_used_at < now() - interval '1 minute')",
+    )
+    .bind(id)
+    .execute(pool)
+    .await?;
+    Ok(Some(ApiKey {
+        id: id.to_owned(),
+        name,
+        scopes: scopes.iter().filter_map(|s| Scope::parse(s)).collect(),
+    }))
+}
+
+/// Record what a key did (or was refused), in the caller's transaction.
+pub async fn record_by_key(
+    tx: &mut sqlx::Transaction<'_, sqlx::Postgres>,
+    key: &ApiKey,
+    action: &str,
+    target: &str,
+    outcome: &str,
+    detail: serde_json::Value,
+) -> sqlx::Result<()> {
+    let name = key.actor_name();
+    super::record_by(tx, Actor::Operator(&name), action, target, outcome, detail).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn scopes_read_as_written_and_stand_for_staff_permissions() {
+        for scope in Scope::ALL {
+            assert_eq!(Scope::parse(scope.as_str()), Some(scope));
+        }
+        assert_eq!(Scope::parse("admin"), None);
+        use crate::staff::roles::Role;
+        // a door's work is redeeming; a box office's, orders and refunds
+        assert!(Role::Door.may(Scope::Redeem.permission().unwrap()));
+        assert!(!Role::Door.may(Scope::Refund.permission().unwrap()));
+        assert!(Role::BoxOffice.may(Scope::ManageVouchers.permission().unwrap()));
+        assert_eq!(Scope::ReadCatalogue.permission(), None);
+    }
+}
+
+/// What an `Idempotency-Key` already stands for.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Idempotent {
+    /// New: go on, then [`answer`].
+    Fresh,
+    /// Used with the same body, answered: this answer again.
+    Answered {
+        status: u16,
+        body: serde_json::Value,
+    },
+    /// Used with the same body, not answered yet (in flight, or its
+    /// first try died): go on (what it runs is idempotent itself).
+    Unanswered,
+    /// Used with another body.
+    OtherBody,
+}
+
+/// Claim `idempotency_key` for this key and body.
+pub async fn claim(
+    pool: &PgPool,
+    key: &ApiKey,
+    idempotency_key: &str,
+    body: &[u8],
+) -> sqlx::Result<Idempotent> {
+    let request_hash = Sha256::digest(body).to_vec();
+    let inserted = sqlx::query(
+        "insert into api_idempotency (api_key_id, idempotency_key, request_hash) \
+         values ($1, $2, $3) on conflict do nothing",
+    )
+    .bind(&key.id)
+    .bind(idempotency_key)
+    .bind(&request_hash)
+    .execute(pool)
+    .await?
+    .rows_affected();
+    if inserted == 1 {
+        return Ok(Idempotent::Fresh);
+    }
+    let (hash, status, response): (Vec<u8>, Option<i32>, Option<serde_json::Value>) =
+        sqlx::query_as(
+            "select request_hash, status, response from api_idempotency \
+              where api_key_id = $1 and idempotency_key = $2",
+        )
+        .bind(&key.id)
+        .bind(idempotency_key)
+        .fetch_one(pool)
+        .await?;
+    Ok(if hash != request_hash {
+        Idempotent::OtherBody
+    } else {
+        match (status, response) {
+            (Some(status), Some(body)) => Idempotent::Answered {
+                status: status as u16,
+                body,
+            },
+            _ => Idempotent::Unanswered,
+        }
+    })
+}
+
+/// Keep the answer a claimed key got (a failure worth retrying is not
+/// kept: [`forget`] it instead).
+pub async fn answer(
+    pool: &PgPool,
+    key: &ApiKey,
+    idempotency_key: &str,
+    status: u16,
+    body: &serde_json::Value,
+) -> sqlx::Result<()> {
+    sqlx::query(
+        "update api_idempotency set status = $3, response = $4 \
+          where api_key_id = $1 and idempotency_key = $2",
+    )
+    .bind(&key.id)
+    .bind(idempotency_key)
+    .bind(i32::from(status))
+    .bind(body)
+    .execute(pool)
+    .await?;
+    Ok(())
+}
+
+/// Let a claimed key be used again (its request failed in a way worth
+/// another try).
+pub async fn forget(pool: &PgPool, key: &ApiKey, idempotency_key: &str) -> sqlx::Result<()> {
+    sqlx::query("delete from api_idempotency where api_key_id = $1 and idempotency_key = $2")
+        .bind(&key.id)
+        .bind(idempotency_key)
+        .execute(pool)
+        .await?;
+    Ok(())
+}
