@@ -193,38 +193,59 @@ pub async fn put_schedule_in(conn: &mut PgConnection, schedule: &Schedule) -> an
     Ok(())
 }
 
+#[derive(sqlx::FromRow)]
+struct ScheduleRow {
+    collection: String,
+    title: String,
+    lede: String,
+    name: String,
+    description: String,
+    price_minor: i64,
+    currency: String,
+    capacity: i32,
+    max_per_order: i32,
+    weekdays: Vec<i32>,
+    opens: NaiveTime,
+    closes: NaiveTime,
+    slot_minutes: i32,
+    days_ahead: i32,
+    closed_days: Vec<NaiveDate>,
+}
+
+const SCHEDULE_COLUMNS: &str = "select s.collection, c.title, c.lede, s.name, s.description, \
+     s.price_minor, s.currency, s.capacity, s.max_per_order, s.weekdays, s.opens, s.closes, \
+     s.slot_minutes, s.days_ahead, s.closed_days \
+     from pickup_schedules s join collections c on c.id = s.collection \
+     where s.archived_at is null";
+
 /// Every schedule in force, with its collection's words.
 pub async fn schedules(pool: &PgPool) -> sqlx::Result<Vec<Schedule>> {
-    #[derive(sqlx::FromRow)]
-    struct Row {
-        collection: String,
-        title: String,
-        lede: String,
-        name: String,
-        description: String,
-        price_minor: i64,
-        currency: String,
-        capacity: i32,
-        max_per_order: i32,
-        weekdays: Vec<i32>,
-        opens: NaiveTime,
-        closes: NaiveTime,
-        slot_minutes: i32,
-        days_ahead: i32,
-        closed_days: Vec<NaiveDate>,
-    }
-    let rows: Vec<Row> = sqlx::query_as(
-        "select s.collection, c.title, c.lede, s.name, s.description, s.price_minor, s.currency, \
-                s.capacity, s.max_per_order, s.weekdays, s.opens, s.closes, s.slot_minutes, \
-                s.days_ahead, s.closed_days \
-           from pickup_schedules s join collections c on c.id = s.collection \
-          where s.archived_at is null order by c.position, s.collection",
-    )
+    let rows: Vec<ScheduleRow> = sqlx::query_as(&format!(
+        "{SCHEDULE_COLUMNS} order by c.position, s.collection"
+    ))
     .fetch_all(pool)
     .await?;
-    Ok(rows
-        .into_iter()
-        .map(|r| Schedule {
+    Ok(rows.into_iter().map(Schedule::from).collect())
+}
+
+/// One schedule as it is now, its row locked until the caller's
+/// transaction ends (an admin save of it waits, or is waited for).
+async fn schedule_locked(
+    conn: &mut PgConnection,
+    collection: &str,
+) -> sqlx::Result<Option<Schedule>> {
+    let row: Option<ScheduleRow> = sqlx::query_as(&format!(
+        "{SCHEDULE_COLUMNS} and s.collection = $1 for update of s"
+    ))
+    .bind(collection)
+    .fetch_optional(conn)
+    .await?;
+    Ok(row.map(Schedule::from))
+}
+
+impl From<ScheduleRow> for Schedule {
+    fn from(r: ScheduleRow) -> Self {
+        Schedule {
             collection: r.collection,
             title: r.title,
             lede: r.lede,
@@ -240,8 +261,8 @@ pub async fn schedules(pool: &PgPool) -> sqlx::Result<Vec<Schedule>> {
             slot_minutes: r.slot_minutes,
             days_ahead: r.days_ahead,
             closed_days: r.closed_days,
-        })
-        .collect())
+        }
+    }
 }
 
 /// What one pass of [`publish`] did.
@@ -266,8 +287,13 @@ pub async fn publish(
     now: DateTime<Utc>,
 ) -> anyhow::Result<Published> {
     let mut done = Published::default();
-    for schedule in schedules(pool).await? {
+    for listed in schedules(pool).await? {
         let mut tx = pool.begin().await?;
+        // the schedule as it is now, not as it was listed: a save since
+        // then (a closed day) must not be undone by this pass
+        let Some(schedule) = schedule_locked(&mut tx, &listed.collection).await? else {
+            continue;
+        };
         let one = publish_schedule(&mut tx, &schedule, zone, now).await?;
         tx.commit().await?;
         done.created += one.created;

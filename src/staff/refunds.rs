@@ -384,8 +384,7 @@ async fn refund_in(
             .execute(&mut **tx)
             .await?;
     }
-    // the engine, resource by resource in id order (the order every
-    // transaction locks them in): the units leave `sold`; a whole refund
+    // the engine, resource by resource: the units leave `sold`; a whole refund
     // also gives back the voucher's use (and the buyer's), whatever
     // happens to the stock
     let mut walk: Vec<(&str, i32, bool)> = wanted
@@ -406,6 +405,13 @@ async fn refund_in(
         Vec::new()
     };
     walk.extend(voucher_uses.iter().map(|(r, n)| (r.as_str(), *n, true)));
+    // the locks first, all at once in the database's id order (its
+    // collation's, as the engine takes them; Rust's byte order may differ)
+    let resources: Vec<&str> = walk.iter().map(|(r, _, _)| *r).collect();
+    sqlx::query("select 1 from resources where id = any($1) order by id for no key update")
+        .bind(&resources)
+        .execute(&mut **tx)
+        .await?;
     walk.sort_by(|a, b| a.0.cmp(b.0));
     for (resource, n, restock) in walk {
         let mut left = n;

@@ -1,8 +1,8 @@
 //! Pickup schedules publish their rolling window on a schedule of their
 //! own: each pass adds the slots that came into the window (and takes off
 //! sale the ones a changed schedule no longer has, when they have no
-//! orders). One worker at a time publishes, under an advisory lock; the
-//! others skip the pass.
+//! orders). One worker at a time publishes, under a transaction's
+//! advisory lock; the others skip the pass.
 
 use std::time::Duration;
 
@@ -19,26 +19,21 @@ pub const EVERY: Duration = Duration::from_secs(5 * 60);
 const LOCK: i64 = 0x6866_5f73_6368_6564;
 
 /// Publish every schedule's window now, unless another worker is doing it
-/// (then `None`).
+/// (then `None`). The lock is the transaction's: its end, however it ends
+/// (commit, an error, a dropped connection), lets it go.
 pub async fn publish_once(pool: &PgPool, zone: ShopZone) -> anyhow::Result<Option<Published>> {
-    let mut lock = pool.acquire().await?;
-    let got: bool = sqlx::query_scalar("select pg_try_advisory_lock($1)")
-        .bind(LOCK)
-        .fetch_one(&mut *lock)
-        .await?;
+    let mut lock = pool.begin().await?;
+    let (got, now): (bool, chrono::DateTime<chrono::Utc>) =
+        sqlx::query_as("select pg_try_advisory_xact_lock($1), now()")
+            .bind(LOCK)
+            .fetch_one(&mut *lock)
+            .await?;
     if !got {
         return Ok(None);
     }
-    let now: chrono::DateTime<chrono::Utc> =
-        sqlx::query_scalar("select now()").fetch_one(pool).await?;
-    let published = schedules::publish(pool, zone, now).await;
-    // a lost connection ends the lock with it; an answer that does not
-    // come back is no reason to fail the pass
-    let _ = sqlx::query("select pg_advisory_unlock($1)")
-        .bind(LOCK)
-        .execute(&mut *lock)
-        .await;
-    published.map(Some)
+    let published = schedules::publish(pool, zone, now).await?;
+    lock.commit().await?;
+    Ok(Some(published))
 }
 
 /// Publish every [`EVERY`], from the first tick, until the task is dropped.
