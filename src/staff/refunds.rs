@@ -173,13 +173,29 @@ impl RefundOutcome {
 /// but the activity record (an error, which rolls everything back, leaves
 /// only its log line).
 pub async fn refund_order(pool: &PgPool, request: &RefundRequest) -> super::Result<RefundOutcome> {
+    refund_order_as(pool, request, None).await
+}
+
+/// [`refund_order`], with the attempt recorded in Activity (in the
+/// refund's own transaction, whatever outcome it had) as made by
+/// `operator` when no staff member made it: an API key's refunds.
+pub async fn refund_order_as(
+    pool: &PgPool,
+    request: &RefundRequest,
+    operator: Option<&str>,
+) -> super::Result<RefundOutcome> {
     check(request).map_err(super::StaffError::InvalidInput)?;
+    let actor = match (&request.staff, operator) {
+        (Some(staff), _) => Some(super::Actor::Staff(staff)),
+        (None, Some(operator)) => Some(super::Actor::Operator(operator)),
+        (None, None) => None,
+    };
     let mut tx = pool.begin().await?;
     let outcome = refund_in(&mut tx, request).await?;
-    if let Some(staff) = &request.staff {
-        super::record(
+    if let Some(actor) = actor {
+        super::record_by(
             &mut tx,
-            staff,
+            actor,
             "refund_order",
             &request.order_id.to_string(),
             outcome.as_str(),
@@ -193,9 +209,9 @@ pub async fn refund_order(pool: &PgPool, request: &RefundRequest) -> super::Resu
         .await?;
     }
     tx.commit().await?;
-    if let Some(staff) = &request.staff {
-        super::log_action(
-            staff,
+    if let Some(actor) = actor {
+        super::log_action_by(
+            actor,
             "refund_order",
             &request.order_id.to_string(),
             outcome.as_str(),

@@ -6,7 +6,7 @@
 use serde_json::json;
 use sqlx::PgPool;
 
-use super::{StaffError, StaffMember, log_action, record};
+use super::{Actor, StaffError, StaffMember, log_action, log_action_by, record, record_by};
 use crate::vouchers::{self, Created, NewVoucher, VoucherCode};
 
 /// What creating a voucher from the admin came to.
@@ -48,6 +48,17 @@ pub async fn create(
     voucher: &NewVoucher,
     shop_currency: &str,
 ) -> super::Result<VoucherCreated> {
+    create_by(pool, Actor::Staff(staff), voucher, shop_currency).await
+}
+
+/// [`create`], recorded as made by `by`: a staff member, or an operator
+/// (an API key, as Activity names it).
+pub async fn create_by(
+    pool: &PgPool,
+    by: Actor<'_>,
+    voucher: &NewVoucher,
+    shop_currency: &str,
+) -> super::Result<VoucherCreated> {
     voucher.check().map_err(|e| StaffError::InvalidInput(e.0))?;
     let mut tx = pool.begin().await?;
     if !voucher.unlocks.is_empty() {
@@ -61,7 +72,7 @@ pub async fn create(
             return Ok(VoucherCreated::NotHidden { ids: open });
         }
     }
-    let created = vouchers::create_in(&mut tx, voucher, shop_currency, &staff.email)
+    let created = vouchers::create_in(&mut tx, voucher, shop_currency, &by.name())
         .await
         .map_err(invalid)?;
     let code = match created {
@@ -69,9 +80,9 @@ pub async fn create(
         Created::Exists { code } => return Ok(VoucherCreated::Exists { code }),
         Created::UnknownProducts { ids } => return Ok(VoucherCreated::UnknownProducts { ids }),
     };
-    record(
+    record_by(
         &mut tx,
-        staff,
+        by,
         "create_voucher",
         &code,
         "created",
@@ -79,7 +90,7 @@ pub async fn create(
     )
     .await?;
     tx.commit().await?;
-    log_action(staff, "create_voucher", &code, "created");
+    log_action_by(by, "create_voucher", &code, "created");
     Ok(VoucherCreated::Created { code })
 }
 
