@@ -162,7 +162,7 @@ impl From<Row> for Voucher {
 }
 
 /// A voucher to create.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct NewVoucher {
     pub code: String,
     #[serde(default)]

@@ -77,8 +77,19 @@ fn checkout_body(email: &str, qty: i32) -> Value {
 }
 
 async fn post_checkout(app: &TestApp, token: &str, idem: Option<&str>, body: &str) -> (u16, Value) {
+    post_to(app, token, "/checkouts", idem, body).await
+}
+
+/// A POST to `path` under /api/v1: its status and JSON answer.
+async fn post_to(
+    app: &TestApp,
+    token: &str,
+    path: &str,
+    idem: Option<&str>,
+    body: &str,
+) -> (u16, Value) {
     let mut request = client()
-        .post(format!("{}/api/v1/checkouts", app.address))
+        .post(format!("{}/api/v1{path}", app.address))
         .bearer_auth(token)
         .header("content-type", "application/json")
         .body(body.to_owned());
@@ -105,6 +116,41 @@ async fn count(app: &TestApp, table: &str) -> i64 {
         .fetch_one(&app.db.pool)
         .await
         .unwrap()
+}
+
+/// An order id no order has.
+const NO_ORDER: &str = "00000000-0000-0000-0000-000000000000";
+
+/// Each POST route: the path to ask, a body it takes, and one it refuses
+/// as bad input (422) with the code it says.
+fn post_bodies(route: &str) -> (String, Value, Value, &'static str) {
+    match route {
+        "/checkouts" => (
+            route.into(),
+            checkout_body("bad@example.com", 1),
+            checkout_body("bad@example.com", 0),
+            "bad_lines",
+        ),
+        "/orders/{id}/refunds" => (
+            format!("/orders/{NO_ORDER}/refunds"),
+            json!({ "reason": "broken" }),
+            json!({ "reason": "  " }),
+            "invalid_input",
+        ),
+        "/redemptions" => (
+            route.into(),
+            json!({ "code": "TKT-AAAA-BBBB", "place": "North door" }),
+            json!({ "code": "TKT-AAAA-BBBB", "place": "x".repeat(101) }),
+            "invalid_input",
+        ),
+        "/vouchers" => (
+            route.into(),
+            json!({ "code": "BADINPUT", "percent_off": 10, "uses": 5 }),
+            json!({ "code": "BADINPUT", "percent_off": 10, "uses": 0 }),
+            "invalid_input",
+        ),
+        other => panic!("a new POST route needs its bad input here: {other}"),
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -238,7 +284,13 @@ async fn every_route_refuses_a_key_without_its_scope_and_a_revoked_key() {
         let Some(scope) = route.scope else { continue };
         let others: Vec<Scope> = Scope::ALL.into_iter().filter(|s| *s != scope).collect();
         let token = key_with(&app, &others).await;
-        let path = format!("/api/v1{}", route.path.replace("{token}", "nosuchtoken"));
+        let path = format!(
+            "/api/v1{}",
+            route
+                .path
+                .replace("{token}", "nosuchtoken")
+                .replace("{id}", NO_ORDER)
+        );
         let url = format!("{}{path}", app.address);
         let request = match route.verb {
             holdfast::routes::api::Verb::Get => client().get(&url),
@@ -301,36 +353,37 @@ async fn bad_input_on_every_post_is_refused_with_nothing_changed() {
     let app = shop().await;
     let token = key_with(&app, &Scope::ALL).await;
     let before = snapshot(&app.db.pool).await;
+    let mut checked = 0;
     for route in ROUTES
         .iter()
         .filter(|r| r.verb == holdfast::routes::api::Verb::Post)
     {
-        assert_eq!(
-            route.path, "/checkouts",
-            "a new POST route needs its bad input here"
-        );
-        let (status, body) = post_checkout(&app, &token, Some("bad-1"), "{\"lines\": [").await;
-        assert_eq!(status, 400);
+        let (path, good, bad, code) = post_bodies(route.path);
+        let post = |idem, body: String| {
+            let (app, token, path) = (&app, &token, path.clone());
+            async move { post_to(app, token, &path, idem, &body).await }
+        };
+        let (status, body) = post(Some("bad-1"), "{\"lines\": [".into()).await;
+        assert_eq!(status, 400, "{path}");
         is_error(&body, "bad_json");
-        let (status, body) = post_checkout(&app, &token, Some("bad-2"), "[1, 2, 3]").await;
-        assert_eq!(status, 400);
+        let (status, body) = post(Some("bad-2"), "[1, 2, 3]".into()).await;
+        assert_eq!(status, 400, "{path}");
         is_error(&body, "bad_json");
-        let (status, body) =
-            post_checkout(&app, &token, Some("bad-3"), &"x".repeat(64 * 1024)).await;
-        assert_eq!(status, 413);
+        let (status, body) = post(Some("bad-3"), "x".repeat(64 * 1024)).await;
+        assert_eq!(status, 413, "{path}");
         is_error(&body, "too_large");
-        let good = checkout_body("bad@example.com", 1).to_string();
-        let (status, body) = post_checkout(&app, &token, None, &good).await;
-        assert_eq!(status, 400);
+        let (status, body) = post(None, good.to_string()).await;
+        assert_eq!(status, 400, "{path}");
         is_error(&body, "idempotency_key_required");
-        let (status, body) = post_checkout(&app, &token, Some("has spaces"), &good).await;
-        assert_eq!(status, 400);
+        let (status, body) = post(Some("has spaces"), good.to_string()).await;
+        assert_eq!(status, 400, "{path}");
         is_error(&body, "idempotency_key_required");
-        let zero = checkout_body("bad@example.com", 0).to_string();
-        let (status, body) = post_checkout(&app, &token, Some("bad-4"), &zero).await;
-        assert_eq!(status, 422);
-        is_error(&body, "bad_lines");
+        let (status, body) = post(Some("bad-4"), bad.to_string()).await;
+        assert_eq!(status, 422, "{path}: {body}");
+        is_error(&body, code);
+        checked += 1;
     }
+    assert!(checked >= 4, "every POST route checked");
     assert_eq!(snapshot(&app.db.pool).await, before, "nothing changed");
     // a key used twice with different bodies: the second is refused
     let first = checkout_body("one@example.com", 1).to_string();
@@ -386,4 +439,227 @@ async fn two_hundred_api_checkouts_for_ten_units_get_ten_payment_pages() {
     assert_eq!(urls.len(), 10, "ten different pages");
     assert_no_drift(&app.db.inventory()).await;
     assert_eq!(count(&app, "orders").await, 10);
+}
+
+/// What keys did, as Activity keeps it: (action, outcome) of each row an
+/// API key is the actor of, oldest first.
+async fn key_activity(app: &TestApp, action: &str) -> Vec<(String, String)> {
+    sqlx::query_as(
+        "select operator, outcome from staff_actions \
+          where action = $1 and operator like 'api key %' order by id",
+    )
+    .bind(action)
+    .fetch_all(&app.db.pool)
+    .await
+    .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_back_office_refunds_through_the_api_once_per_idempotency_key() {
+    let app = shop().await;
+    let token = key_with(&app, &[Scope::Refund]).await;
+    let order =
+        holdfast_testkit::engine::paid(&app.db, "api-refund", &[("harbour-lights-general", 2)])
+            .await;
+    let path = format!("/orders/{}/refunds", order.id);
+    let one = json!({
+        "units": [{ "product_id": "harbour-lights-general", "qty": 1 }],
+        "reason": "could not come",
+    })
+    .to_string();
+    let (status, first) = post_to(&app, &token, &path, Some("refund-1"), &one).await;
+    assert_eq!(status, 201, "{first}");
+    assert_eq!(first["outcome"], "queued");
+    assert_eq!(first["units"], 1);
+    assert_eq!(first["whole"], false);
+    assert!(first["amount_minor"].as_i64().unwrap() > 0, "{first}");
+    assert_eq!(first["currency"], order.currency);
+    // the same key again: the same refund, not a second one
+    let (status, again) = post_to(&app, &token, &path, Some("refund-1"), &one).await;
+    assert_eq!((status, &again), (201, &first));
+    assert_eq!(count(&app, "order_refunds").await, 1);
+    // the same key with another body: refused
+    let other = json!({ "reason": "the whole of it" }).to_string();
+    let (status, body) = post_to(&app, &token, &path, Some("refund-1"), &other).await;
+    assert_eq!(status, 422);
+    is_error(&body, "idempotency_key_reused");
+    // refusals, each with its code
+    let cases = [
+        (
+            json!({ "units": [{ "product_id": "wild-honey", "qty": 1 }], "reason": "x" }),
+            422,
+            "not_in_order",
+        ),
+        (
+            json!({ "units": [{ "product_id": "harbour-lights-general", "qty": 2 }], "reason": "x" }),
+            422,
+            "too_many",
+        ),
+    ];
+    for (i, (body, want, code)) in cases.iter().enumerate() {
+        let (status, answer) = post_to(
+            &app,
+            &token,
+            &path,
+            Some(&format!("refused-{i}")),
+            &body.to_string(),
+        )
+        .await;
+        assert_eq!(status, *want, "{answer}");
+        is_error(&answer, code);
+    }
+    let (status, answer) = post_to(
+        &app,
+        &token,
+        &format!("/orders/{NO_ORDER}/refunds"),
+        Some("nowhere"),
+        &other,
+    )
+    .await;
+    assert_eq!(status, 404);
+    is_error(&answer, "not_found");
+    // the rest of the order; then it is refunded, no longer paid
+    let (status, rest) = post_to(&app, &token, &path, Some("refund-2"), &other).await;
+    assert_eq!(status, 201, "{rest}");
+    assert_eq!(rest["whole"], true);
+    let (status, answer) = post_to(&app, &token, &path, Some("refund-3"), &other).await;
+    assert_eq!(status, 409);
+    is_error(&answer, "not_paid");
+    assert_eq!(count(&app, "order_refunds").await, 2);
+    // the key is the actor of each attempt, in Activity
+    let outcomes: Vec<String> = key_activity(&app, "refund_order")
+        .await
+        .into_iter()
+        .map(|(by, outcome)| {
+            assert!(by.ends_with("(tests)"), "{by}");
+            outcome
+        })
+        .collect();
+    assert_eq!(
+        outcomes,
+        [
+            "queued",
+            "not_in_order",
+            "too_many",
+            "not_found",
+            "queued",
+            "not_paid"
+        ]
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_door_scanner_redeems_a_code_once_through_the_api() {
+    let app = shop().await;
+    let token = key_with(&app, &[Scope::Redeem]).await;
+    holdfast_testkit::engine::paid(&app.db, "api-door", &[("harbour-lights-general", 1)]).await;
+    let code: String = sqlx::query_scalar("select code from order_codes")
+        .fetch_one(&app.db.pool)
+        .await
+        .unwrap();
+    // typed loosely: lower case, with spaces
+    let typed = code.to_lowercase().replace('-', " ");
+    let scan = json!({ "code": typed, "place": "North door" }).to_string();
+    let (status, first) = post_to(&app, &token, "/redemptions", Some("scan-1"), &scan).await;
+    assert_eq!(status, 200, "{first}");
+    assert_eq!(first["outcome"], "admitted", "{first}");
+    assert_eq!(first["code"], code.as_str());
+    assert_eq!(first["kind"], "ticket");
+    assert_eq!(first["lets_through"], true);
+    // the same scan again (its answer lost): told what it did
+    let (status, again) = post_to(&app, &token, "/redemptions", Some("scan-1"), &scan).await;
+    assert_eq!((status, &again), (200, &first));
+    // another scan of the same code: already used, by this key, here
+    let (status, second) = post_to(&app, &token, "/redemptions", Some("scan-2"), &scan).await;
+    assert_eq!(status, 200, "{second}");
+    assert_eq!(second["outcome"], "already_used", "{second}");
+    assert_eq!(second["lets_through"], false);
+    assert_eq!(second["place"], "North door");
+    assert!(
+        second["redeemed_by"]
+            .as_str()
+            .unwrap()
+            .starts_with("api key "),
+        "{second}"
+    );
+    let nothing = json!({ "code": "TKT-NONE-NONE", "place": "" }).to_string();
+    let (status, answer) = post_to(&app, &token, "/redemptions", Some("scan-3"), &nothing).await;
+    assert_eq!(status, 200);
+    assert_eq!(answer["outcome"], "not_valid");
+    assert_eq!(count(&app, "redemptions").await, 1);
+    let outcomes: Vec<String> = key_activity(&app, "redeem")
+        .await
+        .into_iter()
+        .map(|(_, outcome)| outcome)
+        .collect();
+    assert_eq!(outcomes, ["admitted", "already_used", "not_valid"]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_back_office_makes_and_lists_vouchers_through_the_api() {
+    let app = shop().await;
+    let token = key_with(&app, &[Scope::ManageVouchers]).await;
+    let spring = json!({ "code": "spring-ten", "percent_off": 10, "uses": 5 }).to_string();
+    let (status, made) = post_to(&app, &token, "/vouchers", Some("v-1"), &spring).await;
+    assert_eq!(status, 201, "{made}");
+    let code = made["code"].as_str().unwrap().to_owned();
+    assert!(code.eq_ignore_ascii_case("spring-ten"), "{made}");
+    // replayed: the same answer
+    let (status, again) = post_to(&app, &token, "/vouchers", Some("v-1"), &spring).await;
+    assert_eq!((status, &again), (201, &made));
+    // the same code under another key: it exists
+    let (status, body) = post_to(&app, &token, "/vouchers", Some("v-2"), &spring).await;
+    assert_eq!(status, 409);
+    is_error(&body, "exists");
+    // the check's words
+    let both = json!({ "code": "both", "percent_off": 10, "amount_off_minor": 100, "uses": 5 })
+        .to_string();
+    let (status, body) = post_to(&app, &token, "/vouchers", Some("v-3"), &both).await;
+    assert_eq!(status, 422);
+    is_error(&body, "invalid_input");
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("not both"),
+        "{body}"
+    );
+    let unknown =
+        json!({ "code": "nosuch", "percent_off": 10, "uses": 5, "products": ["no-such-thing"] })
+            .to_string();
+    let (status, body) = post_to(&app, &token, "/vouchers", Some("v-4"), &unknown).await;
+    assert_eq!(status, 422);
+    is_error(&body, "unknown_products");
+    // listed with its uses
+    let listed: Value = client()
+        .get(format!("{}/api/v1/vouchers", app.address))
+        .bearer_auth(&token)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let vouchers = listed["vouchers"].as_array().unwrap();
+    let spring = vouchers
+        .iter()
+        .find(|v| v["code"] == code.as_str())
+        .unwrap_or_else(|| panic!("{listed}"));
+    assert_eq!(
+        (&spring["uses"], &spring["held"], &spring["used"]),
+        (&json!(5), &json!(0), &json!(0)),
+        "{spring}"
+    );
+    assert!(
+        spring["created_by"]
+            .as_str()
+            .unwrap()
+            .starts_with("api key "),
+        "{spring}"
+    );
+    assert_eq!(
+        key_activity(&app, "create_voucher").await.len(),
+        1,
+        "the one made is recorded, by the key"
+    );
 }

@@ -8,6 +8,7 @@
 
 mod checkout;
 mod reads;
+mod staff;
 
 use actix_web::body::{BoxBody, MessageBody};
 use actix_web::dev::{ServiceRequest, ServiceResponse};
@@ -216,6 +217,10 @@ pub static ROUTES: &[ApiRoute] = &[
     route!(Post "/checkouts", Some(Scope::StartCheckouts) => checkout::start),
     route!(Get "/orders/by-token/{token}", Some(Scope::StartCheckouts) => reads::order_by_token),
     route!(Get "/orders", Some(Scope::ReadOrders) => reads::orders),
+    route!(Post "/orders/{id}/refunds", Some(Scope::Refund) => staff::refund),
+    route!(Post "/redemptions", Some(Scope::Redeem) => staff::redeem),
+    route!(Get "/vouchers", Some(Scope::ManageVouchers) => staff::vouchers_list),
+    route!(Post "/vouchers", Some(Scope::ManageVouchers) => staff::vouchers_create),
 ];
 
 /// The API route a request is for, if any.
@@ -330,7 +335,7 @@ impl utoipa::Modify for BearerKeys {
 /// The OpenAPI 3.1 document, generated from the handlers.
 #[derive(OpenApi)]
 #[openapi(
-    info(title = "Holdfast API", version = "1", description = "The shop's catalogue, checkouts and orders, for storefronts and back offices."),
+    info(title = "Holdfast API", version = "1", description = "The shop's catalogue, checkouts and orders, for storefronts and back offices, and its staff work: refunds, redemption and vouchers."),
     paths(
         openapi,
         reads::catalogue,
@@ -338,6 +343,10 @@ impl utoipa::Modify for BearerKeys {
         checkout::start,
         reads::order_by_token,
         reads::orders,
+        staff::refund,
+        staff::redeem,
+        staff::vouchers_list,
+        staff::vouchers_create,
     ),
     components(schemas(ErrorBody, ErrorDetail)),
     modifiers(&BearerKeys)

@@ -1,0 +1,385 @@
+//! The staff endpoints: refunds, redemption and vouchers, each through the
+//! one routine the admin's page calls ([`refunds::refund_order_as`],
+//! [`redemption::redeem`], [`vouchers::create_by`]), each recorded in
+//! Activity in that routine's transaction with the key as the actor. Each
+//! POST is answered once per `Idempotency-Key` (the first answer is kept);
+//! a refund and a redemption are keyed by it themselves too, so a retry
+//! racing the first is the same refund, the same scan.
+
+use actix_web::http::StatusCode;
+use actix_web::{HttpRequest, HttpResponse, web};
+use serde::Deserialize;
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+
+use super::checkout::idempotency_key;
+use super::{ApiError, json_body, key_of};
+use crate::redemption::{self, CodeKind, Door, Outcome};
+use crate::retry::{Bound, retry};
+use crate::staff::StaffError;
+use crate::staff::api_keys::{self, ApiKey, Idempotent};
+use crate::staff::refunds::{self, RefundOutcome, RefundRequest};
+use crate::staff::vouchers::{self, VoucherCreated};
+use crate::state::Shop;
+use crate::vouchers::NewVoucher;
+
+fn invalid(message: impl Into<String>) -> ApiError {
+    ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid_input", message)
+}
+
+impl From<StaffError> for ApiError {
+    fn from(error: StaffError) -> Self {
+        match error {
+            StaffError::InvalidInput(message) => invalid(message),
+            StaffError::Database(error) => error.into(),
+            other => {
+                tracing::error!(cause = %other, "api staff request failed");
+                ApiError::new(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    "internal",
+                    "something went wrong on our side; nothing was changed twice",
+                )
+            }
+        }
+    }
+}
+
+/// What this key's `Idempotency-Key` stands for, made into a name the
+/// routine keys itself by (no two keys share one).
+fn derived(key: &ApiKey, idem: &str) -> [u8; 32] {
+    Sha256::digest(format!("{}:{idem}", key.id)).into()
+}
+
+/// Run `work` once per key, `Idempotency-Key` and body: a replay gets the
+/// first answer, another body 422; a failure worth another try (5xx) is
+/// not kept.
+async fn once<F, Fut>(
+    shop: &Shop,
+    key: &ApiKey,
+    idem: &str,
+    raw: &[u8],
+    work: F,
+) -> Result<HttpResponse, ApiError>
+where
+    F: FnOnce() -> Fut,
+    Fut: std::future::Future<Output = Result<(StatusCode, Value), ApiError>>,
+{
+    match api_keys::claim(&shop.pool, key, idem, raw).await? {
+        Idempotent::Answered { status, body } => {
+            return Ok(
+                HttpResponse::build(StatusCode::from_u16(status).unwrap_or(StatusCode::OK))
+                    .json(body),
+            );
+        }
+        Idempotent::OtherBody => {
+            return Err(ApiError::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "idempotency_key_reused",
+                "this Idempotency-Key was used with another body; nothing was done",
+            ));
+        }
+        Idempotent::Fresh | Idempotent::Unanswered => {}
+    }
+    let answer = work().await;
+    match &answer {
+        Err(error) if error.status.is_server_error() => {
+            api_keys::forget(&shop.pool, key, idem).await?;
+        }
+        Err(error) => {
+            api_keys::answer(&shop.pool, key, idem, error.status.as_u16(), &error.body()).await?
+        }
+        Ok((status, body)) => {
+            api_keys::answer(&shop.pool, key, idem, status.as_u16(), body).await?
+        }
+    }
+    let (status, body) = answer?;
+    Ok(HttpResponse::build(status).json(body))
+}
+
+#[derive(Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RefundBody {
+    /// Units per product; absent or empty: everything not refunded yet.
+    #[serde(default)]
+    units: Vec<RefundUnits>,
+    /// Why (the shopper is told): 1 to 500 characters.
+    reason: String,
+    /// Put the units back on sale (default true); false takes them off.
+    #[serde(default = "yes")]
+    restock: bool,
+}
+
+fn yes() -> bool {
+    true
+}
+
+#[derive(Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RefundUnits {
+    product_id: String,
+    qty: i32,
+}
+
+/// `POST /api/v1/orders/{id}/refunds`: refund (some of) a paid order.
+#[utoipa::path(post, path = "/api/v1/orders/{id}/refunds", tag = "staff",
+    security(("api_key" = [])),
+    params(("id" = String, Path, description = "The order's id (a UUID)"),
+           ("Idempotency-Key" = String, Header, description = "The same key and body: the same refund, answered again")),
+    request_body = RefundBody,
+    responses((status = 201, description = "Recorded and queued: `refund_id`, `amount_minor`, `currency`, `units`, `whole`; the provider is asked next"),
+              (status = 400, description = "Bad JSON, or no Idempotency-Key", body = super::ErrorBody),
+              (status = 401, description = "No live key", body = super::ErrorBody),
+              (status = 403, description = "The key lacks refund", body = super::ErrorBody),
+              (status = 404, description = "No such order (`not_found`)", body = super::ErrorBody),
+              (status = 409, description = "Not paid (`not_paid`), everything refunded (`nothing_left`), or units whose codes were redeemed (`redeemed`)", body = super::ErrorBody),
+              (status = 413, description = "The body is too large", body = super::ErrorBody),
+              (status = 422, description = "A reason or units that cannot be used (`invalid_input`), more than is left (`too_many`), a product the order lacks (`not_in_order`), or the Idempotency-Key used with another body", body = super::ErrorBody)))]
+pub async fn refund(
+    shop: web::Data<Shop>,
+    request: HttpRequest,
+    id: web::Path<String>,
+    payload: web::Payload,
+) -> Result<HttpResponse, ApiError> {
+    let key = key_of(&request).expect("the guard let a key through");
+    let idem = idempotency_key(&request)?;
+    let (body, raw): (RefundBody, Vec<u8>) = json_body(payload).await?;
+    let not_found = || ApiError::new(StatusCode::NOT_FOUND, "not_found", "no such order");
+    let order_id = uuid::Uuid::parse_str(&id).map_err(|_| not_found())?;
+    let by = key.actor_name();
+    let refund = RefundRequest {
+        order_id,
+        units: body
+            .units
+            .into_iter()
+            .map(|u| (u.product_id, u.qty))
+            .collect(),
+        reason: body.reason,
+        restock: body.restock,
+        override_redeemed: false,
+        by: by.clone(),
+        staff: None,
+        // the refund itself is keyed by this key's Idempotency-Key
+        key: Some(format!("api-{}", &hex::encode(derived(&key, &idem))[..40])),
+    };
+    refunds::check(&refund).map_err(invalid)?;
+    once(&shop, &key, &idem, &raw, || async {
+        let outcome = refunds::refund_order_as(&shop.pool, &refund, Some(&by)).await?;
+        let refused = |status, code, message: String| Err(ApiError::new(status, code, message));
+        match outcome {
+            RefundOutcome::Queued {
+                refund_id,
+                amount_minor,
+                currency,
+                units,
+                whole,
+            } => Ok((
+                StatusCode::CREATED,
+                json!({
+                    "outcome": "queued",
+                    "refund_id": refund_id,
+                    "order_id": order_id,
+                    "amount_minor": amount_minor,
+                    "currency": currency,
+                    "units": units,
+                    "whole": whole,
+                }),
+            )),
+            RefundOutcome::NotPaid { state } => refused(
+                StatusCode::CONFLICT,
+                "not_paid",
+                format!(
+                    "the order is {}, not paid; nothing was refunded",
+                    state.as_str()
+                ),
+            ),
+            RefundOutcome::NothingLeft => refused(
+                StatusCode::CONFLICT,
+                "nothing_left",
+                "every unit of the order was refunded already".into(),
+            ),
+            RefundOutcome::NotInOrder { product_id } => refused(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "not_in_order",
+                format!("the order has no {product_id}; nothing was refunded"),
+            ),
+            RefundOutcome::TooMany {
+                product_id,
+                asked,
+                left,
+            } => refused(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "too_many",
+                format!(
+                    "{asked} of {product_id} asked for, {left} left to refund; nothing was refunded"
+                ),
+            ),
+            RefundOutcome::Redeemed { codes } => refused(
+                StatusCode::CONFLICT,
+                "redeemed",
+                format!(
+                    "these codes were redeemed ({}); refund them from the admin; nothing was refunded",
+                    codes.join(", ")
+                ),
+            ),
+            RefundOutcome::NotFound => Err(not_found()),
+        }
+    })
+    .await
+}
+
+#[derive(Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RedeemBody {
+    /// The code as scanned or typed (spaces and case do not matter).
+    code: String,
+    /// The door or counter: at most 100 characters.
+    #[serde(default)]
+    place: String,
+}
+
+/// `POST /api/v1/redemptions`: redeem a ticket or pickup code once.
+#[utoipa::path(post, path = "/api/v1/redemptions", tag = "staff",
+    security(("api_key" = [])),
+    params(("Idempotency-Key" = String, Header, description = "One per scan: the same key and body get the same answer")),
+    request_body = RedeemBody,
+    responses((status = 200, description = "What the code came to: `outcome` is `admitted`, `collected`, `already_used` (with `redeemed_at`, `redeemed_by`, `place`), `refunded` or `not_valid`"),
+              (status = 400, description = "Bad JSON, or no Idempotency-Key", body = super::ErrorBody),
+              (status = 401, description = "No live key", body = super::ErrorBody),
+              (status = 403, description = "The key lacks redeem", body = super::ErrorBody),
+              (status = 413, description = "The body is too large", body = super::ErrorBody),
+              (status = 422, description = "A place over 100 characters (`invalid_input`), or the Idempotency-Key used with another body", body = super::ErrorBody)))]
+pub async fn redeem(
+    shop: web::Data<Shop>,
+    request: HttpRequest,
+    payload: web::Payload,
+) -> Result<HttpResponse, ApiError> {
+    let key = key_of(&request).expect("the guard let a key through");
+    let idem = idempotency_key(&request)?;
+    let (body, raw): (RedeemBody, Vec<u8>) = json_body(payload).await?;
+    let place = body.place.trim();
+    if place.chars().count() > 100 {
+        return Err(invalid(
+            "the door or counter's name is at most 100 characters; nothing was redeemed",
+        ));
+    }
+    let by = key.actor_name();
+    let door = Door {
+        by: &by,
+        place,
+        // this scan, once per Idempotency-Key
+        attempt: uuid::Uuid::from_slice(&derived(&key, &idem)[..16]).expect("16 bytes"),
+    };
+    once(&shop, &key, &idem, &raw, || async {
+        // the scan and its record together, as the admin's page does
+        let redeemed = retry("redeem", Bound::Shopper, || async {
+            let mut tx = shop.pool.begin().await?;
+            let redeemed = redemption::redeem(&mut *tx, &body.code, &door).await?;
+            api_keys::record_by_key(
+                &mut tx,
+                &key,
+                "redeem",
+                &redeemed.code.chars().take(64).collect::<String>(),
+                redeemed.outcome.as_str(),
+                json!({ "place": place, "order": redeemed.order_id }),
+            )
+            .await?;
+            tx.commit().await?;
+            Ok::<_, sqlx::Error>(redeemed)
+        })
+        .await?;
+        let mut answer = json!({
+            "code": redeemed.code.chars().take(64).collect::<String>(),
+            "outcome": redeemed.outcome.as_str(),
+            "lets_through": redeemed.outcome.lets_through(),
+            "kind": redeemed.kind.map(|k| match k {
+                CodeKind::Ticket => "ticket",
+                CodeKind::Pickup => "pickup",
+            }),
+            "order_id": redeemed.order_id,
+            "customer_name": redeemed.customer_name,
+            "what": redeemed.what,
+        });
+        if let Outcome::AlreadyUsed { at, by, place } = &redeemed.outcome {
+            answer["redeemed_at"] = json!(at);
+            answer["redeemed_by"] = json!(by);
+            answer["place"] = json!(place);
+        }
+        Ok((StatusCode::OK, answer))
+    })
+    .await
+}
+
+/// `GET /api/v1/vouchers`: every voucher, newest first, with its uses.
+#[utoipa::path(get, path = "/api/v1/vouchers", tag = "staff",
+    security(("api_key" = [])),
+    responses((status = 200, description = "Every voucher (archived ones too): code, discount, products, unlocks, validity, `uses`, `held`, `used`, `archived`"),
+              (status = 401, description = "No live key", body = super::ErrorBody),
+              (status = 403, description = "The key lacks manage_vouchers", body = super::ErrorBody)))]
+pub async fn vouchers_list(shop: web::Data<Shop>) -> Result<HttpResponse, ApiError> {
+    let vouchers = crate::vouchers::list(&shop.pool).await?;
+    Ok(HttpResponse::Ok().json(json!({ "vouchers": vouchers })))
+}
+
+/// `POST /api/v1/vouchers`: create a voucher, as the admin's Vouchers page.
+#[utoipa::path(post, path = "/api/v1/vouchers", tag = "staff",
+    security(("api_key" = [])),
+    params(("Idempotency-Key" = String, Header, description = "The same key and body: the same answer")),
+    request_body = NewVoucher,
+    responses((status = 201, description = "Created: its `code`, normalised"),
+              (status = 400, description = "Bad JSON, or no Idempotency-Key", body = super::ErrorBody),
+              (status = 401, description = "No live key", body = super::ErrorBody),
+              (status = 403, description = "The key lacks manage_vouchers", body = super::ErrorBody),
+              (status = 409, description = "A voucher of that code exists, perhaps archived (`exists`)", body = super::ErrorBody),
+              (status = 413, description = "The body is too large", body = super::ErrorBody),
+              (status = 422, description = "A voucher that cannot be made (`invalid_input`, the check's words), products the shop lacks (`unknown_products`) or unlocks that are not hidden (`not_hidden`), or the Idempotency-Key used with another body", body = super::ErrorBody)))]
+pub async fn vouchers_create(
+    shop: web::Data<Shop>,
+    request: HttpRequest,
+    payload: web::Payload,
+) -> Result<HttpResponse, ApiError> {
+    let key = key_of(&request).expect("the guard let a key through");
+    let idem = idempotency_key(&request)?;
+    let (voucher, raw): (NewVoucher, Vec<u8>) = json_body(payload).await?;
+    voucher.check().map_err(|e| invalid(e.0))?;
+    once(&shop, &key, &idem, &raw, || async {
+        let currency = crate::staff::catalogue::shop_currency(&shop.pool).await?;
+        let by = key.actor_name();
+        let created = vouchers::create_by(
+            &shop.pool,
+            crate::staff::Actor::Operator(&by),
+            &voucher,
+            &currency,
+        )
+        .await?;
+        let refused = |code, message: String| {
+            Err(ApiError::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                code,
+                message,
+            ))
+        };
+        match created {
+            VoucherCreated::Created { code } => Ok((StatusCode::CREATED, json!({ "code": code }))),
+            VoucherCreated::Exists { code } => Err(ApiError::new(
+                StatusCode::CONFLICT,
+                "exists",
+                format!("a voucher {code} exists already (perhaps archived); nothing was changed"),
+            )),
+            VoucherCreated::UnknownProducts { ids } => refused(
+                "unknown_products",
+                format!(
+                    "the shop does not sell {}; nothing was changed",
+                    ids.join(", ")
+                ),
+            ),
+            VoucherCreated::NotHidden { ids } => refused(
+                "not_hidden",
+                format!(
+                    "{} is not hidden: everyone can buy it already; nothing was changed",
+                    ids.join(", ")
+                ),
+            ),
+        }
+    })
+    .await
+}
