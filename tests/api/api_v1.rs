@@ -663,3 +663,48 @@ async fn a_back_office_makes_and_lists_vouchers_through_the_api() {
         "the one made is recorded, by the key"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn racing_replays_of_one_refund_are_one_refund_and_a_redeemed_code_is_not_refunded() {
+    let app = shop().await;
+    let token = key_with(&app, &[Scope::Refund, Scope::Redeem]).await;
+    let order =
+        holdfast_testkit::engine::paid(&app.db, "api-race", &[("harbour-lights-general", 2)]).await;
+    let path = format!("/orders/{}/refunds", order.id);
+    let one = json!({
+        "units": [{ "product_id": "harbour-lights-general", "qty": 1 }],
+        "reason": "one of two",
+        "restock": false,
+    })
+    .to_string();
+    let answers = futures::future::join_all(
+        (0..5).map(|_| post_to(&app, &token, &path, Some("race-1"), &one)),
+    )
+    .await;
+    for (status, body) in &answers {
+        assert_eq!(*status, 201, "{body}");
+        assert_eq!(body["refund_id"], answers[0].1["refund_id"], "{body}");
+    }
+    assert_eq!(count(&app, "order_refunds").await, 1, "one refund");
+    // the unit left has a code; once redeemed, the API does not refund it
+    let codes: Vec<String> = sqlx::query_scalar("select code from order_codes order by code")
+        .fetch_all(&app.db.pool)
+        .await
+        .unwrap();
+    for (i, code) in codes.iter().enumerate() {
+        let scan = json!({ "code": code, "place": "Gate" }).to_string();
+        post_to(
+            &app,
+            &token,
+            "/redemptions",
+            Some(&format!("gate-{i}")),
+            &scan,
+        )
+        .await;
+    }
+    let rest = json!({ "reason": "the rest" }).to_string();
+    let (status, body) = post_to(&app, &token, &path, Some("race-2"), &rest).await;
+    assert_eq!(status, 409, "{body}");
+    is_error(&body, "redeemed");
+    assert_eq!(count(&app, "order_refunds").await, 1);
+}
