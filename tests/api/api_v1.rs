@@ -231,6 +231,13 @@ async fn a_storefront_buys_through_the_api_alone() {
         post_checkout(&app, &token, Some("storefront-order-1"), &body).await;
     assert_eq!((again_status, &again), (201, &started));
     assert_eq!(count(&app, "orders").await, 1);
+    // the key's checkout is in Activity, once
+    let recorded: Vec<String> =
+        sqlx::query_scalar("select target from staff_actions where action = 'api_checkout'")
+            .fetch_all(&app.db.pool)
+            .await
+            .unwrap();
+    assert_eq!(recorded, [order_token.clone()]);
     // the shopper pays on the provider's page
     let shopper = browser();
     let paid = shopper

@@ -130,7 +130,21 @@ pub async fn start(
             )
             .await?
         }
-        Ok(body) => api_keys::answer(&shop.pool, &key, &idem, 201, body).await?,
+        Ok(body) => {
+            api_keys::answer(&shop.pool, &key, &idem, 201, body).await?;
+            // the key's checkout, in Activity (after its own commit)
+            let mut tx = shop.pool.begin().await?;
+            api_keys::record_by_key(
+                &mut tx,
+                &key,
+                "api_checkout",
+                body["order_token"].as_str().unwrap_or(""),
+                body["state"].as_str().unwrap_or("started"),
+                serde_json::json!({ "amount_minor": body["amount_minor"], "currency": body["currency"] }),
+            )
+            .await?;
+            tx.commit().await?;
+        }
     }
     let body = answer?;
     Ok(HttpResponse::Created().json(body))
