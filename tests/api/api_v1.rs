@@ -237,7 +237,7 @@ async fn a_storefront_buys_through_the_api_alone() {
             .fetch_all(&app.db.pool)
             .await
             .unwrap();
-    assert_eq!(recorded, [order_token.clone()]);
+    assert_eq!(recorded, vec![order_token.clone()]);
     // the shopper pays on the provider's page
     let shopper = browser();
     let paid = shopper
