@@ -986,7 +986,58 @@ fn target_screenshots() -> PathBuf {
     folder
 }
 
+/// axe-core's source, installed from npm into `.holdfast/axe` when missing.
+fn axe_source() -> &'static str {
+    static SOURCE: OnceLock<String> = OnceLock::new();
+    SOURCE.get_or_init(|| {
+        let dir = workspace_root().join(".holdfast/axe");
+        let file = dir.join(format!("node_modules/axe-core-{AXE_VERSION}.js"));
+        let installed = dir.join("node_modules/axe-core/axe.min.js");
+        if !file.exists() {
+            std::fs::create_dir_all(&dir).unwrap();
+            let status = Command::new("npm")
+                .args(["install", "--silent", "--no-audit", "--no-fund"])
+                .arg(format!("axe-core@{AXE_VERSION}"))
+                .current_dir(&dir)
+                .status()
+                .expect("npm runs");
+            assert!(
+                status.success(),
+                "npm install axe-core@{AXE_VERSION} failed"
+            );
+            std::fs::copy(&installed, &file).unwrap();
+        }
+        std::fs::read_to_string(&file).unwrap()
+    })
+}
+
+/// The axe-core release the pages are checked with.
+const AXE_VERSION: &str = "4.10.3";
+
 impl Browser {
+    /// What axe-core finds against WCAG 2.1 A and AA on the page as it
+    /// is: one line per rule broken, with the elements that break it.
+    async fn axe_violations(&self) -> Vec<String> {
+        let script = format!(
+            "{}\nconst done = arguments[arguments.length - 1];\n\
+             axe.run(document, {{runOnly: {{type: 'tag', values: \
+             ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa']}}}})\n\
+             .then(r => done(r.violations.map(v => v.id + ': ' + \
+             v.nodes.map(n => n.target.join(' ')).join(', '))))\n\
+             .catch(e => done(['axe failed: ' + e]));",
+            axe_source()
+        );
+        let found = self.client.execute_async(&script, vec![]).await.unwrap();
+        found
+            .as_array()
+            .map(|v| {
+                v.iter()
+                    .map(|l| l.as_str().unwrap_or("").to_owned())
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
     /// The whole page as `target/screenshots/<name>.png`.
     async fn save_page(&self, name: &str) {
         // as tall as the page, so a long form is seen whole
@@ -1002,6 +1053,11 @@ impl Browser {
         let png = self.client.screenshot().await.unwrap();
         std::fs::write(target_screenshots().join(format!("{name}.png")), png).unwrap();
         self.client.set_window_size(1280, 1000).await.unwrap();
+        let violations = self.axe_violations().await;
+        assert!(
+            violations.is_empty(),
+            "{name}: WCAG 2.1 A/AA: {violations:#?}"
+        );
     }
 
     async fn tick(&self, css: &str) {
@@ -1202,6 +1258,11 @@ async fn a_sale_set_up_in_the_admin_is_sold_with_a_voucher_exported_and_let_in_a
         .fill("form.checkout input[name=voucher]", "midsummer-10")
         .await;
     shopper.screenshot("basket-with-voucher").await;
+    let violations = shopper.axe_violations().await;
+    assert!(
+        violations.is_empty(),
+        "basket-with-voucher: {violations:#?}"
+    );
     shopper.click("form.checkout button[type=submit]").await;
     shopper.find("#pay").await;
     let hosted = shopper.body().await;
@@ -1229,6 +1290,8 @@ async fn a_sale_set_up_in_the_admin_is_sold_with_a_voucher_exported_and_let_in_a
         assert!(order.contains(code.as_str()), "{code}: {order}");
     }
     shopper.screenshot("order-page").await;
+    let violations = shopper.axe_violations().await;
+    assert!(violations.is_empty(), "order-page: {violations:#?}");
 
     // the box office's export lists the order, at what was paid
     boxed
@@ -1300,6 +1363,16 @@ async fn a_sale_set_up_in_the_admin_is_sold_with_a_voucher_exported_and_let_in_a
         refused += 1;
     }
     assert!(refused > 20, "the door is refused {refused} routes");
+    // the accessibility check can fail: an unlabelled field is caught
+    door.client
+        .execute(
+            "document.querySelector('main').insertAdjacentHTML('beforeend', '<input type=text>');",
+            vec![],
+        )
+        .await
+        .unwrap();
+    let caught = door.axe_violations().await;
+    assert!(caught.iter().any(|v| v.starts_with("label:")), "{caught:?}");
     assert_no_policy_reports(&app).await;
     boxed.close().await;
     shopper.close().await;
