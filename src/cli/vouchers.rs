@@ -47,16 +47,6 @@ pub(super) struct AddArgs {
     pub unlocks: Vec<String>,
 }
 
-/// The shop's currency, as its products say: the one most of them are in.
-async fn shop_currency(ctx: &Ctx) -> anyhow::Result<Option<String>> {
-    Ok(sqlx::query_scalar(
-        "select currency from products where archived_at is null \
-          group by currency order by count(*) desc, currency limit 1",
-    )
-    .fetch_optional(&ctx.pool)
-    .await?)
-}
-
 pub(super) async fn add(ctx: &Ctx, args: AddArgs) -> anyhow::Result<ExitCode> {
     let voucher = NewVoucher {
         code: args.code,
@@ -84,9 +74,11 @@ pub(super) async fn add(ctx: &Ctx, args: AddArgs) -> anyhow::Result<ExitCode> {
     let currency = match (&voucher.currency, voucher.amount_off_minor) {
         (Some(c), _) => c.clone(),
         (None, None) => String::new(),
-        (None, Some(_)) => shop_currency(ctx).await?.ok_or_else(|| {
-            anyhow::anyhow!("the shop sells nothing yet: give --currency for an amount off")
-        })?,
+        (None, Some(_)) => crate::staff::catalogue::catalogue_currency(&ctx.pool)
+            .await?
+            .ok_or_else(|| {
+                anyhow::anyhow!("the shop sells nothing yet: give --currency for an amount off")
+            })?,
     };
     let outcome = vouchers::create(&ctx.pool, &voucher, &currency, &cli_actor()).await?;
     print(ctx.json, &outcome, || match &outcome {

@@ -298,15 +298,22 @@ pub async fn shelf_for(pool: &PgPool, typed: &str) -> super::Result<CollectionEd
 /// The shop's currency: the one its catalogue sells in (`eur` while it
 /// sells nothing yet).
 pub async fn shop_currency(pool: &PgPool) -> sqlx::Result<String> {
-    let currency: Option<String> = sqlx::query_scalar(
+    Ok(catalogue_currency(pool)
+        .await?
+        .unwrap_or_else(|| "eur".into()))
+}
+
+/// The currency most of what the catalogue sells is in; `None` while it
+/// sells nothing.
+pub async fn catalogue_currency(pool: &PgPool) -> sqlx::Result<Option<String>> {
+    sqlx::query_scalar(
         "select currency from (select currency from products where active \
                                union all select currency from pickup_schedules \
                                 where archived_at is null) c \
           group by currency order by count(*) desc, currency limit 1",
     )
     .fetch_optional(pool)
-    .await?;
-    Ok(currency.unwrap_or_else(|| "eur".into()))
+    .await
 }
 
 /// A product as it is now (on sale or archived), its row locked for the
