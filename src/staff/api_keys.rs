@@ -32,16 +32,19 @@ pub enum Scope {
     Redeem,
     /// Creating, listing and archiving vouchers.
     ManageVouchers,
+    /// Orders and attendees as CSV.
+    Export,
 }
 
 impl Scope {
-    pub const ALL: [Scope; 6] = [
+    pub const ALL: [Scope; 7] = [
         Scope::ReadCatalogue,
         Scope::StartCheckouts,
         Scope::ReadOrders,
         Scope::Refund,
         Scope::Redeem,
         Scope::ManageVouchers,
+        Scope::Export,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -52,6 +55,7 @@ impl Scope {
             Scope::Refund => "refund",
             Scope::Redeem => "redeem",
             Scope::ManageVouchers => "manage_vouchers",
+            Scope::Export => "export",
         }
     }
 
@@ -68,6 +72,7 @@ impl Scope {
             Scope::Refund => Some(Permission::Refunds),
             Scope::Redeem => Some(Permission::Redeem),
             Scope::ManageVouchers => Some(Permission::Vouchers),
+            Scope::Export => Some(Permission::Exports),
         }
     }
 
@@ -80,6 +85,7 @@ impl Scope {
             Scope::Refund => "refund orders",
             Scope::Redeem => "redeem codes",
             Scope::ManageVouchers => "manage vouchers",
+            Scope::Export => "export orders and attendees",
         }
     }
 }

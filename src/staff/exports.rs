@@ -28,7 +28,7 @@ use sqlx::{Executor, FromRow, PgPool};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use uuid::Uuid;
 
-use super::{StaffMember, log_action, record};
+use super::{Actor, StaffMember, log_action_by, record_by};
 use crate::checkout::OrderState;
 use crate::clock::ShopZone;
 
@@ -398,18 +398,21 @@ async fn check_names(pool: &PgPool, filter: &ExportFilter) -> Result<(), ExportE
 /// first row is read, so no export goes unrecorded.
 async fn record_export(
     pool: &PgPool,
-    staff: &StaffMember,
+    by: Actor<'_>,
     action: &str,
     filter: &ExportFilter,
 ) -> Result<(), ExportError> {
     let words = filter.words();
     let mut detail = filter.detail();
-    // the role it was made under: a member's role may change later
-    detail["role"] = json!(staff.role.as_str());
+    // the role it was made under: a member's role may change later (a
+    // key's scopes are in its own record)
+    if let Actor::Staff(staff) = by {
+        detail["role"] = json!(staff.role.as_str());
+    }
     let mut tx = pool.begin().await?;
-    record(&mut tx, staff, action, &words, "started", detail).await?;
+    record_by(&mut tx, by, action, &words, "started", detail).await?;
     tx.commit().await?;
-    log_action(staff, action, &words, "started");
+    log_action_by(by, action, &words, "started");
     Ok(())
 }
 
@@ -716,13 +719,13 @@ select o.id, o.created_at, o.paid_at, o.state, o.flag, o.customer_name, o.custom
 pub async fn orders_csv(
     pool: &PgPool,
     exports: &Exports,
-    staff: &StaffMember,
+    by: Actor<'_>,
     filter: &ExportFilter,
     zone: ShopZone,
 ) -> Result<CsvExport, ExportError> {
     let turn = exports.turn().await?;
     check_names(pool, filter).await?;
-    record_export(pool, staff, "export_orders", filter).await?;
+    record_export(pool, by, "export_orders", filter).await?;
     let rows = rows::<OrderLine>(pool, ORDERS_SQL, filter, zone);
     stream_csv(turn, rows, zone, filter.filename("orders")).await
 }
@@ -851,13 +854,13 @@ select x.code, x.kind, x.admits, x.product_id, x.starts_at, o.id as order_id,
 pub async fn attendees_csv(
     pool: &PgPool,
     exports: &Exports,
-    staff: &StaffMember,
+    by: Actor<'_>,
     filter: &ExportFilter,
     zone: ShopZone,
 ) -> Result<CsvExport, ExportError> {
     let turn = exports.turn().await?;
     check_names(pool, filter).await?;
-    record_export(pool, staff, "export_attendees", filter).await?;
+    record_export(pool, by, "export_attendees", filter).await?;
     let rows = rows::<AttendeeLine>(pool, ATTENDEES_SQL, filter, zone);
     stream_csv(turn, rows, zone, filter.filename("attendees")).await
 }
@@ -890,7 +893,7 @@ pub async fn door_list(
         ));
     }
     check_names(pool, filter).await?;
-    record_export(pool, staff, "door_list", filter).await?;
+    record_export(pool, Actor::Staff(staff), "door_list", filter).await?;
     // one more than a list shows tells that there are too many
     let codes: Vec<AttendeeLine> = rows::<AttendeeLine>(pool, ATTENDEES_SQL, filter, zone)
         .take(DOOR_LIST_LIMIT + 1)

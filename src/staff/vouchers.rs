@@ -6,7 +6,7 @@
 use serde_json::json;
 use sqlx::PgPool;
 
-use super::{Actor, StaffError, StaffMember, log_action, log_action_by, record, record_by};
+use super::{Actor, StaffError, StaffMember, log_action_by, record_by};
 use crate::vouchers::{self, Created, NewVoucher, VoucherCode};
 
 /// What creating a voucher from the admin came to.
@@ -101,14 +101,19 @@ pub async fn archive(
     staff: &StaffMember,
     code: &VoucherCode,
 ) -> super::Result<bool> {
+    archive_by(pool, Actor::Staff(staff), code).await
+}
+
+/// [`archive`], recorded as done by `by` (an API key, as Activity names it).
+pub async fn archive_by(pool: &PgPool, by: Actor<'_>, code: &VoucherCode) -> super::Result<bool> {
     let mut tx = pool.begin().await?;
     if !vouchers::archive_in(&mut *tx, code).await? {
         return Ok(false);
     }
     let voucher = vouchers::find(&mut *tx, code).await?;
-    record(
+    record_by(
         &mut tx,
-        staff,
+        by,
         "archive_voucher",
         code.as_str(),
         "archived",
@@ -116,6 +121,6 @@ pub async fn archive(
     )
     .await?;
     tx.commit().await?;
-    log_action(staff, "archive_voucher", code.as_str(), "archived");
+    log_action_by(by, "archive_voucher", code.as_str(), "archived");
     Ok(true)
 }

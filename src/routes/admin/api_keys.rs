@@ -17,7 +17,7 @@ use crate::state::Shop;
 pub(super) struct ApiKeysPage {
     nav: Nav,
     keys: Vec<ApiKeyRow>,
-    scopes: [Scope; 6],
+    scopes: [Scope; Scope::ALL.len()],
     /// The key just made and its token, shown this once.
     made: Option<(ApiKeyRow, String)>,
 }

@@ -13,6 +13,7 @@ use askama::Template;
 use super::{Nav, NoticeQuery, nav, no_store, render};
 use crate::checkout::OrderState;
 use crate::routes::ShopError;
+use crate::staff::Actor;
 use crate::staff::Session;
 use crate::staff::exports::{
     self, AttendeeLine, CollectionChoice, CsvExport, DOOR_LIST_LIMIT, DoorList, ExportError,
@@ -190,9 +191,11 @@ async fn csv(
         let filter = ExportFilter::parse(&form)?;
         let (pool, exports, staff) = (&shop.pool, &shop.exports, &session.staff);
         match what {
-            Csv::Orders => exports::orders_csv(pool, exports, staff, &filter, shop.zone).await,
+            Csv::Orders => {
+                exports::orders_csv(pool, exports, Actor::Staff(staff), &filter, shop.zone).await
+            }
             Csv::Attendees => {
-                exports::attendees_csv(pool, exports, staff, &filter, shop.zone).await
+                exports::attendees_csv(pool, exports, Actor::Staff(staff), &filter, shop.zone).await
             }
         }
     };

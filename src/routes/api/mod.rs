@@ -7,6 +7,7 @@
 //! every POST needs an `Idempotency-Key`.
 
 mod checkout;
+mod exports;
 mod reads;
 mod staff;
 
@@ -115,11 +116,9 @@ impl From<crate::checkout::CheckoutError> for ApiError {
     }
 }
 
-/// A request body, read up to [`MAX_BODY`] and parsed as JSON; too large
-/// or not JSON is refused with nothing done.
-pub async fn json_body<T: serde::de::DeserializeOwned>(
-    mut payload: web::Payload,
-) -> Result<(T, Vec<u8>), ApiError> {
+/// A request body, read up to [`MAX_BODY`]; too large is refused with
+/// nothing done.
+async fn read_body(mut payload: web::Payload) -> Result<Vec<u8>, ApiError> {
     let mut body = Vec::new();
     while let Some(chunk) = payload.next().await {
         let chunk = chunk.map_err(|_| {
@@ -138,6 +137,15 @@ pub async fn json_body<T: serde::de::DeserializeOwned>(
         }
         body.extend_from_slice(&chunk);
     }
+    Ok(body)
+}
+
+/// A request body, read up to [`MAX_BODY`] and parsed as JSON; too large
+/// or not JSON is refused with nothing done.
+pub async fn json_body<T: serde::de::DeserializeOwned>(
+    payload: web::Payload,
+) -> Result<(T, Vec<u8>), ApiError> {
+    let body = read_body(payload).await?;
     let value = serde_json::from_slice(&body).map_err(|e| {
         ApiError::new(
             StatusCode::BAD_REQUEST,
@@ -146,6 +154,26 @@ pub async fn json_body<T: serde::de::DeserializeOwned>(
         )
     })?;
     Ok((value, body))
+}
+
+/// A body that must say nothing: empty, or an empty JSON object. Returns
+/// what was sent, for the idempotency check.
+pub async fn empty_body(payload: web::Payload) -> Result<Vec<u8>, ApiError> {
+    #[derive(serde::Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct Nothing {}
+    let body = read_body(payload).await?;
+    if body.iter().all(u8::is_ascii_whitespace) {
+        return Ok(Vec::new());
+    }
+    serde_json::from_slice::<Nothing>(&body).map_err(|_| {
+        ApiError::new(
+            StatusCode::BAD_REQUEST,
+            "bad_json",
+            "this endpoint takes no body (or {}); nothing was done",
+        )
+    })?;
+    Ok(body)
 }
 
 /// How an API route is asked for.
@@ -221,6 +249,9 @@ pub static ROUTES: &[ApiRoute] = &[
     route!(Post "/redemptions", Some(Scope::Redeem) => staff::redeem),
     route!(Get "/vouchers", Some(Scope::ManageVouchers) => staff::vouchers_list),
     route!(Post "/vouchers", Some(Scope::ManageVouchers) => staff::vouchers_create),
+    route!(Post "/vouchers/{code}/archive", Some(Scope::ManageVouchers) => staff::vouchers_archive),
+    route!(Get "/exports/orders.csv", Some(Scope::Export) => exports::orders_csv),
+    route!(Get "/exports/attendees.csv", Some(Scope::Export) => exports::attendees_csv),
 ];
 
 /// The API route a request is for, if any.
@@ -335,7 +366,7 @@ impl utoipa::Modify for BearerKeys {
 /// The OpenAPI 3.1 document, generated from the handlers.
 #[derive(OpenApi)]
 #[openapi(
-    info(title = "Holdfast API", version = "1", description = "The shop's catalogue, checkouts and orders, for storefronts and back offices, and its staff work: refunds, redemption and vouchers."),
+    info(title = "Holdfast API", version = "1", description = "The shop's catalogue, checkouts and orders, for storefronts and back offices, and its staff work: refunds, redemption, vouchers and exports."),
     paths(
         openapi,
         reads::catalogue,
@@ -347,6 +378,9 @@ impl utoipa::Modify for BearerKeys {
         staff::redeem,
         staff::vouchers_list,
         staff::vouchers_create,
+        staff::vouchers_archive,
+        exports::orders_csv,
+        exports::attendees_csv,
     ),
     components(schemas(ErrorBody, ErrorDetail)),
     modifiers(&BearerKeys)

@@ -21,7 +21,7 @@ use crate::staff::api_keys::{self, ApiKey, Idempotent};
 use crate::staff::refunds::{self, RefundOutcome, RefundRequest};
 use crate::staff::vouchers::{self, VoucherCreated};
 use crate::state::Shop;
-use crate::vouchers::NewVoucher;
+use crate::vouchers::{NewVoucher, VoucherCode};
 
 fn invalid(message: impl Into<String>) -> ApiError {
     ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid_input", message)
@@ -107,6 +107,10 @@ pub struct RefundBody {
     /// Put the units back on sale (default true); false takes them off.
     #[serde(default = "yes")]
     restock: bool,
+    /// Refund units whose codes were redeemed already (default false: such
+    /// a refund is refused as `redeemed`). Recorded in Activity.
+    #[serde(default)]
+    override_redeemed: bool,
 }
 
 fn yes() -> bool {
@@ -155,7 +159,7 @@ pub async fn refund(
             .collect(),
         reason: body.reason,
         restock: body.restock,
-        override_redeemed: false,
+        override_redeemed: body.override_redeemed,
         by: by.clone(),
         staff: None,
         // the refund itself is keyed by this key's Idempotency-Key
@@ -217,7 +221,7 @@ pub async fn refund(
                 StatusCode::CONFLICT,
                 "redeemed",
                 format!(
-                    "these codes were redeemed ({}); refund them from the admin; nothing was refunded",
+                    "these codes were redeemed ({}); send override_redeemed to refund them anyway; nothing was refunded",
                     codes.join(", ")
                 ),
             ),
@@ -379,6 +383,64 @@ pub async fn vouchers_create(
                     ids.join(", ")
                 ),
             ),
+        }
+    })
+    .await
+}
+
+/// `POST /api/v1/vouchers/{code}/archive`: stop a voucher, as the admin's
+/// Vouchers page does: no checkout may start with it again; uses held run
+/// their course. The body is empty (or `{}`).
+#[utoipa::path(post, path = "/api/v1/vouchers/{code}/archive", tag = "staff",
+    security(("api_key" = [])),
+    params(("code" = String, Path, description = "The voucher's code (case does not matter)"),
+           ("Idempotency-Key" = String, Header, description = "The same key: the same answer")),
+    responses((status = 200, description = "Archived: its `code`, `held` and `used`"),
+              (status = 400, description = "A body that is not empty or `{}`, or no Idempotency-Key", body = super::ErrorBody),
+              (status = 401, description = "No live key", body = super::ErrorBody),
+              (status = 403, description = "The key lacks manage_vouchers", body = super::ErrorBody),
+              (status = 404, description = "No such voucher (`not_found`)", body = super::ErrorBody),
+              (status = 409, description = "Archived already (`archived`)", body = super::ErrorBody),
+              (status = 413, description = "The body is too large", body = super::ErrorBody),
+              (status = 422, description = "The Idempotency-Key used with another voucher", body = super::ErrorBody)))]
+pub async fn vouchers_archive(
+    shop: web::Data<Shop>,
+    request: HttpRequest,
+    code: web::Path<String>,
+    payload: web::Payload,
+) -> Result<HttpResponse, ApiError> {
+    let key = key_of(&request).expect("the guard let a key through");
+    let idem = idempotency_key(&request)?;
+    let raw = super::empty_body(payload).await?;
+    let not_found = || ApiError::new(StatusCode::NOT_FOUND, "not_found", "no such voucher");
+    let code = VoucherCode::parse(&code).map_err(|_| not_found())?;
+    // the code is part of what the key stands for: another voucher under
+    // the same key is refused, not answered with this one's answer
+    let fingerprint = [code.as_str().as_bytes(), b"\n", &raw].concat();
+    once(&shop, &key, &idem, &fingerprint, || async {
+        let by = key.actor_name();
+        if vouchers::archive_by(&shop.pool, crate::staff::Actor::Operator(&by), &code).await? {
+            let voucher = crate::vouchers::find(&shop.pool, &code).await?;
+            return Ok((
+                StatusCode::OK,
+                json!({
+                    "code": code.as_str(),
+                    "archived": true,
+                    "held": voucher.as_ref().map(|v| v.held),
+                    "used": voucher.as_ref().map(|v| v.used),
+                }),
+            ));
+        }
+        match crate::vouchers::find(&shop.pool, &code).await? {
+            Some(voucher) if voucher.archived => Err(ApiError::new(
+                StatusCode::CONFLICT,
+                "archived",
+                format!(
+                    "{} was archived already; nothing was changed",
+                    code.as_str()
+                ),
+            )),
+            _ => Err(not_found()),
         }
     })
     .await
