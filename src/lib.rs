@@ -27,5 +27,6 @@ pub mod startup;
 pub mod state;
 pub mod telemetry;
 pub mod vouchers;
+pub mod waitlist;
 pub mod webhooks;
 pub mod worker;

@@ -346,11 +346,14 @@ AS $function$
      order by id;
 $function$;
 
--- hf_end_holds (last written by 0013_one_engine.sql)
+-- hf_end_holds (last written by 0070_waiting_list.sql)
 CREATE OR REPLACE FUNCTION public.hf_end_holds(p_ids uuid[], p_state text, p_now timestamp with time zone, p_actor text, p_reason text, OUT ended_holds integer, OUT ended_qty integer)
  RETURNS record
  LANGUAGE plpgsql
 AS $function$
+declare
+    v_resources text[];
+    v_offers    uuid[];
 begin
     with live as (
         select id, state as old_state from holds
@@ -360,7 +363,7 @@ begin
            set state = p_state, ended_at = p_now, ended_by = p_actor, end_reason = p_reason
           from live
          where h.id = live.id
-        returning h.id, h.resource_id, h.qty, live.old_state
+        returning h.id, h.resource_id, h.qty, h.account_id, live.old_state
     ), logged as (
         insert into hold_events (hold_id, kind, from_state, to_state, actor, detail)
         select id, p_state, old_state, p_state, p_actor, jsonb_build_object('reason', p_reason) from done
@@ -371,7 +374,20 @@ begin
          where r.id = d.resource_id
         returning 1
     )
-    select count(*)::integer, coalesce(sum(qty), 0)::integer into ended_holds, ended_qty from done;
+    select count(*)::integer, coalesce(sum(qty), 0)::integer,
+           array_agg(distinct resource_id),
+           array_agg(substr(account_id, 10)::uuid) filter (where account_id like 'waitlist:%')
+      into ended_holds, ended_qty, v_resources, v_offers
+      from done;
+    if v_offers is not null then
+        update waitlist_entries
+           set state = 'lapsed', ended_at = p_now, ended_by = p_actor
+         where id = any (v_offers) and state = 'offered';
+    end if;
+    if ended_qty > 0 then
+        -- in resource order, as every path takes resource locks
+        perform hf_hand_over(x.id, p_now) from unnest(v_resources) as x(id) order by x.id;
+    end if;
 end;
 $function$;
 
@@ -501,6 +517,122 @@ begin
     -- next_expiry may now be early, which only costs one scan later
 
     return hf_purchase_row('extended', v_purchase, null, null, null);
+end;
+$function$;
+
+-- hf_hand_over (last written by 0070_waiting_list.sql)
+CREATE OR REPLACE FUNCTION public.hf_hand_over(p_resource text, p_now timestamp with time zone)
+ RETURNS integer
+ LANGUAGE plpgsql
+AS $function$
+declare
+    r         resources;
+    e         record;
+    v_left    integer;
+    v_hold    uuid;
+    v_order   uuid;
+    v_until   timestamptz;
+    v_aside   holds;
+    v_offered integer := 0;
+    v_waiting boolean;
+begin
+    v_waiting := exists (select 1 from waitlist_entries w
+                           join products p on p.id = w.product_id
+                          where p.resource_id = p_resource and w.state = 'waiting');
+    -- nobody waiting and nothing set aside: nothing to do, no lock taken
+    if not v_waiting and not exists (select 1 from holds
+                                      where account_id = 'waitlist-line'
+                                        and resource_id = p_resource
+                                        and state in ('held', 'awaiting_payment')) then
+        return 0;
+    end if;
+    -- lock: this resource
+    select * into r from resources where id = p_resource for no key update;
+    -- what was set aside counts as free again
+    select * into v_aside from holds
+     where account_id = 'waitlist-line' and resource_id = p_resource and state = 'held'
+     for update;
+    if found then
+        update holds set state = 'released', ended_at = p_now, ended_by = 'waitlist',
+                         end_reason = 'waitlist_regrouped'
+         where id = v_aside.id;
+        insert into hold_events (hold_id, kind, from_state, to_state, actor, detail)
+        values (v_aside.id, 'released', 'held', 'released', 'waitlist',
+                jsonb_build_object('reason', 'waitlist_regrouped'));
+        update resources set held = held - v_aside.qty, updated_at = p_now
+         where id = p_resource returning * into r;
+    end if;
+    v_left := r.total - r.held - r.sold;
+    if v_left <= 0 or not v_waiting then
+        return 0;
+    end if;
+    for e in
+        select w.id, w.qty, w.name, w.email, w.email_key, w.provider, w.token,
+               p.id as product_id, p.name as product_name, p.price_minor, p.currency,
+               p.waitlist_claim_minutes, p.waitlist_in_order
+          from waitlist_entries w
+          join products p on p.id = w.product_id
+         where p.resource_id = p_resource and w.state = 'waiting'
+           and p.active and p.archived_at is null
+           and (p.sale_closes_at is null or p.sale_closes_at > p_now)
+         order by w.line_no
+           for update of w
+    loop
+        exit when v_left <= 0;
+        if e.qty > v_left then
+            exit when e.waitlist_in_order;
+            continue;
+        end if;
+        v_hold := hf_uuid_v7();
+        v_order := gen_random_uuid();
+        v_until := p_now + make_interval(mins => e.waitlist_claim_minutes);
+        insert into holds (id, resource_id, account_id, qty, expires_at)
+        values (v_hold, p_resource, 'waitlist:' || e.id, e.qty, v_until);
+        insert into hold_events (hold_id, kind, to_state, actor, detail)
+        values (v_hold, 'held', 'held', 'waitlist',
+                jsonb_build_object('qty', e.qty, 'entry', e.id,
+                                   'ttl_seconds', e.waitlist_claim_minutes * 60));
+        update resources
+           set held = held + e.qty, next_expiry = least(next_expiry, v_until), updated_at = p_now
+         where id = p_resource;
+        insert into orders (id, token, checkout_key, customer_name, customer_email, currency,
+                            amount_minor, provider, email_key, hold_id)
+        values (v_order, replace(gen_random_uuid()::text, '-', '') || replace(gen_random_uuid()::text, '-', ''),
+                'waitlist-' || e.id, e.name, e.email, e.currency, e.price_minor * e.qty,
+                e.provider, e.email_key, v_hold);
+        insert into order_lines (order_id, product_id, name, qty, unit_price_minor)
+        values (v_order, e.product_id, e.product_name, e.qty, e.price_minor);
+        update waitlist_entries
+           set state = 'offered', offered_at = p_now, offer_expires_at = v_until, order_id = v_order
+         where id = e.id;
+        insert into outbox_jobs (kind, dedupe_key, payload)
+        values ('waitlist_mail', 'waitlist_offer:' || e.id,
+                jsonb_build_object('entry_id', e.id, 'what', 'offer'))
+        on conflict (dedupe_key) do nothing;
+        perform hf_webhook_event('waitlist.offered',
+                                 jsonb_build_object('entry_id', e.id, 'product_id', e.product_id,
+                                                    'qty', e.qty, 'claim_until', v_until,
+                                                    'order', hf_webhook_order(v_order)));
+        v_left := v_left - e.qty;
+        v_offered := v_offered + 1;
+    end loop;
+    -- what fits nobody in line yet waits for them, looked at again within
+    -- the hour (its expiry hands over again) and at every change
+    if v_left > 0 and exists (select 1 from waitlist_entries w
+                                join products p on p.id = w.product_id
+                               where p.resource_id = p_resource and w.state = 'waiting') then
+        v_until := p_now + interval '1 hour';
+        v_hold := hf_uuid_v7();
+        insert into holds (id, resource_id, account_id, qty, expires_at)
+        values (v_hold, p_resource, 'waitlist-line', v_left, v_until);
+        insert into hold_events (hold_id, kind, to_state, actor, detail)
+        values (v_hold, 'held', 'held', 'waitlist',
+                jsonb_build_object('qty', v_left, 'set_aside', true, 'ttl_seconds', 3600));
+        update resources
+           set held = held + v_left, next_expiry = least(next_expiry, v_until), updated_at = p_now
+         where id = p_resource;
+    end if;
+    return v_offered;
 end;
 $function$;
 
@@ -1244,7 +1376,7 @@ begin
 end;
 $function$;
 
--- hf_return (last written by 0012_after_the_sale.sql)
+-- hf_return (last written by 0070_waiting_list.sql)
 CREATE OR REPLACE FUNCTION public.hf_return(p_hold uuid, p_qty integer, p_restock boolean, p_actor text, p_reason text)
  RETURNS void
  LANGUAGE plpgsql
@@ -1277,6 +1409,9 @@ begin
     insert into hold_events (hold_id, kind, from_state, to_state, actor, detail)
     values (p_hold, 'returned', 'confirmed', 'confirmed', p_actor,
             jsonb_build_object('qty', p_qty, 'restocked', p_restock, 'reason', p_reason));
+    if p_restock then
+        perform hf_hand_over(h.resource_id, clock_timestamp());
+    end if;
 end;
 $function$;
 
@@ -1761,7 +1896,7 @@ begin
 end;
 $function$;
 
--- hf_upsert_resource (last written by 0002_inventory_functions.sql)
+-- hf_upsert_resource (last written by 0070_waiting_list.sql)
 CREATE OR REPLACE FUNCTION public.hf_upsert_resource(p_id text, p_total integer)
  RETURNS TABLE(status text, resource_id text, total integer, held integer, sold integer, available integer)
  LANGUAGE plpgsql
@@ -1797,6 +1932,10 @@ begin
         return;
     end if;
     update resources x set total = p_total, updated_at = v_now where x.id = p_id returning x.* into r;
+    if p_total > r.held + r.sold then
+        perform hf_hand_over(p_id, v_now);
+        select * into r from resources x where x.id = p_id;
+    end if;
     return query select 'updated', r.id, r.total, r.held, r.sold, r.total - r.held - r.sold;
 end;
 $function$;
@@ -1813,6 +1952,18 @@ AS $function$
                     from 1 for 6),
             52, 1), 53, 1),
         'hex')::uuid;
+$function$;
+
+-- hf_waitlist_claimed (last written by 0070_waiting_list.sql)
+CREATE OR REPLACE FUNCTION public.hf_waitlist_claimed()
+ RETURNS trigger
+ LANGUAGE plpgsql
+AS $function$
+begin
+    update waitlist_entries set state = 'claimed'
+     where order_id = new.id and state in ('offered', 'lapsed');
+    return null;
+end;
 $function$;
 
 -- hf_webhook_code_redeemed (last written by 0060_outgoing_webhooks.sql)

@@ -468,7 +468,7 @@ fn refused_from_memory(desk: Desk<'_>, request: &BeginRequest) -> Option<Begun> 
 }
 
 /// The provider's payment page for a started order.
-async fn open_page(
+pub async fn open_page(
     desk: Desk<'_>,
     order: &Order,
     lines: &[OrderLine],

@@ -38,7 +38,7 @@ pub mod start;
 mod start_batches;
 
 pub use attach::{AttachOutcome, attach_payment};
-pub use begin::{BeginRequest, Begun, Desk, begin};
+pub use begin::{BeginRequest, Begun, Desk, begin, open_page};
 pub use confirm::{
     Fulfilment, PaymentReport, Source, confirm_payment, confirm_payment_in, confirm_payments_in,
     payment_matches,

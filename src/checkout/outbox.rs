@@ -66,6 +66,13 @@ pub enum OutboxJob {
         payment: ProviderPayment,
         reason: String,
     },
+    /// Mail a waiting-list entry its confirmation link (`offer` false) or
+    /// the link that pays for the units held for it. Queued by the
+    /// database (`hf_hand_over`) and by `crate::waitlist::join`.
+    WaitlistMail {
+        entry_id: Uuid,
+        offer: bool,
+    },
     /// Deliver one event to one endpoint (`crate::outgoing`). Queued by the
     /// database (migration 0060's triggers), never from here.
     Webhook {
@@ -78,6 +85,13 @@ pub enum OutboxJob {
 struct WebhookPayload {
     endpoint_id: String,
     message_id: String,
+}
+
+#[derive(Serialize, Deserialize)]
+struct WaitlistPayload {
+    entry_id: Uuid,
+    /// `confirm` or `offer`
+    what: String,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -134,6 +148,7 @@ impl OutboxJob {
             OutboxJob::RefundNotice { .. } => "refund_notice",
             OutboxJob::PaymentReturned { .. } => "payment_returned",
             OutboxJob::Webhook { .. } => "webhook",
+            OutboxJob::WaitlistMail { .. } => "waitlist_mail",
         }
     }
 
@@ -158,6 +173,10 @@ impl OutboxJob {
                 endpoint_id,
                 message_id,
             } => format!("webhook:{endpoint_id}:{message_id}"),
+            OutboxJob::WaitlistMail { entry_id, offer } => format!(
+                "waitlist_{}:{entry_id}",
+                if *offer { "offer" } else { "confirm" }
+            ),
         }
     }
 
@@ -206,6 +225,10 @@ impl OutboxJob {
                 endpoint_id: endpoint_id.clone(),
                 message_id: message_id.clone(),
             }),
+            OutboxJob::WaitlistMail { entry_id, offer } => serde_json::to_value(WaitlistPayload {
+                entry_id: *entry_id,
+                what: if *offer { "offer" } else { "confirm" }.to_owned(),
+            }),
         };
         value.expect("job payloads are plain data")
     }
@@ -235,6 +258,17 @@ impl OutboxJob {
                 OutboxJob::CapturePayment {
                     order_id: p.order_id,
                     payment: p.payment,
+                }
+            }
+            "waitlist_mail" => {
+                let p: WaitlistPayload = serde_json::from_value(payload.clone()).map_err(read)?;
+                OutboxJob::WaitlistMail {
+                    entry_id: p.entry_id,
+                    offer: match p.what.as_str() {
+                        "offer" => true,
+                        "confirm" => false,
+                        other => return Err(format!("a waitlist_mail job for {other:?}")),
+                    },
                 }
             }
             "refund_notice" => {

@@ -45,12 +45,12 @@ pub enum EventType {
     /// A sold-out product has a unit again (a hold ran out, a refund put
     /// units back, capacity was raised).
     ProductAvailable,
-    // `waitlist.offered` goes here once waitlists exist: a variant, its name
-    // below, and the trigger or call that queues it where the offer is made.
+    /// Units were held for a waiting-list entry (`hf_hand_over`).
+    WaitlistOffered,
 }
 
 impl EventType {
-    pub const ALL: [EventType; 7] = [
+    pub const ALL: [EventType; 8] = [
         EventType::OrderPaid,
         EventType::OrderRefunded,
         EventType::OrderExpired,
@@ -58,6 +58,7 @@ impl EventType {
         EventType::CodeRedeemed,
         EventType::ProductSoldOut,
         EventType::ProductAvailable,
+        EventType::WaitlistOffered,
     ];
 
     /// The `type` a receiver sees.
@@ -70,6 +71,7 @@ impl EventType {
             EventType::CodeRedeemed => "code.redeemed",
             EventType::ProductSoldOut => "product.sold_out",
             EventType::ProductAvailable => "product.available",
+            EventType::WaitlistOffered => "waitlist.offered",
         }
     }
 
@@ -423,9 +425,9 @@ mod tests {
         }
         assert!(EventType::parse_list("").is_err());
         assert!(
-            EventType::parse_list("order.paid,waitlist.offered")
+            EventType::parse_list("order.paid,waitlist.joined")
                 .unwrap_err()
-                .contains("waitlist.offered")
+                .contains("waitlist.joined")
         );
     }
 }

@@ -179,6 +179,56 @@ impl Mailer {
         self.send(message).await
     }
 
+    /// A waiting-list entry's mail: the link that confirms it, or, once
+    /// units are held for it, the link that pays for them.
+    pub async fn waitlist_mail(
+        &self,
+        pool: &PgPool,
+        entry_id: Uuid,
+        offer: bool,
+    ) -> Result<(), MailError> {
+        /// name, e-mail, token, qty, product, offer's end
+        type EntryRow = (String, String, String, i32, String, Option<DateTime<Utc>>);
+        let row: Option<EntryRow> = sqlx::query_as(
+            "select w.name, w.email, w.token, w.qty, p.name, w.offer_expires_at \
+                   from waitlist_entries w join products p on p.id = w.product_id \
+                  where w.id = $1",
+        )
+        .bind(entry_id)
+        .fetch_optional(pool)
+        .await?;
+        let Some((name, email, token, qty, product, until)) = row else {
+            return Err(MailError::Compose(format!(
+                "no waiting-list entry {entry_id}"
+            )));
+        };
+        let mail = WaitlistMail {
+            offer,
+            link: format!("{}/waitlist/entry/{token}", self.base_url),
+            until: until.map(|at| self.zone.minute(at)).unwrap_or_default(),
+            qty_word: if qty == 1 { "it is" } else { "they are" },
+            name,
+            qty,
+            product,
+        };
+        let (text, html) = (text(&WaitlistMailText(&mail))?, render(&mail)?);
+        let subject = if offer {
+            format!("{} × {} held for you", mail.qty, mail.product)
+        } else {
+            format!("Confirm your place on the waiting list: {}", mail.product)
+        };
+        let id = format!(
+            "waitlist-{}-{entry_id}",
+            if offer { "offer" } else { "confirm" }
+        );
+        let message = self
+            .builder(&mail.name, &email, &id)?
+            .subject(subject)
+            .multipart(MultiPart::alternative_plain_html(text, html))
+            .map_err(|e| MailError::Compose(e.to_string()))?;
+        self.send(message).await
+    }
+
     fn builder(
         &self,
         name: &str,
@@ -244,6 +294,31 @@ struct StaffRefundText<'a>(&'a StaffRefund);
 impl std::ops::Deref for StaffRefundText<'_> {
     type Target = StaffRefund;
     fn deref(&self) -> &StaffRefund {
+        self.0
+    }
+}
+
+/// A waiting-list entry's mail, as it says it.
+#[derive(Template)]
+#[template(path = "mail/waitlist.html")]
+struct WaitlistMail {
+    /// Units are held: the link pays; otherwise it confirms the entry.
+    offer: bool,
+    name: String,
+    qty: i32,
+    qty_word: &'static str,
+    product: String,
+    until: String,
+    link: String,
+}
+
+#[derive(Template)]
+#[template(path = "mail/waitlist.txt")]
+struct WaitlistMailText<'a>(&'a WaitlistMail);
+
+impl std::ops::Deref for WaitlistMailText<'_> {
+    type Target = WaitlistMail;
+    fn deref(&self) -> &WaitlistMail {
         self.0
     }
 }

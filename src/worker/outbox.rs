@@ -256,6 +256,20 @@ impl Outbox {
                     Ok(Done::Plain)
                 }
             },
+            OutboxJob::WaitlistMail { entry_id, offer } => match &self.mailer {
+                Some(mailer) => {
+                    mailer
+                        .waitlist_mail(&self.pool, entry_id, offer)
+                        .await
+                        .map_err(|e| ProviderError::Unavailable(e.to_string()))?;
+                    tracing::info!(entry = %entry_id, offer, "waiting-list mail sent");
+                    Ok(Done::Plain)
+                }
+                None => {
+                    tracing::info!(entry = %entry_id, offer, "waiting-list mail not sent: no mail server");
+                    Ok(Done::Plain)
+                }
+            },
             OutboxJob::RefundNotice {
                 order_id,
                 refund_id,

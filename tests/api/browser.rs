@@ -1402,3 +1402,78 @@ async fn a_sale_set_up_in_the_admin_is_sold_with_a_voucher_exported_and_let_in_a
     }
     owner.close().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sold_out_shopper_joins_the_waiting_list_and_pays_from_the_keyboard() {
+    use fantoccini::key::Key;
+    let (app, driver, _turn) = shop_and_driver().await;
+    let product = "wild-honey";
+    let resource: String = sqlx::query_scalar("select resource_id from products where id = $1")
+        .bind(product)
+        .fetch_one(&app.db.pool)
+        .await
+        .unwrap();
+    sqlx::query("select hf_upsert_resource($1, 1)")
+        .bind(&resource)
+        .execute(&app.db.pool)
+        .await
+        .unwrap();
+    let holder = holdfast_testkit::engine::started(&app.db, "last-jar", &[(product, 1)]).await;
+    app.settled().await;
+    let browser = Browser::open(&driver, shots_for("waitlist")).await;
+    browser.go(&format!("{}/", app.address)).await;
+    browser
+        .find(&format!("li[data-product=\"{product}\"] .waitlist a"))
+        .await;
+    browser.save_page("catalogue-sold-out").await;
+    browser
+        .go(&format!("{}/waitlist/{product}", app.address))
+        .await;
+    browser.save_page("waitlist-join").await;
+    // the keyboard alone: type, then Enter submits
+    browser.fill("input[name=name]", "Ada Lovelace").await;
+    browser.fill("input[name=email]", "ada@example.com").await;
+    browser
+        .fill("input[name=qty]", &format!("1{}", Key::Enter))
+        .await;
+    browser.wait_for_text("h1", "Check your e-mail").await;
+    browser.save_page("waitlist-check-mail").await;
+    let token: String = sqlx::query_scalar("select token from waitlist_entries")
+        .fetch_one(&app.db.pool)
+        .await
+        .unwrap();
+    browser
+        .go(&format!("{}/waitlist/entry/{token}", app.address))
+        .await;
+    browser.save_page("waitlist-unconfirmed").await;
+    browser
+        .find("form[action$=\"/confirm\"] button")
+        .await
+        .send_keys(&Key::Enter.to_string())
+        .await
+        .unwrap();
+    browser
+        .wait_for_text(".position", "nobody is ahead of you")
+        .await;
+    browser.save_page("waitlist-waiting").await;
+    holdfast::checkout::release_order(
+        &app.db.pool,
+        holder.id,
+        holdfast::checkout::Release::ShopperLeft,
+    )
+    .await
+    .unwrap();
+    browser
+        .go(&format!("{}/waitlist/entry/{token}", app.address))
+        .await;
+    browser.wait_for_text("main", "held for you until").await;
+    browser.save_page("waitlist-offered").await;
+    browser
+        .find("form[action$=\"/claim\"] button")
+        .await
+        .send_keys(&Key::Enter.to_string())
+        .await
+        .unwrap();
+    browser.find("#pay").await;
+    browser.close().await;
+}

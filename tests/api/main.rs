@@ -45,3 +45,4 @@ mod stripe_cli;
 mod time_zone;
 mod two_factor;
 mod vouchers;
+mod waitlist;

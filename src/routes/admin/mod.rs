@@ -20,6 +20,7 @@ mod session;
 mod staff_accounts;
 mod two_factor;
 mod vouchers;
+mod waitlist;
 mod webhooks;
 
 use actix_web::body::{BoxBody, MessageBody};
@@ -524,6 +525,7 @@ impl NoticeQuery {
             Some("voucher_archived") => "Voucher archived: no checkout can start with it again; \
                  uses already held run their course."
                 .to_owned(),
+            Some("waitlist_removed") => "Entry removed from the waiting list.".to_owned(),
             Some("api_key_revoked") => "Key revoked: it signs nothing from now on.".to_owned(),
             Some("webhook_enabled") => "Endpoint enabled: new events go to it again. Replay \
                  what it missed below."
@@ -699,6 +701,8 @@ pub static ROUTES: &[AdminRoute] = &[
     route!(Get "/vouchers/new", Vouchers => vouchers::new_voucher),
     route!(Post "/vouchers", Vouchers => vouchers::create_voucher),
     route!(Post "/vouchers/{code}/archive", Vouchers => vouchers::archive_voucher),
+    route!(Get "/waitlist", Orders => waitlist::waitlist_page),
+    route!(Post "/waitlist/{id}/remove", Orders => waitlist::remove_entry),
     route!(Get "/two-factor", SignedIn => two_factor::two_factor_page),
     route!(Post "/two-factor/start", SignedIn => two_factor::start),
     route!(Post "/two-factor/confirm", SignedIn => two_factor::confirm),

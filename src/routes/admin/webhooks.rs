@@ -29,7 +29,7 @@ impl From<outgoing::WebhookError> for ShopError {
 pub(super) struct WebhooksPage {
     nav: Nav,
     endpoints: Vec<EndpointRow>,
-    events: [EventType; 7],
+    events: [EventType; EventType::ALL.len()],
     /// The endpoint just made and its secret, shown this once.
     added: Option<outgoing::Added>,
 }

@@ -9,6 +9,7 @@ mod catalogue;
 mod checkout;
 mod orders;
 mod returns;
+mod waitlist;
 
 use actix_web::http::StatusCode;
 use actix_web::http::header;
@@ -211,6 +212,21 @@ pub fn routes(config: &mut web::ServiceConfig) {
         .route(
             "/checkout/cancel/{token}",
             web::post().to(returns::checkout_leave),
+        )
+        .route("/waitlist/{product}", web::get().to(waitlist::join_form))
+        .route("/waitlist/{product}", web::post().to(waitlist::join))
+        .route("/waitlist/entry/{token}", web::get().to(waitlist::entry))
+        .route(
+            "/waitlist/entry/{token}/confirm",
+            web::post().to(waitlist::confirm),
+        )
+        .route(
+            "/waitlist/entry/{token}/leave",
+            web::post().to(waitlist::leave),
+        )
+        .route(
+            "/waitlist/entry/{token}/claim",
+            web::post().to(waitlist::claim),
         )
         .route("/pay/{token}", web::get().to(orders::pay_page))
         .route("/orders/{token}", web::get().to(orders::order_page));

@@ -1,0 +1,320 @@
+//! The waiting list's pages: joining a sold-out product's list, and an
+//! entry's page (its link is in the shopper's mail): confirm, see the
+//! place in line, leave, and pay for units held for it. Each action is a
+//! form (POST), so a mail scanner that opens links changes nothing.
+
+use actix_web::http::StatusCode;
+use actix_web::{HttpRequest, HttpResponse, web};
+use askama::Template;
+use serde::Deserialize;
+
+use super::basket::slow_down;
+use super::{basket_count, message};
+use crate::money;
+use crate::retry::{Bound, retry};
+use crate::routes::ShopError;
+use crate::routes::render::{render, see_other};
+use crate::state::Shop;
+use crate::waitlist::{self, Claim, Confirmed, Entry, EntryState, JoinRequest, Joined};
+
+#[derive(Template)]
+#[template(path = "waitlist_join.html")]
+struct JoinPage {
+    basket_count: i64,
+    product_id: String,
+    product: String,
+    price: String,
+    max_qty: i32,
+    claim_minutes: i32,
+    in_order: bool,
+    error: String,
+    name: String,
+    email: String,
+    qty: i64,
+}
+
+#[derive(sqlx::FromRow)]
+struct ProductRow {
+    name: String,
+    price_minor: i64,
+    currency: String,
+    max_per_order: i32,
+    waitlist_claim_minutes: i32,
+    waitlist_in_order: bool,
+}
+
+async fn product_row(shop: &Shop, id: &str) -> Result<ProductRow, ShopError> {
+    if id.is_empty() || id.len() > 200 {
+        return Err(ShopError::not_found("that product is not for sale"));
+    }
+    retry("product_read", Bound::Shopper, || {
+        sqlx::query_as::<_, ProductRow>(
+            "select name, price_minor, currency, max_per_order, waitlist_claim_minutes, \
+                    waitlist_in_order \
+               from products where id = $1 and active and archived_at is null and not hidden",
+        )
+        .bind(id)
+        .fetch_optional(&shop.pool)
+    })
+    .await?
+    .ok_or_else(|| ShopError::not_found("that product is not for sale"))
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn join_page(
+    shop: &Shop,
+    request: &HttpRequest,
+    product_id: &str,
+    status: StatusCode,
+    error: String,
+    name: String,
+    email: String,
+    qty: i64,
+) -> Result<HttpResponse, ShopError> {
+    let product = product_row(shop, product_id).await?;
+    let page = JoinPage {
+        basket_count: basket_count(shop, request).await?,
+        product_id: product_id.to_owned(),
+        price: money::format(product.price_minor, &product.currency),
+        product: product.name,
+        max_qty: product.max_per_order,
+        claim_minutes: product.waitlist_claim_minutes,
+        in_order: product.waitlist_in_order,
+        error,
+        name,
+        email,
+        qty,
+    };
+    render(status, &page)
+}
+
+/// `GET /waitlist/{product}`: the form to join a product's waiting list.
+pub async fn join_form(
+    shop: web::Data<Shop>,
+    request: HttpRequest,
+    product: web::Path<String>,
+) -> Result<HttpResponse, ShopError> {
+    join_page(
+        &shop,
+        &request,
+        &product,
+        StatusCode::OK,
+        String::new(),
+        String::new(),
+        String::new(),
+        1,
+    )
+    .await
+}
+
+#[derive(Deserialize)]
+pub struct JoinForm {
+    name: String,
+    email: String,
+    qty: Option<i64>,
+}
+
+/// `POST /waitlist/{product}`: join; the answer is the same whether or not
+/// the e-mail was on the list already.
+pub async fn join(
+    shop: web::Data<Shop>,
+    request: HttpRequest,
+    product: web::Path<String>,
+    form: web::Form<JoinForm>,
+) -> Result<HttpResponse, ShopError> {
+    if form.name.len() > 1000 || form.email.len() > 1000 {
+        return Err(ShopError::bad_request("that name or e-mail is too long"));
+    }
+    if let Some(too_fast) = slow_down(&shop, &request).await? {
+        return Ok(too_fast);
+    }
+    let Some(provider) = shop.payments.default_kind() else {
+        return Err(ShopError::unavailable("no way of paying is set up".into()));
+    };
+    let qty = form.qty.unwrap_or(1);
+    let join = JoinRequest {
+        product_id: product.clone(),
+        name: form.name.clone(),
+        email: form.email.clone(),
+        qty,
+        provider,
+    };
+    let joined = retry("waitlist_join", Bound::Shopper, || {
+        waitlist::join(&shop.pool, &join)
+    })
+    .await?;
+    let again = |error: String| {
+        join_page(
+            &shop,
+            &request,
+            &product,
+            StatusCode::UNPROCESSABLE_ENTITY,
+            error,
+            form.name.clone(),
+            form.email.clone(),
+            qty,
+        )
+    };
+    match joined {
+        Joined::Mailed => message(
+            StatusCode::OK,
+            "Check your e-mail",
+            "We sent a link to your address. Your place on the waiting list counts from when \
+             you open it and confirm; until then the entry does not count.",
+            "/",
+            "Back to the shop",
+        ),
+        Joined::UnknownProduct => Err(ShopError::not_found("that product is not for sale")),
+        Joined::BadQty { max } => again(format!("Choose between 1 and {max}.")).await,
+        Joined::BadCustomer { reason } => again(reason).await,
+    }
+}
+
+#[derive(Template)]
+#[template(path = "waitlist_entry.html")]
+struct EntryPage {
+    basket_count: i64,
+    token: String,
+    product: String,
+    qty: i32,
+    /// unconfirmed, waiting, offered, claimed, lapsed or removed
+    state: &'static str,
+    /// Entries in line before this one.
+    ahead: i64,
+    in_order: bool,
+    claim_minutes: i32,
+    /// When the held units go to the next entry.
+    until: String,
+    total: String,
+    order_href: String,
+    notice: String,
+}
+
+async fn entry_of_link(shop: &Shop, token: &str) -> Result<Entry, ShopError> {
+    retry("waitlist_read", Bound::Shopper, || {
+        waitlist::entry_by_token(&shop.pool, token)
+    })
+    .await?
+    .ok_or_else(|| ShopError::not_found("no such waiting-list entry"))
+}
+
+async fn entry_page(
+    shop: &Shop,
+    request: &HttpRequest,
+    entry: Entry,
+    status: StatusCode,
+    notice: &str,
+) -> Result<HttpResponse, ShopError> {
+    let order = retry("order_read", Bound::Shopper, || {
+        waitlist::offer_order(&shop.pool, &entry)
+    })
+    .await?;
+    let page = EntryPage {
+        basket_count: basket_count(shop, request).await?,
+        product: entry.product_name.clone(),
+        qty: entry.qty,
+        state: entry.state().as_str(),
+        ahead: entry.ahead.unwrap_or(0),
+        in_order: entry.in_order,
+        claim_minutes: entry.claim_minutes,
+        until: entry
+            .offer_expires_at
+            .map(|at| shop.zone.minute(at))
+            .unwrap_or_default(),
+        total: order
+            .as_ref()
+            .map(|o| money::format(o.amount_minor, &o.currency))
+            .unwrap_or_default(),
+        order_href: order
+            .map(|o| format!("/orders/{}", o.token))
+            .unwrap_or_default(),
+        token: entry.token,
+        notice: notice.to_owned(),
+    };
+    render(status, &page)
+}
+
+/// `GET /waitlist/entry/{token}`: the entry's page.
+pub async fn entry(
+    shop: web::Data<Shop>,
+    request: HttpRequest,
+    token: web::Path<String>,
+) -> Result<HttpResponse, ShopError> {
+    let entry = entry_of_link(&shop, &token).await?;
+    entry_page(&shop, &request, entry, StatusCode::OK, "").await
+}
+
+/// `POST /waitlist/entry/{token}/confirm`: take a place in line.
+pub async fn confirm(
+    shop: web::Data<Shop>,
+    token: web::Path<String>,
+) -> Result<HttpResponse, ShopError> {
+    let confirmed = retry("waitlist_confirm", Bound::Shopper, || {
+        waitlist::confirm(&shop.pool, &token)
+    })
+    .await?;
+    if confirmed == Confirmed::NotFound {
+        return Err(ShopError::not_found("no such waiting-list entry"));
+    }
+    Ok(see_other(&format!("/waitlist/entry/{token}")))
+}
+
+/// `POST /waitlist/entry/{token}/leave`: off the list.
+pub async fn leave(
+    shop: web::Data<Shop>,
+    request: HttpRequest,
+    token: web::Path<String>,
+) -> Result<HttpResponse, ShopError> {
+    let entry = entry_of_link(&shop, &token).await?;
+    retry("waitlist_leave", Bound::Shopper, || {
+        waitlist::remove(
+            &shop.pool,
+            crate::staff::Actor::Operator("shopper"),
+            entry.id,
+        )
+    })
+    .await?;
+    let entry = entry_of_link(&shop, &token).await?;
+    entry_page(&shop, &request, entry, StatusCode::OK, "").await
+}
+
+/// `POST /waitlist/entry/{token}/claim`: pay for the units held.
+pub async fn claim(
+    shop: web::Data<Shop>,
+    request: HttpRequest,
+    token: web::Path<String>,
+) -> Result<HttpResponse, ShopError> {
+    let entry = entry_of_link(&shop, &token).await?;
+    match waitlist::claim(shop.desk(), &entry).await? {
+        Claim::Pay { url } => Ok(see_other(&url)),
+        Claim::Paid { order_token } => Ok(see_other(&format!("/orders/{order_token}"))),
+        Claim::NotOpen => {
+            entry_page(
+                &shop,
+                &request,
+                entry,
+                StatusCode::CONFLICT,
+                "There is nothing held for this entry now.",
+            )
+            .await
+        }
+        Claim::ProviderFailed => {
+            entry_page(
+                &shop,
+                &request,
+                entry,
+                StatusCode::SERVICE_UNAVAILABLE,
+                "The payment page could not be opened just now. The units stay yours until the \
+                 time below: please try again in a moment.",
+            )
+            .await
+        }
+    }
+}
+
+impl EntryState {
+    /// Whether the entry's page offers to leave the list.
+    pub fn may_leave(self) -> bool {
+        matches!(self, EntryState::Unconfirmed | EntryState::Waiting)
+    }
+}
