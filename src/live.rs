@@ -201,6 +201,7 @@ impl Snapshot {
                     first_back_at: level.first_ends_at,
                     sale_opens_at: p.sale_opens_at,
                     sale_closes_at: p.sale_closes_at,
+                    queue_open: p.queue_open,
                 })
             })
             .collect()

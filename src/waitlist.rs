@@ -23,6 +23,9 @@ use crate::staff::{Actor, log_action_by, record_by};
 pub enum EntryState {
     /// Made; its e-mail has not confirmed it, so it does not count yet.
     Unconfirmed,
+    /// Confirmed for a drop queue not drawn yet: its place comes at the
+    /// draw (`crate::queue`).
+    Queued,
     /// In line.
     Waiting,
     /// Units are held for it until its offer ends.
@@ -39,6 +42,7 @@ impl EntryState {
     pub fn parse(name: &str) -> Option<Self> {
         Some(match name {
             "unconfirmed" => Self::Unconfirmed,
+            "queued" => Self::Queued,
             "waiting" => Self::Waiting,
             "offered" => Self::Offered,
             "claimed" => Self::Claimed,
@@ -51,6 +55,7 @@ impl EntryState {
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Unconfirmed => "unconfirmed",
+            Self::Queued => "queued",
             Self::Waiting => "waiting",
             Self::Offered => "offered",
             Self::Claimed => "claimed",
@@ -80,9 +85,19 @@ pub struct Entry {
     /// How many confirmed entries of the product's resource wait ahead of
     /// this one (only for a waiting entry).
     pub ahead: Option<i64>,
+    /// Units the entries ahead want (waiting, or offered and not paid yet).
+    pub wanted_ahead: Option<i64>,
+    /// Units of the product not sold and not held by other shoppers: what
+    /// the line can still get.
+    pub for_the_line: i64,
     /// Whether a group that does not fit holds up the entries behind it.
     pub in_order: bool,
     pub claim_minutes: i32,
+    /// The product's drop queue: its commitment (SHA-256 of the seed), if
+    /// it has one, and whether it was drawn.
+    pub queue_commitment: Option<String>,
+    pub queue_drawn: bool,
+    pub sale_opens_at: Option<DateTime<Utc>>,
 }
 
 impl Entry {
@@ -98,7 +113,18 @@ const ENTRY_SQL: &str = "select w.id, w.product_id, p.name as product_name, w.to
              (select count(*) from waitlist_entries a join products q on q.id = a.product_id \
                where q.resource_id = p.resource_id and a.state = 'waiting' and a.line_no < w.line_no) \
         end as ahead, \
-        p.waitlist_in_order as in_order, p.waitlist_claim_minutes as claim_minutes \
+        case when w.state = 'waiting' then \
+             (select coalesce(sum(a.qty), 0)::bigint from waitlist_entries a \
+                join products q on q.id = a.product_id \
+               where q.resource_id = p.resource_id \
+                 and ((a.state = 'waiting' and a.line_no < w.line_no) or a.state = 'offered')) \
+        end as wanted_ahead, \
+        (select (r.total - r.sold - r.held + coalesce((select sum(h.qty) from holds h \
+                  where h.resource_id = r.id and h.state in ('held', 'awaiting_payment') \
+                    and h.account_id like 'waitlist%'), 0))::bigint \
+           from resources r where r.id = p.resource_id) as for_the_line, \
+        p.waitlist_in_order as in_order, p.waitlist_claim_minutes as claim_minutes, \
+        p.queue_commitment, p.queue_drawn_at is not null as queue_drawn, p.sale_opens_at \
    from waitlist_entries w join products p on p.id = w.product_id";
 
 /// A link's token: 64 hex digits, or it names nothing.
@@ -222,16 +248,35 @@ pub async fn confirm(pool: &PgPool, token: &str) -> sqlx::Result<Confirmed> {
         return Ok(Confirmed::NotFound);
     }
     let mut tx = pool.begin().await?;
-    let confirmed: Option<String> = sqlx::query_scalar(
-        "update waitlist_entries w \
-            set state = 'waiting', line_no = nextval('waitlist_line'), confirmed_at = now() \
-           from products p \
-          where w.token = $1 and w.state = 'unconfirmed' and p.id = w.product_id \
-         returning p.resource_id",
+    // lock: the product, shared (a queue's draw takes it exclusively), so
+    // an entry confirmed while its queue is drawn is either in the draw or
+    // behind it, never left out
+    let product: Option<(String, String, bool)> = sqlx::query_as(
+        "select p.id, p.resource_id, \
+                (p.queue_commitment is not null and p.queue_drawn_at is null) \
+           from waitlist_entries w join products p on p.id = w.product_id \
+          where w.token = $1 and w.state = 'unconfirmed' for share of p",
     )
     .bind(token)
     .fetch_optional(&mut *tx)
     .await?;
+    let confirmed: Option<String> = match product {
+        None => None,
+        Some((_, resource, queued)) => {
+            sqlx::query_scalar(
+                "update waitlist_entries \
+                set state = case when $2 then 'queued' else 'waiting' end, \
+                    line_no = case when $2 then null else nextval('waitlist_line') end, \
+                    confirmed_at = now() \
+              where token = $1 and state = 'unconfirmed' returning $3::text",
+            )
+            .bind(token)
+            .bind(queued)
+            .bind(&resource)
+            .fetch_optional(&mut *tx)
+            .await?
+        }
+    };
     let answer = match confirmed {
         Some(resource) => {
             sqlx::query("select hf_hand_over($1, clock_timestamp())")
@@ -247,7 +292,7 @@ pub async fn confirm(pool: &PgPool, token: &str) -> sqlx::Result<Confirmed> {
                     .fetch_optional(&mut *tx)
                     .await?;
             match state.as_deref() {
-                Some("waiting" | "offered" | "claimed" | "lapsed") => Confirmed::Already,
+                Some("queued" | "waiting" | "offered" | "claimed" | "lapsed") => Confirmed::Already,
                 _ => Confirmed::NotFound,
             }
         }
@@ -264,7 +309,8 @@ pub async fn remove(pool: &PgPool, by: Actor<'_>, entry_id: Uuid) -> sqlx::Resul
     let removed: Option<(String, String)> = sqlx::query_as(
         "update waitlist_entries w set state = 'removed', ended_at = now(), ended_by = $2 \
            from products p \
-          where w.id = $1 and w.state in ('unconfirmed', 'waiting') and p.id = w.product_id \
+          where w.id = $1 and w.state in ('unconfirmed', 'queued', 'waiting') \
+            and p.id = w.product_id \
          returning w.product_id, p.resource_id",
     )
     .bind(entry_id)

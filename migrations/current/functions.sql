@@ -520,7 +520,7 @@ begin
 end;
 $function$;
 
--- hf_hand_over (last written by 0070_waiting_list.sql)
+-- hf_hand_over (last written by 0071_drop_queue.sql)
 CREATE OR REPLACE FUNCTION public.hf_hand_over(p_resource text, p_now timestamp with time zone)
  RETURNS integer
  LANGUAGE plpgsql
@@ -536,9 +536,14 @@ declare
     v_offered integer := 0;
     v_waiting boolean;
 begin
+    -- someone waits, or a product's drop queue has not opened yet (all its
+    -- units wait for the queue's draw)
     v_waiting := exists (select 1 from waitlist_entries w
                            join products p on p.id = w.product_id
-                          where p.resource_id = p_resource and w.state = 'waiting');
+                          where p.resource_id = p_resource and w.state = 'waiting')
+                 or exists (select 1 from products p
+                             where p.resource_id = p_resource and p.queue_commitment is not null
+                               and p.queue_drawn_at is null);
     -- nobody waiting and nothing set aside: nothing to do, no lock taken
     if not v_waiting and not exists (select 1 from holds
                                       where account_id = 'waitlist-line'
@@ -618,9 +623,12 @@ begin
     end loop;
     -- what fits nobody in line yet waits for them, looked at again within
     -- the hour (its expiry hands over again) and at every change
-    if v_left > 0 and exists (select 1 from waitlist_entries w
-                                join products p on p.id = w.product_id
-                               where p.resource_id = p_resource and w.state = 'waiting') then
+    if v_left > 0 and (exists (select 1 from waitlist_entries w
+                                 join products p on p.id = w.product_id
+                                where p.resource_id = p_resource and w.state = 'waiting')
+                       or exists (select 1 from products p
+                                   where p.resource_id = p_resource and p.queue_commitment is not null
+                                     and p.queue_drawn_at is null)) then
         v_until := p_now + interval '1 hour';
         v_hold := hf_uuid_v7();
         insert into holds (id, resource_id, account_id, qty, expires_at)

@@ -39,6 +39,8 @@ pub struct Product {
     pub collection_title: String,
     pub collection_lede: String,
     pub collection_position: i32,
+    /// Its drop queue takes entries: turned on, not drawn yet.
+    pub queue_open: bool,
 }
 
 /// Where a product's sale stands at a moment.
@@ -84,7 +86,8 @@ impl Product {
 pub(crate) const PRODUCT_COLUMNS: &str = "p.id, p.resource_id, p.kind, p.name, p.description, \
      p.price_minor, p.currency, p.starts_at, p.collection, p.max_per_order, p.sale_opens_at, \
      p.sale_closes_at, p.hidden, c.title as collection_title, c.lede as collection_lede, \
-     c.position as collection_position";
+     c.position as collection_position, \
+     (p.queue_commitment is not null and p.queue_drawn_at is null) as queue_open";
 
 /// The order the shop's pages list products in.
 pub(crate) const PAGE_ORDER: &str = "c.position, p.collection, p.position, p.id";
@@ -129,6 +132,8 @@ pub struct Availability {
     pub first_back_at: Option<DateTime<Utc>>,
     pub sale_opens_at: Option<DateTime<Utc>>,
     pub sale_closes_at: Option<DateTime<Utc>>,
+    /// Its drop queue takes entries (before its sale opens).
+    pub queue_open: bool,
 }
 
 impl Availability {

@@ -7,6 +7,7 @@
 
 mod after_sale;
 mod engine;
+mod queue;
 mod shop;
 mod vouchers;
 mod webhooks;
@@ -111,6 +112,11 @@ enum Command {
     Refund(RefundArgs),
     /// Show or change the shared settings
     Settings(SettingsChange),
+    /// A product's drop queue: turn it on, draw it, verify its order
+    Queue {
+        #[command(subcommand)]
+        action: queue::QueueAction,
+    },
     /// Outgoing webhooks: endpoints that hear of sales, refunds, redemptions
     Webhooks {
         #[command(subcommand)]
@@ -287,6 +293,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Refund(request) => after_sale::refund(&ctx, request).await,
         Command::Redeem { code, place } => after_sale::redeem(&ctx, code, place).await,
         Command::Settings(changes) => engine::settings(&ctx, changes).await,
+        Command::Queue { action } => queue::run(&ctx, action).await,
         Command::Webhooks { action } => webhooks::run(&ctx, action).await,
     }
 }

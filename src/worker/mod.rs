@@ -49,13 +49,17 @@ impl Sweeper {
         }
     }
 
-    /// Sweep every `every` until the task is dropped. Failures are logged
-    /// and the next pass tries again.
+    /// Sweep every `every` until the task is dropped, and draw the drop
+    /// queues whose sale opened (`crate::queue::draw_due`). Failures are
+    /// logged and the next pass tries again.
     pub async fn run_forever(self, every: Duration) {
         let mut ticker = tokio::time::interval(every);
         ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             ticker.tick().await;
+            if let Err(error) = crate::queue::draw_due(self.inventory.pool()).await {
+                tracing::warn!(sweeper = %self.name, %error, "drawing the due queues failed");
+            }
             match self.run_once().await {
                 Ok(counts) if !counts.is_empty() => {
                     let holds: i32 = counts.iter().map(|c| c.expired_holds).sum();

@@ -1477,3 +1477,66 @@ async fn a_sold_out_shopper_joins_the_waiting_list_and_pays_from_the_keyboard() 
     browser.find("#pay").await;
     browser.close().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_drop_queues_order_is_checked_in_the_shoppers_browser() {
+    let (app, driver, _turn) = shop_and_driver().await;
+    let product = "wild-honey";
+    sqlx::query("update products set sale_opens_at = now() + interval '1 hour' where id = $1")
+        .bind(product)
+        .execute(&app.db.pool)
+        .await
+        .unwrap();
+    holdfast::queue::turn_on(&app.db.pool, product).await.unwrap();
+    sqlx::query(
+        "insert into waitlist_entries (product_id, token, name, email, email_key, qty, provider, \
+                                       state, confirmed_at) \
+         select $1, md5(g::text) || md5((g + 1)::text), 'Queued ' || g, \
+                'q' || g || '@example.com', 'q' || g || '@example.com', 1, 'stripe', 'queued', now() \
+           from generate_series(1, 40) g",
+    )
+    .bind(product)
+    .execute(&app.db.pool)
+    .await
+    .unwrap();
+    let browser = Browser::open(&driver, shots_for("queue")).await;
+    browser.go(&format!("{}/queue/{product}", app.address)).await;
+    browser.find("#commitment").await;
+    browser.save_page("queue-before-the-draw").await;
+    sqlx::query("update products set sale_opens_at = now() - interval '1 second' where id = $1")
+        .bind(product)
+        .execute(&app.db.pool)
+        .await
+        .unwrap();
+    browser.go(&format!("{}/queue/{product}", app.address)).await;
+    let verdict = browser
+        .wait_for_text("#verdict", "Checked in your browser")
+        .await;
+    assert!(verdict.contains("all 40 places"), "{verdict}");
+    browser.save_page("queue-drawn").await;
+    // the page's check can fail: two places swapped in the shop's database
+    let ids: Vec<uuid::Uuid> =
+        sqlx::query_scalar("select id from waitlist_entries where line_no < 0 order by line_no")
+            .fetch_all(&app.db.pool)
+            .await
+            .unwrap();
+    sqlx::query("update waitlist_entries set line_no = line_no - 1000 where id = $1 or id = $2")
+        .bind(ids[0])
+        .bind(ids[1])
+        .execute(&app.db.pool)
+        .await
+        .unwrap();
+    sqlx::query(
+        "update waitlist_entries set line_no = case when id = $1 then -39 else -40 end \
+          where id = $1 or id = $2",
+    )
+    .bind(ids[0])
+    .bind(ids[1])
+    .execute(&app.db.pool)
+    .await
+    .unwrap();
+    browser.go(&format!("{}/queue/{product}", app.address)).await;
+    let verdict = browser.wait_for_text("#verdict", "NOT").await;
+    assert!(verdict.contains("Place 1"), "{verdict}");
+    browser.close().await;
+}

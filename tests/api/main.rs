@@ -28,6 +28,7 @@ mod official_sdks;
 mod outage;
 mod outgoing;
 mod providers;
+mod queue;
 mod razorpay;
 mod razorpay_adapter;
 mod recovery;

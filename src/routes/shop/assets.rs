@@ -21,6 +21,14 @@ pub async fn live_script() -> HttpResponse {
         .body(include_str!("../../../static/live.js"))
 }
 
+/// `GET /static/verify.js`: a drop queue's page checks its order.
+pub async fn verify_script() -> HttpResponse {
+    HttpResponse::Ok()
+        .content_type("text/javascript; charset=utf-8")
+        .insert_header((header::CACHE_CONTROL, "public, max-age=3600"))
+        .body(include_str!("../../../static/verify.js"))
+}
+
 /// `GET /static/pay/{provider}.js`: the script that opens a provider's
 /// embedded checkout on our pay page, for providers that have one.
 pub async fn pay_script(shop: web::Data<Shop>, provider: web::Path<String>) -> HttpResponse {

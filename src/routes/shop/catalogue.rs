@@ -30,6 +30,8 @@ pub struct CatalogueItem {
     pub sale_note: String,
     /// The code that unlocked a hidden product, for its add form.
     pub code: String,
+    /// Its drop queue takes entries now.
+    pub queue_open: bool,
 }
 
 pub struct Section {
@@ -164,6 +166,7 @@ async fn catalogue_page(
                 } else {
                     String::new()
                 },
+                queue_open: row.queue_open,
             });
     }
     if sections.is_empty() && only.is_some() {

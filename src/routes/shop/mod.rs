@@ -8,6 +8,7 @@ mod basket;
 mod catalogue;
 mod checkout;
 mod orders;
+mod queue;
 mod returns;
 mod waitlist;
 
@@ -184,6 +185,12 @@ pub fn routes(config: &mut web::ServiceConfig) {
             web::get().to(assets::pay_script),
         )
         .route("/static/live.js", web::get().to(assets::live_script))
+        .route("/static/verify.js", web::get().to(assets::verify_script))
+        .route("/queue/{product}", web::get().to(queue::queue_page))
+        .route(
+            "/queue/{product}/order.json",
+            web::get().to(queue::order_json),
+        )
         .route("/static/shop.css", web::get().to(assets::stylesheet))
         .route("/availability", web::get().to(availability::availability))
         .route(

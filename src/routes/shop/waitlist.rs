@@ -27,6 +27,9 @@ struct JoinPage {
     max_qty: i32,
     claim_minutes: i32,
     in_order: bool,
+    /// Its drop queue takes entries: the join is to the queue.
+    queue_open: bool,
+    opens: String,
     error: String,
     name: String,
     email: String,
@@ -41,6 +44,8 @@ struct ProductRow {
     max_per_order: i32,
     waitlist_claim_minutes: i32,
     waitlist_in_order: bool,
+    queue_open: bool,
+    sale_opens_at: Option<chrono::DateTime<chrono::Utc>>,
 }
 
 async fn product_row(shop: &Shop, id: &str) -> Result<ProductRow, ShopError> {
@@ -50,7 +55,8 @@ async fn product_row(shop: &Shop, id: &str) -> Result<ProductRow, ShopError> {
     retry("product_read", Bound::Shopper, || {
         sqlx::query_as::<_, ProductRow>(
             "select name, price_minor, currency, max_per_order, waitlist_claim_minutes, \
-                    waitlist_in_order \
+                    waitlist_in_order, sale_opens_at, \
+                    (queue_commitment is not null and queue_drawn_at is null) as queue_open \
                from products where id = $1 and active and archived_at is null and not hidden",
         )
         .bind(id)
@@ -80,6 +86,11 @@ async fn join_page(
         max_qty: product.max_per_order,
         claim_minutes: product.waitlist_claim_minutes,
         in_order: product.waitlist_in_order,
+        queue_open: product.queue_open,
+        opens: product
+            .sale_opens_at
+            .map(|at| shop.zone.minute(at))
+            .unwrap_or_default(),
         error,
         name,
         email,
@@ -188,6 +199,17 @@ struct EntryPage {
     total: String,
     order_href: String,
     notice: String,
+    /// The entry's id, as the queue's published list names it.
+    entry_id: String,
+    product_id: String,
+    /// The product's queue: its commitment, when it opens.
+    commitment: String,
+    opens: String,
+    /// Those ahead want more than the line can still get: sold out for
+    /// this entry unless someone ahead does not pay.
+    out_of_reach: bool,
+    /// Refresh the page (no script needed) while it waits.
+    refresh: bool,
 }
 
 async fn entry_of_link(shop: &Shop, token: &str) -> Result<Entry, ShopError> {
@@ -228,6 +250,17 @@ async fn entry_page(
         order_href: order
             .map(|o| format!("/orders/{}", o.token))
             .unwrap_or_default(),
+        entry_id: entry.id.to_string(),
+        product_id: entry.product_id.clone(),
+        commitment: entry.queue_commitment.clone().unwrap_or_default(),
+        opens: entry
+            .sale_opens_at
+            .map(|at| shop.zone.minute(at))
+            .unwrap_or_default(),
+        out_of_reach: entry
+            .wanted_ahead
+            .is_some_and(|ahead| ahead + i64::from(entry.qty) > entry.for_the_line),
+        refresh: matches!(entry.state(), EntryState::Queued | EntryState::Waiting),
         token: entry.token,
         notice: notice.to_owned(),
     };
@@ -315,6 +348,9 @@ pub async fn claim(
 impl EntryState {
     /// Whether the entry's page offers to leave the list.
     pub fn may_leave(self) -> bool {
-        matches!(self, EntryState::Unconfirmed | EntryState::Waiting)
+        matches!(
+            self,
+            EntryState::Unconfirmed | EntryState::Queued | EntryState::Waiting
+        )
     }
 }
