@@ -257,10 +257,39 @@ struct Inner {
     notified_reads: AtomicU64,
     /// Checkouts refused from memory.
     refusals: AtomicU64,
+    /// Checkout forms the database refused as short, and when the read
+    /// behind that answer began: a replay of one is refused from memory
+    /// while nothing it wants has changed since ([`LiveStock::refused_form_at`]).
+    refused_forms: std::sync::Mutex<HashMap<String, DateTime<Utc>>>,
+    /// Pages memory may answer again while what they show is unchanged
+    /// ([`LiveStock::kept_page`]).
+    pages: std::sync::Mutex<HashMap<String, KeptPage>>,
     /// Pages watching.
     watchers: AtomicUsize,
     /// Asks for a full read now; answered once it is in.
     read_now: mpsc::UnboundedSender<oneshot::Sender<()>>,
+}
+
+/// A page as the database last answered it.
+#[derive(Debug, Clone)]
+struct KeptPage {
+    html: Arc<str>,
+    /// The resource whose changes make it stale.
+    resource: String,
+    /// When the reads behind it began.
+    read_at: DateTime<Utc>,
+    kept_at: Instant,
+}
+
+/// Entries of a memory of answers at most; a full one starts again.
+const KEPT_AT_MOST: usize = 100_000;
+
+fn keep<V>(map: &std::sync::Mutex<HashMap<String, V>>, key: &str, value: V) {
+    let mut map = map.lock().expect("never poisoned");
+    if map.len() >= KEPT_AT_MOST {
+        map.clear();
+    }
+    map.insert(key.to_owned(), value);
 }
 
 /// What the listening task tells the refreshing one.
@@ -285,6 +314,8 @@ impl LiveStock {
             full_reads: AtomicU64::new(0),
             notified_reads: AtomicU64::new(0),
             refusals: AtomicU64::new(0),
+            refused_forms: Default::default(),
+            pages: Default::default(),
             watchers: AtomicUsize::new(0),
         });
         tokio::spawn(keep_fresh(Arc::downgrade(&inner), pool.clone(), asked));
@@ -371,6 +402,56 @@ impl LiveStock {
     pub fn refused(&self) {
         self.inner.refusals.fetch_add(1, Ordering::Relaxed);
         crate::metrics::checkout("sold_out_from_memory");
+    }
+
+    /// Remember that the database refused this checkout form as short, on
+    /// a read that began at `read_at`.
+    pub fn remember_refused_form(&self, key: &str, read_at: DateTime<Utc>) {
+        keep(&self.inner.refused_forms, key, read_at);
+    }
+
+    /// When the database last refused this form as short (the read's
+    /// start), if it did: memory may refuse it again while nothing it
+    /// wants changed since.
+    pub fn refused_form_at(&self, key: &str) -> Option<DateTime<Utc>> {
+        self.inner
+            .refused_forms
+            .lock()
+            .expect("never poisoned")
+            .get(key)
+            .copied()
+    }
+
+    /// Keep a page the database answered (its reads began at `read_at`),
+    /// to answer again while `resource` is unchanged.
+    pub fn keep_page(&self, key: &str, resource: &str, read_at: DateTime<Utc>, html: Arc<str>) {
+        let kept = KeptPage {
+            html,
+            resource: resource.to_owned(),
+            read_at,
+            kept_at: Instant::now(),
+        };
+        keep(&self.inner.pages, key, kept);
+    }
+
+    /// A kept page, if memory may be believed, it is younger than
+    /// `fresh_for`, and its resource has not changed since its reads.
+    pub fn kept_page(&self, key: &str, fresh_for: Duration) -> Option<Arc<str>> {
+        let snapshot = self.now()?;
+        let kept = self
+            .inner
+            .pages
+            .lock()
+            .expect("never poisoned")
+            .get(key)
+            .cloned()?;
+        let level = snapshot.level(&kept.resource)?;
+        (kept.kept_at.elapsed() < fresh_for && level.changed_at < kept.read_at).then_some(kept.html)
+    }
+
+    /// Forget a kept page (its shopper changed something).
+    pub fn forget_page(&self, key: &str) {
+        self.inner.pages.lock().expect("never poisoned").remove(key);
     }
 
     /// Checkouts refused from memory so far.

@@ -70,6 +70,8 @@ impl EntryState {
 pub struct Entry {
     pub id: Uuid,
     pub product_id: String,
+    /// The product's resource: its changes are what move the line.
+    pub resource_id: String,
     pub product_name: String,
     pub token: String,
     pub name: String,
@@ -106,7 +108,7 @@ impl Entry {
     }
 }
 
-const ENTRY_SQL: &str = "select w.id, w.product_id, p.name as product_name, w.token, w.name, \
+const ENTRY_SQL: &str = "select w.id, w.product_id, p.resource_id, p.name as product_name, w.token, w.name, \
         w.email, w.qty, w.state, w.line_no, w.created_at, w.confirmed_at, w.offered_at, \
         w.offer_expires_at, w.order_id, \
         case when w.state = 'waiting' then \

@@ -3,7 +3,8 @@
 // shop's memory (/availability/stream), or, where there is none or the shop
 // is too busy to keep one open, a question every ten seconds or so. When
 // units come back, say so (the basket) or show them (a product page,
-// reloaded). No inline script: the page's policy allows only our own files.
+// reloaded), or, on a place in line, reload it when anything held or left
+// changes. No inline script: the page's policy allows only our own files.
 (function () {
   "use strict";
 
@@ -43,6 +44,17 @@
           return;
         }
         var note = el.querySelector(".live-note");
+        if (el.getAttribute("data-when-changed") === "reload") {
+          // a place in line: any change to what is held or left may move it
+          var was = el.getAttribute("data-first-back") || "";
+          var now = product.first_back_at || "";
+          if (String(product.available) !== el.getAttribute("data-available") ||
+              String(product.pending) !== el.getAttribute("data-pending") ||
+              (was ? new Date(was).getTime() : 0) !== (now ? new Date(now).getTime() : 0)) {
+            reload = true;
+          }
+          return;
+        }
         if (product.available > 0) {
           el.setAttribute("data-available", String(product.available));
           if (el.getAttribute("data-when-back") === "reload") {

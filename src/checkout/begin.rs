@@ -134,6 +134,8 @@ pub async fn begin(desk: Desk<'_>, request: BeginRequest) -> Result<Begun> {
     // the address's token is taken meanwhile, so a start pays one round
     // trip for both.
     let key = request.checkout_key.as_str();
+    // every change committed before this moment is in the reads below
+    let read_at = chrono::Utc::now();
     let read = retry("checkout_read", Bound::Shopper, || async {
         Ok::<_, sqlx::Error>(match &request.basket_id {
             Some(basket) => super::read_checkout(desk.pool, key, basket).await?,
@@ -239,6 +241,9 @@ pub async fn begin(desk: Desk<'_>, request: BeginRequest) -> Result<Begun> {
             });
         }
         StartOutcome::Unavailable { lines } => {
+            // a replay of this form is refused from memory while nothing
+            // it wants changes
+            desk.live.remember_refused_form(key, read_at);
             let sold_out: Vec<String> = lines
                 .iter()
                 .filter(|line| line.available == 0)
@@ -386,14 +391,17 @@ const NEAR_THE_MOMENT: chrono::Duration = chrono::Duration::milliseconds(250);
 
 /// A checkout memory can refuse, without a database round trip: a line
 /// wants more than memory shows of its product, nothing held is due to come
-/// back, and the form was made after this process last saw that product
-/// change. The last condition keeps a double submit honest: if this form's
-/// first submit took the last unit, the product changed after the form was
-/// made, so the second submit goes to the database and on to the order the
-/// first one started. `None`: ask the database.
+/// back, and the form was made (or the database last refused this very
+/// form) after this process last saw that product change. The last
+/// condition keeps a double submit honest: if this form's first submit
+/// took the last unit, the product changed after the form was made, so the
+/// second submit goes to the database and on to the order the first one
+/// started; a form the database refused started no order, so its replays
+/// cost that one read until the product changes. `None`: ask the database.
 fn refused_from_memory(desk: Desk<'_>, request: &BeginRequest) -> Option<Begun> {
     let snapshot = desk.live.now()?;
-    let minted = codes::key_minted_at(request.checkout_key.as_str())?;
+    let key = request.checkout_key.as_str();
+    let minted = codes::key_minted_at(key).max(desk.live.refused_form_at(key))?;
     let lines = request.form_lines.as_ref()?.lines();
     let now = chrono::Utc::now();
     let mut wanted = Vec::with_capacity(lines.len());

@@ -39,6 +39,12 @@ impl Fairness {
         client_address(request, &self.proxies)
     }
 
+    /// Takes refused from memory (an address asking again before its
+    /// bucket has a token), so far.
+    pub fn refused_from_memory(&self) -> u64 {
+        self.rate.refused_from_memory()
+    }
+
     /// One basket add or checkout start from `address`.
     pub async fn take(&self, address: &str) -> Result<Result<(), TooFast>, sqlx::Error> {
         self.rate.take(address).await

@@ -19,8 +19,9 @@
 
 pub mod client;
 
+use std::collections::HashMap;
 use std::net::IpAddr;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use sqlx::PgPool;
 
@@ -183,6 +184,9 @@ pub fn email_key(email: &str) -> String {
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct TooFast {
     pub retry_after: Duration,
+    /// When the bucket has a token again, exactly (`retry_after` is
+    /// rounded up to whole seconds for the header).
+    pub token_in: Duration,
 }
 
 /// Token buckets per client address. Every take of a process waiting at
@@ -191,6 +195,13 @@ pub struct TooFast {
 pub struct RateLimiter {
     rate: Option<Rate>,
     buckets: Combiner<Buckets>,
+    /// Addresses the database refused, and until when their bucket has no
+    /// token: asked again before then, memory refuses (the bucket only
+    /// fills with time, so the database would too) and the database is
+    /// not asked.
+    refused: std::sync::Arc<std::sync::Mutex<HashMap<String, Instant>>>,
+    /// Takes refused from memory so far.
+    refused_from_memory: std::sync::Arc<std::sync::atomic::AtomicU64>,
 }
 
 impl RateLimiter {
@@ -204,7 +215,15 @@ impl RateLimiter {
                     per_second: 1.0,
                 }),
             }),
+            refused: Default::default(),
+            refused_from_memory: Default::default(),
         }
+    }
+
+    /// Takes memory refused without asking the database, so far.
+    pub fn refused_from_memory(&self) -> u64 {
+        self.refused_from_memory
+            .load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// Take one token from `address`'s bucket.
@@ -212,7 +231,34 @@ impl RateLimiter {
         if self.rate.is_none() {
             return Ok(Ok(()));
         }
-        self.buckets.call("buckets", address.to_owned()).await
+        let asked = Instant::now();
+        let until = self
+            .refused
+            .lock()
+            .expect("never poisoned")
+            .get(address)
+            .copied();
+        if let Some(until) = until.filter(|until| asked < *until) {
+            let token_in = until - asked;
+            crate::metrics::checkout("too_fast_from_memory");
+            self.refused_from_memory
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            return Ok(Err(TooFast {
+                retry_after: Duration::from_secs_f64(token_in.as_secs_f64().max(1.0).ceil()),
+                token_in,
+            }));
+        }
+        let taken = self.buckets.call("buckets", address.to_owned()).await;
+        if let Ok(Err(too_fast)) = &taken {
+            // from before the question: never later than the database's
+            // own answer
+            let mut refused = self.refused.lock().expect("never poisoned");
+            if refused.len() >= 100_000 {
+                refused.retain(|_, until| *until > asked);
+            }
+            refused.insert(address.to_owned(), asked + too_fast.token_in);
+        }
+        taken
     }
 }
 
@@ -253,6 +299,7 @@ impl Batch for Buckets {
                         }
                         Some((_, retry_after)) => Ok(Err(TooFast {
                             retry_after: Duration::from_secs_f64(retry_after.max(1.0).ceil()),
+                            token_in: Duration::from_secs_f64(retry_after.max(0.0)),
                         })),
                         None => Self::lost(),
                     })

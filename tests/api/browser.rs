@@ -1463,9 +1463,8 @@ async fn a_sold_out_shopper_joins_the_waiting_list_and_pays_from_the_keyboard() 
     )
     .await
     .unwrap();
-    browser
-        .go(&format!("{}/waitlist/entry/{token}", app.address))
-        .await;
+    // the page watches the product and reloads itself: the offer shows
+    // without the shopper doing anything
     browser.wait_for_text("main", "held for you until").await;
     browser.save_page("waitlist-offered").await;
     browser
@@ -1487,7 +1486,9 @@ async fn a_drop_queues_order_is_checked_in_the_shoppers_browser() {
         .execute(&app.db.pool)
         .await
         .unwrap();
-    holdfast::queue::turn_on(&app.db.pool, product).await.unwrap();
+    holdfast::queue::turn_on(&app.db.pool, product)
+        .await
+        .unwrap();
     sqlx::query(
         "insert into waitlist_entries (product_id, token, name, email, email_key, qty, provider, \
                                        state, confirmed_at) \
@@ -1500,7 +1501,9 @@ async fn a_drop_queues_order_is_checked_in_the_shoppers_browser() {
     .await
     .unwrap();
     let browser = Browser::open(&driver, shots_for("queue")).await;
-    browser.go(&format!("{}/queue/{product}", app.address)).await;
+    browser
+        .go(&format!("{}/queue/{product}", app.address))
+        .await;
     browser.find("#commitment").await;
     browser.save_page("queue-before-the-draw").await;
     sqlx::query("update products set sale_opens_at = now() - interval '1 second' where id = $1")
@@ -1508,7 +1511,9 @@ async fn a_drop_queues_order_is_checked_in_the_shoppers_browser() {
         .execute(&app.db.pool)
         .await
         .unwrap();
-    browser.go(&format!("{}/queue/{product}", app.address)).await;
+    browser
+        .go(&format!("{}/queue/{product}", app.address))
+        .await;
     let verdict = browser
         .wait_for_text("#verdict", "Checked in your browser")
         .await;
@@ -1535,7 +1540,9 @@ async fn a_drop_queues_order_is_checked_in_the_shoppers_browser() {
     .execute(&app.db.pool)
     .await
     .unwrap();
-    browser.go(&format!("{}/queue/{product}", app.address)).await;
+    browser
+        .go(&format!("{}/queue/{product}", app.address))
+        .await;
     let verdict = browser.wait_for_text("#verdict", "NOT").await;
     assert!(verdict.contains("Place 1"), "{verdict}");
     browser.close().await;

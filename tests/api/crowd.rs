@@ -513,3 +513,39 @@ async fn a_payment_burst_of_returns_and_webhooks_on_one_tier_is_confirmed_once_e
     println!("150 payments (100 returns, 200 deliveries) in {calls} combined transactions");
     assert_no_drift(&app.db.inventory()).await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stale_form_replayed_costs_one_read_then_memory_answers_until_the_product_changes() {
+    let app = spawn_app().await;
+    app.load_demo().await;
+    set_capacity(&app, "harbour-lights-vip", 1).await;
+    let late = browser();
+    app.add(&late, "harbour-lights-vip", 1).await;
+    app.settled().await;
+    // the form is made before the sell-out: memory alone cannot refuse it
+    let page = basket_page(&app, &late).await;
+    let (key, lines) = (checkout_key(&page), form_lines(&page));
+    tokio::time::sleep(Duration::from_millis(5)).await;
+    app.start(&browser(), &Purchase::of("harbour-lights-vip", 1))
+        .await;
+    app.settled().await;
+    let before = snapshot(&app.db.pool).await;
+    let first = app.submit_form(&late, &key, &lines).await;
+    assert_eq!(first.status(), 409);
+    assert_eq!(app.live.refusals(), 0, "the database answered the first");
+    // replayed, as a script would: memory answers, the same way
+    for _ in 0..100 {
+        let again = app.submit_form(&late, &key, &lines).await;
+        assert_eq!(again.status(), 409);
+    }
+    assert_eq!(app.live.refusals(), 100, "one read, then memory");
+    assert_eq!(snapshot(&app.db.pool).await, before, "nothing written");
+    // once the product changes, the database answers again: a unit came
+    // back, and the same form gets it
+    set_capacity(&app, "harbour-lights-vip", 2).await;
+    app.settled().await;
+    let taken = app.submit_form(&late, &key, &lines).await;
+    assert_eq!(taken.status(), 303);
+    assert_eq!(app.live.refusals(), 100);
+    assert_eq!(orders(&app).await, 2);
+}

@@ -3,6 +3,7 @@
 //! server processes that must enforce one limit. Every count is exact.
 
 use std::net::IpAddr;
+use std::time::Duration;
 
 use futures::future::join_all;
 use holdfast::limits::client::Fairness;
@@ -390,4 +391,75 @@ async fn no_order_takes_more_than_a_products_limit_per_order() {
     );
     assert_eq!(snapshot(&app.db.pool).await, before);
     assert_eq!(units_held(&app, "wild-honey").await, 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_address_told_to_wait_is_told_again_from_memory_until_a_token_is_back() {
+    let mut fairness = None;
+    let app = spawn_app_shaped(TestDb::new().await, |_, shop| {
+        shop.fairness = Fairness::new(
+            shop.pool.clone(),
+            Limits {
+                address_rate: Some(no_refill(5.0)),
+                ..Limits::off()
+            },
+            TrustedProxies::parse("").unwrap(),
+        );
+        fairness = Some(shop.fairness.clone());
+    })
+    .await;
+    app.load_demo().await;
+    let fairness = fairness.unwrap();
+    let bot = browser_from(ip("127.0.0.6"));
+    let mut statuses = Vec::new();
+    for _ in 0..50 {
+        let answer = bot
+            .post(format!("{}/basket/add", app.address))
+            .form(&[("product_id", "wild-honey"), ("qty", "1")])
+            .send()
+            .await
+            .unwrap();
+        statuses.push(answer.status().as_u16());
+    }
+    assert_eq!(statuses.iter().filter(|s| **s == 303).count(), 5);
+    assert_eq!(statuses.iter().filter(|s| **s == 429).count(), 45);
+    assert_eq!(
+        fairness.refused_from_memory(),
+        44,
+        "the database refused the first; memory the rest"
+    );
+    // another address is not slowed
+    let other = browser_from(ip("127.0.0.7"));
+    let answer = other
+        .post(format!("{}/basket/add", app.address))
+        .form(&[("product_id", "wild-honey"), ("qty", "1")])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answer.status(), 303);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn memory_never_refuses_past_the_moment_a_token_is_back() {
+    let limits = Limits {
+        address_rate: Some(Rate {
+            capacity: 1.0,
+            per_second: 4.0,
+        }),
+        ..Limits::off()
+    };
+    let db = TestDb::new().await;
+    let fairness = Fairness::new(db.pool.clone(), limits, TrustedProxies::parse("").unwrap());
+    assert!(fairness.take("10.0.0.1").await.unwrap().is_ok());
+    let refused = fairness.take("10.0.0.1").await.unwrap().unwrap_err();
+    assert!(
+        refused.token_in <= Duration::from_millis(250),
+        "{refused:?}"
+    );
+    // asked again at once: memory refuses
+    assert!(fairness.take("10.0.0.1").await.unwrap().is_err());
+    assert_eq!(fairness.refused_from_memory(), 1);
+    // once the token is back, the database is asked, and grants it
+    tokio::time::sleep(refused.token_in + Duration::from_millis(30)).await;
+    assert!(fairness.take("10.0.0.1").await.unwrap().is_ok());
 }

@@ -445,6 +445,7 @@ async fn a_shopper_joins_confirms_is_offered_and_pays_over_http() {
         .unwrap();
     let holder = started(&app.db, "the-last-one", &[(PRODUCT, 1)]).await;
     let shopper = browser();
+    app.settled().await;
     // the catalogue offers the list for what is sold out
     let page = shopper
         .get(&app.address)

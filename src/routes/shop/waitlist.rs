@@ -208,8 +208,12 @@ struct EntryPage {
     /// Those ahead want more than the line can still get: sold out for
     /// this entry unless someone ahead does not pay.
     out_of_reach: bool,
-    /// Refresh the page (no script needed) while it waits.
-    refresh: bool,
+    /// Watch the product while it waits (`static/live.js` reloads the page
+    /// when what is held or left changes): its stock as this page shows it.
+    watch: bool,
+    live_available: i32,
+    live_pending: i32,
+    live_first_back: String,
 }
 
 async fn entry_of_link(shop: &Shop, token: &str) -> Result<Entry, ShopError> {
@@ -220,6 +224,24 @@ async fn entry_of_link(shop: &Shop, token: &str) -> Result<Entry, ShopError> {
     .ok_or_else(|| ShopError::not_found("no such waiting-list entry"))
 }
 
+/// How long an entry's page may be answered from memory while its
+/// product's stock is unchanged (an entry ahead that leaves moves the line
+/// without changing the stock: at most this late).
+const PAGE_FRESH_FOR: std::time::Duration = std::time::Duration::from_secs(5);
+
+fn page_key(request: &HttpRequest, token: &str) -> String {
+    format!(
+        "waitlist:{token}:{}",
+        super::basket_id(request).unwrap_or_default()
+    )
+}
+
+fn html(status: StatusCode, body: &str) -> HttpResponse {
+    HttpResponse::build(status)
+        .content_type("text/html; charset=utf-8")
+        .body(body.to_owned())
+}
+
 async fn entry_page(
     shop: &Shop,
     request: &HttpRequest,
@@ -227,10 +249,25 @@ async fn entry_page(
     status: StatusCode,
     notice: &str,
 ) -> Result<HttpResponse, ShopError> {
+    let (status, body) = entry_html(shop, request, entry, status, notice).await?;
+    Ok(html(status, &body))
+}
+
+async fn entry_html(
+    shop: &Shop,
+    request: &HttpRequest,
+    entry: Entry,
+    status: StatusCode,
+    notice: &str,
+) -> Result<(StatusCode, String), ShopError> {
     let order = retry("order_read", Bound::Shopper, || {
         waitlist::offer_order(&shop.pool, &entry)
     })
     .await?;
+    let stock = shop
+        .live
+        .now()
+        .and_then(|s| s.stock(std::slice::from_ref(&entry.product_id)).pop());
     let page = EntryPage {
         basket_count: basket_count(shop, request).await?,
         product: entry.product_name.clone(),
@@ -260,32 +297,58 @@ async fn entry_page(
         out_of_reach: entry
             .wanted_ahead
             .is_some_and(|ahead| ahead + i64::from(entry.qty) > entry.for_the_line),
-        refresh: matches!(entry.state(), EntryState::Queued | EntryState::Waiting),
+        watch: matches!(entry.state(), EntryState::Queued | EntryState::Waiting),
+        live_available: stock.as_ref().map_or(0, |s| s.available),
+        live_pending: stock.as_ref().map_or(0, |s| s.pending),
+        live_first_back: stock
+            .as_ref()
+            .and_then(|s| s.first_back_at)
+            .map(|at| at.to_rfc3339())
+            .unwrap_or_default(),
         token: entry.token,
         notice: notice.to_owned(),
     };
-    render(status, &page)
+    let body = page.render().map_err(|e| ShopError::internal(e.into()))?;
+    Ok((status, body))
 }
 
-/// `GET /waitlist/entry/{token}`: the entry's page.
+/// `GET /waitlist/entry/{token}`: the entry's page. The crowd waiting at
+/// a drop reloads it: after the first database answer, memory answers
+/// while the product's stock is unchanged (and for a few seconds at most).
 pub async fn entry(
     shop: web::Data<Shop>,
     request: HttpRequest,
     token: web::Path<String>,
 ) -> Result<HttpResponse, ShopError> {
+    let key = page_key(&request, &token);
+    if let Some(body) = shop.live.kept_page(&key, PAGE_FRESH_FOR) {
+        return Ok(html(StatusCode::OK, &body));
+    }
+    // every change committed before this moment is in the reads below
+    let read_at = chrono::Utc::now();
     let entry = entry_of_link(&shop, &token).await?;
-    entry_page(&shop, &request, entry, StatusCode::OK, "").await
+    let resource = entry.resource_id.clone();
+    let (status, body) = entry_html(&shop, &request, entry, StatusCode::OK, "").await?;
+    shop.live.keep_page(
+        &key,
+        &resource,
+        read_at,
+        std::sync::Arc::from(body.as_str()),
+    );
+    Ok(html(status, &body))
 }
 
 /// `POST /waitlist/entry/{token}/confirm`: take a place in line.
 pub async fn confirm(
     shop: web::Data<Shop>,
+    request: HttpRequest,
     token: web::Path<String>,
 ) -> Result<HttpResponse, ShopError> {
     let confirmed = retry("waitlist_confirm", Bound::Shopper, || {
         waitlist::confirm(&shop.pool, &token)
     })
     .await?;
+    shop.live.forget_page(&page_key(&request, &token));
     if confirmed == Confirmed::NotFound {
         return Err(ShopError::not_found("no such waiting-list entry"));
     }
@@ -299,6 +362,7 @@ pub async fn leave(
     token: web::Path<String>,
 ) -> Result<HttpResponse, ShopError> {
     let entry = entry_of_link(&shop, &token).await?;
+    shop.live.forget_page(&page_key(&request, &token));
     retry("waitlist_leave", Bound::Shopper, || {
         waitlist::remove(
             &shop.pool,
@@ -318,6 +382,7 @@ pub async fn claim(
     token: web::Path<String>,
 ) -> Result<HttpResponse, ShopError> {
     let entry = entry_of_link(&shop, &token).await?;
+    shop.live.forget_page(&page_key(&request, &token));
     match waitlist::claim(shop.desk(), &entry).await? {
         Claim::Pay { url } => Ok(see_other(&url)),
         Claim::Paid { order_token } => Ok(see_other(&format!("/orders/{order_token}"))),
