@@ -164,7 +164,7 @@ const AVAILABILITY_COLUMNS: &str = "p.id, p.hidden, c.position as collection_pos
      p.price_minor, p.currency, p.starts_at, p.collection, c.title as collection_title, \
      c.lede as collection_lede, p.kind, s.available_now, p.max_per_order, \
      s.pending as pending_units, s.first_ends_at as first_back_at, p.sale_opens_at, \
-     p.sale_closes_at";
+     p.sale_closes_at, (p.queue_commitment is not null and p.queue_drawn_at is null) as queue_open";
 
 /// The hidden products among `ids` (those a voucher unlocks), of one
 /// collection or all, with their availability.
