@@ -273,7 +273,7 @@ struct Inner {
 /// A page as the database last answered it.
 #[derive(Debug, Clone)]
 struct KeptPage {
-    html: Arc<str>,
+    html: bytes::Bytes,
     /// The resource whose changes make it stale.
     resource: String,
     /// When the reads behind it began.
@@ -424,7 +424,7 @@ impl LiveStock {
 
     /// Keep a page the database answered (its reads began at `read_at`),
     /// to answer again while `resource` is unchanged.
-    pub fn keep_page(&self, key: &str, resource: &str, read_at: DateTime<Utc>, html: Arc<str>) {
+    pub fn keep_page(&self, key: &str, resource: &str, read_at: DateTime<Utc>, html: bytes::Bytes) {
         let kept = KeptPage {
             html,
             resource: resource.to_owned(),
@@ -436,7 +436,7 @@ impl LiveStock {
 
     /// A kept page, if memory may be believed, it is younger than
     /// `fresh_for`, and its resource has not changed since its reads.
-    pub fn kept_page(&self, key: &str, fresh_for: Duration) -> Option<Arc<str>> {
+    pub fn kept_page(&self, key: &str, fresh_for: Duration) -> Option<bytes::Bytes> {
         let snapshot = self.now()?;
         let kept = self
             .inner

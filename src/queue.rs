@@ -117,8 +117,14 @@ pub enum QueueError {
 }
 
 /// Turn a product's queue on: a fresh seed, its commitment, and every free
-/// unit set aside for the queue. Only before its sale opens.
-pub async fn turn_on(pool: &PgPool, product_id: &str) -> Result<String, QueueError> {
+/// unit set aside for the queue. Only before its sale opens. Recorded in
+/// Activity as `turn_queue_on`, with the commitment, in the same
+/// transaction.
+pub async fn turn_on(
+    pool: &PgPool,
+    by: crate::staff::Actor<'_>,
+    product_id: &str,
+) -> Result<String, QueueError> {
     let seed: [u8; 32] = rand::random();
     let commitment = commitment(&seed);
     let mut tx = pool.begin().await?;
@@ -160,7 +166,17 @@ pub async fn turn_on(pool: &PgPool, product_id: &str) -> Result<String, QueueErr
         .bind(&resource)
         .execute(&mut *tx)
         .await?;
+    crate::staff::record_by(
+        &mut tx,
+        by,
+        "turn_queue_on",
+        product_id,
+        "on",
+        serde_json::json!({ "commitment": commitment, "sale_opens_at": opens }),
+    )
+    .await?;
     tx.commit().await?;
+    crate::staff::log_action_by(by, "turn_queue_on", product_id, "on");
     Ok(commitment)
 }
 

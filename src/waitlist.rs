@@ -328,6 +328,17 @@ pub async fn remove(pool: &PgPool, by: Actor<'_>, entry_id: Uuid) -> sqlx::Resul
         .bind(&resource)
         .execute(&mut *tx)
         .await?;
+    // the line moved though the stock may not have: a new version of the
+    // resource's row, and word of it, so every process's kept pages of this
+    // line are read again (`LiveStock::kept_page`)
+    sqlx::query(
+        "with touched as (update resources set updated_at = clock_timestamp() \
+                           where id = $1 returning id) \
+         select pg_notify('hf_stock', id) from touched",
+    )
+    .bind(&resource)
+    .execute(&mut *tx)
+    .await?;
     if let Actor::Staff(_) = by {
         record_by(
             &mut tx,

@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use serde_json::json;
 
-use super::{Ctx, print};
+use super::{Ctx, cli_actor, print};
 use crate::queue::{self, Published, QueueError};
 
 #[derive(Debug, clap::Subcommand)]
@@ -30,7 +30,13 @@ pub(super) enum QueueAction {
 
 pub(super) async fn run(ctx: &Ctx, action: QueueAction) -> anyhow::Result<ExitCode> {
     match action {
-        QueueAction::On { product } => match queue::turn_on(&ctx.pool, &product).await {
+        QueueAction::On { product } => match queue::turn_on(
+            &ctx.pool,
+            crate::staff::Actor::Operator(&cli_actor()),
+            &product,
+        )
+        .await
+        {
             Ok(commitment) => {
                 print(
                     ctx.json,
@@ -50,13 +56,15 @@ pub(super) async fn run(ctx: &Ctx, action: QueueAction) -> anyhow::Result<ExitCo
             Err(QueueError::Database(error)) => Err(error.into()),
         },
         QueueAction::Draw { product } => {
+            let started = std::time::Instant::now();
             let drawn = queue::draw(&ctx.pool, &product).await?;
+            let took_ms = started.elapsed().as_secs_f64() * 1000.0;
             print(
                 ctx.json,
-                &json!({ "product": product, "drawn": drawn }),
+                &json!({ "product": product, "drawn": drawn, "took_ms": took_ms }),
                 || {
                     if drawn {
-                        format!("{product}'s queue is drawn")
+                        format!("{product}'s queue is drawn ({took_ms:.0} ms)")
                     } else {
                         format!(
                             "{product}'s queue is not due, or was drawn already; nothing changed"

@@ -240,7 +240,6 @@ impl RateLimiter {
             .copied();
         if let Some(until) = until.filter(|until| asked < *until) {
             let token_in = until - asked;
-            crate::metrics::checkout("too_fast_from_memory");
             self.refused_from_memory
                 .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             return Ok(Err(TooFast {

@@ -1486,9 +1486,13 @@ async fn a_drop_queues_order_is_checked_in_the_shoppers_browser() {
         .execute(&app.db.pool)
         .await
         .unwrap();
-    holdfast::queue::turn_on(&app.db.pool, product)
-        .await
-        .unwrap();
+    holdfast::queue::turn_on(
+        &app.db.pool,
+        holdfast::staff::Actor::Operator("tests"),
+        product,
+    )
+    .await
+    .unwrap();
     sqlx::query(
         "insert into waitlist_entries (product_id, token, name, email, email_key, qty, provider, \
                                        state, confirmed_at) \

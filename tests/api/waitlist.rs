@@ -509,10 +509,12 @@ async fn a_shopper_joins_confirms_is_offered_and_pays_over_http() {
         .await
         .unwrap();
     assert_eq!(forged.status(), StatusCode::NOT_FOUND);
-    // the unit comes back: it is Grace's
+    // the unit comes back: it is Grace's (the page is answered from
+    // memory until memory has seen the change)
     checkout::release_order(&app.db.pool, holder.id, Release::ShopperLeft)
         .await
         .unwrap();
+    app.settled().await;
     let page = shopper
         .get(&entry_url)
         .send()
@@ -587,6 +589,40 @@ async fn staff_see_the_line_and_remove_an_entry_which_frees_what_was_set_aside()
     let page = app.admin_page(&staff, "/admin/waitlist").await;
     assert!(page.contains("wait0@example.com"), "{page}");
     assert!(page.contains("waiting"), "{page}");
+    // the line's rules, per product: a claim window out of range is refused
+    let refused = app
+        .admin_post(
+            &staff,
+            &format!("/admin/waitlist/{PRODUCT}/rules"),
+            &[("csrf", &csrf), ("claim_minutes", "0")],
+        )
+        .await;
+    assert_eq!(refused.status(), StatusCode::BAD_REQUEST);
+    let saved = app
+        .admin_post(
+            &staff,
+            &format!("/admin/waitlist/{PRODUCT}/rules"),
+            &[("csrf", &csrf), ("claim_minutes", "30"), ("in_order", "1")],
+        )
+        .await;
+    assert_eq!(saved.status(), StatusCode::SEE_OTHER);
+    let rules: (i32, bool) = sqlx::query_as(
+        "select waitlist_claim_minutes, waitlist_in_order from products where id = $1",
+    )
+    .bind(PRODUCT)
+    .fetch_one(&app.db.pool)
+    .await
+    .unwrap();
+    assert_eq!(rules, (30, true));
+    // a queue needs a sale that opens later
+    let queue = app
+        .admin_post(
+            &staff,
+            &format!("/admin/waitlist/{PRODUCT}/queue"),
+            &[("csrf", &csrf)],
+        )
+        .await;
+    assert_eq!(queue.status(), StatusCode::CONFLICT);
     let removed = app
         .admin_post(
             &staff,
@@ -608,11 +644,81 @@ async fn staff_see_the_line_and_remove_an_entry_which_frees_what_was_set_aside()
         .await;
     assert_eq!(again.status(), StatusCode::NOT_FOUND);
     let recorded: i64 = sqlx::query_scalar(
-        "select count(*) from staff_actions where action = 'remove_waitlist_entry'",
+        "select count(*) from staff_actions where action in ('remove_waitlist_entry', 'waitlist_rules')",
     )
     .fetch_one(&app.db.pool)
     .await
     .unwrap();
-    assert_eq!(recorded, 1);
+    assert_eq!(recorded, 2);
     assert_no_drift(&app.db.inventory()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_entry_is_mailed_its_links_and_the_offer_is_a_webhook_event() {
+    use holdfast::worker::mail::Mailer;
+    use holdfast::worker::outbox::Outbox;
+    let app = spawn_app().await;
+    let key = holdfast::staff::SessionKey::generate();
+    holdfast::outgoing::add_endpoint(
+        &app.db.pool,
+        &key,
+        holdfast::staff::Actor::Operator("tests"),
+        &holdfast::outgoing::NewEndpoint {
+            url: "http://127.0.0.1:9/hooks".into(),
+            events: vec![holdfast::outgoing::EventType::WaitlistOffered],
+            allow_private: true,
+        },
+    )
+    .await
+    .unwrap();
+    let (_, orders) = sold_out(&app.db, 1).await;
+    let entries = line_up(&app.db, &[1]).await;
+    checkout::release_order(&app.db.pool, orders[0].id, Release::ShopperLeft)
+        .await
+        .unwrap();
+    let mailer = Mailer::new(
+        &app.sandbox.smtp(),
+        "Holdfast shop <shop@holdfast.test>",
+        holdfast::clock::ShopZone::parse("Europe/Berlin").unwrap(),
+        &app.address,
+    )
+    .unwrap();
+    let outbox =
+        Outbox::new(app.db.pool.clone(), app.sandbox.providers()).with_mailer(Some(mailer));
+    for _ in 0..5 {
+        outbox.drain().await.unwrap();
+    }
+    let token: String = sqlx::query_scalar("select token from waitlist_entries where id = $1")
+        .bind(entries[0])
+        .fetch_one(&app.db.pool)
+        .await
+        .unwrap();
+    let link = format!("{}/waitlist/entry/{token}", app.address);
+    let messages = app.sandbox.mail.messages();
+    let subjects: Vec<String> = messages.iter().map(|m| m.subject()).collect();
+    assert_eq!(messages.len(), 2, "{subjects:?}");
+    assert!(
+        subjects[0].starts_with("Confirm your place"),
+        "{subjects:?}"
+    );
+    assert!(subjects[1].ends_with("held for you"), "{subjects:?}");
+    for message in &messages {
+        assert_eq!(message.to, ["wait0@example.com"]);
+        let parsed = mail_parser::MessageParser::default()
+            .parse(&message.raw)
+            .unwrap();
+        let text = parsed.body_text(0).unwrap();
+        assert!(text.contains(&link), "{text}");
+    }
+    // the offer is an event, with its pending order
+    let (kind, data): (String, serde_json::Value) = sqlx::query_as(
+        "select event_type, payload->'data' from webhook_messages where event_type = 'waitlist.offered'",
+    )
+    .fetch_one(&app.db.pool)
+    .await
+    .unwrap();
+    assert_eq!(kind, "waitlist.offered");
+    assert_eq!(data["entry_id"], entries[0].to_string());
+    assert_eq!(data["qty"], 1);
+    assert_eq!(data["order"]["state"], "pending");
 }

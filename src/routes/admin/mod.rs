@@ -526,6 +526,12 @@ impl NoticeQuery {
                  uses already held run their course."
                 .to_owned(),
             Some("waitlist_removed") => "Entry removed from the waiting list.".to_owned(),
+            Some("waitlist_rules") => {
+                "Saved: the line's rules apply from its next handover.".to_owned()
+            }
+            Some("queue_on") => "Queue on: its commitment is published, and its units wait \
+                 for the draw at the opening."
+                .to_owned(),
             Some("api_key_revoked") => "Key revoked: it signs nothing from now on.".to_owned(),
             Some("webhook_enabled") => "Endpoint enabled: new events go to it again. Replay \
                  what it missed below."
@@ -703,6 +709,8 @@ pub static ROUTES: &[AdminRoute] = &[
     route!(Post "/vouchers/{code}/archive", Vouchers => vouchers::archive_voucher),
     route!(Get "/waitlist", Orders => waitlist::waitlist_page),
     route!(Post "/waitlist/{id}/remove", Orders => waitlist::remove_entry),
+    route!(Post "/waitlist/{product}/rules", Catalogue => waitlist::set_rules),
+    route!(Post "/waitlist/{product}/queue", Catalogue => waitlist::turn_queue_on),
     route!(Get "/two-factor", SignedIn => two_factor::two_factor_page),
     route!(Post "/two-factor/start", SignedIn => two_factor::start),
     route!(Post "/two-factor/confirm", SignedIn => two_factor::confirm),

@@ -22,11 +22,25 @@ struct Listed {
     entries: Vec<Entry>,
 }
 
+/// A product's rules for its line, and its queue.
+#[derive(sqlx::FromRow)]
+struct Rules {
+    id: String,
+    name: String,
+    claim_minutes: i32,
+    in_order: bool,
+    commitment: Option<String>,
+    drawn: bool,
+    /// Its sale opens later and it has no queue: one may be turned on.
+    may_queue: bool,
+}
+
 #[derive(Template)]
 #[template(path = "admin/waitlist.html")]
 pub(super) struct WaitlistPage {
     nav: Nav,
     products: Vec<Listed>,
+    rules: Vec<Rules>,
 }
 
 #[derive(Deserialize)]
@@ -60,11 +74,87 @@ pub async fn waitlist_page(
             claim_minutes,
         });
     }
+    let rules: Vec<Rules> = sqlx::query_as(
+        "select id, name, waitlist_claim_minutes as claim_minutes, waitlist_in_order as in_order, \
+                queue_commitment as commitment, queue_drawn_at is not null as drawn, \
+                coalesce(queue_commitment is null and sale_opens_at > now(), false) as may_queue \
+           from products where active and archived_at is null and not hidden \
+          order by collection, position, id",
+    )
+    .fetch_all(&shop.pool)
+    .await?;
     let page = WaitlistPage {
         nav: nav(&shop, &session, &notice).await?,
         products,
+        rules,
     };
     render(StatusCode::OK, &page)
+}
+
+/// `POST /admin/waitlist/{product}/rules`: fields `claim_minutes` (1 to
+/// 1440) and `in_order` (a checkbox: a group that does not fit holds up
+/// those behind it).
+pub async fn set_rules(
+    shop: web::Data<Shop>,
+    session: web::ReqData<Session>,
+    product: web::Path<String>,
+    form: web::Form<Vec<(String, String)>>,
+) -> Result<HttpResponse, ShopError> {
+    let field = |name: &str| {
+        form.iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.trim().to_owned())
+    };
+    let minutes: i32 = field("claim_minutes")
+        .and_then(|v| v.parse().ok())
+        .filter(|m| (1..=1440).contains(m))
+        .ok_or_else(|| {
+            ShopError::bad_request(
+                "the claim window is 1 to 1440 minutes (a day); nothing was changed",
+            )
+        })?;
+    let in_order = field("in_order").is_some();
+    let mut tx = shop.pool.begin().await?;
+    let changed = sqlx::query(
+        "update products set waitlist_claim_minutes = $2, waitlist_in_order = $3 \
+          where id = $1 and active and archived_at is null",
+    )
+    .bind(product.as_str())
+    .bind(minutes)
+    .bind(in_order)
+    .execute(&mut *tx)
+    .await?
+    .rows_affected();
+    if changed == 0 {
+        return Err(ShopError::not_found("no such product on sale"));
+    }
+    crate::staff::record(
+        &mut tx,
+        &session.staff,
+        "waitlist_rules",
+        &product,
+        "changed",
+        serde_json::json!({ "claim_minutes": minutes, "in_order": in_order }),
+    )
+    .await?;
+    tx.commit().await?;
+    crate::staff::log_action(&session.staff, "waitlist_rules", &product, "changed");
+    Ok(see_other("/admin/waitlist?notice=waitlist_rules"))
+}
+
+/// `POST /admin/waitlist/{product}/queue`: turn its drop queue on.
+pub async fn turn_queue_on(
+    shop: web::Data<Shop>,
+    session: web::ReqData<Session>,
+    product: web::Path<String>,
+) -> Result<HttpResponse, ShopError> {
+    match crate::queue::turn_on(&shop.pool, Actor::Staff(&session.staff), &product).await {
+        Ok(_) => Ok(see_other("/admin/waitlist?notice=queue_on")),
+        Err(crate::queue::QueueError::Refused(why)) => {
+            Err(ShopError::conflict(&format!("{why}; nothing was changed")))
+        }
+        Err(crate::queue::QueueError::Database(error)) => Err(error.into()),
+    }
 }
 
 /// `POST /admin/waitlist/{id}/remove`: take an entry off its list.

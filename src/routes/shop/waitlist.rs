@@ -225,9 +225,10 @@ async fn entry_of_link(shop: &Shop, token: &str) -> Result<Entry, ShopError> {
 }
 
 /// How long an entry's page may be answered from memory while its
-/// product's stock is unchanged (an entry ahead that leaves moves the line
-/// without changing the stock: at most this late).
-const PAGE_FRESH_FOR: std::time::Duration = std::time::Duration::from_secs(5);
+/// product's resource is unchanged: every change to the line changes the
+/// resource's row (an offer, a payment, a lapse, an entry that leaves), so
+/// this is only a bound for a process whose listener missed a word.
+const PAGE_FRESH_FOR: std::time::Duration = std::time::Duration::from_secs(60);
 
 fn page_key(request: &HttpRequest, token: &str) -> String {
     format!(
@@ -236,10 +237,10 @@ fn page_key(request: &HttpRequest, token: &str) -> String {
     )
 }
 
-fn html(status: StatusCode, body: &str) -> HttpResponse {
+fn html(status: StatusCode, body: bytes::Bytes) -> HttpResponse {
     HttpResponse::build(status)
         .content_type("text/html; charset=utf-8")
-        .body(body.to_owned())
+        .body(body)
 }
 
 async fn entry_page(
@@ -250,7 +251,7 @@ async fn entry_page(
     notice: &str,
 ) -> Result<HttpResponse, ShopError> {
     let (status, body) = entry_html(shop, request, entry, status, notice).await?;
-    Ok(html(status, &body))
+    Ok(html(status, body.into()))
 }
 
 async fn entry_html(
@@ -322,20 +323,16 @@ pub async fn entry(
 ) -> Result<HttpResponse, ShopError> {
     let key = page_key(&request, &token);
     if let Some(body) = shop.live.kept_page(&key, PAGE_FRESH_FOR) {
-        return Ok(html(StatusCode::OK, &body));
+        return Ok(html(StatusCode::OK, body));
     }
     // every change committed before this moment is in the reads below
     let read_at = chrono::Utc::now();
     let entry = entry_of_link(&shop, &token).await?;
     let resource = entry.resource_id.clone();
     let (status, body) = entry_html(&shop, &request, entry, StatusCode::OK, "").await?;
-    shop.live.keep_page(
-        &key,
-        &resource,
-        read_at,
-        std::sync::Arc::from(body.as_str()),
-    );
-    Ok(html(status, &body))
+    let body = bytes::Bytes::from(body);
+    shop.live.keep_page(&key, &resource, read_at, body.clone());
+    Ok(html(status, body))
 }
 
 /// `POST /waitlist/entry/{token}/confirm`: take a place in line.
