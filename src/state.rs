@@ -43,6 +43,8 @@ pub struct Shop {
     pub exports: crate::staff::exports::Exports,
     /// Webhook endpoints staff add may be on private addresses.
     pub webhooks_allow_private: bool,
+    /// Waiting-list and queue joins, combined per product.
+    pub joins: crate::waitlist::Joins,
 }
 
 impl Shop {
@@ -66,6 +68,7 @@ impl Shop {
             confirmations,
             metrics: crate::metrics::Exporter::new(settings.metrics_token.clone()),
             live: crate::live::LiveStock::start(pool.clone()),
+            joins: crate::waitlist::Joins::new(pool.clone()),
             zone: settings.time_zone,
             pool,
             payments,

@@ -13,6 +13,7 @@ use serde_json::json;
 use sqlx::{FromRow, PgPool};
 use uuid::Uuid;
 
+use crate::batching::{Batch, Combiner};
 use crate::checkout::{self, AttachOutcome, Customer, Desk, Order, OrderState};
 use crate::payments::ProviderKind;
 use crate::retry::{Bound, retry};
@@ -167,6 +168,10 @@ pub struct JoinRequest {
     pub email: String,
     pub qty: i64,
     pub provider: ProviderKind,
+    /// The client's address, as limits key it, and the most units of one
+    /// product its live entries may want at once (the shop's per-address
+    /// cap, `Limits::address_units`); `None`: not counted.
+    pub address: Option<(String, i32)>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -181,56 +186,263 @@ pub enum Joined {
     BadQty { max: i32 },
     /// The name or e-mail cannot be used.
     BadCustomer { reason: String },
+    /// The client's address has entries for this many units of the
+    /// product already: the per-address cap.
+    AddressFull { cap: i32 },
+}
+
+/// An entry to write: checked, normalised.
+#[derive(Debug, Clone)]
+pub struct NewEntry {
+    token: String,
+    name: String,
+    email: String,
+    email_key: String,
+    qty: i32,
+    provider: String,
+    address: Option<String>,
+    cap: Option<i32>,
+}
+
+/// The entry a request makes, or why it cannot make one; `max` is the
+/// product's most per order.
+fn checked(request: &JoinRequest, max: i32) -> Result<NewEntry, Joined> {
+    let customer = Customer::parse(&request.name, &request.email)
+        .map_err(|error| Joined::BadCustomer { reason: error.0 })?;
+    let email_key = crate::limits::email_key(customer.email());
+    // the table's shape, checked here: a batch is one statement, and one
+    // entry it refuses would refuse every other entry with it
+    if !(3..=254).contains(&email_key.chars().count()) {
+        return Err(Joined::BadCustomer {
+            reason: "please give an e-mail address like you@example.com".into(),
+        });
+    }
+    if request.qty < 1 || request.qty > i64::from(max) {
+        return Err(Joined::BadQty { max });
+    }
+    let (address, cap) = match &request.address {
+        Some((address, cap)) if address.len() <= 64 => (Some(address.clone()), Some(*cap)),
+        _ => (None, None),
+    };
+    Ok(NewEntry {
+        token: checkout::codes::order_token(),
+        name: customer.name().to_owned(),
+        email: customer.email().to_owned(),
+        email_key,
+        qty: request.qty as i32,
+        provider: request.provider.as_str().to_owned(),
+        address,
+        cap,
+    })
+}
+
+/// The most per order of a product that takes entries (on sale, not
+/// hidden), if it is one.
+async fn max_per_order(pool: &PgPool, product_id: &str) -> sqlx::Result<Option<i32>> {
+    sqlx::query_scalar(
+        "select max_per_order from products \
+          where id = $1 and active and archived_at is null and not hidden",
+    )
+    .bind(product_id)
+    .fetch_optional(pool)
+    .await
+}
+
+/// Write entries of one product, each unless its e-mail has one already
+/// or its address's live entries of the product would want more than its
+/// cap, with their confirmation mails' jobs: one statement (and, when an
+/// address is capped, the addresses' locks before it, in one order, as a
+/// checkout takes them). Whether each entry was within its address's cap.
+async fn write_entries(
+    pool: &PgPool,
+    product_id: &str,
+    entries: &[NewEntry],
+) -> sqlx::Result<Vec<bool>> {
+    let addresses: Vec<Option<String>> = entries.iter().map(|e| e.address.clone()).collect();
+    if !entries
+        .iter()
+        .any(|e| e.cap.is_some() && e.address.is_some())
+    {
+        return insert_entries(product_id, entries).fetch_all(pool).await;
+    }
+    let mut tx = pool.begin().await?;
+    // lock: each address, in one order (hf_limit_lock, as checkouts do)
+    sqlx::query(
+        "select hf_limit_lock(a) from (select distinct a from unnest($1::text[]) a \
+          where a is not null order by a) s",
+    )
+    .bind(&addresses)
+    .execute(&mut *tx)
+    .await?;
+    let fits = insert_entries(product_id, entries)
+        .fetch_all(&mut *tx)
+        .await?;
+    tx.commit().await?;
+    Ok(fits)
+}
+
+/// The statement of [`write_entries`]: each entry's answer, in order.
+fn insert_entries<'q>(
+    product_id: &'q str,
+    entries: &[NewEntry],
+) -> sqlx::query::QueryScalar<'q, sqlx::Postgres, bool, sqlx::postgres::PgArguments> {
+    let column = |f: fn(&NewEntry) -> String| entries.iter().map(f).collect::<Vec<_>>();
+    sqlx::query_scalar(
+        "with x as ( \
+             select * from unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::int[], \
+                                  $7::text[], $8::text[], $9::int[]) with ordinality \
+                    as x(token, name, email, email_key, qty, provider, address, cap, n)), \
+         checked as ( \
+             select x.*, \
+                    x.cap is null or x.address is null \
+                    or coalesce((select sum(w.qty) from waitlist_entries w \
+                                  where w.product_id = $1 and w.client_address = x.address \
+                                    and w.state in ('unconfirmed', 'queued', 'waiting', 'offered')), 0) \
+                       + sum(x.qty) over (partition by x.address order by x.n) <= x.cap as fits \
+               from x), \
+         added as ( \
+             insert into waitlist_entries \
+                    (product_id, token, name, email, email_key, qty, provider, client_address) \
+             select $1, token, name, email, email_key, qty, provider, address \
+               from checked where fits order by n \
+             on conflict (product_id, email_key) \
+                where state in ('unconfirmed', 'queued', 'waiting', 'offered') do nothing \
+             returning id), \
+         mailed as ( \
+             insert into outbox_jobs (kind, dedupe_key, payload) \
+             select 'waitlist_mail', 'waitlist_confirm:' || id, \
+                    jsonb_build_object('entry_id', id, 'what', 'confirm') \
+               from added) \
+         select fits from checked order by n",
+    )
+    .bind(product_id)
+    .bind(column(|e| e.token.clone()))
+    .bind(column(|e| e.name.clone()))
+    .bind(column(|e| e.email.clone()))
+    .bind(column(|e| e.email_key.clone()))
+    .bind(entries.iter().map(|e| e.qty).collect::<Vec<_>>())
+    .bind(column(|e| e.provider.clone()))
+    .bind(entries.iter().map(|e| e.address.clone()).collect::<Vec<_>>())
+    .bind(entries.iter().map(|e| e.cap).collect::<Vec<_>>())
+}
+
+/// What a written entry answers.
+fn joined(fits: bool, entry: &NewEntry) -> Joined {
+    match (fits, entry.cap) {
+        (false, Some(cap)) => Joined::AddressFull { cap },
+        _ => Joined::Mailed,
+    }
 }
 
 /// Join a product's waiting list: the entry, unconfirmed, and its
 /// confirmation mail, in one transaction.
 pub async fn join(pool: &PgPool, request: &JoinRequest) -> sqlx::Result<Joined> {
-    let customer = match Customer::parse(&request.name, &request.email) {
-        Ok(customer) => customer,
-        Err(error) => return Ok(Joined::BadCustomer { reason: error.0 }),
-    };
-    let max: Option<i32> = sqlx::query_scalar(
-        "select max_per_order from products \
-          where id = $1 and active and archived_at is null and not hidden",
-    )
-    .bind(&request.product_id)
-    .fetch_optional(pool)
-    .await?;
-    let Some(max) = max else {
+    let Some(max) = max_per_order(pool, &request.product_id).await? else {
         return Ok(Joined::UnknownProduct);
     };
-    if request.qty < 1 || request.qty > i64::from(max) {
-        return Ok(Joined::BadQty { max });
+    let entry = match checked(request, max) {
+        Ok(entry) => entry,
+        Err(refused) => return Ok(refused),
+    };
+    let fits = write_entries(pool, &request.product_id, std::slice::from_ref(&entry)).await?;
+    Ok(joined(fits.first().copied().unwrap_or(false), &entry))
+}
+
+/// Joins as the shop's pages take them: a crowd signing up for one drop
+/// is written by one statement per batch (a [`Combiner`] per product), and
+/// the product is checked in memory when memory may be believed. Cheap to
+/// clone.
+#[derive(Debug, Clone)]
+pub struct Joins {
+    combiner: Combiner<JoinBatch>,
+    pool: PgPool,
+}
+
+#[derive(Debug)]
+struct JoinBatch {
+    pool: PgPool,
+}
+
+impl Batch for JoinBatch {
+    type Request = NewEntry;
+    type Reply = sqlx::Result<bool>;
+    const MAX: usize = 1000;
+
+    async fn run(&self, product_id: &str, entries: Vec<NewEntry>) -> Vec<Self::Reply> {
+        match write_entries(&self.pool, product_id, &entries).await {
+            Ok(fits) if fits.len() == entries.len() => fits.into_iter().map(Ok).collect(),
+            Ok(_) => entries.iter().map(|_| Self::lost()).collect(),
+            // a refusal of the database's own, not the connection's: each
+            // entry alone, so one cannot fail the others
+            Err(error)
+                if entries.len() > 1
+                    && matches!(crate::retry::classify(&error), crate::retry::Failure::Final) =>
+            {
+                let mut replies = Vec::with_capacity(entries.len());
+                for entry in &entries {
+                    let one = write_entries(&self.pool, product_id, std::slice::from_ref(entry))
+                        .await
+                        .map(|fits| fits.first().copied().unwrap_or(false));
+                    replies.push(one);
+                }
+                replies
+            }
+            Err(error) => entries
+                .iter()
+                .map(|_| Err(crate::batching::share_error(&error)))
+                .collect(),
+        }
     }
-    let mut tx = pool.begin().await?;
-    let id: Option<Uuid> = sqlx::query_scalar(
-        "insert into waitlist_entries (product_id, token, name, email, email_key, qty, provider) \
-         values ($1, $2, $3, $4, $5, $6, $7) \
-         on conflict (product_id, email_key) where state in ('unconfirmed', 'waiting', 'offered') \
-         do nothing returning id",
-    )
-    .bind(&request.product_id)
-    .bind(checkout::codes::order_token())
-    .bind(customer.name())
-    .bind(customer.email())
-    .bind(crate::limits::email_key(customer.email()))
-    .bind(request.qty as i32)
-    .bind(request.provider.as_str())
-    .fetch_optional(&mut *tx)
-    .await?;
-    if let Some(id) = id {
-        sqlx::query(
-            "insert into outbox_jobs (kind, dedupe_key, payload) \
-             values ('waitlist_mail', 'waitlist_confirm:' || $1::text, \
-                     jsonb_build_object('entry_id', $1::uuid, 'what', 'confirm'))",
-        )
-        .bind(id)
-        .execute(&mut *tx)
-        .await?;
+
+    fn lost() -> Self::Reply {
+        Err(sqlx::Error::Protocol(
+            "the waiting list's join ended without an answer".into(),
+        ))
     }
-    tx.commit().await?;
-    Ok(Joined::Mailed)
+}
+
+impl Joins {
+    pub fn new(pool: PgPool) -> Self {
+        Self {
+            combiner: Combiner::new(JoinBatch { pool: pool.clone() }),
+            pool,
+        }
+    }
+
+    /// [`join`], combined with the joins arriving meanwhile.
+    pub async fn join(
+        &self,
+        live: &crate::live::LiveStock,
+        request: &JoinRequest,
+    ) -> sqlx::Result<Joined> {
+        let remembered = live.now().map(|snapshot| {
+            snapshot
+                .product(&request.product_id)
+                .filter(|(p, _)| !p.hidden)
+                .map(|(p, _)| p.max_per_order)
+        });
+        let max = match remembered {
+            Some(max) => max,
+            None => max_per_order(&self.pool, &request.product_id).await?,
+        };
+        let Some(max) = max else {
+            return Ok(Joined::UnknownProduct);
+        };
+        let entry = match checked(request, max) {
+            Ok(entry) => entry,
+            Err(refused) => return Ok(refused),
+        };
+        let fits = self
+            .combiner
+            .call(&request.product_id, entry.clone())
+            .await?;
+        Ok(joined(fits, &entry))
+    }
+
+    /// Statements sent so far (for the tests).
+    pub fn calls(&self) -> u64 {
+        self.combiner.calls()
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -308,6 +520,20 @@ pub async fn confirm(pool: &PgPool, token: &str) -> sqlx::Result<Confirmed> {
 pub async fn remove(pool: &PgPool, by: Actor<'_>, entry_id: Uuid) -> sqlx::Result<bool> {
     let mut tx = pool.begin().await?;
     let who = by.name();
+    // lock: the entry's resource before the entry, as ending a hold takes
+    // them (the resource, then the entries in line), so the two never wait
+    // on each other in a circle
+    let locked: Option<String> = sqlx::query_scalar(
+        "select r.id from waitlist_entries w join products p on p.id = w.product_id \
+           join resources r on r.id = p.resource_id \
+          where w.id = $1 for no key update of r",
+    )
+    .bind(entry_id)
+    .fetch_optional(&mut *tx)
+    .await?;
+    if locked.is_none() {
+        return Ok(false);
+    }
     let removed: Option<(String, String)> = sqlx::query_as(
         "update waitlist_entries w set state = 'removed', ended_at = now(), ended_by = $2 \
            from products p \

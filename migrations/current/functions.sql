@@ -520,7 +520,7 @@ begin
 end;
 $function$;
 
--- hf_hand_over (last written by 0071_drop_queue.sql)
+-- hf_hand_over (last written by 0073_waitlist_line_rules.sql)
 CREATE OR REPLACE FUNCTION public.hf_hand_over(p_resource text, p_now timestamp with time zone)
  RETURNS integer
  LANGUAGE plpgsql
@@ -532,18 +532,12 @@ declare
     v_hold    uuid;
     v_order   uuid;
     v_until   timestamptz;
-    v_aside   holds;
     v_offered integer := 0;
     v_waiting boolean;
+    -- products served strictly in order whose first entry did not fit
+    v_blocked text[] := '{}';
 begin
-    -- someone waits, or a product's drop queue has not opened yet (all its
-    -- units wait for the queue's draw)
-    v_waiting := exists (select 1 from waitlist_entries w
-                           join products p on p.id = w.product_id
-                          where p.resource_id = p_resource and w.state = 'waiting')
-                 or exists (select 1 from products p
-                             where p.resource_id = p_resource and p.queue_commitment is not null
-                               and p.queue_drawn_at is null);
+    v_waiting := hf_line_waits(p_resource, p_now);
     -- nobody waiting and nothing set aside: nothing to do, no lock taken
     if not v_waiting and not exists (select 1 from holds
                                       where account_id = 'waitlist-line'
@@ -552,29 +546,17 @@ begin
         return 0;
     end if;
     -- lock: this resource
-    select * into r from resources where id = p_resource for no key update;
-    -- what was set aside counts as free again
-    select * into v_aside from holds
-     where account_id = 'waitlist-line' and resource_id = p_resource and state = 'held'
-     for update;
-    if found then
-        update holds set state = 'released', ended_at = p_now, ended_by = 'waitlist',
-                         end_reason = 'waitlist_regrouped'
-         where id = v_aside.id;
-        insert into hold_events (hold_id, kind, from_state, to_state, actor, detail)
-        values (v_aside.id, 'released', 'held', 'released', 'waitlist',
-                jsonb_build_object('reason', 'waitlist_regrouped'));
-        update resources set held = held - v_aside.qty, updated_at = p_now
-         where id = p_resource returning * into r;
-    end if;
+    perform 1 from resources where id = p_resource for no key update;
+    perform hf_release_aside(p_resource, p_now);
+    select * into r from resources where id = p_resource;
     v_left := r.total - r.held - r.sold;
     if v_left <= 0 or not v_waiting then
         return 0;
     end if;
     for e in
-        select w.id, w.qty, w.name, w.email, w.email_key, w.provider, w.token,
+        select w.id, w.qty, w.name, w.email, w.email_key, w.provider, w.token, w.client_address,
                p.id as product_id, p.name as product_name, p.price_minor, p.currency,
-               p.waitlist_claim_minutes, p.waitlist_in_order
+               p.waitlist_claim_minutes, p.waitlist_in_order, p.max_per_order
           from waitlist_entries w
           join products p on p.id = w.product_id
          where p.resource_id = p_resource and w.state = 'waiting'
@@ -584,10 +566,18 @@ begin
            for update of w
     loop
         exit when v_left <= 0;
+        continue when e.product_id = any (v_blocked);
         if e.qty > v_left then
-            exit when e.waitlist_in_order;
+            -- strictly in order: nobody behind this group, of its product,
+            -- is served before it
+            if e.waitlist_in_order then
+                v_blocked := v_blocked || e.product_id;
+            end if;
             continue;
         end if;
+        -- the e-mail holds units of the product in a pending order already:
+        -- the offer would take it past the most per order; it keeps its place
+        continue when hf_units_held_by_email(e.email_key, e.product_id) + e.qty > e.max_per_order;
         v_hold := hf_uuid_v7();
         v_order := gen_random_uuid();
         v_until := p_now + make_interval(mins => e.waitlist_claim_minutes);
@@ -601,10 +591,10 @@ begin
            set held = held + e.qty, next_expiry = least(next_expiry, v_until), updated_at = p_now
          where id = p_resource;
         insert into orders (id, token, checkout_key, customer_name, customer_email, currency,
-                            amount_minor, provider, email_key, hold_id)
+                            amount_minor, provider, email_key, client_address, hold_id)
         values (v_order, replace(gen_random_uuid()::text, '-', '') || replace(gen_random_uuid()::text, '-', ''),
                 'waitlist-' || e.id, e.name, e.email, e.currency, e.price_minor * e.qty,
-                e.provider, e.email_key, v_hold);
+                e.provider, e.email_key, e.client_address, v_hold);
         insert into order_lines (order_id, product_id, name, qty, unit_price_minor)
         values (v_order, e.product_id, e.product_name, e.qty, e.price_minor);
         update waitlist_entries
@@ -623,12 +613,7 @@ begin
     end loop;
     -- what fits nobody in line yet waits for them, looked at again within
     -- the hour (its expiry hands over again) and at every change
-    if v_left > 0 and (exists (select 1 from waitlist_entries w
-                                 join products p on p.id = w.product_id
-                                where p.resource_id = p_resource and w.state = 'waiting')
-                       or exists (select 1 from products p
-                                   where p.resource_id = p_resource and p.queue_commitment is not null
-                                     and p.queue_drawn_at is null)) then
+    if v_left > 0 and hf_line_waits(p_resource, p_now) then
         v_until := p_now + interval '1 hour';
         v_hold := hf_uuid_v7();
         insert into holds (id, resource_id, account_id, qty, expires_at)
@@ -1095,6 +1080,22 @@ AS $function$
            coalesce(h.extensions, 0);
 $function$;
 
+-- hf_line_waits (last written by 0073_waitlist_line_rules.sql)
+CREATE OR REPLACE FUNCTION public.hf_line_waits(p_resource text, p_now timestamp with time zone)
+ RETURNS boolean
+ LANGUAGE sql
+ STABLE
+AS $function$
+    select exists (select 1 from waitlist_entries w
+                     join products p on p.id = w.product_id
+                    where p.resource_id = p_resource and w.state = 'waiting'
+                      and p.active and p.archived_at is null
+                      and (p.sale_closes_at is null or p.sale_closes_at > p_now))
+        or exists (select 1 from products p
+                    where p.resource_id = p_resource and p.queue_commitment is not null
+                      and p.queue_drawn_at is null and p.active and p.archived_at is null);
+$function$;
+
 -- hf_lock_purchase (last written by 0002_inventory_functions.sql)
 CREATE OR REPLACE FUNCTION public.hf_lock_purchase(p_id uuid)
  RETURNS uuid
@@ -1351,6 +1352,31 @@ begin
 
     perform hf_end_purchase(v_purchase, 'released', v_now, p_actor, p_reason);
     return hf_purchase_row('released', v_purchase, null, null, null);
+end;
+$function$;
+
+-- hf_release_aside (last written by 0073_waitlist_line_rules.sql)
+CREATE OR REPLACE FUNCTION public.hf_release_aside(p_resource text, p_now timestamp with time zone)
+ RETURNS integer
+ LANGUAGE plpgsql
+AS $function$
+declare
+    v_aside holds;
+begin
+    select * into v_aside from holds
+     where account_id = 'waitlist-line' and resource_id = p_resource and state = 'held'
+     for update;
+    if not found then
+        return 0;
+    end if;
+    update holds set state = 'released', ended_at = p_now, ended_by = 'waitlist',
+                     end_reason = 'waitlist_regrouped'
+     where id = v_aside.id;
+    insert into hold_events (hold_id, kind, from_state, to_state, actor, detail)
+    values (v_aside.id, 'released', 'held', 'released', 'waitlist',
+            jsonb_build_object('reason', 'waitlist_regrouped'));
+    update resources set held = held - v_aside.qty, updated_at = p_now where id = p_resource;
+    return v_aside.qty;
 end;
 $function$;
 
@@ -1904,7 +1930,7 @@ begin
 end;
 $function$;
 
--- hf_upsert_resource (last written by 0070_waiting_list.sql)
+-- hf_upsert_resource (last written by 0073_waitlist_line_rules.sql)
 CREATE OR REPLACE FUNCTION public.hf_upsert_resource(p_id text, p_total integer)
  RETURNS TABLE(status text, resource_id text, total integer, held integer, sold integer, available integer)
  LANGUAGE plpgsql
@@ -1912,6 +1938,7 @@ AS $function$
 declare
     r resources;
     v_now timestamptz;
+    v_aside integer := 0;
 begin
     if p_id is null or length(p_id) not between 1 and 200 then
         perform hf_bad_input('resource id must be 1 to 200 characters');
@@ -1936,6 +1963,15 @@ begin
         select * into r from resources x where x.id = p_id;
     end if;
     if r.held + r.sold > p_total then
+        v_aside := hf_release_aside(p_id, v_now);
+        select * into r from resources x where x.id = p_id;
+    end if;
+    if r.held + r.sold > p_total then
+        if v_aside > 0 then
+            -- refused: what was set aside goes back to the line
+            perform hf_hand_over(p_id, v_now);
+            select * into r from resources x where x.id = p_id;
+        end if;
         return query select 'capacity_below_committed', r.id, r.total, r.held, r.sold, r.total - r.held - r.sold;
         return;
     end if;

@@ -343,6 +343,7 @@ async fn a_provider_outage_at_checkout_start_releases_the_holds_and_tells_the_sh
     let shop = holdfast::state::Shop::local(db.pool.clone(), payments, address.clone());
     let live = shop.live.clone();
     let webhooks = shop.webhooks.clone();
+    let joins = shop.joins.clone();
     tokio::spawn(
         holdfast::startup::Application::build(listener, shop)
             .unwrap()
@@ -356,6 +357,7 @@ async fn a_provider_outage_at_checkout_start_releases_the_holds_and_tells_the_sh
         csp_reports: Default::default(),
         live,
         webhooks,
+        joins,
     };
     down.load_demo().await;
     let shopper = browser();

@@ -66,6 +66,7 @@ async fn join_and_confirm(db: &TestDb, email: &str, qty: i64) -> Uuid {
             email: email.into(),
             qty,
             provider: ProviderKind::Stripe,
+            address: None,
         },
     )
     .await

@@ -53,6 +53,7 @@ async fn line_up(db: &TestDb, sizes: &[i64]) -> Vec<Uuid> {
                 email: format!("wait{i}@example.com"),
                 qty: *qty,
                 provider: ProviderKind::Stripe,
+                address: None,
             },
         )
         .await
@@ -361,6 +362,7 @@ async fn forged_reused_and_duplicate_links_change_nothing() {
                 email: email.into(),
                 qty: 1,
                 provider: ProviderKind::Stripe,
+                address: None,
             },
         )
         .await
@@ -382,6 +384,7 @@ async fn forged_reused_and_duplicate_links_change_nothing() {
         email: email.into(),
         qty,
         provider: ProviderKind::Stripe,
+        address: None,
     };
     assert!(matches!(
         waitlist::join(&db.pool, &bad(0, "b@example.com", PRODUCT))
@@ -721,4 +724,50 @@ async fn the_entry_is_mailed_its_links_and_the_offer_is_a_webhook_event() {
     assert_eq!(data["entry_id"], entries[0].to_string());
     assert_eq!(data["qty"], 1);
     assert_eq!(data["order"]["state"], "pending");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn three_hundred_parallel_joins_are_one_entry_per_inbox_in_combined_statements() {
+    let app = spawn_app().await;
+    app.load_demo().await;
+    // 250 shoppers; 50 of them again, their address written otherwise
+    let joins = (0..300).map(|i| {
+        let email = if i < 250 {
+            format!("crowd{i}@example.com")
+        } else {
+            format!("Crowd{}@EXAMPLE.com", i - 250)
+        };
+        let url = format!("{}/waitlist/{PRODUCT}", app.address);
+        async move {
+            browser()
+                .post(url)
+                .form(&[("name", "Crowd"), ("email", email.as_str()), ("qty", "1")])
+                .send()
+                .await
+                .unwrap()
+                .status()
+        }
+    });
+    let statuses = futures::future::join_all(joins).await;
+    assert!(
+        statuses.iter().all(|s| *s == StatusCode::OK),
+        "{statuses:?}"
+    );
+    let (entries, mails): (i64, i64) = sqlx::query_as(
+        "select (select count(*) from waitlist_entries), \
+                (select count(*) from outbox_jobs where kind = 'waitlist_mail')",
+    )
+    .fetch_one(&app.db.pool)
+    .await
+    .unwrap();
+    assert_eq!(
+        (entries, mails),
+        (250, 250),
+        "one entry and one mail per inbox"
+    );
+    assert!(
+        app.joins.calls() < 300,
+        "{} statements for 300 joins",
+        app.joins.calls()
+    );
 }

@@ -25,6 +25,8 @@ pub struct TestApp {
     pub live: holdfast::live::LiveStock,
     /// The shop's webhooks (their combined confirmations).
     pub webhooks: holdfast::webhooks::Webhooks,
+    /// The shop's waiting-list joins (combined per product).
+    pub joins: holdfast::waitlist::Joins,
 }
 
 /// The shop against a fresh database ([`TestDb::new`]).
@@ -60,6 +62,7 @@ pub async fn spawn_app_shaped(
     shape(&sandbox, &mut shop);
     let live = shop.live.clone();
     let webhooks = shop.webhooks.clone();
+    let joins = shop.joins.clone();
     let app = Application::build(listener, shop).expect("build app");
     tokio::spawn(app.run_until_stopped());
     TestApp {
@@ -70,6 +73,7 @@ pub async fn spawn_app_shaped(
         csp_reports,
         live,
         webhooks,
+        joins,
     }
 }
 

@@ -149,9 +149,16 @@ pub async fn join(
         email: form.email.clone(),
         qty,
         provider,
+        // the per-address cap counts the address's entries as it counts
+        // what its checkouts hold
+        address: shop
+            .fairness
+            .limits
+            .address_units
+            .map(|cap| (shop.fairness.address(&request), cap)),
     };
     let joined = retry("waitlist_join", Bound::Shopper, || {
-        waitlist::join(&shop.pool, &join)
+        shop.joins.join(&shop.live, &join)
     })
     .await?;
     let again = |error: String| {
@@ -178,6 +185,13 @@ pub async fn join(
         Joined::UnknownProduct => Err(ShopError::not_found("that product is not for sale")),
         Joined::BadQty { max } => again(format!("Choose between 1 and {max}.")).await,
         Joined::BadCustomer { reason } => again(reason).await,
+        Joined::AddressFull { cap } => {
+            again(format!(
+                "Entries made from your network already want {cap} of this, the most one \
+                 address may wait for. Nothing was added."
+            ))
+            .await
+        }
     }
 }
 
