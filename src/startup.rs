@@ -276,7 +276,9 @@ pub fn spawn_worker(
 
     use crate::inventory::Inventory;
     use crate::worker::Sweeper;
-    use crate::worker::outbox::Outbox;
+    use crate::worker::outbox::{Lane, Outbox};
+    /// Webhook deliveries a worker process runs at once.
+    const WEBHOOK_DELIVERERS: usize = 4;
 
     let every = Duration::from_secs(settings.sweep_every_seconds.max(1));
     tokio::spawn(
@@ -308,6 +310,7 @@ pub fn spawn_worker(
         .with_lease(Duration::from_secs(settings.outbox_lease_seconds))
         .with_mailer(mailer)
         .with_webhooks(deliveries);
+    let webhook_outbox = outbox.clone();
     tokio::spawn(async move {
         let mut ticker = tokio::time::interval(every);
         loop {
@@ -322,10 +325,24 @@ pub fn spawn_worker(
                 Ok(_) => {}
                 Err(error) => tracing::warn!(%error, "reconciliation pass failed"),
             }
-            if let Err(error) = outbox.drain().await {
+            if let Err(error) = outbox.drain_lane(Lane::Shop).await {
                 tracing::warn!(%error, "outbox pass failed");
             }
         }
     });
+    // outgoing webhooks in a lane of their own, a few at once, so neither
+    // a dead receiver nor a backlog of events holds up the shop's own jobs
+    for _ in 0..WEBHOOK_DELIVERERS {
+        let outbox = webhook_outbox.clone();
+        tokio::spawn(async move {
+            let mut ticker = tokio::time::interval(every);
+            loop {
+                ticker.tick().await;
+                if let Err(error) = outbox.drain_lane(Lane::Webhooks).await {
+                    tracing::warn!(%error, "webhook delivery pass failed");
+                }
+            }
+        });
+    }
     Ok(())
 }

@@ -2028,7 +2028,7 @@ begin
 end;
 $function$;
 
--- hf_webhook_event (last written by 0060_outgoing_webhooks.sql)
+-- hf_webhook_event (last written by 0074_webhooks_kept_while_disabled.sql)
 CREATE OR REPLACE FUNCTION public.hf_webhook_event(p_type text, p_data jsonb)
  RETURNS integer
  LANGUAGE plpgsql
@@ -2037,9 +2037,8 @@ declare
     v_id     text;
     v_queued integer;
 begin
-    -- nobody listens: nothing is written
-    if not exists (select 1 from webhook_endpoints
-                    where disabled_at is null and p_type = any (events)) then
+    -- nobody listens, enabled or not: nothing is written
+    if not exists (select 1 from webhook_endpoints where p_type = any (events)) then
         return 0;
     end if;
     v_id := 'msg_' || replace(gen_random_uuid()::text, '-', '');
@@ -2057,6 +2056,13 @@ begin
      where e.disabled_at is null and p_type = any (e.events)
      order by e.id;
     get diagnostics v_queued = row_count;
+    insert into outbox_jobs (kind, dedupe_key, payload, state, done_at, last_error)
+    select 'webhook', 'webhook:' || e.id || ':' || v_id,
+           jsonb_build_object('endpoint_id', e.id, 'message_id', v_id, 'while_disabled', true),
+           'done', now(), 'not sent: the endpoint was disabled'
+      from webhook_endpoints e
+     where e.disabled_at is not null and p_type = any (e.events)
+     order by e.id;
     return v_queued;
 end;
 $function$;

@@ -247,7 +247,8 @@ pub struct DeliveryRow {
     pub message_id: String,
     pub event_type: String,
     pub created_at: DateTime<Utc>,
-    /// pending, delivered or failed (given up)
+    /// pending, delivered, failed (given up), or kept (disabled): made
+    /// while the endpoint was disabled, sent only by a replay
     pub state: String,
     pub attempts: i64,
     pub last_status: Option<i32>,
@@ -266,6 +267,7 @@ pub async fn deliveries(
         "select j.id as job_id, m.id as message_id, m.event_type, m.created_at, \
                 case when j.state = 'pending' then 'pending' \
                      when a.status between 200 and 299 then 'delivered' \
+                     when a.at is null and j.payload ? 'while_disabled' then 'kept (disabled)' \
                      else 'failed' end as state, \
                 (select count(*) from webhook_attempts x where x.job_id = j.id) as attempts, \
                 a.status as last_status, a.error as last_error, a.at as last_attempt_at, \
@@ -332,8 +334,9 @@ pub async fn replay(
         Replay::One(job) => (Some(job), None),
         Replay::Since(at) => (None, Some(at)),
     };
-    // each job's own row lock; a worker holding one is skipped (it is
-    // delivering it now)
+    // each job's own row lock (a delivery in flight may be sent twice:
+    // receivers tell by its `webhook-id`); deliveries kept while the
+    // endpoint was disabled are among those replayed
     let replayed = sqlx::query(
         "update outbox_jobs j \
             set state = 'pending', done_at = null, attempts = 0, run_after = now(), \

@@ -15,6 +15,20 @@ use crate::checkout::refund::{self, RefundMove};
 use crate::checkout::{Source, settle};
 use crate::payments::{ProviderError, Providers, RefundRequest, RefundStatus, RefundView};
 
+/// Which jobs a worker loop takes. Outgoing webhooks go to receivers the
+/// shop does not run, which may take 15 seconds to fail each; they have a
+/// lane of their own, so a dead receiver never delays a refund, a
+/// capture or a shopper's mail.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Lane {
+    /// Every kind (tests, `holdfast worker --once`).
+    All,
+    /// Every kind but outgoing webhooks.
+    Shop,
+    /// Outgoing webhooks only.
+    Webhooks,
+}
+
 /// What one pass did.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "outcome", rename_all = "snake_case")]
@@ -97,20 +111,32 @@ impl Outbox {
         self
     }
 
-    /// Take one due job and run it.
+    /// Take one due job, of any kind, and run it.
     pub async fn run_once(&self) -> Result<JobOutcome, sqlx::Error> {
+        self.run_once_in(Lane::All).await
+    }
+
+    /// Take one due job of `lane` and run it.
+    pub async fn run_once_in(&self, lane: Lane) -> Result<JobOutcome, sqlx::Error> {
+        let webhooks = match lane {
+            Lane::All => None,
+            Lane::Shop => Some(false),
+            Lane::Webhooks => Some(true),
+        };
         // lease: long enough for a slow provider, short enough to recover
         let job: Option<Job> = sqlx::query_as(
             "update outbox_jobs \
                 set run_after = now() + $1 * interval '1 second', attempts = attempts + 1 \
               where id = (select id from outbox_jobs \
                            where state = 'pending' and run_after <= now() \
+                             and ($2::boolean is null or (kind = 'webhook') = $2) \
                            order by run_after, id \
                            for update skip locked \
                            limit 1) \
              returning id, kind, dedupe_key, payload, attempts",
         )
         .bind(self.lease.as_secs_f64())
+        .bind(webhooks)
         .fetch_optional(&self.pool)
         .await?;
         let Some(job) = job else {
@@ -167,9 +193,14 @@ impl Outbox {
 
     /// Run every due job until none is left.
     pub async fn drain(&self) -> Result<Vec<JobOutcome>, sqlx::Error> {
+        self.drain_lane(Lane::All).await
+    }
+
+    /// Run every due job of `lane` until none is left.
+    pub async fn drain_lane(&self, lane: Lane) -> Result<Vec<JobOutcome>, sqlx::Error> {
         let mut outcomes = Vec::new();
         loop {
-            match self.run_once().await? {
+            match self.run_once_in(lane).await? {
                 JobOutcome::Idle => return Ok(outcomes),
                 outcome => outcomes.push(outcome),
             }

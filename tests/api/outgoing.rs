@@ -462,11 +462,30 @@ async fn an_endpoint_failing_for_days_is_disabled_then_enabled_and_replayed_from
         )
         .await;
     assert_eq!(refund.status(), StatusCode::SEE_OTHER);
-    let queued: i64 = sqlx::query_scalar("select count(*) from outbox_jobs where kind = 'webhook'")
+    // a disabled endpoint is sent nothing, but what happens meanwhile is
+    // kept for it (a job done and never sent), for a replay to send
+    let jobs: Vec<(String, bool)> = sqlx::query_as(
+        "select state, payload ? 'while_disabled' from outbox_jobs where kind = 'webhook' \
+          order by id",
+    )
+    .fetch_all(&app.db.pool)
+    .await
+    .unwrap();
+    assert_eq!(
+        jobs,
+        [("done".to_owned(), false), ("done".to_owned(), true)],
+        "nothing pending for a disabled endpoint; the refund's event kept"
+    );
+    outbox.drain().await.unwrap();
+    let tried: i64 = sqlx::query_scalar("select count(*) from webhook_attempts")
         .fetch_one(&app.db.pool)
         .await
         .unwrap();
-    assert_eq!(queued, 1, "no delivery queued for a disabled endpoint");
+    assert_eq!(tried, 2, "the kept event is not tried while disabled");
+    let page = app
+        .admin_page(&staff, &format!("/admin/webhooks/{endpoint}"))
+        .await;
+    assert!(page.contains("kept (disabled)"), "{page}");
 
     // box office may not touch webhooks
     let refused = app
@@ -519,7 +538,8 @@ async fn an_endpoint_failing_for_days_is_disabled_then_enabled_and_replayed_from
         "{page}"
     );
 
-    // all since a moment: the same message once more, nothing else
+    // all since a moment: the same message once more, and the refund's,
+    // kept while the endpoint was disabled, for the first time
     let since = (chrono::Utc::now() - chrono::Duration::hours(1)).to_rfc3339();
     let replayed = app
         .admin_post(
@@ -531,11 +551,23 @@ async fn an_endpoint_failing_for_days_is_disabled_then_enabled_and_replayed_from
     assert_eq!(replayed.status(), StatusCode::SEE_OTHER);
     outbox.drain().await.unwrap();
     let requests = receiver.requests();
-    assert_eq!(requests.len(), 2);
-    assert_eq!(requests[1]["id"], message.as_str());
+    assert_eq!(requests.len(), 3, "{requests:#?}");
+    let again = requests[1..]
+        .iter()
+        .find(|r| r["id"] == message.as_str())
+        .expect("the paid event again");
+    assert_eq!(again["processed"], false, "the receiver knew it by its id");
+    let kept = requests[1..]
+        .iter()
+        .find(|r| r["id"] != message.as_str())
+        .expect("the refund's event");
     assert_eq!(
-        requests[1]["processed"], false,
-        "the receiver knew it by its id"
+        (&kept["type"], &kept["verified"], &kept["processed"]),
+        (
+            &Value::from("order.refunded"),
+            &Value::from(true),
+            &Value::from(true)
+        )
     );
     let activity = app.admin_page(&staff, "/admin/activity").await;
     assert!(activity.contains("replay_webhook") && activity.contains("enable_webhook"));
