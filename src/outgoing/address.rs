@@ -51,6 +51,8 @@ fn public_v6(ip: Ipv6Addr) -> bool {
         || (first & 0xfe00) == 0xfc00
         // link-local, fe80::/10
         || (first & 0xffc0) == 0xfe80
+        // site-local, fec0::/10 (deprecated, still routed privately)
+        || (first & 0xffc0) == 0xfec0
         // documentation, 2001:db8::/32
         || (first == 0x2001 && ip.segments()[1] == 0x0db8)
         // IPv4-compatible and NAT64 forms name an IPv4 address we did not check
@@ -70,6 +72,11 @@ pub enum Refused {
     Private { host: String },
     #[error("{host} could not be resolved")]
     Unresolved { host: String },
+    #[error(
+        "webhooks carry shoppers' names and e-mails: the URL must start with https:// \
+         (plain http:// only where the operator allows private addresses)"
+    )]
+    NotHttps,
 }
 
 /// A webhook URL that parsed: http or https, a host, no user name or
@@ -100,8 +107,9 @@ impl Destination {
         &self.url
     }
 
-    /// Refused if the host is (or now resolves to) an address that is not
-    /// public, unless `allow_private`.
+    /// Refused if it is not HTTPS, or its host is (or now resolves to) an
+    /// address that is not public, unless `allow_private` (the operator's
+    /// own network, where plain HTTP is the operator's choice).
     pub async fn check(&self, allow_private: bool) -> Result<(), Refused> {
         if allow_private {
             return Ok(());
@@ -121,6 +129,9 @@ impl Destination {
         }
         if addresses.iter().any(|a| !is_public(a.ip())) {
             return Err(Refused::Private { host });
+        }
+        if self.url.scheme() != "https" {
+            return Err(Refused::NotHttps);
         }
         Ok(())
     }
@@ -168,6 +179,7 @@ mod tests {
             "::ffff:127.0.0.1",
             "::ffff:10.0.0.1",
             "64:ff9b::a00:1",
+            "fec0::1",
         ] {
             assert!(!is_public(private.parse().unwrap()), "{private}");
         }
@@ -196,6 +208,10 @@ mod tests {
             );
             assert_eq!(destination.check(true).await, Ok(()));
         }
+        // a public address, but in plain text
+        let plain = Destination::parse("http://93.184.216.34/hook").unwrap();
+        assert_eq!(plain.check(false).await, Err(Refused::NotHttps));
+        assert_eq!(plain.check(true).await, Ok(()));
         for bad in [
             "ftp://example.com/",
             "https://",

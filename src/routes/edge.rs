@@ -30,10 +30,20 @@ pub fn storable_form(form: &[u8]) -> bool {
         .all(storable)
 }
 
-/// A refusal from the edge: the error page, never cached (it answers one
-/// request, whatever route it was sent to).
+/// A refusal from the edge: the error page (for the JSON API, its one
+/// error shape), never cached (it answers one request, whatever route it
+/// was sent to).
 fn refuse<B>(request: ServiceRequest, error: ShopError) -> ServiceResponse<EitherBody<B>> {
-    let mut response = error.error_response();
+    let mut response = if request.path().starts_with("/api/") {
+        let status = error.status_code();
+        let code = match status {
+            actix_web::http::StatusCode::PAYLOAD_TOO_LARGE => "too_large",
+            _ => "bad_request",
+        };
+        super::api::ApiError::new(status, code, error.message()).error_response()
+    } else {
+        error.error_response()
+    };
     response.headers_mut().insert(
         actix_web::http::header::CACHE_CONTROL,
         actix_web::http::header::HeaderValue::from_static("no-store"),

@@ -29,6 +29,11 @@ pub struct ShopError {
 }
 
 impl ShopError {
+    /// The words the shopper is shown.
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+
     pub fn bad_request(message: &str) -> Self {
         Self {
             status: StatusCode::BAD_REQUEST,

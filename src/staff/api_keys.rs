@@ -308,14 +308,23 @@ pub enum Idempotent {
     OtherBody,
 }
 
-/// Claim `idempotency_key` for this key and body.
+/// Claim `idempotency_key` for this key, action and body: `what` names
+/// the action and what it acts on (`refund <order>`), so the same key sent
+/// for another order's refund is another request, refused rather than
+/// answered with the first one's answer.
 pub async fn claim(
     pool: &PgPool,
     key: &ApiKey,
     idempotency_key: &str,
+    what: &str,
     body: &[u8],
 ) -> sqlx::Result<Idempotent> {
-    let request_hash = Sha256::digest(body).to_vec();
+    let request_hash = Sha256::new()
+        .chain_update(what.as_bytes())
+        .chain_update(b"\n")
+        .chain_update(body)
+        .finalize()
+        .to_vec();
     let inserted = sqlx::query(
         "insert into api_idempotency (api_key_id, idempotency_key, request_hash) \
          values ($1, $2, $3) on conflict do nothing",

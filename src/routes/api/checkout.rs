@@ -28,6 +28,11 @@ pub struct CheckoutBody {
     provider: Option<String>,
     #[serde(default)]
     voucher: Option<String>,
+    /// The shopper's IP address as a storefront's server saw it: the
+    /// fair-sale limits per address count it instead of the API client's
+    /// own address (which, for a storefront, every shopper shares).
+    #[serde(default)]
+    shopper_address: Option<String>,
 }
 
 #[derive(Deserialize, utoipa::ToSchema)]
@@ -39,6 +44,13 @@ pub struct CheckoutLine {
 
 fn refused(status: StatusCode, code: &'static str, message: impl Into<String>) -> ApiError {
     ApiError::new(status, code, message)
+}
+
+/// Whether an answer is kept under its `Idempotency-Key`: not a failure
+/// of ours (5xx) nor "too fast" (429), which the same request may meet
+/// differently later; every other answer is the request's, for good.
+pub fn worth_another_try(status: StatusCode) -> bool {
+    status.is_server_error() || status == StatusCode::TOO_MANY_REQUESTS
 }
 
 /// The `Idempotency-Key` header: 1 to 64 letters, digits, `-` or `_`.
@@ -98,7 +110,7 @@ pub async fn start(
             "give 1 to 20 lines of 1 to 100 units of a product id; nothing was done",
         ));
     }
-    match api_keys::claim(&shop.pool, &key, &idem, &raw).await? {
+    match api_keys::claim(&shop.pool, &key, &idem, "checkout", &raw).await? {
         Idempotent::Answered { status, body } => {
             return Ok(
                 HttpResponse::build(StatusCode::from_u16(status).unwrap_or(StatusCode::OK))
@@ -117,7 +129,7 @@ pub async fn start(
     let answer = run(&shop, &request, &key, &idem, body).await;
     match &answer {
         // worth another try with the same key: not kept
-        Err(error) if error.status.is_server_error() => {
+        Err(error) if worth_another_try(error.status) => {
             api_keys::forget(&shop.pool, &key, &idem).await?;
         }
         Err(error) => {
@@ -157,6 +169,21 @@ async fn run(
     idem: &str,
     body: CheckoutBody,
 ) -> Result<serde_json::Value, ApiError> {
+    // whose address the limits count: the shopper's, when the storefront
+    // says it, else the client's own
+    let address = match body.shopper_address.as_deref().map(str::trim) {
+        None | Some("") => shop.fairness.address(request),
+        Some(text) => text
+            .parse::<std::net::IpAddr>()
+            .map(crate::limits::client::address_key)
+            .map_err(|_| {
+                refused(
+                    StatusCode::UNPROCESSABLE_ENTITY,
+                    "invalid_input",
+                    "shopper_address must be an IPv4 or IPv6 address; nothing was held",
+                )
+            })?,
+    };
     // one checkout per API key and Idempotency-Key: its form key and basket
     let digest = hex::encode(Sha256::digest(format!("{}:{idem}", key.id)));
     let checkout_key = IdempotencyKey::parse(&format!("api-{}", &digest[..40]))
@@ -208,7 +235,7 @@ async fn run(
             email: body.email,
             provider: body.provider,
             form_lines: None,
-            address: shop.fairness.address(request),
+            address,
             voucher: body.voucher,
         },
     )

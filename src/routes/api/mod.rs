@@ -336,7 +336,21 @@ pub async fn require_key(
 }
 
 pub fn routes(config: &mut web::ServiceConfig) {
-    let mut api = web::scope("/api/v1").wrap(actix_web::middleware::from_fn(require_key));
+    let mut api = web::scope("/api/v1")
+        .wrap(actix_web::middleware::from_fn(require_key))
+        // a query or path that cannot be read is answered in the API's
+        // error shape, not the shop's page
+        .app_data(web::QueryConfig::default().error_handler(|error, _| {
+            ApiError::new(
+                StatusCode::BAD_REQUEST,
+                "bad_query",
+                format!("the query string cannot be read: {error}; nothing was done"),
+            )
+            .into()
+        }))
+        .app_data(web::PathConfig::default().error_handler(|_, _| {
+            ApiError::new(StatusCode::NOT_FOUND, "not_found", "no such API route").into()
+        }));
     for route in ROUTES {
         api = api.route(route.path, (route.handler)());
     }

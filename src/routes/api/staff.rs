@@ -12,7 +12,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
-use super::checkout::idempotency_key;
+use super::checkout::{idempotency_key, worth_another_try};
 use super::{ApiError, json_body, key_of};
 use crate::redemption::{self, CodeKind, Door, Outcome};
 use crate::retry::{Bound, retry};
@@ -53,8 +53,12 @@ fn derived(key: &ApiKey, idem: &str) -> [u8; 32] {
 /// Run `work` once per key, `Idempotency-Key` and body: a replay gets the
 /// first answer, another body 422; a failure worth another try (5xx) is
 /// not kept.
+/// Run `work` once per API key and `Idempotency-Key`: a replay with the
+/// same `what` (the action and the object it acts on, normalised) and body
+/// gets the kept answer; another action or body under the key is refused.
 async fn once<F, Fut>(
     shop: &Shop,
+    what: &str,
     key: &ApiKey,
     idem: &str,
     raw: &[u8],
@@ -64,7 +68,7 @@ where
     F: FnOnce() -> Fut,
     Fut: std::future::Future<Output = Result<(StatusCode, Value), ApiError>>,
 {
-    match api_keys::claim(&shop.pool, key, idem, raw).await? {
+    match api_keys::claim(&shop.pool, key, idem, what, raw).await? {
         Idempotent::Answered { status, body } => {
             return Ok(
                 HttpResponse::build(StatusCode::from_u16(status).unwrap_or(StatusCode::OK))
@@ -82,7 +86,7 @@ where
     }
     let answer = work().await;
     match &answer {
-        Err(error) if error.status.is_server_error() => {
+        Err(error) if worth_another_try(error.status) => {
             api_keys::forget(&shop.pool, key, idem).await?;
         }
         Err(error) => {
@@ -166,7 +170,7 @@ pub async fn refund(
         key: Some(format!("api-{}", &hex::encode(derived(&key, &idem))[..40])),
     };
     refunds::check(&refund).map_err(invalid)?;
-    once(&shop, &key, &idem, &raw, || async {
+    once(&shop, &format!("refund {order_id}"), &key, &idem, &raw, || async {
         let outcome = refunds::refund_order_as(&shop.pool, &refund, Some(&by)).await?;
         let refused = |status, code, message: String| Err(ApiError::new(status, code, message));
         match outcome {
@@ -273,7 +277,7 @@ pub async fn redeem(
         // this scan, once per Idempotency-Key
         attempt: uuid::Uuid::from_slice(&derived(&key, &idem)[..16]).expect("16 bytes"),
     };
-    once(&shop, &key, &idem, &raw, || async {
+    once(&shop, "redeem", &key, &idem, &raw, || async {
         // the scan and its record together, as the admin's page does
         let redeemed = retry("redeem", Bound::Shopper, || async {
             let mut tx = shop.pool.begin().await?;
@@ -345,7 +349,7 @@ pub async fn vouchers_create(
     let idem = idempotency_key(&request)?;
     let (voucher, raw): (NewVoucher, Vec<u8>) = json_body(payload).await?;
     voucher.check().map_err(|e| invalid(e.0))?;
-    once(&shop, &key, &idem, &raw, || async {
+    once(&shop, "create voucher", &key, &idem, &raw, || async {
         let currency = crate::staff::catalogue::shop_currency(&shop.pool).await?;
         let by = key.actor_name();
         let created = vouchers::create_by(
@@ -414,34 +418,41 @@ pub async fn vouchers_archive(
     let raw = super::empty_body(payload).await?;
     let not_found = || ApiError::new(StatusCode::NOT_FOUND, "not_found", "no such voucher");
     let code = VoucherCode::parse(&code).map_err(|_| not_found())?;
-    // the code is part of what the key stands for: another voucher under
-    // the same key is refused, not answered with this one's answer
-    let fingerprint = [code.as_str().as_bytes(), b"\n", &raw].concat();
-    once(&shop, &key, &idem, &fingerprint, || async {
-        let by = key.actor_name();
-        if vouchers::archive_by(&shop.pool, crate::staff::Actor::Operator(&by), &code).await? {
-            let voucher = crate::vouchers::find(&shop.pool, &code).await?;
-            return Ok((
-                StatusCode::OK,
-                json!({
-                    "code": code.as_str(),
-                    "archived": true,
-                    "held": voucher.as_ref().map(|v| v.held),
-                    "used": voucher.as_ref().map(|v| v.used),
-                }),
-            ));
-        }
-        match crate::vouchers::find(&shop.pool, &code).await? {
-            Some(voucher) if voucher.archived => Err(ApiError::new(
-                StatusCode::CONFLICT,
-                "archived",
-                format!(
-                    "{} was archived already; nothing was changed",
-                    code.as_str()
-                ),
-            )),
-            _ => Err(not_found()),
-        }
-    })
+    // the voucher (its code, normalised) is part of what the key stands
+    // for: another voucher under the same key is refused, not answered
+    // with this one's answer
+    once(
+        &shop,
+        &format!("archive voucher {}", code.as_str()),
+        &key,
+        &idem,
+        &raw,
+        || async {
+            let by = key.actor_name();
+            if vouchers::archive_by(&shop.pool, crate::staff::Actor::Operator(&by), &code).await? {
+                let voucher = crate::vouchers::find(&shop.pool, &code).await?;
+                return Ok((
+                    StatusCode::OK,
+                    json!({
+                        "code": code.as_str(),
+                        "archived": true,
+                        "held": voucher.as_ref().map(|v| v.held),
+                        "used": voucher.as_ref().map(|v| v.used),
+                    }),
+                ));
+            }
+            match crate::vouchers::find(&shop.pool, &code).await? {
+                Some(voucher) if voucher.archived => Err(ApiError::new(
+                    StatusCode::CONFLICT,
+                    "archived",
+                    format!(
+                        "{} was archived already; nothing was changed",
+                        code.as_str()
+                    ),
+                )),
+                _ => Err(not_found()),
+            }
+        },
+    )
     .await
 }
