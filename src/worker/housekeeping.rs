@@ -112,6 +112,15 @@ impl Housekeeping {
                 .bind(&ids)
                 .execute(&mut *tx)
                 .await?;
+            // a waiting-list offer that lapsed keeps its entry (the line's
+            // history), without the order it was never paid through
+            sqlx::query(
+                "update waitlist_entries set order_id = null \
+                  where order_id = any($1) and state not in ('offered', 'claimed')",
+            )
+            .bind(&ids)
+            .execute(&mut *tx)
+            .await?;
             let deleted = sqlx::query(
                 "delete from orders where id = any($1) and payment_ref is null \
                     and state in ('expired', 'cancelled')",

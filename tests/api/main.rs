@@ -47,3 +47,4 @@ mod time_zone;
 mod two_factor;
 mod vouchers;
 mod waitlist;
+mod waitlist_handover;

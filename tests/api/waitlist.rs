@@ -17,11 +17,11 @@ use holdfast_testkit::*;
 use reqwest::StatusCode;
 use uuid::Uuid;
 
-const PRODUCT: &str = "wild-honey";
+pub(crate) const PRODUCT: &str = "wild-honey";
 
 /// The demo shop with `total` units of the product, each held by an order
 /// of one: the orders.
-async fn sold_out(db: &TestDb, total: i32) -> (String, Vec<checkout::Order>) {
+pub(crate) async fn sold_out(db: &TestDb, total: i32) -> (String, Vec<checkout::Order>) {
     db.load_demo().await;
     let resource: String = sqlx::query_scalar("select resource_id from products where id = $1")
         .bind(PRODUCT)
@@ -42,7 +42,7 @@ async fn sold_out(db: &TestDb, total: i32) -> (String, Vec<checkout::Order>) {
 }
 
 /// Entries of these sizes joined and confirmed in order: their ids.
-async fn line_up(db: &TestDb, sizes: &[i64]) -> Vec<Uuid> {
+pub(crate) async fn line_up(db: &TestDb, sizes: &[i64]) -> Vec<Uuid> {
     let mut ids = Vec::new();
     for (i, qty) in sizes.iter().enumerate() {
         let joined = waitlist::join(
@@ -76,7 +76,11 @@ async fn line_up(db: &TestDb, sizes: &[i64]) -> Vec<Uuid> {
 
 /// Shoppers who keep trying to buy one unit until told to stop: how many
 /// got one.
-fn crowd(db: &TestDb, shoppers: usize, stop: Arc<AtomicBool>) -> tokio::task::JoinHandle<usize> {
+pub(crate) fn crowd(
+    db: &TestDb,
+    shoppers: usize,
+    stop: Arc<AtomicBool>,
+) -> tokio::task::JoinHandle<usize> {
     let pool = db.pool.clone();
     tokio::spawn(async move {
         let won = Arc::new(AtomicUsize::new(0));
@@ -107,7 +111,7 @@ fn crowd(db: &TestDb, shoppers: usize, stop: Arc<AtomicBool>) -> tokio::task::Jo
     })
 }
 
-async fn states(db: &TestDb, ids: &[Uuid]) -> Vec<String> {
+pub(crate) async fn states(db: &TestDb, ids: &[Uuid]) -> Vec<String> {
     let mut out = Vec::new();
     for id in ids {
         out.push(
@@ -123,7 +127,7 @@ async fn states(db: &TestDb, ids: &[Uuid]) -> Vec<String> {
 
 /// Units held for the line: by offers, and set aside for those it fits
 /// nobody yet.
-async fn held_for_line(db: &TestDb, resource: &str) -> (i64, i64) {
+pub(crate) async fn held_for_line(db: &TestDb, resource: &str) -> (i64, i64) {
     sqlx::query_as(
         "select coalesce(sum(qty) filter (where account_id like 'waitlist:%'), 0)::bigint, \
                 coalesce(sum(qty) filter (where account_id = 'waitlist-line'), 0)::bigint \
