@@ -503,6 +503,28 @@ async fn a_back_office_refunds_through_the_api_once_per_idempotency_key() {
     let (status, body) = post_to(&app, &token, &path, Some("refund-1"), &other).await;
     assert_eq!(status, 422);
     is_error(&body, "idempotency_key_reused");
+    // the same key and body for another order: refused, not answered with
+    // the first order's refund (which would leave this one unrefunded)
+    let another =
+        holdfast_testkit::engine::paid(&app.db, "api-refund-b", &[("harbour-lights-general", 1)])
+            .await;
+    let (status, body) = post_to(
+        &app,
+        &token,
+        &format!("/orders/{}/refunds", another.id),
+        Some("refund-1"),
+        &one,
+    )
+    .await;
+    assert_eq!(status, 422, "{body}");
+    is_error(&body, "idempotency_key_reused");
+    let refunded: i64 =
+        sqlx::query_scalar("select count(*) from order_refunds where order_id = $1")
+            .bind(another.id)
+            .fetch_one(&app.db.pool)
+            .await
+            .unwrap();
+    assert_eq!(refunded, 0);
     // refusals, each with its code
     let cases = [
         (
@@ -884,4 +906,140 @@ async fn a_back_office_exports_orders_and_attendees_through_the_api() {
     .await
     .unwrap();
     assert_eq!(recorded, ["export_orders", "export_attendees"]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn what_the_api_cannot_read_is_answered_in_its_error_shape_and_changes_nothing() {
+    let app = shop().await;
+    let token = key_with(
+        &app,
+        &[
+            Scope::ReadOrders,
+            Scope::ReadCatalogue,
+            Scope::StartCheckouts,
+        ],
+    )
+    .await;
+    let before = snapshot(&app.db.pool).await;
+    let get = |path: &str| {
+        let url = format!("{}/api/v1{path}", app.address);
+        let token = token.clone();
+        async move {
+            let response = client().get(url).bearer_auth(token).send().await.unwrap();
+            let status = response.status().as_u16();
+            let kind = response
+                .headers()
+                .get("content-type")
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or("")
+                .to_owned();
+            (
+                status,
+                kind,
+                response.json::<Value>().await.unwrap_or(Value::Null),
+            )
+        }
+    };
+    for (path, status, code) in [
+        ("/orders?limit=abc", 400, "bad_query"),
+        ("/orders?limit=0", 400, "bad_limit"),
+        ("/orders?after=%ZZ", 400, "bad_cursor"),
+        ("/orders?after=not-a-cursor", 400, "bad_cursor"),
+        ("/availability?ids=a&ids=b", 400, "bad_query"),
+        ("/orders?after=%00", 400, "bad_request"),
+        ("/orders/by-token/%00", 400, "bad_request"),
+    ] {
+        let (got, kind, body) = get(path).await;
+        assert_eq!(got, status, "{path}: {body}");
+        assert!(kind.starts_with("application/json"), "{path}: {kind}");
+        is_error(&body, code);
+    }
+    // a body far larger than any the API takes
+    let huge = format!("{{\"name\": \"{}\"}}", "x".repeat(100 * 1024));
+    let (status, body) = post_checkout(&app, &token, Some("huge"), &huge).await;
+    assert_eq!(status, 413, "{body}");
+    is_error(&body, "too_large");
+    assert_eq!(snapshot(&app.db.pool).await, before, "nothing changed");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_storefront_passes_each_shoppers_address_and_a_429_is_not_kept_under_its_key() {
+    use holdfast::limits::client::Fairness;
+    use holdfast::limits::{Limits, Rate, TrustedProxies};
+    // two units per address at once; a bucket of two checkouts, one back a second
+    let limits = Limits {
+        address_rate: Some(Rate {
+            capacity: 2.0,
+            per_second: 1.0,
+        }),
+        address_units: Some(2),
+        per_email: false,
+    };
+    let app = spawn_app_shaped(TestDb::new().await, |_, shop| {
+        shop.fairness = Fairness::new(shop.pool.clone(), limits, TrustedProxies::default());
+    })
+    .await;
+    app.load_demo().await;
+    app.add_staff().await;
+    let token = key_with(&app, &[Scope::StartCheckouts]).await;
+    let buy = |n: usize, address: Option<&str>| {
+        let mut body = checkout_body(&format!("s{n}@example.com"), 2);
+        if let Some(address) = address {
+            body["shopper_address"] = json!(address);
+        }
+        body.to_string()
+    };
+    // one storefront server, three shoppers it names: each has its own
+    // address's room (two units), which one address alone would not have
+    for (n, address) in ["203.0.113.1", "203.0.113.2", "2001:db8::1"]
+        .iter()
+        .enumerate()
+    {
+        let (status, body) = post_checkout(
+            &app,
+            &token,
+            Some(&format!("s-{n}")),
+            &buy(n, Some(address)),
+        )
+        .await;
+        assert_eq!(status, 201, "{address}: {body}");
+    }
+    // the same shopper again: over their address's two units
+    let (status, body) =
+        post_checkout(&app, &token, Some("s-again"), &buy(9, Some("203.0.113.1"))).await;
+    assert_eq!(status, 409, "{body}");
+    is_error(&body, "over_limit");
+    // an address that is not one: refused, nothing held
+    let (status, body) = post_checkout(&app, &token, Some("s-bad"), &buy(8, Some("shop-42"))).await;
+    assert_eq!(status, 422, "{body}");
+    is_error(&body, "invalid_input");
+    let orders = count(&app, "orders").await;
+    assert_eq!(orders, 3);
+    // one address's bucket runs dry: 429, and the same key a moment later
+    // is tried again, not told "too fast" for ever
+    let address = "198.51.100.77";
+    let mut answers = Vec::new();
+    for n in 0..3 {
+        answers.push(
+            post_checkout(&app, &token, Some(&format!("r-{n}")), &{
+                let mut body = checkout_body(&format!("r{n}@example.com"), 1);
+                body["shopper_address"] = json!(address);
+                body.to_string()
+            })
+            .await,
+        );
+    }
+    assert_eq!(
+        answers.iter().map(|(s, _)| *s).collect::<Vec<_>>(),
+        [201, 201, 429],
+        "{answers:?}"
+    );
+    is_error(&answers[2].1, "too_fast");
+    tokio::time::sleep(Duration::from_millis(1200)).await;
+    let mut body = checkout_body("r2@example.com", 1);
+    body["shopper_address"] = json!(address);
+    let (status, again) = post_checkout(&app, &token, Some("r-2"), &body.to_string()).await;
+    // its address holds two units now: the limit answers, not the bucket
+    assert_eq!(status, 409, "{again}");
+    is_error(&again, "over_limit");
 }

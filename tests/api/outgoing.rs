@@ -64,6 +64,17 @@ struct Receiver {
 
 impl Receiver {
     async fn start(port: u16, secret: &str, fail_first: u32) -> Self {
+        Self::start_failing_while(port, secret, fail_first, None).await
+    }
+
+    /// [`Receiver::start`], answering 500 to everything while `down`
+    /// exists.
+    async fn start_failing_while(
+        port: u16,
+        secret: &str,
+        fail_first: u32,
+        down: Option<&Path>,
+    ) -> Self {
         let python = tokio::task::spawn_blocking(hooks_python).await.unwrap();
         let log = std::env::temp_dir().join(format!(
             "holdfast-webhooks-{}-{port}.jsonl",
@@ -76,6 +87,7 @@ impl Receiver {
             .env("PORT", port.to_string())
             .env("SECRET", secret)
             .env("FAIL_FIRST", fail_first.to_string())
+            .env("FAIL_WHILE", down.map(Path::as_os_str).unwrap_or_default())
             .env("LOG", &log)
             .stdout(Stdio::null())
             .spawn()
@@ -359,6 +371,21 @@ async fn private_addresses_are_refused_at_adding_and_at_delivery() {
         let page = answer.text().await.unwrap();
         assert!(page.contains("private, loopback or link-local"), "{page}");
     }
+    // a public address, in plain text: names and e-mails go only over TLS
+    let answer = app
+        .admin_post(
+            &staff,
+            "/admin/webhooks",
+            &[
+                ("csrf", &csrf),
+                ("url", "http://93.184.216.34/hook"),
+                ("event", "order.paid"),
+            ],
+        )
+        .await;
+    assert_eq!(answer.status(), StatusCode::BAD_REQUEST);
+    let page = answer.text().await.unwrap();
+    assert!(page.contains("must start with https://"), "{page}");
     // so does the command line, without --allow-private
     let output = add_by_command(&app, &[&url, "--events", "order.paid"]);
     assert!(!output.status.success());
@@ -581,13 +608,13 @@ async fn every_event_of_a_sale_is_sent_once_each() {
     let port = free_port();
     let url = format!("http://127.0.0.1:{port}/hook");
     let all = "order.paid,order.refunded,order.expired,order.cancelled,code.redeemed,\
-               product.sold_out,product.available";
+               waitlist.offered,product.sold_out,product.available";
     let added = json_output(&add_by_command(
         &app,
         &[&url, "--events", all, "--allow-private"],
     ));
     let receiver = Receiver::start(port, added["secret"].as_str().unwrap(), 0).await;
-    // a product with two units: bought whole (sold out), refunded (back)
+    // a product with two units: bought whole (sold out)
     sqlx::query("update resources set total = held + sold + 2 where id = (select resource_id from products where id = 'wild-honey')")
         .execute(&app.db.pool)
         .await
@@ -611,23 +638,78 @@ async fn every_event_of_a_sale_is_sent_once_each() {
         )
         .await;
     assert!(redeemed.status().is_success() || redeemed.status().is_redirection());
-    let refunded = app
-        .admin_post(
-            &staff,
-            &format!("/admin/orders/{}/refund", paid.started.order_id),
-            &[
-                ("csrf", &csrf),
-                ("reason", "test"),
-                ("units:wild-honey", "2"),
-                ("restock", "on"),
-            ],
-        )
-        .await;
-    assert_eq!(refunded.status(), StatusCode::SEE_OTHER);
+    let refund = |units: &'static str| {
+        let path = format!("/admin/orders/{}/refund", paid.started.order_id);
+        let (app, staff, csrf) = (&app, &staff, &csrf);
+        async move {
+            app.admin_post(
+                staff,
+                &path,
+                &[
+                    ("csrf", csrf.as_str()),
+                    ("reason", "test"),
+                    ("units:wild-honey", units),
+                    ("restock", "on"),
+                ],
+            )
+            .await
+            .status()
+        }
+    };
+    // one unit back (part of the order), on sale again
+    assert_eq!(refund("1").await, StatusCode::SEE_OTHER);
+    app.settled().await;
     // a shopper who leaves the payment page
     let left = browser();
     let started = app.start(&left, &Purchase::of("wild-honey", 1)).await;
     app.leave(&left, &started.cancel_url).await;
+    app.settled().await;
+    // another whose payment page runs out
+    let lapsing = app.start(&browser(), &Purchase::of("wild-honey", 1)).await;
+    sqlx::query(
+        "update holds set expires_at = now() - interval '1 second', \
+                payment_deadline = now() - interval '1 second' \
+          where purchase_id = (select hold_id from orders where id = $1)",
+    )
+    .bind(lapsing.order_id)
+    .execute(&app.db.pool)
+    .await
+    .unwrap();
+    sqlx::query("update resources set next_deadline = now() - interval '1 hour'")
+        .execute(&app.db.pool)
+        .await
+        .unwrap();
+    sqlx::query("select hf_sweep()")
+        .execute(&app.db.pool)
+        .await
+        .unwrap();
+    holdfast::checkout::expire_abandoned_orders(&app.db.pool)
+        .await
+        .unwrap();
+    assert_eq!(app.order_state(&lapsing.token).await, "expired");
+    app.settled().await;
+    // the last unit sold; a shopper joins the waiting list and is offered
+    // the rest of the first order when it comes back
+    app.buy(&browser(), &Purchase::of("wild-honey", 1)).await;
+    let joined = browser()
+        .post(format!("{}/waitlist/wild-honey", app.address))
+        .form(&[
+            ("name", "Wren"),
+            ("email", "wren@example.com"),
+            ("qty", "1"),
+        ])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(joined.status(), StatusCode::OK);
+    let token: String = sqlx::query_scalar("select token from waitlist_entries")
+        .fetch_one(&app.db.pool)
+        .await
+        .unwrap();
+    holdfast::waitlist::confirm(&app.db.pool, &token)
+        .await
+        .unwrap();
+    assert_eq!(refund("1").await, StatusCode::SEE_OTHER);
     deliver_all(&app, &worker(&app)).await;
     let requests = receiver.requests();
     assert!(
@@ -635,33 +717,61 @@ async fn every_event_of_a_sale_is_sent_once_each() {
             .iter()
             .all(|r| r["verified"] == true && r["answered"] == 200)
     );
-    let mut types: Vec<String> = requests
-        .iter()
-        .map(|r| r["type"].as_str().unwrap().to_owned())
-        .collect();
-    types.sort();
     let ids: std::collections::HashSet<&str> =
         requests.iter().map(|r| r["id"].as_str().unwrap()).collect();
     assert_eq!(ids.len(), requests.len(), "each event once");
+    let sent: i64 = sqlx::query_scalar("select count(*) from webhook_messages")
+        .fetch_one(&app.db.pool)
+        .await
+        .unwrap();
+    assert_eq!(requests.len() as i64, sent, "every event reached it");
+    let bodies: Vec<Value> = requests
+        .iter()
+        .map(|r| serde_json::from_str(r["body"].as_str().unwrap()).unwrap())
+        .collect();
+    let of = |kind: &str| -> Vec<&Value> { bodies.iter().filter(|b| b["type"] == kind).collect() };
     for expected in [
         "order.paid",
         "order.refunded",
+        "order.expired",
+        "order.cancelled",
         "code.redeemed",
+        "waitlist.offered",
         "product.sold_out",
         "product.available",
-        "order.cancelled",
     ] {
         assert!(
-            types.iter().any(|t| t == expected),
-            "{expected} missing from {types:?}"
+            !of(expected).is_empty(),
+            "{expected} missing from {bodies:#?}"
         );
     }
-    let refund: Value = requests
+    // the refunds: part of the order, then the rest
+    let refunds: Vec<(bool, i64)> = of("order.refunded")
         .iter()
-        .find(|r| r["type"] == "order.refunded")
-        .map(|r| serde_json::from_str(r["body"].as_str().unwrap()).unwrap())
-        .unwrap();
-    assert_eq!(refund["data"]["refund"]["whole"], true);
+        .map(|b| {
+            (
+                b["data"]["refund"]["whole"].as_bool().unwrap(),
+                b["data"]["order"]["amount_minor"].as_i64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(refunds.len(), 2, "{refunds:?}");
+    assert_eq!(
+        refunds.iter().map(|r| r.0).collect::<Vec<_>>(),
+        [false, true]
+    );
+    let expired = of("order.expired");
+    assert_eq!(expired.len(), 1);
+    assert_eq!(expired[0]["data"]["order"]["token"], lapsing.token.as_str());
+    let cancelled = of("order.cancelled");
+    assert_eq!(
+        cancelled[0]["data"]["order"]["token"],
+        started.token.as_str()
+    );
+    let offered = of("waitlist.offered");
+    assert_eq!(offered.len(), 1);
+    assert_eq!(offered[0]["data"]["qty"], 1);
+    assert_eq!(offered[0]["data"]["product_id"], "wild-honey");
 }
 
 /// Run the worker's outbox until no delivery is pending.
@@ -680,4 +790,167 @@ async fn deliver_all(app: &TestApp, outbox: &Outbox) {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     panic!("deliveries still pending");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_receiver_down_for_a_while_gets_every_event_afterwards_exactly_once() {
+    let app = shop().await;
+    let port = free_port();
+    let url = format!("http://127.0.0.1:{port}/hook");
+    let added = json_output(&add_by_command(
+        &app,
+        &[
+            &url,
+            "--events",
+            "order.paid,order.cancelled,product.sold_out,product.available",
+            "--allow-private",
+        ],
+    ));
+    let down = std::env::temp_dir().join(format!("holdfast-receiver-down-{port}"));
+    std::fs::write(&down, b"down").unwrap();
+    let receiver =
+        Receiver::start_failing_while(port, added["secret"].as_str().unwrap(), 0, Some(&down))
+            .await;
+    // a sale while it is down: the honey sells out, one shopper leaves
+    // (back on sale), the last jar goes
+    sqlx::query("update resources set total = held + sold + 3 where id = (select resource_id from products where id = 'wild-honey')")
+        .execute(&app.db.pool)
+        .await
+        .unwrap();
+    app.settled().await;
+    app.buy(&browser(), &Purchase::of("wild-honey", 2)).await;
+    let left = browser();
+    let started = app.start(&left, &Purchase::of("wild-honey", 1)).await;
+    app.leave(&left, &started.cancel_url).await;
+    app.settled().await;
+    app.buy(&browser(), &Purchase::of("wild-honey", 1)).await;
+    let outbox = worker(&app);
+    for _ in 0..3 {
+        outbox.drain().await.unwrap();
+        sqlx::query(
+            "update outbox_jobs set run_after = now() where kind = 'webhook' and state = 'pending'",
+        )
+        .execute(&app.db.pool)
+        .await
+        .unwrap();
+    }
+    let while_down = receiver.requests();
+    let messages: Vec<String> = sqlx::query_scalar("select id from webhook_messages order by id")
+        .fetch_all(&app.db.pool)
+        .await
+        .unwrap();
+    assert!(messages.len() >= 5, "{messages:?}");
+    assert!(
+        while_down.len() >= 3 * messages.len(),
+        "each event was tried while the receiver was down: {}",
+        while_down.len()
+    );
+    assert!(while_down.iter().all(|r| r["answered"] == 500));
+    // back up: everything reaches it, each event processed once
+    std::fs::remove_file(&down).unwrap();
+    deliver_until(&app, &outbox, || {
+        receiver
+            .requests()
+            .iter()
+            .filter(|r| r["processed"] == true)
+            .count()
+            >= messages.len()
+    })
+    .await;
+    for _ in 0..3 {
+        outbox.drain().await.unwrap();
+    }
+    let requests = receiver.requests();
+    assert!(requests.iter().all(|r| r["verified"] == true));
+    let mut processed: Vec<String> = requests
+        .iter()
+        .filter(|r| r["processed"] == true)
+        .map(|r| r["id"].as_str().unwrap().to_owned())
+        .collect();
+    processed.sort();
+    assert_eq!(processed, messages, "every event once, by its id");
+    for id in &messages {
+        let ok = requests
+            .iter()
+            .filter(|r| r["id"] == id.as_str() && r["answered"] == 200)
+            .count();
+        assert_eq!(ok, 1, "{id} answered 200 {ok} times");
+    }
+    let pending: i64 = sqlx::query_scalar(
+        "select count(*) from outbox_jobs where kind = 'webhook' and state = 'pending'",
+    )
+    .fetch_one(&app.db.pool)
+    .await
+    .unwrap();
+    assert_eq!(pending, 0);
+    let _ = std::fs::remove_file(&down);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deliveries_to_a_dead_receiver_never_hold_up_the_shops_own_jobs() {
+    use holdfast::worker::outbox::Lane;
+    let app = shop().await;
+    app.add_staff().await;
+    let (staff, csrf) = app.staff_browser().await;
+    // an address that never answers (allowed: it is private)
+    json_output(&add_by_command(
+        &app,
+        &[
+            "http://10.255.255.1:9/hook",
+            "--events",
+            "order.paid,order.refunded",
+            "--allow-private",
+        ],
+    ));
+    let paid = app.buy(&browser(), &Purchase::of("wild-honey", 1)).await;
+    let refunded = app
+        .admin_post(
+            &staff,
+            &format!("/admin/orders/{}/refund", paid.started.order_id),
+            &[
+                ("csrf", &csrf),
+                ("reason", "test"),
+                ("units:wild-honey", "1"),
+                ("restock", "on"),
+            ],
+        )
+        .await;
+    assert_eq!(refunded.status(), StatusCode::SEE_OTHER);
+    // the shop's lane: the refund goes to the provider; no delivery is tried
+    let outcomes = worker(&app).drain_lane(Lane::Shop).await.unwrap();
+    assert!(
+        outcomes
+            .iter()
+            .all(|o| !format!("{o:?}").contains("webhook")),
+        "{outcomes:?}"
+    );
+    let jobs: Vec<(String, String, i32)> =
+        sqlx::query_as("select kind, state, attempts from outbox_jobs order by id")
+            .fetch_all(&app.db.pool)
+            .await
+            .unwrap();
+    // the refund was asked of the provider (it answers pending; a later
+    // pass looks again), the confirmation and refund mails sent
+    assert!(
+        jobs.iter()
+            .any(|(kind, _, attempts)| kind == "refund" && *attempts >= 1),
+        "{jobs:?}"
+    );
+    assert!(
+        jobs.iter()
+            .filter(|(kind, _, _)| kind != "webhook" && kind != "refund")
+            .all(|(_, state, _)| state == "done"),
+        "{jobs:?}"
+    );
+    let webhooks: Vec<_> = jobs
+        .iter()
+        .filter(|(kind, _, _)| kind == "webhook")
+        .collect();
+    assert_eq!(webhooks.len(), 2, "{jobs:?}");
+    assert!(
+        webhooks
+            .iter()
+            .all(|(_, state, attempts)| state == "pending" && *attempts == 0),
+        "{jobs:?}"
+    );
 }

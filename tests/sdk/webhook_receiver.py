@@ -2,13 +2,16 @@
 for Python (standardwebhooks, from PyPI), for tests/api/outgoing.rs.
 
 It verifies every request with the library (signature and timestamp
-tolerance), answers 500 to the first FAIL_FIRST tries of each webhook-id,
+tolerance), answers 500 to the first FAIL_FIRST tries of each webhook-id
+and to every request while the file FAIL_WHILE exists (a receiver that is
+down for a while),
 processes each id once (a repeat is answered 200 and not processed again),
 and appends one JSON line per request to LOG:
 {"id", "timestamp", "signature", "body", "verified", "answered",
 "processed", "type", "error"}.
 
-Environment: PORT, SECRET (whsec_...), FAIL_FIRST (default 0), LOG.
+Environment: PORT, SECRET (whsec_...), FAIL_FIRST (default 0), FAIL_WHILE
+(a path; default none), LOG.
 """
 
 import json
@@ -22,6 +25,7 @@ from standardwebhooks.webhooks import Webhook, WebhookVerificationError
 PORT = int(os.environ["PORT"])
 WEBHOOK = Webhook(os.environ["SECRET"])
 FAIL_FIRST = int(os.environ.get("FAIL_FIRST", "0"))
+FAIL_WHILE = os.environ.get("FAIL_WHILE")
 LOG = os.environ["LOG"]
 
 lock = threading.Lock()
@@ -56,7 +60,7 @@ class Receiver(BaseHTTPRequestHandler):
             else:
                 seen = tries.get(record["id"], 0)
                 tries[record["id"]] = seen + 1
-                if seen < FAIL_FIRST:
+                if seen < FAIL_FIRST or (FAIL_WHILE and os.path.exists(FAIL_WHILE)):
                     status = 500
                 else:
                     status = 200
