@@ -202,6 +202,7 @@ impl Snapshot {
                     sale_opens_at: p.sale_opens_at,
                     sale_closes_at: p.sale_closes_at,
                     queue_open: p.queue_open,
+                    queue_commitment: p.queue_commitment.clone(),
                 })
             })
             .collect()
@@ -437,16 +438,32 @@ impl LiveStock {
     /// A kept page, if memory may be believed, it is younger than
     /// `fresh_for`, and its resource has not changed since its reads.
     pub fn kept_page(&self, key: &str, fresh_for: Duration) -> Option<bytes::Bytes> {
-        let snapshot = self.now()?;
+        let answer = |answer: &str| crate::metrics::kept_page(answer);
         let kept = self
             .inner
             .pages
             .lock()
             .expect("never poisoned")
             .get(key)
-            .cloned()?;
-        let level = snapshot.level(&kept.resource)?;
-        (kept.kept_at.elapsed() < fresh_for && level.changed_at < kept.read_at).then_some(kept.html)
+            .cloned();
+        let Some(kept) = kept else {
+            answer("not_kept");
+            return None;
+        };
+        let Some(level) = self.now().and_then(|s| s.level(&kept.resource).cloned()) else {
+            answer("untrusted");
+            return None;
+        };
+        if kept.kept_at.elapsed() >= fresh_for {
+            answer("stale");
+            return None;
+        }
+        if level.changed_at >= kept.read_at {
+            answer("changed");
+            return None;
+        }
+        answer("memory");
+        Some(kept.html)
     }
 
     /// Forget a kept page (its shopper changed something).

@@ -123,6 +123,19 @@ const HOLD_OUTCOMES: [&str; 5] = [
 
 static HOLDS: [AtomicU64; 5] = [const { AtomicU64::new(0) }; 5];
 
+/// How a kept page was asked for: answered from memory, or why it was
+/// read from the database instead.
+pub const PAGE_ANSWERS: [&str; 5] = ["memory", "not_kept", "untrusted", "stale", "changed"];
+static PAGES: [AtomicU64; 5] = [const { AtomicU64::new(0) }; 5];
+
+/// One ask for a page memory may keep (an entry's place in line), by
+/// [`PAGE_ANSWERS`]; a counter per answer, no lock (it runs per request).
+pub fn kept_page(answer: &str) {
+    if let Some(i) = PAGE_ANSWERS.iter().position(|a| *a == answer) {
+        PAGES[i].fetch_add(1, Ordering::Relaxed);
+    }
+}
+
 /// The quieter counters, by (metric, labels).
 static COUNTERS: LazyLock<Mutex<BTreeMap<(&'static str, String), u64>>> =
     LazyLock::new(Mutex::default);
@@ -196,7 +209,12 @@ fn label(name: &str, value: &str) -> String {
     format!("{name}=\"{escaped}\"")
 }
 
-const HELP: [(&str, &str, &str); 17] = [
+const HELP: [(&str, &str, &str); 18] = [
+    (
+        "holdfast_kept_pages_total",
+        "counter",
+        "Asks for a page memory may keep (a place in line), by answer: from memory, or why the database was read (not kept yet, memory not trusted, older than its bound, its resource changed).",
+    ),
     (
         "holdfast_database_retries_total",
         "counter",
@@ -306,6 +324,15 @@ fn render_with(gauges: Option<Gauges>) -> String {
             label("outcome", outcome),
             HOLDS[i].load(Ordering::Relaxed) as f64,
         ));
+    }
+    for (i, answer) in PAGE_ANSWERS.iter().enumerate() {
+        samples
+            .entry("holdfast_kept_pages_total")
+            .or_default()
+            .push((
+                label("answer", answer),
+                PAGES[i].load(Ordering::Relaxed) as f64,
+            ));
     }
     {
         let counters = COUNTERS

@@ -45,6 +45,8 @@ pub struct Shop {
     pub webhooks_allow_private: bool,
     /// Waiting-list and queue joins, combined per product.
     pub joins: crate::waitlist::Joins,
+    /// The waiting lines in memory, for the places their pages show.
+    pub lines: crate::waitlist::Lines,
 }
 
 impl Shop {
@@ -69,6 +71,7 @@ impl Shop {
             metrics: crate::metrics::Exporter::new(settings.metrics_token.clone()),
             live: crate::live::LiveStock::start(pool.clone()),
             joins: crate::waitlist::Joins::new(pool.clone()),
+            lines: crate::waitlist::Lines::default(),
             zone: settings.time_zone,
             pool,
             payments,

@@ -8,6 +8,9 @@
 //! already the shopper's; an offer not claimed within the product's claim
 //! window expires like any hold, and its expiry offers the units on.
 
+use std::collections::HashMap;
+use std::sync::Arc;
+
 use chrono::{DateTime, Utc};
 use serde_json::json;
 use sqlx::{FromRow, PgPool};
@@ -109,26 +112,224 @@ impl Entry {
     }
 }
 
+/// An entry as its row says, without its place in line ([`Lines::place`]
+/// adds that: one read of the whole line per change, not one per page).
 const ENTRY_SQL: &str = "select w.id, w.product_id, p.resource_id, p.name as product_name, w.token, w.name, \
         w.email, w.qty, w.state, w.line_no, w.created_at, w.confirmed_at, w.offered_at, \
         w.offer_expires_at, w.order_id, \
-        case when w.state = 'waiting' then \
-             (select count(*) from waitlist_entries a join products q on q.id = a.product_id \
-               where q.resource_id = p.resource_id and a.state = 'waiting' and a.line_no < w.line_no) \
-        end as ahead, \
-        case when w.state = 'waiting' then \
-             (select coalesce(sum(a.qty), 0)::bigint from waitlist_entries a \
-                join products q on q.id = a.product_id \
-               where q.resource_id = p.resource_id \
-                 and ((a.state = 'waiting' and a.line_no < w.line_no) or a.state = 'offered')) \
-        end as wanted_ahead, \
-        (select (r.total - r.sold - r.held + coalesce((select sum(h.qty) from holds h \
-                  where h.resource_id = r.id and h.state in ('held', 'awaiting_payment') \
-                    and h.account_id like 'waitlist%'), 0))::bigint \
-           from resources r where r.id = p.resource_id) as for_the_line, \
+        null::bigint as ahead, null::bigint as wanted_ahead, 0::bigint as for_the_line, \
         p.waitlist_in_order as in_order, p.waitlist_claim_minutes as claim_minutes, \
         p.queue_commitment, p.queue_drawn_at is not null as queue_drawn, p.sale_opens_at \
    from waitlist_entries w join products p on p.id = w.product_id";
+
+/// Units of a resource not sold and not held by other shoppers: what its
+/// line can still get.
+const FOR_THE_LINE_SQL: &str = "select (r.total - r.sold - r.held \
+        + coalesce((select sum(h.qty) from holds h \
+                     where h.resource_id = r.id and h.state in ('held', 'awaiting_payment') \
+                       and h.account_id like 'waitlist%'), 0))::bigint \
+   from resources r where r.id = $1";
+
+/// A resource's line as one read saw it: every entry queued, waiting or
+/// offered, each waiting one with its place.
+#[derive(Debug)]
+struct Line {
+    /// When the read began: changes committed before it are in it.
+    read_at: DateTime<Utc>,
+    entries: HashMap<String, Entry>,
+}
+
+/// Entries of one line kept in memory at most; a longer line is read
+/// entry by entry.
+const LINE_AT_MOST: i64 = 200_000;
+
+/// The lines of the shop's resources in memory: a crowd reloading its
+/// places after a change costs one read of the line per process, not one
+/// per page (each of which would count the entries ahead). A line is
+/// believed while memory may be and its resource has not changed since the
+/// line was read (every move in a line changes its resource's row: an
+/// offer, a lapse, a payment, the draw, an entry leaving); an entry
+/// confirmed since is not in it, and is read again. Cheap to clone.
+#[derive(Debug, Clone, Default)]
+pub struct Lines {
+    inner: Arc<LinesInner>,
+}
+
+#[derive(Debug, Default)]
+struct LinesInner {
+    lines: std::sync::Mutex<HashMap<String, Arc<Line>>>,
+    /// One read of a resource's line at a time.
+    reads: std::sync::Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
+}
+
+impl Lines {
+    /// The resource's line, if memory has one it may believe.
+    fn believed(&self, live: &crate::live::LiveStock, resource: &str) -> Option<Arc<Line>> {
+        let level = live.now()?.level(resource).cloned()?;
+        let line = self
+            .inner
+            .lines
+            .lock()
+            .expect("never poisoned")
+            .get(resource)
+            .cloned()?;
+        (level.changed_at < line.read_at).then_some(line)
+    }
+
+    /// The resource's line: believed, or read again (one read at a time per
+    /// resource; those who wait for it take it). `None` when memory may not
+    /// be believed, or the line is too long to keep.
+    async fn line(
+        &self,
+        pool: &PgPool,
+        live: &crate::live::LiveStock,
+        resource: &str,
+        stale: Option<&Arc<Line>>,
+    ) -> sqlx::Result<Option<Arc<Line>>> {
+        if live
+            .now()
+            .and_then(|s| s.level(resource).cloned())
+            .is_none()
+        {
+            return Ok(None);
+        }
+        let gate = self
+            .inner
+            .reads
+            .lock()
+            .expect("never poisoned")
+            .entry(resource.to_owned())
+            .or_default()
+            .clone();
+        let _turn = gate.lock().await;
+        if let Some(line) = self.believed(live, resource)
+            && stale.is_none_or(|s| !Arc::ptr_eq(s, &line))
+        {
+            return Ok(Some(line));
+        }
+        let Some(line) = read_line(pool, resource).await? else {
+            return Ok(None);
+        };
+        let line = Arc::new(line);
+        let mut lines = self.inner.lines.lock().expect("never poisoned");
+        if lines.len() >= 10_000 {
+            lines.clear();
+        }
+        lines.insert(resource.to_owned(), line.clone());
+        Ok(Some(line))
+    }
+
+    /// `entry` with its place in line (how many entries are ahead, what
+    /// they want, what the line can still get), from the line in memory.
+    pub async fn place(
+        &self,
+        pool: &PgPool,
+        live: &crate::live::LiveStock,
+        entry: Entry,
+    ) -> sqlx::Result<Entry> {
+        if !matches!(
+            entry.state(),
+            EntryState::Queued | EntryState::Waiting | EntryState::Offered
+        ) {
+            return Ok(entry);
+        }
+        let mut stale = None;
+        // a second read when the first did not have it (confirmed since)
+        for _ in 0..2 {
+            let line = match self.believed(live, &entry.resource_id) {
+                Some(line) if stale.is_none() => line,
+                _ => match self
+                    .line(pool, live, &entry.resource_id, stale.as_ref())
+                    .await?
+                {
+                    Some(line) => line,
+                    None => break,
+                },
+            };
+            if let Some(placed) = line.entries.get(&entry.token)
+                && placed.state == entry.state
+            {
+                return Ok(placed.clone());
+            }
+            stale = Some(line);
+        }
+        placed_alone(pool, entry).await
+    }
+}
+
+/// Read a resource's line whole, and work out every waiting entry's place.
+/// `None` when it is longer than [`LINE_AT_MOST`].
+async fn read_line(pool: &PgPool, resource: &str) -> sqlx::Result<Option<Line>> {
+    let read_at = Utc::now();
+    let mut tx = pool.begin().await?;
+    // one snapshot for the line and what is left for it
+    sqlx::query("set transaction isolation level repeatable read, read only")
+        .execute(&mut *tx)
+        .await?;
+    let rows: Vec<Entry> = sqlx::query_as(&format!(
+        "{ENTRY_SQL} where p.resource_id = $1 and w.state in ('queued', 'waiting', 'offered') \
+          order by w.line_no nulls last, w.id limit {}",
+        LINE_AT_MOST + 1
+    ))
+    .bind(resource)
+    .fetch_all(&mut *tx)
+    .await?;
+    let for_the_line: i64 = sqlx::query_scalar(FOR_THE_LINE_SQL)
+        .bind(resource)
+        .fetch_optional(&mut *tx)
+        .await?
+        .unwrap_or(0);
+    tx.commit().await?;
+    if rows.len() as i64 > LINE_AT_MOST {
+        return Ok(None);
+    }
+    let offered: i64 = rows
+        .iter()
+        .filter(|e| e.state() == EntryState::Offered)
+        .map(|e| i64::from(e.qty))
+        .sum();
+    let (mut ahead, mut wanted) = (0i64, offered);
+    let mut entries = HashMap::with_capacity(rows.len());
+    for mut entry in rows {
+        entry.for_the_line = for_the_line;
+        if entry.state() == EntryState::Waiting {
+            entry.ahead = Some(ahead);
+            entry.wanted_ahead = Some(wanted);
+            ahead += 1;
+            wanted += i64::from(entry.qty);
+        }
+        entries.insert(entry.token.clone(), entry);
+    }
+    Ok(Some(Line { read_at, entries }))
+}
+
+/// One entry's place, counted for it alone (memory may not be believed,
+/// or its line is too long to keep).
+async fn placed_alone(pool: &PgPool, mut entry: Entry) -> sqlx::Result<Entry> {
+    entry.for_the_line = sqlx::query_scalar(FOR_THE_LINE_SQL)
+        .bind(&entry.resource_id)
+        .fetch_optional(pool)
+        .await?
+        .unwrap_or(0);
+    if entry.state() == EntryState::Waiting
+        && let Some(line_no) = entry.line_no
+    {
+        let (ahead, wanted): (i64, i64) = sqlx::query_as(
+            "select count(*) filter (where a.state = 'waiting' and a.line_no < $2), \
+                    coalesce(sum(a.qty) filter (where (a.state = 'waiting' and a.line_no < $2) \
+                                                   or a.state = 'offered'), 0)::bigint \
+               from waitlist_entries a join products q on q.id = a.product_id \
+              where q.resource_id = $1 and a.state in ('waiting', 'offered')",
+        )
+        .bind(&entry.resource_id)
+        .bind(line_no)
+        .fetch_one(pool)
+        .await?;
+        entry.ahead = Some(ahead);
+        entry.wanted_ahead = Some(wanted);
+    }
+    Ok(entry)
+}
 
 /// A link's token: 64 hex digits, or it names nothing.
 fn token_shaped(token: &str) -> bool {
@@ -263,7 +464,34 @@ async fn write_entries(
         .iter()
         .any(|e| e.cap.is_some() && e.address.is_some())
     {
-        return insert_entries(product_id, entries).fetch_all(pool).await;
+        // nothing to count: the plain statement, as a drop's crowd meets it
+        // with the per-address cap off
+        let column = |f: fn(&NewEntry) -> String| entries.iter().map(f).collect::<Vec<_>>();
+        sqlx::query(
+            "with added as ( \
+                 insert into waitlist_entries \
+                        (product_id, token, name, email, email_key, qty, provider, client_address) \
+                 select $1, x.* from unnest($2::text[], $3::text[], $4::text[], $5::text[], \
+                                            $6::int[], $7::text[], $8::text[]) as x \
+                 on conflict (product_id, email_key) \
+                    where state in ('unconfirmed', 'queued', 'waiting', 'offered') do nothing \
+                 returning id) \
+             insert into outbox_jobs (kind, dedupe_key, payload) \
+             select 'waitlist_mail', 'waitlist_confirm:' || id, \
+                    jsonb_build_object('entry_id', id, 'what', 'confirm') \
+               from added",
+        )
+        .bind(product_id)
+        .bind(column(|e| e.token.clone()))
+        .bind(column(|e| e.name.clone()))
+        .bind(column(|e| e.email.clone()))
+        .bind(column(|e| e.email_key.clone()))
+        .bind(entries.iter().map(|e| e.qty).collect::<Vec<_>>())
+        .bind(column(|e| e.provider.clone()))
+        .bind(addresses)
+        .execute(pool)
+        .await?;
+        return Ok(vec![true; entries.len()]);
     }
     let mut tx = pool.begin().await?;
     // lock: each address, in one order (hf_limit_lock, as checkouts do)
@@ -348,8 +576,13 @@ pub async fn join(pool: &PgPool, request: &JoinRequest) -> sqlx::Result<Joined> 
     Ok(joined(fits.first().copied().unwrap_or(false), &entry))
 }
 
+/// Statements of one product's joins in flight at once: a batch's time is
+/// mostly the database's, so one lane would leave a core idle.
+const LANES: u64 = 2;
+
 /// Joins as the shop's pages take them: a crowd signing up for one drop
-/// is written by one statement per batch (a [`Combiner`] per product), and
+/// is written by one statement per batch (a [`Combiner`] per product and
+/// lane, [`LANES`] lanes), and
 /// the product is checked in memory when memory may be believed. Cheap to
 /// clone.
 #[derive(Debug, Clone)]
@@ -368,7 +601,8 @@ impl Batch for JoinBatch {
     type Reply = sqlx::Result<bool>;
     const MAX: usize = 1000;
 
-    async fn run(&self, product_id: &str, entries: Vec<NewEntry>) -> Vec<Self::Reply> {
+    async fn run(&self, key: &str, entries: Vec<NewEntry>) -> Vec<Self::Reply> {
+        let product_id = key.split_once(':').map_or(key, |(_, product)| product);
         match write_entries(&self.pool, product_id, &entries).await {
             Ok(fits) if fits.len() == entries.len() => fits.into_iter().map(Ok).collect(),
             Ok(_) => entries.iter().map(|_| Self::lost()).collect(),
@@ -432,9 +666,17 @@ impl Joins {
             Ok(entry) => entry,
             Err(refused) => return Ok(refused),
         };
+        // one e-mail always in the same lane, so its joins never race
+        // each other; different e-mails in up to LANES statements at once
+        let lane = {
+            use std::hash::{Hash, Hasher};
+            let mut hasher = std::collections::hash_map::DefaultHasher::new();
+            entry.email_key.hash(&mut hasher);
+            hasher.finish() % LANES
+        };
         let fits = self
             .combiner
-            .call(&request.product_id, entry.clone())
+            .call(&format!("{lane}:{}", request.product_id), entry.clone())
             .await?;
         Ok(joined(fits, &entry))
     }

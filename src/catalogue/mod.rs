@@ -41,6 +41,9 @@ pub struct Product {
     pub collection_position: i32,
     /// Its drop queue takes entries: turned on, not drawn yet.
     pub queue_open: bool,
+    /// Its drop queue's commitment (the seed's SHA-256), published from
+    /// the moment the queue is turned on.
+    pub queue_commitment: Option<String>,
 }
 
 /// Where a product's sale stands at a moment.
@@ -87,7 +90,8 @@ pub(crate) const PRODUCT_COLUMNS: &str = "p.id, p.resource_id, p.kind, p.name, p
      p.price_minor, p.currency, p.starts_at, p.collection, p.max_per_order, p.sale_opens_at, \
      p.sale_closes_at, p.hidden, c.title as collection_title, c.lede as collection_lede, \
      c.position as collection_position, \
-     (p.queue_commitment is not null and p.queue_drawn_at is null) as queue_open";
+     (p.queue_commitment is not null and p.queue_drawn_at is null) as queue_open, \
+     p.queue_commitment";
 
 /// The order the shop's pages list products in.
 pub(crate) const PAGE_ORDER: &str = "c.position, p.collection, p.position, p.id";
@@ -134,6 +138,8 @@ pub struct Availability {
     pub sale_closes_at: Option<DateTime<Utc>>,
     /// Its drop queue takes entries (before its sale opens).
     pub queue_open: bool,
+    /// Its drop queue's commitment, once turned on (drawn or not).
+    pub queue_commitment: Option<String>,
 }
 
 impl Availability {
@@ -164,7 +170,8 @@ const AVAILABILITY_COLUMNS: &str = "p.id, p.hidden, c.position as collection_pos
      p.price_minor, p.currency, p.starts_at, p.collection, c.title as collection_title, \
      c.lede as collection_lede, p.kind, s.available_now, p.max_per_order, \
      s.pending as pending_units, s.first_ends_at as first_back_at, p.sale_opens_at, \
-     p.sale_closes_at, (p.queue_commitment is not null and p.queue_drawn_at is null) as queue_open";
+     p.sale_closes_at, (p.queue_commitment is not null and p.queue_drawn_at is null) as queue_open, \
+     p.queue_commitment";
 
 /// The hidden products among `ids` (those a voucher unlocks), of one
 /// collection or all, with their availability.

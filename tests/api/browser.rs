@@ -1430,6 +1430,15 @@ async fn a_sold_out_shopper_joins_the_waiting_list_and_pays_from_the_keyboard() 
         .go(&format!("{}/waitlist/{product}", app.address))
         .await;
     browser.save_page("waitlist-join").await;
+    // a refusal shows beside the form, which keeps what was typed
+    browser.fill("input[name=name]", "Ada Lovelace").await;
+    // the browser takes a@b as an address; the shop wants a domain with a dot
+    browser.fill("input[name=email]", "ada@localhost").await;
+    browser
+        .fill("input[name=qty]", &format!("1{}", Key::Enter))
+        .await;
+    browser.wait_for_text(".error", "e-mail address").await;
+    browser.save_page("waitlist-join-refused").await;
     // the keyboard alone: type, then Enter submits
     browser.fill("input[name=name]", "Ada Lovelace").await;
     browser.fill("input[name=email]", "ada@example.com").await;
@@ -1474,6 +1483,15 @@ async fn a_sold_out_shopper_joins_the_waiting_list_and_pays_from_the_keyboard() 
         .await
         .unwrap();
     browser.find("#pay").await;
+    browser.click("#pay").await;
+    browser.wait_for_path("/orders/").await;
+    browser
+        .go(&format!("{}/waitlist/entry/{token}", app.address))
+        .await;
+    browser
+        .wait_for_text("main", "You were served from the waiting list")
+        .await;
+    browser.save_page("waitlist-claimed").await;
     browser.close().await;
 }
 
@@ -1481,6 +1499,12 @@ async fn a_sold_out_shopper_joins_the_waiting_list_and_pays_from_the_keyboard() 
 async fn a_drop_queues_order_is_checked_in_the_shoppers_browser() {
     let (app, driver, _turn) = shop_and_driver().await;
     let product = "wild-honey";
+    // five jars for forty entrants
+    sqlx::query("select hf_upsert_resource(resource_id, 5) from products where id = $1")
+        .bind(product)
+        .execute(&app.db.pool)
+        .await
+        .unwrap();
     sqlx::query("update products set sale_opens_at = now() + interval '1 hour' where id = $1")
         .bind(product)
         .execute(&app.db.pool)
@@ -1505,6 +1529,34 @@ async fn a_drop_queues_order_is_checked_in_the_shoppers_browser() {
     .await
     .unwrap();
     let browser = Browser::open(&driver, shots_for("queue")).await;
+    // the product's card publishes the commitment before the opening
+    let commitment: String =
+        sqlx::query_scalar("select queue_commitment from products where id = $1")
+            .bind(product)
+            .fetch_one(&app.db.pool)
+            .await
+            .unwrap();
+    app.settled().await;
+    browser.go(&format!("{}/", app.address)).await;
+    let card = browser
+        .wait_for_text(
+            &format!("li[data-product=\"{product}\"] .commitment"),
+            &commitment,
+        )
+        .await;
+    assert!(card.contains("SHA-256"), "{card}");
+    browser.save_page("catalogue-queue").await;
+    // an entrant's page: in the queue, with the id the list will name
+    let (first, first_token): (uuid::Uuid, String) =
+        sqlx::query_as("select id, token from waitlist_entries order by email limit 1")
+            .fetch_one(&app.db.pool)
+            .await
+            .unwrap();
+    browser
+        .go(&format!("{}/waitlist/entry/{first_token}", app.address))
+        .await;
+    assert_eq!(browser.text("#entry-id").await, first.to_string());
+    browser.save_page("queue-entry-queued").await;
     browser
         .go(&format!("{}/queue/{product}", app.address))
         .await;
@@ -1523,6 +1575,28 @@ async fn a_drop_queues_order_is_checked_in_the_shoppers_browser() {
         .await;
     assert!(verdict.contains("all 40 places"), "{verdict}");
     browser.save_page("queue-drawn").await;
+    // the last of forty, for five jars: told at once that it is sold out
+    // for their place, and that they stay in line
+    let last: String =
+        sqlx::query_scalar("select token from waitlist_entries order by line_no desc limit 1")
+            .fetch_one(&app.db.pool)
+            .await
+            .unwrap();
+    app.settled().await;
+    browser
+        .go(&format!("{}/waitlist/entry/{last}", app.address))
+        .await;
+    let notice = browser
+        .wait_for_text(".refused", "Sold out for your place in line")
+        .await;
+    assert!(notice.contains("You stay in line"), "{notice}");
+    assert!(
+        browser
+            .text(".position")
+            .await
+            .contains("34 entries are ahead of you")
+    );
+    browser.save_page("queue-entry-out-of-reach").await;
     // the page's check can fail: two places swapped in the shop's database
     let ids: Vec<uuid::Uuid> =
         sqlx::query_scalar("select id from waitlist_entries where line_no < 0 order by line_no")

@@ -775,3 +775,101 @@ async fn three_hundred_parallel_joins_are_one_entry_per_inbox_in_combined_statem
         app.joins.calls()
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn places_in_line_are_exact_under_a_crowd_and_move_when_the_line_does() {
+    let app = spawn_app().await;
+    let (_, orders) = sold_out(&app.db, 1).await;
+    app.settled().await;
+    let entries = line_up(&app.db, &[1; 60]).await;
+    let mut tokens = Vec::new();
+    for id in &entries {
+        tokens.push(
+            sqlx::query_scalar::<_, String>("select token from waitlist_entries where id = $1")
+                .bind(id)
+                .fetch_one(&app.db.pool)
+                .await
+                .unwrap(),
+        );
+    }
+    let page = |token: String| {
+        let url = format!("{}/waitlist/entry/{token}", app.address);
+        async move {
+            browser()
+                .get(url)
+                .send()
+                .await
+                .unwrap()
+                .text()
+                .await
+                .unwrap()
+        }
+    };
+    let ahead = |n: usize| match n {
+        0 => "nobody is ahead of you".to_owned(),
+        1 => "1 entry is ahead of you".to_owned(),
+        n => format!("{n} entries are ahead of you"),
+    };
+    // the whole line at once, each page its own place
+    let pages = futures::future::join_all(tokens.iter().cloned().map(page)).await;
+    for (n, text) in pages.iter().enumerate() {
+        assert!(text.contains(&ahead(n)), "entry {n}: {text}");
+    }
+    assert!(pages[0].contains("You are first in line"), "{}", pages[0]);
+    // the second leaves: everyone behind moves up one
+    let left = browser()
+        .post(format!(
+            "{}/waitlist/entry/{}/leave",
+            app.address, tokens[1]
+        ))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(left.status(), StatusCode::OK);
+    app.settled().await;
+    let pages = futures::future::join_all(tokens[2..].iter().cloned().map(page)).await;
+    for (n, text) in pages.iter().enumerate() {
+        assert!(text.contains(&ahead(n + 1)), "entry {}: {text}", n + 2);
+    }
+    // one confirmed now (the line's resource does not change): at the back
+    let late = line_up_one(&app.db, "late@example.com").await;
+    assert!(page(late).await.contains(&ahead(59)));
+    // the unit comes back: the first is offered, and those behind it are
+    // one nearer the front
+    checkout::release_order(&app.db.pool, orders[0].id, Release::ShopperLeft)
+        .await
+        .unwrap();
+    app.settled().await;
+    assert!(
+        page(tokens[0].clone())
+            .await
+            .contains("are held for you until")
+    );
+    let third = page(tokens[2].clone()).await;
+    assert!(third.contains(&ahead(0)), "{third}");
+    assert!(page(tokens[59].clone()).await.contains(&ahead(57)));
+}
+
+/// One more entry, joined and confirmed: its token.
+async fn line_up_one(db: &TestDb, email: &str) -> String {
+    waitlist::join(
+        &db.pool,
+        &JoinRequest {
+            product_id: PRODUCT.into(),
+            name: "Late".into(),
+            email: email.into(),
+            qty: 1,
+            provider: ProviderKind::Stripe,
+            address: None,
+        },
+    )
+    .await
+    .unwrap();
+    let token: String = sqlx::query_scalar("select token from waitlist_entries where email = $1")
+        .bind(email)
+        .fetch_one(&db.pool)
+        .await
+        .unwrap();
+    waitlist::confirm(&db.pool, &token).await.unwrap();
+    token
+}

@@ -32,6 +32,9 @@ pub struct CatalogueItem {
     pub code: String,
     /// Its drop queue takes entries now.
     pub queue_open: bool,
+    /// Its drop queue's commitment, published on the card from the moment
+    /// the queue is turned on; empty without a queue.
+    pub commitment: String,
 }
 
 pub struct Section {
@@ -167,6 +170,7 @@ async fn catalogue_page(
                     String::new()
                 },
                 queue_open: row.queue_open,
+                commitment: row.queue_commitment.clone().unwrap_or_default(),
             });
     }
     if sections.is_empty() && only.is_some() {

@@ -275,6 +275,11 @@ async fn entry_html(
     status: StatusCode,
     notice: &str,
 ) -> Result<(StatusCode, String), ShopError> {
+    // its place in line, from the line in memory
+    let entry = retry("waitlist_place", Bound::Shopper, || {
+        shop.lines.place(&shop.pool, &shop.live, entry.clone())
+    })
+    .await?;
     let order = retry("order_read", Bound::Shopper, || {
         waitlist::offer_order(&shop.pool, &entry)
     })
@@ -343,9 +348,16 @@ pub async fn entry(
     let read_at = chrono::Utc::now();
     let entry = entry_of_link(&shop, &token).await?;
     let resource = entry.resource_id.clone();
+    // every way an entry in line changes (an offer, its payment or lapse, a
+    // draw, an entry ahead leaving) changes the resource's row; confirming
+    // does not, so an unconfirmed entry's page is read each time (another
+    // process may have confirmed it)
+    let keep = entry.state() != EntryState::Unconfirmed;
     let (status, body) = entry_html(&shop, &request, entry, StatusCode::OK, "").await?;
     let body = bytes::Bytes::from(body);
-    shop.live.keep_page(&key, &resource, read_at, body.clone());
+    if keep {
+        shop.live.keep_page(&key, &resource, read_at, body.clone());
+    }
     Ok(html(status, body))
 }
 
