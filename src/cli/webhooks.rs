@@ -16,11 +16,12 @@ pub(super) enum WebhookAction {
         /// Where to POST events (https://…)
         url: String,
         /// The events it hears, comma-separated (order.paid, order.refunded,
-        /// order.expired, order.cancelled, code.redeemed, product.sold_out,
-        /// product.available)
+        /// order.expired, order.cancelled, code.redeemed, waitlist.offered,
+        /// product.sold_out, product.available)
         #[arg(long)]
         events: String,
-        /// Let this endpoint be on a private, loopback or link-local address
+        /// Let this endpoint be on a private, loopback or link-local
+        /// address, and in plain http://
         #[arg(long)]
         allow_private: bool,
     },

@@ -121,14 +121,26 @@ pub enum WebhookError {
     Database(#[from] sqlx::Error),
 }
 
-/// An endpoint as made: its id and its secret, shown this once.
-#[derive(Debug, Serialize)]
+/// An endpoint as made: its id and its secret, shown this once. Its
+/// `Debug` leaves the secret out, so no log line or panic can print it.
+#[derive(Serialize)]
 pub struct Added {
     pub id: String,
     pub url: String,
     pub events: Vec<EventType>,
     /// `whsec_…`: shown once, never again.
     pub secret: String,
+}
+
+impl std::fmt::Debug for Added {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Added")
+            .field("id", &self.id)
+            .field("url", &self.url)
+            .field("events", &self.events)
+            .field("secret", &"[kept secret]")
+            .finish()
+    }
 }
 
 /// What to register.
@@ -416,6 +428,19 @@ pub async fn set_enabled(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_added_endpoint_never_prints_its_secret() {
+        let added = Added {
+            id: "ep_0123456789abcdefghij".into(),
+            url: "https://example.com/hook".into(),
+            events: vec![EventType::OrderPaid],
+            secret: "whsec_c2VjcmV0LXNlY3JldC1zZWNyZXQ=".into(),
+        };
+        let printed = format!("{added:?} {added:#?}");
+        assert!(!printed.contains("c2VjcmV0"), "{printed}");
+        assert!(printed.contains("ep_0123456789abcdefghij"));
+    }
 
     #[test]
     fn event_lists_read_as_typed() {
