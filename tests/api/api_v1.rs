@@ -312,23 +312,21 @@ async fn every_route_refuses_a_key_without_its_scope_and_a_revoked_key() {
                 .replace("{code}", "NO-SUCH-VOUCHER")
         );
         let url = format!("{}{path}", app.address);
-        let request = match route.verb {
+        let request = || match route.verb {
             holdfast::routes::api::Verb::Get => client().get(&url),
             holdfast::routes::api::Verb::Post => client()
                 .post(&url)
                 .header("idempotency-key", "scope-test")
                 .body("{}"),
         };
-        let answer = request.bearer_auth(&token).send().await.unwrap();
+        let answer = request().bearer_auth(&token).send().await.unwrap();
         assert_eq!(answer.status(), StatusCode::FORBIDDEN, "{path}");
         is_error(&answer.json().await.unwrap(), "missing_scope");
-        // without a key, or with a made-up one: 401
+        // without a key, or with a made-up one: 401, on every route
         for bad in ["", "hf_000000000000_nothing"] {
-            let answer = client().get(&url).bearer_auth(bad).send().await.unwrap();
-            if route.verb == holdfast::routes::api::Verb::Get {
-                assert_eq!(answer.status(), StatusCode::UNAUTHORIZED, "{path}");
-                is_error(&answer.json().await.unwrap(), "unauthenticated");
-            }
+            let answer = request().bearer_auth(bad).send().await.unwrap();
+            assert_eq!(answer.status(), StatusCode::UNAUTHORIZED, "{path}");
+            is_error(&answer.json().await.unwrap(), "unauthenticated");
         }
         checked += 1;
     }
@@ -1042,4 +1040,56 @@ async fn a_storefront_passes_each_shoppers_address_and_a_429_is_not_kept_under_i
     // its address holds two units now: the limit answers, not the bucket
     assert_eq!(status, 409, "{again}");
     is_error(&again, "over_limit");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn orders_page_by_cursor_each_once_and_the_last_page_says_so() {
+    let app = shop().await;
+    let token = key_with(&app, &[Scope::ReadOrders]).await;
+    let mut made = Vec::new();
+    for i in 0..7 {
+        made.push(
+            holdfast_testkit::engine::paid(&app.db, &format!("page-{i}"), &[("wild-honey", 1)])
+                .await
+                .token,
+        );
+    }
+    let mut seen = Vec::new();
+    let mut after: Option<String> = None;
+    let mut pages = 0;
+    loop {
+        let mut url = format!("{}/api/v1/orders?limit=3", app.address);
+        if let Some(cursor) = &after {
+            url.push_str(&format!("&after={cursor}"));
+        }
+        let body: Value = client()
+            .get(url)
+            .bearer_auth(&token)
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        pages += 1;
+        let orders = body["orders"].as_array().unwrap();
+        assert!(orders.len() <= 3, "{body}");
+        seen.extend(
+            orders
+                .iter()
+                .map(|o| o["token"].as_str().unwrap().to_owned()),
+        );
+        match body["next"].as_str() {
+            Some(next) => after = Some(next.to_owned()),
+            None => break,
+        }
+        assert!(pages < 10, "the cursor never ends");
+    }
+    assert_eq!(pages, 3, "3 + 3 + 1");
+    let mut sorted = seen.clone();
+    sorted.sort();
+    sorted.dedup();
+    assert_eq!(sorted.len(), seen.len(), "no order twice");
+    made.sort();
+    assert_eq!(sorted, made, "every order once");
 }
