@@ -204,13 +204,7 @@ impl Mailer {
         };
         let mail = WaitlistMail {
             offer,
-            // an offer's link goes straight to payment; a confirmation's
-            // to the page whose button confirms (a scanner confirms nothing)
-            link: if offer {
-                format!("{}/waitlist/entry/{token}/pay", self.base_url)
-            } else {
-                format!("{}/waitlist/entry/{token}", self.base_url)
-            },
+            link: format!("{}/waitlist/entry/{token}", self.base_url),
             until: until.map(|at| self.zone.minute(at)).unwrap_or_default(),
             qty_word: if qty == 1 { "it is" } else { "they are" },
             name,

@@ -717,33 +717,6 @@ async fn the_entry_is_mailed_its_links_and_the_offer_is_a_webhook_event() {
         let text = parsed.body_text(0).unwrap();
         assert!(text.contains(&link), "{text}");
     }
-    // the offer's link goes straight to the payment page, the same page
-    // however often it is followed
-    let offer_text = mail_parser::MessageParser::default()
-        .parse(&messages[1].raw)
-        .unwrap()
-        .body_text(0)
-        .unwrap()
-        .into_owned();
-    assert!(offer_text.contains(&format!("{link}/pay")), "{offer_text}");
-    let follow = || async {
-        let answer = browser().get(format!("{link}/pay")).send().await.unwrap();
-        assert_eq!(answer.status(), StatusCode::SEE_OTHER);
-        answer.headers()["location"].to_str().unwrap().to_owned()
-    };
-    let page = follow().await;
-    assert!(page.starts_with(&app.sandbox.base), "{page}");
-    assert_eq!(follow().await, page, "one payment page");
-    let forged = browser()
-        .get(format!(
-            "{}/waitlist/entry/{}/pay",
-            app.address,
-            "e".repeat(64)
-        ))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(forged.status(), StatusCode::NOT_FOUND);
     // the offer is an event, with its pending order
     let (kind, data): (String, serde_json::Value) = sqlx::query_as(
         "select event_type, payload->'data' from webhook_messages where event_type = 'waitlist.offered'",

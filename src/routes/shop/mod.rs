@@ -235,7 +235,6 @@ pub fn routes(config: &mut web::ServiceConfig) {
             "/waitlist/entry/{token}/claim",
             web::post().to(waitlist::claim),
         )
-        .route("/waitlist/entry/{token}/pay", web::get().to(waitlist::pay))
         .route("/pay/{token}", web::get().to(orders::pay_page))
         .route("/orders/{token}", web::get().to(orders::order_page));
 }

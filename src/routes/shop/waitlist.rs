@@ -398,23 +398,6 @@ pub async fn leave(
     entry_page(&shop, &request, entry, StatusCode::OK, "").await
 }
 
-/// `GET /waitlist/entry/{token}/pay`: the offer mail's link, straight to
-/// the payment page with the units already the shopper's. Opening the page
-/// twice finds the one page (a mail scanner that follows the link opens
-/// the provider's page early, and nothing else); anything but an open
-/// offer goes to the entry's page, which says why.
-pub async fn pay(
-    shop: web::Data<Shop>,
-    request: HttpRequest,
-    token: web::Path<String>,
-) -> Result<HttpResponse, ShopError> {
-    let entry = entry_of_link(&shop, &token).await?;
-    if !matches!(entry.state(), EntryState::Offered | EntryState::Claimed) {
-        return Ok(see_other(&format!("/waitlist/entry/{token}")));
-    }
-    claim(shop, request, token).await
-}
-
 /// `POST /waitlist/entry/{token}/claim`: pay for the units held.
 pub async fn claim(
     shop: web::Data<Shop>,
