@@ -216,6 +216,12 @@ pub async fn draw(pool: &PgPool, product_id: &str) -> sqlx::Result<bool> {
     let Some((seed, resource)) = due else {
         return Ok(false);
     };
+    // lock: the resource before the entries, the order every path that
+    // moves a line takes (ending a hold, an entry leaving)
+    sqlx::query("select 1 from resources where id = $1 for no key update")
+        .bind(&resource)
+        .execute(&mut *tx)
+        .await?;
     let entries: Vec<Uuid> = sqlx::query_scalar(
         "select id from waitlist_entries where product_id = $1 and state = 'queued' for update",
     )
@@ -242,6 +248,17 @@ pub async fn draw(pool: &PgPool, product_id: &str) -> sqlx::Result<bool> {
         .bind(&resource)
         .execute(&mut *tx)
         .await?;
+    // the line moved though the stock may not have (nothing was free):
+    // a new version of the resource's row, and word of it, so no process
+    // keeps a place from before the draw
+    sqlx::query(
+        "with touched as (update resources set updated_at = clock_timestamp() \
+                           where id = $1 returning id) \
+         select pg_notify('hf_stock', id) from touched",
+    )
+    .bind(&resource)
+    .execute(&mut *tx)
+    .await?;
     tx.commit().await?;
     tracing::info!(product = product_id, entries = n, "drop queue drawn");
     Ok(true)

@@ -139,8 +139,8 @@ struct Line {
     entries: HashMap<String, Entry>,
 }
 
-/// Entries of one line kept in memory at most; a longer line is read
-/// entry by entry.
+/// Entries kept in memory at most, in one line or all lines together; a
+/// longer line is counted entry by entry.
 const LINE_AT_MOST: i64 = 200_000;
 
 /// The lines of the shop's resources in memory: a crowd reloading its
@@ -212,7 +212,14 @@ impl Lines {
         };
         let line = Arc::new(line);
         let mut lines = self.inner.lines.lock().expect("never poisoned");
-        if lines.len() >= 10_000 {
+        // bounded: the lines kept hold at most LINE_AT_MOST entries in all
+        // (a full memory starts again)
+        let kept: usize = lines
+            .iter()
+            .filter(|(r, _)| r.as_str() != resource)
+            .map(|(_, l)| l.entries.len())
+            .sum();
+        if kept + line.entries.len() > LINE_AT_MOST as usize {
             lines.clear();
         }
         lines.insert(resource.to_owned(), line.clone());
@@ -451,97 +458,112 @@ async fn max_per_order(pool: &PgPool, product_id: &str) -> sqlx::Result<Option<i
 
 /// Write entries of one product, each unless its e-mail has one already
 /// or its address's live entries of the product would want more than its
-/// cap, with their confirmation mails' jobs: one statement (and, when an
-/// address is capped, the addresses' locks before it, in one order, as a
-/// checkout takes them). Whether each entry was within its address's cap.
+/// cap, with their confirmation mails' jobs. Whether each entry was within
+/// its address's cap (an e-mail already on the list is, and writes
+/// nothing: its answer is the same as a new entry's).
 async fn write_entries(
     pool: &PgPool,
     product_id: &str,
     entries: &[NewEntry],
 ) -> sqlx::Result<Vec<bool>> {
-    let addresses: Vec<Option<String>> = entries.iter().map(|e| e.address.clone()).collect();
     if !entries
         .iter()
         .any(|e| e.cap.is_some() && e.address.is_some())
     {
-        // nothing to count: the plain statement, as a drop's crowd meets it
-        // with the per-address cap off
-        let column = |f: fn(&NewEntry) -> String| entries.iter().map(f).collect::<Vec<_>>();
-        sqlx::query(
-            "with added as ( \
-                 insert into waitlist_entries \
-                        (product_id, token, name, email, email_key, qty, provider, client_address) \
-                 select $1, x.* from unnest($2::text[], $3::text[], $4::text[], $5::text[], \
-                                            $6::int[], $7::text[], $8::text[]) as x \
-                 on conflict (product_id, email_key) \
-                    where state in ('unconfirmed', 'queued', 'waiting', 'offered') do nothing \
-                 returning id) \
-             insert into outbox_jobs (kind, dedupe_key, payload) \
-             select 'waitlist_mail', 'waitlist_confirm:' || id, \
-                    jsonb_build_object('entry_id', id, 'what', 'confirm') \
-               from added",
-        )
-        .bind(product_id)
-        .bind(column(|e| e.token.clone()))
-        .bind(column(|e| e.name.clone()))
-        .bind(column(|e| e.email.clone()))
-        .bind(column(|e| e.email_key.clone()))
-        .bind(entries.iter().map(|e| e.qty).collect::<Vec<_>>())
-        .bind(column(|e| e.provider.clone()))
-        .bind(addresses)
-        .execute(pool)
-        .await?;
+        // nothing to count: one statement, as a drop's crowd meets it with
+        // the per-address cap off
+        insert_plain(pool, product_id, entries).await?;
         return Ok(vec![true; entries.len()]);
     }
+    let addresses: Vec<String> = entries.iter().filter_map(|e| e.address.clone()).collect();
+    let emails: Vec<String> = entries.iter().map(|e| e.email_key.clone()).collect();
     let mut tx = pool.begin().await?;
-    // lock: each address, in one order (hf_limit_lock, as checkouts do)
+    // lock: the batch's addresses, by one of 64 buckets each (a batch takes
+    // 64 locks at most, whatever its size), in one order
     sqlx::query(
-        "select hf_limit_lock(a) from (select distinct a from unnest($1::text[]) a \
-          where a is not null order by a) s",
+        "select hf_limit_lock('waitlist-join:' || b) \
+           from (select distinct hashtext(a) & 63 as b from unnest($1::text[]) a order by 1) s",
     )
     .bind(&addresses)
     .execute(&mut *tx)
     .await?;
-    let fits = insert_entries(product_id, entries)
-        .fetch_all(&mut *tx)
-        .await?;
+    const LIVE: &str = "('unconfirmed', 'queued', 'waiting', 'offered')";
+    let used: Vec<(String, i64)> = sqlx::query_as(&format!(
+        "select client_address, sum(qty)::bigint from waitlist_entries \
+          where product_id = $1 and client_address = any($2) and state in {LIVE} \
+          group by client_address"
+    ))
+    .bind(product_id)
+    .bind(&addresses)
+    .fetch_all(&mut *tx)
+    .await?;
+    let listed: Vec<String> = sqlx::query_scalar(&format!(
+        "select email_key from waitlist_entries \
+          where product_id = $1 and email_key = any($2) and state in {LIVE}"
+    ))
+    .bind(product_id)
+    .bind(&emails)
+    .fetch_all(&mut *tx)
+    .await?;
+    let mut used: HashMap<String, i64> = used.into_iter().collect();
+    let mut listed: std::collections::HashSet<String> = listed.into_iter().collect();
+    // in arrival order: an e-mail on the list already (or earlier in this
+    // batch) writes nothing and counts nothing; a new one counts against
+    // its address's cap only when it is written
+    let mut fits = Vec::with_capacity(entries.len());
+    let mut written = Vec::with_capacity(entries.len());
+    for entry in entries {
+        if listed.contains(&entry.email_key) {
+            fits.push(true);
+            continue;
+        }
+        let within = match (&entry.address, entry.cap) {
+            (Some(address), Some(cap)) => {
+                let now = used.entry(address.clone()).or_insert(0);
+                if *now + i64::from(entry.qty) <= i64::from(cap) {
+                    *now += i64::from(entry.qty);
+                    true
+                } else {
+                    false
+                }
+            }
+            _ => true,
+        };
+        if within {
+            listed.insert(entry.email_key.clone());
+            written.push(entry.clone());
+        }
+        fits.push(within);
+    }
+    insert_plain(&mut *tx, product_id, &written).await?;
     tx.commit().await?;
     Ok(fits)
 }
 
-/// The statement of [`write_entries`]: each entry's answer, in order.
-fn insert_entries<'q>(
-    product_id: &'q str,
+/// Entries of one product, each unless its e-mail has a live one, and
+/// their confirmation mails' jobs: one statement.
+async fn insert_plain<'e>(
+    executor: impl sqlx::PgExecutor<'e>,
+    product_id: &str,
     entries: &[NewEntry],
-) -> sqlx::query::QueryScalar<'q, sqlx::Postgres, bool, sqlx::postgres::PgArguments> {
+) -> sqlx::Result<()> {
+    if entries.is_empty() {
+        return Ok(());
+    }
     let column = |f: fn(&NewEntry) -> String| entries.iter().map(f).collect::<Vec<_>>();
-    sqlx::query_scalar(
-        "with x as ( \
-             select * from unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::int[], \
-                                  $7::text[], $8::text[], $9::int[]) with ordinality \
-                    as x(token, name, email, email_key, qty, provider, address, cap, n)), \
-         checked as ( \
-             select x.*, \
-                    x.cap is null or x.address is null \
-                    or coalesce((select sum(w.qty) from waitlist_entries w \
-                                  where w.product_id = $1 and w.client_address = x.address \
-                                    and w.state in ('unconfirmed', 'queued', 'waiting', 'offered')), 0) \
-                       + sum(x.qty) over (partition by x.address order by x.n) <= x.cap as fits \
-               from x), \
-         added as ( \
+    sqlx::query(
+        "with added as ( \
              insert into waitlist_entries \
                     (product_id, token, name, email, email_key, qty, provider, client_address) \
-             select $1, token, name, email, email_key, qty, provider, address \
-               from checked where fits order by n \
+             select $1, x.* from unnest($2::text[], $3::text[], $4::text[], $5::text[], \
+                                        $6::int[], $7::text[], $8::text[]) as x \
              on conflict (product_id, email_key) \
                 where state in ('unconfirmed', 'queued', 'waiting', 'offered') do nothing \
-             returning id), \
-         mailed as ( \
-             insert into outbox_jobs (kind, dedupe_key, payload) \
-             select 'waitlist_mail', 'waitlist_confirm:' || id, \
-                    jsonb_build_object('entry_id', id, 'what', 'confirm') \
-               from added) \
-         select fits from checked order by n",
+             returning id) \
+         insert into outbox_jobs (kind, dedupe_key, payload) \
+         select 'waitlist_mail', 'waitlist_confirm:' || id, \
+                jsonb_build_object('entry_id', id, 'what', 'confirm') \
+           from added",
     )
     .bind(product_id)
     .bind(column(|e| e.token.clone()))
@@ -550,8 +572,15 @@ fn insert_entries<'q>(
     .bind(column(|e| e.email_key.clone()))
     .bind(entries.iter().map(|e| e.qty).collect::<Vec<_>>())
     .bind(column(|e| e.provider.clone()))
-    .bind(entries.iter().map(|e| e.address.clone()).collect::<Vec<_>>())
-    .bind(entries.iter().map(|e| e.cap).collect::<Vec<_>>())
+    .bind(
+        entries
+            .iter()
+            .map(|e| e.address.clone())
+            .collect::<Vec<_>>(),
+    )
+    .execute(executor)
+    .await?;
+    Ok(())
 }
 
 /// What a written entry answers.
@@ -719,6 +748,12 @@ pub async fn confirm(pool: &PgPool, token: &str) -> sqlx::Result<Confirmed> {
     let confirmed: Option<String> = match product {
         None => None,
         Some((_, resource, queued)) => {
+            // lock: the resource before the entry, as every path that moves
+            // a line takes them (an entry leaving, ending a hold, the draw)
+            sqlx::query("select 1 from resources where id = $1 for no key update")
+                .bind(&resource)
+                .execute(&mut *tx)
+                .await?;
             sqlx::query_scalar(
                 "update waitlist_entries \
                 set state = case when $2 then 'queued' else 'waiting' end, \

@@ -2028,7 +2028,7 @@ begin
 end;
 $function$;
 
--- hf_webhook_event (last written by 0074_webhooks_kept_while_disabled.sql)
+-- hf_webhook_event (last written by 0075_webhook_jobs_in_one_statement.sql)
 CREATE OR REPLACE FUNCTION public.hf_webhook_event(p_type text, p_data jsonb)
  RETURNS integer
  LANGUAGE plpgsql
@@ -2049,20 +2049,23 @@ begin
                 'timestamp', to_char(clock_timestamp() at time zone 'utc',
                                      'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'),
                 'data', p_data));
-    insert into outbox_jobs (kind, dedupe_key, payload)
-    select 'webhook', 'webhook:' || e.id || ':' || v_id,
-           jsonb_build_object('endpoint_id', e.id, 'message_id', v_id)
-      from webhook_endpoints e
-     where e.disabled_at is null and p_type = any (e.events)
-     order by e.id;
-    get diagnostics v_queued = row_count;
-    insert into outbox_jobs (kind, dedupe_key, payload, state, done_at, last_error)
-    select 'webhook', 'webhook:' || e.id || ':' || v_id,
-           jsonb_build_object('endpoint_id', e.id, 'message_id', v_id, 'while_disabled', true),
-           'done', now(), 'not sent: the endpoint was disabled'
-      from webhook_endpoints e
-     where e.disabled_at is not null and p_type = any (e.events)
-     order by e.id;
+    -- a disabled endpoint's job is kept for a replay: done, never sent
+    with queued as (
+        insert into outbox_jobs (kind, dedupe_key, payload, state, done_at, last_error)
+        select 'webhook', 'webhook:' || e.id || ':' || v_id,
+               case when e.disabled_at is null
+                    then jsonb_build_object('endpoint_id', e.id, 'message_id', v_id)
+                    else jsonb_build_object('endpoint_id', e.id, 'message_id', v_id,
+                                            'while_disabled', true) end,
+               case when e.disabled_at is null then 'pending' else 'done' end,
+               case when e.disabled_at is null then null else now() end,
+               case when e.disabled_at is null then null
+                    else 'not sent: the endpoint was disabled' end
+          from webhook_endpoints e
+         where p_type = any (e.events)
+         order by e.id
+        returning state)
+    select count(*) filter (where state = 'pending') into v_queued from queued;
     return v_queued;
 end;
 $function$;

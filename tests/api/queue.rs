@@ -362,3 +362,82 @@ async fn a_queue_is_turned_on_once_and_only_before_its_sale_opens() {
     let output = holdfast(&db, &["queue", "verify", PRODUCT]);
     assert_eq!(output.status.code(), Some(1), "{output:?}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn leaving_during_the_draw_and_confirming_while_leaving_never_deadlock() {
+    let db = TestDb::with_connections(30).await;
+    let (resource, _) = queued(&db, 5).await;
+    // 200 entrants in the queue, 100 more still to confirm
+    sqlx::query(
+        "insert into waitlist_entries (product_id, token, name, email, email_key, qty, provider, \
+                                       state, confirmed_at) \
+         select $1, md5('q' || g) || md5('r' || g), 'Queued', 'q' || g || '@example.com', \
+                'q' || g || '@example.com', 1, 'stripe', 'queued', now() \
+           from generate_series(1, 200) g",
+    )
+    .bind(PRODUCT)
+    .execute(&db.pool)
+    .await
+    .unwrap();
+    sqlx::query(
+        "insert into waitlist_entries (product_id, token, name, email, email_key, qty, provider) \
+         select $1, md5('u' || g) || md5('v' || g), 'Late', 'u' || g || '@example.com', \
+                'u' || g || '@example.com', 1, 'stripe' \
+           from generate_series(1, 100) g",
+    )
+    .bind(PRODUCT)
+    .execute(&db.pool)
+    .await
+    .unwrap();
+    let queued: Vec<Uuid> = sqlx::query_scalar(
+        "select id from waitlist_entries where state = 'queued' order by id desc",
+    )
+    .fetch_all(&db.pool)
+    .await
+    .unwrap();
+    let unconfirmed: Vec<(Uuid, String)> = sqlx::query_as(
+        "select id, token from waitlist_entries where state = 'unconfirmed' order by id",
+    )
+    .fetch_all(&db.pool)
+    .await
+    .unwrap();
+    open(&db).await;
+    let by = holdfast::staff::Actor::Operator("tests");
+    // no retry anywhere: a deadlock would be an error
+    let draw = {
+        let pool = db.pool.clone();
+        tokio::spawn(async move { queue::draw(&pool, PRODUCT).await.unwrap() })
+    };
+    let leaving = {
+        let pool = db.pool.clone();
+        tokio::spawn(async move {
+            for id in queued.iter().take(100) {
+                waitlist::remove(&pool, by, *id).await.unwrap();
+            }
+        })
+    };
+    let pairs = futures::future::join_all(unconfirmed.iter().map(|(id, token)| {
+        let pool = db.pool.clone();
+        let (id, token) = (*id, token.clone());
+        async move {
+            let (confirmed, left) = tokio::join!(
+                waitlist::confirm(&pool, &token),
+                waitlist::remove(&pool, by, id)
+            );
+            confirmed.unwrap();
+            left.unwrap();
+        }
+    }));
+    pairs.await;
+    leaving.await.unwrap();
+    assert!(draw.await.unwrap(), "the queue was drawn");
+    // the units are held for five entries in line, whatever left when
+    let offered: i64 =
+        sqlx::query_scalar("select count(*) from waitlist_entries where state = 'offered'")
+            .fetch_one(&db.pool)
+            .await
+            .unwrap();
+    assert_eq!(offered, 5);
+    assert_eq!(held_and_sold(&db, &resource).await, (5, 0));
+    assert_no_drift(&db.inventory()).await;
+}

@@ -526,3 +526,48 @@ async fn forged_and_stale_links_over_http_change_nothing() {
     assert_eq!(pages, 0, "no payment page was opened");
     assert_no_drift(&app.db.inventory()).await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_address_cap_counts_only_what_its_entries_want() {
+    let db = TestDb::new().await;
+    db.load_demo().await;
+    let join = |email: &str, qty: i64| {
+        let request = JoinRequest {
+            product_id: PRODUCT.into(),
+            name: "Shared".into(),
+            email: email.into(),
+            qty,
+            provider: ProviderKind::Stripe,
+            address: Some(("203.0.113.50".into(), 3)),
+        };
+        let pool = db.pool.clone();
+        async move { waitlist::join(&pool, &request).await.unwrap() }
+    };
+    assert_eq!(join("a@example.com", 2).await, Joined::Mailed);
+    // two more would make four: refused, and nothing is counted for it
+    assert_eq!(
+        join("b@example.com", 2).await,
+        Joined::AddressFull { cap: 3 }
+    );
+    // one more fits
+    assert_eq!(join("c@example.com", 1).await, Joined::Mailed);
+    // an e-mail already on the list joins again: the same answer as ever
+    // (nothing written, nothing counted), though the address is full
+    assert_eq!(join("A@example.com", 2).await, Joined::Mailed);
+    assert_eq!(
+        join("d@example.com", 1).await,
+        Joined::AddressFull { cap: 3 }
+    );
+    let entries: Vec<(String, i32)> =
+        sqlx::query_as("select email_key, qty from waitlist_entries order by email_key")
+            .fetch_all(&db.pool)
+            .await
+            .unwrap();
+    assert_eq!(
+        entries,
+        [
+            ("a@example.com".to_owned(), 2),
+            ("c@example.com".to_owned(), 1)
+        ]
+    );
+}
