@@ -133,7 +133,7 @@ pub async fn turn_on(
     type Row = (Option<DateTime<Utc>>, bool, String, DateTime<Utc>);
     let product: Option<Row> = sqlx::query_as(
         "select sale_opens_at, queue_commitment is not null, resource_id, now() from products \
-          where id = $1 and active and archived_at is null for update",
+          where id = $1 and active and archived_at is null for no key update",
     )
     .bind(product_id)
     .fetch_optional(&mut *tx)
@@ -204,11 +204,14 @@ pub async fn draw_due(pool: &PgPool) -> sqlx::Result<usize> {
 /// was drawn already (or is not due).
 pub async fn draw(pool: &PgPool, product_id: &str) -> sqlx::Result<bool> {
     let mut tx = pool.begin().await?;
-    // lock: the product, so two processes draw once
+    // lock: the product, so two processes draw once; `no key update`, not
+    // `update`: a hold ending on the resource offers units to an entry of
+    // this product, and its order line's foreign key takes the product's
+    // row key-share while that hold holds the resource we wait for next
     let due: Option<(Vec<u8>, String)> = sqlx::query_as(
         "select queue_seed, resource_id from products \
           where id = $1 and queue_seed is not null and queue_drawn_at is null \
-            and sale_opens_at <= now() for update",
+            and sale_opens_at <= now() for no key update",
     )
     .bind(product_id)
     .fetch_optional(&mut *tx)

@@ -317,11 +317,13 @@ pub async fn catalogue_currency(pool: &PgPool) -> sqlx::Result<Option<String>> {
 }
 
 /// A product as it is now (on sale or archived), its row locked for the
-/// save.
+/// save: `no key update`, so a hold ending on its resource can still write
+/// an order line for it (the line's foreign key takes the row key-share)
+/// while the save waits for that resource.
 async fn product_for_update(conn: &mut PgConnection, id: &str) -> sqlx::Result<Option<ProductRow>> {
     sqlx::query_as(&format!(
         "select {PRODUCT_ROW} from products p join resources r on r.id = p.resource_id \
-          where p.id = $1 for update of p"
+          where p.id = $1 for no key update of p"
     ))
     .bind(id)
     .fetch_optional(&mut *conn)

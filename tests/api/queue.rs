@@ -441,3 +441,64 @@ async fn leaving_during_the_draw_and_confirming_while_leaving_never_deadlock() {
     assert_eq!(held_and_sold(&db, &resource).await, (5, 0));
     assert_no_drift(&db.inventory()).await;
 }
+
+/// A hold ending on the product's resource while its queue is drawn: the
+/// hold's transaction locks the resource, then offers units to an entry of
+/// the product (entries confirmed before the queue was turned on stay in
+/// line), and writing that offer's order line checks its foreign key to
+/// the product with a key-share lock. The draw locks the product, then
+/// waits for the resource; were its product lock exclusive (it was, `for
+/// update`), each would wait for the other and one would be aborted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hold_ending_while_the_queue_is_drawn_never_deadlocks_with_it() {
+    let db = TestDb::new().await;
+    let (resource, _) = queued(&db, 5).await;
+    for n in 0..8 {
+        join_and_confirm(&db, &format!("early{n}@example.com"), 1).await;
+    }
+    open(&db).await;
+    // the ending hold's transaction, its resource locked as hf_end_holds
+    // locks it
+    let mut ending = db.pool.begin().await.unwrap();
+    sqlx::query("select 1 from resources where id = $1 for no key update")
+        .bind(&resource)
+        .execute(&mut *ending)
+        .await
+        .unwrap();
+    let draw = {
+        let pool = db.pool.clone();
+        tokio::spawn(async move { queue::draw(&pool, PRODUCT).await })
+    };
+    // the draw has its product and waits for the resource
+    let mut waited = 0;
+    loop {
+        let waiting: i64 = sqlx::query_scalar(
+            "select count(*) from pg_stat_activity \
+              where datname = current_database() and wait_event_type = 'Lock' \
+                and query like '%from resources%'",
+        )
+        .fetch_one(&db.pool)
+        .await
+        .unwrap();
+        if waiting == 1 {
+            break;
+        }
+        waited += 1;
+        assert!(waited < 500, "the draw never waited for the resource");
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    // the statement PostgreSQL runs for an order line's foreign key to its
+    // product; PostgreSQL finds a deadlock within deadlock_timeout (1 s)
+    let key_share = tokio::time::timeout(
+        std::time::Duration::from_secs(10),
+        sqlx::query("select 1 from only products x where id = $1 for key share of x")
+            .bind(PRODUCT)
+            .execute(&mut *ending),
+    )
+    .await
+    .expect("the foreign key's check waited for the draw");
+    key_share.expect("the foreign key's check was not aborted");
+    ending.commit().await.unwrap();
+    assert!(draw.await.unwrap().unwrap(), "the queue was drawn");
+    assert_no_drift(&db.inventory()).await;
+}
