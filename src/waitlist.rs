@@ -541,7 +541,9 @@ async fn write_entries(
 }
 
 /// Entries of one product, each unless its e-mail has a live one, and
-/// their confirmation mails' jobs: one statement.
+/// their confirmation mails' jobs: one statement. Rows go in in e-mail
+/// order (a place in line is given at confirmation, not here), so two
+/// batches sharing e-mails never wait on each other's in opposite orders.
 async fn insert_plain<'e>(
     executor: impl sqlx::PgExecutor<'e>,
     product_id: &str,
@@ -555,8 +557,11 @@ async fn insert_plain<'e>(
         "with added as ( \
              insert into waitlist_entries \
                     (product_id, token, name, email, email_key, qty, provider, client_address) \
-             select $1, x.* from unnest($2::text[], $3::text[], $4::text[], $5::text[], \
-                                        $6::int[], $7::text[], $8::text[]) as x \
+             select $1, x.token, x.name, x.email, x.email_key, x.qty, x.provider, x.address \
+               from unnest($2::text[], $3::text[], $4::text[], $5::text[], \
+                           $6::int[], $7::text[], $8::text[]) \
+                    with ordinality as x (token, name, email, email_key, qty, provider, address, n) \
+              order by x.email_key, x.n \
              on conflict (product_id, email_key) \
                 where state in ('unconfirmed', 'queued', 'waiting', 'offered') do nothing \
              returning id) \

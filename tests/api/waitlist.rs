@@ -873,3 +873,48 @@ async fn line_up_one(db: &TestDb, email: &str) -> String {
     waitlist::confirm(&db.pool, &token).await.unwrap();
     token
 }
+
+/// Two servers of one shop, each combining joins into statements, take
+/// the same 400 inboxes in opposite orders: a statement of one and a
+/// statement of the other sharing e-mails would each wait for the other's
+/// row were they written in arrival order; in e-mail order they never do.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_servers_joining_the_same_inboxes_in_opposite_orders_never_deadlock() {
+    let db = TestDb::with_connections(30).await;
+    db.load_demo().await;
+    let live = holdfast::live::LiveStock::start(db.pool.clone());
+    let (first, second) = (
+        waitlist::Joins::new(db.pool.clone()),
+        waitlist::Joins::new(db.pool.clone()),
+    );
+    let request = |i: usize| JoinRequest {
+        product_id: PRODUCT.into(),
+        name: "Twice".into(),
+        email: format!("both{i}@example.com"),
+        qty: 1,
+        provider: ProviderKind::Stripe,
+        address: None,
+    };
+    let requests: Vec<JoinRequest> = (0..400).map(request).collect();
+    let forward = futures::future::join_all(requests.iter().map(|r| first.join(&live, r)));
+    let backward = futures::future::join_all(requests.iter().rev().map(|r| second.join(&live, r)));
+    let (forward, backward) = tokio::join!(forward, backward);
+    for answer in forward.into_iter().chain(backward) {
+        // no retry anywhere: a deadlock would be an error here
+        assert_eq!(answer.unwrap(), Joined::Mailed);
+    }
+    let (entries, mails): (i64, i64) = sqlx::query_as(
+        "select (select count(*) from waitlist_entries), \
+                (select count(*) from outbox_jobs where kind = 'waitlist_mail')",
+    )
+    .fetch_one(&db.pool)
+    .await
+    .unwrap();
+    assert_eq!((entries, mails), (400, 400));
+    assert!(
+        first.calls() < 400 && second.calls() < 400,
+        "joins were combined: {} and {} statements",
+        first.calls(),
+        second.calls()
+    );
+}
