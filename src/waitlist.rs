@@ -160,6 +160,9 @@ struct LinesInner {
     lines: std::sync::Mutex<HashMap<String, Arc<Line>>>,
     /// One read of a resource's line at a time.
     reads: std::sync::Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
+    /// One read of any line at a time: a read holds up to LINE_AT_MOST
+    /// entries before it is kept, so reads side by side would hold more.
+    reading: tokio::sync::Mutex<()>,
 }
 
 impl Lines {
@@ -207,20 +210,30 @@ impl Lines {
         {
             return Ok(Some(line));
         }
-        let Some(line) = read_line(pool, resource).await? else {
+        let read = {
+            let _reading = self.inner.reading.lock().await;
+            read_line(pool, resource).await?
+        };
+        let Some(line) = read else {
             return Ok(None);
         };
         let line = Arc::new(line);
         let mut lines = self.inner.lines.lock().expect("never poisoned");
-        // bounded: the lines kept hold at most LINE_AT_MOST entries in all
-        // (a full memory starts again)
-        let kept: usize = lines
-            .iter()
-            .filter(|(r, _)| r.as_str() != resource)
-            .map(|(_, l)| l.entries.len())
-            .sum();
-        if kept + line.entries.len() > LINE_AT_MOST as usize {
-            lines.clear();
+        lines.remove(resource);
+        // bounded: the lines kept hold at most LINE_AT_MOST entries in all;
+        // the lines read longest ago make room first
+        let mut kept: usize = lines.values().map(|l| l.entries.len()).sum();
+        while kept + line.entries.len() > LINE_AT_MOST as usize {
+            let Some(oldest) = lines
+                .iter()
+                .min_by_key(|(_, l)| l.read_at)
+                .map(|(r, _)| r.clone())
+            else {
+                break;
+            };
+            if let Some(gone) = lines.remove(&oldest) {
+                kept -= gone.entries.len();
+            }
         }
         lines.insert(resource.to_owned(), line.clone());
         Ok(Some(line))
