@@ -251,17 +251,9 @@ pub async fn draw(pool: &PgPool, product_id: &str) -> sqlx::Result<bool> {
         .bind(&resource)
         .execute(&mut *tx)
         .await?;
-    // the line moved though the stock may not have (nothing was free):
-    // a new version of the resource's row, and word of it, so no process
-    // keeps a place from before the draw
-    sqlx::query(
-        "with touched as (update resources set updated_at = clock_timestamp() \
-                           where id = $1 returning id) \
-         select pg_notify('hf_stock', id) from touched",
-    )
-    .bind(&resource)
-    .execute(&mut *tx)
-    .await?;
+    // nothing may have been free: no process keeps a place from before the
+    // draw all the same
+    crate::waitlist::line_moved(&mut tx, &resource).await?;
     tx.commit().await?;
     tracing::info!(product = product_id, entries = n, "drop queue drawn");
     Ok(true)

@@ -553,6 +553,22 @@ async fn write_entries(
     Ok(fits)
 }
 
+/// The resource's line moved though its stock may not have: a new version
+/// of its row, and word of it, so every process's kept pages of the line
+/// (`LiveStock::kept_page`) and its line in memory ([`Lines`]) are read
+/// again.
+pub(crate) async fn line_moved(conn: &mut sqlx::PgConnection, resource: &str) -> sqlx::Result<()> {
+    sqlx::query(
+        "with touched as (update resources set updated_at = clock_timestamp() \
+                           where id = $1 returning id) \
+         select pg_notify('hf_stock', id) from touched",
+    )
+    .bind(resource)
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
 /// Entries of one product, each unless its e-mail has a live one, and
 /// their confirmation mails' jobs: one statement. Rows go in in e-mail
 /// order (a place in line is given at confirmation, not here), so two
@@ -849,17 +865,7 @@ pub async fn remove(pool: &PgPool, by: Actor<'_>, entry_id: Uuid) -> sqlx::Resul
         .bind(&resource)
         .execute(&mut *tx)
         .await?;
-    // the line moved though the stock may not have: a new version of the
-    // resource's row, and word of it, so every process's kept pages of this
-    // line are read again (`LiveStock::kept_page`)
-    sqlx::query(
-        "with touched as (update resources set updated_at = clock_timestamp() \
-                           where id = $1 returning id) \
-         select pg_notify('hf_stock', id) from touched",
-    )
-    .bind(&resource)
-    .execute(&mut *tx)
-    .await?;
+    line_moved(&mut tx, &resource).await?;
     if let Actor::Staff(_) = by {
         record_by(
             &mut tx,
