@@ -1,6 +1,7 @@
 //! Codes redeemed exactly once: a ticket admits one person at the door, a
-//! pickup code collects one order at the counter. The database decides
-//! (`hf_redeem`, migration 0012): the redemption's primary key is the
+//! pickup code collects one order at the counter (the words are the
+//! kind's: [`ProductKind::code_words`]). The database decides
+//! (`hf_redeem`, migration 0012, 0080): the redemption's primary key is the
 //! code, so two doors scanning one code at one moment get one admission
 //! and one "already used", and a code whose unit was refunded is refused.
 //! Redemptions are append-only, with who and where.
@@ -8,6 +9,8 @@
 use chrono::{DateTime, Utc};
 use sqlx::{PgExecutor, PgPool};
 use uuid::Uuid;
+
+use crate::catalogue::ProductKind;
 
 /// Longest code accepted as typed (ours are 13 characters).
 pub const MAX_CODE_CHARS: usize = 64;
@@ -30,20 +33,12 @@ pub fn normalise(typed: &str) -> String {
     plain
 }
 
-/// What a code is, once found.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum CodeKind {
-    Ticket,
-    Pickup,
-}
-
 /// What redeeming a code came to.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Outcome {
-    /// A ticket: let them in.
-    Admitted,
-    /// A pickup code: hand the order over.
-    Collected,
+    /// Let them in, or hand the order over: `word` is what its kind says
+    /// ("admitted", "collected").
+    Redeemed { word: &'static str },
     /// Redeemed before: when, by whom and where.
     AlreadyUsed {
         at: DateTime<Utc>,
@@ -60,8 +55,7 @@ impl Outcome {
     /// The name the admin and the command line print.
     pub fn as_str(&self) -> &'static str {
         match self {
-            Outcome::Admitted => "admitted",
-            Outcome::Collected => "collected",
+            Outcome::Redeemed { word } => word,
             Outcome::AlreadyUsed { .. } => "already_used",
             Outcome::Refunded => "refunded",
             Outcome::NotValid => "not_valid",
@@ -70,7 +64,17 @@ impl Outcome {
 
     /// Whoever holds the code may go in or take the order.
     pub fn lets_through(&self) -> bool {
-        matches!(self, Outcome::Admitted | Outcome::Collected)
+        matches!(self, Outcome::Redeemed { .. })
+    }
+
+    /// As a door's answer starts: "Admitted", "Already used".
+    pub fn headline(&self) -> String {
+        let word = self.as_str().replace('_', " ");
+        let mut chars = word.chars();
+        match chars.next() {
+            Some(first) => first.to_uppercase().chain(chars).collect(),
+            None => word,
+        }
     }
 }
 
@@ -80,7 +84,9 @@ pub struct Redemption {
     /// The code as looked up (normalised).
     pub code: String,
     pub outcome: Outcome,
-    pub kind: Option<CodeKind>,
+    /// The kind whose code it is, once found: its words name the code
+    /// ([`ProductKind::code_words`]).
+    pub kind: Option<ProductKind>,
     pub order_id: Option<Uuid>,
     pub customer_name: Option<String>,
     /// What the code is for: the ticket's product, or the pickup's lines.
@@ -116,18 +122,20 @@ pub async fn redeem<'e>(
             what: None,
         });
     }
-    #[allow(clippy::type_complexity)]
-    let row: (
-        String,
-        Option<String>,
-        Option<Uuid>,
-        Option<String>,
-        Option<String>,
-        Option<DateTime<Utc>>,
-        Option<String>,
-        Option<String>,
-    ) = sqlx::query_as(
-        "select outcome, kind, order_id, customer_name, what, redeemed_at, redeemed_by, place \
+    #[derive(sqlx::FromRow)]
+    struct Row {
+        outcome: String,
+        product_kind: Option<ProductKind>,
+        order_id: Option<Uuid>,
+        customer_name: Option<String>,
+        what: Option<String>,
+        redeemed_at: Option<DateTime<Utc>>,
+        redeemed_by: Option<String>,
+        place: Option<String>,
+    }
+    let row: Row = sqlx::query_as(
+        "select outcome, product_kind, order_id, customer_name, what, redeemed_at, \
+                redeemed_by, place \
            from hf_redeem($1, $2, $3, $4)",
     )
     .bind(&code)
@@ -137,30 +145,28 @@ pub async fn redeem<'e>(
     .fetch_one(executor)
     .await?;
     crate::faults::lost_answer("redemption")?;
-    let (outcome, kind, order_id, customer_name, what, at, by, place) = row;
-    let outcome = match outcome.as_str() {
-        "admitted" => Outcome::Admitted,
-        "collected" => Outcome::Collected,
+    let kind = row.product_kind;
+    let outcome = match row.outcome.as_str() {
+        "redeemed" => Outcome::Redeemed {
+            word: kind
+                .and_then(ProductKind::code_words)
+                .map_or("redeemed", |words| words.redeemed),
+        },
         "already_used" => Outcome::AlreadyUsed {
-            at: at.unwrap_or_default(),
-            by: by.unwrap_or_default(),
-            place: place.unwrap_or_default(),
+            at: row.redeemed_at.unwrap_or_default(),
+            by: row.redeemed_by.unwrap_or_default(),
+            place: row.place.unwrap_or_default(),
         },
         "refunded" => Outcome::Refunded,
         _ => Outcome::NotValid,
-    };
-    let kind = match kind.as_deref() {
-        Some("ticket") => Some(CodeKind::Ticket),
-        Some("pickup") => Some(CodeKind::Pickup),
-        _ => None,
     };
     Ok(Redemption {
         code,
         outcome,
         kind,
-        order_id,
-        customer_name,
-        what,
+        order_id: row.order_id,
+        customer_name: row.customer_name,
+        what: row.what,
     })
 }
 
@@ -169,12 +175,17 @@ pub async fn redeemed_codes(
     pool: &PgPool,
     order_id: Uuid,
 ) -> sqlx::Result<std::collections::HashMap<String, DateTime<Utc>>> {
-    let rows: Vec<(String, DateTime<Utc>)> =
+    #[derive(sqlx::FromRow)]
+    struct Used {
+        code: String,
+        redeemed_at: DateTime<Utc>,
+    }
+    let rows: Vec<Used> =
         sqlx::query_as("select code, redeemed_at from redemptions where order_id = $1")
             .bind(order_id)
             .fetch_all(pool)
             .await?;
-    Ok(rows.into_iter().collect())
+    Ok(rows.into_iter().map(|u| (u.code, u.redeemed_at)).collect())
 }
 
 #[cfg(test)]
@@ -188,5 +199,22 @@ mod tests {
         assert_eq!(normalise("TKTABCDEFGH"), "TKT-ABCD-EFGH");
         assert_eq!(normalise("k7p 2qx"), "K7P2QX");
         assert_eq!(normalise(""), "");
+    }
+
+    #[test]
+    fn a_door_answer_starts_with_its_word() {
+        assert_eq!(
+            Outcome::Redeemed { word: "admitted" }.headline(),
+            "Admitted"
+        );
+        assert_eq!(
+            Outcome::AlreadyUsed {
+                at: DateTime::default(),
+                by: String::new(),
+                place: String::new()
+            }
+            .headline(),
+            "Already used"
+        );
     }
 }

@@ -560,6 +560,18 @@ impl Refusal {
     }
 }
 
+/// What an order's voucher took off, as the order page and the mail say
+/// it; empty when nothing was.
+pub fn discount_words(voucher: Option<&str>, discount_minor: i64, currency: &str) -> String {
+    match voucher {
+        Some(code) if discount_minor > 0 => format!(
+            "Voucher {code}: {} off",
+            crate::money::format(discount_minor, currency)
+        ),
+        _ => String::new(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

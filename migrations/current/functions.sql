@@ -1215,14 +1215,15 @@ AS $function$
      where purchase_id = p_purchase;
 $function$;
 
--- hf_redeem (last written by 0017_known_outcomes.sql)
+-- hf_redeem (last written by 0080_kinds_own_their_differences.sql)
 CREATE OR REPLACE FUNCTION public.hf_redeem(p_code text, p_by text, p_place text, p_attempt uuid DEFAULT NULL::uuid)
- RETURNS TABLE(outcome text, kind text, order_id uuid, customer_name text, what text, redeemed_at timestamp with time zone, redeemed_by text, place text)
+ RETURNS TABLE(outcome text, kind text, product_kind text, order_id uuid, customer_name text, what text, redeemed_at timestamp with time zone, redeemed_by text, place text)
  LANGUAGE plpgsql
 AS $function$
 declare
     v_order uuid;
     v_kind text;
+    v_product_kind text;
     v_state text;
     v_name text;
     v_refunded boolean;
@@ -1236,8 +1237,8 @@ begin
         perform hf_bad_input('the place is at most 100 characters');
     end if;
     if p_code is null or length(p_code) not between 1 and 64 then
-        return query select 'not_valid', null::text, null::uuid, null::text, null::text,
-                            null::timestamptz, null::text, null::text;
+        return query select 'not_valid', null::text, null::text, null::uuid, null::text,
+                            null::text, null::timestamptz, null::text, null::text;
         return;
     end if;
     -- unlocked: which order a code belongs to never changes
@@ -1247,51 +1248,52 @@ begin
         -- shared by two orders (drawn before codes were unique): not
         -- something a door can decide
         if (select count(*) from orders o where o.pickup_code = p_code) > 1 then
-            return query select 'not_valid', null::text, null::uuid, null::text,
+            return query select 'not_valid', null::text, null::text, null::uuid, null::text,
                                 'a pickup code two orders share: look the order up'::text,
                                 null::timestamptz, null::text, null::text;
             return;
         end if;
     end if;
     if v_order is null then
-        return query select 'not_valid', null::text, null::uuid, null::text, null::text,
-                            null::timestamptz, null::text, null::text;
+        return query select 'not_valid', null::text, null::text, null::uuid, null::text,
+                            null::text, null::timestamptz, null::text, null::text;
         return;
     end if;
     -- lock: the order, shared
     select o.state, o.customer_name into v_state, v_name from orders o where o.id = v_order for share;
     if v_kind = 'ticket' then
-        select c.refunded_at is not null, p.name into v_refunded, v_what
+        select c.refunded_at is not null, p.name, p.kind into v_refunded, v_what, v_product_kind
           from order_codes c join products p on p.id = c.product_id where c.code = p_code;
     else
         select coalesce(bool_and(l.refunded_qty = l.qty), true),
                string_agg(l.name || ' × ' || (l.qty - l.refunded_qty), ', ' order by l.name)
-                 filter (where l.refunded_qty < l.qty)
-          into v_refunded, v_what
+                 filter (where l.refunded_qty < l.qty),
+               min(p.kind)
+          into v_refunded, v_what, v_product_kind
           from order_lines l join products p on p.id = l.product_id
           join product_kinds k on k.kind = p.kind
          where l.order_id = v_order and k.code = 'pickup';
     end if;
     select * into r from redemptions x where x.code = p_code;
     -- this very scan, run again after its commit's answer was lost: it
-    -- admitted, and says so again
+    -- redeemed, and says so again
     if found and p_attempt is not null and r.attempt = p_attempt then
-        return query select case v_kind when 'ticket' then 'admitted' else 'collected' end,
-                            v_kind, v_order, v_name, v_what, r.redeemed_at, r.redeemed_by, r.place;
+        return query select 'redeemed', v_kind, v_product_kind, v_order, v_name, v_what,
+                            r.redeemed_at, r.redeemed_by, r.place;
         return;
     end if;
     if found then
-        return query select 'already_used', v_kind, v_order, v_name, v_what,
+        return query select 'already_used', v_kind, v_product_kind, v_order, v_name, v_what,
                             r.redeemed_at, r.redeemed_by, r.place;
         return;
     end if;
     if v_refunded or v_state in ('refund_pending', 'refunded') then
-        return query select 'refunded', v_kind, v_order, v_name, v_what,
+        return query select 'refunded', v_kind, v_product_kind, v_order, v_name, v_what,
                             null::timestamptz, null::text, null::text;
         return;
     end if;
     if v_state <> 'paid' then
-        return query select 'not_valid', v_kind, v_order, v_name, v_what,
+        return query select 'not_valid', v_kind, v_product_kind, v_order, v_name, v_what,
                             null::timestamptz, null::text, null::text;
         return;
     end if;
@@ -1300,13 +1302,13 @@ begin
     on conflict on constraint redemptions_pkey do nothing
     returning * into r;
     if r.code is not null then
-        return query select case v_kind when 'ticket' then 'admitted' else 'collected' end,
-                            v_kind, v_order, v_name, v_what, r.redeemed_at, r.redeemed_by, r.place;
+        return query select 'redeemed', v_kind, v_product_kind, v_order, v_name, v_what,
+                            r.redeemed_at, r.redeemed_by, r.place;
         return;
     end if;
     -- another door won the same moment
     select * into r from redemptions x where x.code = p_code;
-    return query select 'already_used', v_kind, v_order, v_name, v_what,
+    return query select 'already_used', v_kind, v_product_kind, v_order, v_name, v_what,
                         r.redeemed_at, r.redeemed_by, r.place;
 end;
 $function$;

@@ -9,47 +9,25 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use sqlx::{PgConnection, PgPool};
 
-use super::ProductKind;
+use super::{CollectionKind, ProductKind};
 use crate::inventory::{Capacity, InvalidInput, ResourceId, UpsertOutcome};
 
 /// A product's most units per order, unless the catalogue says otherwise.
 pub const DEFAULT_MAX_PER_ORDER: i32 = 10;
 
-/// What a collection groups.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, sqlx::Type)]
-#[serde(rename_all = "snake_case")]
-#[sqlx(type_name = "text", rename_all = "snake_case")]
-pub enum CollectionKind {
-    /// An event and its tiers.
-    Event,
-    /// A pickup schedule and its slots.
-    Schedule,
-    /// Stock on a shelf.
-    Shelf,
-}
-
-impl CollectionKind {
-    /// The kind of product a collection of this kind holds.
-    pub fn products(self) -> ProductKind {
-        match self {
-            CollectionKind::Event => ProductKind::Ticket,
-            CollectionKind::Schedule => ProductKind::PickupSlot,
-            CollectionKind::Shelf => ProductKind::Stock,
-        }
-    }
-}
-
 /// A collection as it is written.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, sqlx::FromRow)]
 pub struct CollectionEdit {
     pub id: String,
     pub kind: CollectionKind,
     pub title: String,
     #[serde(default)]
     pub lede: String,
-    /// An event's moment, and when its doors open.
+    /// An event's moment, when it ends, and when its doors open.
     #[serde(default)]
     pub starts_at: Option<DateTime<Utc>>,
+    #[serde(default)]
+    pub ends_at: Option<DateTime<Utc>>,
     #[serde(default)]
     pub doors_at: Option<DateTime<Utc>>,
     #[serde(default)]
@@ -70,6 +48,10 @@ pub struct ProductEdit {
     pub currency: String,
     pub capacity: i64,
     pub starts_at: Option<DateTime<Utc>>,
+    /// When it is over (a slot's end, its event's end): its calendar
+    /// entry's end.
+    #[serde(default)]
+    pub ends_at: Option<DateTime<Utc>>,
     pub max_per_order: i32,
     pub sale_opens_at: Option<DateTime<Utc>>,
     pub sale_closes_at: Option<DateTime<Utc>>,
@@ -164,6 +146,7 @@ impl CollectionEdit {
         {
             return Err(bad("the doors open before the event starts"));
         }
+        ends_after_start(self.starts_at, self.ends_at)?;
         Ok(())
     }
 }
@@ -206,8 +189,34 @@ impl ProductEdit {
         {
             return Err(bad("the sale must open before it closes"));
         }
+        ends_after_start(self.starts_at, self.ends_at)?;
         ResourceId::parse(&self.id)
     }
+}
+
+/// An end, where there is one, is after the start.
+fn ends_after_start(
+    starts: Option<DateTime<Utc>>,
+    ends: Option<DateTime<Utc>>,
+) -> Result<(), InvalidInput> {
+    match (starts, ends) {
+        (Some(starts), Some(ends)) if ends <= starts => Err(bad("it must end after it starts")),
+        _ => Ok(()),
+    }
+}
+
+/// A collection's columns as [`CollectionEdit`] reads them.
+pub(crate) const COLLECTION_COLUMNS: &str =
+    "id, kind, title, lede, starts_at, ends_at, doors_at, venue, position";
+
+/// Every collection that is not archived, in page order.
+pub async fn collections(pool: &PgPool) -> sqlx::Result<Vec<CollectionEdit>> {
+    sqlx::query_as(&format!(
+        "select {COLLECTION_COLUMNS} from collections \
+          where archived_at is null order by position, id"
+    ))
+    .fetch_all(pool)
+    .await
 }
 
 /// Create or change a collection (and bring it back if it was archived).
@@ -223,13 +232,14 @@ pub async fn put_collection_in(
 ) -> anyhow::Result<()> {
     edit.check()?;
     sqlx::query(
-        "insert into collections (id, kind, title, lede, starts_at, doors_at, venue, position) \
-         values ($1, $2, $3, $4, $5, $6, $7, $8) \
+        "insert into collections (id, kind, title, lede, starts_at, doors_at, venue, position, \
+                                  ends_at) \
+         values ($1, $2, $3, $4, $5, $6, $7, $8, $9) \
          on conflict (id) do update \
             set kind = excluded.kind, title = excluded.title, lede = excluded.lede, \
                 starts_at = excluded.starts_at, doors_at = excluded.doors_at, \
-                venue = excluded.venue, position = excluded.position, archived_at = null, \
-                updated_at = now()",
+                venue = excluded.venue, position = excluded.position, \
+                ends_at = excluded.ends_at, archived_at = null, updated_at = now()",
     )
     .bind(&edit.id)
     .bind(edit.kind)
@@ -239,6 +249,7 @@ pub async fn put_collection_in(
     .bind(edit.doors_at)
     .bind(&edit.venue)
     .bind(edit.position)
+    .bind(edit.ends_at)
     .execute(&mut *conn)
     .await?;
     Ok(())
@@ -276,15 +287,16 @@ pub async fn put_product_in(
     sqlx::query(
         "insert into products (id, resource_id, kind, name, description, price_minor, currency, \
                                starts_at, collection, position, max_per_order, sale_opens_at, \
-                               sale_closes_at, hidden) \
+                               sale_closes_at, hidden, ends_at) \
          values ($1, $1, $2, $3, $4, $5, $6, $7, $8, \
                  coalesce($9, (select coalesce(max(position) + 1, 0) from products \
                                 where collection = $8)), \
-                 $10, $11, $12, $13) \
+                 $10, $11, $12, $13, $14) \
          on conflict (id) do update \
             set kind = excluded.kind, name = excluded.name, description = excluded.description, \
                 price_minor = excluded.price_minor, currency = excluded.currency, \
-                starts_at = excluded.starts_at, collection = excluded.collection, \
+                starts_at = excluded.starts_at, ends_at = excluded.ends_at, \
+                collection = excluded.collection, \
                 position = coalesce($9, products.position), \
                 max_per_order = excluded.max_per_order, sale_opens_at = excluded.sale_opens_at, \
                 sale_closes_at = excluded.sale_closes_at, hidden = excluded.hidden, \
@@ -303,6 +315,7 @@ pub async fn put_product_in(
     .bind(edit.sale_opens_at)
     .bind(edit.sale_closes_at)
     .bind(edit.hidden)
+    .bind(edit.ends_at)
     .execute(&mut *conn)
     .await?;
     Ok(outcome)
@@ -351,7 +364,7 @@ pub async fn archive_collection_in(conn: &mut PgConnection, id: &str) -> sqlx::R
     .execute(&mut *conn)
     .await?;
     sqlx::query(
-        "update pickup_schedules set archived_at = now() where collection = $1 and archived_at is null",
+        "update schedules set archived_at = now() where collection = $1 and archived_at is null",
     )
     .bind(id)
     .execute(&mut *conn)
@@ -360,15 +373,16 @@ pub async fn archive_collection_in(conn: &mut PgConnection, id: &str) -> sqlx::R
 }
 
 /// An event's collection and the moment of each of its tiers (a tier is
-/// when its event is), in the caller's transaction.
+/// when its event is, and ends when it ends), in the caller's transaction.
 pub async fn put_event_in(conn: &mut PgConnection, edit: &CollectionEdit) -> anyhow::Result<()> {
     put_collection_in(conn, edit).await?;
     sqlx::query(
-        "update products set starts_at = $2 \
-          where collection = $1 and kind = 'ticket' and starts_at is distinct from $2",
+        "update products set starts_at = $2, ends_at = $3 \
+          where collection = $1 and (starts_at, ends_at) is distinct from ($2, $3)",
     )
     .bind(&edit.id)
     .bind(edit.starts_at)
+    .bind(edit.ends_at)
     .execute(&mut *conn)
     .await?;
     Ok(())
@@ -389,6 +403,7 @@ mod tests {
             currency: "eur".into(),
             capacity: 200,
             starts_at: None,
+            ends_at: None,
             max_per_order: 10,
             sale_opens_at: None,
             sale_closes_at: None,
@@ -446,6 +461,11 @@ mod tests {
             ProductEdit {
                 sale_opens_at: Some(chrono::Utc::now()),
                 sale_closes_at: Some(chrono::Utc::now() - chrono::Duration::hours(1)),
+                ..ticket()
+            },
+            ProductEdit {
+                starts_at: Some(chrono::Utc::now()),
+                ends_at: Some(chrono::Utc::now() - chrono::Duration::hours(1)),
                 ..ticket()
             },
         ] {

@@ -16,7 +16,8 @@ use serde::{Deserialize, Serialize};
 use sqlx::PgPool;
 
 use super::ProductKind;
-use super::edit::{CollectionEdit, CollectionKind, DEFAULT_MAX_PER_ORDER, ProductEdit, PutProduct};
+use super::edit::{CollectionEdit, DEFAULT_MAX_PER_ORDER, ProductEdit, PutProduct};
+use super::kinds::{CollectionKind, InFile};
 use super::schedules::{self, Schedule};
 use crate::clock::ShopZone;
 use crate::vouchers::{self, NewVoucher};
@@ -27,6 +28,14 @@ fn default_max_per_order() -> i32 {
 
 fn is_default_max(max: &i32) -> bool {
     *max == DEFAULT_MAX_PER_ORDER
+}
+
+fn pickup_slot() -> ProductKind {
+    ProductKind::PickupSlot
+}
+
+fn thirty() -> i64 {
+    30
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -122,9 +131,35 @@ pub struct EventSpec {
     /// When the doors open (ISO 8601 with an offset).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub doors_at: Option<String>,
+    /// When it ends: `ends_at` (ISO 8601 with an offset), or `lasts_minutes`
+    /// after it starts (for a demo with relative times).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ends_at: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lasts_minutes: Option<i64>,
     #[serde(default)]
     pub venue: String,
     pub tiers: Vec<TierSpec>,
+}
+
+impl EventSpec {
+    /// When it ends, given when it starts.
+    fn ends(&self, starts: Option<DateTime<Utc>>) -> anyhow::Result<Option<DateTime<Utc>>> {
+        let what = format!("event {:?}", self.id);
+        match (&self.ends_at, self.lasts_minutes, starts) {
+            (Some(_), Some(_), _) => {
+                anyhow::bail!("{what}: give ends_at or lasts_minutes, not both")
+            }
+            (Some(at), None, _) => Ok(Some(moment(&format!("{what} ends_at"), at)?)),
+            (None, Some(minutes), Some(starts)) if (1..=100_000).contains(&minutes) => {
+                Ok(Some(starts + Duration::minutes(minutes)))
+            }
+            (None, Some(_), _) => {
+                anyhow::bail!("{what}: lasts_minutes is 1 to 100,000, after a start")
+            }
+            (None, None, _) => Ok(None),
+        }
+    }
 }
 
 /// One tier of an event: its own price, capacity, most per order and sale
@@ -174,10 +209,16 @@ impl SaleWindow {
 
 /// A bakery's slots: the same product at each of `times` (wall-clock
 /// times in the shop's zone, `HOLDFAST_TIME_ZONE`) on each day ahead.
-/// `times_utc` gives them in UTC instead.
+/// `times_utc` gives them in UTC instead. Pickup slots of 30 minutes,
+/// unless `kind` names another kind a schedule makes and `slot_minutes`
+/// another length.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct PickupSlots {
     pub collection: String,
+    #[serde(default = "pickup_slot")]
+    pub kind: ProductKind,
+    #[serde(default = "thirty")]
+    pub slot_minutes: i64,
     pub name: String,
     pub description: String,
     pub price_minor: i64,
@@ -206,6 +247,9 @@ pub struct ProductSpec {
     /// When it happens (an event's time, a slot's), if it does.
     #[serde(flatten)]
     pub when: When,
+    /// When it is over (ISO 8601 with an offset), if it says.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ends_at: Option<String>,
     /// Most units one order may take (default 10).
     #[serde(
         default = "default_max_per_order",
@@ -278,12 +322,14 @@ impl CatalogueFile {
             let starts = event
                 .when
                 .resolve(&format!("event {:?}", event.id), now, zone)?;
+            let ends = event.ends(starts)?;
             collections.push(CollectionEdit {
                 id: event.id.clone(),
                 kind: CollectionKind::Event,
                 title: event.title.clone(),
                 lede: event.lede.clone(),
                 starts_at: starts,
+                ends_at: ends,
                 doors_at: optional_moment(
                     &format!("event {:?} doors_at", event.id),
                     &event.doors_at,
@@ -303,6 +349,7 @@ impl CatalogueFile {
                     currency: currency.clone(),
                     capacity: tier.capacity,
                     starts_at: starts,
+                    ends_at: ends,
                     max_per_order: tier.max_per_order,
                     sale_opens_at: optional_moment(&what, &tier.sale.sale_opens_at)?,
                     sale_closes_at: optional_moment(&what, &tier.sale.sale_closes_at)?,
@@ -312,6 +359,11 @@ impl CatalogueFile {
             }
         }
         if let Some(slots) = &self.pickup_slots {
+            if !slots.kind.scheduled() || !(5..=1440).contains(&slots.slot_minutes) {
+                anyhow::bail!(
+                    "pickup_slots: a kind a schedule makes, in slots of 5 to 1,440 minutes"
+                );
+            }
             let times: Vec<(&String, ShopZone)> = slots
                 .times
                 .iter()
@@ -324,13 +376,14 @@ impl CatalogueFile {
                     products.push(ProductEdit {
                         id: schedules::slot_id(&slots.collection, starts),
                         collection: slots.collection.clone(),
-                        kind: ProductKind::PickupSlot,
-                        name: format!("{}, pickup {}", slots.name, zone.short(starts)),
+                        kind: slots.kind,
+                        name: slots.kind.unit_name(&slots.name, &zone.short(starts)),
                         description: slots.description.clone(),
                         price_minor: slots.price_minor,
                         currency: currency.clone(),
                         capacity: slots.capacity,
                         starts_at: Some(starts),
+                        ends_at: Some(starts + Duration::minutes(slots.slot_minutes)),
                         max_per_order: slots.max_per_order,
                         sale_opens_at: None,
                         sale_closes_at: None,
@@ -352,6 +405,7 @@ impl CatalogueFile {
                 currency: currency.clone(),
                 capacity: spec.capacity,
                 starts_at: spec.when.resolve(&what, now, zone)?,
+                ends_at: optional_moment(&what, &spec.ends_at)?,
                 max_per_order: spec.max_per_order,
                 sale_opens_at: optional_moment(&what, &spec.sale.sale_opens_at)?,
                 sale_closes_at: optional_moment(&what, &spec.sale.sale_closes_at)?,
@@ -367,14 +421,11 @@ impl CatalogueFile {
             {
                 collections.push(CollectionEdit {
                     id: product.collection.clone(),
-                    kind: match product.kind {
-                        ProductKind::PickupSlot => CollectionKind::Schedule,
-                        ProductKind::Ticket => CollectionKind::Event,
-                        ProductKind::Stock => CollectionKind::Shelf,
-                    },
+                    kind: product.kind.collection(),
                     title: product.collection.clone(),
                     lede: String::new(),
                     starts_at: None,
+                    ends_at: None,
                     doors_at: None,
                     venue: String::new(),
                     position: 0,
@@ -465,6 +516,7 @@ impl CatalogueFile {
             price_minor: i64,
             currency: String,
             starts_at: Option<DateTime<Utc>>,
+            ends_at: Option<DateTime<Utc>>,
             collection: String,
             max_per_order: i32,
             sale_opens_at: Option<DateTime<Utc>>,
@@ -474,8 +526,8 @@ impl CatalogueFile {
         }
         let products: Vec<Row> = sqlx::query_as(&format!(
             "select p.id, p.kind, p.name, p.description, p.price_minor, p.currency, p.starts_at, \
-                    p.collection, p.max_per_order, p.sale_opens_at, p.sale_closes_at, p.hidden, \
-                    r.total \
+                    p.ends_at, p.collection, p.max_per_order, p.sale_opens_at, p.sale_closes_at, \
+                    p.hidden, r.total \
                from products p join collections c on c.id = p.collection \
                join resources r on r.id = p.resource_id \
               where p.active and c.archived_at is null \
@@ -484,38 +536,7 @@ impl CatalogueFile {
         ))
         .fetch_all(pool)
         .await?;
-        let collections: Vec<CollectionEdit> = sqlx::query_as::<
-            _,
-            (
-                String,
-                CollectionKind,
-                String,
-                String,
-                Option<DateTime<Utc>>,
-                Option<DateTime<Utc>>,
-                String,
-                i32,
-            ),
-        >(
-            "select id, kind, title, lede, starts_at, doors_at, venue, position from collections \
-              where archived_at is null order by position, id",
-        )
-        .fetch_all(pool)
-        .await?
-        .into_iter()
-        .map(
-            |(id, kind, title, lede, starts_at, doors_at, venue, position)| CollectionEdit {
-                id,
-                kind,
-                title,
-                lede,
-                starts_at,
-                doors_at,
-                venue,
-                position,
-            },
-        )
-        .collect();
+        let collections: Vec<CollectionEdit> = super::edit::collections(pool).await?;
         let schedules = schedules::schedules(pool).await?;
         let currency = products
             .first()
@@ -533,13 +554,15 @@ impl CatalogueFile {
                 .iter()
                 .filter(|p| p.collection == collection.id)
                 .collect();
-            match collection.kind {
-                CollectionKind::Event => file.events.push(EventSpec {
+            match (collection.kind.sheet().in_file, scheduled) {
+                (InFile::Events, _) => file.events.push(EventSpec {
                     id: collection.id.clone(),
                     title: collection.title.clone(),
                     lede: collection.lede.clone(),
                     when: When::absolute(collection.starts_at, zone),
                     doors_at: collection.doors_at.map(|at| iso(at, zone)),
+                    ends_at: collection.ends_at.map(|at| iso(at, zone)),
+                    lasts_minutes: None,
                     venue: collection.venue.clone(),
                     tiers: own
                         .iter()
@@ -555,8 +578,8 @@ impl CatalogueFile {
                         .collect(),
                 }),
                 // a schedule's slots are its schedule's
-                CollectionKind::Schedule if scheduled => {}
-                CollectionKind::Schedule | CollectionKind::Shelf => {
+                (InFile::Products, true) => {}
+                (InFile::Products, false) => {
                     file.collections.push(collection.clone());
                     file.products.extend(own.iter().map(|p| ProductSpec {
                         id: p.id.clone(),
@@ -567,6 +590,7 @@ impl CatalogueFile {
                         price_minor: p.price_minor,
                         capacity: i64::from(p.total),
                         when: When::absolute(p.starts_at, zone),
+                        ends_at: p.ends_at.map(|at| iso(at, zone)),
                         max_per_order: p.max_per_order,
                         sale: SaleWindow::of(p.sale_opens_at, p.sale_closes_at, p.hidden, zone),
                     }));

@@ -1,22 +1,25 @@
 //! What is sold: products, each pointing at an inventory resource, their
-//! kinds ([`kind`]: every question a kind answers), and the catalogue file
-//! ([`file`]). The pages read products through [`crate::live`].
+//! kinds ([`kinds`]: the room where everything that differs between kinds
+//! is answered), and the catalogue file ([`file`]). The pages read products
+//! through [`crate::live`].
 
 pub mod edit;
 mod file;
-mod kind;
+pub mod kinds;
 pub mod schedules;
 
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 use sqlx::PgPool;
 
-pub use edit::{CollectionEdit, CollectionKind, DEFAULT_MAX_PER_ORDER, ProductEdit, PutProduct};
+pub use edit::{CollectionEdit, DEFAULT_MAX_PER_ORDER, ProductEdit, PutProduct};
 pub use file::{
     CatalogueFile, EventSpec, LoadReport, PickupSlots, ProductSpec, SaleWindow, TierSpec, When,
     moment,
 };
-pub use kind::{Code, ProductKind};
+pub use kinds::{
+    CalendarEntry, Choice, ChoiceError, ChoiceKind, Code, CodeWords, CollectionKind, ProductKind,
+};
 
 /// A product as the shop shows it, with its collection's words.
 #[derive(Debug, Clone, Serialize, sqlx::FromRow)]

@@ -1,6 +1,8 @@
-//! A bakery's pickup schedule: the counter's weekdays and hours, a slot's
-//! length, how many boxes a slot takes, how many days ahead slots are
-//! published, and the days it is closed. The worker publishes the rolling
+//! A schedule: units of a kind a schedule can make (a bakery's pickup
+//! slots; any kind whose sheet names its scheduled units), with the
+//! weekdays and hours, a unit's length, how many a unit takes, how many
+//! days ahead units are published, and the days it is closed. The worker
+//! publishes the rolling
 //! window ([`publish`]): one product and resource per slot, created when it
 //! comes into the window, changed with the schedule while it has no
 //! orders, taken off sale when the schedule no longer has it and it has no
@@ -13,17 +15,20 @@ use sqlx::{PgConnection, PgPool};
 
 use super::ProductKind;
 use super::edit::{
-    CollectionEdit, CollectionKind, ProductEdit, archive_product_in, check_slug, put_collection_in,
-    put_product_in,
+    CollectionEdit, ProductEdit, archive_product_in, check_slug, put_collection_in, put_product_in,
 };
 use crate::clock::ShopZone;
 use crate::inventory::InvalidInput;
 
-/// A pickup schedule as it is written.
+/// A schedule as it is written.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Schedule {
     /// The collection its slots are shown under (`bakery`).
     pub collection: String,
+    /// What it makes: a kind a schedule can make (pickup slots when the
+    /// catalogue file does not say).
+    #[serde(default = "pickup_slot", skip_serializing_if = "is_pickup_slot")]
+    pub kind: ProductKind,
     /// The collection's title and lede on the shop's pages.
     pub title: String,
     #[serde(default)]
@@ -55,18 +60,36 @@ fn ten() -> i32 {
     super::edit::DEFAULT_MAX_PER_ORDER
 }
 
+fn pickup_slot() -> ProductKind {
+    ProductKind::PickupSlot
+}
+
+fn is_pickup_slot(kind: &ProductKind) -> bool {
+    *kind == ProductKind::PickupSlot
+}
+
 impl Schedule {
     pub fn check(&self) -> Result<(), InvalidInput> {
         let bad = |m: String| Err(InvalidInput(m));
         check_slug("a schedule's collection", &self.collection, 100)?;
+        if !self.kind.scheduled() {
+            return bad(format!(
+                "a schedule makes {}, not {}s",
+                ProductKind::made_by_schedules()
+                    .map(|k| format!("{}s", k.sheet().noun))
+                    .collect::<Vec<_>>()
+                    .join(" or "),
+                self.kind.sheet().noun
+            ));
+        }
         if self.weekdays.is_empty() || self.weekdays.iter().any(|d| !(1..=7).contains(d)) {
             return bad("the weekdays are 1 (Monday) to 7 (Sunday), at least one".into());
         }
         if self.opens >= self.closes {
             return bad("the counter opens before it closes".into());
         }
-        if !(5..=720).contains(&self.slot_minutes) {
-            return bad("a slot is 5 to 720 minutes".into());
+        if !(5..=1440).contains(&self.slot_minutes) {
+            return bad("a slot is 5 to 1,440 minutes (a day)".into());
         }
         if !(0..=366).contains(&self.days_ahead) {
             return bad("slots are published 0 to 366 days ahead".into());
@@ -107,16 +130,18 @@ impl Schedule {
     }
 
     /// The product a slot at `starts` is (its id is the collection and the
-    /// moment in UTC, as slots have always been named).
+    /// moment in UTC, as slots have always been named), named as its kind
+    /// names its units, ending a slot's length later.
     fn slot_edit(&self, id: &str, starts: Option<DateTime<Utc>>, zone: ShopZone) -> ProductEdit {
         ProductEdit {
             id: id.to_owned(),
             collection: self.collection.clone(),
-            kind: ProductKind::PickupSlot,
+            kind: self.kind,
             name: match starts {
-                Some(at) => format!("{}, pickup {}", self.name, zone.short(at)),
+                Some(at) => self.kind.unit_name(&self.name, &zone.short(at)),
                 None => self.name.clone(),
             },
+            ends_at: starts.map(|at| at + Duration::minutes(i64::from(self.slot_minutes))),
             description: self.description.clone(),
             price_minor: self.price_minor,
             currency: self.currency.clone(),
@@ -152,10 +177,11 @@ pub async fn put_schedule_in(conn: &mut PgConnection, schedule: &Schedule) -> an
         conn,
         &CollectionEdit {
             id: schedule.collection.clone(),
-            kind: CollectionKind::Schedule,
+            kind: schedule.kind.collection(),
             title: schedule.title.clone(),
             lede: schedule.lede.clone(),
             starts_at: None,
+            ends_at: None,
             doors_at: None,
             venue: String::new(),
             position: 0,
@@ -163,12 +189,12 @@ pub async fn put_schedule_in(conn: &mut PgConnection, schedule: &Schedule) -> an
     )
     .await?;
     sqlx::query(
-        "insert into pickup_schedules (collection, name, description, price_minor, currency, \
-                                       capacity, max_per_order, weekdays, opens, closes, \
-                                       slot_minutes, days_ahead, closed_days) \
-         values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) \
+        "insert into schedules (collection, name, description, price_minor, currency, \
+                                capacity, max_per_order, weekdays, opens, closes, \
+                                slot_minutes, days_ahead, closed_days, kind) \
+         values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) \
          on conflict (collection) do update \
-            set name = excluded.name, description = excluded.description, \
+            set name = excluded.name, description = excluded.description, kind = excluded.kind, \
                 price_minor = excluded.price_minor, currency = excluded.currency, \
                 capacity = excluded.capacity, max_per_order = excluded.max_per_order, \
                 weekdays = excluded.weekdays, opens = excluded.opens, closes = excluded.closes, \
@@ -188,6 +214,7 @@ pub async fn put_schedule_in(conn: &mut PgConnection, schedule: &Schedule) -> an
     .bind(schedule.slot_minutes)
     .bind(schedule.days_ahead)
     .bind(&schedule.closed_days)
+    .bind(schedule.kind)
     .execute(&mut *conn)
     .await?;
     Ok(())
@@ -196,6 +223,7 @@ pub async fn put_schedule_in(conn: &mut PgConnection, schedule: &Schedule) -> an
 #[derive(sqlx::FromRow)]
 struct ScheduleRow {
     collection: String,
+    kind: ProductKind,
     title: String,
     lede: String,
     name: String,
@@ -212,10 +240,10 @@ struct ScheduleRow {
     closed_days: Vec<NaiveDate>,
 }
 
-const SCHEDULE_COLUMNS: &str = "select s.collection, c.title, c.lede, s.name, s.description, \
-     s.price_minor, s.currency, s.capacity, s.max_per_order, s.weekdays, s.opens, s.closes, \
-     s.slot_minutes, s.days_ahead, s.closed_days \
-     from pickup_schedules s join collections c on c.id = s.collection \
+const SCHEDULE_COLUMNS: &str = "select s.collection, s.kind, c.title, c.lede, s.name, \
+     s.description, s.price_minor, s.currency, s.capacity, s.max_per_order, s.weekdays, s.opens, \
+     s.closes, s.slot_minutes, s.days_ahead, s.closed_days \
+     from schedules s join collections c on c.id = s.collection \
      where s.archived_at is null";
 
 /// Every schedule in force, with its collection's words.
@@ -247,6 +275,7 @@ impl From<ScheduleRow> for Schedule {
     fn from(r: ScheduleRow) -> Self {
         Schedule {
             collection: r.collection,
+            kind: r.kind,
             title: r.title,
             lede: r.lede,
             name: r.name,
@@ -328,6 +357,7 @@ pub async fn publish_schedule(
     struct Slot {
         id: String,
         starts_at: Option<DateTime<Utc>>,
+        ends_at: Option<DateTime<Utc>>,
         active: bool,
         name: String,
         price_minor: i64,
@@ -340,10 +370,10 @@ pub async fn publish_schedule(
         "with locked as ( \
              select r.id, r.total, r.held, r.sold from resources r \
               where r.id in (select p.resource_id from products p \
-                              where p.collection = $1 and p.kind = 'pickup_slot' \
+                              where p.collection = $1 and p.kind = $3 \
                                 and (p.starts_at is null or p.starts_at > $2)) \
               order by r.id for no key update) \
-         select p.id, p.starts_at, p.active, p.name, p.price_minor, p.max_per_order, \
+         select p.id, p.starts_at, p.ends_at, p.active, p.name, p.price_minor, p.max_per_order, \
                 p.description, l.total, \
                 (l.held > 0 or l.sold > 0 \
                  or exists (select 1 from order_lines ol join orders o on o.id = ol.order_id \
@@ -351,11 +381,12 @@ pub async fn publish_schedule(
                                and o.state in ('pending', 'paid', 'refund_pending', 'refunded'))) \
                   as promised \
            from products p join locked l on l.id = p.resource_id \
-          where p.collection = $1 and p.kind = 'pickup_slot' \
+          where p.collection = $1 and p.kind = $3 \
           order by p.id",
     )
     .bind(&schedule.collection)
     .bind(now)
+    .bind(schedule.kind)
     .fetch_all(&mut *conn)
     .await?;
     for at in &wanted {
@@ -373,7 +404,8 @@ pub async fn publish_schedule(
                     && i64::from(slot.total) == edit.capacity
                     && slot.max_per_order == edit.max_per_order
                     && slot.description == edit.description
-                    && slot.starts_at == edit.starts_at;
+                    && slot.starts_at == edit.starts_at
+                    && slot.ends_at == edit.ends_at;
                 if same {
                     continue;
                 }
@@ -409,6 +441,7 @@ mod tests {
     fn bakery() -> Schedule {
         Schedule {
             collection: "bakery".into(),
+            kind: ProductKind::PickupSlot,
             title: "Bakery pickup".into(),
             lede: String::new(),
             name: "Sourdough box".into(),

@@ -139,9 +139,7 @@ pub(super) async fn redeem(ctx: &Ctx, code: String, place: String) -> anyhow::Re
         || redemption_text(&redeemed, zone),
     );
     Ok(match outcome {
-        crate::redemption::Outcome::Admitted | crate::redemption::Outcome::Collected => {
-            ExitCode::SUCCESS
-        }
+        crate::redemption::Outcome::Redeemed { .. } => ExitCode::SUCCESS,
         crate::redemption::Outcome::AlreadyUsed { .. } => ExitCode::from(5),
         crate::redemption::Outcome::Refunded => ExitCode::from(6),
         crate::redemption::Outcome::NotValid => ExitCode::from(7),
@@ -157,8 +155,7 @@ pub(super) fn redemption_text(
     let who = redeemed.customer_name.as_deref().unwrap_or("");
     let what = redeemed.what.as_deref().unwrap_or("");
     match &redeemed.outcome {
-        Outcome::Admitted => format!("{}: admitted — {what} ({who})", redeemed.code),
-        Outcome::Collected => format!("{}: collected — {what} ({who})", redeemed.code),
+        Outcome::Redeemed { word } => format!("{}: {word} — {what} ({who})", redeemed.code),
         Outcome::AlreadyUsed { at, by, place } => format!(
             "{}: already used at {} by {by}{}",
             redeemed.code,

@@ -9,7 +9,7 @@ use sqlx::migrate::Migrator;
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use sqlx::{PgConnection, PgPool};
 
-use crate::catalogue::{Code, ProductKind};
+use crate::catalogue::{Code, CollectionKind, ProductKind};
 use crate::configuration::{DatabaseSettings, Secret};
 use crate::payments::ProviderKind;
 use cluster::LocalCluster;
@@ -69,7 +69,8 @@ async fn adopt_rewritten_migrations(conn: &mut PgConnection) -> anyhow::Result<(
     Ok(())
 }
 
-/// `product_kinds` from [`ProductKind::ALL`], and the CHECKs that name
+/// `product_kinds` from [`ProductKind::ALL`], `collection_kinds` from
+/// [`CollectionKind::ALL`], and the CHECKs that name
 /// every provider from [`ProviderKind::ALL`] (rewritten only when the list
 /// changed, so a `migrate` at every start takes no table lock).
 async fn write_known_lists(conn: &mut PgConnection) -> anyhow::Result<()> {
@@ -85,6 +86,14 @@ async fn write_known_lists(conn: &mut PgConnection) -> anyhow::Result<()> {
     )
     .bind(&kinds)
     .bind(&codes)
+    .execute(&mut *conn)
+    .await?;
+    let collections: Vec<&str> = CollectionKind::ALL.iter().map(|k| k.as_str()).collect();
+    sqlx::query(
+        "insert into collection_kinds (kind) select * from unnest($1::text[]) \
+         on conflict (kind) do nothing",
+    )
+    .bind(&collections)
     .execute(&mut *conn)
     .await?;
     let mut providers: Vec<&str> = ProviderKind::ALL.iter().map(|p| p.as_str()).collect();

@@ -16,7 +16,8 @@ use serde_json::{Value, json};
 use sqlx::{PgConnection, PgPool};
 
 use super::{StaffError, StaffMember, log_action, record};
-use crate::catalogue::edit::{self, CollectionEdit, CollectionKind, ProductEdit, PutProduct};
+use crate::catalogue::CollectionKind;
+use crate::catalogue::edit::{self, COLLECTION_COLUMNS, CollectionEdit, ProductEdit, PutProduct};
 use crate::catalogue::schedules::{self, Published, Schedule};
 use crate::catalogue::{PAGE_ORDER, ProductKind};
 use crate::clock::ShopZone;
@@ -84,6 +85,7 @@ pub struct ProductRow {
     pub price_minor: i64,
     pub currency: String,
     pub starts_at: Option<DateTime<Utc>>,
+    pub ends_at: Option<DateTime<Utc>>,
     pub max_per_order: i32,
     pub sale_opens_at: Option<DateTime<Utc>>,
     pub sale_closes_at: Option<DateTime<Utc>>,
@@ -112,6 +114,7 @@ impl ProductRow {
             currency: self.currency.clone(),
             capacity: i64::from(self.total),
             starts_at: self.starts_at,
+            ends_at: self.ends_at,
             max_per_order: self.max_per_order,
             sale_opens_at: self.sale_opens_at,
             sale_closes_at: self.sale_closes_at,
@@ -122,8 +125,8 @@ impl ProductRow {
 }
 
 const PRODUCT_ROW: &str = "p.id, p.collection, p.kind, p.name, p.description, p.price_minor, \
-     p.currency, p.starts_at, p.max_per_order, p.sale_opens_at, p.sale_closes_at, p.hidden, \
-     p.active, p.position, r.total, r.held, r.sold";
+     p.currency, p.starts_at, p.ends_at, p.max_per_order, p.sale_opens_at, p.sale_closes_at, \
+     p.hidden, p.active, p.position, r.total, r.held, r.sold";
 
 /// A collection as the catalogue page lists it, with its products on sale.
 #[derive(Debug, Clone)]
@@ -134,40 +137,13 @@ pub struct CollectionRow {
     pub schedule: Option<Schedule>,
 }
 
-#[derive(sqlx::FromRow)]
-struct CollectionColumns {
-    id: String,
-    kind: CollectionKind,
-    title: String,
-    lede: String,
-    starts_at: Option<DateTime<Utc>>,
-    doors_at: Option<DateTime<Utc>>,
-    venue: String,
-    position: i32,
-}
-
-impl From<CollectionColumns> for CollectionEdit {
-    fn from(c: CollectionColumns) -> Self {
-        CollectionEdit {
-            id: c.id,
-            kind: c.kind,
-            title: c.title,
-            lede: c.lede,
-            starts_at: c.starts_at,
-            doors_at: c.doors_at,
-            venue: c.venue,
-            position: c.position,
-        }
-    }
-}
-
 /// Every collection not archived, in page order, with its products on
 /// sale (hidden ones among them) and their counters.
 pub async fn collections(pool: &PgPool) -> sqlx::Result<Vec<CollectionRow>> {
-    let collections: Vec<CollectionColumns> = sqlx::query_as(
-        "select id, kind, title, lede, starts_at, doors_at, venue, position from collections \
-          where archived_at is null order by position, id",
-    )
+    let collections: Vec<CollectionEdit> = sqlx::query_as(&format!(
+        "select {COLLECTION_COLUMNS} from collections \
+          where archived_at is null order by position, id"
+    ))
     .fetch_all(pool)
     .await?;
     let products: Vec<ProductRow> = sqlx::query_as(&format!(
@@ -180,20 +156,17 @@ pub async fn collections(pool: &PgPool) -> sqlx::Result<Vec<CollectionRow>> {
     let schedules = schedules::schedules(pool).await?;
     Ok(collections
         .into_iter()
-        .map(|c| {
-            let collection = CollectionEdit::from(c);
-            CollectionRow {
-                products: products
-                    .iter()
-                    .filter(|p| p.collection == collection.id)
-                    .cloned()
-                    .collect(),
-                schedule: schedules
-                    .iter()
-                    .find(|s| s.collection == collection.id)
-                    .cloned(),
-                collection,
-            }
+        .map(|collection| CollectionRow {
+            products: products
+                .iter()
+                .filter(|p| p.collection == collection.id)
+                .cloned()
+                .collect(),
+            schedule: schedules
+                .iter()
+                .find(|s| s.collection == collection.id)
+                .cloned(),
+            collection,
         })
         .collect())
 }
@@ -204,15 +177,14 @@ pub async fn collection(
     id: &str,
     kind: CollectionKind,
 ) -> sqlx::Result<Option<CollectionEdit>> {
-    let found: Option<CollectionColumns> = sqlx::query_as(
-        "select id, kind, title, lede, starts_at, doors_at, venue, position from collections \
-          where id = $1 and kind = $2 and archived_at is null",
-    )
+    sqlx::query_as(&format!(
+        "select {COLLECTION_COLUMNS} from collections \
+          where id = $1 and kind = $2 and archived_at is null"
+    ))
     .bind(id)
     .bind(kind)
     .fetch_optional(pool)
-    .await?;
-    Ok(found.map(CollectionEdit::from))
+    .await
 }
 
 /// The products on sale of a collection, in page order.
@@ -254,9 +226,10 @@ pub async fn schedule(pool: &PgPool, collection: &str) -> sqlx::Result<Option<Sc
 /// The shelves stock can go on: (id, title).
 pub async fn shelves(pool: &PgPool) -> sqlx::Result<Vec<(String, String)>> {
     sqlx::query_as(
-        "select id, title from collections where kind = 'shelf' and archived_at is null \
+        "select id, title from collections where kind = $1 and archived_at is null \
           order by position, id",
     )
+    .bind(ProductKind::Stock.collection())
     .fetch_all(pool)
     .await
 }
@@ -266,16 +239,17 @@ pub async fn shelves(pool: &PgPool) -> sqlx::Result<Vec<(String, String)>> {
 /// created with the item).
 pub async fn shelf_for(pool: &PgPool, typed: &str) -> super::Result<CollectionEdit> {
     let typed = typed.trim();
-    let found: Option<CollectionColumns> = sqlx::query_as(
-        "select id, kind, title, lede, starts_at, doors_at, venue, position from collections \
-          where kind = 'shelf' and archived_at is null and (lower(title) = lower($1) or id = $1) \
-          order by id = $1 desc, position, id limit 1",
-    )
+    let found: Option<CollectionEdit> = sqlx::query_as(&format!(
+        "select {COLLECTION_COLUMNS} from collections \
+          where kind = $2 and archived_at is null and (lower(title) = lower($1) or id = $1) \
+          order by id = $1 desc, position, id limit 1"
+    ))
     .bind(typed)
+    .bind(CollectionKind::Shelf)
     .fetch_optional(pool)
     .await?;
     if let Some(found) = found {
-        return Ok(found.into());
+        return Ok(found);
     }
     let id = edit::slug(typed, 100);
     if id.is_empty() {
@@ -289,6 +263,7 @@ pub async fn shelf_for(pool: &PgPool, typed: &str) -> super::Result<CollectionEd
         title: typed.to_owned(),
         lede: String::new(),
         starts_at: None,
+        ends_at: None,
         doors_at: None,
         venue: String::new(),
         position: 1000,
@@ -308,7 +283,7 @@ pub async fn shop_currency(pool: &PgPool) -> sqlx::Result<String> {
 pub async fn catalogue_currency(pool: &PgPool) -> sqlx::Result<Option<String>> {
     sqlx::query_scalar(
         "select currency from (select currency from products where active \
-                               union all select currency from pickup_schedules \
+                               union all select currency from schedules \
                                 where archived_at is null) c \
           group by currency order by count(*) desc, currency limit 1",
     )
@@ -338,18 +313,17 @@ async fn collection_for_update(
     #[derive(sqlx::FromRow)]
     struct Row {
         #[sqlx(flatten)]
-        columns: CollectionColumns,
+        columns: CollectionEdit,
         archived: bool,
     }
-    let row: Option<Row> = sqlx::query_as(
-        "select id, kind, title, lede, starts_at, doors_at, venue, position, \
-                archived_at is not null as archived \
-           from collections where id = $1 for update",
-    )
+    let row: Option<Row> = sqlx::query_as(&format!(
+        "select {COLLECTION_COLUMNS}, archived_at is not null as archived \
+           from collections where id = $1 for update"
+    ))
     .bind(id)
     .fetch_optional(&mut *conn)
     .await?;
-    Ok(row.map(|r| (CollectionEdit::from(r.columns), r.archived)))
+    Ok(row.map(|r| (r.columns, r.archived)))
 }
 
 /// Whether a collection id may be given to something new (`new` reads as
@@ -453,11 +427,11 @@ async fn save_product(
     new: bool,
     save: ProductSave<'_>,
 ) -> super::Result<Saved> {
-    if product.kind != save.collection_kind.products() {
+    if !save.collection_kind.may_hold(product.kind) {
         return Err(StaffError::InvalidInput(format!(
-            "a {} collection sells {} products",
-            json!(save.collection_kind).as_str().unwrap_or_default(),
-            save.collection_kind.products()
+            "an {} sells no {}s",
+            save.collection_kind.sheet().noun,
+            product.kind.sheet().noun
         )));
     }
     product.check().map_err(|e| StaffError::InvalidInput(e.0))?;
@@ -467,8 +441,9 @@ async fn save_product(
     let mut product = product.clone();
     match collection {
         Some((c, false)) if c.kind == save.collection_kind => {
-            if c.kind == CollectionKind::Event {
+            if c.kind.sheet().lends_its_time {
                 product.starts_at = c.starts_at;
+                product.ends_at = c.ends_at;
             }
         }
         None if save.new_shelf.is_some_and(|s| s.id == product.collection) => {

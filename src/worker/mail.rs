@@ -7,19 +7,21 @@
 //!
 //! Every message has a plain-text part beside its HTML part, and needs no
 //! JavaScript and no remote image: QR codes travel inline (PNG, `cid:`),
-//! a pickup slot's calendar file as an attachment.
+//! a calendar file as an attachment ([`confirmation`]: the order's
+//! confirmation).
+
+mod confirmation;
 
 use askama::Template;
-use chrono::{DateTime, Duration, Utc};
-use lettre::message::header::ContentType;
-use lettre::message::{Attachment, Mailbox, MultiPart, SinglePart};
+use chrono::{DateTime, Utc};
+use lettre::message::{Mailbox, MultiPart};
 use lettre::{AsyncSmtpTransport, AsyncTransport, Message, Tokio1Executor};
 use sqlx::PgPool;
 use uuid::Uuid;
 
-use crate::catalogue::ProductKind;
 use crate::clock::ShopZone;
 use crate::money;
+use confirmation::Confirmation;
 
 /// Where mail goes, and who it is from.
 #[derive(Clone)]
@@ -345,240 +347,6 @@ impl std::ops::Deref for PaymentReturnedText<'_> {
     }
 }
 
-/// What a confirmation says.
-struct Confirmation {
-    id: Uuid,
-    name: String,
-    email: String,
-    token: String,
-    total: String,
-    /// What the voucher took off, in words; empty: nothing.
-    discount: String,
-    pickup_code: Option<String>,
-    /// name, quantity, kind, when
-    lines: Vec<(String, i32, ProductKind, Option<DateTime<Utc>>)>,
-    /// product name, code
-    tickets: Vec<(String, String)>,
-}
-
-/// What the confirmation's parts show.
-#[derive(Template)]
-#[template(path = "mail/order_confirmation.html")]
-struct ConfirmationMail {
-    name: String,
-    total: String,
-    discount: String,
-    lines: Vec<MailLine>,
-    pickup_code: Option<String>,
-    tickets: Vec<MailTicket>,
-    /// Every code with its QR image's content id.
-    codes: Vec<MailCode>,
-    link: String,
-}
-
-#[derive(Template)]
-#[template(path = "mail/order_confirmation.txt")]
-struct ConfirmationText<'a>(&'a ConfirmationMail);
-
-impl std::ops::Deref for ConfirmationText<'_> {
-    type Target = ConfirmationMail;
-    fn deref(&self) -> &ConfirmationMail {
-        self.0
-    }
-}
-
-struct MailLine {
-    name: String,
-    qty: i32,
-    /// When it happens, where the name does not say.
-    when: String,
-}
-
-struct MailTicket {
-    product: String,
-    code: String,
-}
-
-struct MailCode {
-    label: String,
-    code: String,
-    cid: String,
-}
-
-impl Confirmation {
-    async fn read(pool: &PgPool, order_id: Uuid) -> sqlx::Result<Option<Self>> {
-        type Row = (
-            String,
-            String,
-            String,
-            i64,
-            String,
-            Option<String>,
-            Option<String>,
-            i64,
-        );
-        let order: Option<Row> = sqlx::query_as(
-            "select customer_name, customer_email, token, amount_minor, currency, pickup_code, \
-                    voucher_code, discount_minor \
-               from orders where id = $1",
-        )
-        .bind(order_id)
-        .fetch_optional(pool)
-        .await?;
-        let Some((name, email, token, amount, currency, pickup_code, voucher, discount)) = order
-        else {
-            return Ok(None);
-        };
-        let lines = sqlx::query_as(
-            "select l.name, l.qty, p.kind, p.starts_at from order_lines l \
-               join products p on p.id = l.product_id \
-              where l.order_id = $1 order by p.starts_at nulls last, l.name",
-        )
-        .bind(order_id)
-        .fetch_all(pool)
-        .await?;
-        let tickets = sqlx::query_as(
-            "select p.name, c.code from order_codes c join products p on p.id = c.product_id \
-              where c.order_id = $1 and c.refunded_at is null order by p.name, c.code",
-        )
-        .bind(order_id)
-        .fetch_all(pool)
-        .await?;
-        Ok(Some(Self {
-            id: order_id,
-            name,
-            email,
-            token,
-            total: money::format(amount, &currency),
-            discount: discount_words(voucher.as_deref(), discount, &currency),
-            pickup_code,
-            lines,
-            tickets,
-        }))
-    }
-
-    fn compose(&self, mailer: &Mailer) -> Result<Message, MailError> {
-        let zone = mailer.zone;
-        let link = format!("{}/orders/{}", mailer.base_url, self.token);
-        let when = |at: &Option<DateTime<Utc>>| at.map(|at| zone.long(at)).unwrap_or_default();
-        // every code, with its QR image's content id
-        let mut codes: Vec<(String, String, String)> = Vec::new();
-        if let Some(code) = &self.pickup_code {
-            codes.push(("Pickup code".into(), code.clone(), "qr-pickup".into()));
-        }
-        for (i, (product, code)) in self.tickets.iter().enumerate() {
-            codes.push((product.clone(), code.clone(), format!("qr-{i}")));
-        }
-
-        let message = ConfirmationMail {
-            name: self.name.clone(),
-            total: self.total.clone(),
-            discount: self.discount.clone(),
-            lines: self
-                .lines
-                .iter()
-                .map(|(name, qty, kind, at)| MailLine {
-                    name: name.clone(),
-                    qty: *qty,
-                    when: if kind.shows_time() {
-                        when(at)
-                    } else {
-                        String::new()
-                    },
-                })
-                .collect(),
-            pickup_code: self.pickup_code.clone(),
-            tickets: self
-                .tickets
-                .iter()
-                .map(|(product, code)| MailTicket {
-                    product: product.clone(),
-                    code: code.clone(),
-                })
-                .collect(),
-            codes: codes
-                .iter()
-                .map(|(label, code, cid)| MailCode {
-                    label: label.clone(),
-                    code: code.clone(),
-                    cid: cid.clone(),
-                })
-                .collect(),
-            link: link.clone(),
-        };
-        let (text, html) = (text(&ConfirmationText(&message))?, render(&message)?);
-
-        let mut related = MultiPart::related().singlepart(SinglePart::html(html));
-        for (_, code, cid) in &codes {
-            related = related.singlepart(Attachment::new_inline(cid.clone()).body(
-                qr_png(code)?,
-                ContentType::parse("image/png").expect("a MIME type"),
-            ));
-        }
-        let body = MultiPart::alternative()
-            .singlepart(SinglePart::plain(text))
-            .multipart(related);
-        let mut mixed = MultiPart::mixed().multipart(body);
-        let slots: Vec<_> = self
-            .lines
-            .iter()
-            .filter(|(_, _, kind, at)| kind.has_calendar() && at.is_some())
-            .collect();
-        if !slots.is_empty() {
-            mixed = mixed.singlepart(
-                Attachment::new("pickup.ics".into()).body(
-                    self.calendar(&slots, &link),
-                    ContentType::parse("text/calendar; charset=utf-8; method=PUBLISH")
-                        .expect("a MIME type"),
-                ),
-            );
-        }
-        mailer
-            .builder(&self.name, &self.email, &format!("order-{}", self.id))?
-            .subject(format!("Your order is paid: {}", self.total))
-            .multipart(mixed)
-            .map_err(|e| MailError::Compose(e.to_string()))
-    }
-
-    /// A calendar with one event per pickup slot, its times in UTC (every
-    /// calendar shows them in its reader's zone, daylight saving included).
-    fn calendar(
-        &self,
-        slots: &[&(String, i32, ProductKind, Option<DateTime<Utc>>)],
-        link: &str,
-    ) -> String {
-        let stamp = Utc::now().format("%Y%m%dT%H%M%SZ");
-        let mut ics = String::from(
-            "BEGIN:VCALENDAR\r\nVERSION:2.0\r\nPRODID:-//Holdfast//Checkout//EN\r\nMETHOD:PUBLISH\r\n",
-        );
-        for (i, (name, _, _, at)) in slots.iter().enumerate() {
-            let Some(at) = at else { continue };
-            let end = *at + Duration::minutes(30);
-            ics.push_str(&format!(
-                "BEGIN:VEVENT\r\nUID:{}-{i}@holdfast\r\nDTSTAMP:{stamp}\r\n\
-                 DTSTART:{}\r\nDTEND:{}\r\nSUMMARY:{}\r\nDESCRIPTION:Pickup code {}. {}\r\n\
-                 END:VEVENT\r\n",
-                self.id,
-                at.format("%Y%m%dT%H%M%SZ"),
-                end.format("%Y%m%dT%H%M%SZ"),
-                ics_text(name),
-                ics_text(self.pickup_code.as_deref().unwrap_or("")),
-                ics_text(link),
-            ));
-        }
-        ics.push_str("END:VCALENDAR\r\n");
-        ics
-    }
-}
-
-/// Text as an iCalendar value: `\`, `;`, `,` and line breaks escaped.
-fn ics_text(text: &str) -> String {
-    text.replace('\\', "\\\\")
-        .replace(';', "\\;")
-        .replace(',', "\\,")
-        .replace(['\r', '\n'], " ")
-}
-
 /// A code's QR code as a PNG: 6 pixels a module, a quiet zone of 4.
 pub fn qr_png(code: &str) -> Result<Vec<u8>, MailError> {
     let qr = qrcode::QrCode::new(code.as_bytes())
@@ -615,18 +383,6 @@ pub fn qr_png(code: &str) -> Result<Vec<u8>, MailError> {
     Ok(png_bytes)
 }
 
-/// What an order's voucher took off, as the order page and the mail say
-/// it; empty when nothing was.
-pub fn discount_words(voucher: Option<&str>, discount_minor: i64, currency: &str) -> String {
-    match voucher {
-        Some(code) if discount_minor > 0 => format!(
-            "Voucher {code}: {} off",
-            money::format(discount_minor, currency)
-        ),
-        _ => String::new(),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -657,62 +413,6 @@ mod tests {
     fn qr_images_are_png_and_names_are_quoted() {
         let png = qr_png("TKT-ABCD-EFGH").unwrap();
         assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n");
-        assert_eq!(ics_text("a;b,c\\d\ne"), "a\\;b\\,c\\\\d e");
         assert_eq!(quoted("Ada \"the\" L\\"), "\"Ada \\\"the\\\" L\\\\\"");
-    }
-
-    #[test]
-    fn the_templates_escape_the_html_part_and_keep_the_text_part_plain() {
-        let mail = ConfirmationMail {
-            name: "<Ada & \"Bo\">".into(),
-            total: "€28.00".into(),
-            discount: "Voucher <FANS>: €2.00 off".into(),
-            lines: vec![
-                MailLine {
-                    name: "Harbour Lights — General".into(),
-                    qty: 2,
-                    when: "Friday 20 March, 19:30 CET".into(),
-                },
-                MailLine {
-                    name: "Sourdough, pickup 12:30".into(),
-                    qty: 1,
-                    when: String::new(),
-                },
-            ],
-            pickup_code: Some("PCK-1234".into()),
-            tickets: vec![MailTicket {
-                product: "Harbour Lights — General".into(),
-                code: "TKT-AAAA-BBBB".into(),
-            }],
-            codes: vec![MailCode {
-                label: "Pickup code".into(),
-                code: "PCK-1234".into(),
-                cid: "qr-pickup".into(),
-            }],
-            link: "https://shop.example/orders/abc?x=1&y=2".into(),
-        };
-        let html = render(&mail).unwrap();
-        assert!(
-            html.contains("<h1>Thank you, &#60;Ada &#38; &#34;Bo&#34;&#62;</h1>"),
-            "{html}"
-        );
-        assert!(
-            html.contains("<a href=\"https://shop.example/orders/abc?x=1&#38;y=2\">"),
-            "{html}"
-        );
-        assert!(!html.contains("<Ada"), "{html}");
-        assert!(
-            html.contains("<p>Voucher &#60;FANS&#62;: €2.00 off.</p>"),
-            "{html}"
-        );
-        assert!(html.contains("<img src=\"cid:qr-pickup\""), "{html}");
-        let text = text(&ConfirmationText(&mail)).unwrap();
-        let expected = "Thank you, <Ada & \"Bo\">.\r\n\r\nYour order is paid: €28.00.\r\nVoucher <FANS>: €2.00 off.\r\n\r\n\
-                        - Harbour Lights — General × 2, Friday 20 March, 19:30 CET\r\n\
-                        - Sourdough, pickup 12:30 × 1\r\n\r\n\
-                        Pickup code: PCK-1234 (say it at the counter)\r\n\r\n\
-                        Your tickets:\r\n  TKT-AAAA-BBBB  Harbour Lights — General\r\n\r\n\
-                        Your order, any time: https://shop.example/orders/abc?x=1&y=2\r\n";
-        assert_eq!(text, expected);
     }
 }

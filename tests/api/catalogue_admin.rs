@@ -24,7 +24,7 @@ async fn everything(pool: &sqlx::PgPool) -> Vec<String> {
     for table in [
         "products",
         "collections",
-        "pickup_schedules",
+        "schedules",
         "vouchers",
         "order_lines",
     ] {

@@ -410,7 +410,7 @@ async fn the_worker_moves_a_schedules_window_forward_one_worker_at_a_time() {
     assert!(before > 0);
     // the window grows from 14 days to 42 (as time moving on would bring
     // new days into it); what the slots should be, by the schedule itself
-    sqlx::query("update pickup_schedules set days_ahead = 42 where collection = 'bread'")
+    sqlx::query("update schedules set days_ahead = 42 where collection = 'bread'")
         .execute(&db.pool)
         .await
         .unwrap();

@@ -265,7 +265,7 @@ pub async fn snapshot(pool: &PgPool) -> Vec<String> {
         "staff_settings",
         "collections",
         "products",
-        "pickup_schedules",
+        "schedules",
         "vouchers",
     ] {
         let print: String = sqlx::query_scalar(&format!(

@@ -322,6 +322,7 @@ async fn catalogue(pool: &PgPool, units: i64) -> anyhow::Result<Vec<String>> {
                 time_utc: Some("12:00".into()),
                 ..Default::default()
             },
+            ends_at: None,
             max_per_order: holdfast::catalogue::DEFAULT_MAX_PER_ORDER,
             sale: Default::default(),
         })

@@ -109,8 +109,7 @@ pub async fn redeem(
         format!("{what} for {who}")
     };
     let (status, headline, detail) = match &redeemed.outcome {
-        Outcome::Admitted => (StatusCode::OK, "Admitted".to_owned(), for_whom),
-        Outcome::Collected => (StatusCode::OK, "Collected".to_owned(), for_whom),
+        Outcome::Redeemed { .. } => (StatusCode::OK, redeemed.outcome.headline(), for_whom),
         Outcome::AlreadyUsed { at, by, place } => (
             StatusCode::CONFLICT,
             format!("Already used at {}", shop.zone.time(*at)),

@@ -14,7 +14,7 @@ use sha2::{Digest, Sha256};
 
 use super::checkout::{idempotency_key, worth_another_try};
 use super::{ApiError, json_body, key_of};
-use crate::redemption::{self, CodeKind, Door, Outcome};
+use crate::redemption::{self, Door, Outcome};
 use crate::retry::{Bound, retry};
 use crate::staff::StaffError;
 use crate::staff::api_keys::{self, ApiKey, Idempotent};
@@ -299,10 +299,10 @@ pub async fn redeem(
             "code": redeemed.code.chars().take(64).collect::<String>(),
             "outcome": redeemed.outcome.as_str(),
             "lets_through": redeemed.outcome.lets_through(),
-            "kind": redeemed.kind.map(|k| match k {
-                CodeKind::Ticket => "ticket",
-                CodeKind::Pickup => "pickup",
-            }),
+            "kind": redeemed
+                .kind
+                .and_then(|kind| kind.code_words())
+                .map(|words| words.noun),
             "order_id": redeemed.order_id,
             "customer_name": redeemed.customer_name,
             "what": redeemed.what,

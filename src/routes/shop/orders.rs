@@ -6,8 +6,10 @@ use actix_web::http::header;
 use actix_web::{HttpResponse, web};
 use askama::Template;
 
+use std::collections::HashMap;
+
 use super::order_of_link;
-use crate::checkout::{self, OrderState};
+use crate::checkout::{self, CodeCard, IssuedCodes, OrderState};
 use crate::money;
 use crate::payments::EmbedRequest;
 use crate::retry::{Bound, retry};
@@ -25,26 +27,23 @@ struct OrderPage {
     total: String,
     /// What a voucher took off, in words; empty: nothing.
     discount: String,
-    pickup_code: String,
-    /// When the pickup code was used, if it was.
-    pickup_used: String,
+    /// Its codes, with their kinds' words.
+    codes: IssuedCodes,
+    /// When each used code was used.
+    used: HashMap<String, String>,
     /// Staff refunded part of a paid order: how much, and why.
     refund_note: String,
-    tickets: Vec<TicketLine>,
     headline: String,
     explanation: String,
     lines: Vec<checkout::OrderLine>,
     currency: String,
 }
 
-/// A ticket on the order page.
-struct TicketLine {
-    product: String,
-    code: String,
-    /// When it was used; empty: not yet.
-    used: String,
-    /// Its unit was refunded: it admits nobody.
-    refunded: bool,
+impl OrderPage {
+    /// When a code was used; empty: not yet.
+    fn used(&self, card: &CodeCard) -> &str {
+        self.used.get(&card.code).map_or("", String::as_str)
+    }
 }
 
 /// `GET /orders/{token}`: reachable only by its unguessable link.
@@ -57,36 +56,17 @@ pub async fn order_page(
         checkout::order_lines(&shop.pool, order.id)
     })
     .await?;
-    let names: std::collections::HashMap<String, String> = lines
-        .iter()
-        .map(|l| (l.product_id.clone(), l.name.clone()))
-        .collect();
     let used = retry("order_read", Bound::Shopper, || {
         crate::redemption::redeemed_codes(&shop.pool, order.id)
     })
-    .await?;
-    let used_at = |code: &str| {
-        used.get(code)
-            .map(|at| shop.zone.minute(*at))
-            .unwrap_or_default()
-    };
-    let tickets = retry("order_read", Bound::Shopper, || {
-        checkout::order_codes(&shop.pool, order.id)
-    })
     .await?
     .into_iter()
-    .map(|(product, code, refunded)| TicketLine {
-        product: names.get(&product).cloned().unwrap_or(product),
-        used: used_at(&code),
-        code,
-        refunded,
-    })
+    .map(|(code, at)| (code, shop.zone.minute(at)))
     .collect();
-    let pickup_used = order
-        .pickup_code
-        .as_deref()
-        .map(used_at)
-        .unwrap_or_default();
+    let codes = retry("order_read", Bound::Shopper, || {
+        checkout::issued_codes(&shop.pool, order.id, order.pickup_code.as_deref())
+    })
+    .await?;
     // what staff refunded, and why (the latest reason)
     let staff_refund = retry("order_read", Bound::Shopper, || {
         crate::staff::refunds::latest(&shop.pool, order.id)
@@ -128,15 +108,14 @@ pub async fn order_page(
         paid: order.state == OrderState::Paid,
         name: order.customer_name.clone(),
         total: money::format(order.amount_minor, &order.currency),
-        discount: crate::worker::mail::discount_words(
+        discount: crate::vouchers::discount_words(
             order.voucher_code.as_deref(),
             order.discount_minor,
             &order.currency,
         ),
-        pickup_code: order.pickup_code.clone().unwrap_or_default(),
-        pickup_used,
+        codes,
+        used,
         refund_note,
-        tickets,
         headline: headline.into(),
         explanation: explanation.into(),
         lines,

@@ -1,0 +1,218 @@
+//! What a collection is: the group a product is sold under, and how staff
+//! make and edit it. An event holds its tiers, a schedule the units it
+//! publishes (of any kind a schedule can make), a shelf its stock items.
+//! The admin's pages ask the sheet here for their links and words, so
+//! no template branches on a kind.
+
+use serde::{Deserialize, Serialize};
+
+use super::ProductKind;
+
+/// What a collection groups; stored in `collections.kind`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, sqlx::Type)]
+#[serde(rename_all = "snake_case")]
+#[sqlx(type_name = "text", rename_all = "snake_case")]
+pub enum CollectionKind {
+    /// An event and its tiers.
+    Event,
+    /// A schedule and the units it publishes.
+    Schedule,
+    /// Stock on a shelf.
+    Shelf,
+}
+
+/// How the admin's catalogue lists a collection's products.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Listing {
+    /// A row per product, each with its counters and its editor.
+    Table,
+    /// One line summing the units a schedule made (they are edited through
+    /// the schedule, not one by one).
+    Summary,
+}
+
+/// Where the catalogue file writes a collection of a kind
+/// ([`crate::catalogue::CatalogueFile::export`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum InFile {
+    /// Under `events`, with its tiers.
+    Events,
+    /// Under `collections`, its products under `products` (or, when a
+    /// schedule makes them, under `schedules`).
+    Products,
+}
+
+/// Everything a collection kind answers.
+#[derive(Debug)]
+pub struct CollectionSheet {
+    /// As `collections.kind` stores it.
+    pub name: &'static str,
+    /// What staff call one.
+    pub noun: &'static str,
+    /// Its admin page, `{collection}` filled in; `None`: none of its own.
+    pub editor: Option<&'static str>,
+    /// A product's admin page, `{collection}` and `{product}` filled in.
+    pub product_editor: Option<&'static str>,
+    /// Where and in what words a product is added to it from its card.
+    pub add_product: Option<(&'static str, &'static str)>,
+    /// Where and in what words staff make a new one (or a product of one).
+    pub create: (&'static str, &'static str),
+    pub listing: Listing,
+    pub in_file: InFile,
+    /// Its products happen when it does (an event's tiers take its start
+    /// and end).
+    pub lends_its_time: bool,
+}
+
+const EVENT: CollectionSheet = CollectionSheet {
+    name: "event",
+    noun: "event",
+    editor: Some("/admin/catalogue/events/{collection}"),
+    product_editor: Some("/admin/catalogue/events/{collection}/tiers/{product}"),
+    add_product: Some((
+        "/admin/catalogue/events/{collection}/tiers/new",
+        "Add a tier",
+    )),
+    create: ("/admin/catalogue/events/new", "New event"),
+    listing: Listing::Table,
+    in_file: InFile::Events,
+    lends_its_time: true,
+};
+
+const SCHEDULE: CollectionSheet = CollectionSheet {
+    name: "schedule",
+    noun: "schedule",
+    editor: Some("/admin/catalogue/schedules/{collection}"),
+    product_editor: None,
+    add_product: None,
+    create: ("/admin/catalogue/schedules/new", "New schedule"),
+    listing: Listing::Summary,
+    in_file: InFile::Products,
+    lends_its_time: false,
+};
+
+const SHELF: CollectionSheet = CollectionSheet {
+    name: "shelf",
+    noun: "shelf",
+    editor: None,
+    product_editor: Some("/admin/catalogue/stock/{product}"),
+    add_product: None,
+    create: ("/admin/catalogue/stock/new", "New stock item"),
+    listing: Listing::Table,
+    in_file: InFile::Products,
+    lends_its_time: false,
+};
+
+impl CollectionKind {
+    /// Every kind, as `collection_kinds` is written from.
+    pub const ALL: [CollectionKind; 3] = [
+        CollectionKind::Event,
+        CollectionKind::Schedule,
+        CollectionKind::Shelf,
+    ];
+
+    /// The kind's answers: the one place a collection kind is matched.
+    pub fn sheet(self) -> &'static CollectionSheet {
+        match self {
+            CollectionKind::Event => &EVENT,
+            CollectionKind::Schedule => &SCHEDULE,
+            CollectionKind::Shelf => &SHELF,
+        }
+    }
+
+    /// As `collections.kind` stores it.
+    pub fn as_str(self) -> &'static str {
+        self.sheet().name
+    }
+
+    /// The kind a stored value or a catalogue file names.
+    pub fn parse(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|kind| kind.as_str() == name)
+    }
+
+    /// The product kinds a collection of this kind may hold.
+    pub fn holds(self) -> impl Iterator<Item = ProductKind> {
+        ProductKind::ALL
+            .into_iter()
+            .filter(move |kind| kind.collection() == self)
+    }
+
+    /// Whether it may hold products of `kind`.
+    pub fn may_hold(self, kind: ProductKind) -> bool {
+        kind.collection() == self
+    }
+
+    /// The admin page of the collection `id`, if its kind has one.
+    pub fn editor(self, id: &str) -> Option<String> {
+        self.sheet().editor.map(|path| fill(path, id, ""))
+    }
+
+    /// The admin page of its product `product`, if products of its kind
+    /// have one (a schedule's units are edited through the schedule).
+    pub fn product_editor(self, id: &str, product: &str) -> Option<String> {
+        self.sheet()
+            .product_editor
+            .map(|path| fill(path, id, product))
+    }
+
+    /// Where a product is added to the collection `id`, and in what words.
+    pub fn add_product(self, id: &str) -> Option<(String, &'static str)> {
+        self.sheet()
+            .add_product
+            .map(|(path, words)| (fill(path, id, ""), words))
+    }
+}
+
+/// What a path segment keeps as it is: letters, digits and `-_.~` (as
+/// the templates' `urlencode_strict`).
+const SEGMENT: &percent_encoding::AsciiSet = &percent_encoding::NON_ALPHANUMERIC
+    .remove(b'-')
+    .remove(b'_')
+    .remove(b'.')
+    .remove(b'~');
+
+/// A path with its collection and product filled in, each encoded as one
+/// path segment.
+fn fill(path: &str, collection: &str, product: &str) -> String {
+    let segment = |s: &str| percent_encoding::utf8_percent_encode(s, SEGMENT).to_string();
+    path.replace("{collection}", &segment(collection))
+        .replace("{product}", &segment(product))
+}
+
+impl std::fmt::Display for CollectionKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_collection_kind_reads_back_and_holds_some_kind() {
+        for kind in CollectionKind::ALL {
+            assert_eq!(CollectionKind::parse(kind.as_str()), Some(kind));
+            assert_eq!(
+                serde_json::to_value(kind).unwrap(),
+                serde_json::json!(kind.as_str())
+            );
+            assert!(kind.holds().next().is_some(), "{kind} holds nothing");
+        }
+        for kind in ProductKind::ALL {
+            assert!(kind.collection().may_hold(kind));
+        }
+    }
+
+    #[test]
+    fn links_are_filled_with_encoded_segments() {
+        assert_eq!(
+            CollectionKind::Event
+                .product_editor("harbour lights", "vip/1")
+                .unwrap(),
+            "/admin/catalogue/events/harbour%20lights/tiers/vip%2F1"
+        );
+        assert_eq!(CollectionKind::Shelf.editor("pantry"), None);
+        assert_eq!(CollectionKind::Schedule.product_editor("bakery", "x"), None);
+    }
+}

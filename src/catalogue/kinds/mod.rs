@@ -1,0 +1,329 @@
+//! What a product is, and everything that differs between kinds
+//! (docs/contract.md §15). This folder is the room: each kind's answers are
+//! one [`Sheet`] in a file of its own ([`pickup`], [`ticket`], [`stock`]),
+//! and [`ProductKind::sheet`] is the one `match` that maps a stored kind to
+//! its sheet. A new kind is a variant below, a file with its sheet, and an
+//! arm in that match: the compiler names every answer it still owes
+//! (a sheet is a struct literal: no answer can be left out), and nothing
+//! outside the room compares kinds.
+//!
+//! What a kind answers: the collection it is sold under ([`CollectionKind`],
+//! [`collections`]); the code a paid order carries for it and the words
+//! around that code ([`CodeWords`]); its time, and whether and for how long
+//! a calendar file goes out ([`Timing`]); whether a schedule makes its
+//! units and how such a unit is named; what a shopper chooses for one line
+//! of it and the capacity that line claims ([`line`]).
+//!
+//! The database asks the same questions of `product_kinds` and
+//! `collection_kinds`, tables that `holdfast migrate` writes from
+//! [`ProductKind::ALL`] and [`CollectionKind::ALL`] (see
+//! [`crate::database::migrate`]); `products.kind` and `collections.kind`
+//! refer to them, so a new kind needs no migration.
+
+mod collections;
+pub mod line;
+mod pickup;
+mod stock;
+mod ticket;
+
+use chrono::{DateTime, Duration, Utc};
+use serde::{Deserialize, Serialize};
+
+pub use collections::{CollectionKind, CollectionSheet, InFile, Listing};
+pub use line::{Choice, ChoiceError, ChoiceKind};
+
+/// What a product is; stored in `products.kind`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, sqlx::Type)]
+#[serde(rename_all = "snake_case")]
+#[sqlx(type_name = "text", rename_all = "snake_case")]
+pub enum ProductKind {
+    /// A time to collect an order: one pickup code covers the order's slots.
+    PickupSlot,
+    /// A place at an event: one code per unit, each redeemed once.
+    Ticket,
+    /// Goods on a shelf.
+    Stock,
+}
+
+/// Everything one kind answers. Each kind's file holds one, as a constant.
+#[derive(Debug)]
+pub struct Sheet {
+    /// As `products.kind` stores it and the catalogue file names it.
+    pub name: &'static str,
+    /// What staff call one ("pickup slot", "tier").
+    pub noun: &'static str,
+    /// The collection its products are sold under.
+    pub collection: CollectionKind,
+    /// The code a paid order carries for its units, if any.
+    pub code: Option<CodeWords>,
+    /// Its time on pages and in mail, and its calendar file.
+    pub timing: Timing,
+    /// How a unit a schedule makes is named, `{name}` and `{when}` filled
+    /// in ("{name}, pickup {when}"); `None`: no schedule makes it.
+    pub scheduled_name: Option<&'static str>,
+    /// What a shopper chooses for one line of it.
+    pub choice: ChoiceKind,
+}
+
+/// The code a paid order carries for its units of a kind.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Code {
+    /// One code for the whole order, handed over once (a pickup code,
+    /// `orders.pickup_code`).
+    PerOrder,
+    /// One code per unit, each admitting one person once (a ticket,
+    /// `order_codes`).
+    PerUnit,
+}
+
+impl Code {
+    /// As `product_kinds.code` and `redemptions.kind` store it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Code::PerOrder => "pickup",
+            Code::PerUnit => "ticket",
+        }
+    }
+
+    /// The code a stored `product_kinds.code` or `redemptions.kind` names.
+    pub fn parse(stored: &str) -> Option<Self> {
+        [Code::PerOrder, Code::PerUnit]
+            .into_iter()
+            .find(|code| code.as_str() == stored)
+    }
+}
+
+/// A kind's code, and the words the order page, the mail, the calendar
+/// file and the door say around it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CodeWords {
+    pub code: Code,
+    /// What the code is called where it is shown ("Pickup code").
+    pub label: &'static str,
+    /// What the shopper does with it ("Say it at the counter.").
+    pub hint: &'static str,
+    /// A heading over the codes of several units ("Your tickets").
+    pub heading: &'static str,
+    /// What the door says when it is used ("collected", "admitted").
+    pub redeemed: &'static str,
+    /// The code's name in the API's answers and in the page's markup
+    /// ("pickup": `pickup-code`).
+    pub noun: &'static str,
+}
+
+impl CodeWords {
+    /// The door's word as a note begins: "Collected".
+    pub fn redeemed_title(&self) -> String {
+        let mut chars = self.redeemed.chars();
+        match chars.next() {
+            Some(first) => first.to_uppercase().chain(chars).collect(),
+            None => String::new(),
+        }
+    }
+}
+
+/// When a kind's unit happens, as the pages and the mail show it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Timing {
+    /// Pages and mail show its time beside its name. A slot's name already
+    /// says when ("pickup 12:30"); an event's does not.
+    pub shows_time: bool,
+    /// The confirmation mail carries a calendar file for it (the shopper
+    /// must be somewhere at its time).
+    pub calendar: bool,
+    /// How long it lasts when its product gives no end.
+    pub default_minutes: Option<i64>,
+}
+
+/// One entry of a calendar file: from when to when (an end unknown and no
+/// default: the moment only), what it is, and its code.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CalendarEntry {
+    pub starts: DateTime<Utc>,
+    pub ends: Option<DateTime<Utc>>,
+    pub summary: String,
+    /// "Pickup code K7P2QX", "Ticket TKT-ABCD-EFGH, TKT-…": empty without
+    /// one.
+    pub code: String,
+}
+
+impl ProductKind {
+    /// Every kind, as `product_kinds` is written from.
+    pub const ALL: [ProductKind; 3] = [
+        ProductKind::PickupSlot,
+        ProductKind::Ticket,
+        ProductKind::Stock,
+    ];
+
+    /// The kind's answers: the one place a kind is matched.
+    pub fn sheet(self) -> &'static Sheet {
+        match self {
+            ProductKind::PickupSlot => &pickup::SHEET,
+            ProductKind::Ticket => &ticket::SHEET,
+            ProductKind::Stock => &stock::SHEET,
+        }
+    }
+
+    /// As `products.kind` stores it.
+    pub fn as_str(self) -> &'static str {
+        self.sheet().name
+    }
+
+    /// The kind a stored value or a catalogue file names.
+    pub fn parse(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|kind| kind.as_str() == name)
+    }
+
+    /// The code an order's units of this kind get, if any.
+    pub fn code(self) -> Option<Code> {
+        self.sheet().code.map(|words| words.code)
+    }
+
+    /// The code and its words, if it has one.
+    pub fn code_words(self) -> Option<&'static CodeWords> {
+        self.sheet().code.as_ref()
+    }
+
+    /// The collection its products are sold under.
+    pub fn collection(self) -> CollectionKind {
+        self.sheet().collection
+    }
+
+    /// Whether pages and mail show its time beside its name.
+    pub fn shows_time(self) -> bool {
+        self.sheet().timing.shows_time
+    }
+
+    /// Whether the confirmation mail carries a calendar file for it.
+    pub fn has_calendar(self) -> bool {
+        self.sheet().timing.calendar
+    }
+
+    /// Whether a schedule can make its units.
+    pub fn scheduled(self) -> bool {
+        self.sheet().scheduled_name.is_some()
+    }
+
+    /// The kinds a schedule can make.
+    pub fn made_by_schedules() -> impl Iterator<Item = ProductKind> {
+        Self::ALL.into_iter().filter(|kind| kind.scheduled())
+    }
+
+    /// A unit a schedule makes, named: "Sourdough box, pickup Tue 22 Dec
+    /// 12:30". A kind no schedule makes keeps the name as it is.
+    pub fn unit_name(self, name: &str, when: &str) -> String {
+        match self.sheet().scheduled_name {
+            Some(pattern) => pattern.replace("{name}", name).replace("{when}", when),
+            None => name.to_owned(),
+        }
+    }
+
+    /// The calendar entry of a line of this kind, with its codes: `None`
+    /// when the kind sends no calendar file or the product has no time.
+    pub fn calendar_entry(
+        self,
+        name: &str,
+        starts: Option<DateTime<Utc>>,
+        ends: Option<DateTime<Utc>>,
+        codes: &[&str],
+    ) -> Option<CalendarEntry> {
+        let timing = self.sheet().timing;
+        let starts = starts.filter(|_| timing.calendar)?;
+        let ends = ends.filter(|ends| *ends > starts).or_else(|| {
+            timing
+                .default_minutes
+                .map(|m| starts + Duration::minutes(m))
+        });
+        let code = match self.code_words() {
+            Some(words) if !codes.is_empty() => format!("{} {}", words.label, codes.join(", ")),
+            _ => String::new(),
+        };
+        Some(CalendarEntry {
+            starts,
+            ends,
+            summary: name.to_owned(),
+            code,
+        })
+    }
+
+    /// What a shopper chooses for one line of it.
+    pub fn choice(self) -> ChoiceKind {
+        self.sheet().choice
+    }
+}
+
+impl std::fmt::Display for ProductKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_kind_reads_back_from_its_name_and_serialises_the_same() {
+        for kind in ProductKind::ALL {
+            assert_eq!(ProductKind::parse(kind.as_str()), Some(kind));
+            assert_eq!(
+                serde_json::to_value(kind).unwrap(),
+                serde_json::json!(kind.as_str())
+            );
+            // a sheet is its kind's: the names agree
+            assert_eq!(
+                kind.sheet().name,
+                serde_json::to_value(kind).unwrap().as_str().unwrap()
+            );
+        }
+        assert_eq!(ProductKind::parse("Ticket"), None);
+    }
+
+    #[test]
+    fn codes_read_back_and_their_words_name_them() {
+        for kind in ProductKind::ALL {
+            if let Some(words) = kind.code_words() {
+                assert_eq!(Code::parse(words.code.as_str()), Some(words.code));
+                assert!(words.hint.ends_with('.'), "{kind}: a sentence");
+                assert!(!words.label.is_empty() && !words.redeemed.is_empty());
+            }
+        }
+        assert_eq!(Code::parse("voucher"), None);
+    }
+
+    #[test]
+    fn a_calendar_entry_runs_from_its_start_to_its_end_or_the_default() {
+        let at = DateTime::parse_from_rfc3339("2026-12-20T19:30:00+01:00")
+            .unwrap()
+            .with_timezone(&Utc);
+        let later = at + Duration::hours(3);
+        let ticket = ProductKind::Ticket
+            .calendar_entry("Winter Jazz", Some(at), Some(later), &[])
+            .expect("a ticket gets a calendar file");
+        assert_eq!((ticket.starts, ticket.ends), (at, Some(later)));
+        let slot = ProductKind::PickupSlot
+            .calendar_entry("Box, pickup 12:30", Some(at), None, &["K7P2QX"])
+            .expect("a slot gets one");
+        assert_eq!(slot.ends, Some(at + Duration::minutes(30)));
+        assert_eq!(slot.code, "Pickup code K7P2QX");
+        assert_eq!(
+            ProductKind::Stock.calendar_entry("Honey", Some(at), None, &[]),
+            None
+        );
+        assert_eq!(
+            ProductKind::Ticket.calendar_entry("No time", None, None, &[]),
+            None
+        );
+    }
+
+    #[test]
+    fn only_scheduled_kinds_name_their_units_by_time() {
+        assert_eq!(
+            ProductKind::PickupSlot.unit_name("Sourdough box", "Tue 12:30"),
+            "Sourdough box, pickup Tue 12:30"
+        );
+        assert_eq!(ProductKind::Stock.unit_name("Honey", "Tue"), "Honey");
+        assert!(ProductKind::made_by_schedules().all(|k| k.has_calendar()));
+    }
+}

@@ -1,0 +1,372 @@
+//! A paid order's confirmation: what was bought and when (in the shop's
+//! zone), every code with its QR code inline (PNG, `cid:`) and the words
+//! its kind says around it, the order link, and a calendar file with an
+//! entry for every line whose kind sends one (a pickup slot, an event's
+//! tickets), its times in UTC so every calendar shows the reader's hour.
+
+use askama::Template;
+use chrono::{DateTime, Utc};
+use lettre::Message;
+use lettre::message::header::ContentType;
+use lettre::message::{Attachment, MultiPart, SinglePart};
+use sqlx::PgPool;
+use uuid::Uuid;
+
+use super::{MailError, Mailer, qr_png, render, text};
+use crate::catalogue::{CalendarEntry, Code, ProductKind};
+use crate::checkout::{IssuedCodes, issued_codes};
+use crate::money;
+
+/// What a confirmation says.
+pub(super) struct Confirmation {
+    id: Uuid,
+    name: String,
+    email: String,
+    token: String,
+    total: String,
+    /// What the voucher took off, in words; empty: nothing.
+    discount: String,
+    lines: Vec<Line>,
+    /// Its codes, refunded units' left out.
+    codes: IssuedCodes,
+}
+
+/// One line of the order, as the mail needs it.
+#[derive(sqlx::FromRow)]
+struct Line {
+    product_id: String,
+    name: String,
+    qty: i32,
+    kind: ProductKind,
+    starts_at: Option<DateTime<Utc>>,
+    ends_at: Option<DateTime<Utc>>,
+}
+
+/// What the confirmation's parts show.
+#[derive(Template)]
+#[template(path = "mail/order_confirmation.html")]
+pub(super) struct ConfirmationMail {
+    pub(super) name: String,
+    pub(super) total: String,
+    pub(super) discount: String,
+    pub(super) lines: Vec<MailLine>,
+    pub(super) codes: IssuedCodes,
+    /// Every code with its QR image's content id.
+    pub(super) qr: Vec<MailCode>,
+    pub(super) link: String,
+}
+
+#[derive(Template)]
+#[template(path = "mail/order_confirmation.txt")]
+pub(super) struct ConfirmationText<'a>(pub(super) &'a ConfirmationMail);
+
+impl std::ops::Deref for ConfirmationText<'_> {
+    type Target = ConfirmationMail;
+    fn deref(&self) -> &ConfirmationMail {
+        self.0
+    }
+}
+
+pub(super) struct MailLine {
+    pub(super) name: String,
+    pub(super) qty: i32,
+    /// When it happens, where the name does not say.
+    pub(super) when: String,
+}
+
+pub(super) struct MailCode {
+    pub(super) label: String,
+    pub(super) code: String,
+    pub(super) cid: String,
+}
+
+impl Confirmation {
+    pub(super) async fn read(pool: &PgPool, order_id: Uuid) -> sqlx::Result<Option<Self>> {
+        #[derive(sqlx::FromRow)]
+        struct OrderRow {
+            customer_name: String,
+            customer_email: String,
+            token: String,
+            amount_minor: i64,
+            currency: String,
+            pickup_code: Option<String>,
+            voucher_code: Option<String>,
+            discount_minor: i64,
+        }
+        let order: Option<OrderRow> = sqlx::query_as(
+            "select customer_name, customer_email, token, amount_minor, currency, pickup_code, \
+                    voucher_code, discount_minor \
+               from orders where id = $1",
+        )
+        .bind(order_id)
+        .fetch_optional(pool)
+        .await?;
+        let Some(order) = order else {
+            return Ok(None);
+        };
+        let lines = sqlx::query_as(
+            "select l.product_id, l.name, l.qty, p.kind, p.starts_at, p.ends_at \
+               from order_lines l join products p on p.id = l.product_id \
+              where l.order_id = $1 order by p.starts_at nulls last, l.name",
+        )
+        .bind(order_id)
+        .fetch_all(pool)
+        .await?;
+        let codes = issued_codes(pool, order_id, order.pickup_code.as_deref())
+            .await?
+            .valid();
+        Ok(Some(Self {
+            id: order_id,
+            name: order.customer_name,
+            email: order.customer_email,
+            token: order.token,
+            total: money::format(order.amount_minor, &order.currency),
+            discount: crate::vouchers::discount_words(
+                order.voucher_code.as_deref(),
+                order.discount_minor,
+                &order.currency,
+            ),
+            lines,
+            codes,
+        }))
+    }
+
+    pub(super) fn compose(&self, mailer: &Mailer) -> Result<Message, MailError> {
+        let zone = mailer.zone;
+        let link = format!("{}/orders/{}", mailer.base_url, self.token);
+        // every code, with its QR image's content id
+        let qr: Vec<MailCode> = self
+            .codes
+            .cards()
+            .enumerate()
+            .map(|(i, card)| MailCode {
+                label: card.label.clone(),
+                code: card.code.clone(),
+                cid: format!("qr-{i}"),
+            })
+            .collect();
+        let message = ConfirmationMail {
+            name: self.name.clone(),
+            total: self.total.clone(),
+            discount: self.discount.clone(),
+            lines: self
+                .lines
+                .iter()
+                .map(|line| MailLine {
+                    name: line.name.clone(),
+                    qty: line.qty,
+                    when: match line.starts_at {
+                        Some(at) if line.kind.shows_time() => zone.long(at),
+                        _ => String::new(),
+                    },
+                })
+                .collect(),
+            codes: self.codes.clone(),
+            qr,
+            link: link.clone(),
+        };
+        let (text, html) = (text(&ConfirmationText(&message))?, render(&message)?);
+
+        let mut related = MultiPart::related().singlepart(SinglePart::html(html));
+        for code in &message.qr {
+            related = related.singlepart(Attachment::new_inline(code.cid.clone()).body(
+                qr_png(&code.code)?,
+                ContentType::parse("image/png").expect("a MIME type"),
+            ));
+        }
+        let body = MultiPart::alternative()
+            .singlepart(SinglePart::plain(text))
+            .multipart(related);
+        let mut mixed = MultiPart::mixed().multipart(body);
+        let entries = self.calendar_entries();
+        if !entries.is_empty() {
+            mixed = mixed.singlepart(
+                Attachment::new("calendar.ics".into()).body(
+                    calendar(self.id, &entries, &link),
+                    ContentType::parse("text/calendar; charset=utf-8; method=PUBLISH")
+                        .expect("a MIME type"),
+                ),
+            );
+        }
+        mailer
+            .builder(&self.name, &self.email, &format!("order-{}", self.id))?
+            .subject(format!("Your order is paid: {}", self.total))
+            .multipart(mixed)
+            .map_err(|e| MailError::Compose(e.to_string()))
+    }
+
+    /// An entry for every line whose kind sends a calendar file, with the
+    /// codes it carries.
+    fn calendar_entries(&self) -> Vec<CalendarEntry> {
+        self.lines
+            .iter()
+            .filter_map(|line| {
+                let codes: Vec<&str> = self
+                    .codes
+                    .cards()
+                    .filter(|card| match card.words.code {
+                        Code::PerOrder => line.kind.code() == Some(Code::PerOrder),
+                        Code::PerUnit => card.product_id.as_deref() == Some(&line.product_id),
+                    })
+                    .map(|card| card.code.as_str())
+                    .collect();
+                line.kind
+                    .calendar_entry(&line.name, line.starts_at, line.ends_at, &codes)
+            })
+            .collect()
+    }
+}
+
+/// A calendar with one event per entry, its times in UTC (every calendar
+/// shows them in its reader's zone, daylight saving included).
+fn calendar(order: Uuid, entries: &[CalendarEntry], link: &str) -> String {
+    let utc = |at: DateTime<Utc>| at.format("%Y%m%dT%H%M%SZ").to_string();
+    let stamp = utc(Utc::now());
+    let mut ics = String::from(
+        "BEGIN:VCALENDAR\r\nVERSION:2.0\r\nPRODID:-//Holdfast//Checkout//EN\r\nMETHOD:PUBLISH\r\n",
+    );
+    for (i, entry) in entries.iter().enumerate() {
+        let end = entry
+            .ends
+            .map(|at| format!("DTEND:{}\r\n", utc(at)))
+            .unwrap_or_default();
+        let about = [entry.code.as_str(), link]
+            .into_iter()
+            .filter(|s| !s.is_empty())
+            .collect::<Vec<_>>()
+            .join(". ");
+        ics.push_str(&format!(
+            "BEGIN:VEVENT\r\nUID:{order}-{i}@holdfast\r\nDTSTAMP:{stamp}\r\n\
+             DTSTART:{}\r\n{end}SUMMARY:{}\r\nDESCRIPTION:{}\r\nEND:VEVENT\r\n",
+            utc(entry.starts),
+            ics_text(&entry.summary),
+            ics_text(&about),
+        ));
+    }
+    ics.push_str("END:VCALENDAR\r\n");
+    ics
+}
+
+/// Text as an iCalendar value: `\`, `;`, `,` and line breaks escaped.
+fn ics_text(text: &str) -> String {
+    text.replace('\\', "\\\\")
+        .replace(';', "\\;")
+        .replace(',', "\\,")
+        .replace(['\r', '\n'], " ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::catalogue::CodeWords;
+    use crate::checkout::{CodeCard, CodeGroup};
+
+    fn card(code: &str, label: &str, kind: ProductKind, product: Option<&str>) -> CodeCard {
+        let words: &'static CodeWords = kind.code_words().expect("a kind with a code");
+        CodeCard {
+            code: code.into(),
+            label: label.into(),
+            product_id: product.map(str::to_owned),
+            words,
+            refunded: false,
+        }
+    }
+
+    #[test]
+    fn calendar_text_is_escaped() {
+        assert_eq!(ics_text("a;b,c\\d\ne"), "a\\;b\\,c\\\\d e");
+    }
+
+    #[test]
+    fn the_templates_escape_the_html_part_and_keep_the_text_part_plain() {
+        let ticket = card(
+            "TKT-AAAA-BBBB",
+            "Harbour Lights — General",
+            ProductKind::Ticket,
+            Some("harbour-lights-general"),
+        );
+        let mail = ConfirmationMail {
+            name: "<Ada & \"Bo\">".into(),
+            total: "€28.00".into(),
+            discount: "Voucher <FANS>: €2.00 off".into(),
+            lines: vec![
+                MailLine {
+                    name: "Harbour Lights — General".into(),
+                    qty: 2,
+                    when: "Friday 20 March, 19:30 CET".into(),
+                },
+                MailLine {
+                    name: "Sourdough, pickup 12:30".into(),
+                    qty: 1,
+                    when: String::new(),
+                },
+            ],
+            codes: IssuedCodes {
+                order: Some(card(
+                    "PCK-1234",
+                    "Pickup code",
+                    ProductKind::PickupSlot,
+                    None,
+                )),
+                units: vec![CodeGroup {
+                    heading: "Your tickets",
+                    cards: vec![ticket],
+                }],
+            },
+            qr: vec![MailCode {
+                label: "Pickup code".into(),
+                code: "PCK-1234".into(),
+                cid: "qr-pickup".into(),
+            }],
+            link: "https://shop.example/orders/abc?x=1&y=2".into(),
+        };
+        let html = render(&mail).unwrap();
+        assert!(
+            html.contains("<h1>Thank you, &#60;Ada &#38; &#34;Bo&#34;&#62;</h1>"),
+            "{html}"
+        );
+        assert!(
+            html.contains("<a href=\"https://shop.example/orders/abc?x=1&#38;y=2\">"),
+            "{html}"
+        );
+        assert!(!html.contains("<Ada"), "{html}");
+        assert!(
+            html.contains("<p>Voucher &#60;FANS&#62;: €2.00 off.</p>"),
+            "{html}"
+        );
+        assert!(html.contains("<img src=\"cid:qr-pickup\""), "{html}");
+        let text = text(&ConfirmationText(&mail)).unwrap();
+        let expected = "Thank you, <Ada & \"Bo\">.\r\n\r\nYour order is paid: €28.00.\r\nVoucher <FANS>: €2.00 off.\r\n\r\n\
+                        - Harbour Lights — General × 2, Friday 20 March, 19:30 CET\r\n\
+                        - Sourdough, pickup 12:30 × 1\r\n\r\n\
+                        Pickup code: PCK-1234 (say it at the counter)\r\n\r\n\
+                        Your tickets:\r\n  TKT-AAAA-BBBB  Harbour Lights — General\r\n\r\n\
+                        Your order, any time: https://shop.example/orders/abc?x=1&y=2\r\n";
+        assert_eq!(text, expected);
+    }
+
+    #[test]
+    fn an_event_without_an_end_is_a_moment_and_a_slot_lasts_its_length() {
+        let at = DateTime::parse_from_rfc3339("2026-12-20T19:30:00+01:00")
+            .unwrap()
+            .with_timezone(&Utc);
+        let entries = [
+            ProductKind::Ticket
+                .calendar_entry("Winter Jazz — General", Some(at), None, &["TKT-A"])
+                .unwrap(),
+            ProductKind::PickupSlot
+                .calendar_entry("Box, pickup 12:30", Some(at), None, &["K7P2QX"])
+                .unwrap(),
+        ];
+        let ics = calendar(Uuid::nil(), &entries, "https://shop.example/orders/x");
+        let events: Vec<&str> = ics.split("BEGIN:VEVENT").skip(1).collect();
+        assert_eq!(events.len(), 2);
+        assert!(!events[0].contains("DTEND"), "{ics}");
+        assert!(
+            events[0].contains("DESCRIPTION:Ticket TKT-A. https://"),
+            "{ics}"
+        );
+        assert!(events[1].contains("DTSTART:20261220T183000Z\r\nDTEND:20261220T190000Z"));
+        assert!(events[1].contains("Pickup code K7P2QX"), "{ics}");
+    }
+}
