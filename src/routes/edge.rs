@@ -35,12 +35,11 @@ pub fn storable_form(form: &[u8]) -> bool {
 /// was sent to).
 fn refuse<B>(request: ServiceRequest, error: ShopError) -> ServiceResponse<EitherBody<B>> {
     let mut response = if request.path().starts_with("/api/") {
-        let status = error.status_code();
-        let code = match status {
-            actix_web::http::StatusCode::PAYLOAD_TOO_LARGE => "too_large",
-            _ => "bad_request",
+        let code = match error.status_code() {
+            actix_web::http::StatusCode::PAYLOAD_TOO_LARGE => super::errors::ErrorCode::TooLarge,
+            _ => super::errors::ErrorCode::BadRequest,
         };
-        super::api::ApiError::new(status, code, error.message()).error_response()
+        super::api::ApiError::new(code, error.message()).error_response()
     } else {
         error.error_response()
     };

@@ -3,6 +3,7 @@
 pub mod admin;
 pub mod api;
 pub mod edge;
+pub mod errors;
 pub mod health;
 mod render;
 pub mod security;

@@ -9,10 +9,11 @@ use actix_web::{HttpRequest, HttpResponse, web};
 use serde::Deserialize;
 use sha2::{Digest, Sha256};
 
-use super::{ApiError, json_body, key_of};
+use super::{ApiError, ErrorCode, json_body, key_of};
 use crate::checkout::{self, BeginRequest, Begun, basket};
 use crate::inventory::IdempotencyKey;
 use crate::retry::{Bound, retry};
+use crate::routes::errors::checkout_code;
 use crate::staff::api_keys::{self, Idempotent};
 use crate::state::Shop;
 
@@ -42,10 +43,6 @@ pub struct CheckoutLine {
     qty: i32,
 }
 
-fn refused(status: StatusCode, code: &'static str, message: impl Into<String>) -> ApiError {
-    ApiError::new(status, code, message)
-}
-
 /// Whether an answer is kept under its `Idempotency-Key`: not a failure
 /// of ours (5xx) nor "too fast" (429), which the same request may meet
 /// differently later; every other answer is the request's, for good.
@@ -66,9 +63,8 @@ pub fn idempotency_key(request: &HttpRequest) -> Result<String, ApiError> {
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
     if !fits {
-        return Err(refused(
-            StatusCode::BAD_REQUEST,
-            "idempotency_key_required",
+        return Err(ApiError::new(
+            ErrorCode::IdempotencyKeyRequired,
             "every POST needs an Idempotency-Key header of 1 to 64 letters, digits, - or _; \
              nothing was done",
         ));
@@ -104,9 +100,8 @@ pub async fn start(
             !(1..=100).contains(&l.qty) || l.product_id.is_empty() || l.product_id.len() > 200
         })
     {
-        return Err(refused(
-            StatusCode::UNPROCESSABLE_ENTITY,
-            "bad_lines",
+        return Err(ApiError::new(
+            ErrorCode::BadLines,
             "give 1 to 20 lines of 1 to 100 units of a product id; nothing was done",
         ));
     }
@@ -118,9 +113,8 @@ pub async fn start(
             );
         }
         Idempotent::OtherBody => {
-            return Err(refused(
-                StatusCode::UNPROCESSABLE_ENTITY,
-                "idempotency_key_reused",
+            return Err(ApiError::new(
+                ErrorCode::IdempotencyKeyReused,
                 "this Idempotency-Key was used with another body; nothing was done",
             ));
         }
@@ -177,9 +171,8 @@ async fn run(
             .parse::<std::net::IpAddr>()
             .map(crate::limits::client::address_key)
             .map_err(|_| {
-                refused(
-                    StatusCode::UNPROCESSABLE_ENTITY,
-                    "invalid_input",
+                ApiError::new(
+                    ErrorCode::InvalidInput,
                     "shopper_address must be an IPv4 or IPv6 address; nothing was held",
                 )
             })?,
@@ -187,7 +180,7 @@ async fn run(
     // one checkout per API key and Idempotency-Key: its form key and basket
     let digest = hex::encode(Sha256::digest(format!("{}:{idem}", key.id)));
     let checkout_key = IdempotencyKey::parse(&format!("api-{}", &digest[..40]))
-        .map_err(|e| refused(StatusCode::UNPROCESSABLE_ENTITY, "invalid_input", e.0))?;
+        .map_err(|e| ApiError::new(ErrorCode::InvalidInput, e.0))?;
     let basket_id = format!("api-{}", &digest[..40]);
     for line in &body.lines {
         let add = uuid::Uuid::from_slice(
@@ -208,16 +201,14 @@ async fn run(
         match added {
             basket::Added::Added { .. } => {}
             basket::Added::Unknown => {
-                return Err(refused(
-                    StatusCode::UNPROCESSABLE_ENTITY,
-                    "unknown_product",
+                return Err(ApiError::new(
+                    ErrorCode::UnknownProduct,
                     format!("{} is not for sale; nothing was held", line.product_id),
                 ));
             }
             basket::Added::TooMany { max_per_order, .. } => {
-                return Err(refused(
-                    StatusCode::CONFLICT,
-                    "over_limit",
+                return Err(ApiError::new(
+                    ErrorCode::OverLimit,
                     format!(
                         "one order takes at most {max_per_order} of {}; nothing was held",
                         line.product_id
@@ -240,39 +231,23 @@ async fn run(
         },
     )
     .await?;
-    let conflict = |code, message: String| Err(refused(StatusCode::CONFLICT, code, message));
-    let order = match begun {
-        Begun::Pay { .. } | Begun::Again { .. } => {
-            checkout::order_by_checkout_key(&shop.pool, checkout_key.as_str()).await?
-        }
-        Begun::EmptyBasket => {
-            return Err(refused(
-                StatusCode::UNPROCESSABLE_ENTITY,
-                "bad_lines",
-                "nothing to check out",
-            ));
-        }
-        Begun::BadCustomer { reason } => {
-            return Err(refused(
-                StatusCode::UNPROCESSABLE_ENTITY,
-                "bad_customer",
-                reason,
-            ));
-        }
-        Begun::UnknownProvider => {
-            return Err(refused(
-                StatusCode::UNPROCESSABLE_ENTITY,
-                "unknown_provider",
-                "that way of paying is not offered here",
-            ));
-        }
-        Begun::TooFast(_) => {
-            return Err(refused(
-                StatusCode::TOO_MANY_REQUESTS,
-                "too_fast",
-                "too many checkouts from this address; try again shortly",
-            ));
-        }
+    let Some(code) = checkout_code(&begun) else {
+        let order = checkout::order_by_checkout_key(&shop.pool, checkout_key.as_str()).await?;
+        return order
+            .map(|order| {
+                serde_json::json!({
+                    "order_token": order.token,
+                    "state": order.state,
+                    "payment_url": order.provider_url,
+                    "order_url": format!("{}/orders/{}", shop.base_url, order.token),
+                    "amount_minor": order.amount_minor,
+                    "currency": order.currency,
+                })
+            })
+            .ok_or_else(|| ApiError::new(ErrorCode::Unavailable, "try again in a moment"));
+    };
+    Err(match begun {
+        Begun::BadCustomer { reason } => ApiError::new(code, reason),
         Begun::Short { lines, .. } => {
             let words: Vec<String> = lines
                 .iter()
@@ -283,60 +258,16 @@ async fn run(
                     )
                 })
                 .collect();
-            return conflict(
-                "sold_out",
+            ApiError::new(
+                code,
                 format!("not enough left ({}); nothing was held", words.join("; ")),
-            );
+            )
         }
-        Begun::OverLimit { .. } => {
-            return conflict(
-                "over_limit",
-                "more than one buyer may hold at once; nothing was held".into(),
-            );
-        }
-        Begun::Withdrawn => return conflict("withdrawn", "a product is no longer sold".into()),
-        Begun::NotOnSale { .. } => {
-            return conflict("not_on_sale", "a product is not on sale now".into());
-        }
-        Begun::BadVoucher { code, .. } => {
-            return conflict(
-                "bad_voucher",
-                format!("the code {code} cannot be used; nothing was held"),
-            );
-        }
-        Begun::Locked { .. } => {
-            return conflict(
-                "locked",
-                "a product is sold only with the code that unlocks it".into(),
-            );
-        }
-        Begun::RanOut => {
-            return conflict(
-                "ran_out",
-                "the reservation ran out; nothing was charged".into(),
-            );
-        }
-        Begun::ProviderFailed | Begun::PaymentPhaseFailed => {
-            return Err(refused(
-                StatusCode::SERVICE_UNAVAILABLE,
-                "provider_unavailable",
-                "the payment provider did not answer; nothing was held; try again",
-            ));
-        }
-    };
-    let Some(order) = order else {
-        return Err(refused(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "unavailable",
-            "try again in a moment",
-        ));
-    };
-    Ok(serde_json::json!({
-        "order_token": order.token,
-        "state": order.state,
-        "payment_url": order.provider_url,
-        "order_url": format!("{}/orders/{}", shop.base_url, order.token),
-        "amount_minor": order.amount_minor,
-        "currency": order.currency,
-    }))
+        Begun::BadVoucher { code: typed, .. } => ApiError::new(
+            code,
+            format!("the code {typed} cannot be used; nothing was held"),
+        ),
+        Begun::EmptyBasket => ApiError::new(code, "nothing to check out"),
+        _ => ApiError::of(code),
+    })
 }

@@ -4,10 +4,10 @@
 //! four at once per process, each recorded in Activity with the key as
 //! the actor before its first row is read.
 
-use actix_web::http::{StatusCode, header};
+use actix_web::http::header;
 use actix_web::{HttpRequest, HttpResponse, web};
 
-use super::{ApiError, key_of};
+use super::{ApiError, ErrorCode, key_of};
 use crate::staff::Actor;
 use crate::staff::exports::{self, CsvExport, ExportError, ExportFilter, FilterForm};
 use crate::state::Shop;
@@ -26,15 +26,10 @@ const FIELDS: [&str; 7] = [
 impl From<ExportError> for ApiError {
     fn from(error: ExportError) -> Self {
         match error {
-            ExportError::InvalidInput(message) => {
-                ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid_input", message)
-            }
-            ExportError::NotFound(message) => {
-                ApiError::new(StatusCode::NOT_FOUND, "not_found", message)
-            }
+            ExportError::InvalidInput(message) => ApiError::new(ErrorCode::InvalidInput, message),
+            ExportError::NotFound(message) => ApiError::new(ErrorCode::NotFound, message),
             ExportError::Busy => ApiError::new(
-                StatusCode::SERVICE_UNAVAILABLE,
-                "busy",
+                ErrorCode::Busy,
                 "other exports are streaming; try again in a minute",
             ),
             ExportError::Database(error) => error.into(),
@@ -51,8 +46,7 @@ fn filter_of(request: &HttpRequest) -> Result<ExportFilter, ApiError> {
     {
         let unknown: String = unknown.chars().take(40).collect();
         return Err(ApiError::new(
-            StatusCode::UNPROCESSABLE_ENTITY,
-            "invalid_input",
+            ErrorCode::InvalidInput,
             format!(
                 "{unknown:?} is not a field of the filter (it takes {}); nothing was exported",
                 FIELDS.join(", ")

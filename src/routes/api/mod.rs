@@ -20,17 +20,20 @@ use futures::StreamExt;
 use serde::Serialize;
 use utoipa::OpenApi;
 
+pub use crate::routes::errors::ErrorCode;
 use crate::staff::api_keys::{self, ApiKey, Scope};
 use crate::state::Shop;
 
 /// The largest request body the API reads.
 pub const MAX_BODY: usize = 16 * 1024;
 
-/// An API error: its HTTP status, a stable code and words for a person.
+/// An API error: its code in the one table ([`ErrorCode`]: the HTTP
+/// status, the stable name, its section of docs/errors.md) and words for a
+/// person.
 #[derive(Debug)]
 pub struct ApiError {
     pub status: StatusCode,
-    pub code: &'static str,
+    pub code: ErrorCode,
     pub message: String,
 }
 
@@ -44,25 +47,37 @@ pub struct ErrorDetail {
     /// Stable: a client may match on it.
     code: String,
     message: String,
+    /// Where docs/errors.md explains the code (`docs/errors.md#sold_out`).
+    doc: String,
 }
 
 impl ApiError {
-    pub fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> Self {
+    /// `code`, said in particular words.
+    pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
         Self {
-            status,
+            status: code.status(),
             code,
             message: message.into(),
         }
     }
 
+    /// `code`, in the table's words.
+    pub fn of(code: ErrorCode) -> Self {
+        Self::new(code, code.message())
+    }
+
     pub fn body(&self) -> serde_json::Value {
-        serde_json::json!({ "error": { "code": self.code, "message": self.message } })
+        serde_json::json!({ "error": {
+            "code": self.code.name(),
+            "message": self.message,
+            "doc": self.code.doc(),
+        } })
     }
 }
 
 impl std::fmt::Display for ApiError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}: {}", self.code, self.message)
+        write!(f, "{}: {}", self.code.name(), self.message)
     }
 }
 
@@ -80,17 +95,9 @@ impl From<sqlx::Error> for ApiError {
     fn from(error: sqlx::Error) -> Self {
         tracing::error!(cause = %error, "api request failed");
         if crate::routes::database_away(&error) {
-            return ApiError::new(
-                StatusCode::SERVICE_UNAVAILABLE,
-                "unavailable",
-                "the shop is busy or restarting; try again in a moment",
-            );
+            return ApiError::of(ErrorCode::Unavailable);
         }
-        ApiError::new(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            "internal",
-            "something went wrong on our side; nothing was charged twice",
-        )
+        ApiError::of(ErrorCode::Internal)
     }
 }
 
@@ -98,7 +105,7 @@ impl From<crate::checkout::CheckoutError> for ApiError {
     fn from(error: crate::checkout::CheckoutError) -> Self {
         match error {
             crate::checkout::CheckoutError::InvalidInput(message) => {
-                ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid_input", message)
+                ApiError::new(ErrorCode::InvalidInput, message)
             }
             crate::checkout::CheckoutError::Database(error)
             | crate::checkout::CheckoutError::Inventory(
@@ -106,11 +113,7 @@ impl From<crate::checkout::CheckoutError> for ApiError {
             ) => error.into(),
             other => {
                 tracing::error!(cause = %other, "api checkout failed");
-                ApiError::new(
-                    StatusCode::INTERNAL_SERVER_ERROR,
-                    "internal",
-                    "something went wrong on our side; nothing was charged twice",
-                )
+                ApiError::of(ErrorCode::Internal)
             }
         }
     }
@@ -121,17 +124,11 @@ impl From<crate::checkout::CheckoutError> for ApiError {
 async fn read_body(mut payload: web::Payload) -> Result<Vec<u8>, ApiError> {
     let mut body = Vec::new();
     while let Some(chunk) = payload.next().await {
-        let chunk = chunk.map_err(|_| {
-            ApiError::new(
-                StatusCode::BAD_REQUEST,
-                "bad_body",
-                "the body was cut short",
-            )
-        })?;
+        let chunk =
+            chunk.map_err(|_| ApiError::new(ErrorCode::BadBody, "the body was cut short"))?;
         if body.len() + chunk.len() > MAX_BODY {
             return Err(ApiError::new(
-                StatusCode::PAYLOAD_TOO_LARGE,
-                "too_large",
+                ErrorCode::TooLarge,
                 format!("bodies are at most {MAX_BODY} bytes; nothing was done"),
             ));
         }
@@ -148,8 +145,7 @@ pub async fn json_body<T: serde::de::DeserializeOwned>(
     let body = read_body(payload).await?;
     let value = serde_json::from_slice(&body).map_err(|e| {
         ApiError::new(
-            StatusCode::BAD_REQUEST,
-            "bad_json",
+            ErrorCode::BadJson,
             format!("the body is not the JSON this endpoint takes ({e}); nothing was done"),
         )
     })?;
@@ -168,8 +164,7 @@ pub async fn empty_body(payload: web::Payload) -> Result<Vec<u8>, ApiError> {
     }
     serde_json::from_slice::<Nothing>(&body).map_err(|_| {
         ApiError::new(
-            StatusCode::BAD_REQUEST,
-            "bad_json",
+            ErrorCode::BadJson,
             "this endpoint takes no body (or {}); nothing was done",
         )
     })?;
@@ -268,7 +263,7 @@ pub async fn require_key(
     next: Next<impl MessageBody + 'static>,
 ) -> Result<ServiceResponse<BoxBody>, actix_web::Error> {
     let Some(route) = route_for(request.method(), request.path()) else {
-        let error = ApiError::new(StatusCode::NOT_FOUND, "not_found", "no such API route");
+        let error = ApiError::new(ErrorCode::NotFound, "no such API route");
         return Ok(request.into_response(error.error_response()));
     };
     if let Some(scope) = route.scope {
@@ -287,8 +282,7 @@ pub async fn require_key(
             Ok(Some(key)) => key,
             Ok(None) => {
                 let error = ApiError::new(
-                    StatusCode::UNAUTHORIZED,
-                    "unauthenticated",
+                    ErrorCode::Unauthenticated,
                     "send a live API key as Authorization: Bearer hf_…",
                 );
                 return Ok(request.into_response(error.error_response()));
@@ -316,8 +310,7 @@ pub async fn require_key(
                 tracing::error!(%error, "could not record a refused API request");
             }
             let error = ApiError::new(
-                StatusCode::FORBIDDEN,
-                "missing_scope",
+                ErrorCode::MissingScope,
                 format!(
                     "this key lacks the {} scope; nothing was done",
                     scope.as_str()
@@ -336,21 +329,21 @@ pub async fn require_key(
 }
 
 pub fn routes(config: &mut web::ServiceConfig) {
-    let mut api = web::scope("/api/v1")
-        .wrap(actix_web::middleware::from_fn(require_key))
-        // a query or path that cannot be read is answered in the API's
-        // error shape, not the shop's page
-        .app_data(web::QueryConfig::default().error_handler(|error, _| {
-            ApiError::new(
-                StatusCode::BAD_REQUEST,
-                "bad_query",
-                format!("the query string cannot be read: {error}; nothing was done"),
-            )
-            .into()
-        }))
-        .app_data(web::PathConfig::default().error_handler(|_, _| {
-            ApiError::new(StatusCode::NOT_FOUND, "not_found", "no such API route").into()
-        }));
+    let mut api =
+        web::scope("/api/v1")
+            .wrap(actix_web::middleware::from_fn(require_key))
+            // a query or path that cannot be read is answered in the API's
+            // error shape, not the shop's page
+            .app_data(web::QueryConfig::default().error_handler(|error, _| {
+                ApiError::new(
+                    ErrorCode::BadQuery,
+                    format!("the query string cannot be read: {error}; nothing was done"),
+                )
+                .into()
+            }))
+            .app_data(web::PathConfig::default().error_handler(|_, _| {
+                ApiError::new(ErrorCode::NotFound, "no such API route").into()
+            }));
     for route in ROUTES {
         api = api.route(route.path, (route.handler)());
     }

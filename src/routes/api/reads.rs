@@ -1,11 +1,10 @@
 //! What the API reads: the catalogue and availability (from memory, as the
 //! pages read them), an order by its token, and the orders by cursor.
 
-use actix_web::http::StatusCode;
 use actix_web::{HttpResponse, web};
 use serde::Deserialize;
 
-use super::ApiError;
+use super::{ApiError, ErrorCode};
 use crate::outgoing::views::{self, Cursor};
 use crate::retry::{Bound, retry};
 use crate::state::Shop;
@@ -68,8 +67,7 @@ pub async fn availability(
         .collect();
     if ids.is_empty() || ids.len() > 100 || ids.iter().any(|id| id.len() > 200) {
         return Err(ApiError::new(
-            StatusCode::BAD_REQUEST,
-            "bad_ids",
+            ErrorCode::BadIds,
             "ask about 1 to 100 products: ?ids=a,b",
         ));
     }
@@ -91,19 +89,11 @@ pub async fn order_by_token(
     token: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
     if token.len() > 100 {
-        return Err(ApiError::new(
-            StatusCode::NOT_FOUND,
-            "not_found",
-            "no such order",
-        ));
+        return Err(ApiError::new(ErrorCode::NotFound, "no such order"));
     }
     match views::order_by_token(&shop.pool, &token).await? {
         Some(order) => Ok(HttpResponse::Ok().json(serde_json::json!({ "order": order }))),
-        None => Err(ApiError::new(
-            StatusCode::NOT_FOUND,
-            "not_found",
-            "no such order",
-        )),
+        None => Err(ApiError::new(ErrorCode::NotFound, "no such order")),
     }
 }
 
@@ -128,20 +118,12 @@ pub async fn orders(
 ) -> Result<HttpResponse, ApiError> {
     let limit = query.limit.unwrap_or(50);
     if !(1..=200).contains(&limit) {
-        return Err(ApiError::new(
-            StatusCode::BAD_REQUEST,
-            "bad_limit",
-            "limit is 1 to 200",
-        ));
+        return Err(ApiError::new(ErrorCode::BadLimit, "limit is 1 to 200"));
     }
     let after = match query.after.as_deref() {
         None => None,
         Some(text) => Some(Cursor::decode(text).ok_or_else(|| {
-            ApiError::new(
-                StatusCode::BAD_REQUEST,
-                "bad_cursor",
-                "that cursor is not one we gave",
-            )
+            ApiError::new(ErrorCode::BadCursor, "that cursor is not one we gave")
         })?),
     };
     let (orders, next) = views::orders_after(&shop.pool, after, limit).await?;

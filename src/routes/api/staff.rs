@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
 use super::checkout::{idempotency_key, worth_another_try};
-use super::{ApiError, json_body, key_of};
+use super::{ApiError, ErrorCode, json_body, key_of};
 use crate::redemption::{self, Door, Outcome};
 use crate::retry::{Bound, retry};
 use crate::staff::StaffError;
@@ -24,7 +24,7 @@ use crate::state::Shop;
 use crate::vouchers::{NewVoucher, VoucherCode};
 
 fn invalid(message: impl Into<String>) -> ApiError {
-    ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid_input", message)
+    ApiError::new(ErrorCode::InvalidInput, message)
 }
 
 impl From<StaffError> for ApiError {
@@ -35,8 +35,7 @@ impl From<StaffError> for ApiError {
             other => {
                 tracing::error!(cause = %other, "api staff request failed");
                 ApiError::new(
-                    StatusCode::INTERNAL_SERVER_ERROR,
-                    "internal",
+                    ErrorCode::Internal,
                     "something went wrong on our side; nothing was changed twice",
                 )
             }
@@ -77,8 +76,7 @@ where
         }
         Idempotent::OtherBody => {
             return Err(ApiError::new(
-                StatusCode::UNPROCESSABLE_ENTITY,
-                "idempotency_key_reused",
+                ErrorCode::IdempotencyKeyReused,
                 "this Idempotency-Key was used with another body; nothing was done",
             ));
         }
@@ -151,7 +149,7 @@ pub async fn refund(
     let key = key_of(&request).expect("the guard let a key through");
     let idem = idempotency_key(&request)?;
     let (body, raw): (RefundBody, Vec<u8>) = json_body(payload).await?;
-    let not_found = || ApiError::new(StatusCode::NOT_FOUND, "not_found", "no such order");
+    let not_found = || ApiError::new(ErrorCode::NotFound, "no such order");
     let order_id = uuid::Uuid::parse_str(&id).map_err(|_| not_found())?;
     let by = key.actor_name();
     let refund = RefundRequest {
@@ -172,7 +170,7 @@ pub async fn refund(
     refunds::check(&refund).map_err(invalid)?;
     once(&shop, &format!("refund {order_id}"), &key, &idem, &raw, || async {
         let outcome = refunds::refund_order_as(&shop.pool, &refund, Some(&by)).await?;
-        let refused = |status, code, message: String| Err(ApiError::new(status, code, message));
+        let refused = |code, message: String| Err(ApiError::new(code, message));
         match outcome {
             RefundOutcome::Queued {
                 refund_id,
@@ -192,39 +190,24 @@ pub async fn refund(
                     "whole": whole,
                 }),
             )),
-            RefundOutcome::NotPaid { state } => refused(
-                StatusCode::CONFLICT,
-                "not_paid",
-                format!(
+            RefundOutcome::NotPaid { state } => refused(ErrorCode::NotPaid, format!(
                     "the order is {}, not paid; nothing was refunded",
                     state.as_str()
                 ),
             ),
-            RefundOutcome::NothingLeft => refused(
-                StatusCode::CONFLICT,
-                "nothing_left",
-                "every unit of the order was refunded already".into(),
+            RefundOutcome::NothingLeft => refused(ErrorCode::NothingLeft, "every unit of the order was refunded already".into(),
             ),
-            RefundOutcome::NotInOrder { product_id } => refused(
-                StatusCode::UNPROCESSABLE_ENTITY,
-                "not_in_order",
-                format!("the order has no {product_id}; nothing was refunded"),
+            RefundOutcome::NotInOrder { product_id } => refused(ErrorCode::NotInOrder, format!("the order has no {product_id}; nothing was refunded"),
             ),
             RefundOutcome::TooMany {
                 product_id,
                 asked,
                 left,
-            } => refused(
-                StatusCode::UNPROCESSABLE_ENTITY,
-                "too_many",
-                format!(
+            } => refused(ErrorCode::TooMany, format!(
                     "{asked} of {product_id} asked for, {left} left to refund; nothing was refunded"
                 ),
             ),
-            RefundOutcome::Redeemed { codes } => refused(
-                StatusCode::CONFLICT,
-                "redeemed",
-                format!(
+            RefundOutcome::Redeemed { codes } => refused(ErrorCode::Redeemed, format!(
                     "these codes were redeemed ({}); send override_redeemed to refund them anyway; nothing was refunded",
                     codes.join(", ")
                 ),
@@ -359,29 +342,22 @@ pub async fn vouchers_create(
             &currency,
         )
         .await?;
-        let refused = |code, message: String| {
-            Err(ApiError::new(
-                StatusCode::UNPROCESSABLE_ENTITY,
-                code,
-                message,
-            ))
-        };
+        let refused = |code, message: String| Err(ApiError::new(code, message));
         match created {
             VoucherCreated::Created { code } => Ok((StatusCode::CREATED, json!({ "code": code }))),
             VoucherCreated::Exists { code } => Err(ApiError::new(
-                StatusCode::CONFLICT,
-                "exists",
+                ErrorCode::Exists,
                 format!("a voucher {code} exists already (perhaps archived); nothing was changed"),
             )),
             VoucherCreated::UnknownProducts { ids } => refused(
-                "unknown_products",
+                ErrorCode::UnknownProducts,
                 format!(
                     "the shop does not sell {}; nothing was changed",
                     ids.join(", ")
                 ),
             ),
             VoucherCreated::NotHidden { ids } => refused(
-                "not_hidden",
+                ErrorCode::NotHidden,
                 format!(
                     "{} is not hidden: everyone can buy it already; nothing was changed",
                     ids.join(", ")
@@ -416,7 +392,7 @@ pub async fn vouchers_archive(
     let key = key_of(&request).expect("the guard let a key through");
     let idem = idempotency_key(&request)?;
     let raw = super::empty_body(payload).await?;
-    let not_found = || ApiError::new(StatusCode::NOT_FOUND, "not_found", "no such voucher");
+    let not_found = || ApiError::new(ErrorCode::NotFound, "no such voucher");
     let code = VoucherCode::parse(&code).map_err(|_| not_found())?;
     // the voucher (its code, normalised) is part of what the key stands
     // for: another voucher under the same key is refused, not answered
@@ -443,8 +419,7 @@ pub async fn vouchers_archive(
             }
             match crate::vouchers::find(&shop.pool, &code).await? {
                 Some(voucher) if voucher.archived => Err(ApiError::new(
-                    StatusCode::CONFLICT,
-                    "archived",
+                    ErrorCode::Archived,
                     format!(
                         "{} was archived already; nothing was changed",
                         code.as_str()

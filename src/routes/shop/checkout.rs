@@ -13,6 +13,7 @@ use crate::checkout::{self, OrderState, ShortLine};
 use crate::checkout::{BeginRequest, Begun, basket::FormLines};
 use crate::inventory::IdempotencyKey;
 use crate::routes::ShopError;
+use crate::routes::errors::{ErrorCode, checkout_code};
 use crate::routes::render::see_other;
 use crate::state::Shop;
 
@@ -104,7 +105,9 @@ pub async fn start_checkout(
         },
     )
     .await?;
-    let back = |headline: &str, explanation: &str, status: StatusCode| {
+    // the status of where it ended: the one table's, as the API's
+    let status = checkout_code(&begun).map_or(StatusCode::OK, ErrorCode::page_status);
+    let back = |headline: &str, explanation: &str| {
         message(
             status,
             headline,
@@ -119,14 +122,14 @@ pub async fn start_checkout(
         Begun::Again { order } => Ok(see_other(&redirect_for(&order))),
         Begun::EmptyBasket => Ok(see_other("/basket")),
         Begun::UnknownProvider => Err(ShopError::bad_request(
-            "that way of paying is not offered here",
+            "That way of paying is not offered here.",
         )),
         Begun::BadCustomer { reason } => {
             let told = Told {
                 error: reason,
                 ..Told::refilled(&form.name, &form.email)
             };
-            basket_page(&shop, &request, StatusCode::BAD_REQUEST, told).await
+            basket_page(&shop, &request, status, told).await
         }
         Begun::TooFast(refused) => too_fast(&address, refused),
         Begun::Short {
@@ -136,7 +139,7 @@ pub async fn start_checkout(
         } => basket_page_of(
             &shop,
             basket,
-            StatusCode::CONFLICT,
+            status,
             Told::problems(
                 describe_short(&lines, &sold_out, shop.zone),
                 &form.name,
@@ -146,7 +149,7 @@ pub async fn start_checkout(
         Begun::OverLimit { lines, basket } => basket_page_of(
             &shop,
             basket,
-            StatusCode::CONFLICT,
+            status,
             Told::problems(
                 describe_limited(&lines)
                     .into_iter()
@@ -163,7 +166,7 @@ pub async fn start_checkout(
             basket_page(
                 &shop,
                 &request,
-                StatusCode::CONFLICT,
+                status,
                 Told::problems(problems, &form.name, &form.email),
             )
             .await
@@ -185,7 +188,7 @@ pub async fn start_checkout(
             basket_page_of(
                 &shop,
                 basket,
-                StatusCode::CONFLICT,
+                status,
                 Told::problems(problems, &form.name, &form.email),
             )
         }
@@ -202,7 +205,7 @@ pub async fn start_checkout(
                 voucher: code,
                 ..Told::refilled(&form.name, &form.email)
             };
-            basket_page_of(&shop, basket, StatusCode::CONFLICT, told)
+            basket_page_of(&shop, basket, status, told)
         }
         Begun::Locked { ids, basket } => {
             let names: Vec<String> = basket
@@ -217,24 +220,21 @@ pub async fn start_checkout(
             basket_page_of(
                 &shop,
                 basket,
-                StatusCode::CONFLICT,
+                status,
                 Told::problems(problems, &form.name, &form.email),
             )
         }
         Begun::ProviderFailed => back(
             "We could not reach the payment provider",
             "Nothing was charged and your items were put back. Please try again in a moment.",
-            StatusCode::SERVICE_UNAVAILABLE,
         ),
         Begun::PaymentPhaseFailed => back(
             "We could not start your payment",
             "Nothing was charged and your items were put back. Please try again in a moment.",
-            StatusCode::SERVICE_UNAVAILABLE,
         ),
         Begun::RanOut => back(
             "Your reservation ran out",
             "It took too long to reach the payment page, so your items went back on sale. Nothing was charged.",
-            StatusCode::CONFLICT,
         ),
     }
 }
