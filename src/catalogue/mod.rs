@@ -18,7 +18,8 @@ pub use file::{
     moment,
 };
 pub use kinds::{
-    CalendarEntry, Choice, ChoiceError, ChoiceKind, Code, CodeWords, CollectionKind, ProductKind,
+    CalendarEntry, Choice, ChoiceError, ChoiceFields, ChoiceKind, Code, CodeWords, CollectionKind,
+    ProductKind,
 };
 
 /// A product as the shop shows it, with its collection's words.

@@ -3,6 +3,8 @@
 
 use sqlx::PgPool;
 
+use crate::catalogue::Choice;
+
 /// A basket line with what the basket page shows.
 #[derive(Debug, Clone, sqlx::FromRow)]
 pub struct BasketLine {
@@ -72,7 +74,8 @@ pub enum Added {
     Unknown,
 }
 
-/// Add `qty` of an active product, up to its most units per order. `add`
+/// Add what a shopper chose of an active product (its units, up to its
+/// most units per order). `add`
 /// names this add, made once per request: run again after its commit's
 /// answer was lost, it finds itself on the line and adds nothing more.
 ///
@@ -82,10 +85,11 @@ pub async fn add(
     pool: &PgPool,
     basket: &str,
     product: &str,
-    qty: i32,
+    choice: &Choice,
     add: uuid::Uuid,
     code: Option<&str>,
 ) -> sqlx::Result<Added> {
+    let qty = choice.qty().get();
     let (max, in_basket, added, again): (Option<i32>, Option<i32>, Option<i32>, bool) =
         sqlx::query_as(
             "with p as (select id, max_per_order, \

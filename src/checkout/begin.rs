@@ -19,7 +19,7 @@ use super::{
 };
 use super::{OffSaleLine, VoucherUse};
 use crate::catalogue::{Sale, Stock};
-use crate::inventory::{AccountId, IdempotencyKey, InvalidInput, Quantity};
+use crate::inventory::{AccountId, IdempotencyKey, InvalidInput};
 use crate::limits::TooFast;
 use crate::limits::client::Fairness;
 use crate::live::LiveStock;
@@ -129,13 +129,52 @@ pub async fn begin(desk: Desk<'_>, request: BeginRequest) -> Result<Begun> {
     {
         return Ok(refused);
     }
-    // One read: whether this form was submitted before, and the basket
-    // with its prices and what is left (enough to refuse a sold-out line);
-    // the address's token is taken meanwhile, so a start pays one round
-    // trip for both.
-    let key = request.checkout_key.as_str();
     // every change committed before this moment is in the reads below
     let read_at = chrono::Utc::now();
+    let (read, taken) = read_and_take(desk, &request).await?;
+    // a double submit goes where the first one went, once it knows
+    if let Some(existing) = read.existing
+        && let Some(order) = retry("order_read", Bound::Shopper, || {
+            super::order_by_id(desk.pool, existing)
+        })
+        .await?
+    {
+        return Ok(Begun::Again {
+            order: Box::new(await_provider_page(desk.pool, order).await?),
+        });
+    }
+    let start = match prepare(desk, &request, &read, taken).await? {
+        Ok(start) => start,
+        Err(refused) => return Ok(refused),
+    };
+    // run again whole while the database is away: the same key and token
+    // find the order a lost commit wrote, and go on from it
+    let started = retry("checkout_start", Bound::Shopper, || async {
+        let started = desk.checkouts.start_read(&start, &read).await?;
+        crate::faults::lost_answer("checkout_start")?;
+        Ok::<_, super::CheckoutError>(started)
+    })
+    .await?;
+    let basket_id = request.basket_id.as_deref().unwrap_or_default();
+    match started {
+        StartOutcome::Started {
+            order,
+            lines,
+            resource,
+        } => pay(desk, order, &lines, resource, basket_id).await,
+        refused => not_started(desk, &request, read_at, &read, &start, refused).await,
+    }
+}
+
+/// One read: whether this form was submitted before, and the basket with
+/// its prices and what is left (enough to refuse a sold-out line); the
+/// address's token is taken meanwhile, so a start pays one round trip for
+/// both.
+async fn read_and_take(
+    desk: Desk<'_>,
+    request: &BeginRequest,
+) -> Result<(CheckoutRead, std::result::Result<(), TooFast>)> {
+    let key = request.checkout_key.as_str();
     let read = retry("checkout_read", Bound::Shopper, || async {
         Ok::<_, sqlx::Error>(match &request.basket_id {
             Some(basket) => super::read_checkout(desk.pool, key, basket).await?,
@@ -151,39 +190,38 @@ pub async fn begin(desk: Desk<'_>, request: BeginRequest) -> Result<Begun> {
         desk.fairness.take(&request.address)
     });
     let (read, taken) = futures::join!(read, taken);
-    let read = read?;
-    // a double submit goes where the first one went, once it knows
-    if let Some(existing) = read.existing
-        && let Some(order) = retry("order_read", Bound::Shopper, || {
-            super::order_by_id(desk.pool, existing)
-        })
-        .await?
-    {
-        return Ok(Begun::Again {
-            order: Box::new(await_provider_page(desk.pool, order).await?),
-        });
-    }
+    Ok((read?, taken?))
+}
+
+/// The checkout to start, from the request and the read: the way of
+/// paying, the customer, the basket's lines as the shopper chose them,
+/// the voucher judged now; or why there is none.
+async fn prepare(
+    desk: Desk<'_>,
+    request: &BeginRequest,
+    read: &CheckoutRead,
+    taken: std::result::Result<(), TooFast>,
+) -> Result<std::result::Result<CheckoutStart, Begun>> {
     let Some(provider) = match request.provider.as_deref() {
         None => desk.payments.default_kind(),
         Some(name) => ProviderKind::parse(name),
     }
     .filter(|kind| desk.payments.get(*kind).is_some()) else {
-        return Ok(Begun::UnknownProvider);
+        return Ok(Err(Begun::UnknownProvider));
     };
     let customer = match Customer::parse(&request.name, &request.email) {
         Ok(customer) => customer,
-        Err(error) => return Ok(Begun::BadCustomer { reason: error.0 }),
+        Err(error) => return Ok(Err(Begun::BadCustomer { reason: error.0 })),
     };
     let Some(basket_id) = request.basket_id.as_deref() else {
-        return Ok(Begun::EmptyBasket);
+        return Ok(Err(Begun::EmptyBasket));
     };
     if read.lines.is_empty() {
-        return Ok(Begun::EmptyBasket);
+        return Ok(Err(Begun::EmptyBasket));
     }
-    if let Err(too_fast) = taken? {
-        return Ok(Begun::TooFast(too_fast));
+    if let Err(too_fast) = taken {
+        return Ok(Err(Begun::TooFast(too_fast)));
     }
-    let as_read = || -> Vec<BasketLine> { read.lines.iter().map(|l| l.basket_line()).collect() };
     let voucher = match request
         .voucher
         .as_deref()
@@ -191,112 +229,117 @@ pub async fn begin(desk: Desk<'_>, request: BeginRequest) -> Result<Begun> {
         .filter(|code| !code.is_empty())
     {
         None => None,
-        Some(typed) => match voucher_for(desk, typed, &read, &customer).await? {
+        Some(typed) => match voucher_for(desk, typed, read, &customer).await? {
             Ok(voucher) => Some(voucher),
             Err((code, refusal)) => {
-                return Ok(Begun::BadVoucher {
+                return Ok(Err(Begun::BadVoucher {
                     code,
                     refusal,
-                    basket: as_read(),
-                });
+                    basket: as_read(read),
+                }));
             }
         },
     };
-    let start = CheckoutStart {
+    let lines = read
+        .lines
+        .iter()
+        .map(|line| {
+            // a basket's row, read as the kind reads a line's fields
+            let choice = line
+                .kind
+                .choice()
+                .parse(Some(i64::from(line.qty)))
+                .map_err(|e| InvalidInput(e.to_string()))?;
+            Ok(WantedLine {
+                product_id: line.product_id.clone(),
+                choice,
+            })
+        })
+        .collect::<std::result::Result<_, InvalidInput>>()?;
+    Ok(Ok(CheckoutStart {
         voucher,
         limits: StartLimits::for_customer(&desk.fairness.limits, &customer, &request.address),
         checkout_key: request.checkout_key.clone(),
         order_token: codes::order_token(),
         account: AccountId::parse(&format!("basket:{basket_id}"))?,
-        lines: read
-            .lines
-            .iter()
-            .map(|line| {
-                Ok(WantedLine {
-                    product_id: line.product_id.clone(),
-                    qty: Quantity::parse(i64::from(line.qty))?,
-                })
-            })
-            .collect::<std::result::Result<_, InvalidInput>>()?,
+        lines,
         customer,
         provider,
-    };
-    // run again whole while the database is away: the same key and token
-    // find the order a lost commit wrote, and go on from it
-    let started = retry("checkout_start", Bound::Shopper, || async {
-        let started = desk.checkouts.start_read(&start, &read).await?;
-        crate::faults::lost_answer("checkout_start")?;
-        Ok::<_, super::CheckoutError>(started)
-    })
-    .await?;
-    let (order, lines, resource) = match started {
-        StartOutcome::Started {
-            order,
-            lines,
-            resource,
-        } => (order, lines, resource),
-        StartOutcome::AlreadyStarted { order } => {
-            return Ok(Begun::Again {
-                order: Box::new(await_provider_page(desk.pool, order).await?),
-            });
-        }
+    }))
+}
+
+/// The basket as it was read, for a page that shows it again.
+fn as_read(read: &CheckoutRead) -> Vec<BasketLine> {
+    read.lines.iter().map(|l| l.basket_line()).collect()
+}
+
+/// A checkout the engine did not start, said to the shopper.
+async fn not_started(
+    desk: Desk<'_>,
+    request: &BeginRequest,
+    read_at: chrono::DateTime<chrono::Utc>,
+    read: &CheckoutRead,
+    start: &CheckoutStart,
+    outcome: StartOutcome,
+) -> Result<Begun> {
+    let basket = as_read(read);
+    Ok(match outcome {
+        StartOutcome::Started { .. } => unreachable!("a started checkout goes to pay"),
+        StartOutcome::AlreadyStarted { order } => Begun::Again {
+            order: Box::new(await_provider_page(desk.pool, order).await?),
+        },
         StartOutcome::Unavailable { lines } => {
             // a replay of this form is refused from memory while nothing
             // it wants changes
-            desk.live.remember_refused_form(key, read_at);
+            desk.live
+                .remember_refused_form(request.checkout_key.as_str(), read_at);
             let sold_out: Vec<String> = lines
                 .iter()
                 .filter(|line| line.available == 0)
                 .map(|line| line.product_id.clone())
                 .collect();
-            return Ok(Begun::Short {
+            Begun::Short {
                 sold_out: retry("stock_read", Bound::Shopper, || desk.live.stock(&sold_out))
                     .await?,
                 lines,
-                basket: as_read(),
-            });
+                basket,
+            }
         }
-        StartOutcome::OverLimit { lines } => {
-            return Ok(Begun::OverLimit {
-                lines,
-                basket: as_read(),
-            });
-        }
+        StartOutcome::OverLimit { lines } => Begun::OverLimit { lines, basket },
         StartOutcome::UnknownProducts { ids } => {
+            let basket_id = request.basket_id.as_deref().unwrap_or_default();
             retry("basket_remove", Bound::Shopper, || {
                 basket::remove(desk.pool, basket_id, &ids)
             })
             .await?;
-            return Ok(Begun::Withdrawn);
+            Begun::Withdrawn
         }
-        StartOutcome::NotOnSale { lines } => {
-            return Ok(Begun::NotOnSale {
-                lines,
-                basket: as_read(),
-            });
-        }
-        StartOutcome::Locked { ids } => {
-            return Ok(Begun::Locked {
-                ids,
-                basket: as_read(),
-            });
-        }
-        StartOutcome::VoucherRefused { refusal } => {
-            return Ok(Begun::BadVoucher {
-                code: start
-                    .voucher
-                    .as_ref()
-                    .map(|v| v.voucher.code.to_string())
-                    .unwrap_or_default(),
-                refusal,
-                basket: as_read(),
-            });
-        }
-    };
+        StartOutcome::NotOnSale { lines } => Begun::NotOnSale { lines, basket },
+        StartOutcome::Locked { ids } => Begun::Locked { ids, basket },
+        StartOutcome::VoucherRefused { refusal } => Begun::BadVoucher {
+            code: start
+                .voucher
+                .as_ref()
+                .map(|v| v.voucher.code.to_string())
+                .unwrap_or_default(),
+            refusal,
+            basket,
+        },
+    })
+}
 
+/// A started order on its way to pay: outside any transaction or lock,
+/// the provider's page; then the payment phase. A failure gives the units
+/// back at once.
+async fn pay(
+    desk: Desk<'_>,
+    order: Order,
+    lines: &[OrderLine],
+    resource: Option<String>,
+    basket_id: &str,
+) -> Result<Begun> {
     crate::faults::crash_point("after_checkout_commit");
-    // Outside any transaction or lock: the provider.
-    let page = match open_page(desk, &order, &lines).await {
+    let page = match open_page(desk, &order, lines).await {
         Ok(page) => page,
         Err(error) => {
             tracing::warn!(order = %order.id, %error, "the payment provider failed at checkout start");

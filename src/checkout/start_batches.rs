@@ -156,12 +156,7 @@ async fn start_checkout_via(
             };
             one_outcome(pool, one, row, lines, resource).await?
         }
-        Plan::Basket {
-            lines,
-            products,
-            currency,
-            amount,
-        } => start_basket(pool, start, lines, products, &currency, amount).await?,
+        Plan::Basket(priced) => start_basket(pool, start, priced).await?,
     };
     // a start run again after its commit's answer was lost: the order it
     // finds is its own (the token is this submit's), written and held with

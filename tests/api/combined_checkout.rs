@@ -22,10 +22,7 @@ fn form(key: &str, basket: &str, product: &str, n: i64) -> CheckoutStart {
         order_token: holdfast::checkout::codes::order_token(),
         voucher: None,
         account: account(&format!("basket:{basket}")),
-        lines: vec![WantedLine {
-            product_id: product.to_owned(),
-            qty: qty(n),
-        }],
+        lines: vec![WantedLine::units(product.to_owned(), qty(n))],
         customer: Customer::parse("Ada Shopper", "ada@example.com").unwrap(),
         provider: holdfast::payments::ProviderKind::Stripe,
         limits: Default::default(),
@@ -578,10 +575,7 @@ async fn a_payment_window_no_longer_than_the_hold_ttl_is_refused_and_changes_not
     // an order of a basket of two products is not this path's to attach
     let slot = db.first_slot().await;
     let mut two = form("two-lines", "two-lines", "harbour-lights-vip", 1);
-    two.lines.push(WantedLine {
-        product_id: slot,
-        qty: qty(1),
-    });
+    two.lines.push(WantedLine::units(slot, qty(1)));
     let StartOutcome::Started {
         order: basket_order,
         resource,
@@ -726,10 +720,7 @@ async fn one_form_down_both_paths_at_once_is_one_order_and_never_a_deadlock() {
         let mut two = one.clone();
         // two submits of one form: each its own request, its own token
         two.order_token = holdfast::checkout::codes::order_token();
-        two.lines.push(WantedLine {
-            product_id: slot.clone(),
-            qty: qty(1),
-        });
+        two.lines.push(WantedLine::units(slot.clone(), qty(1)));
         let combined = {
             let checkouts = checkouts.clone();
             tokio::spawn(async move { checkouts.start(&one).await.unwrap() })

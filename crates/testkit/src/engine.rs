@@ -183,10 +183,7 @@ pub fn start(key: &str, lines: &[(&str, i64)]) -> CheckoutStart {
         account: account(&format!("basket-{key}")),
         lines: lines
             .iter()
-            .map(|(id, n)| WantedLine {
-                product_id: (*id).to_owned(),
-                qty: qty(*n),
-            })
+            .map(|(id, n)| WantedLine::units((*id).to_owned(), qty(*n)))
             .collect(),
         customer: Customer::parse("Ada Shopper", "ada@example.com").unwrap(),
         provider: ProviderKind::Stripe,

@@ -39,6 +39,21 @@ pub enum ChoiceError {
     Quantity,
 }
 
+/// A line's fields, as the basket form, the basket's row and the JSON
+/// API give them: today a number of units.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ChoiceFields {
+    pub qty: Option<i64>,
+}
+
+impl Choice {
+    /// The choice a line's fields make, at any edge; the product's kind
+    /// then says whether it takes it ([`ChoiceKind::accepts`]).
+    pub fn from_fields(fields: ChoiceFields) -> Result<Choice, ChoiceError> {
+        ChoiceKind::Quantity.parse(fields.qty)
+    }
+}
+
 impl ChoiceKind {
     /// A line's fields as a choice of this kind: `qty` for a number of
     /// units.
@@ -55,7 +70,27 @@ impl ChoiceKind {
     }
 }
 
+impl ChoiceKind {
+    /// Whether a choice is one a kind of this choice takes.
+    pub fn accepts(self, choice: &Choice) -> bool {
+        match (self, choice) {
+            (ChoiceKind::Quantity, Choice::Units { .. }) => true,
+        }
+    }
+}
+
 impl Choice {
+    /// Two lines of one product as one: their units added. `None` when
+    /// they do not combine (more units than a quantity holds).
+    pub fn merge(&self, other: &Choice) -> Option<Choice> {
+        match (self, other) {
+            (Choice::Units { qty: a }, Choice::Units { qty: b }) => {
+                let sum = i64::from(a.get()) + i64::from(b.get());
+                Quantity::parse(sum).ok().map(Choice::units)
+            }
+        }
+    }
+
     /// So many units.
     pub fn units(qty: Quantity) -> Self {
         Choice::Units { qty }
@@ -119,6 +154,14 @@ mod tests {
         for bad in [None, Some(0), Some(-1), Some(101)] {
             assert_eq!(kind.parse(bad), Err(ChoiceError::Quantity), "{bad:?}");
         }
+    }
+
+    #[test]
+    fn lines_of_one_product_add_up() {
+        let two = ChoiceKind::Quantity.parse(Some(2)).unwrap();
+        let three = ChoiceKind::Quantity.parse(Some(3)).unwrap();
+        assert_eq!(two.merge(&three).unwrap().qty().get(), 5);
+        assert!(ChoiceKind::Quantity.accepts(&two));
     }
 
     #[test]

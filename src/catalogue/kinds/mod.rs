@@ -30,7 +30,7 @@ use chrono::{DateTime, Duration, Utc};
 use serde::{Deserialize, Serialize};
 
 pub use collections::{CollectionKind, CollectionSheet, InFile, Listing};
-pub use line::{Choice, ChoiceError, ChoiceKind};
+pub use line::{Choice, ChoiceError, ChoiceFields, ChoiceKind};
 
 /// What a product is; stored in `products.kind`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, sqlx::Type)]

@@ -10,6 +10,7 @@ use serde::Deserialize;
 use sha2::{Digest, Sha256};
 
 use super::{ApiError, ErrorCode, json_body, key_of};
+use crate::catalogue::{Choice, ChoiceFields};
 use crate::checkout::{self, BeginRequest, Begun, basket};
 use crate::inventory::IdempotencyKey;
 use crate::retry::{Bound, retry};
@@ -94,11 +95,24 @@ pub async fn start(
     let key = key_of(&request).expect("the guard let a key through");
     let idem = idempotency_key(&request)?;
     let (body, raw): (CheckoutBody, Vec<u8>) = json_body(payload).await?;
+    let choices: Result<Vec<Choice>, _> = body
+        .lines
+        .iter()
+        .map(|l| {
+            Choice::from_fields(ChoiceFields {
+                qty: Some(i64::from(l.qty)),
+            })
+        })
+        .collect();
+    let Ok(choices) = choices else {
+        return Err(ApiError::of(ErrorCode::BadLines));
+    };
     if body.lines.is_empty()
         || body.lines.len() > 20
-        || body.lines.iter().any(|l| {
-            !(1..=100).contains(&l.qty) || l.product_id.is_empty() || l.product_id.len() > 200
-        })
+        || body
+            .lines
+            .iter()
+            .any(|l| l.product_id.is_empty() || l.product_id.len() > 200)
     {
         return Err(ApiError::new(
             ErrorCode::BadLines,
@@ -120,7 +134,7 @@ pub async fn start(
         }
         Idempotent::Fresh | Idempotent::Unanswered => {}
     }
-    let answer = run(&shop, &request, &key, &idem, body).await;
+    let answer = run(&shop, &request, &key, &idem, body, &choices).await;
     match &answer {
         // worth another try with the same key: not kept
         Err(error) if worth_another_try(error.status) => {
@@ -162,6 +176,7 @@ async fn run(
     key: &api_keys::ApiKey,
     idem: &str,
     body: CheckoutBody,
+    choices: &[Choice],
 ) -> Result<serde_json::Value, ApiError> {
     // whose address the limits count: the shopper's, when the storefront
     // says it, else the client's own
@@ -182,20 +197,13 @@ async fn run(
     let checkout_key = IdempotencyKey::parse(&format!("api-{}", &digest[..40]))
         .map_err(|e| ApiError::new(ErrorCode::InvalidInput, e.0))?;
     let basket_id = format!("api-{}", &digest[..40]);
-    for line in &body.lines {
+    for (line, choice) in body.lines.iter().zip(choices) {
         let add = uuid::Uuid::from_slice(
             &Sha256::digest(format!("{basket_id}:{}", line.product_id))[..16],
         )
         .expect("16 bytes");
         let added = retry("basket_add", Bound::Shopper, || {
-            basket::add(
-                &shop.pool,
-                &basket_id,
-                &line.product_id,
-                line.qty,
-                add,
-                None,
-            )
+            basket::add(&shop.pool, &basket_id, &line.product_id, choice, add, None)
         })
         .await?;
         match added {

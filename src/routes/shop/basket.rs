@@ -8,6 +8,7 @@ use askama::Template;
 use serde::Deserialize;
 
 use super::{BASKET_COOKIE, basket_id, too_fast};
+use crate::catalogue::{Choice, ChoiceFields};
 use crate::checkout::{self, basket};
 use crate::money;
 use crate::retry::{Bound, retry};
@@ -29,12 +30,17 @@ pub async fn add_to_basket(
     request: HttpRequest,
     form: web::Form<LineForm>,
 ) -> Result<HttpResponse, ShopError> {
-    let qty = form.qty.unwrap_or(1);
-    if !(1..=100).contains(&qty) || form.product_id.is_empty() || form.product_id.len() > 200 {
+    let choice = Choice::from_fields(ChoiceFields {
+        qty: Some(form.qty.unwrap_or(1)),
+    });
+    let (Ok(choice), false) = (
+        choice,
+        form.product_id.is_empty() || form.product_id.len() > 200,
+    ) else {
         return Err(ShopError::bad_request(
             "choose between 1 and 100 of a product",
         ));
-    }
+    };
     if let Some(too_fast) = slow_down(&shop, &request).await? {
         return Ok(too_fast);
     }
@@ -49,7 +55,7 @@ pub async fn add_to_basket(
             &shop.pool,
             &id,
             &form.product_id,
-            qty as i32,
+            &choice,
             add,
             form.code
                 .as_deref()

@@ -105,6 +105,19 @@ pub async fn start_checkout(
         },
     )
     .await?;
+    tell(&shop, &request, &form, &address, begun).await
+}
+
+/// Where a checkout ended, said to the shopper: the provider's page, or
+/// the basket (or a message) with what refused it, under the status of
+/// its code in the one table.
+async fn tell(
+    shop: &Shop,
+    request: &HttpRequest,
+    form: &CheckoutForm,
+    address: &str,
+    begun: Begun,
+) -> Result<HttpResponse, ShopError> {
     // the status of where it ended: the one table's, as the API's
     let status = checkout_code(&begun).map_or(StatusCode::OK, ErrorCode::page_status);
     let back = |headline: &str, explanation: &str| {
@@ -129,15 +142,15 @@ pub async fn start_checkout(
                 error: reason,
                 ..Told::refilled(&form.name, &form.email)
             };
-            basket_page(&shop, &request, status, told).await
+            basket_page(shop, request, status, told).await
         }
-        Begun::TooFast(refused) => too_fast(&address, refused),
+        Begun::TooFast(refused) => too_fast(address, refused),
         Begun::Short {
             lines,
             basket,
             sold_out,
         } => basket_page_of(
-            &shop,
+            shop,
             basket,
             status,
             Told::problems(
@@ -147,7 +160,7 @@ pub async fn start_checkout(
             ),
         ),
         Begun::OverLimit { lines, basket } => basket_page_of(
-            &shop,
+            shop,
             basket,
             status,
             Told::problems(
@@ -164,8 +177,8 @@ pub async fn start_checkout(
                 "Some items are no longer sold and were taken out of your basket.",
             )];
             basket_page(
-                &shop,
-                &request,
+                shop,
+                request,
                 status,
                 Told::problems(problems, &form.name, &form.email),
             )
@@ -186,7 +199,7 @@ pub async fn start_checkout(
                 })
                 .collect();
             basket_page_of(
-                &shop,
+                shop,
                 basket,
                 status,
                 Told::problems(problems, &form.name, &form.email),
@@ -205,7 +218,7 @@ pub async fn start_checkout(
                 voucher: code,
                 ..Told::refilled(&form.name, &form.email)
             };
-            basket_page_of(&shop, basket, status, told)
+            basket_page_of(shop, basket, status, told)
         }
         Begun::Locked { ids, basket } => {
             let names: Vec<String> = basket
@@ -218,7 +231,7 @@ pub async fn start_checkout(
                 names.join(", ")
             ))];
             basket_page_of(
-                &shop,
+                shop,
                 basket,
                 status,
                 Told::problems(problems, &form.name, &form.email),
