@@ -377,7 +377,7 @@ impl CatalogueFile {
                         id: schedules::slot_id(&slots.collection, starts),
                         collection: slots.collection.clone(),
                         kind: slots.kind,
-                        name: slots.kind.unit_name(&slots.name, &zone.short(starts)),
+                        name: slots.kind.unit_name(&slots.name, starts, zone),
                         description: slots.description.clone(),
                         price_minor: slots.price_minor,
                         currency: currency.clone(),

@@ -138,7 +138,7 @@ impl Schedule {
             collection: self.collection.clone(),
             kind: self.kind,
             name: match starts {
-                Some(at) => self.kind.unit_name(&self.name, &zone.short(at)),
+                Some(at) => self.kind.unit_name(&self.name, at, zone),
                 None => self.name.clone(),
             },
             ends_at: starts.map(|at| at + Duration::minutes(i64::from(self.slot_minutes))),

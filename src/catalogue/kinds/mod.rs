@@ -29,6 +29,8 @@ mod ticket;
 use chrono::{DateTime, Duration, Utc};
 use serde::{Deserialize, Serialize};
 
+use crate::clock::ShopZone;
+
 pub use collections::{CollectionKind, CollectionSheet, InFile, Listing};
 pub use line::{Choice, ChoiceError, ChoiceFields, ChoiceKind};
 
@@ -58,8 +60,9 @@ pub struct Sheet {
     pub code: Option<CodeWords>,
     /// Its time on pages and in mail, and its calendar file.
     pub timing: Timing,
-    /// How a unit a schedule makes is named, `{name}` and `{when}` filled
-    /// in ("{name}, pickup {when}"); `None`: no schedule makes it.
+    /// How a unit a schedule makes is named, `{name}`, `{when}` ("Sun 28
+    /// Mar 03:30 CEST") and `{day}` ("Sun 28 Mar") filled in ("{name},
+    /// pickup {when}"); `None`: no schedule makes it.
     pub scheduled_name: Option<&'static str>,
     /// What a shopper chooses for one line of it.
     pub choice: ChoiceKind,
@@ -210,11 +213,14 @@ impl ProductKind {
         Self::ALL.into_iter().filter(|kind| kind.scheduled())
     }
 
-    /// A unit a schedule makes, named: "Sourdough box, pickup Tue 22 Dec
-    /// 12:30". A kind no schedule makes keeps the name as it is.
-    pub fn unit_name(self, name: &str, when: &str) -> String {
+    /// A unit a schedule makes at `at`, named: "Sourdough box, pickup Tue
+    /// 22 Dec 12:30 CET". A kind no schedule makes keeps the name as it is.
+    pub fn unit_name(self, name: &str, at: DateTime<Utc>, zone: ShopZone) -> String {
         match self.sheet().scheduled_name {
-            Some(pattern) => pattern.replace("{name}", name).replace("{when}", when),
+            Some(pattern) => pattern
+                .replace("{name}", name)
+                .replace("{when}", &zone.short(at))
+                .replace("{day}", &zone.local(at).format("%a %-d %b").to_string()),
             None => name.to_owned(),
         }
     }
@@ -319,11 +325,15 @@ mod tests {
 
     #[test]
     fn only_scheduled_kinds_name_their_units_by_time() {
+        let at = DateTime::parse_from_rfc3339("2026-12-22T12:30:00+01:00")
+            .unwrap()
+            .with_timezone(&Utc);
+        let berlin = ShopZone::parse("Europe/Berlin").unwrap();
         assert_eq!(
-            ProductKind::PickupSlot.unit_name("Sourdough box", "Tue 12:30"),
-            "Sourdough box, pickup Tue 12:30"
+            ProductKind::PickupSlot.unit_name("Sourdough box", at, berlin),
+            "Sourdough box, pickup Tue 22 Dec 12:30 CET"
         );
-        assert_eq!(ProductKind::Stock.unit_name("Honey", "Tue"), "Honey");
+        assert_eq!(ProductKind::Stock.unit_name("Honey", at, berlin), "Honey");
         assert!(ProductKind::made_by_schedules().all(|k| k.has_calendar()));
     }
 }
