@@ -56,15 +56,26 @@ fn with_database(url: &str, name: &str) -> PgConnectOptions {
         .database(name)
 }
 
-/// Name of the template for the current migrations, so a changed migration
-/// gets a new template rather than a stale one.
+/// Name of the template for the current migrations and the lists the
+/// code owns (`holdfast migrate` writes the product and collection kinds
+/// and the providers after the migrations), so a changed migration or a
+/// new kind gets a new template rather than a stale one.
 fn template_name() -> String {
+    use holdfast::catalogue::{CollectionKind, ProductKind};
+    use holdfast::payments::ProviderKind;
     let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
-    for migration in MIGRATOR.iter() {
-        for byte in migration.checksum.iter() {
-            hash ^= u64::from(*byte);
-            hash = hash.wrapping_mul(0x0100_0000_01b3);
-        }
+    let lists = ProductKind::ALL
+        .iter()
+        .map(|k| k.as_str())
+        .chain(CollectionKind::ALL.iter().map(|k| k.as_str()))
+        .chain(ProviderKind::ALL.iter().map(|p| p.as_str()));
+    let bytes = MIGRATOR
+        .iter()
+        .flat_map(|migration| migration.checksum.iter().copied())
+        .chain(lists.flat_map(|name| name.bytes().chain([0])));
+    for byte in bytes {
+        hash ^= u64::from(byte);
+        hash = hash.wrapping_mul(0x0100_0000_01b3);
     }
     format!("holdfast_tpl_{hash:016x}")
 }
