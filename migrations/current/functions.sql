@@ -182,6 +182,96 @@ begin
 end;
 $function$;
 
+-- hf_begin_settling (last written by 0090_settling.sql)
+CREATE OR REPLACE FUNCTION public.hf_begin_settling(p_id uuid, p_provider text, p_method text, p_actor text DEFAULT 'payment'::text)
+ RETURNS TABLE(status text, purchase_id uuid, settle_method text, settle_deadline timestamp with time zone, payment_deadline timestamp with time zone)
+ LANGUAGE plpgsql
+AS $function$
+declare
+    s inventory_settings;
+    w settle_windows;
+    v_purchase uuid;
+    v_now timestamptz;
+    v_shape purchase_shape;
+    v_ended text;
+    v_method text;
+    v_deadline timestamptz;
+begin
+    if p_provider is null or length(p_provider) not between 1 and 40 then
+        perform hf_bad_input('a settling payment names its provider');
+    end if;
+    if p_method is not null and p_method !~ '^[a-z][a-z0-9_]{0,63}$' then
+        perform hf_bad_input(format('not a payment method: %s', left(p_method, 70)));
+    end if;
+    if p_actor is null or length(p_actor) not between 1 and 200 then
+        perform hf_bad_input('actor must be 1 to 200 characters');
+    end if;
+    select * into w from hf_settle_window(p_provider, p_method);
+    if w.provider is null then
+        perform hf_bad_input(format('no settling window for %s (settle_windows)', p_provider));
+    end if;
+
+    v_purchase := hf_lock_purchase(p_id);
+    if v_purchase is null then
+        return query select 'not_found', p_id, null::text, null::timestamptz, null::timestamptz;
+        return;
+    end if;
+    v_now := clock_timestamp();
+    v_shape := hf_purchase_shape(v_purchase, v_now);
+    if v_shape.confirmed > 0 then
+        return query select 'confirmed', v_purchase, null::text, null::timestamptz, null::timestamptz;
+        return;
+    end if;
+    v_ended := hf_settle_ended(v_purchase, v_shape, v_now);
+    if v_ended is not null then
+        return query select v_ended, v_purchase, null::text, null::timestamptz, null::timestamptz;
+        return;
+    end if;
+    -- the same debit reported again (the webhook, the return, reconciliation)
+    if exists (select 1 from holds h where h.purchase_id = v_purchase and h.settle_deadline is not null) then
+        return query
+            select 'replayed', v_purchase, min(h.settle_method), min(h.settle_deadline), min(h.payment_deadline)
+              from holds h where h.purchase_id = v_purchase;
+        return;
+    end if;
+
+    select * into s from inventory_settings;
+    v_method := p_provider || ':' || coalesce(p_method, '*');
+    v_deadline := hf_settle_deadline(v_now, w.days, w.business_days);
+    with live as (
+        select h.id, h.state as old_state from holds h
+         where h.purchase_id = v_purchase and h.state in ('held', 'awaiting_payment')
+    ), moved as (
+        update holds h
+           set state = 'awaiting_payment',
+               payment_started_at = coalesce(h.payment_started_at, v_now),
+               settle_method = v_method,
+               settling_at = v_now,
+               settle_deadline = greatest(v_deadline, coalesce(h.payment_deadline, v_now)),
+               settle_grace = s.settle_grace,
+               payment_deadline = greatest(v_deadline, coalesce(h.payment_deadline, v_now)) + s.settle_grace
+          from live
+         where h.id = live.id
+        returning h.id, h.resource_id, h.settle_deadline, h.payment_deadline, live.old_state
+    ), logged as (
+        insert into hold_events (hold_id, kind, from_state, to_state, actor, detail)
+        select moved.id, 'settling', moved.old_state, 'awaiting_payment', p_actor,
+               jsonb_build_object('method', v_method, 'settle_deadline', moved.settle_deadline,
+                                  'payment_deadline', moved.payment_deadline)
+          from moved
+    )
+    -- a line that was not paying yet has a deadline now
+    update resources x
+       set next_deadline = least(x.next_deadline, m.deadline), updated_at = v_now
+      from (select moved.resource_id, min(moved.payment_deadline) as deadline
+              from moved group by moved.resource_id) m
+     where x.id = m.resource_id;
+    return query
+        select 'settling', v_purchase, min(h.settle_method), min(h.settle_deadline), min(h.payment_deadline)
+          from holds h where h.purchase_id = v_purchase;
+end;
+$function$;
+
 -- hf_check (last written by 0012_after_the_sale.sql)
 CREATE OR REPLACE FUNCTION public.hf_check(p_resource text DEFAULT NULL::text)
  RETURNS TABLE(resource_id text, total integer, held integer, sold integer, rows_held integer, rows_sold integer, drift boolean)
@@ -202,6 +292,117 @@ AS $function$
       ) x on x.resource_id = r.id
      where p_resource is null or r.id = p_resource
      order by r.id;
+$function$;
+
+-- hf_claim_again (last written by 0090_settling.sql)
+CREATE OR REPLACE FUNCTION public.hf_claim_again(p_id uuid, p_payment_ref text, p_actor text DEFAULT 'payment'::text)
+ RETURNS TABLE(status text, purchase_id uuid, resource_id text, available integer)
+ LANGUAGE plpgsql
+AS $function$
+declare
+    v_purchase uuid;
+    v_now timestamptz;
+    v_shape purchase_shape;
+    v_other uuid;
+    v_new uuid;
+    l record;
+    r resources;
+begin
+    if p_payment_ref is null or length(p_payment_ref) not between 1 and 255 then
+        perform hf_bad_input('payment reference must be 1 to 255 characters');
+    end if;
+    if p_actor is null or length(p_actor) not between 1 and 200 then
+        perform hf_bad_input('actor must be 1 to 200 characters');
+    end if;
+    v_purchase := hf_lock_purchase(p_id);
+    if v_purchase is null then
+        return query select 'not_found', p_id, null::text, null::integer;
+        return;
+    end if;
+    v_now := clock_timestamp();
+
+    -- the payment's claim: hf_confirm_many made it for this purchase when
+    -- it refused the money; another purchase's claim is another story
+    select x.purchase_id into v_other from payment_refs x where x.payment_ref = p_payment_ref;
+    if found and v_other <> v_purchase then
+        if exists (select 1 from holds h
+                    where h.purchase_id = v_other
+                      and h.reclaims in (select e.id from holds e where e.purchase_id = v_purchase)) then
+            return query select 'already_claimed', v_other, null::text, null::integer;
+        else
+            return query select 'payment_ref_in_use', v_other, null::text, null::integer;
+        end if;
+        return;
+    end if;
+
+    v_shape := hf_purchase_shape(v_purchase, v_now);
+    if v_shape.released > 0 then
+        return query select 'released', v_purchase, null::text, null::integer;
+        return;
+    end if;
+    if v_shape.expired <> v_shape.lines then
+        return query select 'not_ended', v_purchase, null::text, null::integer;
+        return;
+    end if;
+
+    for l in select h.resource_id, h.qty from holds h
+              where h.purchase_id = v_purchase order by h.resource_id loop
+        select * into r from resources x where x.id = l.resource_id;
+        -- expired plain holds count as free, as for any hold (their units
+        -- go to the line first, in this transaction)
+        if r.total - r.held - r.sold < l.qty and r.next_expiry <= v_now then
+            perform hf_expire_due_plain(l.resource_id, v_now, 'lazy-expiry', null);
+            select * into r from resources x where x.id = l.resource_id;
+        end if;
+        if hf_line_waits(l.resource_id, v_now) then
+            return query select 'line_waiting', v_purchase, l.resource_id, r.total - r.held - r.sold;
+            return;
+        end if;
+        if r.total - r.held - r.sold < l.qty then
+            return query select 'sold_out', v_purchase, l.resource_id, r.total - r.held - r.sold;
+            return;
+        end if;
+    end loop;
+
+    v_new := gen_random_uuid();
+    insert into payment_refs as x (payment_ref, purchase_id) values (p_payment_ref, v_new)
+    on conflict (payment_ref) do update set purchase_id = excluded.purchase_id;
+    with claimed as (
+        insert into holds (id, basket_id, resource_id, account_id, qty, state, expires_at,
+                           payment_ref, confirmed_at, reclaims)
+        select hf_uuid_v7(), v_new, h.resource_id, h.account_id, h.qty, 'confirmed', v_now,
+               p_payment_ref, v_now, h.id
+          from holds h where h.purchase_id = v_purchase
+        returning holds.id, holds.resource_id, holds.qty, holds.reclaims
+    ), logged as (
+        insert into hold_events (hold_id, kind, to_state, actor, detail)
+        select c.id, 'reclaimed', 'confirmed', p_actor,
+               jsonb_build_object('payment_ref', p_payment_ref, 'reclaims', c.reclaims, 'qty', c.qty)
+          from claimed c
+    )
+    update resources x
+       set sold = x.sold + c.qty, updated_at = v_now
+      from claimed c
+     where x.id = c.resource_id;
+    return query select 'claimed', v_new, null::text, null::integer;
+end;
+$function$;
+
+-- hf_claimable (last written by 0090_settling.sql)
+CREATE OR REPLACE FUNCTION public.hf_claimable(p_purchase uuid)
+ RETURNS boolean
+ LANGUAGE sql
+ STABLE
+AS $function$
+    select coalesce(bool_and(
+               h.state = 'expired'
+               and not hf_line_waits(h.resource_id, now())
+               and (select r.total - r.held - r.sold
+                           + (select coalesce(sum(d.qty), 0) from holds d
+                               where d.resource_id = r.id and d.state = 'held' and d.expires_at <= now())
+                      from resources r where r.id = h.resource_id) >= h.qty), false)
+      from holds h
+     where h.purchase_id = p_purchase;
 $function$;
 
 -- hf_confirm (last written by 0015_confirm_many.sql)
@@ -1142,6 +1343,21 @@ begin
 end;
 $function$;
 
+-- hf_order_view (last written by 0090_settling.sql)
+CREATE OR REPLACE FUNCTION public.hf_order_view(p_order uuid)
+ RETURNS jsonb
+ LANGUAGE sql
+ STABLE
+AS $function$
+    select hf_webhook_order(o.id)
+           || jsonb_build_object(
+                  'settling', case when o.settle_method is not null
+                                   then jsonb_build_object('method', o.settle_method,
+                                                           'until', o.settling_until) end,
+                  'late_money', o.late_money)
+      from orders o where o.id = p_order
+$function$;
+
 -- hf_payment_may_start (last written by 0013_one_engine.sql)
 CREATE OR REPLACE FUNCTION public.hf_payment_may_start(p_purchase uuid, p_shape purchase_shape, p_now timestamp with time zone)
  RETURNS text
@@ -1451,6 +1667,29 @@ begin
 end;
 $function$;
 
+-- hf_settle_deadline (last written by 0090_settling.sql)
+CREATE OR REPLACE FUNCTION public.hf_settle_deadline(p_from timestamp with time zone, p_days integer, p_business boolean)
+ RETURNS timestamp with time zone
+ LANGUAGE plpgsql
+ IMMUTABLE
+AS $function$
+declare
+    v_at timestamptz := p_from;
+    v_left integer := p_days;
+begin
+    if not p_business then
+        return p_from + p_days * interval '24 hours';
+    end if;
+    while v_left > 0 loop
+        v_at := v_at + interval '24 hours';
+        if extract(isodow from v_at at time zone 'UTC') < 6 then
+            v_left := v_left - 1;
+        end if;
+    end loop;
+    return v_at;
+end;
+$function$;
+
 -- hf_settle_ended (last written by 0002_inventory_functions.sql)
 CREATE OR REPLACE FUNCTION public.hf_settle_ended(p_purchase uuid, p_shape purchase_shape, p_now timestamp with time zone)
  RETURNS text
@@ -1477,6 +1716,41 @@ begin
         -- hold; the answer no longer depends on whether the sweeper ran.
         perform hf_end_purchase(p_purchase, 'expired', p_now, 'deadline', 'payment_deadline');
         return 'expired';
+    end if;
+    return null;
+end;
+$function$;
+
+-- hf_settle_window (last written by 0090_settling.sql)
+CREATE OR REPLACE FUNCTION public.hf_settle_window(p_provider text, p_method text)
+ RETURNS settle_windows
+ LANGUAGE sql
+ STABLE
+AS $function$
+    select * from settle_windows
+     where provider = p_provider and method in (coalesce(p_method, '*'), '*')
+     order by (method = '*')
+     limit 1;
+$function$;
+
+-- hf_settle_windows_exceed_payment_window (last written by 0090_settling.sql)
+CREATE OR REPLACE FUNCTION public.hf_settle_windows_exceed_payment_window()
+ RETURNS trigger
+ LANGUAGE plpgsql
+AS $function$
+declare
+    v_window interval;
+    v_short settle_windows;
+begin
+    select payment_window into v_window from inventory_settings;
+    select * into v_short from settle_windows w
+     where make_interval(days => w.days) <= v_window
+     order by w.days, w.provider, w.method
+     limit 1;
+    if found then
+        raise exception 'a settling window (% %: % days) must be longer than the payment window (%)',
+                        v_short.provider, v_short.method, v_short.days, v_window
+            using errcode = 'check_violation', constraint = 'settle_window_exceeds_payment_window';
     end if;
     return null;
 end;
@@ -2129,14 +2403,14 @@ begin
 end;
 $function$;
 
--- hf_webhook_order_state (last written by 0060_outgoing_webhooks.sql)
+-- hf_webhook_order_state (last written by 0090_settling.sql)
 CREATE OR REPLACE FUNCTION public.hf_webhook_order_state()
  RETURNS trigger
  LANGUAGE plpgsql
 AS $function$
 begin
     perform hf_webhook_event('order.' || new.state,
-                             jsonb_build_object('order', hf_webhook_order(new.id)));
+                             jsonb_build_object('order', hf_order_view(new.id)));
     return null;
 end;
 $function$;

@@ -5,7 +5,8 @@ use std::process::ExitCode;
 
 use super::{Ctx, SettingsChange, print};
 use crate::inventory::{
-    Capacity, HoldFilter, HoldState, InventorySettings, ResourceId, Span, UpsertOutcome,
+    Capacity, HoldFilter, HoldState, InventorySettings, ResourceId, SettleWindow, Span,
+    UpsertOutcome,
 };
 use crate::worker::Sweeper;
 
@@ -218,13 +219,16 @@ pub(super) async fn settings(ctx: &Ctx, changes: SettingsChange) -> anyhow::Resu
         cap_scope,
         max_extensions,
         extension,
+        settle_grace,
+        settle_window,
     } = changes;
     let changing = hold_ttl.is_some()
         || payment_window.is_some()
         || account_cap.is_some()
         || cap_scope.is_some()
         || max_extensions.is_some()
-        || extension.is_some();
+        || extension.is_some()
+        || settle_grace.is_some();
     if let Some(text) = hold_ttl {
         settings.hold_ttl_seconds = Span::parse_text("--hold-ttl", &text)?.seconds();
     }
@@ -248,9 +252,74 @@ pub(super) async fn settings(ctx: &Ctx, changes: SettingsChange) -> anyhow::Resu
     if let Some(text) = extension {
         settings.extension_seconds = Span::parse_text("--extension", &text)?.seconds();
     }
-    if changing {
-        settings = ctx.inventory().configure(&settings).await?;
+    if let Some(text) = settle_grace {
+        settings.settle_grace_seconds = grace(&text)?;
     }
-    print(ctx.json, &settings, || format!("{settings:#?}"));
+    // every window is read before anything is written
+    let windows = settle_window
+        .iter()
+        .map(|text| window(text))
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    if changing || !windows.is_empty() {
+        settings = ctx
+            .inventory()
+            .configure_with_windows(&settings, &windows)
+            .await?;
+    }
+    let shown = Shown {
+        settle_windows: ctx.inventory().settle_windows().await?,
+        settings,
+    };
+    print(ctx.json, &shown, || format!("{shown:#?}"));
     Ok(ExitCode::SUCCESS)
+}
+
+/// What `holdfast settings` shows: the settings, and the delayed methods'
+/// windows.
+#[derive(Debug, serde::Serialize)]
+struct Shown {
+    #[serde(flatten)]
+    settings: InventorySettings,
+    settle_windows: Vec<SettleWindow>,
+}
+
+/// `--settle-grace`: a length of time, zero allowed.
+fn grace(text: &str) -> anyhow::Result<f64> {
+    if text.trim() == "0" {
+        return Ok(0.0);
+    }
+    let duration = humantime::parse_duration(text.trim())
+        .map_err(|e| anyhow::anyhow!("--settle-grace {text:?} is not a duration: {e}"))?;
+    anyhow::ensure!(
+        duration <= std::time::Duration::from_secs(90 * 24 * 3600),
+        "--settle-grace must be at most 90 days"
+    );
+    Ok(duration.as_secs_f64())
+}
+
+/// `--settle-window provider:method=Nbd` (business days) or `=Nd` (days).
+fn window(text: &str) -> anyhow::Result<SettleWindow> {
+    let refused = || {
+        anyhow::anyhow!(
+            "--settle-window {:?} must look like stripe:sepa_debit=14bd or razorpay:*=5d",
+            text.chars().take(80).collect::<String>()
+        )
+    };
+    let (name, length) = text.trim().split_once('=').ok_or_else(refused)?;
+    let (provider, method) = name.split_once(':').ok_or_else(refused)?;
+    let provider = crate::payments::ProviderKind::parse(provider).ok_or_else(|| {
+        anyhow::anyhow!("--settle-window: {provider:?} is not a provider Holdfast speaks to")
+    })?;
+    let (days, business_days) = match length.strip_suffix("bd") {
+        Some(days) => (days, true),
+        None => (length.strip_suffix('d').ok_or_else(refused)?, false),
+    };
+    let days: i32 = days.parse().map_err(|_| refused())?;
+    Ok(SettleWindow {
+        provider: provider.as_str().to_owned(),
+        method: method.to_owned(),
+        days,
+        business_days,
+        source: "set with holdfast settings --settle-window".to_owned(),
+    })
 }

@@ -163,6 +163,15 @@ pub(super) struct SettingsChange {
     pub max_extensions: Option<i32>,
     #[arg(long)]
     pub extension: Option<String>,
+    /// How long after a settling payment's deadline its money still
+    /// counts as in time (`1d`; `0s` for none)
+    #[arg(long)]
+    pub settle_grace: Option<String>,
+    /// A delayed method's window, `provider:method=N` with `bd` (business
+    /// days) or `d` (days) after N: `stripe:sepa_debit=14bd`,
+    /// `razorpay:*=5d`. Repeat for several.
+    #[arg(long)]
+    pub settle_window: Vec<String>,
 }
 
 #[derive(Debug, Subcommand)]

@@ -101,6 +101,7 @@ async fn write_known_lists(conn: &mut PgConnection) -> anyhow::Result<()> {
     for (table, constraint) in [
         ("orders", "order_provider_known"),
         ("orphan_payments", "orphan_provider_known"),
+        ("settle_windows", "settle_window_provider_known"),
     ] {
         let definition: Option<String> = sqlx::query_scalar(
             "select pg_get_constraintdef(oid) from pg_constraint \

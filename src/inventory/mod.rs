@@ -11,6 +11,7 @@ mod hold_batches;
 mod outcomes;
 mod records;
 mod rows;
+mod settling;
 
 use sqlx::PgPool;
 use uuid::Uuid;
@@ -19,6 +20,9 @@ pub use domain::*;
 pub use hold_batches::HoldBatches;
 pub use outcomes::*;
 pub use records::*;
+pub use settling::{
+    ClaimOutcome, SettleOutcome, SettlingPhase, begin_settling, claim_again, claimable,
+};
 use rows::{BasketRow, ResultRow, basket_outcome};
 
 /// Failures of the engine. Business results are never errors.
@@ -241,36 +245,64 @@ impl Inventory {
     }
 
     pub async fn settings(&self) -> Result<InventorySettings> {
-        let row: (f64, f64, Option<i32>, String, i32, f64) = sqlx::query_as(
-            "select extract(epoch from hold_ttl)::float8, extract(epoch from payment_window)::float8, \
-                    account_cap, cap_scope, max_extensions, extract(epoch from extension)::float8 \
+        #[derive(sqlx::FromRow)]
+        struct Row {
+            hold_ttl: f64,
+            payment_window: f64,
+            account_cap: Option<i32>,
+            cap_scope: String,
+            max_extensions: i32,
+            extension: f64,
+            settle_grace: f64,
+        }
+        let row: Row = sqlx::query_as(
+            "select extract(epoch from hold_ttl)::float8 as hold_ttl, \
+                    extract(epoch from payment_window)::float8 as payment_window, \
+                    account_cap, cap_scope, max_extensions, \
+                    extract(epoch from extension)::float8 as extension, \
+                    extract(epoch from settle_grace)::float8 as settle_grace \
                from inventory_settings",
         )
         .fetch_one(&self.pool)
         .await?;
         Ok(InventorySettings {
-            hold_ttl_seconds: row.0,
-            payment_window_seconds: row.1,
-            account_cap: row.2,
-            cap_scope: if row.3 == "global" {
+            hold_ttl_seconds: row.hold_ttl,
+            payment_window_seconds: row.payment_window,
+            account_cap: row.account_cap,
+            cap_scope: if row.cap_scope == "global" {
                 CapScope::Global
             } else {
                 CapScope::Resource
             },
-            max_extensions: row.4,
-            extension_seconds: row.5,
+            max_extensions: row.max_extensions,
+            extension_seconds: row.extension,
+            settle_grace_seconds: row.settle_grace,
         })
     }
 
     /// Store new settings. The database refuses a payment window that does
-    /// not exceed the TTL, a non-positive TTL and the like; then nothing
-    /// changes.
+    /// not exceed the TTL, or that a settling window does not exceed, a
+    /// non-positive TTL and the like; then nothing changes.
     pub async fn configure(&self, settings: &InventorySettings) -> Result<InventorySettings> {
+        self.configure_with_windows(settings, &[]).await
+    }
+
+    /// Store new settings and set delayed methods' windows (added where the
+    /// provider had none for the method), in one transaction: the database
+    /// refuses a window not longer than the payment window, and then
+    /// nothing changes.
+    pub async fn configure_with_windows(
+        &self,
+        settings: &InventorySettings,
+        windows: &[SettleWindow],
+    ) -> Result<InventorySettings> {
+        let mut tx = self.pool.begin().await?;
         sqlx::query(
             "update inventory_settings \
                 set hold_ttl = $1 * interval '1 second', payment_window = $2 * interval '1 second', \
                     account_cap = $3, cap_scope = $4, max_extensions = $5, \
-                    extension = $6 * interval '1 second', updated_at = now()",
+                    extension = $6 * interval '1 second', settle_grace = $7 * interval '1 second', \
+                    updated_at = now()",
         )
         .bind(settings.hold_ttl_seconds)
         .bind(settings.payment_window_seconds)
@@ -278,10 +310,40 @@ impl Inventory {
         .bind(settings.cap_scope.as_str())
         .bind(settings.max_extensions)
         .bind(settings.extension_seconds)
-        .execute(&self.pool)
+        .bind(settings.settle_grace_seconds)
+        .execute(&mut *tx)
         .await
         .map_err(classify)?;
+        for window in windows {
+            sqlx::query(
+                "insert into settle_windows (provider, method, days, business_days, source) \
+                 values ($1, $2, $3, $4, $5) \
+                 on conflict (provider, method) do update \
+                    set days = excluded.days, business_days = excluded.business_days, \
+                        source = excluded.source, updated_at = now()",
+            )
+            .bind(&window.provider)
+            .bind(&window.method)
+            .bind(window.days)
+            .bind(window.business_days)
+            .bind(&window.source)
+            .execute(&mut *tx)
+            .await
+            .map_err(classify)?;
+        }
+        tx.commit().await?;
         self.settings().await
+    }
+
+    /// How long each provider's delayed methods may take, by provider and
+    /// method.
+    pub async fn settle_windows(&self) -> Result<Vec<SettleWindow>> {
+        Ok(sqlx::query_as(
+            "select provider, method, days, business_days, source from settle_windows \
+              order by provider, method = '*', method",
+        )
+        .fetch_all(&self.pool)
+        .await?)
     }
 }
 

@@ -104,6 +104,22 @@ pub struct InventorySettings {
     pub cap_scope: CapScope,
     pub max_extensions: i32,
     pub extension_seconds: f64,
+    /// How long after a settling payment's deadline its money is still
+    /// taken as in time (docs/design.md, "Money that takes days").
+    pub settle_grace_seconds: f64,
+}
+
+/// How long one provider's delayed method may take (`settle_windows`);
+/// `method` `*` is any method of the provider not listed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, sqlx::FromRow)]
+pub struct SettleWindow {
+    pub provider: String,
+    pub method: String,
+    pub days: i32,
+    /// Monday to Friday only, or every day.
+    pub business_days: bool,
+    /// The provider's documentation the number comes from.
+    pub source: String,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, clap::ValueEnum)]
