@@ -118,7 +118,9 @@ pub enum PaymentStatus {
     /// Authorised by the bank, not captured: it must be captured, or the
     /// provider gives it back by itself after a few days.
     Authorized,
-    /// Started or settling (a bank debit): not money yet.
+    /// Committed and settling (a bank debit; a bank that has not
+    /// answered and may still authorise it late), or just started: not
+    /// money yet, and maybe never.
     Pending,
     /// Declined or failed: no money.
     Failed,
@@ -157,6 +159,11 @@ pub struct ProviderPayment {
     /// The order the payment says it is for (`client_reference_id`, the
     /// order's notes). A claim, never proof: the page decides.
     pub order_hint: Option<Uuid>,
+    /// The payment method, in the provider's words (`sepa_debit`, `upi`),
+    /// when the provider says: for a settling payment, what names its
+    /// settling window (docs/design.md, "Money that takes days").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub method: Option<String>,
 }
 
 impl ProviderPayment {
@@ -168,7 +175,18 @@ impl ProviderPayment {
             && self.currency.len() == 3
             && self.currency.bytes().all(|b| b.is_ascii_lowercase())
             && self.amount_minor >= 0
+            && self.method.as_deref().is_none_or(well_formed_method)
     }
+}
+
+/// A payment method's name as providers write them: lower-case letters,
+/// digits and `_`, starting with a letter, at most 64.
+pub fn well_formed_method(method: &str) -> bool {
+    (1..=64).contains(&method.len())
+        && method.starts_with(|c: char| c.is_ascii_lowercase())
+        && method
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
 }
 
 /// 1 to 255 visible ASCII characters, as every provider id is.

@@ -116,6 +116,7 @@ pub async fn payment_for(
         currency: order.currency.clone(),
         status: holdfast::payments::PaymentStatus::Captured,
         order_hint: Some(order.id),
+        method: None,
     }
 }
 
@@ -231,6 +232,7 @@ pub async fn report(db: &TestDb, order_id: Uuid, payment: &str, source: Source) 
             currency: "eur".into(),
             status: holdfast::payments::PaymentStatus::Captured,
             order_hint: None,
+            method: None,
         }
     };
     PaymentReport {

@@ -115,6 +115,19 @@ pub fn verify_callback(
     Ok(CallbackVerdict::Paid(payment_id.to_owned()))
 }
 
+/// The payment a failure callback names when its bank did not answer in
+/// time (`error[reason]` `payment_timed_out`, its id in `error[metadata]`):
+/// one Razorpay may still authorise late. A claim to be checked with the
+/// API, never believed as it stands.
+fn timed_out_payment(params: &ReturnParams) -> Option<String> {
+    if params.get("error[reason]") != Some("payment_timed_out") {
+        return None;
+    }
+    let metadata: serde_json::Value = serde_json::from_str(params.get("error[metadata]")?).ok()?;
+    let id = metadata["payment_id"].as_str()?;
+    checked_id(id, "payment").ok().map(str::to_owned)
+}
+
 /// A verified Razorpay Checkout callback.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum CallbackVerdict {
@@ -331,7 +344,23 @@ impl PaymentProvider for RazorpayProvider {
         match verify_callback(&self.settings.key_secret, page_id, params)
             .map_err(ReturnError::Rejected)?
         {
-            CallbackVerdict::Failed(reason) => Ok(ReturnReport::Failed { reason }),
+            CallbackVerdict::Failed(reason) => match timed_out_payment(params) {
+                // the bank did not answer: the payment, asked of the API
+                // (the failure callback is not signed), may be authorised
+                // late, and then it settles
+                Some(payment_id) => {
+                    let payment = self.fetch_payment(&payment_id).await?;
+                    let view = payment.view(None);
+                    if payment.order_id.as_deref() == Some(page_id)
+                        && view.status == crate::payments::PaymentStatus::Pending
+                    {
+                        Ok(ReturnReport::Payment(view))
+                    } else {
+                        Ok(ReturnReport::Failed { reason })
+                    }
+                }
+                None => Ok(ReturnReport::Failed { reason }),
+            },
             CallbackVerdict::Paid(payment_id) => {
                 let payment = self.fetch_payment(&payment_id).await?;
                 if payment.order_id.as_deref() != Some(page_id) {

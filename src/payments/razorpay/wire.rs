@@ -10,6 +10,13 @@ use crate::payments::{
     RefundView, well_formed_id,
 };
 
+/// How long Razorpay keeps asking a bank that did not answer about a
+/// payment, which it may then authorise late: "Razorpay polls the APIs
+/// intermittently for 5 days" (razorpay.com/docs/payments/payments/
+/// capture-settings/api; the late-authorisation page says 3, the longer is
+/// taken). Until then a payment that timed out is not over.
+pub const LATE_AUTHORISATION_SECONDS: i64 = 5 * 24 * 3600;
+
 /// A payment entity as Razorpay sends it.
 #[derive(Debug, Clone, Deserialize)]
 pub(super) struct Payment {
@@ -19,6 +26,15 @@ pub(super) struct Payment {
     currency: String,
     /// created, authorized, captured, refunded or failed
     status: String,
+    /// card, netbanking, wallet, emi, upi
+    #[serde(default)]
+    method: Option<String>,
+    /// why it failed (`payment_timed_out`: the bank did not answer)
+    #[serde(default)]
+    error_reason: Option<String>,
+    /// unix seconds
+    #[serde(default)]
+    created_at: Option<i64>,
 }
 
 impl Payment {
@@ -29,15 +45,37 @@ impl Payment {
             page_id: self.order_id.clone(),
             amount_minor: self.amount,
             currency: self.currency.to_ascii_lowercase(),
-            status: match self.status.as_str() {
-                "captured" => PaymentStatus::Captured,
-                "authorized" => PaymentStatus::Authorized,
-                "refunded" => PaymentStatus::Refunded,
-                "failed" => PaymentStatus::Failed,
-                _ => PaymentStatus::Pending,
-            },
+            status: self.status(chrono::Utc::now().timestamp()),
             order_hint,
+            method: self
+                .method
+                .clone()
+                .filter(|m| crate::payments::well_formed_method(m)),
         }
+    }
+
+    /// Where the payment stands at `now` (unix seconds). A payment still
+    /// `created` waits for its bank; one that `failed` because the bank did
+    /// not answer in time may be authorised late while Razorpay keeps
+    /// asking (razorpay.com/docs/payments/payments/late-authorisation: after
+    /// 10 minutes without an answer it is marked failed, then the bank is
+    /// polled): both are settling, not over.
+    fn status(&self, now: i64) -> PaymentStatus {
+        match self.status.as_str() {
+            "captured" => PaymentStatus::Captured,
+            "authorized" => PaymentStatus::Authorized,
+            "refunded" => PaymentStatus::Refunded,
+            "failed" if self.may_authorise_late(now) => PaymentStatus::Pending,
+            "failed" => PaymentStatus::Failed,
+            _ => PaymentStatus::Pending,
+        }
+    }
+
+    fn may_authorise_late(&self, now: i64) -> bool {
+        self.error_reason.as_deref() == Some("payment_timed_out")
+            && self
+                .created_at
+                .is_some_and(|at| now.saturating_sub(at) < LATE_AUTHORISATION_SECONDS)
     }
 }
 
@@ -119,8 +157,14 @@ pub fn parse_event(body: &[u8]) -> Result<(String, ProviderEvent), &'static str>
         },
         // One failed attempt does not end a Razorpay order: the shopper may
         // try another card until the payment window closes, and then the
-        // sweeper gives the units back.
-        "payment.failed" => ProviderEvent::Ignore("another attempt can still succeed"),
+        // sweeper gives the units back. One whose bank did not answer may
+        // still be authorised late: it settles.
+        "payment.failed" => match payment() {
+            Some(payment) if payment.status == PaymentStatus::Pending && payment.well_formed() => {
+                ProviderEvent::Payment(payment)
+            }
+            _ => ProviderEvent::Ignore("another attempt can still succeed"),
+        },
         "refund.created" | "refund.processed" | "refund.failed" => {
             match serde_json::from_value::<Refund>(payload["refund"]["entity"].clone()) {
                 Ok(refund) if well_formed_id(&refund.id) && well_formed_id(&refund.payment_id) => {

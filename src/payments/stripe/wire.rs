@@ -144,7 +144,25 @@ pub(super) struct SessionFacts {
     amount_total: Option<i64>,
     currency: Option<String>,
     client_reference_id: Option<String>,
+    /// The methods the session could take (not the one chosen: Stripe's
+    /// session does not say).
+    methods: Vec<String>,
 }
+
+/// Stripe's methods with delayed notification (docs.stripe.com/payments/
+/// payment-methods, "payment notification"): a session paid with one
+/// completes `unpaid` and settles days later. Bank debits first, the
+/// longest first, so a session that offers several names the longest.
+const DELAYED_METHODS: [&str; 8] = [
+    "sepa_debit",
+    "bacs_debit",
+    "acss_debit",
+    "us_bank_account",
+    "au_becs_debit",
+    "nz_bank_account",
+    "customer_balance",
+    "boleto",
+];
 
 impl SessionFacts {
     pub(super) fn typed(session: &CheckoutSession) -> Self {
@@ -156,6 +174,7 @@ impl SessionFacts {
             amount_total: session.amount_total,
             currency: session.currency.as_ref().map(|c| c.to_string()),
             client_reference_id: session.client_reference_id.clone(),
+            methods: session.payment_method_types.clone(),
         }
     }
 
@@ -173,6 +192,16 @@ impl SessionFacts {
             amount_total: object["amount_total"].as_i64(),
             currency: text("currency"),
             client_reference_id: text("client_reference_id"),
+            methods: object["payment_method_types"]
+                .as_array()
+                .map(|methods| {
+                    methods
+                        .iter()
+                        .filter_map(Value::as_str)
+                        .map(str::to_owned)
+                        .collect()
+                })
+                .unwrap_or_default(),
         })
     }
 
@@ -185,12 +214,21 @@ impl SessionFacts {
     }
 
     /// The session's payment, once there is one: paid is captured (Checkout
-    /// captures at once); complete and unpaid is a delayed method settling.
+    /// captures at once); complete and unpaid is a delayed method settling,
+    /// and the method is the session's delayed one (the longest, if it
+    /// offered several).
     pub(super) fn payment(&self) -> Option<ProviderPayment> {
         let status = match (self.payment_status.as_str(), self.status.as_deref()) {
             ("paid", _) => PaymentStatus::Captured,
             ("unpaid", Some("complete")) => PaymentStatus::Pending,
             _ => return None,
+        };
+        let method = match status {
+            PaymentStatus::Pending => DELAYED_METHODS
+                .iter()
+                .find(|delayed| self.methods.iter().any(|m| m == *delayed))
+                .map(|m| (*m).to_owned()),
+            _ => None,
         };
         Some(ProviderPayment {
             provider: ProviderKind::Stripe,
@@ -203,6 +241,7 @@ impl SessionFacts {
                 .client_reference_id
                 .as_deref()
                 .and_then(|id| Uuid::parse_str(id).ok()),
+            method,
         })
     }
 }
