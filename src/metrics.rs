@@ -190,6 +190,12 @@ pub fn swept(holds: u64) {
     add("holdfast_swept_holds_total", String::new(), holds);
 }
 
+/// What the one rule for late money decided: `claimed_again` or
+/// `refunded`.
+pub fn late_money(verdict: &str) {
+    add("holdfast_late_money_total", label("verdict", verdict), 1);
+}
+
 /// One reconciliation pass: how many orders ended in each result.
 pub fn reconciled(results: &[(&str, u64)]) {
     for (result, count) in results {
@@ -209,7 +215,7 @@ fn label(name: &str, value: &str) -> String {
     format!("{name}=\"{escaped}\"")
 }
 
-const HELP: [(&str, &str, &str); 18] = [
+const HELP: [(&str, &str, &str); 20] = [
     (
         "holdfast_kept_pages_total",
         "counter",
@@ -289,6 +295,16 @@ const HELP: [(&str, &str, &str); 18] = [
         "holdfast_reconcile_pending_orders",
         "gauge",
         "Orders whose final reconciliation check is still to come.",
+    ),
+    (
+        "holdfast_late_money_total",
+        "counter",
+        "Payments that came after their holds ended, by what the late-money rule decided: claimed_again, refunded.",
+    ),
+    (
+        "holdfast_holds_settling",
+        "gauge",
+        "Holds in the settling phase (a payment that settles in days), per resource: holds and units (both counted in held).",
     ),
     (
         "holdfast_resource_units",
@@ -394,6 +410,33 @@ fn render_with(gauges: Option<Gauges>) -> String {
 
 type Gauges = Vec<(&'static str, Vec<(String, f64)>)>;
 
+/// Settling holds and their units, per resource that has any.
+async fn settling_gauge(pool: &PgPool) -> sqlx::Result<Vec<(String, f64)>> {
+    #[derive(sqlx::FromRow)]
+    struct Settling {
+        resource_id: String,
+        holds: i64,
+        units: i64,
+    }
+    let rows: Vec<Settling> = sqlx::query_as(
+        "select resource_id, count(*) as holds, sum(qty)::int8 as units from holds \
+          where state = 'awaiting_payment' and settle_deadline is not null \
+          group by resource_id order by resource_id",
+    )
+    .fetch_all(pool)
+    .await?;
+    Ok(rows
+        .into_iter()
+        .flat_map(|row| {
+            let id = label("resource", &row.resource_id);
+            [
+                (format!("{id},{}", label("measure", "holds")), row.holds as f64),
+                (format!("{id},{}", label("measure", "units")), row.units as f64),
+            ]
+        })
+        .collect())
+}
+
 async fn database_gauges(pool: &PgPool) -> sqlx::Result<Gauges> {
     let mut gauges: Gauges = Vec::new();
     let jobs: Vec<(String, i64)> = sqlx::query_as(
@@ -421,7 +464,7 @@ async fn database_gauges(pool: &PgPool) -> sqlx::Result<Gauges> {
         vec![(String::new(), oldest)],
     ));
     let orders: Vec<(String, i64)> = sqlx::query_as(
-        "select s.state, count(o.id) from unnest(array['pending', 'paid', 'expired', \
+        "select s.state, count(o.id) from unnest(array['pending', 'settling', 'paid', 'expired', \
                 'cancelled', 'refund_pending', 'refunded']) as s(state) \
            left join orders o on o.state = s.state group by s.state order by s.state",
     )
@@ -459,6 +502,7 @@ async fn database_gauges(pool: &PgPool) -> sqlx::Result<Gauges> {
         drift.push((id, if drifted { 1.0 } else { 0.0 }));
     }
     gauges.push(("holdfast_resource_units", units));
+    gauges.push(("holdfast_holds_settling", settling_gauge(pool).await?));
     gauges.push(("holdfast_resource_drift", drift));
     Ok(gauges)
 }

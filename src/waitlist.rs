@@ -920,7 +920,8 @@ pub async fn claim(desk: Desk<'_>, entry: &Entry) -> checkout::Result<Claim> {
         return Ok(Claim::NotOpen);
     };
     match order.state {
-        OrderState::Paid | OrderState::RefundPending | OrderState::Refunded => {
+        // paid, or paying by a method that settles later: the order page
+        OrderState::Paid | OrderState::Settling | OrderState::RefundPending | OrderState::Refunded => {
             return Ok(Claim::Paid {
                 order_token: order.token,
             });

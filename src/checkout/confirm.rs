@@ -1,7 +1,7 @@
 //! The one confirm routine: the only place that turns a payment into a
 //! sale, whichever path reported it.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 use serde::Serialize;
 use sqlx::{PgPool, Postgres, Transaction};
@@ -10,7 +10,8 @@ use uuid::Uuid;
 use crate::inventory::{self, ConfirmOutcome, HoldId, PaymentRef};
 use crate::payments::{PaymentStatus, ProviderKind, ProviderPayment};
 
-use super::{Result, codes, outbox, refund};
+use super::late::{self, LateMoney};
+use super::{Result, codes, outbox, refund, settling};
 use crate::catalogue::{Code, ProductKind};
 
 /// Which path reported a payment, for the history and metrics.
@@ -64,8 +65,15 @@ pub enum Fulfilment {
         reason: String,
         refund_queued: bool,
     },
-    /// Not money yet (authorised, settling, failed, refunded): nothing
-    /// changes until it is captured.
+    /// Committed to a method that settles later: the order's units are
+    /// held until `until` (and a grace delay after it).
+    Settling {
+        order_id: Uuid,
+        method: String,
+        until: chrono::DateTime<chrono::Utc>,
+    },
+    /// Not money yet (authorised, failed, refunded, or settling for an
+    /// order that no longer waits): nothing changes until it is captured.
     NotCaptured {
         order_id: Uuid,
         status: PaymentStatus,
@@ -83,6 +91,7 @@ impl Fulfilment {
             Fulfilment::RefundQueued { .. } => "refund_queued",
             Fulfilment::Flagged { .. } => "flagged",
             Fulfilment::Mismatch { .. } => "mismatch",
+            Fulfilment::Settling { .. } => "settling",
             Fulfilment::NotCaptured { .. } => "not_captured",
             Fulfilment::Unknown => "unknown",
         }
@@ -212,8 +221,56 @@ async fn confirm_round(
     tx: &mut Transaction<'_, Postgres>,
     reports: &[&PaymentReport],
 ) -> Result<Vec<Fulfilment>> {
-    // lock: the orders first, in id order, then (inside the engine) their
-    // resources
+    let mut orders = lock_orders(tx, reports).await?;
+    let mut answers: Vec<Option<Fulfilment>> = vec![None; reports.len()];
+    // the payments that go to the engine: (their place, hold, reference)
+    let mut selling: Vec<(usize, HoldId, PaymentRef)> = Vec::new();
+    for (i, report) in reports.iter().enumerate() {
+        let Some(order) = orders.remove(&report.order_id) else {
+            tracing::warn!(order = %report.order_id, source = report.source.as_str(), "payment for an unknown order");
+            answers[i] = Some(Fulfilment::Unknown);
+            continue;
+        };
+        match first_look(tx, &order, report).await? {
+            Look::Answer(fulfilment) => answers[i] = Some(fulfilment),
+            Look::Settle(hold) => answers[i] = Some(settling::begin(tx, report, hold).await?),
+            Look::Sell(hold, payment_ref) => selling.push((i, hold, payment_ref)),
+        }
+    }
+
+    let confirmations: Vec<(HoldId, &PaymentRef)> =
+        selling.iter().map(|(_, hold, r)| (*hold, r)).collect();
+    let outcomes = inventory::confirm_many(&mut **tx, &confirmations).await?;
+    let mut sold: Vec<(Uuid, &PaymentRef)> = Vec::new();
+    for ((i, hold, payment_ref), outcome) in selling.iter().zip(outcomes) {
+        let report = reports[*i];
+        if matches!(outcome, ConfirmOutcome::Confirmed { .. }) {
+            sold.push((report.order_id, payment_ref));
+            answers[*i] = Some(Fulfilment::Fulfilled {
+                order_id: report.order_id,
+            });
+            continue;
+        }
+        let decided = decided(tx, report, *hold, payment_ref, outcome).await?;
+        if matches!(decided, Fulfilment::Fulfilled { .. }) {
+            // claimed again by the late-money rule: fulfilled like any sale
+            sold.push((report.order_id, payment_ref));
+        }
+        answers[*i] = Some(decided);
+    }
+    fulfil(tx, &sold).await?;
+    Ok(answers
+        .into_iter()
+        .map(|answer| answer.unwrap_or(Fulfilment::Unknown))
+        .collect())
+}
+
+/// Lock the orders of a round, in id order (then, inside the engine,
+/// their resources), with what the confirm routine checks.
+async fn lock_orders(
+    tx: &mut Transaction<'_, Postgres>,
+    reports: &[&PaymentReport],
+) -> Result<HashMap<Uuid, Locked>> {
     let ids: Vec<Uuid> = reports.iter().map(|r| r.order_id).collect();
     let refund_keys: Vec<String> = reports
         .iter()
@@ -231,135 +288,139 @@ async fn confirm_round(
     .bind(&refund_keys)
     .fetch_all(&mut **tx)
     .await?;
-    let mut orders: std::collections::HashMap<Uuid, Locked> =
-        locked.into_iter().map(|order| (order.id, order)).collect();
+    Ok(locked.into_iter().map(|order| (order.id, order)).collect())
+}
 
-    let mut answers: Vec<Option<Fulfilment>> = vec![None; reports.len()];
-    // the payments that go to the engine: (their place, hold, reference)
-    let mut selling: Vec<(usize, HoldId, PaymentRef)> = Vec::new();
-    for (i, report) in reports.iter().enumerate() {
-        let order_id = report.order_id;
-        let Some(order) = orders.remove(&order_id) else {
-            tracing::warn!(order = %order_id, source = report.source.as_str(), "payment for an unknown order");
-            answers[i] = Some(Fulfilment::Unknown);
-            continue;
-        };
-        let payment = &report.payment;
-        let captured = payment.status == PaymentStatus::Captured;
-        // One payment has one fate, whichever path reports it and however
-        // the reports differ (a webhook on an older API version may word
-        // the same payment differently): the payment that paid the order
-        // paid it...
-        if order.payment_ref.as_deref() == Some(payment.payment_ref.as_str()) {
-            answers[i] = Some(Fulfilment::AlreadyFulfilled { order_id });
-            continue;
+/// What the confirm routine does with a payment before the engine sees it.
+enum Look {
+    /// Decided without the engine.
+    Answer(Fulfilment),
+    /// Committed, not money yet: the settling phase.
+    Settle(HoldId),
+    /// Money for the order: the engine decides.
+    Sell(HoldId, PaymentRef),
+}
+
+/// What was paid, checked against the locked order: only a captured
+/// payment on its page, at its provider, for its amount and currency goes
+/// to the engine to be sold; a pending one that matches settles.
+async fn first_look(
+    tx: &mut Transaction<'_, Postgres>,
+    order: &Locked,
+    report: &PaymentReport,
+) -> Result<Look> {
+    let order_id = report.order_id;
+    let payment = &report.payment;
+    let captured = payment.status == PaymentStatus::Captured;
+    // One payment has one fate, whichever path reports it and however the
+    // reports differ (a webhook on an older API version may word the same
+    // payment differently): the payment that paid the order paid it...
+    if order.payment_ref.as_deref() == Some(payment.payment_ref.as_str()) {
+        return Ok(Look::Answer(Fulfilment::AlreadyFulfilled { order_id }));
+    }
+    // ... and a payment on its way back is never sold.
+    if let Some(reason) = &order.refunding {
+        return Ok(Look::Answer(Fulfilment::RefundQueued {
+            order_id,
+            reason: reason.clone(),
+        }));
+    }
+    if let Err(reason) = payment_matches(
+        (
+            order.provider,
+            order.provider_session_id.as_deref(),
+            order.amount_minor,
+            &order.currency,
+        ),
+        payment,
+    ) {
+        let note = format!("payment_mismatch: {} {reason}", payment.payment_ref);
+        tracing::warn!(order = %order_id, payment = %payment.payment_ref, %reason, "a payment that does not match its order");
+        flag(tx, order_id, &note).await?;
+        // an uncaptured payment cannot be refunded: its provider gives it
+        // back by itself when nobody captures it
+        if captured {
+            refund::queue(tx, order_id, payment, "payment_mismatch").await?;
         }
-        // ... and a payment on its way back is never sold.
-        if let Some(reason) = order.refunding {
-            answers[i] = Some(Fulfilment::RefundQueued { order_id, reason });
-            continue;
-        }
-        if let Err(reason) = payment_matches(
-            (
-                order.provider,
-                order.provider_session_id.as_deref(),
-                order.amount_minor,
-                &order.currency,
-            ),
-            payment,
-        ) {
-            let note = format!("payment_mismatch: {} {reason}", payment.payment_ref);
-            tracing::warn!(order = %order_id, payment = %payment.payment_ref, %reason, "a payment that does not match its order");
-            flag(tx, order_id, &note).await?;
-            // an uncaptured payment cannot be refunded: its provider gives
-            // it back by itself when nobody captures it
-            if captured {
-                refund::queue(tx, order_id, payment, "payment_mismatch").await?;
-            }
-            answers[i] = Some(Fulfilment::Mismatch {
-                order_id,
-                reason,
-                refund_queued: captured,
-            });
-            continue;
-        }
-        if !captured {
-            answers[i] = Some(Fulfilment::NotCaptured {
+        return Ok(Look::Answer(Fulfilment::Mismatch {
+            order_id,
+            reason,
+            refund_queued: captured,
+        }));
+    }
+    let Some(hold_id) = order.hold_id.map(HoldId) else {
+        tracing::warn!(order = %order_id, "an order without a hold");
+        return Ok(Look::Answer(Fulfilment::Unknown));
+    };
+    Ok(match payment.status {
+        PaymentStatus::Captured => Look::Sell(hold_id, PaymentRef::parse(&payment.payment_ref)?),
+        PaymentStatus::Pending => Look::Settle(hold_id),
+        PaymentStatus::Authorized | PaymentStatus::Failed | PaymentStatus::Refunded => {
+            Look::Answer(Fulfilment::NotCaptured {
                 order_id,
                 status: payment.status,
-            });
-            continue;
+            })
         }
-        let Some(hold_id) = order.hold_id else {
-            tracing::warn!(order = %order_id, "an order without a hold");
-            answers[i] = Some(Fulfilment::Unknown);
-            continue;
-        };
-        selling.push((i, HoldId(hold_id), PaymentRef::parse(&payment.payment_ref)?));
-    }
+    })
+}
 
-    let confirmations: Vec<(HoldId, &PaymentRef)> =
-        selling.iter().map(|(_, hold, r)| (*hold, r)).collect();
-    let outcomes = inventory::confirm_many(&mut **tx, &confirmations).await?;
-    let mut sold: Vec<(Uuid, &PaymentRef)> = Vec::new();
-    for ((i, _, payment_ref), outcome) in selling.iter().zip(outcomes) {
-        let report = reports[*i];
-        let order_id = report.order_id;
-        let payment = &report.payment;
-        answers[*i] = Some(match outcome {
-            ConfirmOutcome::Confirmed { .. } => {
-                sold.push((order_id, payment_ref));
-                Fulfilment::Fulfilled { order_id }
+/// What a payment the engine did not confirm comes to: nothing, a refund,
+/// a flag, or (money after the holds ended) the one rule for late money.
+async fn decided(
+    tx: &mut Transaction<'_, Postgres>,
+    report: &PaymentReport,
+    hold: HoldId,
+    payment_ref: &PaymentRef,
+    outcome: ConfirmOutcome,
+) -> Result<Fulfilment> {
+    let order_id = report.order_id;
+    let payment = &report.payment;
+    Ok(match outcome {
+        ConfirmOutcome::Confirmed { .. } => Fulfilment::Fulfilled { order_id },
+        ConfirmOutcome::AlreadyConfirmed { .. } => Fulfilment::AlreadyFulfilled { order_id },
+        ConfirmOutcome::DuplicatePayment { .. } => {
+            refund::queue(tx, order_id, payment, "duplicate_payment").await?;
+            Fulfilment::RefundQueued {
+                order_id,
+                reason: "duplicate_payment".into(),
             }
-            ConfirmOutcome::AlreadyConfirmed { .. } => Fulfilment::AlreadyFulfilled { order_id },
-            ConfirmOutcome::DuplicatePayment { .. } => {
-                refund::queue(tx, order_id, payment, "duplicate_payment").await?;
-                Fulfilment::RefundQueued {
-                    order_id,
-                    reason: "duplicate_payment".into(),
+        }
+        ConfirmOutcome::Expired { .. } | ConfirmOutcome::Released { .. } => {
+            let released = matches!(outcome, ConfirmOutcome::Released { .. });
+            match late::judge(tx, order_id, hold, payment_ref, released, report.source).await? {
+                LateMoney::ClaimedAgain => Fulfilment::Fulfilled { order_id },
+                LateMoney::Refunded(reason) => {
+                    refund::queue(tx, order_id, payment, reason).await?;
+                    sqlx::query(
+                        "update orders set state = 'refund_pending', updated_at = now() \
+                          where id = $1 and state in ('pending', 'settling', 'expired', 'cancelled')",
+                    )
+                    .bind(order_id)
+                    .execute(&mut **tx)
+                    .await?;
+                    Fulfilment::RefundQueued {
+                        order_id,
+                        reason: reason.into(),
+                    }
                 }
             }
-            ConfirmOutcome::Expired { .. } | ConfirmOutcome::Released { .. } => {
-                let reason = if matches!(outcome, ConfirmOutcome::Expired { .. }) {
-                    "hold_expired"
-                } else {
-                    "hold_released"
-                };
-                refund::queue(tx, order_id, payment, reason).await?;
-                sqlx::query(
-                    "update orders set state = 'refund_pending', updated_at = now() \
-                      where id = $1 and state in ('pending', 'expired', 'cancelled')",
-                )
-                .bind(order_id)
-                .execute(&mut **tx)
-                .await?;
-                Fulfilment::RefundQueued {
-                    order_id,
-                    reason: reason.into(),
-                }
+        }
+        ConfirmOutcome::PaymentRefInUse { other_hold_id, .. } => {
+            let note = format!(
+                "payment_ref_in_use: {} already paid hold {}",
+                payment.payment_ref, other_hold_id
+            );
+            flag(tx, order_id, &note).await?;
+            Fulfilment::Flagged {
+                order_id,
+                other_hold_id: other_hold_id.0,
             }
-            ConfirmOutcome::PaymentRefInUse { other_hold_id, .. } => {
-                let note = format!(
-                    "payment_ref_in_use: {} already paid hold {}",
-                    payment.payment_ref, other_hold_id
-                );
-                flag(tx, order_id, &note).await?;
-                Fulfilment::Flagged {
-                    order_id,
-                    other_hold_id: other_hold_id.0,
-                }
-            }
-            ConfirmOutcome::NotFound => {
-                tracing::warn!(order = %order_id, "the order's hold is gone");
-                Fulfilment::Unknown
-            }
-        });
-    }
-    fulfil(tx, &sold).await?;
-    Ok(answers
-        .into_iter()
-        .map(|answer| answer.unwrap_or(Fulfilment::Unknown))
-        .collect())
+        }
+        ConfirmOutcome::NotFound => {
+            tracing::warn!(order = %order_id, "the order's hold is gone");
+            Fulfilment::Unknown
+        }
+    })
 }
 
 /// Flag an order for staff. A note is added once; earlier ones stay.

@@ -19,6 +19,9 @@
 //!   reported it;
 //! - [`confirmations`]: the payments for one resource confirmed together
 //!   ([`Confirmations`], the shop's way in);
+//! - [`settling`]: a payment committed but not yet money (a bank debit)
+//!   holding its units for days; `late`: the one rule for money that comes
+//!   after the holds ended;
 //! - [`refund`], [`settle`], [`outbox`]: what follows a payment that cannot
 //!   be sold, and the typed jobs that carry it out.
 
@@ -29,11 +32,13 @@ pub mod codes;
 pub mod confirm;
 mod confirmations;
 mod issued;
+mod late;
 pub mod order;
 pub mod outbox;
 pub mod refund;
 pub mod release;
 pub mod settle;
+pub mod settling;
 mod short;
 pub mod start;
 mod start_batches;

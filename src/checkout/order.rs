@@ -15,6 +15,9 @@ use crate::payments::ProviderKind;
 pub enum OrderState {
     /// Held, waiting for its payment.
     Pending,
+    /// The shopper committed to a method that settles later (a bank
+    /// debit): held until the method's deadline, waiting for the money.
+    Settling,
     /// Paid and fulfilled: it has its codes.
     Paid,
     /// Its holds ran out before a payment came.
@@ -28,8 +31,9 @@ pub enum OrderState {
 }
 
 impl OrderState {
-    pub const ALL: [OrderState; 6] = [
+    pub const ALL: [OrderState; 7] = [
         OrderState::Pending,
+        OrderState::Settling,
         OrderState::Paid,
         OrderState::Expired,
         OrderState::Cancelled,
@@ -45,6 +49,7 @@ impl OrderState {
     pub fn as_str(self) -> &'static str {
         match self {
             OrderState::Pending => "pending",
+            OrderState::Settling => "settling",
             OrderState::Paid => "paid",
             OrderState::Expired => "expired",
             OrderState::Cancelled => "cancelled",

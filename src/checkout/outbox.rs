@@ -42,6 +42,11 @@ pub enum OutboxJob {
     OrderConfirmation {
         order_id: Uuid,
     },
+    /// Tell the shopper their payment is being processed, and until when
+    /// the units are theirs (a bank debit settling).
+    OrderSettling {
+        order_id: Uuid,
+    },
     /// Stop a payment page from taking money: its order was released.
     ClosePage {
         order_id: Uuid,
@@ -143,6 +148,7 @@ impl OutboxJob {
         match self {
             OutboxJob::Refund(_) => "refund",
             OutboxJob::OrderConfirmation { .. } => "order_confirmation",
+            OutboxJob::OrderSettling { .. } => "order_settling",
             OutboxJob::ClosePage { .. } => "expire_session",
             OutboxJob::CapturePayment { .. } => "capture_payment",
             OutboxJob::RefundNotice { .. } => "refund_notice",
@@ -160,6 +166,7 @@ impl OutboxJob {
                 None => refund_key(job.provider, &job.payment_ref),
             },
             OutboxJob::OrderConfirmation { order_id } => format!("order_confirmation:{order_id}"),
+            OutboxJob::OrderSettling { order_id } => format!("order_settling:{order_id}"),
             OutboxJob::ClosePage { page_id, .. } => format!("expire_session:{page_id}"),
             OutboxJob::CapturePayment { payment, .. } => {
                 format!("capture:{}:{}", payment.provider, payment.payment_ref)
@@ -184,9 +191,11 @@ impl OutboxJob {
     pub fn payload(&self) -> serde_json::Value {
         let value = match self {
             OutboxJob::Refund(job) => serde_json::to_value(job),
-            OutboxJob::OrderConfirmation { order_id } => serde_json::to_value(OrderPayload {
-                order_id: *order_id,
-            }),
+            OutboxJob::OrderConfirmation { order_id } | OutboxJob::OrderSettling { order_id } => {
+                serde_json::to_value(OrderPayload {
+                    order_id: *order_id,
+                })
+            }
             OutboxJob::ClosePage {
                 order_id,
                 provider,
@@ -242,6 +251,12 @@ impl OutboxJob {
             "order_confirmation" => {
                 let p: OrderPayload = serde_json::from_value(payload.clone()).map_err(read)?;
                 OutboxJob::OrderConfirmation {
+                    order_id: p.order_id,
+                }
+            }
+            "order_settling" => {
+                let p: OrderPayload = serde_json::from_value(payload.clone()).map_err(read)?;
+                OutboxJob::OrderSettling {
                     order_id: p.order_id,
                 }
             }
@@ -342,6 +357,7 @@ mod tests {
             currency: "inr".into(),
             status: PaymentStatus::Authorized,
             order_hint: None,
+            method: Some("upi".into()),
         };
         for job in [
             OutboxJob::Refund(RefundJob {
@@ -363,6 +379,7 @@ mod tests {
                 paid_minor: Some(1400),
             }),
             OutboxJob::OrderConfirmation { order_id },
+            OutboxJob::OrderSettling { order_id },
             OutboxJob::ClosePage {
                 order_id,
                 provider: ProviderKind::ALL[0],
@@ -383,6 +400,7 @@ mod tests {
                     currency: "eur".into(),
                     status: PaymentStatus::Captured,
                     order_hint: None,
+                    method: None,
                 },
                 reason: "hold_expired".into(),
             },

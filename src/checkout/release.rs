@@ -30,6 +30,9 @@ pub enum Release<'a> {
     },
     /// Reconciliation read the page as expired at the provider.
     PageExpiredAtProvider,
+    /// Reconciliation read the settling payment as failed at the provider
+    /// (its failure event was lost).
+    PaymentFailedAtProvider,
     /// A staff member let the order go, for their reason.
     Staff { actor: &'a str, reason: &'a str },
 }
@@ -43,6 +46,7 @@ impl Release<'_> {
             Release::ShopperLeft => "shopper left the payment page",
             Release::PageEnded { event, .. } => event,
             Release::PageExpiredAtProvider => "session_expired",
+            Release::PaymentFailedAtProvider => "payment_failed",
             Release::Staff { reason, .. } => reason,
         }
     }
@@ -53,7 +57,7 @@ impl Release<'_> {
             Release::ProviderError | Release::PaymentPhaseFailed => "checkout",
             Release::ShopperLeft => "shopper",
             Release::PageEnded { provider, .. } => provider.as_str(),
-            Release::PageExpiredAtProvider => "reconciler",
+            Release::PageExpiredAtProvider | Release::PaymentFailedAtProvider => "reconciler",
             Release::Staff { actor, .. } => actor,
         }
     }
@@ -72,6 +76,7 @@ impl Release<'_> {
             | Release::PageExpiredAtProvider => OrderState::Expired,
             Release::ProviderError
             | Release::PaymentPhaseFailed
+            | Release::PaymentFailedAtProvider
             | Release::ShopperLeft
             | Release::Staff { .. } => OrderState::Cancelled,
         }
@@ -83,9 +88,10 @@ impl Release<'_> {
         match self {
             Release::PaymentPhaseFailed | Release::ShopperLeft | Release::Staff { .. } => true,
             // no page was opened, or the provider itself said it ended
-            Release::ProviderError | Release::PageEnded { .. } | Release::PageExpiredAtProvider => {
-                false
-            }
+            Release::ProviderError
+            | Release::PageEnded { .. }
+            | Release::PageExpiredAtProvider
+            | Release::PaymentFailedAtProvider => false,
         }
     }
 }
@@ -145,7 +151,8 @@ pub async fn release_order_in(
         ReleaseOutcome::Confirmed { .. } => return Ok(Some(outcome)),
     }
     let page: Option<(Option<String>, ProviderKind)> = sqlx::query_as(
-        "update orders set state = $2, updated_at = now() where id = $1 and state = 'pending' \
+        "update orders set state = $2, updated_at = now() \
+          where id = $1 and state in ('pending', 'settling') \
          returning provider_session_id, provider",
     )
     .bind(order_id)
@@ -171,14 +178,15 @@ pub async fn release_order_in(
     Ok(Some(outcome))
 }
 
-/// Orders still `pending` whose holds have all ended (the sweeper expired
-/// them at the payment deadline, or they lapsed before payment started) are
-/// marked expired, so their pages stop waiting. Returns how many changed.
-/// Takes only order row locks.
+/// Orders still `pending` or `settling` whose holds have all ended (the
+/// sweeper expired them at the payment deadline, or at a settling
+/// payment's deadline plus grace, or they lapsed before payment started)
+/// are marked expired, so their pages stop waiting. Returns how many
+/// changed. Takes only order row locks.
 pub async fn expire_abandoned_orders(pool: &PgPool) -> sqlx::Result<u64> {
     let changed = sqlx::query(
         "update orders o set state = 'expired', updated_at = now() \
-          where o.state = 'pending' and o.hold_id is not null \
+          where o.state in ('pending', 'settling') and o.hold_id is not null \
             and not exists (select 1 from holds h \
                              where h.purchase_id = o.hold_id \
                                and h.state in ('held', 'awaiting_payment', 'confirmed'))",

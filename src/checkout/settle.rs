@@ -38,10 +38,14 @@ impl From<sqlx::Error> for SettleError {
 }
 
 /// Bring a reported payment for `order_id` to the confirm routine. An
-/// authorised payment that matches a still-pending order is captured
-/// first (for its full amount); one that does not (the order ended, or the
-/// payment is not what it asks) is left to its provider, which gives it
-/// back by itself, rather than captured only to be refunded.
+/// authorised payment that matches an order still waiting for it (pending
+/// or settling, its holds alive) is captured first (for its full amount),
+/// and so is one for an order whose holds expired if the late-money rule
+/// could claim its units again (the confirm routine decides, under the
+/// locks, and refunds a capture that lost the race). Any other (the order
+/// ended, or the payment is not what it asks) is left to its provider,
+/// which gives it back by itself, rather than captured only to be
+/// refunded.
 pub async fn settle_payment(
     confirmations: &Confirmations,
     provider: &dyn PaymentProvider,
@@ -52,21 +56,7 @@ pub async fn settle_payment(
     let pool = confirmations.pool();
     let mut payment = payment;
     if payment.status == PaymentStatus::Authorized {
-        // unlocked reads: the confirm routine decides again under the lock
-        let wanted = order_by_id(pool, order_id).await?.is_some_and(|order| {
-            order.state == OrderState::Pending
-                && payment_matches(
-                    (
-                        order.provider,
-                        order.provider_session_id.as_deref(),
-                        order.amount_minor,
-                        &order.currency,
-                    ),
-                    &payment,
-                )
-                .is_ok()
-        }) && holds_alive(pool, order_id).await?;
-        if wanted {
+        if wanted(pool, order_id, &payment).await? {
             payment = provider.capture(&payment).await?;
         }
     }
@@ -76,6 +66,42 @@ pub async fn settle_payment(
         source,
     };
     Ok(confirmations.confirm(report).await?)
+}
+
+/// Whether an order wants an authorised payment (unlocked reads: the
+/// confirm routine decides again under the lock): it matches the order,
+/// and the order waits for it, or its holds expired and the late-money
+/// rule could claim them again now.
+async fn wanted(
+    pool: &PgPool,
+    order_id: Uuid,
+    payment: &ProviderPayment,
+) -> Result<bool, SettleError> {
+    let Some(order) = order_by_id(pool, order_id).await? else {
+        return Ok(false);
+    };
+    let matches = payment_matches(
+        (
+            order.provider,
+            order.provider_session_id.as_deref(),
+            order.amount_minor,
+            &order.currency,
+        ),
+        payment,
+    )
+    .is_ok();
+    if !matches {
+        return Ok(false);
+    }
+    Ok(match (order.state, order.hold_id) {
+        (OrderState::Pending | OrderState::Settling, _) => holds_alive(pool, order_id).await?,
+        (OrderState::Expired, Some(hold)) => {
+            crate::inventory::claimable(pool, crate::inventory::HoldId(hold))
+                .await
+                .map_err(CheckoutError::from)?
+        }
+        _ => false,
+    })
 }
 
 /// Whether every hold of an order is alive and inside its time: between a

@@ -33,6 +33,9 @@ pub enum EventType {
     OrderPaid,
     /// Staff refunded some units of an order, or all of it (`refund.whole`).
     OrderRefunded,
+    /// An order's shopper committed to a method that settles later (a
+    /// bank debit): its units are held until `settling.until`.
+    OrderSettling,
     /// An order's reservation ran out before it was paid.
     OrderExpired,
     /// An order was let go before it was paid (the shopper left, the
@@ -50,9 +53,10 @@ pub enum EventType {
 }
 
 impl EventType {
-    pub const ALL: [EventType; 8] = [
+    pub const ALL: [EventType; 9] = [
         EventType::OrderPaid,
         EventType::OrderRefunded,
+        EventType::OrderSettling,
         EventType::OrderExpired,
         EventType::OrderCancelled,
         EventType::CodeRedeemed,
@@ -66,6 +70,7 @@ impl EventType {
         match self {
             EventType::OrderPaid => "order.paid",
             EventType::OrderRefunded => "order.refunded",
+            EventType::OrderSettling => "order.settling",
             EventType::OrderExpired => "order.expired",
             EventType::OrderCancelled => "order.cancelled",
             EventType::CodeRedeemed => "code.redeemed",

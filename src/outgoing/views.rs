@@ -1,6 +1,7 @@
 //! An order as the shop's other systems see it, in webhook events and the
-//! JSON API alike: the database's `hf_webhook_order` (migration 0060), so
-//! both show one shape.
+//! JSON API alike: the database's `hf_order_view` (migration 0090:
+//! `hf_webhook_order` of 0060 with what settling and the late-money rule
+//! say of it), so both show one shape.
 
 use chrono::{DateTime, Utc};
 use sqlx::PgPool;
@@ -8,7 +9,7 @@ use uuid::Uuid;
 
 /// One order, by its token.
 pub async fn order_by_token(pool: &PgPool, token: &str) -> sqlx::Result<Option<serde_json::Value>> {
-    sqlx::query_scalar("select hf_webhook_order(id) from orders where token = $1")
+    sqlx::query_scalar("select hf_order_view(id) from orders where token = $1")
         .bind(token)
         .fetch_optional(pool)
         .await
@@ -54,7 +55,7 @@ pub async fn orders_after(
     limit: i64,
 ) -> sqlx::Result<(Vec<serde_json::Value>, Option<Cursor>)> {
     let rows: Vec<(Uuid, DateTime<Utc>, serde_json::Value)> = sqlx::query_as(
-        "select id, created_at, hf_webhook_order(id) from orders \
+        "select id, created_at, hf_order_view(id) from orders \
           where $1::timestamptz is null or (created_at, id) > ($1, $2) \
           order by created_at, id limit $3",
     )

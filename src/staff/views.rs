@@ -162,6 +162,33 @@ pub struct OrderRow {
     /// Refund jobs not yet done.
     pub refunds_pending: i64,
     pub refunds_done: i64,
+    /// A payment that settles in days: its method and until when the
+    /// units are the shopper's.
+    pub settle_method: Option<String>,
+    pub settling_until: Option<DateTime<Utc>>,
+    /// Money that came after the holds ended: `claimed_again` or
+    /// `refunded`, and when.
+    pub late_money: Option<String>,
+    pub late_money_at: Option<DateTime<Utc>>,
+}
+
+impl OrderRow {
+    /// The settling method in words (`SEPA Direct Debit`); empty: none.
+    pub fn settle_words(&self) -> String {
+        self.settle_method
+            .as_deref()
+            .map(crate::checkout::settling::method_words)
+            .unwrap_or_default()
+    }
+
+    /// What the late-money rule decided, in words; empty: nothing came late.
+    pub fn late_words(&self) -> &'static str {
+        match self.late_money.as_deref() {
+            Some("claimed_again") => "late money: units claimed again",
+            Some("refunded") => "late money: refunded",
+            _ => "",
+        }
+    }
 }
 
 #[derive(Debug, Clone, Default)]
@@ -179,7 +206,8 @@ macro_rules! order_columns {
      (select count(*) from outbox_jobs j where j.kind = 'refund' and j.state = 'pending' \
         and j.payload->>'order_id' = o.id::text) as refunds_pending, \
      (select count(*) from outbox_jobs j where j.kind = 'refund' and j.state = 'done' \
-        and j.payload->>'order_id' = o.id::text) as refunds_done"
+        and j.payload->>'order_id' = o.id::text) as refunds_done, \
+     o.settle_method, o.settling_until, o.late_money, o.late_money_at"
     };
 }
 

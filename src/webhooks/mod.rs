@@ -241,7 +241,8 @@ async fn payment_event(
         return Ok(Verdict::Orphan);
     };
     Ok(match payment.status {
-        PaymentStatus::Captured => {
+        // captured, or committed and settling: the confirm routine decides
+        PaymentStatus::Captured | PaymentStatus::Pending => {
             let report = PaymentReport {
                 order_id,
                 payment,
@@ -256,10 +257,8 @@ async fn payment_event(
             outbox::queue(&mut **tx, &OutboxJob::CapturePayment { order_id, payment }).await?;
             Verdict::CaptureQueued
         }
-        PaymentStatus::Pending | PaymentStatus::Failed | PaymentStatus::Refunded => {
-            Verdict::Ignored {
-                reason: "not money yet",
-            }
-        }
+        PaymentStatus::Failed | PaymentStatus::Refunded => Verdict::Ignored {
+            reason: "not money, and never will be",
+        },
     })
 }

@@ -23,6 +23,8 @@ use crate::clock::ShopZone;
 use crate::money;
 use confirmation::Confirmation;
 
+mod settling;
+
 /// Where mail goes, and who it is from.
 #[derive(Clone)]
 pub struct Mailer {
@@ -160,6 +162,13 @@ impl Mailer {
             "duplicate_payment" => "your order was already paid, so this second payment goes back",
             "hold_expired" => "it arrived after your reservation had run out, so nothing was sold",
             "hold_released" => "it arrived after your order had ended, so nothing was sold",
+            "sold_out_after_expiry" => {
+                "it arrived after your reservation had run out, and the items had been sold since"
+            }
+            "line_waiting" => {
+                "it arrived after your reservation had run out, and the items went to people waiting for them"
+            }
+            "off_sale" => "it arrived after your reservation had run out, and the items are no longer sold",
             "payment_mismatch" => "it did not match your order (another amount or another page)",
             _ => "it could not be used for your order",
         };

@@ -269,6 +269,21 @@ impl Outbox {
                     Ok(Done::Plain)
                 }
             },
+            OutboxJob::OrderSettling { order_id } => match &self.mailer {
+                Some(mailer) => {
+                    mailer
+                        .order_settling(&self.pool, order_id)
+                        .await
+                        .map_err(|e| ProviderError::Unavailable(e.to_string()))?;
+                    tracing::info!(order = %order_id, "payment settling notice sent");
+                    Ok(Done::Plain)
+                }
+                None => {
+                    // no mail server: the order page says it
+                    tracing::info!(order = %order_id, "payment settling notice not mailed: no mail server");
+                    Ok(Done::Plain)
+                }
+            },
             OutboxJob::PaymentReturned {
                 order_id,
                 payment,

@@ -17,6 +17,7 @@
 //! UPDATE SKIP LOCKED), so any number of workers can run them; a check
 //! repeated by a second worker only confirms what is confirmed already.
 
+use chrono::{DateTime, Utc};
 use serde::Serialize;
 use sqlx::PgPool;
 use uuid::Uuid;
@@ -41,8 +42,12 @@ pub struct ReconcileReport {
     pub refunds_queued: u64,
     /// Payments already known (the usual answer).
     pub already_known: u64,
-    /// Pending orders whose page the provider had closed unpaid: released.
+    /// Pending orders whose page the provider had closed unpaid, and
+    /// settling ones whose debit failed: released.
     pub released: u64,
+    /// Payments committed but not money yet, found settling (their orders
+    /// moved into the settling phase, or were there already).
+    pub settling: u64,
     /// Orders checked for the last time.
     pub finished: u64,
     /// Checks that failed (provider unreachable, unreadable answer); retried.
@@ -57,6 +62,7 @@ impl ReconcileReport {
         self.refunds_queued += other.refunds_queued;
         self.already_known += other.already_known;
         self.released += other.released;
+        self.settling += other.settling;
         self.finished += other.finished;
         self.failed += other.failed;
     }
@@ -69,6 +75,10 @@ struct Due {
     provider_session_id: String,
     state: OrderState,
     reconcile_attempts: i32,
+    created_at: DateTime<Utc>,
+    /// For an order that settled (or settles): when its holds' settling
+    /// deadline plus grace is, after which money is late.
+    settle_end: Option<DateTime<Utc>>,
 }
 
 /// The reconciler.
@@ -108,12 +118,15 @@ impl Reconciler {
                     select id from orders \
                      where reconciled_at is null and provider_session_id is not null \
                        and (reconcile_after is null or reconcile_after <= now()) \
-                       and updated_at <= now() - case when state = 'pending' \
+                       and updated_at <= now() - case when state in ('pending', 'settling') \
                                                       then $1 else $2 end * interval '1 second' \
                      order by updated_at \
                      limit $3 \
                      for update skip locked) \
-             returning id, provider, provider_session_id, state, reconcile_attempts",
+             returning id, provider, provider_session_id, state, reconcile_attempts, created_at, \
+                       (select max(h.payment_deadline) from holds h \
+                         where h.purchase_id = orders.hold_id \
+                           and h.settle_deadline is not null) as settle_end",
         )
         .bind(self.times.first_check.as_secs_f64())
         .bind(self.times.settle_window.as_secs_f64())
@@ -136,7 +149,10 @@ impl Reconciler {
                 Err(CheckError::Provider(error)) => {
                     report.failed += 1;
                     tracing::warn!(order = %order.id, %error, "reconciliation check failed; will retry");
-                    let give_up = order.reconcile_attempts >= MAX_ATTEMPTS && !error.is_transient();
+                    // never before a settling payment's deadline plus grace
+                    let give_up = order.reconcile_attempts >= MAX_ATTEMPTS
+                        && !error.is_transient()
+                        && !order.settling_now();
                     (give_up, format!("check failed: {error}"))
                 }
             };
@@ -151,6 +167,7 @@ impl Reconciler {
             ("refund_queued", report.refunds_queued),
             ("already_known", report.already_known),
             ("released", report.released),
+            ("settling", report.settling),
             ("finished", report.finished),
             ("failed", report.failed),
         ]);
@@ -171,8 +188,7 @@ impl Reconciler {
 
     /// Remember the check: final, or the next one after a growing wait.
     async fn record(&self, order: &Due, finished: bool, note: &str) -> Result<(), sqlx::Error> {
-        // 1, 2, 4 … minutes, at most an hour between checks
-        let backoff = 60.0 * 2f64.powi((order.reconcile_attempts - 1).clamp(0, 6));
+        let backoff = order.backoff(Utc::now());
         let note: String = note.chars().take(500).collect();
         sqlx::query(
             "update orders \
@@ -183,7 +199,7 @@ impl Reconciler {
         )
         .bind(order.id)
         .bind(finished)
-        .bind(backoff.min(3600.0))
+        .bind(backoff)
         .bind(note)
         .execute(&self.pool)
         .await?;
@@ -192,9 +208,9 @@ impl Reconciler {
 
     /// Ask the provider about the order's page and bring every payment on
     /// it in: captured ones through the confirm routine, authorised ones
-    /// captured first if the order still wants them. The check is final
-    /// when the page can take no more money and nothing on it is still
-    /// settling.
+    /// captured first if the order still wants them, settling ones into
+    /// the settling phase. The check is final when the page can take no
+    /// more money and nothing on it is still in the air.
     async fn check(
         &self,
         provider: &dyn PaymentProvider,
@@ -202,39 +218,12 @@ impl Reconciler {
     ) -> Result<Check, CheckError> {
         let page = provider.page(&order.provider_session_id).await?;
         let mut check = Check::default();
-        let mut captured = 0;
-        let mut in_flight = 0;
+        let mut tally = Tally::default();
         for payment in page.payments {
-            match payment.status {
-                PaymentStatus::Captured => {
-                    captured += 1;
-                    self.confirm(provider, order, payment, &mut check.counts)
-                        .await?;
-                }
-                PaymentStatus::Authorized => {
-                    // captured if the order still wants it; otherwise left
-                    // to its provider, which gives it back by itself
-                    let fulfilment = self.settle(provider, order, payment).await?;
-                    if matches!(
-                        fulfilment,
-                        Fulfilment::NotCaptured { .. }
-                            | Fulfilment::Mismatch {
-                                refund_queued: false,
-                                ..
-                            }
-                    ) {
-                        in_flight += 1;
-                    } else {
-                        captured += 1;
-                        count(&fulfilment, &mut check.counts);
-                    }
-                }
-                // a bank debit settling: not money yet, but it may become so
-                PaymentStatus::Pending => in_flight += 1,
-                // no money, or money already given back: nothing to sell
-                PaymentStatus::Failed | PaymentStatus::Refunded => {}
-            }
+            self.bring_in(provider, order, payment, &mut tally, &mut check.counts)
+                .await?;
         }
+        let (captured, in_flight) = (tally.captured, tally.in_flight);
         let settling = if in_flight > 0 {
             format!(", {in_flight} payment(s) not captured yet")
         } else {
@@ -247,29 +236,100 @@ impl Reconciler {
             PageStatus::Expired if captured == 0 && order.state == OrderState::Pending => {
                 // the expiry webhook was lost: give the units back now
                 // rather than at the payment deadline
-                let released =
-                    checkout::release_order(&self.pool, order.id, Release::PageExpiredAtProvider)
-                        .await
-                        .map_err(CheckError::from_checkout)?;
-                if released.is_some_and(|o| o.state == OrderState::Expired) {
-                    check.counts.released += 1;
-                }
+                check.counts.released += self.release(order, Release::PageExpiredAtProvider).await?;
                 check.finished = in_flight == 0;
                 check.note = format!("the payment page expired unpaid{settling}");
+            }
+            PageStatus::Complete
+                if captured == 0
+                    && in_flight == 0
+                    && tally.failed > 0
+                    && order.state == OrderState::Settling =>
+            {
+                // the debit failed and its webhook was lost: the units go
+                // back now (and to the waiting list first), not at the
+                // deadline
+                check.counts.released +=
+                    self.release(order, Release::PaymentFailedAtProvider).await?;
+                check.finished = true;
+                check.note = "the settling payment failed at the provider".to_owned();
             }
             PageStatus::Expired | PageStatus::Complete => {
                 check.finished = in_flight == 0;
                 check.note =
                     format!("the payment page is closed, {captured} payment(s) captured{settling}");
             }
-            // a page that never closes: once the order has left `pending`,
+            // a page that never closes: once the order no longer waits,
             // this (later) check is the last, unless money is still in the air
             PageStatus::Endless => {
-                check.finished = order.state != OrderState::Pending && in_flight == 0;
+                check.finished = !matches!(order.state, OrderState::Pending | OrderState::Settling)
+                    && in_flight == 0;
                 check.note = format!("{captured} payment(s) captured on the order{settling}");
             }
         }
         Ok(check)
+    }
+
+    /// One payment on the page, brought in the way the other paths bring
+    /// it in, and counted.
+    async fn bring_in(
+        &self,
+        provider: &dyn PaymentProvider,
+        order: &Due,
+        payment: ProviderPayment,
+        tally: &mut Tally,
+        counts: &mut ReconcileReport,
+    ) -> Result<(), CheckError> {
+        match payment.status {
+            PaymentStatus::Captured => {
+                tally.captured += 1;
+                self.confirm(provider, order, payment, counts).await?;
+            }
+            PaymentStatus::Authorized => {
+                // captured if the order still wants it; otherwise left
+                // to its provider, which gives it back by itself
+                let fulfilment = self.settle(provider, order, payment).await?;
+                if matches!(
+                    fulfilment,
+                    Fulfilment::NotCaptured { .. }
+                        | Fulfilment::Mismatch {
+                            refund_queued: false,
+                            ..
+                        }
+                ) {
+                    tally.in_flight += 1;
+                } else {
+                    tally.captured += 1;
+                    count(&fulfilment, counts);
+                }
+            }
+            // committed, not money yet: into the settling phase (the other
+            // paths' reports may all have been lost), and in the air until
+            // its money can no longer come
+            PaymentStatus::Pending if order.money_may_come(Utc::now()) => {
+                let fulfilment = self.settle(provider, order, payment).await?;
+                count(&fulfilment, counts);
+                tally.in_flight += 1;
+            }
+            // past the settling deadline plus grace (and Razorpay's polling
+            // days): it never came
+            PaymentStatus::Pending => {}
+            PaymentStatus::Failed => tally.failed += 1,
+            // money already given back: nothing to sell
+            PaymentStatus::Refunded => {}
+        }
+        Ok(())
+    }
+
+    /// Release an order the provider says will not be paid; 1 if this
+    /// released it.
+    async fn release(&self, order: &Due, release: Release<'_>) -> Result<u64, CheckError> {
+        let released = checkout::release_order(&self.pool, order.id, release)
+            .await
+            .map_err(CheckError::from_checkout)?;
+        Ok(u64::from(released.is_some_and(|o| {
+            matches!(o.state, OrderState::Expired | OrderState::Cancelled)
+        })))
     }
 
     async fn settle(
@@ -323,10 +383,55 @@ impl Reconciler {
     }
 }
 
+/// The payments of one page, by what they are.
+#[derive(Debug, Default)]
+struct Tally {
+    captured: u64,
+    /// Not money yet, but may become money.
+    in_flight: u64,
+    failed: u64,
+}
+
+impl Due {
+    /// Whether a settling payment's deadline plus grace is still ahead:
+    /// its order's checks are never given up before it.
+    fn settling_now(&self) -> bool {
+        self.settle_end.is_some_and(|end| Utc::now() <= end)
+    }
+
+    /// Whether money still pending at the provider may still come: until
+    /// the settling deadline plus grace (and a day after, for a bank's
+    /// last word), or for a month when the order never settled.
+    fn money_may_come(&self, now: DateTime<Utc>) -> bool {
+        let until = match self.settle_end {
+            Some(end) => end + chrono::Duration::days(1),
+            None => self.created_at + chrono::Duration::days(30),
+        };
+        now <= until
+    }
+
+    /// Seconds to the next check. A page being paid for now: 1, 2, 4 …
+    /// minutes, at most an hour. A payment settling over days: 1, 2, 4 …
+    /// hours, at most twelve, and one check just after its deadline plus
+    /// grace.
+    fn backoff(&self, now: DateTime<Utc>) -> f64 {
+        let tries = (self.reconcile_attempts - 1).clamp(0, 10);
+        match self.settle_end {
+            Some(end) if now < end => {
+                let wait = (3600.0 * 2f64.powi(tries.min(4))).min(12.0 * 3600.0);
+                let to_end = (end - now).num_seconds() as f64 + 60.0;
+                wait.min(to_end).max(60.0)
+            }
+            _ => (60.0 * 2f64.powi(tries.min(6))).min(3600.0),
+        }
+    }
+}
+
 /// A payment reconciliation brought in, in the pass's counts.
 fn count(fulfilment: &Fulfilment, counts: &mut ReconcileReport) {
     match fulfilment {
         Fulfilment::Fulfilled { .. } => counts.fulfilled += 1,
+        Fulfilment::Settling { .. } => counts.settling += 1,
         Fulfilment::RefundQueued { .. }
         | Fulfilment::Mismatch {
             refund_queued: true,

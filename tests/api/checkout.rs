@@ -440,14 +440,21 @@ async fn an_order_whose_holds_ran_out_stops_waiting() {
         (lapsed.state.as_str(), kept.state.as_str()),
         ("expired", "paid")
     );
-    // late money for it is still refunded, never sold
+    // late money for it is judged by the one rule: its honey is still
+    // free, so the same units are claimed again and the order is paid
     let late = checkout::confirm_payment(
         &db.pool,
         &report(&db, order.id, "pi_lapsed", Source::Webhook).await,
     )
     .await
     .unwrap();
-    assert!(matches!(late, Fulfilment::RefundQueued { .. }), "{late:?}");
+    assert!(matches!(late, Fulfilment::Fulfilled { .. }), "{late:?}");
+    let lapsed = checkout::order_by_id(&db.pool, order.id)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(lapsed.state.as_str(), "paid");
+    assert_no_drift(&db.inventory()).await;
 }
 
 #[tokio::test]
@@ -643,7 +650,8 @@ async fn a_batch_of_payments_is_answered_as_the_same_payments_one_after_another(
         }
         // d's units were given back before its money came; i's hold ran
         // out and nothing swept it yet (the engine ends it on the way, in
-        // the batch that sells g's and c's honey)
+        // the batch that sells g's and c's honey, and the late-money rule
+        // claims its units again: they are free)
         checkout::release_order(&db.pool, orders["d"], expired_by_provider())
             .await
             .unwrap();
@@ -784,7 +792,7 @@ async fn a_batch_of_payments_is_answered_as_the_same_payments_one_after_another(
             "fulfilled",
             "fulfilled",
             "fulfilled",
-            "refund_queued"
+            "fulfilled"
         ]
     );
     assert_eq!(seen[0].0, seen[1].0, "the answers");

@@ -616,7 +616,7 @@ async fn an_endpoint_on_an_older_api_version_closes_refunds_with_charge_refund_u
     );
 }
 
-// 6. Delayed payment methods always ended in a refund.
+// 6. Delayed payment methods always ended in a refund (and now settle).
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn sessions_take_instant_methods_unless_told_and_a_delayed_payment_is_followed_until_it_settles()
  {
@@ -667,10 +667,15 @@ async fn sessions_take_instant_methods_unless_told_and_a_delayed_payment_is_foll
     let state = stripe.page(&started.page_id).await.unwrap();
     assert_eq!(state.status, PageStatus::Complete);
     assert_eq!(state.payments[0].status, PaymentStatus::Pending);
-    // complete but unpaid is not the end: reconciliation keeps asking
+    // complete but unpaid is not the end: reconciliation moves the order
+    // into the settling phase (nobody else reported it) and keeps asking
     let report = reconciler(&app).drain().await.unwrap();
-    assert_eq!((report.checked, report.finished), (1, 0), "{report:?}");
-    assert_eq!(app.order_state(&started.token).await, "pending");
+    assert_eq!(
+        (report.checked, report.finished, report.settling),
+        (1, 0, 1),
+        "{report:?}"
+    );
+    assert_eq!(app.order_state(&started.token).await, "settling");
     // the debit settles; the lost async_payment_succeeded is recovered
     app.sandbox
         .stripe

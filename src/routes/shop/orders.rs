@@ -82,6 +82,26 @@ pub async fn order_page(
     let staff_explanation = staff_refund.as_ref().map(|(reason, _)| {
         format!("The shop refunded it: {reason}. The money is on its way back to you.")
     });
+    let settling = match order.state {
+        OrderState::Settling => {
+            let view = retry("order_read", Bound::Shopper, || {
+                checkout::settling::settling_of(&shop.pool, order.id)
+            })
+            .await?;
+            format!(
+                "You paid {} by {}, and your bank takes a few days to send it. Your order is \
+                 held for you until {}: nobody else can buy what it holds meanwhile. When the \
+                 money arrives you get an e-mail with your codes; if the bank refuses the \
+                 payment, nothing is charged and the order is cancelled.",
+                money::format(order.amount_minor, &order.currency),
+                view.method_words(),
+                view.settling_until
+                    .map(|until| shop.zone.long(until))
+                    .unwrap_or_default()
+            )
+        }
+        _ => String::new(),
+    };
     let (headline, explanation) = match order.state {
         OrderState::RefundPending | OrderState::Refunded if staff_explanation.is_some() => (
             "Your order was refunded",
@@ -100,6 +120,7 @@ pub async fn order_page(
             "Your payment was refunded",
             "The money is on its way back to you.",
         ),
+        OrderState::Settling => ("Your payment is being processed", settling.as_str()),
         OrderState::Pending | OrderState::Paid => ("", ""),
     };
     let page = OrderPage {
