@@ -28,7 +28,7 @@ pub fn configured_providers(
             return Providers::build(&crate::payments::sandbox_settings(
                 &SandboxSettings::development(),
                 &format!("http://{}", settings.sandbox_addr),
-                vec!["card".into()],
+                crate::payments::stripe::StripeSettings::DYNAMIC,
             ));
         }
         #[cfg(not(feature = "sandbox"))]
@@ -197,10 +197,12 @@ async fn run_sandbox(settings: &ServerSettings, pool: &PgPool) -> anyhow::Result
         sandbox = %base,
         "no provider keys: payments go to the built-in sandbox, no real money moves"
     );
+    // the dashboard's methods, as Stripe's default: a EUR session offers
+    // SEPA Direct Debit, which settles in days
     Providers::build(&crate::payments::sandbox_settings(
         &sandbox_settings,
         &base,
-        vec!["card".into()],
+        crate::payments::stripe::StripeSettings::DYNAMIC,
     ))
 }
 

@@ -388,6 +388,50 @@ const REFUND_FIELDS: &[&str] = &[
     "status",
     "transfer_reversal",
 ];
+const INTENT_FIELDS: &[&str] = &[
+    "amount",
+    "amount_capturable",
+    "amount_details",
+    "amount_received",
+    "application",
+    "application_fee_amount",
+    "automatic_payment_methods",
+    "canceled_at",
+    "cancellation_reason",
+    "capture_method",
+    "client_secret",
+    "confirmation_method",
+    "created",
+    "currency",
+    "customer",
+    "customer_account",
+    "description",
+    "excluded_payment_method_types",
+    "id",
+    "last_payment_error",
+    "latest_charge",
+    "livemode",
+    "managed_payments",
+    "metadata",
+    "next_action",
+    "object",
+    "on_behalf_of",
+    "payment_method",
+    "payment_method_configuration_details",
+    "payment_method_options",
+    "payment_method_types",
+    "processing",
+    "receipt_email",
+    "review",
+    "setup_future_usage",
+    "shipping",
+    "source",
+    "statement_descriptor",
+    "statement_descriptor_suffix",
+    "status",
+    "transfer_data",
+    "transfer_group",
+];
 const EVENT_FIELDS: &[&str] = &[
     "api_version",
     "created",
@@ -424,6 +468,7 @@ async fn the_sandboxs_objects_carry_the_fields_of_stripes_published_fixtures() {
             for (name, listed) in [
                 ("checkout.session", SESSION_FIELDS),
                 ("refund", REFUND_FIELDS),
+                ("payment_intent", INTENT_FIELDS),
                 ("event", EVENT_FIELDS),
             ] {
                 let published = fields(&fixtures["resources"][name]);
@@ -474,9 +519,13 @@ async fn the_sandboxs_objects_carry_the_fields_of_stripes_published_fixtures() {
         .unwrap()
         .to_owned();
     let event = get(format!("events/{event_id}")).await;
+    let payment_intent = get(format!("payment_intents/{intent}")).await;
+    assert_eq!(payment_intent["status"], "succeeded");
+    assert_eq!(payment_intent["amount"], session["amount_total"]);
     for (name, object, listed) in [
         ("checkout.session", &session, SESSION_FIELDS),
         ("refund", &refund, REFUND_FIELDS),
+        ("payment_intent", &payment_intent, INTENT_FIELDS),
         ("event", &event, EVENT_FIELDS),
     ] {
         let missing: Vec<&&str> = listed

@@ -18,7 +18,9 @@ use stripe_checkout::checkout_session::{
     ExpireCheckoutSession, ProductData, RetrieveCheckoutSession,
 };
 use stripe_checkout::{CheckoutSession, CheckoutSessionMode};
-use stripe_client_core::{IdempotencyKey, RequestStrategy, StripeRequest as _};
+use stripe_client_core::{
+    IdempotencyKey, RequestBuilder, RequestStrategy, StripeMethod, StripeRequest as _,
+};
 use stripe_core::refund::{CreateRefund, ListRefund, RetrieveRefund};
 use stripe_types::Currency;
 
@@ -33,9 +35,9 @@ use signature::{SignatureError, verify_stripe};
 use wire::{SessionFacts, refund_view};
 
 use super::{
-    PageRequest, PageState, PaymentPage, PaymentProvider, ProviderError, ProviderKind,
-    ProviderPayment, RefundRequest, RefundStatus, RefundView, ReturnError, ReturnParams,
-    ReturnReport, WebhookDelivery, WebhookRequest,
+    PageRequest, PageState, PaymentPage, PaymentProvider, PaymentStatus, ProviderError,
+    ProviderKind, ProviderPayment, RefundRequest, RefundStatus, RefundView, ReturnError,
+    ReturnParams, ReturnReport, WebhookDelivery, WebhookRequest,
 };
 use crate::configuration::Secret;
 
@@ -109,6 +111,20 @@ impl StripeProvider {
     pub async fn retrieve_session(&self, id: &str) -> Result<CheckoutSession, ProviderError> {
         RetrieveCheckoutSession::new(id).send(&self.client).await
     }
+
+    /// `GET /v1/payment_intents/{id}`: a payment as Stripe has it now.
+    pub async fn retrieve_intent(
+        &self,
+        id: &str,
+    ) -> Result<stripe_shared::PaymentIntent, ProviderError> {
+        if !id.starts_with("pi_") || !super::well_formed_id(id) || id.contains(['/', '?', '#']) {
+            return Err(ProviderError::Unexpected("not a payment intent id".into()));
+        }
+        RequestBuilder::new(StripeMethod::Get, format!("/payment_intents/{id}"))
+            .customize::<stripe_shared::PaymentIntent>()
+            .send(&self.client)
+            .await
+    }
 }
 
 #[async_trait]
@@ -181,9 +197,18 @@ impl PaymentProvider for StripeProvider {
     async fn page(&self, page_id: &str) -> Result<PageState, ProviderError> {
         let session = self.retrieve_session(page_id).await?;
         let facts = SessionFacts::typed(&session);
+        let mut payments: Vec<ProviderPayment> = facts.payment().into_iter().collect();
+        // a session settling by a delayed method reads the same whatever
+        // the bank said: its PaymentIntent tells a failed debit apart
+        for payment in &mut payments {
+            if payment.status == PaymentStatus::Pending {
+                let intent = self.retrieve_intent(&payment.payment_ref).await?;
+                payment.status = wire::settling_status(&intent.status);
+            }
+        }
         Ok(PageState {
             status: facts.page_status(),
-            payments: facts.payment().into_iter().collect(),
+            payments,
         })
     }
 

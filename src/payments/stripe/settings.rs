@@ -14,11 +14,16 @@ pub struct StripeSettings {
     /// The endpoint's signing secrets: the current one, and during a
     /// rotation the previous one. None: every webhook is refused.
     pub webhook_secrets: Vec<Secret>,
-    /// `allowed_payment_method_types` for every session (`card` by
-    /// default: instant methods only, so a payment is final before its
-    /// hold ends). Empty: the methods the Stripe dashboard enables,
-    /// delayed ones included.
+    /// `allowed_payment_method_types` for every session. Empty (the
+    /// default, as Stripe's own): the methods the Stripe dashboard enables,
+    /// delayed ones included (a bank debit holds its units for days:
+    /// docs/design.md, "Money that takes days").
     pub payment_methods: Vec<String>,
+}
+
+impl StripeSettings {
+    /// The dashboard's methods: no `allowed_payment_method_types`.
+    pub const DYNAMIC: Vec<String> = Vec::new();
 }
 
 impl StripeSettings {
@@ -42,13 +47,13 @@ impl StripeSettings {
     }
 }
 
-/// `HOLDFAST_STRIPE_PAYMENT_METHODS`: a comma-separated list of Stripe
-/// payment method types (default `card`), or `dynamic` for whatever the
-/// dashboard enables.
+/// `HOLDFAST_STRIPE_PAYMENT_METHODS`: `dynamic` (the default) for
+/// whatever the dashboard enables, or a comma-separated list of Stripe
+/// payment method types (`card` for instant methods only).
 fn payment_methods(env: Env) -> anyhow::Result<Vec<String>> {
     let listed = env
         .get("HOLDFAST_STRIPE_PAYMENT_METHODS")
-        .unwrap_or_else(|| "card".into());
+        .unwrap_or_else(|| "dynamic".into());
     if listed.trim() == "dynamic" {
         return Ok(Vec::new());
     }

@@ -246,6 +246,20 @@ impl SessionFacts {
     }
 }
 
+/// A delayed method's session stays `complete` and `unpaid` whatever its
+/// bank says; its PaymentIntent says whether the debit is still
+/// `processing` or failed (`requires_payment_method` again, or
+/// `canceled`): docs.stripe.com/payments/paymentintents/lifecycle.
+pub(super) fn settling_status(intent: &stripe_shared::PaymentIntentStatus) -> PaymentStatus {
+    use stripe_shared::PaymentIntentStatus as Intent;
+    match intent {
+        Intent::RequiresPaymentMethod | Intent::Canceled => PaymentStatus::Failed,
+        // processing, or anything on its way: not money yet (a succeeded
+        // intent's session says `paid` once Stripe has updated it)
+        _ => PaymentStatus::Pending,
+    }
+}
+
 fn refund_status(status: Option<&str>) -> RefundStatus {
     match status {
         Some("succeeded") => RefundStatus::Succeeded,

@@ -57,6 +57,14 @@ use crate::signature::{hmac_sha256_hex, same_text};
 use crate::state::Shared;
 use crate::{SandboxSettings, random_id};
 
+/// How long Razorpay keeps asking a bank that did not answer, and may
+/// authorise the payment late; and how long an authorisation may wait for
+/// its capture before it is refunded: "Razorpay polls the APIs
+/// intermittently for 5 days … payments that are not captured within this
+/// time period will be refunded automatically"
+/// (razorpay.com/docs/payments/payments/capture-settings/api).
+pub const LATE_AUTHORISATION_SECONDS: i64 = 5 * 24 * 3600;
+
 #[derive(Debug)]
 struct State {
     webhook_url: Option<String>,
@@ -277,6 +285,7 @@ impl RazorpaySandbox {
                 amount_refunded: 0,
                 created_at: Utc::now().timestamp(),
                 error: None,
+                method: "card",
             };
             if !already_paid {
                 order.status = "attempted";
@@ -344,6 +353,141 @@ impl RazorpaySandbox {
         Ok(id)
     }
 
+    /// The shopper pays by netbanking and the bank does not answer:
+    /// Razorpay marks the payment `failed` (`payment_timed_out`) after 10
+    /// minutes (at once here), sends `payment.failed`, and keeps asking the
+    /// bank, which may still authorise it for days
+    /// (razorpay.com/docs/payments/payments/late-authorisation). Returns
+    /// the payment id.
+    pub fn bank_silent(&self, order_id: &str) -> Result<String, String> {
+        let payment = self.state.with(|state| {
+            let order = state
+                .orders
+                .get_mut(order_id)
+                .ok_or_else(|| "no such order".to_owned())?;
+            if order.status == "created" {
+                order.status = "attempted";
+            }
+            let payment = Payment {
+                id: random_id("pay"),
+                order_id: order.id.clone(),
+                amount: order.amount,
+                currency: order.currency.clone(),
+                status: "failed",
+                captured: false,
+                amount_refunded: 0,
+                created_at: Utc::now().timestamp(),
+                error: Some((
+                    "Payment was not completed on time.",
+                    objects::TIMED_OUT,
+                )),
+                method: "netbanking",
+            };
+            order.payments.push(payment.id.clone());
+            state.payments.insert(payment.id.clone(), payment.clone());
+            Ok::<_, String>(payment)
+        })?;
+        self.emit(
+            order_id,
+            "payment.failed",
+            json!({ "payment": { "entity": payment.to_json() } }),
+        );
+        Ok(payment.id)
+    }
+
+    /// The bank answers a payment that timed out: it is authorised late
+    /// (while Razorpay still polls, 5 days from the payment's creation,
+    /// razorpay.com/docs/payments/payments/capture-settings/api), with
+    /// `payment.authorized`. Captured by Razorpay only within the order's
+    /// automatic window; on an order paid meanwhile, refunded at once
+    /// (razorpay.com/docs/payments/payments/late-authorisation/handle).
+    pub fn authorize_late(&self, payment_id: &str) -> Result<(), String> {
+        let now = Utc::now().timestamp();
+        let (order_id, authorized, returned) = self.state.with(|state| {
+            let payment = state
+                .payments
+                .get_mut(payment_id)
+                .ok_or_else(|| "no such payment".to_owned())?;
+            let timed_out = payment.status == "failed"
+                && payment.error.is_some_and(|(_, reason)| reason == objects::TIMED_OUT);
+            if !timed_out || now.saturating_sub(payment.created_at) > LATE_AUTHORISATION_SECONDS {
+                return Err("no bank is still answering for this payment".to_owned());
+            }
+            payment.status = "authorized";
+            payment.error = None;
+            let order_id = payment.order_id.clone();
+            let order = state
+                .orders
+                .get(&order_id)
+                .ok_or_else(|| "no such order".to_owned())?;
+            if order.status == "paid" {
+                let refund = Self::provider_refund_in(state, payment_id)
+                    .ok_or_else(|| "no such payment".to_owned())?;
+                let payment = state.payments.get(payment_id).map(Payment::to_json);
+                return Ok((order_id, None, Some((refund, payment))));
+            }
+            let automatic = match order.capture {
+                Capture::Automatic { window_minutes } => {
+                    now.saturating_sub(order.created_at) <= window_minutes.saturating_mul(60)
+                }
+                Capture::Manual => false,
+            };
+            let json = state.payments.get(payment_id).map(Payment::to_json);
+            let captured = if automatic {
+                Self::capture_in(state, payment_id)
+            } else {
+                None
+            };
+            Ok((order_id, Some((json, captured)), None))
+        })?;
+        if let Some((payment, captured)) = authorized {
+            self.emit(
+                &order_id,
+                "payment.authorized",
+                json!({ "payment": { "entity": payment } }),
+            );
+            if let Some(captured) = captured {
+                self.captured_events(captured);
+            }
+        }
+        if let Some((refund, payment)) = returned {
+            self.emit(
+                &order_id,
+                "refund.processed",
+                json!({ "refund": { "entity": refund }, "payment": { "entity": payment } }),
+            );
+        }
+        Ok(())
+    }
+
+    /// `days` pass at Razorpay: every order and payment is that much
+    /// older, so its automatic capture window and its bank's late answer
+    /// are that much further behind; an authorisation nobody captured
+    /// within 5 days of its creation goes back to its payer (Razorpay's
+    /// automatic refund). Returns how many went back.
+    pub fn days_pass(&self, days: i64) -> usize {
+        let by = days.clamp(0, 366).saturating_mul(24 * 3600);
+        let now = Utc::now().timestamp();
+        let overdue: Vec<String> = self.state.with(|state| {
+            for order in state.orders.values_mut() {
+                order.created_at = order.created_at.saturating_sub(by);
+            }
+            for payment in state.payments.values_mut() {
+                payment.created_at = payment.created_at.saturating_sub(by);
+            }
+            state
+                .payments
+                .values()
+                .filter(|p| {
+                    p.status == "authorized"
+                        && now.saturating_sub(p.created_at) > LATE_AUTHORISATION_SECONDS
+                })
+                .map(|p| p.id.clone())
+                .collect()
+        });
+        self.refund_uncaptured(&overdue)
+    }
+
     /// Razorpay gives a payment back by itself (an authorisation nobody
     /// captured, a payment on a paid order): processed at once, recorded as
     /// the provider's own.
@@ -390,13 +534,21 @@ impl RazorpaySandbox {
     /// Days pass: every authorisation nobody captured goes back to its
     /// payer. Returns how many.
     pub fn auto_refund_uncaptured(&self) -> usize {
-        let returned: Vec<(String, Value, Value)> = self.state.with(|state| {
-            let ids: Vec<String> = state
+        let ids: Vec<String> = self.state.with(|state| {
+            state
                 .payments
                 .values()
                 .filter(|p| p.status == "authorized")
                 .map(|p| p.id.clone())
-                .collect();
+                .collect()
+        });
+        self.refund_uncaptured(&ids)
+    }
+
+    /// These authorisations go back to their payers, each with its
+    /// `refund.processed`.
+    fn refund_uncaptured(&self, ids: &[String]) -> usize {
+        let returned: Vec<(String, Value, Value)> = self.state.with(|state| {
             ids.iter()
                 .filter_map(|id| {
                     let refund = Self::provider_refund_in(state, id)?;

@@ -60,6 +60,12 @@ impl Order {
     }
 }
 
+/// The `error_reason` of a payment whose bank did not answer in time:
+/// Razorpay marks it failed after 10 minutes and keeps polling the bank,
+/// which may still authorise it (razorpay.com/docs/payments/payments/
+/// late-authorisation).
+pub(crate) const TIMED_OUT: &str = "payment_timed_out";
+
 #[derive(Debug, Clone)]
 pub(crate) struct Payment {
     pub(crate) id: String,
@@ -72,6 +78,8 @@ pub(crate) struct Payment {
     pub(crate) amount_refunded: i64,
     pub(crate) created_at: i64,
     pub(crate) error: Option<(&'static str, &'static str)>,
+    /// card, netbanking, upi…
+    pub(crate) method: &'static str,
 }
 
 impl Payment {
@@ -84,14 +92,14 @@ impl Payment {
         json!({
             "id": self.id, "entity": "payment", "amount": self.amount, "currency": self.currency,
             "status": self.status, "order_id": self.order_id, "invoice_id": null,
-            "international": false, "method": "card", "amount_refunded": self.amount_refunded,
+            "international": false, "method": self.method, "amount_refunded": self.amount_refunded,
             "refund_status": refund_status, "captured": self.captured, "description": null,
             "card_id": null, "bank": null, "wallet": null, "vpa": null,
             "email": "shopper@example.com", "contact": "+919999999999", "notes": [],
             "fee": null, "tax": null,
-            "error_code": self.error.map(|_| "BAD_REQUEST_ERROR"),
+            "error_code": self.error.map(|(_, reason)| if reason == TIMED_OUT { "GATEWAY_ERROR" } else { "BAD_REQUEST_ERROR" }),
             "error_description": self.error.map(|(description, _)| description),
-            "error_source": self.error.map(|_| "customer"),
+            "error_source": self.error.map(|(_, reason)| if reason == TIMED_OUT { "bank" } else { "customer" }),
             "error_step": self.error.map(|_| "payment_authorization"),
             "error_reason": self.error.map(|(_, reason)| reason),
             "acquirer_data": {}, "created_at": self.created_at,

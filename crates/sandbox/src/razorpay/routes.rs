@@ -47,6 +47,11 @@ pub(crate) fn routes(config: &mut web::ServiceConfig) {
         )
         .route("/_sandbox/orders/{id}/pay", web::post().to(control_pay))
         .route("/_sandbox/auto-refund", web::post().to(auto_refund))
+        .route(
+            "/_sandbox/payments/{id}/authorize-late",
+            web::post().to(authorize_late),
+        )
+        .route("/_sandbox/days-pass", web::post().to(days_pass))
         .route("/_sandbox/refunds/auto", web::post().to(refunds_auto))
         .route(
             "/_sandbox/refunds/{id}/settle",
@@ -447,7 +452,7 @@ async fn hosted_page(
     page(
         "Razorpay Checkout",
         &format!(
-            "<h1>Pay {}</h1><p>Order {id}</p>{}{}{}{}{}",
+            "<h1>Pay {}</h1><p>Order {id}</p>{}{}{}{}{}{}",
             amount_text(order.amount, &order.currency),
             button("pay", "Pay"),
             button("decline", "Pay with a card that is declined"),
@@ -455,6 +460,10 @@ async fn hosted_page(
             button(
                 "pay-late",
                 "Pay, authorised late (after the capture window)"
+            ),
+            button(
+                "bank-silent",
+                "Pay by netbanking, the bank does not answer in time (it may still authorise it later)"
             ),
             button("abandon", "Close checkout"),
         ),
@@ -542,6 +551,7 @@ async fn hosted_action(
                         "Your payment has been declined by the bank.",
                         "payment_failed",
                     )),
+                    method: "card",
                 };
                 order.payments.push(payment.id.clone());
                 state.payments.insert(payment.id.clone(), payment.clone());
@@ -574,6 +584,32 @@ async fn hosted_action(
                     ("error[source]", "customer"),
                     ("error[step]", "payment_authorization"),
                     ("error[reason]", "payment_failed"),
+                    ("error[metadata]", &metadata),
+                ],
+            )
+        }
+        "bank-silent" => {
+            let payment = match sandbox.bank_silent(&order_id) {
+                Ok(id) => id,
+                Err(message) => return page("Checkout", &format!("<h1>{}</h1>", escape(&message))),
+            };
+            if callback.is_empty() {
+                return page(
+                    "Not completed",
+                    "<h1>Your bank did not answer in time</h1><p>If it takes the money, it is matched to your order or refunded.</p>",
+                );
+            }
+            // redirect mode tells the shop about the failure, naming the
+            // payment Razorpay keeps asking the bank about
+            let metadata = json!({ "payment_id": payment, "order_id": order_id }).to_string();
+            callback_form(
+                &callback,
+                &[
+                    ("error[code]", "GATEWAY_ERROR"),
+                    ("error[description]", "Payment was not completed on time."),
+                    ("error[source]", "bank"),
+                    ("error[step]", "payment_authorization"),
+                    ("error[reason]", super::objects::TIMED_OUT),
                     ("error[metadata]", &metadata),
                 ],
             )
@@ -620,6 +656,31 @@ async fn control_pay(
         })),
         Err(message) => HttpResponse::NotFound().body(message),
     }
+}
+
+/// The bank answers a payment that timed out: authorised late.
+async fn authorize_late(
+    sandbox: web::Data<RazorpaySandbox>,
+    path: web::Path<String>,
+) -> HttpResponse {
+    match sandbox.authorize_late(&path.into_inner()) {
+        Ok(()) => HttpResponse::NoContent().finish(),
+        Err(message) => HttpResponse::NotFound().body(message),
+    }
+}
+
+#[derive(Debug, Deserialize)]
+struct DaysQuery {
+    days: i64,
+}
+
+/// Days pass at Razorpay (what nobody captured within 5 days goes back).
+async fn days_pass(
+    sandbox: web::Data<RazorpaySandbox>,
+    query: web::Query<DaysQuery>,
+) -> HttpResponse {
+    let returned = sandbox.days_pass(query.days);
+    HttpResponse::Ok().json(json!({ "refunded": returned }))
 }
 
 async fn auto_refund(sandbox: web::Data<RazorpaySandbox>) -> HttpResponse {

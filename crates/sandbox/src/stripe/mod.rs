@@ -55,7 +55,7 @@ use serde_json::{Value, json};
 pub(crate) use objects::StripeError;
 pub(crate) use routes::{root as root_routes, routes};
 
-use self::objects::{Refund, Session};
+use self::objects::{Intent, Refund, Session};
 use crate::delivery::{self, Courier, DeliveryMode, Endpoint, Outgoing};
 use crate::idempotency::Replays;
 use crate::ledger::{Charge, Delivery, Ledger, RefundRecord};
@@ -91,6 +91,8 @@ struct State {
     latency: Duration,
     refunds_settle_after: Option<Duration>,
     sessions: HashMap<String, Session>,
+    /// Every PaymentIntent a payment on a page made, by id.
+    intents: HashMap<String, Intent>,
     /// Every session by its `expires_at` (which never changes), so expiring
     /// the due ones reads only those: a sandbox with a hundred thousand
     /// sessions must not scan them all at every call.
@@ -127,6 +129,7 @@ impl StripeSandbox {
             latency: Duration::ZERO,
             refunds_settle_after: settings.refunds_settle_after,
             sessions: HashMap::new(),
+            intents: HashMap::new(),
             expiries: BTreeSet::new(),
             refunds: Vec::new(),
             idempotency: Replays::default(),
@@ -387,17 +390,34 @@ impl StripeSandbox {
             session.status = "complete";
             session.payment_status = "paid";
             session.payment_intent = Some(payment_intent.clone());
+            let intent = Intent {
+                session_id: session.id.clone(),
+                created: Utc::now().timestamp(),
+                status: "succeeded",
+                method: "card",
+            };
             state.ledger.charges.push(Charge {
-                payment_intent,
+                payment_intent: payment_intent.clone(),
                 session_id: session.id.clone(),
                 amount: session.amount_total,
                 currency: session.currency.clone(),
                 metadata: json!(session.intent_metadata),
             });
-            Ok((session.to_json(&self.public_base), success_url(session)))
+            let answer = (session.to_json(&self.public_base), success_url(session));
+            state.intents.insert(payment_intent, intent);
+            Ok(answer)
         })?;
         self.emit(session_id, "checkout.session.completed", object);
         Ok(success)
+    }
+
+    /// A PaymentIntent as Stripe shows it.
+    pub fn intent(&self, id: &str) -> Option<Value> {
+        self.state.with(|state| {
+            let intent = state.intents.get(id)?;
+            let session = state.sessions.get(&intent.session_id)?;
+            Some(intent.to_json(id, session))
+        })
     }
 
     /// Complete a session with a bank debit (SEPA), which settles days
@@ -416,8 +436,19 @@ impl StripeSandbox {
             }
             session.status = "complete";
             session.payment_status = "unpaid";
-            session.payment_intent = Some(random_id("pi"));
-            Ok((session.to_json(&self.public_base), success_url(session)))
+            let payment_intent = random_id("pi");
+            session.payment_intent = Some(payment_intent.clone());
+            let answer = (session.to_json(&self.public_base), success_url(session));
+            state.intents.insert(
+                payment_intent,
+                Intent {
+                    session_id: session_id.to_owned(),
+                    created: Utc::now().timestamp(),
+                    status: "processing",
+                    method: "sepa_debit",
+                },
+            );
+            Ok(answer)
         })?;
         self.emit(session_id, "checkout.session.completed", object);
         Ok(success)
@@ -430,16 +461,27 @@ impl StripeSandbox {
                 .sessions
                 .get_mut(session_id)
                 .ok_or_else(|| "no such session".to_owned())?;
-            let Some(intent) = session.payment_intent.clone() else {
-                return Err("nothing is settling on this session".to_owned());
-            };
-            if session.status != "complete" || session.payment_status != "unpaid" {
-                return Err("nothing is settling on this session".to_owned());
+            let nothing = || "nothing is settling on this session".to_owned();
+            let intent_id = session.payment_intent.clone().ok_or_else(nothing)?;
+            let intent = state.intents.get_mut(&intent_id).ok_or_else(nothing)?;
+            if session.status != "complete"
+                || session.payment_status != "unpaid"
+                || intent.status != "processing"
+            {
+                return Err(nothing());
             }
+            // the bank's answer: the debit succeeded, or it failed and the
+            // intent wants a payment method again
+            // (docs.stripe.com/payments/paymentintents/lifecycle)
+            intent.status = if succeeded {
+                "succeeded"
+            } else {
+                "requires_payment_method"
+            };
             if succeeded {
                 session.payment_status = "paid";
                 state.ledger.charges.push(Charge {
-                    payment_intent: intent,
+                    payment_intent: intent_id,
                     session_id: session.id.clone(),
                     amount: session.amount_total,
                     currency: session.currency.clone(),

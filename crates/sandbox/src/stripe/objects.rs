@@ -32,6 +32,9 @@ pub(crate) struct Session {
     pub(crate) customer_email: Option<String>,
     pub(crate) line_items: Vec<LineItem>,
     pub(crate) payment_method_types: Vec<String>,
+    /// what the request named (`allowed_payment_method_types`); `None`:
+    /// the dashboard's dynamic methods
+    pub(crate) allowed_payment_method_types: Option<Vec<String>>,
     /// shown in the shopper's currency (the account's default: on)
     pub(crate) adaptive_pricing: bool,
     /// open, complete or expired
@@ -53,6 +56,7 @@ impl Session {
             "adaptive_pricing": { "enabled": self.adaptive_pricing },
             "after_expiration": null,
             "allow_promotion_codes": null,
+            "allowed_payment_method_types": self.allowed_payment_method_types,
             "amount_subtotal": self.amount_total,
             "amount_total": self.amount_total,
             "automatic_tax": { "enabled": false, "liability": null, "provider": null, "status": null },
@@ -124,6 +128,92 @@ impl Session {
 
     pub(crate) fn allows(&self, method: &str) -> bool {
         self.payment_method_types.iter().any(|m| m == method)
+    }
+}
+
+/// A session's PaymentIntent, made when the shopper pays on the page.
+#[derive(Debug, Clone)]
+pub(crate) struct Intent {
+    pub(crate) session_id: String,
+    pub(crate) created: i64,
+    /// processing (a delayed method settling), succeeded, or
+    /// requires_payment_method (a debit that failed)
+    pub(crate) status: &'static str,
+    /// the method it was paid with
+    pub(crate) method: &'static str,
+}
+
+impl Intent {
+    /// The PaymentIntent as Stripe shows it: every field of Stripe's
+    /// published `payment_intent` object (`openapi/fixtures3.json` of
+    /// github.com/stripe/openapi), with the session's amount, currency,
+    /// methods and metadata.
+    pub(crate) fn to_json(&self, id: &str, session: &Session) -> Value {
+        let received = if self.status == "succeeded" {
+            session.amount_total
+        } else {
+            0
+        };
+        let failed = (self.status == "requires_payment_method").then(|| {
+            json!({
+                "type": "invalid_request_error",
+                "code": "payment_method_provider_decline",
+                "message": "The customer's bank refused the debit.",
+                "param": null,
+                "doc_url": null,
+            })
+        });
+        let mut intent = json!({
+            "id": id,
+            "object": "payment_intent",
+            "allowed_payment_method_types": session.allowed_payment_method_types,
+            "amount": session.amount_total,
+            "amount_capturable": 0,
+            "amount_details": { "tip": {} },
+            "amount_received": received,
+            "application": null,
+            "application_fee_amount": null,
+            "automatic_payment_methods": null,
+            "canceled_at": null,
+            "cancellation_reason": null,
+            "capture_method": "automatic",
+            "client_secret": format!("{id}_secret_sandbox"),
+            "confirmation_method": "automatic",
+            "created": self.created,
+            "currency": session.currency,
+            "customer": null,
+            "customer_account": null,
+            "description": null,
+            "excluded_payment_method_types": null,
+            "last_payment_error": failed,
+        });
+        let rest = json!({
+            "latest_charge": null,
+            "livemode": false,
+            "managed_payments": null,
+            "metadata": session.intent_metadata,
+            "next_action": null,
+            "on_behalf_of": null,
+            "payment_method": format!("pm_{}", id.trim_start_matches("pi_")),
+            "payment_method_configuration_details": null,
+            "payment_method_options": {},
+            "payment_method_types": [self.method],
+            "processing": null,
+            "receipt_email": null,
+            "review": null,
+            "setup_future_usage": null,
+            "shipping": null,
+            "source": null,
+            "statement_descriptor": null,
+            "statement_descriptor_suffix": null,
+            "status": self.status,
+            "transfer_data": null,
+            "transfer_group": null,
+        });
+        if let (Some(object), Value::Object(rest)) = (intent.as_object_mut(), rest) {
+            object.extend(rest);
+        }
+        intent
     }
 }
 

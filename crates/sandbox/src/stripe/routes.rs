@@ -34,6 +34,10 @@ pub(crate) fn api(config: &mut web::ServiceConfig) {
             "/v1/checkout/sessions/{id}/expire",
             web::post().to(expire_session),
         )
+        .route(
+            "/v1/payment_intents/{id}",
+            web::get().to(retrieve_intent),
+        )
         .route("/v1/refunds", web::post().to(create_refund))
         .route("/v1/refunds", web::get().to(list_refunds))
         .route("/v1/refunds/{id}", web::get().to(retrieve_refund))
@@ -210,6 +214,9 @@ async fn create_session(
             cancel_url: asked.cancel_url,
             customer_email: asked.customer_email,
             line_items: asked.line_items,
+            allowed_payment_method_types: asked
+                .methods_named
+                .then(|| asked.payment_method_types.clone()),
             payment_method_types: asked.payment_method_types,
             adaptive_pricing: asked.adaptive_pricing,
             status: "open",
@@ -226,6 +233,23 @@ async fn create_session(
         });
         (StatusCode::OK, body)
     })
+}
+
+/// `GET /v1/payment_intents/{id}`: the PaymentIntent a payment on a page
+/// made (docs.stripe.com/api/payment_intents/retrieve).
+async fn retrieve_intent(
+    sandbox: web::Data<StripeSandbox>,
+    request: HttpRequest,
+    path: web::Path<String>,
+) -> HttpResponse {
+    if let Err(refusal) = sandbox.authorised(&request) {
+        return refusal.response();
+    }
+    let id = path.into_inner();
+    match sandbox.intent(&id) {
+        Some(intent) => HttpResponse::Ok().json(intent),
+        None => StripeError::missing("payment_intent", &id, "intent").response(),
+    }
 }
 
 async fn retrieve_session(
@@ -480,6 +504,16 @@ async fn hosted_page(sandbox: web::Data<StripeSandbox>, path: web::Path<String>)
                 "<form method=\"post\" action=\"/stripe/pay/{id}/pay-late\">\
                  <button id=\"pay-late\">Pay anyway (money arriving after expiry)</button></form>"
             )
+        } else if session.payment_status == "unpaid" {
+            // a debit settling: what its bank says, days later, at a press
+            format!(
+                "<p>Paid by SEPA Direct Debit: the bank has not answered yet (it takes up to 14 \
+                 business days).</p>\
+                 <form method=\"post\" action=\"/stripe/pay/{id}/bank-pays\">\
+                 <button id=\"bank-pays\">The bank pays (as it would days later)</button></form>\
+                 <form method=\"post\" action=\"/stripe/pay/{id}/bank-refuses\">\
+                 <button id=\"bank-refuses\">The bank refuses the debit</button></form>"
+            )
         } else {
             String::new()
         };
@@ -546,6 +580,20 @@ async fn hosted_action(
         }
         "pay-late" => done(sandbox.pay(&id, true)),
         "pay-delayed" => done(sandbox.pay_delayed(&id)),
+        "bank-pays" | "bank-refuses" => {
+            let paid = action == "bank-pays";
+            match sandbox.settle_delayed(&id, paid) {
+                Ok(()) => page(
+                    "Settled",
+                    &format!(
+                        "<h1>The bank {}</h1><p><a href=\"/stripe/pay/{}\">Back to the payment page</a></p>",
+                        if paid { "paid" } else { "refused the debit" },
+                        escape(&id)
+                    ),
+                ),
+                Err(message) => page("Payment", &format!("<h1>{}</h1>", escape(&message))),
+            }
+        }
         "decline" => page(
             "Declined",
             &format!(
