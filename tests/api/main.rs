@@ -37,6 +37,7 @@ mod roles;
 mod sale_windows;
 mod scale_out;
 mod schema;
+mod settling;
 mod soak;
 mod staff_accounts;
 mod staff_refunds;
