@@ -134,7 +134,7 @@ impl Reconciler {
         .fetch_all(&self.pool)
         .await?;
         let mut report = ReconcileReport::default();
-        for order in due {
+        for mut order in due {
             report.checked += 1;
             let result = match self.payments.for_order(order.provider) {
                 Ok(provider) => self.check(provider.as_ref(), &order).await,
@@ -159,6 +159,9 @@ impl Reconciler {
             if finished {
                 report.finished += 1;
             }
+            // the check may have moved the order into the settling phase:
+            // its next check waits as a settling payment's does
+            order.settle_end = settle_end(&self.pool, order.id).await?;
             self.record(&order, finished, &note).await?;
         }
         crate::metrics::reconciled(&[
@@ -236,7 +239,8 @@ impl Reconciler {
             PageStatus::Expired if captured == 0 && order.state == OrderState::Pending => {
                 // the expiry webhook was lost: give the units back now
                 // rather than at the payment deadline
-                check.counts.released += self.release(order, Release::PageExpiredAtProvider).await?;
+                check.counts.released +=
+                    self.release(order, Release::PageExpiredAtProvider).await?;
                 check.finished = in_flight == 0;
                 check.note = format!("the payment page expired unpaid{settling}");
             }
@@ -249,8 +253,9 @@ impl Reconciler {
                 // the debit failed and its webhook was lost: the units go
                 // back now (and to the waiting list first), not at the
                 // deadline
-                check.counts.released +=
-                    self.release(order, Release::PaymentFailedAtProvider).await?;
+                check.counts.released += self
+                    .release(order, Release::PaymentFailedAtProvider)
+                    .await?;
                 check.finished = true;
                 check.note = "the settling payment failed at the provider".to_owned();
             }
@@ -381,6 +386,17 @@ impl Reconciler {
         count(&fulfilment, counts);
         Ok(())
     }
+}
+
+/// When an order's settling deadline plus grace is, if its holds settled.
+async fn settle_end(pool: &PgPool, order_id: Uuid) -> Result<Option<DateTime<Utc>>, sqlx::Error> {
+    sqlx::query_scalar(
+        "select max(h.payment_deadline) from orders o join holds h on h.purchase_id = o.hold_id \
+          where o.id = $1 and h.settle_deadline is not null",
+    )
+    .bind(order_id)
+    .fetch_one(pool)
+    .await
 }
 
 /// The payments of one page, by what they are.

@@ -71,6 +71,8 @@ pub(crate) async fn pay_by_debit(app: &TestApp, email: &str) -> Started {
         .paying(Payment::press("pay-delayed"));
     let paid = app.buy(&browser(), &purchase).await;
     app.wait_for_state(&paid.started.token, "settling").await;
+    // the completed event too, so nothing is under way when time passes
+    wait_for_event(|| app.sandbox.stripe.ledger(), "checkout.session.completed").await;
     paid.started
 }
 
@@ -181,7 +183,11 @@ async fn a_debit_settled_in_time_is_paid() {
     assert!(metrics.contains("holdfast_orders{state=\"settling\"} 1"));
 
     // the shopper reads it, on the page and in a mail
-    let page = read_page(&browser(), &format!("{}/orders/{}", app.address, started.token)).await;
+    let page = read_page(
+        &browser(),
+        &format!("{}/orders/{}", app.address, started.token),
+    )
+    .await;
     assert!(page.contains("Your payment is being processed"), "{page}");
     assert!(page.contains("SEPA Direct Debit"), "{page}");
     assert!(page.contains("held for you until"), "{page}");
@@ -233,12 +239,11 @@ async fn a_debit_settled_in_time_is_paid() {
     app.wait_for_state(&started.token, "paid").await;
     assert_eq!(held_and_sold(&app.db, &resource).await, (0, 1));
     assert_eq!(settling(&app, &started.token).await.late_money, None);
-    let paid: i64 = sqlx::query_scalar(
-        "select count(*) from webhook_messages where event_type = 'order.paid'",
-    )
-    .fetch_one(&app.db.pool)
-    .await
-    .unwrap();
+    let paid: i64 =
+        sqlx::query_scalar("select count(*) from webhook_messages where event_type = 'order.paid'")
+            .fetch_one(&app.db.pool)
+            .await
+            .unwrap();
     assert_eq!(paid, 1);
     assert_no_drift(&app.db.inventory()).await;
 }
@@ -251,7 +256,11 @@ async fn a_debit_settled_in_the_grace_delay_is_paid() {
     let resource = honey_total(&app, 10).await;
     let started = pay_by_debit(&app, "grace@example.com").await;
     pass_deadline_by(&app, &started.token, 12 * HOUR).await;
-    assert_eq!(worker_passes(&app).await, 0, "nothing expires in the grace delay");
+    assert_eq!(
+        worker_passes(&app).await,
+        0,
+        "nothing expires in the grace delay"
+    );
     assert_eq!(app.order_state(&started.token).await, "settling");
     assert_eq!(held_and_sold(&app.db, &resource).await, (1, 0));
     // the sweeper cannot have been wrong: a settling row whose payment
@@ -292,7 +301,10 @@ async fn a_debit_settled_late_with_its_units_free_is_sold() {
     app.wait_for_state(&started.token, "paid").await;
     let order = settling(&app, &started.token).await;
     assert_eq!(order.late_money.as_deref(), Some("claimed_again"));
-    assert_ne!(order.hold_id, ended, "a new purchase, the ended one left ended");
+    assert_ne!(
+        order.hold_id, ended,
+        "a new purchase, the ended one left ended"
+    );
     let states: Vec<(String, Option<Uuid>)> = sqlx::query_as(
         "select state, reclaims from holds where purchase_id in ($1, $2) order by created_at",
     )
@@ -306,11 +318,10 @@ async fn a_debit_settled_late_with_its_units_free_is_sold() {
     assert_eq!(states[1], ("confirmed".to_owned(), Some(ended)));
     assert_eq!(held_and_sold(&app.db, &resource).await, (0, 1));
     // no refund: the payment bought the jar
-    let refunds: i64 =
-        sqlx::query_scalar("select count(*) from outbox_jobs where kind = 'refund'")
-            .fetch_one(&app.db.pool)
-            .await
-            .unwrap();
+    let refunds: i64 = sqlx::query_scalar("select count(*) from outbox_jobs where kind = 'refund'")
+        .fetch_one(&app.db.pool)
+        .await
+        .unwrap();
     assert_eq!(refunds, 0);
     let events: Vec<String> =
         sqlx::query_scalar("select event_type from webhook_messages order by created_at")
@@ -410,7 +421,11 @@ async fn a_failed_debit_releases_its_units_to_the_waiting_list_at_once() {
             .unwrap();
     assert_eq!(reason, "checkout.session.async_payment_failed");
     assert_eq!(offered_at, ended_at);
-    assert_eq!(held_and_sold(&app.db, &resource).await, (1, 0), "held for the entry");
+    assert_eq!(
+        held_and_sold(&app.db, &resource).await,
+        (1, 0),
+        "held for the entry"
+    );
     assert_no_drift(&app.db.inventory()).await;
 }
 
@@ -438,7 +453,10 @@ async fn a_razorpay_payment_its_bank_authorises_late_settles_then_sells() {
     let resource = honey_total(&app, 10).await;
     let shopper = browser();
     let started = app
-        .start(&shopper, &Purchase::of(HONEY, 1).with(ProviderKind::Razorpay))
+        .start(
+            &shopper,
+            &Purchase::of(HONEY, 1).with(ProviderKind::Razorpay),
+        )
         .await;
     let page = read_page(&shopper, &started.pay_url).await;
     let (base, _) = started.pay_url.split_once('?').unwrap();
@@ -508,10 +526,12 @@ async fn a_settling_window_shorter_than_the_payment_phase_is_refused() {
     assert_eq!(current.settle_grace_seconds, 86_400.0);
     let windows = inventory.settle_windows().await.unwrap();
     assert!(
-        windows
-            .iter()
-            .any(|w| (w.provider.as_str(), w.method.as_str(), w.days, w.business_days)
-                == ("stripe", "sepa_debit", 14, true)),
+        windows.iter().any(|w| (
+            w.provider.as_str(),
+            w.method.as_str(),
+            w.days,
+            w.business_days
+        ) == ("stripe", "sepa_debit", 14, true)),
         "{windows:?}"
     );
     let before = snapshot(&db.pool).await;
@@ -630,7 +650,10 @@ async fn sixty_late_payments_for_fifteen_free_jars_claim_exactly_fifteen() {
     .unwrap();
     assert_eq!(
         verdicts,
-        [("claimed_again".to_owned(), 15), ("refunded".to_owned(), 45)]
+        [
+            ("claimed_again".to_owned(), 15),
+            ("refunded".to_owned(), 45)
+        ]
     );
     // the same payments again, from every path at once: nothing changes
     let again = futures::future::join_all(reports.iter().map(|report| {
@@ -687,4 +710,137 @@ async fn late_money_never_takes_units_the_waiting_list_waits_for() {
     );
     assert_eq!(states(&db, &entries).await, ["offered", "waiting"]);
     assert_no_drift(&db.inventory()).await;
+}
+
+/// Staff see a settling order with its method and deadline, and release it
+/// by hand from its page: the units go back (the order is cancelled), and
+/// the money, when the bank pays after all, is refunded, never sold.
+#[tokio::test]
+async fn staff_release_a_settling_order_by_hand_and_its_money_is_refunded() {
+    let app = debit_shop().await;
+    app.add_staff().await;
+    let resource = honey_total(&app, 10).await;
+    let started = pay_by_debit(&app, "released@example.com").await;
+    let (staff, csrf) = app.staff_browser().await;
+    let list = app.admin_page(&staff, "/admin/orders?state=settling").await;
+    assert!(list.contains("SEPA Direct Debit, held until"), "{list}");
+    let page = app
+        .admin_page(&staff, &format!("/admin/orders/{}", started.order_id))
+        .await;
+    assert!(page.contains("id=\"settling\""), "{page}");
+    let hold = settling(&app, &started.token).await.hold_id;
+    let released = app
+        .admin_post(
+            &staff,
+            &format!("/admin/holds/{hold}/release"),
+            &[("csrf", csrf.as_str())],
+        )
+        .await;
+    assert_eq!(released.status(), 303);
+    assert_eq!(app.order_state(&started.token).await, "cancelled");
+    assert_eq!(held_and_sold(&app.db, &resource).await, (0, 0));
+
+    bank_answers(&app, &started, true).await;
+    app.wait_for_state(&started.token, "refund_pending").await;
+    let reason: String = sqlx::query_scalar(
+        "select payload->>'reason' from outbox_jobs where kind = 'refund' \
+          and payload->>'order_id' = $1::text",
+    )
+    .bind(started.order_id)
+    .fetch_one(&app.db.pool)
+    .await
+    .unwrap();
+    assert_eq!(reason, "hold_released");
+    assert_eq!(
+        held_and_sold(&app.db, &resource).await,
+        (0, 0),
+        "nothing sold"
+    );
+    let page = app
+        .admin_page(&staff, &format!("/admin/orders/{}", started.order_id))
+        .await;
+    assert!(page.contains("late money: refunded"), "{page}");
+    app.refunded_by_the_outbox(&started.token).await;
+    assert_no_drift(&app.db.inventory()).await;
+}
+
+/// Nobody tells the shop of the debit (webhooks lost, the tab closed):
+/// reconciliation finds it and moves the order into the settling phase,
+/// then asks again on a backoff of hours, not minutes. A check that keeps
+/// failing is not given up before the deadline plus grace; a debit whose
+/// failure event was lost is found failed through its PaymentIntent and its
+/// units are freed then.
+#[tokio::test]
+async fn reconciliation_follows_a_debit_over_days() {
+    use holdfast::configuration::ReconcileTimes;
+    use holdfast::worker::reconcile::Reconciler;
+    let app = debit_shop().await;
+    let resource = honey_total(&app, 10).await;
+    let shopper = browser();
+    let started = app
+        .start(&shopper, &Purchase::of(HONEY, 1).with(ProviderKind::Stripe))
+        .await;
+    app.pay(
+        &shopper,
+        &started,
+        &Payment::press("pay-delayed").reported(Report::Neither),
+    )
+    .await;
+    assert_eq!(app.order_state(&started.token).await, "pending");
+    let reconciler = Reconciler::new(app.db.pool.clone(), app.sandbox.providers())
+        .with_times(ReconcileTimes::immediately());
+    let report = reconciler.run_once(10).await.unwrap();
+    assert_eq!((report.settling, report.finished), (1, 0), "{report:?}");
+    assert_eq!(app.order_state(&started.token).await, "settling");
+    let next = || async {
+        sqlx::query_scalar::<_, f64>(
+            "select extract(epoch from reconcile_after - now())::float8 from orders where id = $1",
+        )
+        .bind(started.order_id)
+        .fetch_one(&app.db.pool)
+        .await
+        .unwrap()
+    };
+    let wait = next().await;
+    assert!(
+        (3500.0..=3700.0).contains(&wait),
+        "an hour, not minutes: {wait}"
+    );
+    // checks that fail, over and over: never given up while it settles
+    let dead = Reconciler::new(
+        app.db.pool.clone(),
+        Providers::build(&ProviderSettings {
+            stripe: Some(StripeSettings {
+                api_base: "http://127.0.0.1:9/stripe/".into(),
+                ..app.sandbox.stripe_settings()
+            }),
+            razorpay: None,
+            roots: TrustedRoots::mozilla(),
+        })
+        .unwrap(),
+    )
+    .with_times(ReconcileTimes::immediately());
+    sqlx::query("update orders set reconcile_attempts = 100, reconcile_after = null where id = $1")
+        .bind(started.order_id)
+        .execute(&app.db.pool)
+        .await
+        .unwrap();
+    let failed = dead.run_once(10).await.unwrap();
+    assert_eq!((failed.failed, failed.finished), (1, 0), "{failed:?}");
+    let wait = next().await;
+    assert!((3500.0..=12.0 * 3600.0 + 100.0).contains(&wait), "{wait}");
+    // the bank refuses; its event is lost, the PaymentIntent says so
+    app.set_delivery(&started, holdfast_sandbox::DeliveryMode::Never)
+        .await;
+    app.sandbox
+        .stripe
+        .settle_delayed(&started.page_id, false)
+        .unwrap();
+    pass(&app.db.pool, 13 * HOUR).await;
+    assert_eq!(app.order_state(&started.token).await, "settling");
+    let found = reconciler.run_once(10).await.unwrap();
+    assert_eq!((found.released, found.finished), (1, 1), "{found:?}");
+    assert_eq!(app.order_state(&started.token).await, "cancelled");
+    assert_eq!(held_and_sold(&app.db, &resource).await, (0, 0));
+    assert_no_drift(&app.db.inventory()).await;
 }

@@ -538,3 +538,97 @@ async fn the_sandboxs_objects_carry_the_fields_of_stripes_published_fixtures() {
     assert_eq!(event["type"], "checkout.session.completed");
     assert_eq!(event["data"]["object"]["id"], page.id);
 }
+
+/// Checkout takes the methods a session names only as Stripe does: names
+/// Stripe has, in currencies their schemes take (SEPA Direct Debit in EUR);
+/// a session that names none offers the dashboard's (for EUR, SEPA), shows
+/// what it was asked in `allowed_payment_method_types`, and a debit's
+/// PaymentIntent is `processing` until its bank answers.
+#[tokio::test]
+async fn sessions_take_the_methods_stripe_takes_and_a_debit_processes_until_its_bank_answers() {
+    let sandbox = spawn_sandbox();
+    let named = |methods: &[&str]| {
+        StripeProvider::new(
+            &StripeSettings {
+                payment_methods: methods.iter().map(|m| (*m).to_owned()).collect(),
+                ..sandbox.stripe_settings()
+            },
+            http_client(),
+        )
+        .unwrap()
+    };
+    // page_request is in EUR
+    let refused = named(&["card", "us_bank_account"])
+        .open_page(&page_request(Uuid::new_v4(), 31))
+        .await
+        .unwrap_err();
+    assert!(
+        refused
+            .to_string()
+            .contains("us_bank_account only supports the following currencies: usd"),
+        "{refused}"
+    );
+    let refused = named(&["card", "cheque"])
+        .open_page(&page_request(Uuid::new_v4(), 31))
+        .await
+        .unwrap_err();
+    assert!(
+        refused
+            .to_string()
+            .contains("Invalid allowed_payment_method_types[1]"),
+        "{refused}"
+    );
+    // named, and allowed
+    let page = named(&["card", "sepa_debit"])
+        .open_page(&page_request(Uuid::new_v4(), 31))
+        .await
+        .unwrap();
+    let session = sandbox.stripe.session(&page.id).unwrap();
+    assert_eq!(
+        session["allowed_payment_method_types"],
+        serde_json::json!(["card", "sepa_debit"])
+    );
+    // the dashboard's: SEPA offered for EUR, nothing asked for
+    let dynamic = named(&[]);
+    let page = dynamic
+        .open_page(&page_request(Uuid::new_v4(), 31))
+        .await
+        .unwrap();
+    let session = sandbox.stripe.session(&page.id).unwrap();
+    assert_eq!(
+        session["payment_method_types"],
+        serde_json::json!(["card", "sepa_debit"])
+    );
+    assert_eq!(
+        session["allowed_payment_method_types"],
+        serde_json::Value::Null
+    );
+    assert_eq!(pay_on_page(&page.url, "pay-delayed").await.status(), 303);
+    let state = dynamic.page(&page.id).await.unwrap();
+    let [debit] = state.payments.as_slice() else {
+        panic!("{:?}", state.payments);
+    };
+    assert_eq!(
+        (debit.status, debit.method.as_deref()),
+        (PaymentStatus::Pending, Some("sepa_debit"))
+    );
+    let intent = dynamic.retrieve_intent(&debit.payment_ref).await.unwrap();
+    assert_eq!(intent.status.as_str(), "processing");
+    assert_eq!(intent.amount, debit.amount_minor);
+    // the bank refuses: the session reads the same, its intent does not
+    sandbox.stripe.settle_delayed(&page.id, false).unwrap();
+    let session = sandbox.stripe.session(&page.id).unwrap();
+    assert_eq!(
+        (
+            session["status"].as_str(),
+            session["payment_status"].as_str()
+        ),
+        (Some("complete"), Some("unpaid"))
+    );
+    let state = dynamic.page(&page.id).await.unwrap();
+    assert_eq!(state.payments[0].status, PaymentStatus::Failed);
+    // and nothing settles twice
+    assert!(sandbox.stripe.settle_delayed(&page.id, true).is_err());
+    let missing = dynamic.retrieve_intent("pi_nobody").await.unwrap_err();
+    assert_eq!(missing.code(), Some("resource_missing"));
+}

@@ -41,6 +41,18 @@ pub fn next_change(zone: ShopZone, skipped: bool) -> (NaiveDate, i64) {
 pub async fn pass(pool: &PgPool, span: std::time::Duration) {
     let seconds = span.as_secs_f64();
     let mut tx = pool.begin().await.expect("a transaction");
+    // lock as the shop does (orders, then resources in id order, then what
+    // hangs off them), so a payment or a sweep under way never deadlocks
+    // with time passing
+    for statement in [
+        "select 1 from orders order by id for update",
+        "select 1 from resources order by id for no key update",
+    ] {
+        sqlx::query(statement)
+            .execute(&mut *tx)
+            .await
+            .unwrap_or_else(|e| panic!("time passing: {e}"));
+    }
     for statement in [
         "update holds set created_at = created_at - $1 * interval '1 second', \
                 expires_at = expires_at - $1 * interval '1 second', \
