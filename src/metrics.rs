@@ -430,8 +430,14 @@ async fn settling_gauge(pool: &PgPool) -> sqlx::Result<Vec<(String, f64)>> {
         .flat_map(|row| {
             let id = label("resource", &row.resource_id);
             [
-                (format!("{id},{}", label("measure", "holds")), row.holds as f64),
-                (format!("{id},{}", label("measure", "units")), row.units as f64),
+                (
+                    format!("{id},{}", label("measure", "holds")),
+                    row.holds as f64,
+                ),
+                (
+                    format!("{id},{}", label("measure", "units")),
+                    row.units as f64,
+                ),
             ]
         })
         .collect())

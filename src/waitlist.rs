@@ -921,7 +921,10 @@ pub async fn claim(desk: Desk<'_>, entry: &Entry) -> checkout::Result<Claim> {
     };
     match order.state {
         // paid, or paying by a method that settles later: the order page
-        OrderState::Paid | OrderState::Settling | OrderState::RefundPending | OrderState::Refunded => {
+        OrderState::Paid
+        | OrderState::Settling
+        | OrderState::RefundPending
+        | OrderState::Refunded => {
             return Ok(Claim::Paid {
                 order_token: order.token,
             });

@@ -41,7 +41,8 @@ pub(super) async fn judge(
         LateMoney::Refunded("off_sale")
     } else {
         match inventory::claim_again(&mut **tx, hold, payment_ref, source.as_str()).await? {
-            ClaimOutcome::Claimed { purchase_id } | ClaimOutcome::AlreadyClaimed { purchase_id } => {
+            ClaimOutcome::Claimed { purchase_id }
+            | ClaimOutcome::AlreadyClaimed { purchase_id } => {
                 sqlx::query("update orders set hold_id = $2, updated_at = now() where id = $1")
                     .bind(order_id)
                     .bind(purchase_id.0)

@@ -20,10 +20,10 @@ pub use domain::*;
 pub use hold_batches::HoldBatches;
 pub use outcomes::*;
 pub use records::*;
+use rows::{BasketRow, ResultRow, basket_outcome};
 pub use settling::{
     ClaimOutcome, SettleOutcome, SettlingPhase, begin_settling, claim_again, claimable,
 };
-use rows::{BasketRow, ResultRow, basket_outcome};
 
 /// Failures of the engine. Business results are never errors.
 #[derive(Debug, thiserror::Error)]

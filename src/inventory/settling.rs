@@ -18,9 +18,13 @@ pub enum SettleOutcome {
     /// Moved now: its units are the shopper's until `deadline`, and the
     /// sweeper leaves them until `payment_deadline` (the deadline plus the
     /// grace delay).
-    Settling { phase: SettlingPhase },
+    Settling {
+        phase: SettlingPhase,
+    },
     /// It was settling already (the same debit reported again).
-    Replayed { phase: SettlingPhase },
+    Replayed {
+        phase: SettlingPhase,
+    },
     /// Paid already: nothing to settle.
     Confirmed,
     /// Its holds ran out before the provider said the shopper committed;
@@ -47,17 +51,29 @@ pub struct SettlingPhase {
 #[serde(tag = "status", rename_all = "snake_case")]
 pub enum ClaimOutcome {
     /// The same units were free: a new purchase, confirmed with the payment.
-    Claimed { purchase_id: HoldId },
+    Claimed {
+        purchase_id: HoldId,
+    },
     /// This payment claimed them again before: the same purchase.
-    AlreadyClaimed { purchase_id: HoldId },
+    AlreadyClaimed {
+        purchase_id: HoldId,
+    },
     /// Someone let the purchase go on purpose: the money goes back.
     Released,
     /// A line does not fit any more.
-    SoldOut { resource_id: String, available: i32 },
+    SoldOut {
+        resource_id: String,
+        available: i32,
+    },
     /// People wait in line for a line's units: they keep priority.
-    LineWaiting { resource_id: String, available: i32 },
+    LineWaiting {
+        resource_id: String,
+        available: i32,
+    },
     /// The payment bought another purchase.
-    PaymentRefInUse { other: HoldId },
+    PaymentRefInUse {
+        other: HoldId,
+    },
     /// The purchase has not ended (a caller's mistake: only ended
     /// purchases meet this rule).
     NotEnded,
@@ -75,7 +91,8 @@ struct SettleRow {
 
 impl SettleRow {
     fn phase(&self) -> Result<SettlingPhase> {
-        let missing = || InventoryError::Unexpected(format!("a {} row without its phase", self.status));
+        let missing =
+            || InventoryError::Unexpected(format!("a {} row without its phase", self.status));
         Ok(SettlingPhase {
             purchase_id: HoldId(self.purchase_id.ok_or_else(missing)?),
             method: self.settle_method.clone().ok_or_else(missing)?,
@@ -108,8 +125,12 @@ pub async fn begin_settling<'e>(
     .await
     .map_err(classify)?;
     Ok(match row.status.as_str() {
-        "settling" => SettleOutcome::Settling { phase: row.phase()? },
-        "replayed" => SettleOutcome::Replayed { phase: row.phase()? },
+        "settling" => SettleOutcome::Settling {
+            phase: row.phase()?,
+        },
+        "replayed" => SettleOutcome::Replayed {
+            phase: row.phase()?,
+        },
         "confirmed" => SettleOutcome::Confirmed,
         "expired" => SettleOutcome::Expired,
         "released" => SettleOutcome::Released,
@@ -149,11 +170,16 @@ pub async fn claim_again<'e>(
     .await
     .map_err(classify)?;
     let purchase = || {
-        row.purchase_id
-            .map(HoldId)
-            .ok_or_else(|| InventoryError::Unexpected(format!("a {} claim without its purchase", row.status)))
+        row.purchase_id.map(HoldId).ok_or_else(|| {
+            InventoryError::Unexpected(format!("a {} claim without its purchase", row.status))
+        })
     };
-    let line = || (row.resource_id.clone().unwrap_or_default(), row.available.unwrap_or(0));
+    let line = || {
+        (
+            row.resource_id.clone().unwrap_or_default(),
+            row.available.unwrap_or(0),
+        )
+    };
     Ok(match row.status.as_str() {
         "claimed" => ClaimOutcome::Claimed {
             purchase_id: purchase()?,

@@ -168,7 +168,9 @@ impl Mailer {
             "line_waiting" => {
                 "it arrived after your reservation had run out, and the items went to people waiting for them"
             }
-            "off_sale" => "it arrived after your reservation had run out, and the items are no longer sold",
+            "off_sale" => {
+                "it arrived after your reservation had run out, and the items are no longer sold"
+            }
             "payment_mismatch" => "it did not match your order (another amount or another page)",
             _ => "it could not be used for your order",
         };

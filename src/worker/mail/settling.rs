@@ -80,8 +80,15 @@ impl Mailer {
         };
         let (text, html) = (text(&SettlingText(&mail))?, render(&mail)?);
         let message = self
-            .builder(&mail.name, &row.customer_email, &format!("settling-{order_id}"))?
-            .subject(format!("Your payment of {} is being processed", mail.amount))
+            .builder(
+                &mail.name,
+                &row.customer_email,
+                &format!("settling-{order_id}"),
+            )?
+            .subject(format!(
+                "Your payment of {} is being processed",
+                mail.amount
+            ))
             .multipart(MultiPart::alternative_plain_html(text, html))
             .map_err(|e| MailError::Compose(e.to_string()))?;
         self.send(message).await

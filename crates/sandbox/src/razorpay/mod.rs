@@ -377,10 +377,7 @@ impl RazorpaySandbox {
                 captured: false,
                 amount_refunded: 0,
                 created_at: Utc::now().timestamp(),
-                error: Some((
-                    "Payment was not completed on time.",
-                    objects::TIMED_OUT,
-                )),
+                error: Some(("Payment was not completed on time.", objects::TIMED_OUT)),
                 method: "netbanking",
             };
             order.payments.push(payment.id.clone());
@@ -409,7 +406,9 @@ impl RazorpaySandbox {
                 .get_mut(payment_id)
                 .ok_or_else(|| "no such payment".to_owned())?;
             let timed_out = payment.status == "failed"
-                && payment.error.is_some_and(|(_, reason)| reason == objects::TIMED_OUT);
+                && payment
+                    .error
+                    .is_some_and(|(_, reason)| reason == objects::TIMED_OUT);
             if !timed_out || now.saturating_sub(payment.created_at) > LATE_AUTHORISATION_SECONDS {
                 return Err("no bank is still answering for this payment".to_owned());
             }

@@ -34,10 +34,7 @@ pub(crate) fn api(config: &mut web::ServiceConfig) {
             "/v1/checkout/sessions/{id}/expire",
             web::post().to(expire_session),
         )
-        .route(
-            "/v1/payment_intents/{id}",
-            web::get().to(retrieve_intent),
-        )
+        .route("/v1/payment_intents/{id}", web::get().to(retrieve_intent))
         .route("/v1/refunds", web::post().to(create_refund))
         .route("/v1/refunds", web::get().to(list_refunds))
         .route("/v1/refunds/{id}", web::get().to(retrieve_refund))
