@@ -80,19 +80,30 @@ pub enum Behaviour {
     /// Pays (its webhook late); then staff refund one unit, then the rest,
     /// while the webhook may still be on its way.
     StaffRefund,
+    /// Money that takes days, and comes in time: Stripe, a SEPA Direct
+    /// Debit that settles while its units are held; Razorpay, a bank that
+    /// did not answer and authorises later.
+    DebitSettles,
+    /// The bank says no (Stripe: the debit fails; Razorpay: the bank never
+    /// answers).
+    DebitFails,
+    /// The money comes after the order's settling deadline and grace:
+    /// claimed again if its units are free, else refunded (or, an
+    /// authorisation nobody captures, returned by Razorpay).
+    DebitLate,
 }
 
 /// Out of 100.
-const MIX: [(Behaviour, u32); 18] = [
-    (Behaviour::Pay, 10),
+const MIX: [(Behaviour, u32); 21] = [
+    (Behaviour::Pay, 9),
     (Behaviour::DeclineThenLeave, 5),
     (Behaviour::DeclineThenPay, 5),
-    (Behaviour::Abandon, 8),
+    (Behaviour::Abandon, 5),
     (Behaviour::WalkAway, 6),
     (Behaviour::PayTwice, 5),
-    (Behaviour::PayAfterExpiry, 7),
-    (Behaviour::WebhookLost, 7),
-    (Behaviour::ReturnLost, 7),
+    (Behaviour::PayAfterExpiry, 5),
+    (Behaviour::WebhookLost, 5),
+    (Behaviour::ReturnLost, 5),
     (Behaviour::BothLost, 7),
     (Behaviour::WebhookDuplicated, 5),
     (Behaviour::WebhookReordered, 5),
@@ -102,6 +113,9 @@ const MIX: [(Behaviour, u32); 18] = [
     (Behaviour::AnotherPage, 4),
     (Behaviour::UnderPayment, 4),
     (Behaviour::StaffRefund, 4),
+    (Behaviour::DebitSettles, 4),
+    (Behaviour::DebitFails, 3),
+    (Behaviour::DebitLate, 3),
 ];
 
 impl Behaviour {
@@ -118,7 +132,10 @@ impl Behaviour {
 
     fn delivery(self) -> DeliveryMode {
         match self {
-            Behaviour::WebhookLost | Behaviour::BothLost => DeliveryMode::Never,
+            // a late debit's shop hears of it only from reconciliation
+            Behaviour::WebhookLost | Behaviour::BothLost | Behaviour::DebitLate => {
+                DeliveryMode::Never
+            }
             Behaviour::WebhookDuplicated => DeliveryMode::Twice,
             Behaviour::WebhookReordered => DeliveryMode::Reorder,
             Behaviour::WebhookLate | Behaviour::StaffRefund => DeliveryMode::Late,
@@ -127,7 +144,10 @@ impl Behaviour {
     }
 
     fn follows_return(self) -> bool {
-        !matches!(self, Behaviour::ReturnLost | Behaviour::BothLost)
+        !matches!(
+            self,
+            Behaviour::ReturnLost | Behaviour::BothLost | Behaviour::DebitLate
+        )
     }
 }
 
@@ -163,6 +183,10 @@ pub struct SimLedger {
     pub pending_refund_jobs: u64,
     /// What reconciliation found that no webhook or return had brought.
     pub reconciliation: ReconcileReport,
+    /// Orders whose payment settled over days (held in the settling phase).
+    pub settled_orders: u64,
+    /// Money after the holds ended, by what the one rule decided.
+    pub late_money: BTreeMap<String, u64>,
     pub violations: Vec<String>,
 }
 
@@ -187,6 +211,9 @@ struct World {
     payments: Providers,
     /// Pages whose refunds the banks finish only at closing time.
     slow_refunds: std::sync::Mutex<std::collections::HashSet<String>>,
+    /// Debits whose banks answer only after the settling deadline and
+    /// grace have passed (closing time): provider and page.
+    late_debits: std::sync::Mutex<Vec<(Provider, String)>>,
 }
 
 /// Run a whole simulation on `pool`, which must be an empty, migrated
@@ -256,7 +283,12 @@ fn start_world(pool: PgPool, providers: &[Provider]) -> anyhow::Result<World> {
     settings.stripe_webhook_url = Some(format!("{shop_base}/webhooks/stripe"));
     settings.razorpay_webhook_url = Some(format!("{shop_base}/webhooks/razorpay"));
     let sandbox = Sandbox::build(sandbox_listener, settings.clone(), sandbox_base.clone())?;
-    let every = holdfast::payments::sandbox_settings(&settings, &sandbox_base, vec!["card".into()]);
+    // the dashboard's methods, as Stripe's default: SEPA for EUR
+    let every = holdfast::payments::sandbox_settings(
+        &settings,
+        &sandbox_base,
+        holdfast::payments::stripe::StripeSettings::DYNAMIC,
+    );
     let payments = Providers::build(&every)?;
     let offered = Providers::build(&ProviderSettings {
         stripe: every
@@ -278,6 +310,7 @@ fn start_world(pool: PgPool, providers: &[Provider]) -> anyhow::Result<World> {
         razorpay_sandbox: sandbox.razorpay.clone(),
         payments,
         slow_refunds: Default::default(),
+        late_debits: Default::default(),
     };
     let app = Application::build(shop_listener, shop)?;
     tokio::spawn(sandbox.run_until_stopped());
@@ -522,6 +555,29 @@ async fn step(
             staff_refund(world, started, page_step == 3).await?;
             return Ok(page_step == 3);
         }
+        // money that takes days: a SEPA debit on Stripe's page, a bank
+        // that does not answer on Razorpay's
+        (DebitSettles | DebitFails | DebitLate, 1) => match shopper.provider {
+            Provider::Stripe => "pay-delayed",
+            Provider::Razorpay => "bank-silent",
+        },
+        (DebitSettles | DebitFails, 2) => {
+            bank_answers(
+                world,
+                shopper.provider,
+                started,
+                shopper.behaviour == DebitSettles,
+            )?;
+            return Ok(true);
+        }
+        (DebitLate, 2) => {
+            world
+                .late_debits
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner())
+                .push((shopper.provider, started.reference.clone()));
+            return Ok(true);
+        }
         (DeclineThenPay, 2) => "pay",
         (
             Pay | WebhookLost | ReturnLost | BothLost | WebhookDuplicated | WebhookReordered
@@ -541,6 +597,31 @@ async fn step(
     // a shopper whose order staff will refund is not done after paying
     Ok(matches!(action, "abandon")
         || (matches!(action, "pay" | "pay-twice" | "pay-late") && shopper.behaviour != StaffRefund))
+}
+
+/// A debit's bank answers: Stripe's debit settles (or fails); Razorpay's
+/// bank authorises the payment late (or never answers: nothing happens, and
+/// nothing was taken).
+fn bank_answers(
+    world: &World,
+    provider: Provider,
+    started: &Started,
+    pays: bool,
+) -> anyhow::Result<()> {
+    match provider {
+        Provider::Stripe => world
+            .stripe_sandbox
+            .settle_delayed(&started.reference, pays)
+            .map_err(|e| anyhow::anyhow!("settle {}: {e}", started.reference)),
+        Provider::Razorpay if pays => {
+            for payment in world.razorpay_sandbox.order_payments(&started.reference) {
+                // the one its bank did not answer for
+                let _ = world.razorpay_sandbox.authorize_late(&payment);
+            }
+            Ok(())
+        }
+        Provider::Razorpay => Ok(()),
+    }
 }
 
 /// Staff refund one unit of the shopper's order (or, with `rest`, all that
@@ -763,8 +844,10 @@ async fn press(
                     .form(&errors)
                     .shop_send()
                     .await?;
+                // a try-again page, or (a bank that may still answer) the
+                // order's page
                 anyhow::ensure!(
-                    back.status() == reqwest::StatusCode::OK,
+                    back.status() == reqwest::StatusCode::OK || back.status().is_redirection(),
                     "the failure callback answered {}",
                     back.status()
                 );
@@ -914,14 +997,19 @@ async fn closing_time(
     }
     settle(world).await;
 
-    // Our clock: every payment window and hold has run out. One
+    // Our clock: every payment window and hold has run out, settling ones
+    // too (their deadline and grace behind us: days pass). One
     // transaction, so the hints move to the very instant the rows do (a
     // hint later than a hold's time would hide it from the sweeper).
     let mut tx = world.pool.begin().await?;
     sqlx::query(
         "update holds set expires_at = least(expires_at, now()), \
                 payment_deadline = case when payment_deadline is not null \
-                                        then least(payment_deadline, now()) end \
+                                        then least(payment_deadline, now()) end, \
+                settle_deadline = case when settle_deadline is not null \
+                                       then least(settle_deadline, now() - settle_grace) end, \
+                settling_at = case when settling_at is not null \
+                                   then least(settling_at, now() - settle_grace - interval '1 second') end \
           where state in ('held', 'awaiting_payment')",
     )
     .execute(&mut *tx)
@@ -942,9 +1030,38 @@ async fn closing_time(
         .run_once()
         .await?;
     holdfast::checkout::expire_abandoned_orders(&world.pool).await?;
-    // days pass at the providers: authorisations nobody captured go back,
-    // and every refund the banks were slow with is finished
-    world.razorpay_sandbox.auto_refund_uncaptured();
+    // the late debits' banks answer now, after the deadline and grace:
+    // the one rule for late money judges what comes
+    let late = std::mem::take(
+        &mut *world
+            .late_debits
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner()),
+    );
+    for (provider, page) in late {
+        let _ = match provider {
+            Provider::Stripe => world.stripe_sandbox.settle_delayed(&page, true),
+            Provider::Razorpay => {
+                for payment in world.razorpay_sandbox.order_payments(&page) {
+                    let _ = world.razorpay_sandbox.authorize_late(&payment);
+                }
+                Ok(())
+            }
+        };
+    }
+    settle(world).await;
+    if reconcile {
+        let found = reconciler.drain().await?;
+        ledger.reconciliation.add(&found);
+    }
+    sqlx::query("update outbox_jobs set run_after = now() where state = 'pending'")
+        .execute(&world.pool)
+        .await?;
+    outbox.drain().await?;
+    // days pass at the providers: authorisations nobody captured go back
+    // (Razorpay: 5 days after their creation), banks stop answering, and
+    // every refund the banks were slow with is finished
+    world.razorpay_sandbox.days_pass(6);
 
     // the worker until quiet: reconciliation finds what nothing reported
     for _ in 0..8 {
@@ -1187,14 +1304,26 @@ async fn account(world: &World, ledger: &mut SimLedger) -> anyhow::Result<()> {
             ledger.pending_refund_jobs
         ));
     }
-    let stuck: i64 = sqlx::query_scalar("select count(*) from orders where state = 'pending'")
-        .fetch_one(&world.pool)
-        .await?;
+    let stuck: i64 =
+        sqlx::query_scalar("select count(*) from orders where state in ('pending', 'settling')")
+            .fetch_one(&world.pool)
+            .await?;
     if stuck > 0 {
-        ledger
-            .violations
-            .push(format!("{stuck} orders still pending after closing time"));
+        ledger.violations.push(format!(
+            "{stuck} orders still pending or settling after closing time"
+        ));
     }
+    let late: Vec<(String, i64)> = sqlx::query_as(
+        "select late_money, count(*) from orders where late_money is not null \
+          group by late_money order by late_money",
+    )
+    .fetch_all(&world.pool)
+    .await?;
+    ledger.late_money = late.into_iter().map(|(v, n)| (v, n as u64)).collect();
+    ledger.settled_orders =
+        sqlx::query_scalar::<_, i64>("select count(*) from orders where settle_method is not null")
+            .fetch_one(&world.pool)
+            .await? as u64;
     Ok(())
 }
 
@@ -1304,6 +1433,20 @@ impl SimLedger {
             self.reconciliation.fulfilled,
             self.reconciliation.refunds_queued,
             self.reconciliation.released
+        ));
+        out.push_str(&format!(
+            "money that takes days: {} orders settled over days ({} found by reconciliation); late money: {}\n",
+            self.settled_orders,
+            self.reconciliation.settling,
+            if self.late_money.is_empty() {
+                "none".to_owned()
+            } else {
+                self.late_money
+                    .iter()
+                    .map(|(verdict, n)| format!("{verdict} {n}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            }
         ));
         out.push_str(&format!(
             "leaked holds: {}; drifted resources: {}; refund jobs pending: {}\n",

@@ -30,7 +30,10 @@
 //! Test controls, under `/_sandbox`: `orders/{id}/delivery?mode=…`,
 //! `orders/{id}/pay?amount=N&late=true` (a payment as the checkout would
 //! make it: less than the order, or authorised after the capture window),
-//! `auto-refund` (days pass: every uncaptured authorisation goes back),
+//! `payments/{id}/authorize-late` (a bank that did not answer in time says
+//! yes: a late authorisation), `days-pass?days=N` (what nobody captured
+//! within 5 days goes back), `auto-refund` (every uncaptured authorisation
+//! goes back),
 //! `refunds/{id}/settle?outcome=processed|failed`, `refunds/auto?after_ms=N`
 //! (or none: never), `ledger`.
 
@@ -156,6 +159,17 @@ impl RazorpaySandbox {
                 .filter(|r| r.status == "pending")
                 .map(|r| (r.id.clone(), r.order_id.clone()))
                 .collect()
+        })
+    }
+
+    /// The ids of every payment made on an order, oldest first.
+    pub fn order_payments(&self, order_id: &str) -> Vec<String> {
+        self.state.with(|state| {
+            state
+                .orders
+                .get(order_id)
+                .map(|order| order.payments.clone())
+                .unwrap_or_default()
         })
     }
 

@@ -6,6 +6,8 @@
 //! `Authorization: Bearer <key>` or HTTP basic with the key as user name):
 //! - `POST /v1/checkout/sessions`, `GET /v1/checkout/sessions/{id}`,
 //!   `POST /v1/checkout/sessions/{id}/expire`;
+//! - `GET /v1/payment_intents/{id}`: the payment a page took (a debit's
+//!   `processing` until its bank answers);
 //! - `POST /v1/refunds`, `GET /v1/refunds/{id}`,
 //!   `GET /v1/refunds?payment_intent=…`;
 //! - `GET /v1/events/{id}`, `POST /v1/events/{id}/retry` (`stripe events
@@ -23,14 +25,16 @@
 //! later (`refund.updated`, or `refund.failed`), and a payment refunded in
 //! full refuses another (`charge_already_refunded`); webhook events are
 //! `refund.*` for endpoints on API versions from 2024-10-28 and
-//! `charge.refund.updated` before; delayed methods (SEPA debit for EUR)
-//! are offered only when the session does not restrict its methods, and
-//! complete `unpaid`, settling later; bodies are form-encoded; amounts
-//! have at most eight digits; currencies are lower-case.
+//! `charge.refund.updated` before; a session that names no methods offers
+//! the dashboard's (SEPA Direct Debit beside the card for EUR), one that
+//! names them offers those only, each in its scheme's currency; a debit
+//! completes the session `unpaid` and settles later, its PaymentIntent
+//! `processing` until then; bodies are form-encoded; amounts have at most
+//! eight digits; currencies are lower-case.
 //!
 //! The hosted page (`GET /pay/{id}`) offers pay, a declined card, pay
 //! twice, a bank debit that settles later (when allowed) and back to the
-//! shop. Test controls, under `/_sandbox`: `sessions/{id}/delivery?mode=…`
+//! shop; for a debit settling, the bank's answer (it pays, it refuses). Test controls, under `/_sandbox`: `sessions/{id}/delivery?mode=…`
 //! (`normal`, `twice`, `never`, `late`, `reorder`), `sessions/{id}/force-pay`
 //! (money after expiry), `sessions/{id}/settle?outcome=succeeded|failed`
 //! (a delayed payment), `refunds/{id}/settle?outcome=succeeded|failed`,
