@@ -1625,3 +1625,138 @@ async fn a_drop_queues_order_is_checked_in_the_shoppers_browser() {
     assert!(verdict.contains("Place 1"), "{verdict}");
     browser.close().await;
 }
+
+/// Money that takes days, as a phone (390×844) and a desk (1280×900) show
+/// it: the shopper pays by SEPA Direct Debit on Stripe's page (the shop
+/// offers the dashboard's methods) and reads on the order page that the
+/// payment is being processed and until when the jar is theirs; staff see
+/// the settling order in the list and on its page, with its method, its
+/// deadline and Release; the bank's answer on the sandbox's page then
+/// sells the order (phone) or frees its jar (desk). Razorpay's page offers
+/// a bank that does not answer. Every shop and admin page passes axe-core.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_debit_that_takes_days_is_seen_by_shopper_and_staff_on_a_phone_and_a_desk() {
+    let _turn = turn().lock().await;
+    ensure_installed();
+    let app = super::settling::debit_shop().await;
+    app.add_staff().await;
+    let driver = start_driver().await;
+    let mut shopper = Browser::open(&driver, shots_for("settling/shopper")).await;
+    let mut staff = Browser::open(&driver, shots_for("settling/staff")).await;
+    let clean = |page: &str, violations: Vec<String>| {
+        assert!(
+            violations.is_empty(),
+            "{page}: WCAG 2.1 A/AA: {violations:#?}"
+        );
+    };
+    staff.go(&format!("{}/admin/login", app.address)).await;
+    staff.fill("input[name=email]", STAFF_EMAIL).await;
+    staff.fill("input[name=password]", STAFF_PASSWORD).await;
+    staff.click("#login button[type=submit]").await;
+    staff.wait_for_path("/admin/resources").await;
+    for (width, height, size, bank_pays) in [(390, 844, "phone", true), (1280, 900, "desk", false)]
+    {
+        shopper.client.set_window_size(width, height).await.unwrap();
+        staff.client.set_window_size(width, height).await.unwrap();
+        check_out(
+            &mut shopper,
+            &app,
+            "wild-honey",
+            "1",
+            &format!("basket-{size}"),
+        )
+        .await;
+        let stripe_page = shopper.client.current_url().await.unwrap().to_string();
+        assert!(shopper.body().await.contains("SEPA Direct Debit"));
+        shopper.screenshot(&format!("stripe-page-{size}")).await;
+        shopper.click("#pay-delayed").await;
+        shopper.wait_for_path("/orders/").await;
+        let order_page = shopper.client.current_url().await.unwrap().to_string();
+        shopper
+            .wait_for_text("h1", "Your payment is being processed")
+            .await;
+        let body = shopper.body().await;
+        assert!(
+            body.contains("paying €14.00 by SEPA Direct Debit")
+                && body.contains("held for you until"),
+            "{body}"
+        );
+        shopper.screenshot(&format!("order-settling-{size}")).await;
+        clean("order page, settling", shopper.axe_violations().await);
+
+        staff
+            .go(&format!("{}/admin/orders?state=settling", app.address))
+            .await;
+        let listed = staff.text("#orders").await;
+        assert!(listed.contains("SEPA Direct Debit, held until"), "{listed}");
+        staff.screenshot(&format!("orders-settling-{size}")).await;
+        // the list refreshes itself every 15 s (as it did before settling
+        // came): axe's meta-refresh rule, the page's own choice, aside
+        clean(
+            "admin orders, settling",
+            staff
+                .axe_violations()
+                .await
+                .into_iter()
+                .filter(|v| !v.starts_with("meta-refresh:"))
+                .collect(),
+        );
+        staff.click("#orders tbody tr:first-child a").await;
+        staff.wait_for_path("/admin/orders/").await;
+        assert!(staff.text("#settling").await.contains("held until"));
+        assert!(staff.body().await.contains("Release the units"));
+        // what settling adds to the page, in view on a phone too
+        staff
+            .client
+            .execute(
+                "document.querySelector('#settling').scrollIntoView();",
+                vec![],
+            )
+            .await
+            .unwrap();
+        staff.screenshot(&format!("order-settling-{size}")).await;
+        clean("admin order, settling", staff.axe_violations().await);
+
+        // days later, on the sandbox's page, the bank answers
+        shopper.go(&stripe_page).await;
+        let answer = if bank_pays {
+            "#bank-pays"
+        } else {
+            "#bank-refuses"
+        };
+        shopper.find(answer).await;
+        shopper.screenshot(&format!("stripe-bank-{size}")).await;
+        shopper.click(answer).await;
+        shopper.wait_for_text("h1", "The bank").await;
+        let state = if bank_pays { "paid" } else { "cancelled" };
+        let token = order_page.rsplit('/').next().unwrap().to_owned();
+        app.wait_for_state(&token, state).await;
+        shopper.go(&order_page).await;
+        let headline = if bank_pays {
+            "Thank you"
+        } else {
+            "This order was cancelled"
+        };
+        shopper.wait_for_text("h1", headline).await;
+        shopper.screenshot(&format!("order-{state}-{size}")).await;
+        clean("order page, after the bank", shopper.axe_violations().await);
+        // the waiting page's refresh is off: nothing is left settling
+        app.settled().await;
+    }
+    // Razorpay's checkout, and a bank that does not answer in time
+    let razorpay = app
+        .start(
+            &holdfast_testkit::browser(),
+            &Purchase::of("wild-honey", 1).with(holdfast::payments::ProviderKind::Razorpay),
+        )
+        .await;
+    for (width, height, size) in [(390, 844, "phone"), (1280, 900, "desk")] {
+        shopper.client.set_window_size(width, height).await.unwrap();
+        shopper.go(&razorpay.pay_url).await;
+        shopper.find("#bank-silent").await;
+        shopper.screenshot(&format!("razorpay-page-{size}")).await;
+    }
+    assert_no_policy_reports(&app).await;
+    shopper.close().await;
+    staff.close().await;
+}
