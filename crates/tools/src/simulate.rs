@@ -571,6 +571,9 @@ async fn step(
             return Ok(true);
         }
         (DebitLate, 2) => {
+            // its deadline and grace pass while the sale goes on: its units
+            // go back on sale, and its bank pays at closing time
+            run_out(world, &started.reference).await?;
             world
                 .late_debits
                 .lock()
@@ -597,6 +600,43 @@ async fn step(
     // a shopper whose order staff will refund is not done after paying
     Ok(matches!(action, "abandon")
         || (matches!(action, "pay" | "pay-twice" | "pay-late") && shopper.behaviour != StaffRefund))
+}
+
+/// One order's time runs out as if days had passed for it alone (its
+/// payment deadline, and a settling phase's deadline and grace), and the
+/// sweeper gives its units back to the sale. One transaction, the hints
+/// with the rows.
+async fn run_out(world: &World, page: &str) -> anyhow::Result<()> {
+    let mut tx = world.pool.begin().await?;
+    let resources: Vec<String> = sqlx::query_scalar(
+        "update holds h set expires_at = least(h.expires_at, now()), \
+                payment_deadline = case when h.payment_deadline is not null \
+                                        then least(h.payment_deadline, now()) end, \
+                settle_deadline = case when h.settle_deadline is not null \
+                                       then least(h.settle_deadline, now() - h.settle_grace) end, \
+                settling_at = case when h.settling_at is not null \
+                                   then least(h.settling_at, now() - h.settle_grace - interval '1 second') end \
+          where h.purchase_id = (select hold_id from orders where provider_session_id = $1) \
+            and h.state in ('held', 'awaiting_payment') \
+         returning h.resource_id",
+    )
+    .bind(page)
+    .fetch_all(&mut *tx)
+    .await?;
+    sqlx::query(
+        "update resources set next_expiry = least(next_expiry, now()), \
+                next_deadline = least(next_deadline, now()) \
+          where id = any($1)",
+    )
+    .bind(&resources)
+    .execute(&mut *tx)
+    .await?;
+    tx.commit().await?;
+    Sweeper::new(Inventory::new(world.pool.clone()), "simulate")
+        .run_once()
+        .await?;
+    holdfast::checkout::expire_abandoned_orders(&world.pool).await?;
+    Ok(())
 }
 
 /// A debit's bank answers: Stripe's debit settles (or fails); Razorpay's
