@@ -11,7 +11,8 @@ use crate::inventory::{self, ConfirmOutcome, HoldId, PaymentRef};
 use crate::payments::{PaymentStatus, ProviderKind, ProviderPayment};
 
 use super::late::{self, LateMoney};
-use super::{Result, codes, outbox, refund, settling};
+use super::settling::{self, Settled};
+use super::{Result, codes, outbox, refund};
 use crate::catalogue::{Code, ProductKind};
 
 /// Which path reported a payment, for the history and metrics.
@@ -233,7 +234,28 @@ async fn confirm_round(
         };
         match first_look(tx, &order, report).await? {
             Look::Answer(fulfilment) => answers[i] = Some(fulfilment),
-            Look::Settle(hold) => answers[i] = Some(settling::begin(tx, report, hold).await?),
+            Look::Settle(hold) => {
+                let settled = settling::begin(
+                    tx,
+                    report.order_id,
+                    &report.payment,
+                    hold,
+                    report.source.as_str(),
+                )
+                .await?;
+                answers[i] = Some(match settled {
+                    Settled::Settling { method, until } => Fulfilment::Settling {
+                        order_id: report.order_id,
+                        method,
+                        until,
+                    },
+                    Settled::NotWaiting => Fulfilment::NotCaptured {
+                        order_id: report.order_id,
+                        status: report.payment.status,
+                    },
+                    Settled::Unknown => Fulfilment::Unknown,
+                });
+            }
             Look::Sell(hold, payment_ref) => selling.push((i, hold, payment_ref)),
         }
     }
@@ -387,7 +409,16 @@ async fn decided(
         }
         ConfirmOutcome::Expired { .. } | ConfirmOutcome::Released { .. } => {
             let released = matches!(outcome, ConfirmOutcome::Released { .. });
-            match late::judge(tx, order_id, hold, payment_ref, released, report.source).await? {
+            match late::judge(
+                tx,
+                order_id,
+                hold,
+                payment_ref,
+                released,
+                report.source.as_str(),
+            )
+            .await?
+            {
                 LateMoney::ClaimedAgain => Fulfilment::Fulfilled { order_id },
                 LateMoney::Refunded(reason) => {
                     refund::queue(tx, order_id, payment, reason).await?;

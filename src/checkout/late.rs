@@ -11,7 +11,7 @@
 use sqlx::{Postgres, Transaction};
 use uuid::Uuid;
 
-use super::{Result, Source};
+use super::Result;
 use crate::inventory::{self, ClaimOutcome, HoldId, PaymentRef};
 
 /// What the rule decided.
@@ -33,14 +33,14 @@ pub(super) async fn judge(
     hold: HoldId,
     payment_ref: &PaymentRef,
     released: bool,
-    source: Source,
+    actor: &str,
 ) -> Result<LateMoney> {
     let verdict = if released {
         LateMoney::Refunded("hold_released")
     } else if off_sale(tx, order_id).await? {
         LateMoney::Refunded("off_sale")
     } else {
-        match inventory::claim_again(&mut **tx, hold, payment_ref, source.as_str()).await? {
+        match inventory::claim_again(&mut **tx, hold, payment_ref, actor).await? {
             ClaimOutcome::Claimed { purchase_id }
             | ClaimOutcome::AlreadyClaimed { purchase_id } => {
                 sqlx::query("update orders set hold_id = $2, updated_at = now() where id = $1")
@@ -75,7 +75,7 @@ pub(super) async fn judge(
     .execute(&mut **tx)
     .await?;
     crate::metrics::late_money(recorded);
-    tracing::info!(order = %order_id, verdict = ?verdict, source = source.as_str(), "late money");
+    tracing::info!(order = %order_id, verdict = ?verdict, actor, "late money");
     Ok(verdict)
 }
 

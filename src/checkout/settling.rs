@@ -11,39 +11,51 @@ use serde::Serialize;
 use sqlx::{PgExecutor, Postgres, Transaction};
 use uuid::Uuid;
 
-use super::{Fulfilment, PaymentReport, Result, outbox};
+use super::{Result, outbox};
 use crate::inventory::{self, HoldId, SettleOutcome};
+use crate::payments::ProviderPayment;
+
+/// What moving an order into the settling phase came to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum Settled {
+    /// It settles (now, or already did): its units are held until `until`.
+    Settling {
+        method: String,
+        until: DateTime<Utc>,
+    },
+    /// Its holds ended, or it is paid: nothing to settle; the money, if it
+    /// comes, is judged then.
+    NotWaiting,
+    /// Its hold is gone.
+    Unknown,
+}
 
 /// Move the order of a matching, pending payment into the settling phase
 /// (or find it there already: the webhook, the return and reconciliation
-/// all report the same debit). An order whose holds ended, or that is paid,
-/// is left as it is: the money, if it comes, is judged then.
+/// all report the same debit). The order is locked by the caller.
 pub(super) async fn begin(
     tx: &mut Transaction<'_, Postgres>,
-    report: &PaymentReport,
+    order_id: Uuid,
+    payment: &ProviderPayment,
     hold: HoldId,
-) -> Result<Fulfilment> {
-    let order_id = report.order_id;
-    let payment = &report.payment;
+    actor: &str,
+) -> Result<Settled> {
     let outcome = inventory::begin_settling(
         &mut **tx,
         hold,
         payment.provider.as_str(),
         payment.method.as_deref(),
-        report.source.as_str(),
+        actor,
     )
     .await?;
     let phase = match outcome {
         SettleOutcome::Settling { phase } | SettleOutcome::Replayed { phase } => phase,
         SettleOutcome::Confirmed | SettleOutcome::Expired | SettleOutcome::Released => {
-            return Ok(Fulfilment::NotCaptured {
-                order_id,
-                status: payment.status,
-            });
+            return Ok(Settled::NotWaiting);
         }
         SettleOutcome::NotFound => {
             tracing::warn!(order = %order_id, "the order's hold is gone");
-            return Ok(Fulfilment::Unknown);
+            return Ok(Settled::Unknown);
         }
     };
     let moved: Option<Uuid> = sqlx::query_scalar(
@@ -60,8 +72,7 @@ pub(super) async fn begin(
         outbox::queue(&mut **tx, &outbox::OutboxJob::OrderSettling { order_id }).await?;
         tracing::info!(order = %order_id, method = %phase.method, until = %phase.deadline, "payment settling");
     }
-    Ok(Fulfilment::Settling {
-        order_id,
+    Ok(Settled::Settling {
         method: phase.method,
         until: phase.deadline,
     })

@@ -162,17 +162,8 @@ impl Mailer {
             "duplicate_payment" => "your order was already paid, so this second payment goes back",
             "hold_expired" => "it arrived after your reservation had run out, so nothing was sold",
             "hold_released" => "it arrived after your order had ended, so nothing was sold",
-            "sold_out_after_expiry" => {
-                "it arrived after your reservation had run out, and the items had been sold since"
-            }
-            "line_waiting" => {
-                "it arrived after your reservation had run out, and the items went to people waiting for them"
-            }
-            "off_sale" => {
-                "it arrived after your reservation had run out, and the items are no longer sold"
-            }
             "payment_mismatch" => "it did not match your order (another amount or another page)",
-            _ => "it could not be used for your order",
+            other => settling::late_words(other).unwrap_or("it could not be used for your order"),
         };
         let notice = PaymentReturned {
             link: format!("{}/orders/{token}", self.base_url),

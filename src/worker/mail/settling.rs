@@ -2,7 +2,8 @@
 //! much, and until when the units are the shopper's (a bank debit settles
 //! in days; docs/design.md, "Money that takes days"). Queued with the
 //! order's move into the settling phase (`checkout::settling`), sent by the
-//! outbox like every message, its Message-ID made from the order.
+//! outbox like every message, its Message-ID made from the order. And the
+//! words of a refund notice for money that came after its holds ended.
 
 use askama::Template;
 use lettre::message::MultiPart;
@@ -46,6 +47,23 @@ struct SettlingRow {
     settle_method: Option<String>,
     settling_until: Option<chrono::DateTime<chrono::Utc>>,
     items: Option<String>,
+}
+
+/// Why late money goes back, in the refund notice's words, for the
+/// reasons the one rule for late money gives (`checkout::late`).
+pub(super) fn late_words(reason: &str) -> Option<&'static str> {
+    Some(match reason {
+        "sold_out_after_expiry" => {
+            "it arrived after your reservation had run out, and the items had been sold since"
+        }
+        "line_waiting" => {
+            "it arrived after your reservation had run out, and the items went to people waiting for them"
+        }
+        "off_sale" => {
+            "it arrived after your reservation had run out, and the items are no longer sold"
+        }
+        _ => return None,
+    })
 }
 
 impl Mailer {

@@ -38,6 +38,7 @@
 //! (or none: never), `ledger`.
 
 pub(crate) mod objects;
+mod page;
 pub(crate) mod requests;
 mod routes;
 

@@ -44,7 +44,9 @@
 //! `ledger`.
 
 pub mod cli;
+mod methods;
 pub(crate) mod objects;
+mod page;
 pub(crate) mod requests;
 mod routes;
 

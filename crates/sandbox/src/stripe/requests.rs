@@ -11,6 +11,7 @@ use std::collections::HashMap;
 
 use serde::Deserialize;
 
+use super::methods::methods;
 use super::objects::StripeError;
 use crate::dialect::media_type;
 
@@ -214,65 +215,6 @@ pub(crate) fn metadata_problem(
     None
 }
 
-/// The payment method types the sandbox knows for Checkout, and the
-/// currencies each takes (none listed: any). A bank debit takes its
-/// scheme's currency only: "To support SEPA Direct Debit payments in
-/// Checkout, Prices for all line items must be expressed in Euro"
-/// (docs.stripe.com/payments/sepa-debit/accept-a-payment; likewise ACH
-/// in USD, Bacs in GBP, BECS in AUD, pre-authorised debits in CAD or USD).
-const METHODS: [(&str, &[&str]); 12] = [
-    ("card", &[]),
-    ("link", &[]),
-    ("paypal", &[]),
-    ("klarna", &[]),
-    ("sepa_debit", &["eur"]),
-    ("ideal", &["eur"]),
-    ("bancontact", &["eur"]),
-    ("eps", &["eur"]),
-    ("us_bank_account", &["usd"]),
-    ("bacs_debit", &["gbp"]),
-    ("au_becs_debit", &["aud"]),
-    ("acss_debit", &["cad", "usd"]),
-];
-
-/// A named payment method type: one Stripe has, for a currency it takes
-/// (Stripe's words: "The currency provided (usd) is invalid for one or
-/// more payment method types … The payment method type sepa_debit only
-/// supports the following currencies: eur.").
-fn check_method(method: &str, currency: &str, param: &str) -> Result<(), StripeError> {
-    let Some((_, currencies)) = METHODS.iter().find(|(name, _)| *name == method) else {
-        return Err(StripeError::invalid(
-            format!(
-                "Invalid {param}: must be one of {}",
-                METHODS.map(|(name, _)| name).join(", ")
-            ),
-            Some(param),
-        ));
-    };
-    if !currencies.is_empty() && !currencies.contains(&currency) {
-        return Err(StripeError::invalid(
-            format!(
-                "The currency provided ({currency}) is invalid for one or more payment method \
-                 types on this Checkout Session. The payment method type {method} only supports \
-                 the following currencies: {}.",
-                currencies.join(", ")
-            ),
-            Some(param),
-        ));
-    }
-    Ok(())
-}
-
-/// The methods a session offers when it names none: the account's
-/// dashboard choice, which for EUR includes a bank debit that settles
-/// later.
-pub(crate) fn dynamic_methods(currency: &str) -> Vec<String> {
-    match currency {
-        "eur" => vec!["card".into(), "sepa_debit".into()],
-        _ => vec!["card".into()],
-    }
-}
-
 impl CreateSession {
     /// Read a Checkout Session request as Stripe checks it when it
     /// arrives at `now`: `expires_at` 30 minutes to 24 hours after `now`
@@ -390,39 +332,13 @@ impl CreateSession {
         let Some(currency) = currency else {
             return Err(StripeError::required("line_items"));
         };
-        // the request's API version decides which parameter exists
         let legacy = stripe_version.is_some_and(|v| v < ALLOWED_METHODS_SINCE);
-        if !legacy && !form.payment_method_types.is_empty() {
-            return Err(StripeError::invalid(
-                "Received unknown parameter: payment_method_types",
-                Some("payment_method_types"),
-            ));
-        }
-        if legacy && !form.allowed_payment_method_types.is_empty() {
-            return Err(StripeError::invalid(
-                "Received unknown parameter: allowed_payment_method_types",
-                Some("allowed_payment_method_types"),
-            ));
-        }
-        let named = if form.allowed_payment_method_types.is_empty() {
-            form.payment_method_types
-        } else {
-            form.allowed_payment_method_types
-        };
-        let param = if legacy {
-            "payment_method_types"
-        } else {
-            "allowed_payment_method_types"
-        };
-        for (index, method) in named.iter().enumerate() {
-            check_method(method, &currency, &format!("{param}[{index}]"))?;
-        }
-        let methods_named = !named.is_empty();
-        let payment_method_types = if methods_named {
-            named
-        } else {
-            dynamic_methods(&currency)
-        };
+        let (payment_method_types, methods_named) = methods(
+            legacy,
+            form.allowed_payment_method_types,
+            form.payment_method_types,
+            &currency,
+        )?;
         Ok(Self {
             expires_at,
             success_url,
