@@ -469,9 +469,15 @@ async fn database_gauges(pool: &PgPool) -> sqlx::Result<Gauges> {
         "holdfast_outbox_oldest_pending_seconds",
         vec![(String::new(), oldest)],
     ));
-    let orders: Vec<(String, i64)> = sqlx::query_as(
-        "select s.state, count(o.id) from unnest(array['pending', 'settling', 'paid', 'expired', \
-                'cancelled', 'refund_pending', 'refunded']) as s(state) \
+    #[derive(sqlx::FromRow)]
+    struct OrdersIn {
+        state: String,
+        orders: i64,
+    }
+    let orders: Vec<OrdersIn> = sqlx::query_as(
+        "select s.state, count(o.id) as orders \
+           from unnest(array['pending', 'settling', 'paid', 'expired', 'cancelled', \
+                             'refund_pending', 'refunded']) as s(state) \
            left join orders o on o.state = s.state group by s.state order by s.state",
     )
     .fetch_all(pool)
@@ -481,7 +487,7 @@ async fn database_gauges(pool: &PgPool) -> sqlx::Result<Gauges> {
         .await?;
     let mut order_samples: Vec<(String, f64)> = orders
         .into_iter()
-        .map(|(state, n)| (label("state", &state), n as f64))
+        .map(|row| (label("state", &row.state), row.orders as f64))
         .collect();
     order_samples.push((label("flagged", "true"), flagged as f64));
     gauges.push(("holdfast_orders", order_samples));

@@ -55,10 +55,8 @@ pub async fn settle_payment(
 ) -> Result<Fulfilment, SettleError> {
     let pool = confirmations.pool();
     let mut payment = payment;
-    if payment.status == PaymentStatus::Authorized {
-        if wanted(pool, order_id, &payment).await? {
-            payment = provider.capture(&payment).await?;
-        }
+    if payment.status == PaymentStatus::Authorized && wanted(pool, order_id, &payment).await? {
+        payment = provider.capture(&payment).await?;
     }
     let report = PaymentReport {
         order_id,

@@ -91,7 +91,6 @@ async fn worker_passes(app: &TestApp) -> i64 {
 
 #[derive(Debug, sqlx::FromRow)]
 struct Settling {
-    state: String,
     settle_method: Option<String>,
     settling_until: Option<DateTime<Utc>>,
     late_money: Option<String>,
@@ -100,7 +99,7 @@ struct Settling {
 
 async fn settling(app: &TestApp, token: &str) -> Settling {
     sqlx::query_as(
-        "select state, settle_method, settling_until, late_money, hold_id from orders \
+        "select settle_method, settling_until, late_money, hold_id from orders \
           where token = $1",
     )
     .bind(token)
