@@ -1142,7 +1142,7 @@ async fn a_filter_that_cannot_be_read_is_said_on_the_page_and_nothing_is_exporte
         (
             "state=lost",
             StatusCode::BAD_REQUEST,
-            "Order state: \"lost\" is not one; an order is pending, paid",
+            "Order state: \"lost\" is not one; an order is pending, settling, paid",
         ),
         (
             "paid_from=1+December",
