@@ -8,9 +8,10 @@
 //! Every message has a plain-text part beside its HTML part, and needs no
 //! JavaScript and no remote image: QR codes travel inline (PNG, `cid:`),
 //! a calendar file as an attachment ([`confirmation`]: the order's
-//! confirmation).
+//! confirmation; [`settling`]: a payment that takes days).
 
 mod confirmation;
+mod settling;
 
 use askama::Template;
 use chrono::{DateTime, Utc};
@@ -22,8 +23,6 @@ use uuid::Uuid;
 use crate::clock::ShopZone;
 use crate::money;
 use confirmation::Confirmation;
-
-mod settling;
 
 /// Where mail goes, and who it is from.
 #[derive(Clone)]
