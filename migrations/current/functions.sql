@@ -1,7 +1,8 @@
 -- GENERATED from the migrated database by tests/api/schema.rs: do not edit.
 -- The current composite types and function bodies, whichever migration
--- last wrote them. Regenerate after a migration that writes functions:
---   HOLDFAST_WRITE_FUNCTIONS=1 cargo test --test api schema::
+-- last wrote them; the tables are in schema.sql. Regenerate both after a
+-- migration:
+--   HOLDFAST_WRITE_SCHEMA=1 cargo test --test api schema::
 
 -- type basket_line_result (last written by 0002_inventory_functions.sql)
 create type basket_line_result as (

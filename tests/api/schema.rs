@@ -1,16 +1,23 @@
-//! The current body of every database function in one file a reader can
-//! open: `migrations/current/functions.sql`. Migrations stay append-only, so
-//! a function rewritten by a later migration has older copies in history;
-//! this file is what the migrated database runs, and this test proves it.
+//! The current schema in two files a reader can open, each proved equal
+//! to a migrated database: `migrations/current/functions.sql`, the body of
+//! every database function, and `migrations/current/schema.sql`, what each
+//! table holds ([`tables`]). Migrations stay append-only, so a function
+//! rewritten or a table altered by a later migration has older copies in
+//! history; these files are what the migrated database runs and holds, and
+//! these tests prove it.
 //!
-//! After a migration that writes functions, regenerate the file with
-//! `HOLDFAST_WRITE_FUNCTIONS=1 cargo test --test api schema::` and commit it.
+//! After a migration, regenerate both with
+//! `HOLDFAST_WRITE_SCHEMA=1 cargo test --test api schema::` and commit them
+//! (`HOLDFAST_WRITE_FUNCTIONS=1`, the older name, does the same).
+
+mod tables;
 
 use std::path::Path;
 
 use holdfast_testkit::TestDb;
 
 const SNAPSHOT: &str = "migrations/current/functions.sql";
+const SCHEMA: &str = "migrations/current/schema.sql";
 
 /// The snapshot of a migrated database: its composite types and functions
 /// in name order, each headed by the migration that last wrote it.
@@ -45,8 +52,9 @@ async fn snapshot(db: &TestDb) -> String {
     let mut out = String::from(
         "-- GENERATED from the migrated database by tests/api/schema.rs: do not edit.\n\
          -- The current composite types and function bodies, whichever migration\n\
-         -- last wrote them. Regenerate after a migration that writes functions:\n\
-         --   HOLDFAST_WRITE_FUNCTIONS=1 cargo test --test api schema::\n",
+         -- last wrote them; the tables are in schema.sql. Regenerate both after a\n\
+         -- migration:\n\
+         --   HOLDFAST_WRITE_SCHEMA=1 cargo test --test api schema::\n",
     );
     for (name, definition) in types {
         out.push_str(&format!(
@@ -66,20 +74,28 @@ async fn snapshot(db: &TestDb) -> String {
 
 /// The newest migration that creates or replaces `kind name`.
 fn last_written_by(kind: &str, name: &str) -> String {
+    migrations_saying(&[
+        format!("create {kind} {name}"),
+        format!("create or replace {kind} {name}"),
+    ])
+    .pop()
+    .map(|file| format!("last written by {file}"))
+    .unwrap_or_else(|| "not written by a migration".to_owned())
+}
+
+/// The migrations (file names, oldest first) whose text holds one of
+/// `patterns` (lower case) followed by the end of a name: `create table
+/// holds` is not found in `create table holds_archive`.
+fn migrations_saying(patterns: &[String]) -> Vec<String> {
     let mut files: Vec<_> = std::fs::read_dir("migrations")
         .expect("migrations folder")
         .filter_map(|entry| entry.ok().map(|e| e.path()))
         .filter(|path| path.extension().is_some_and(|e| e == "sql"))
         .collect();
     files.sort();
-    let patterns = [
-        format!("create {kind} {name}"),
-        format!("create or replace {kind} {name}"),
-    ];
     files
         .iter()
-        .rev()
-        .find(|path| {
+        .filter(|path| {
             let text = std::fs::read_to_string(path)
                 .unwrap_or_default()
                 .to_lowercase();
@@ -91,26 +107,88 @@ fn last_written_by(kind: &str, name: &str) -> String {
                 })
             })
         })
-        .and_then(|path| path.file_name())
-        .map(|name| format!("last written by {}", name.to_string_lossy()))
-        .unwrap_or_else(|| "not written by a migration".to_owned())
+        .filter_map(|path| path.file_name())
+        .map(|name| name.to_string_lossy().into_owned())
+        .collect()
+}
+
+/// Writes `current` to `path` when asked to (either switch), then proves
+/// the committed file equal to it.
+fn prove(path: &str, current: &str) {
+    let path = Path::new(path);
+    let write = ["HOLDFAST_WRITE_SCHEMA", "HOLDFAST_WRITE_FUNCTIONS"]
+        .iter()
+        .any(|switch| std::env::var_os(switch).is_some());
+    if write {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, current).unwrap();
+    }
+    let committed = std::fs::read_to_string(path).unwrap_or_default();
+    assert!(
+        committed == current,
+        "{} differs from the migrated database: regenerate it with \
+         HOLDFAST_WRITE_SCHEMA=1 cargo test --test api schema:: and commit it",
+        path.display()
+    );
 }
 
 #[tokio::test]
 async fn the_function_snapshot_is_what_the_migrated_database_runs() {
     let db = TestDb::new().await;
-    let current = snapshot(&db).await;
-    let path = Path::new(SNAPSHOT);
-    if std::env::var_os("HOLDFAST_WRITE_FUNCTIONS").is_some() {
-        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        std::fs::write(path, &current).unwrap();
-    }
-    let committed = std::fs::read_to_string(path).unwrap_or_default();
+    prove(SNAPSHOT, &snapshot(&db).await);
+}
+
+#[tokio::test]
+async fn the_schema_file_is_what_the_migrated_database_holds() {
+    let db = TestDb::new().await;
+    let unshown = tables::unshown(&db).await;
     assert!(
-        committed == current,
-        "{SNAPSHOT} differs from the migrated database: regenerate it with \
-         HOLDFAST_WRITE_FUNCTIONS=1 cargo test --test api schema:: and commit it"
+        unshown.is_empty(),
+        "the database holds what {SCHEMA} cannot show yet (teach tests/api/schema/tables.rs): \
+         {unshown:?}"
     );
+    prove(SCHEMA, &tables::snapshot(&db).await);
+}
+
+/// Every table, sequence, view and type in the schema file names the
+/// migration that made it, and a change to a table shows in the file.
+#[tokio::test]
+async fn the_schema_file_names_what_made_each_table_and_sees_a_change() {
+    let db = TestDb::new().await;
+    let before = tables::snapshot(&db).await;
+    let unnamed: Vec<&str> = before
+        .lines()
+        .filter(|line| line.starts_with("-- ") && line.contains("(not made by a migration)"))
+        .collect();
+    assert!(unnamed.is_empty(), "made by no migration: {unnamed:?}");
+    assert!(before.contains("\n-- table holds (made by 0001_inventory_schema.sql"));
+    assert!(before.contains("\n-- sequence waitlist_line (made by 0070_waiting_list.sql)"));
+    // what a change to the database looks like in the file
+    sqlx::raw_sql(
+        "alter table holds add column note text not null default ''; \
+         comment on column holds.note is 'a note''s words'; \
+         create index holds_by_note on holds (note)",
+    )
+    .execute(&db.pool)
+    .await
+    .unwrap();
+    let after = tables::snapshot(&db).await;
+    assert_ne!(before, after);
+    let note = ["note", "text", "not", "null", "default", "''::text,"];
+    assert!(
+        after
+            .lines()
+            .any(|line| line.split_whitespace().eq(note.iter().copied())),
+        "{after}"
+    );
+    assert!(after.contains("comment on column holds.note is 'a note''s words';"));
+    assert!(after.contains("CREATE INDEX holds_by_note ON public.holds USING btree (note);"));
+    // and what the file cannot show is refused
+    sqlx::query("create table parted (id int) partition by range (id)")
+        .execute(&db.pool)
+        .await
+        .unwrap();
+    assert_eq!(tables::unshown(&db).await, ["partitioned table parted"]);
 }
 
 #[tokio::test]

@@ -1,0 +1,693 @@
+-- GENERATED from the migrated database by tests/api/schema/tables.rs: do not edit.
+-- What each table holds now, whichever migrations wrote it: its columns, their
+-- types and defaults, its constraints, indexes and triggers; then sequences of
+-- their own, views and types (not sqlx's _sqlx_migrations). The functions,
+-- and the composite types they return, are in functions.sql. Regenerate
+-- both after a migration:
+--   HOLDFAST_WRITE_SCHEMA=1 cargo test --test api schema::
+
+-- table api_idempotency (made by 0062_api_idempotency.sql)
+create table api_idempotency (
+    api_key_id      text not null,
+    idempotency_key text not null,
+    request_hash    bytea not null,
+    status          integer,
+    response        jsonb,
+    created_at      timestamp with time zone not null default now(),
+    constraint api_idempotency_pkey PRIMARY KEY (api_key_id, idempotency_key),
+    constraint api_idempotency_answered CHECK (((status IS NULL) = (response IS NULL))),
+    constraint api_idempotency_hash_shape CHECK ((length(request_hash) = 32)),
+    constraint api_idempotency_key_shape CHECK ((idempotency_key ~ '^[A-Za-z0-9_-]{1,64}$'::text)),
+    constraint api_idempotency_api_key_id_fkey FOREIGN KEY (api_key_id) REFERENCES api_keys(id)
+);
+
+-- table api_keys (made by 0061_api_keys.sql)
+create table api_keys (
+    id           text not null,
+    name         text not null,
+    scopes       text[] not null,
+    secret_hash  bytea not null,
+    created_by   text not null,
+    created_at   timestamp with time zone not null default now(),
+    last_used_at timestamp with time zone,
+    revoked_at   timestamp with time zone,
+    revoked_by   text,
+    constraint api_keys_pkey PRIMARY KEY (id),
+    constraint api_key_hash_shape CHECK ((length(secret_hash) = 32)),
+    constraint api_key_id_shape CHECK ((id ~ '^[a-f0-9]{12}$'::text)),
+    constraint api_key_name_shape CHECK (((length(name) >= 1) AND (length(name) <= 100))),
+    constraint api_key_revoked_by CHECK (((revoked_at IS NULL) = (revoked_by IS NULL))),
+    constraint api_key_scopes CHECK (((cardinality(scopes) >= 1) AND (cardinality(scopes) <= 10)))
+);
+
+-- table basket_lines (made by 0004_shop.sql; changed by 0017_known_outcomes.sql,
+--   0019_staff_run_the_sale.sql)
+create table basket_lines (
+    basket_id   text not null,
+    product_id  text not null,
+    qty         integer not null,
+    added_at    timestamp with time zone not null default now(),
+    last_add    uuid,
+    unlocked_by text,
+    constraint basket_lines_pkey PRIMARY KEY (basket_id, product_id),
+    constraint basket_id_shape CHECK (((length(basket_id) >= 16) AND (length(basket_id) <= 128))),
+    constraint basket_lines_qty_check CHECK (((qty >= 1) AND (qty <= 100))),
+    constraint basket_lines_product_id_fkey FOREIGN KEY (product_id) REFERENCES products(id),
+    constraint basket_lines_unlocked_by_fkey FOREIGN KEY (unlocked_by) REFERENCES vouchers(code)
+);
+
+-- table collections (made by 0019_staff_run_the_sale.sql)
+create table collections (
+    id          text not null,
+    kind        text not null,
+    title       text not null,
+    lede        text not null default ''::text,
+    starts_at   timestamp with time zone,
+    doors_at    timestamp with time zone,
+    venue       text not null default ''::text,
+    "position"  integer not null default 0,
+    archived_at timestamp with time zone,
+    created_at  timestamp with time zone not null default now(),
+    updated_at  timestamp with time zone not null default now(),
+    constraint collections_pkey PRIMARY KEY (id),
+    constraint collection_id_shape CHECK ((id ~ '^[a-z0-9][a-z0-9-]{0,99}$'::text)),
+    constraint collection_kind_known CHECK ((kind = ANY (ARRAY['event'::text, 'schedule'::text, 'shelf'::text]))),
+    constraint collection_title_shape CHECK (((length(title) >= 1) AND (length(title) <= 200))),
+    constraint collection_words_shape CHECK (((length(lede) <= 1000) AND (length(venue) <= 200)))
+);
+
+-- table hold_events (made by 0001_inventory_schema.sql; changed by 0012_after_the_sale.sql)
+create table hold_events (
+    id         bigint not null generated always as identity,
+    hold_id    uuid not null,
+    at         timestamp with time zone not null default clock_timestamp(),
+    kind       text not null,
+    from_state text,
+    to_state   text not null,
+    actor      text not null,
+    detail     jsonb not null default '{}'::jsonb,
+    constraint hold_events_pkey PRIMARY KEY (id),
+    constraint event_kind_known CHECK ((kind = ANY (ARRAY['held'::text, 'payment_started'::text, 'confirmed'::text, 'released'::text, 'expired'::text, 'extended'::text, 'repaired'::text, 'returned'::text]))),
+    constraint hold_events_hold_id_fkey FOREIGN KEY (hold_id) REFERENCES holds(id)
+);
+CREATE INDEX hold_events_by_hold ON public.hold_events USING btree (hold_id, id);
+CREATE TRIGGER hold_events_append_only BEFORE DELETE OR UPDATE OR TRUNCATE ON public.hold_events FOR EACH STATEMENT EXECUTE FUNCTION hold_events_append_only();
+
+-- table holds (made by 0001_inventory_schema.sql; changed by 0006_combined_holds.sql,
+--   0012_after_the_sale.sql)
+create table holds (
+    id                 uuid not null default hf_uuid_v7(),
+    basket_id          uuid,
+    purchase_id        uuid generated always as (COALESCE(basket_id, id)) stored,
+    resource_id        text not null,
+    account_id         text not null,
+    qty                integer not null,
+    state              text not null default 'held'::text,
+    idempotency_key    text,
+    payment_ref        text,
+    created_at         timestamp with time zone not null default now(),
+    expires_at         timestamp with time zone not null,
+    payment_started_at timestamp with time zone,
+    payment_deadline   timestamp with time zone,
+    confirmed_at       timestamp with time zone,
+    extensions         integer not null default 0,
+    ended_at           timestamp with time zone,
+    ended_by           text,
+    end_reason         text,
+    returned           integer not null default 0,
+    constraint holds_pkey PRIMARY KEY (id),
+    constraint account_id_shape CHECK (((length(account_id) >= 1) AND (length(account_id) <= 200))),
+    constraint confirmed_has_payment CHECK (((state = 'confirmed'::text) = (payment_ref IS NOT NULL))),
+    constraint ended_says_who_and_why CHECK (((state = ANY (ARRAY['released'::text, 'expired'::text])) = ((ended_at IS NOT NULL) AND (ended_by IS NOT NULL) AND (end_reason IS NOT NULL)))),
+    constraint extensions_non_negative CHECK ((extensions >= 0)),
+    constraint idempotency_key_shape CHECK (((idempotency_key IS NULL) OR ((length(idempotency_key) >= 1) AND (length(idempotency_key) <= 255)))),
+    constraint paying_has_deadline CHECK (((state <> 'awaiting_payment'::text) OR (payment_deadline IS NOT NULL))),
+    constraint qty_positive CHECK ((qty > 0)),
+    constraint returned_only_when_sold CHECK (((returned = 0) OR (state = 'confirmed'::text))),
+    constraint returned_within_qty CHECK (((returned >= 0) AND (returned <= qty))),
+    constraint state_known CHECK ((state = ANY (ARRAY['held'::text, 'awaiting_payment'::text, 'confirmed'::text, 'released'::text, 'expired'::text]))),
+    constraint holds_resource_id_fkey FOREIGN KEY (resource_id) REFERENCES resources(id),
+    constraint payment_ref_claimed FOREIGN KEY (payment_ref, purchase_id) REFERENCES payment_refs(payment_ref, purchase_id)
+);
+CREATE INDEX holds_due_paying ON public.holds USING btree (resource_id, payment_deadline) WHERE (state = 'awaiting_payment'::text);
+CREATE INDEX holds_due_plain ON public.holds USING btree (resource_id, expires_at) WHERE (state = 'held'::text);
+CREATE UNIQUE INDEX holds_idempotency ON public.holds USING btree (resource_id, account_id, idempotency_key) WHERE (idempotency_key IS NOT NULL);
+CREATE INDEX holds_live_by_account ON public.holds USING btree (account_id, resource_id) WHERE (state = ANY (ARRAY['held'::text, 'awaiting_payment'::text]));
+CREATE UNIQUE INDEX holds_payment_ref ON public.holds USING btree (payment_ref, resource_id) WHERE (payment_ref IS NOT NULL);
+CREATE INDEX holds_purchase ON public.holds USING btree (purchase_id);
+CREATE INDEX holds_state_created ON public.holds USING btree (state, created_at);
+CREATE TRIGGER holds_lines_immutable BEFORE UPDATE OF resource_id, basket_id, account_id, qty ON public.holds FOR EACH ROW WHEN (((old.resource_id IS DISTINCT FROM new.resource_id) OR (old.basket_id IS DISTINCT FROM new.basket_id) OR (old.account_id IS DISTINCT FROM new.account_id) OR (old.qty IS DISTINCT FROM new.qty))) EXECUTE FUNCTION holds_lines_immutable();
+
+-- table inventory_settings (made by 0001_inventory_schema.sql)
+create table inventory_settings (
+    singleton      boolean not null default true,
+    hold_ttl       interval not null default '00:15:00'::interval,
+    payment_window interval not null default '00:30:00'::interval,
+    account_cap    integer,
+    cap_scope      text not null default 'resource'::text,
+    max_extensions integer not null default 1,
+    extension      interval not null default '00:05:00'::interval,
+    updated_at     timestamp with time zone not null default now(),
+    constraint inventory_settings_pkey PRIMARY KEY (singleton),
+    constraint account_cap_positive CHECK (((account_cap IS NULL) OR (account_cap > 0))),
+    constraint cap_scope_known CHECK ((cap_scope = ANY (ARRAY['resource'::text, 'global'::text]))),
+    constraint extension_positive CHECK ((extension > '00:00:00'::interval)),
+    constraint hold_ttl_positive CHECK ((hold_ttl > '00:00:00'::interval)),
+    constraint inventory_settings_singleton_check CHECK (singleton),
+    constraint max_extensions_non_negative CHECK ((max_extensions >= 0)),
+    constraint payment_window_exceeds_ttl CHECK ((payment_window > hold_ttl))
+);
+
+-- table login_throttle (made by 0005_staff.sql; changed by 0011_fair_sale.sql)
+create table login_throttle (
+    key               text not null,
+    attempts          integer not null default 0,
+    window_started_at timestamp with time zone not null default now(),
+    locked_until      timestamp with time zone,
+    constraint login_throttle_pkey PRIMARY KEY (key),
+    constraint throttle_attempts_non_negative CHECK ((attempts >= 0)),
+    constraint throttle_key_shape CHECK (((length(key) >= 1) AND (length(key) <= 320)))
+);
+
+-- table order_codes (made by 0004_shop.sql; changed by 0012_after_the_sale.sql)
+create table order_codes (
+    code        text not null,
+    order_id    uuid not null,
+    product_id  text not null,
+    created_at  timestamp with time zone not null default now(),
+    refunded_at timestamp with time zone,
+    constraint order_codes_pkey PRIMARY KEY (code),
+    constraint order_codes_order_id_fkey FOREIGN KEY (order_id) REFERENCES orders(id),
+    constraint order_codes_product_id_fkey FOREIGN KEY (product_id) REFERENCES products(id)
+);
+CREATE INDEX order_codes_by_order ON public.order_codes USING btree (order_id);
+
+-- table order_lines (made by 0004_shop.sql; changed by 0012_after_the_sale.sql,
+--   0019_staff_run_the_sale.sql)
+create table order_lines (
+    order_id         uuid not null,
+    product_id       text not null,
+    name             text not null,
+    qty              integer not null,
+    unit_price_minor bigint not null,
+    refunded_qty     integer not null default 0,
+    paid_minor       bigint,
+    constraint order_lines_pkey PRIMARY KEY (order_id, product_id),
+    constraint line_refunded_within_qty CHECK (((refunded_qty >= 0) AND (refunded_qty <= qty))),
+    constraint order_line_paid CHECK (((paid_minor IS NULL) OR (paid_minor >= 0))),
+    constraint order_lines_qty_check CHECK ((qty > 0)),
+    constraint order_lines_unit_price_minor_check CHECK ((unit_price_minor >= 0)),
+    constraint order_lines_order_id_fkey FOREIGN KEY (order_id) REFERENCES orders(id),
+    constraint order_lines_product_id_fkey FOREIGN KEY (product_id) REFERENCES products(id)
+);
+
+-- table order_refunds (made by 0012_after_the_sale.sql)
+create table order_refunds (
+    id                bigint not null generated always as identity,
+    order_id          uuid not null,
+    amount_minor      bigint not null,
+    units             jsonb not null,
+    reason            text not null,
+    restocked         boolean not null,
+    override_redeemed boolean not null default false,
+    refunded_by       text not null,
+    request_key       text,
+    created_at        timestamp with time zone not null default now(),
+    constraint order_refunds_pkey PRIMARY KEY (id),
+    constraint order_refunds_request_key_key UNIQUE (request_key),
+    constraint order_refund_by_shape CHECK (((length(refunded_by) >= 1) AND (length(refunded_by) <= 254))),
+    constraint order_refund_key_shape CHECK (((request_key IS NULL) OR (request_key ~ '^[A-Za-z0-9_-]{16,64}$'::text))),
+    constraint order_refund_not_negative CHECK ((amount_minor >= 0)),
+    constraint order_refund_reason_shape CHECK (((length(reason) >= 1) AND (length(reason) <= 500))),
+    constraint order_refunds_order_id_fkey FOREIGN KEY (order_id) REFERENCES orders(id)
+);
+CREATE INDEX order_refunds_by_order ON public.order_refunds USING btree (order_id, id);
+CREATE TRIGGER order_refunds_append_only BEFORE DELETE OR UPDATE OR TRUNCATE ON public.order_refunds FOR EACH STATEMENT EXECUTE FUNCTION order_refunds_append_only();
+CREATE TRIGGER order_refunds_webhook AFTER INSERT ON public.order_refunds FOR EACH ROW EXECUTE FUNCTION hf_webhook_order_refunded();
+
+-- table orders (made by 0004_shop.sql; changed by 0007_reconciliation.sql, 0011_fair_sale.sql,
+--   0012_after_the_sale.sql, 0019_staff_run_the_sale.sql)
+create table orders (
+    id                  uuid not null default gen_random_uuid(),
+    token               text not null,
+    checkout_key        text not null,
+    state               text not null default 'pending'::text,
+    customer_name       text not null,
+    customer_email      text not null,
+    currency            text not null,
+    amount_minor        bigint not null,
+    hold_id             uuid,
+    provider            text not null,
+    provider_session_id text,
+    provider_url        text,
+    provider_expires_at timestamp with time zone,
+    payment_ref         text,
+    flag                text,
+    pickup_code         text,
+    created_at          timestamp with time zone not null default now(),
+    paid_at             timestamp with time zone,
+    updated_at          timestamp with time zone not null default now(),
+    reconcile_after     timestamp with time zone,
+    reconciled_at       timestamp with time zone,
+    reconcile_attempts  integer not null default 0,
+    reconcile_note      text,
+    email_key           text,
+    client_address      text,
+    refunded_minor      bigint not null default 0,
+    voucher_code        text,
+    discount_minor      bigint not null default 0,
+    constraint orders_pkey PRIMARY KEY (id),
+    constraint orders_checkout_key_key UNIQUE (checkout_key),
+    constraint orders_provider_session_id_key UNIQUE (provider_session_id),
+    constraint orders_token_key UNIQUE (token),
+    constraint order_amount_non_negative CHECK ((amount_minor >= 0)),
+    constraint order_currency_iso CHECK ((currency ~ '^[a-z]{3}$'::text)),
+    constraint order_customer_shape CHECK ((((length(customer_name) >= 1) AND (length(customer_name) <= 200)) AND ((length(customer_email) >= 3) AND (length(customer_email) <= 254)))),
+    constraint order_discount CHECK ((discount_minor >= 0)),
+    constraint order_limit_keys_shape CHECK (((length(email_key) <= 254) AND (length(client_address) <= 64))),
+    constraint order_provider_known CHECK ((provider = ANY (ARRAY['stripe'::text, 'razorpay'::text]))),
+    constraint order_refunded_within_paid CHECK (((refunded_minor >= 0) AND (refunded_minor <= amount_minor))),
+    constraint order_state_known CHECK ((state = ANY (ARRAY['pending'::text, 'paid'::text, 'expired'::text, 'cancelled'::text, 'refund_pending'::text, 'refunded'::text]))),
+    constraint paid_order_has_payment CHECK (((state <> 'paid'::text) OR ((payment_ref IS NOT NULL) AND (paid_at IS NOT NULL)))),
+    constraint reconcile_attempts_non_negative CHECK ((reconcile_attempts >= 0)),
+    constraint reconcile_note_short CHECK ((length(reconcile_note) <= 500)),
+    constraint orders_voucher_code_fkey FOREIGN KEY (voucher_code) REFERENCES vouchers(code)
+);
+CREATE INDEX orders_pending_by_address ON public.orders USING btree (client_address) WHERE (state = 'pending'::text);
+CREATE INDEX orders_pending_by_email ON public.orders USING btree (email_key) WHERE (state = 'pending'::text);
+CREATE UNIQUE INDEX orders_pickup_code ON public.orders USING btree (pickup_code) WHERE (pickup_code IS NOT NULL);
+CREATE INDEX orders_state_created ON public.orders USING btree (state, created_at);
+CREATE INDEX orders_to_reconcile ON public.orders USING btree (updated_at) WHERE ((reconciled_at IS NULL) AND (provider_session_id IS NOT NULL));
+CREATE TRIGGER orders_waitlist_claimed AFTER UPDATE OF state ON public.orders FOR EACH ROW WHEN (((old.state = 'pending'::text) AND (new.state = 'paid'::text) AND (new.checkout_key ~~ 'waitlist-%'::text))) EXECUTE FUNCTION hf_waitlist_claimed();
+CREATE TRIGGER orders_webhook_state AFTER UPDATE OF state ON public.orders FOR EACH ROW WHEN (((old.state = 'pending'::text) AND (new.state = ANY (ARRAY['paid'::text, 'expired'::text, 'cancelled'::text])))) EXECUTE FUNCTION hf_webhook_order_state();
+
+-- table orphan_payments (made by 0010_what_was_paid.sql)
+create table orphan_payments (
+    provider      text not null,
+    payment_ref   text not null,
+    page_id       text,
+    amount_minor  bigint not null,
+    currency      text not null,
+    status        text not null,
+    order_hint    uuid,
+    seen_in       text not null,
+    first_seen_at timestamp with time zone not null default now(),
+    last_seen_at  timestamp with time zone not null default now(),
+    constraint orphan_payments_pkey PRIMARY KEY (provider, payment_ref),
+    constraint orphan_provider_known CHECK ((provider = ANY (ARRAY['stripe'::text, 'razorpay'::text]))),
+    constraint orphan_shape CHECK ((((length(payment_ref) >= 1) AND (length(payment_ref) <= 255)) AND ((length(currency) >= 1) AND (length(currency) <= 10)) AND (length(seen_in) <= 300)))
+);
+CREATE INDEX orphan_payments_recent ON public.orphan_payments USING btree (last_seen_at DESC);
+
+-- table outbox_jobs (made by 0004_shop.sql; changed by 0010_what_was_paid.sql,
+--   0012_after_the_sale.sql, 0060_outgoing_webhooks.sql, 0070_waiting_list.sql)
+create table outbox_jobs (
+    id         bigint not null generated always as identity,
+    kind       text not null,
+    dedupe_key text not null,
+    payload    jsonb not null,
+    state      text not null default 'pending'::text,
+    attempts   integer not null default 0,
+    last_error text,
+    run_after  timestamp with time zone not null default now(),
+    created_at timestamp with time zone not null default now(),
+    done_at    timestamp with time zone,
+    constraint outbox_jobs_pkey PRIMARY KEY (id),
+    constraint outbox_jobs_dedupe_key_key UNIQUE (dedupe_key),
+    constraint done_job_has_time CHECK (((state = 'done'::text) = (done_at IS NOT NULL))),
+    constraint job_kind_known CHECK ((kind = ANY (ARRAY['waitlist_mail'::text, 'webhook'::text, 'refund'::text, 'order_confirmation'::text, 'expire_session'::text, 'capture_payment'::text, 'refund_notice'::text, 'payment_returned'::text]))),
+    constraint job_state_known CHECK ((state = ANY (ARRAY['pending'::text, 'done'::text])))
+);
+CREATE INDEX outbox_due ON public.outbox_jobs USING btree (run_after) WHERE (state = 'pending'::text);
+CREATE INDEX outbox_webhooks_by_endpoint ON public.outbox_jobs USING btree (((payload ->> 'endpoint_id'::text)), id) WHERE (kind = 'webhook'::text);
+
+-- table payment_refs (made by 0001_inventory_schema.sql)
+create table payment_refs (
+    payment_ref text not null,
+    purchase_id uuid not null,
+    created_at  timestamp with time zone not null default now(),
+    constraint payment_refs_pkey PRIMARY KEY (payment_ref),
+    constraint payment_refs_payment_ref_purchase_id_key UNIQUE (payment_ref, purchase_id),
+    constraint payment_ref_shape CHECK (((length(payment_ref) >= 1) AND (length(payment_ref) <= 255)))
+);
+
+-- table pickup_schedules (made by 0019_staff_run_the_sale.sql)
+create table pickup_schedules (
+    collection    text not null,
+    name          text not null,
+    description   text not null default ''::text,
+    price_minor   bigint not null,
+    currency      text not null,
+    capacity      integer not null,
+    max_per_order integer not null default 10,
+    weekdays      integer[] not null,
+    opens         time without time zone not null,
+    closes        time without time zone not null,
+    slot_minutes  integer not null,
+    days_ahead    integer not null,
+    closed_days   date[] not null default '{}'::date[],
+    archived_at   timestamp with time zone,
+    updated_at    timestamp with time zone not null default now(),
+    constraint pickup_schedules_pkey PRIMARY KEY (collection),
+    constraint schedule_capacity CHECK (((capacity >= 0) AND (capacity <= 1000000))),
+    constraint schedule_currency CHECK ((currency ~ '^[a-z]{3}$'::text)),
+    constraint schedule_days_ahead CHECK (((days_ahead >= 0) AND (days_ahead <= 366))),
+    constraint schedule_hours CHECK ((opens < closes)),
+    constraint schedule_max_per_order CHECK (((max_per_order >= 1) AND (max_per_order <= 100))),
+    constraint schedule_name CHECK (((length(name) >= 1) AND (length(name) <= 200))),
+    constraint schedule_price CHECK ((price_minor >= 0)),
+    constraint schedule_slot CHECK (((slot_minutes >= 5) AND (slot_minutes <= 720))),
+    constraint schedule_weekdays CHECK (((weekdays <@ ARRAY[1, 2, 3, 4, 5, 6, 7]) AND (cardinality(weekdays) >= 1))),
+    constraint pickup_schedules_collection_fkey FOREIGN KEY (collection) REFERENCES collections(id)
+);
+
+-- table product_kinds (made by 0016_rooms.sql)
+create table product_kinds (
+    kind text not null,
+    code text,
+    constraint product_kinds_pkey PRIMARY KEY (kind),
+    constraint product_kind_code_known CHECK ((code = ANY (ARRAY['pickup'::text, 'ticket'::text])))
+);
+
+-- table products (made by 0004_shop.sql; changed by 0011_fair_sale.sql, 0016_rooms.sql,
+--   0019_staff_run_the_sale.sql, 0070_waiting_list.sql, 0071_drop_queue.sql)
+create table products (
+    id                     text not null,
+    resource_id            text not null,
+    kind                   text not null,
+    name                   text not null,
+    description            text not null default ''::text,
+    price_minor            bigint not null,
+    currency               text not null,
+    starts_at              timestamp with time zone,
+    collection             text not null,
+    "position"             integer not null default 0,
+    active                 boolean not null default true,
+    max_per_order          integer not null default 10,
+    sale_opens_at          timestamp with time zone,
+    sale_closes_at         timestamp with time zone,
+    hidden                 boolean not null default false,
+    archived_at            timestamp with time zone,
+    waitlist_claim_minutes integer not null default 15,
+    waitlist_in_order      boolean not null default false,
+    queue_seed             bytea,
+    queue_commitment       text,
+    queue_drawn_at         timestamp with time zone,
+    constraint products_pkey PRIMARY KEY (id),
+    constraint product_claim_window CHECK (((waitlist_claim_minutes >= 1) AND (waitlist_claim_minutes <= 1440))),
+    constraint product_currency_iso CHECK ((currency ~ '^[a-z]{3}$'::text)),
+    constraint product_id_shape CHECK (((length(id) >= 1) AND (length(id) <= 200))),
+    constraint product_max_per_order CHECK (((max_per_order >= 1) AND (max_per_order <= 100))),
+    constraint product_price_non_negative CHECK ((price_minor >= 0)),
+    constraint product_queue_committed CHECK ((((queue_seed IS NULL) = (queue_commitment IS NULL)) AND ((queue_seed IS NULL) OR ((length(queue_seed) = 32) AND (queue_commitment ~ '^[0-9a-f]{64}$'::text) AND (sale_opens_at IS NOT NULL))))),
+    constraint product_queue_drawn_after_commitment CHECK (((queue_drawn_at IS NULL) OR (queue_seed IS NOT NULL))),
+    constraint product_sale_window CHECK (((sale_closes_at IS NULL) OR (sale_opens_at IS NULL) OR (sale_opens_at < sale_closes_at))),
+    constraint product_collection_known FOREIGN KEY (collection) REFERENCES collections(id) NOT VALID,
+    constraint product_kind_known FOREIGN KEY (kind) REFERENCES product_kinds(kind),
+    constraint products_resource_id_fkey FOREIGN KEY (resource_id) REFERENCES resources(id)
+);
+CREATE INDEX products_collection ON public.products USING btree (collection, "position", id);
+CREATE TRIGGER products_notify_catalogue AFTER INSERT OR DELETE OR UPDATE ON public.products FOR EACH STATEMENT EXECUTE FUNCTION hf_notify_catalogue();
+
+-- table rate_buckets (made by 0011_fair_sale.sql)
+create unlogged table rate_buckets (
+    key          text not null,
+    tokens       double precision not null,
+    refreshed_at timestamp with time zone not null default now(),
+    granted      integer not null default 0,
+    constraint rate_buckets_pkey PRIMARY KEY (key),
+    constraint bucket_key_shape CHECK (((length(key) >= 1) AND (length(key) <= 128)))
+);
+
+-- table redemptions (made by 0012_after_the_sale.sql; changed by 0017_known_outcomes.sql)
+create table redemptions (
+    code        text not null,
+    order_id    uuid not null,
+    kind        text not null,
+    redeemed_at timestamp with time zone not null default clock_timestamp(),
+    redeemed_by text not null,
+    place       text not null default ''::text,
+    attempt     uuid,
+    constraint redemptions_pkey PRIMARY KEY (code),
+    constraint redemption_by_shape CHECK (((length(redeemed_by) >= 1) AND (length(redeemed_by) <= 254))),
+    constraint redemption_kind_known CHECK ((kind = ANY (ARRAY['ticket'::text, 'pickup'::text]))),
+    constraint redemption_place_shape CHECK ((length(place) <= 100)),
+    constraint redemptions_order_id_fkey FOREIGN KEY (order_id) REFERENCES orders(id)
+);
+CREATE INDEX redemptions_by_order ON public.redemptions USING btree (order_id);
+CREATE TRIGGER redemptions_append_only BEFORE DELETE OR UPDATE OR TRUNCATE ON public.redemptions FOR EACH STATEMENT EXECUTE FUNCTION redemptions_append_only();
+CREATE TRIGGER redemptions_webhook AFTER INSERT ON public.redemptions FOR EACH ROW EXECUTE FUNCTION hf_webhook_code_redeemed();
+
+-- table resources (made by 0001_inventory_schema.sql)
+create table resources (
+    id            text not null,
+    total         integer not null,
+    held          integer not null default 0,
+    sold          integer not null default 0,
+    next_expiry   timestamp with time zone,
+    next_deadline timestamp with time zone,
+    created_at    timestamp with time zone not null default now(),
+    updated_at    timestamp with time zone not null default now(),
+    constraint resources_pkey PRIMARY KEY (id),
+    constraint held_non_negative CHECK ((held >= 0)),
+    constraint no_oversell CHECK (((held + sold) <= total)),
+    constraint resource_id_shape CHECK (((length(id) >= 1) AND (length(id) <= 200))),
+    constraint sold_non_negative CHECK ((sold >= 0)),
+    constraint total_non_negative CHECK ((total >= 0))
+);
+CREATE TRIGGER resources_notify_stock AFTER INSERT OR UPDATE OF total, held, sold ON public.resources FOR EACH ROW EXECUTE FUNCTION hf_notify_stock();
+CREATE TRIGGER resources_webhook_stock AFTER UPDATE OF total, held, sold ON public.resources FOR EACH ROW WHEN (((((old.total - old.held) - old.sold) > 0) <> (((new.total - new.held) - new.sold) > 0))) EXECUTE FUNCTION hf_webhook_stock();
+
+-- table staff (made by 0005_staff.sql; changed by 0018_staff_roles.sql,
+--   0030_staff_accounts_two_factor.sql)
+create table staff (
+    id            bigint not null generated always as identity,
+    email         text not null,
+    password_hash text not null,
+    created_at    timestamp with time zone not null default now(),
+    updated_at    timestamp with time zone not null default now(),
+    role          text not null default 'owner'::text,
+    disabled_at   timestamp with time zone,
+    constraint staff_pkey PRIMARY KEY (id),
+    constraint staff_email_key UNIQUE (email),
+    constraint staff_email_shape CHECK (((email = lower(email)) AND ((length(email) >= 3) AND (length(email) <= 254)) AND (email ~~ '_%@_%'::text))),
+    constraint staff_hash_argon2id CHECK ((password_hash ~~ '$argon2id$%'::text)),
+    constraint staff_role_known CHECK ((role = ANY (ARRAY['owner'::text, 'box_office'::text, 'door'::text])))
+);
+
+-- table staff_actions (made by 0005_staff.sql; changed by 0012_after_the_sale.sql,
+--   0018_staff_roles.sql, 0030_staff_accounts_two_factor.sql, 0040_exports.sql,
+--   0050_catalogue_admin.sql, 0060_outgoing_webhooks.sql, 0061_api_keys.sql, 0070_waiting_list.sql,
+--   0072_waitlist_actions.sql)
+create table staff_actions (
+    id       bigint not null generated always as identity,
+    staff_id bigint,
+    action   text not null,
+    target   text not null,
+    outcome  text not null,
+    detail   jsonb not null default '{}'::jsonb,
+    at       timestamp with time zone not null default now(),
+    operator text,
+    constraint staff_actions_pkey PRIMARY KEY (id),
+    constraint staff_action_by_someone CHECK (((staff_id IS NULL) <> (operator IS NULL))),
+    constraint staff_action_known CHECK ((action = ANY (ARRAY['waitlist_rules'::text, 'turn_queue_on'::text, 'remove_waitlist_entry'::text, 'add_api_key'::text, 'revoke_api_key'::text, 'api_refused'::text, 'api_checkout'::text, 'add_voucher'::text, 'archive_voucher'::text, 'add_webhook'::text, 'enable_webhook'::text, 'disable_webhook'::text, 'replay_webhook'::text, 'add_staff'::text, 'archive_collection'::text, 'archive_product'::text, 'archive_voucher'::text, 'change_role'::text, 'change_setting'::text, 'create_voucher'::text, 'disable_staff'::text, 'door_list'::text, 'enable_staff'::text, 'export_attendees'::text, 'export_orders'::text, 'login'::text, 'logout'::text, 'new_recovery_codes'::text, 'redeem'::text, 'refund_order'::text, 'refused'::text, 'release_hold'::text, 'repair_resource'::text, 'reset_two_factor'::text, 'retry_refund'::text, 'save_event'::text, 'save_schedule'::text, 'save_stock'::text, 'save_tier'::text, 'set_capacity'::text, 'set_password'::text, 'two_factor_off'::text, 'two_factor_on'::text]))),
+    constraint staff_actions_staff_id_fkey FOREIGN KEY (staff_id) REFERENCES staff(id)
+);
+CREATE INDEX staff_actions_logins ON public.staff_actions USING btree (staff_id, at DESC) WHERE ((action = 'login'::text) AND (outcome = 'ok'::text));
+CREATE INDEX staff_actions_recent ON public.staff_actions USING btree (at DESC);
+CREATE TRIGGER staff_actions_append_only BEFORE DELETE OR UPDATE OR TRUNCATE ON public.staff_actions FOR EACH STATEMENT EXECUTE FUNCTION staff_actions_append_only();
+
+-- table staff_login_challenges (made by 0030_staff_accounts_two_factor.sql)
+create table staff_login_challenges (
+    id_hash     bytea not null,
+    staff_id    bigint not null,
+    typed_email text not null,
+    csrf_token  text not null,
+    wrong_codes integer not null default 0,
+    expires_at  timestamp with time zone not null,
+    constraint staff_login_challenges_pkey PRIMARY KEY (id_hash),
+    constraint challenge_csrf_shape CHECK ((length(csrf_token) >= 32)),
+    constraint challenge_id_hash_shape CHECK ((length(id_hash) = 32)),
+    constraint challenge_wrong_codes_non_negative CHECK ((wrong_codes >= 0)),
+    constraint staff_login_challenges_staff_id_fkey FOREIGN KEY (staff_id) REFERENCES staff(id)
+);
+CREATE INDEX staff_login_challenges_expiry ON public.staff_login_challenges USING btree (expires_at);
+
+-- table staff_recovery_codes (made by 0030_staff_accounts_two_factor.sql)
+create table staff_recovery_codes (
+    staff_id   bigint not null,
+    code_hash  bytea not null,
+    used_at    timestamp with time zone,
+    created_at timestamp with time zone not null default now(),
+    constraint staff_recovery_codes_pkey PRIMARY KEY (staff_id, code_hash),
+    constraint recovery_code_hash_shape CHECK ((length(code_hash) = 32)),
+    constraint staff_recovery_codes_staff_id_fkey FOREIGN KEY (staff_id) REFERENCES staff(id)
+);
+
+-- table staff_sessions (made by 0005_staff.sql)
+create table staff_sessions (
+    id_hash    bytea not null,
+    staff_id   bigint not null,
+    csrf_token text not null,
+    created_at timestamp with time zone not null default now(),
+    expires_at timestamp with time zone not null,
+    constraint staff_sessions_pkey PRIMARY KEY (id_hash),
+    constraint session_csrf_shape CHECK ((length(csrf_token) >= 32)),
+    constraint session_id_hash_shape CHECK ((length(id_hash) = 32)),
+    constraint staff_sessions_staff_id_fkey FOREIGN KEY (staff_id) REFERENCES staff(id) ON DELETE CASCADE
+);
+CREATE INDEX staff_sessions_expiry ON public.staff_sessions USING btree (expires_at);
+
+-- table staff_settings (made by 0030_staff_accounts_two_factor.sql)
+create table staff_settings (
+    only_row               boolean not null default true,
+    two_factor_for_refunds boolean not null default false,
+    updated_at             timestamp with time zone not null default now(),
+    constraint staff_settings_pkey PRIMARY KEY (only_row),
+    constraint staff_settings_one_row CHECK (only_row)
+);
+
+-- table staff_two_factor (made by 0030_staff_accounts_two_factor.sql)
+create table staff_two_factor (
+    staff_id      bigint not null,
+    secret_sealed bytea not null,
+    confirmed_at  timestamp with time zone,
+    last_step     bigint,
+    created_at    timestamp with time zone not null default now(),
+    constraint staff_two_factor_pkey PRIMARY KEY (staff_id),
+    constraint two_factor_sealed_shape CHECK ((length(secret_sealed) = ((12 + 20) + 16))),
+    constraint two_factor_step_after_confirming CHECK (((confirmed_at IS NULL) OR (last_step IS NOT NULL))),
+    constraint staff_two_factor_staff_id_fkey FOREIGN KEY (staff_id) REFERENCES staff(id)
+);
+
+-- table vouchers (made by 0019_staff_run_the_sale.sql)
+create table vouchers (
+    code             text not null,
+    resource_id      text not null,
+    percent_off      integer,
+    amount_off_minor bigint,
+    per_unit         boolean not null default false,
+    currency         text,
+    products         text[],
+    unlocks          text[] not null default '{}'::text[],
+    valid_from       timestamp with time zone,
+    valid_until      timestamp with time zone,
+    per_buyer        boolean not null default false,
+    created_by       text not null,
+    created_at       timestamp with time zone not null default now(),
+    archived_at      timestamp with time zone,
+    constraint vouchers_pkey PRIMARY KEY (code),
+    constraint vouchers_resource_id_key UNIQUE (resource_id),
+    constraint voucher_amount CHECK (((amount_off_minor > 0) AND (currency ~ '^[a-z]{3}$'::text))),
+    constraint voucher_amount_currency CHECK (((amount_off_minor IS NULL) = (currency IS NULL))),
+    constraint voucher_code_shape CHECK ((code ~ '^[A-Z0-9][A-Z0-9-]{2,39}$'::text)),
+    constraint voucher_does_something CHECK (((percent_off IS NOT NULL) OR (amount_off_minor IS NOT NULL) OR (cardinality(unlocks) > 0))),
+    constraint voucher_one_discount CHECK (((percent_off IS NULL) OR (amount_off_minor IS NULL))),
+    constraint voucher_per_unit CHECK (((NOT per_unit) OR (amount_off_minor IS NOT NULL))),
+    constraint voucher_percent CHECK (((percent_off >= 1) AND (percent_off <= 100))),
+    constraint voucher_resource_shape CHECK ((resource_id = ('voucher:'::text || code))),
+    constraint voucher_window CHECK (((valid_until IS NULL) OR (valid_from IS NULL) OR (valid_from < valid_until))),
+    constraint vouchers_resource_id_fkey FOREIGN KEY (resource_id) REFERENCES resources(id)
+);
+
+-- table waitlist_entries (made by 0070_waiting_list.sql; changed by 0071_drop_queue.sql,
+--   0073_waitlist_line_rules.sql)
+create table waitlist_entries (
+    id               uuid not null default gen_random_uuid(),
+    product_id       text not null,
+    token            text not null,
+    name             text not null,
+    email            text not null,
+    email_key        text not null,
+    qty              integer not null,
+    provider         text not null,
+    state            text not null default 'unconfirmed'::text,
+    line_no          bigint,
+    created_at       timestamp with time zone not null default now(),
+    confirmed_at     timestamp with time zone,
+    offered_at       timestamp with time zone,
+    offer_expires_at timestamp with time zone,
+    order_id         uuid,
+    ended_at         timestamp with time zone,
+    ended_by         text,
+    client_address   text,
+    constraint waitlist_entries_pkey PRIMARY KEY (id),
+    constraint waitlist_entries_token_key UNIQUE (token),
+    constraint waitlist_client_address_shape CHECK ((length(client_address) <= 64)),
+    constraint waitlist_counted_when_confirmed CHECK ((((state <> ALL (ARRAY['waiting'::text, 'offered'::text, 'claimed'::text, 'lapsed'::text])) OR (line_no IS NOT NULL)) AND ((state <> ALL (ARRAY['unconfirmed'::text, 'queued'::text])) OR (line_no IS NULL)))),
+    constraint waitlist_customer_shape CHECK ((((length(name) >= 1) AND (length(name) <= 200)) AND ((length(email) >= 3) AND (length(email) <= 254)) AND ((length(email_key) >= 3) AND (length(email_key) <= 254)))),
+    constraint waitlist_ended_says_who CHECK (((state = ANY (ARRAY['lapsed'::text, 'removed'::text])) = ((ended_at IS NOT NULL) AND (ended_by IS NOT NULL)))),
+    constraint waitlist_offer_has_order CHECK (((state <> ALL (ARRAY['offered'::text, 'claimed'::text])) OR ((order_id IS NOT NULL) AND (offered_at IS NOT NULL)))),
+    constraint waitlist_qty CHECK (((qty >= 1) AND (qty <= 100))),
+    constraint waitlist_state_known CHECK ((state = ANY (ARRAY['unconfirmed'::text, 'queued'::text, 'waiting'::text, 'offered'::text, 'claimed'::text, 'lapsed'::text, 'removed'::text]))),
+    constraint waitlist_token_shape CHECK ((token ~ '^[0-9a-f]{64}$'::text)),
+    constraint waitlist_entries_order_id_fkey FOREIGN KEY (order_id) REFERENCES orders(id),
+    constraint waitlist_entries_product_id_fkey FOREIGN KEY (product_id) REFERENCES products(id)
+);
+CREATE INDEX waitlist_by_order ON public.waitlist_entries USING btree (order_id) WHERE (order_id IS NOT NULL);
+CREATE INDEX waitlist_by_product ON public.waitlist_entries USING btree (product_id, created_at);
+CREATE INDEX waitlist_in_line ON public.waitlist_entries USING btree (product_id, line_no) WHERE (state = 'waiting'::text);
+CREATE UNIQUE INDEX waitlist_line_per_product ON public.waitlist_entries USING btree (product_id, line_no);
+CREATE INDEX waitlist_live_by_address ON public.waitlist_entries USING btree (product_id, client_address) WHERE ((state = ANY (ARRAY['unconfirmed'::text, 'queued'::text, 'waiting'::text, 'offered'::text])) AND (client_address IS NOT NULL));
+CREATE UNIQUE INDEX waitlist_one_per_email ON public.waitlist_entries USING btree (product_id, email_key) WHERE (state = ANY (ARRAY['unconfirmed'::text, 'queued'::text, 'waiting'::text, 'offered'::text]));
+CREATE INDEX waitlist_queued ON public.waitlist_entries USING btree (product_id) WHERE (state = 'queued'::text);
+
+-- table webhook_attempts (made by 0060_outgoing_webhooks.sql)
+create table webhook_attempts (
+    id          bigint not null generated always as identity,
+    job_id      bigint not null,
+    endpoint_id text not null,
+    message_id  text not null,
+    at          timestamp with time zone not null default now(),
+    status      integer,
+    error       text,
+    duration_ms integer not null,
+    constraint webhook_attempts_pkey PRIMARY KEY (id),
+    constraint webhook_attempt_said_something CHECK (((status IS NOT NULL) OR (error IS NOT NULL))),
+    constraint webhook_attempts_endpoint_id_fkey FOREIGN KEY (endpoint_id) REFERENCES webhook_endpoints(id),
+    constraint webhook_attempts_job_id_fkey FOREIGN KEY (job_id) REFERENCES outbox_jobs(id),
+    constraint webhook_attempts_message_id_fkey FOREIGN KEY (message_id) REFERENCES webhook_messages(id)
+);
+CREATE INDEX webhook_attempts_by_endpoint ON public.webhook_attempts USING btree (endpoint_id, id DESC);
+CREATE INDEX webhook_attempts_by_job ON public.webhook_attempts USING btree (job_id, id);
+
+-- table webhook_endpoints (made by 0060_outgoing_webhooks.sql)
+create table webhook_endpoints (
+    id              text not null,
+    url             text not null,
+    events          text[] not null,
+    secret_sealed   bytea not null,
+    allow_private   boolean not null default false,
+    created_by      text not null,
+    created_at      timestamp with time zone not null default now(),
+    disabled_at     timestamp with time zone,
+    disabled_reason text,
+    constraint webhook_endpoints_pkey PRIMARY KEY (id),
+    constraint webhook_endpoint_disabled_why CHECK (((disabled_at IS NULL) = (disabled_reason IS NULL))),
+    constraint webhook_endpoint_events CHECK (((cardinality(events) >= 1) AND (cardinality(events) <= 20))),
+    constraint webhook_endpoint_id_shape CHECK ((id ~ '^ep_[a-z0-9]{20,40}$'::text)),
+    constraint webhook_endpoint_sealed_shape CHECK ((length(secret_sealed) = ((12 + 32) + 16))),
+    constraint webhook_endpoint_url_shape CHECK (((url ~ '^https?://'::text) AND (length(url) <= 2000)))
+);
+
+-- table webhook_events (made by 0004_shop.sql)
+create table webhook_events (
+    provider    text not null,
+    event_id    text not null,
+    event_type  text not null,
+    received_at timestamp with time zone not null default now(),
+    constraint webhook_events_pkey PRIMARY KEY (provider, event_id)
+);
+
+-- table webhook_messages (made by 0060_outgoing_webhooks.sql)
+create table webhook_messages (
+    id         text not null,
+    event_type text not null,
+    payload    jsonb not null,
+    created_at timestamp with time zone not null default now(),
+    constraint webhook_messages_pkey PRIMARY KEY (id)
+);
+CREATE INDEX webhook_messages_recent ON public.webhook_messages USING btree (created_at);
+
+-- sequence waitlist_line (made by 0070_waiting_list.sql)
+create sequence waitlist_line as bigint;
