@@ -19,6 +19,7 @@ pub mod metrics;
 pub mod money;
 pub mod outgoing;
 pub mod payments;
+pub mod qr;
 pub mod queue;
 pub mod redemption;
 pub mod retry;

@@ -348,42 +348,6 @@ impl std::ops::Deref for PaymentReturnedText<'_> {
     }
 }
 
-/// A code's QR code as a PNG: 6 pixels a module, a quiet zone of 4.
-pub fn qr_png(code: &str) -> Result<Vec<u8>, MailError> {
-    let qr = qrcode::QrCode::new(code.as_bytes())
-        .map_err(|e| MailError::Compose(format!("QR code of {code}: {e}")))?;
-    let modules = qr.width();
-    let dark = qr.to_colors();
-    const SCALE: usize = 6;
-    const QUIET: usize = 4;
-    let side = (modules + 2 * QUIET) * SCALE;
-    let mut pixels = vec![255u8; side * side];
-    for y in 0..modules {
-        for x in 0..modules {
-            if dark[y * modules + x] == qrcode::Color::Dark {
-                for dy in 0..SCALE {
-                    let row = ((y + QUIET) * SCALE + dy) * side;
-                    let start = row + (x + QUIET) * SCALE;
-                    pixels[start..start + SCALE].fill(0);
-                }
-            }
-        }
-    }
-    let mut png_bytes = Vec::new();
-    {
-        let mut encoder = png::Encoder::new(&mut png_bytes, side as u32, side as u32);
-        encoder.set_color(png::ColorType::Grayscale);
-        encoder.set_depth(png::BitDepth::Eight);
-        let mut writer = encoder
-            .write_header()
-            .map_err(|e| MailError::Compose(format!("QR image: {e}")))?;
-        writer
-            .write_image_data(&pixels)
-            .map_err(|e| MailError::Compose(format!("QR image: {e}")))?;
-    }
-    Ok(png_bytes)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -411,9 +375,7 @@ mod tests {
     }
 
     #[test]
-    fn qr_images_are_png_and_names_are_quoted() {
-        let png = qr_png("TKT-ABCD-EFGH").unwrap();
-        assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n");
+    fn names_are_quoted() {
         assert_eq!(quoted("Ada \"the\" L\\"), "\"Ada \\\"the\\\" L\\\\\"");
     }
 }

@@ -84,7 +84,7 @@ async fn page(
 fn qr_data_uri(uri: &Secret) -> Result<Secret, ShopError> {
     use base64::Engine;
     // the drawing's errors would repeat the address: say only that it failed
-    let png = crate::worker::mail::qr_png(uri.expose()).map_err(|_| {
+    let png = crate::qr::png(uri.expose()).map_err(|_| {
         ShopError::internal(anyhow::anyhow!("the enrolment QR code could not be drawn"))
     })?;
     Ok(Secret::new(format!(

@@ -12,7 +12,7 @@ use lettre::message::{Attachment, MultiPart, SinglePart};
 use sqlx::PgPool;
 use uuid::Uuid;
 
-use super::{MailError, Mailer, qr_png, render, text};
+use super::{MailError, Mailer, render, text};
 use crate::catalogue::{CalendarEntry, Code, ProductKind};
 use crate::checkout::{IssuedCodes, issued_codes};
 use crate::money;
@@ -170,7 +170,7 @@ impl Confirmation {
         let mut related = MultiPart::related().singlepart(SinglePart::html(html));
         for code in &message.qr {
             related = related.singlepart(Attachment::new_inline(code.cid.clone()).body(
-                qr_png(&code.code)?,
+                crate::qr::png(&code.code).map_err(|e| MailError::Compose(e.to_string()))?,
                 ContentType::parse("image/png").expect("a MIME type"),
             ));
         }
