@@ -4,6 +4,7 @@
 //! [`inventory`]. README.md has the two commands and a map of docs/;
 //! docs/contract.md is what Holdfast promises.
 
+pub mod audit;
 pub mod batching;
 pub mod catalogue;
 pub mod checkout;

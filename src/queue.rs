@@ -122,7 +122,7 @@ pub enum QueueError {
 /// transaction.
 pub async fn turn_on(
     pool: &PgPool,
-    by: crate::staff::Actor<'_>,
+    by: crate::audit::Actor<'_>,
     product_id: &str,
 ) -> Result<String, QueueError> {
     let seed: [u8; 32] = rand::random();
@@ -166,7 +166,7 @@ pub async fn turn_on(
         .bind(&resource)
         .execute(&mut *tx)
         .await?;
-    crate::staff::record_by(
+    crate::audit::record(
         &mut tx,
         by,
         "turn_queue_on",
@@ -176,7 +176,7 @@ pub async fn turn_on(
     )
     .await?;
     tx.commit().await?;
-    crate::staff::log_action_by(by, "turn_queue_on", product_id, "on");
+    crate::audit::log_action(by, "turn_queue_on", product_id, "on");
     Ok(commitment)
 }
 

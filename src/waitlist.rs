@@ -16,11 +16,11 @@ use serde_json::json;
 use sqlx::{FromRow, PgPool};
 use uuid::Uuid;
 
+use crate::audit::{self, Actor};
 use crate::batching::{Batch, Combiner};
 use crate::checkout::{self, AttachOutcome, Customer, Desk, Order, OrderState};
 use crate::payments::ProviderKind;
 use crate::retry::{Bound, retry};
-use crate::staff::{Actor, log_action_by, record_by};
 
 /// Where an entry is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -867,7 +867,7 @@ pub async fn remove(pool: &PgPool, by: Actor<'_>, entry_id: Uuid) -> sqlx::Resul
         .await?;
     line_moved(&mut tx, &resource).await?;
     if let Actor::Staff(_) = by {
-        record_by(
+        audit::record(
             &mut tx,
             by,
             "remove_waitlist_entry",
@@ -879,7 +879,7 @@ pub async fn remove(pool: &PgPool, by: Actor<'_>, entry_id: Uuid) -> sqlx::Resul
     }
     tx.commit().await?;
     if let Actor::Staff(_) = by {
-        log_action_by(
+        audit::log_action(
             by,
             "remove_waitlist_entry",
             &entry_id.to_string(),

@@ -32,7 +32,7 @@ pub(super) async fn run(ctx: &Ctx, action: QueueAction) -> anyhow::Result<ExitCo
     match action {
         QueueAction::On { product } => match queue::turn_on(
             &ctx.pool,
-            crate::staff::Actor::Operator(&cli_actor()),
+            crate::audit::Actor::Operator(&cli_actor()),
             &product,
         )
         .await

@@ -9,7 +9,8 @@ use crate::configuration::ServerSettings;
 use crate::payments::ProviderSettings;
 use crate::staff::accounts::{self, SetUp};
 use crate::staff::roles::Role;
-use crate::staff::{Actor, two_factor};
+use crate::audit::Actor;
+use crate::staff::two_factor;
 
 /// `holdfast migrate`: the schema is brought up to date on connecting; say so.
 pub(super) async fn migrate(ctx: &Ctx) -> anyhow::Result<ExitCode> {

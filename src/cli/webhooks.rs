@@ -7,7 +7,8 @@ use std::process::ExitCode;
 use super::{Ctx, cli_actor, print};
 use crate::configuration::ServerSettings;
 use crate::outgoing::{self, EventType, NewEndpoint};
-use crate::staff::{Actor, SessionKey};
+use crate::audit::Actor;
+use crate::staff::SessionKey;
 
 #[derive(Debug, clap::Subcommand)]
 pub(super) enum WebhookAction {

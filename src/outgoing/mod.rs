@@ -22,7 +22,8 @@ use sqlx::PgPool;
 
 use self::address::{Destination, Refused};
 use self::signing::WebhookSecret;
-use crate::staff::{Actor, SessionKey};
+use crate::audit::Actor;
+use crate::staff::SessionKey;
 
 pub use delivery::Deliveries;
 
@@ -190,7 +191,7 @@ pub async fn add_endpoint(
     .bind(by.name())
     .execute(&mut *tx)
     .await?;
-    crate::staff::record_by(
+    crate::audit::record(
         &mut tx,
         by,
         "add_webhook",
@@ -200,7 +201,7 @@ pub async fn add_endpoint(
     )
     .await?;
     tx.commit().await?;
-    crate::staff::log_action_by(by, "add_webhook", &id, "ok");
+    crate::audit::log_action(by, "add_webhook", &id, "ok");
     Ok(Added {
         id,
         url,
@@ -370,7 +371,7 @@ pub async fn replay(
     .execute(&mut *tx)
     .await?
     .rows_affected();
-    crate::staff::record_by(
+    crate::audit::record(
         &mut tx,
         by,
         "replay_webhook",
@@ -380,7 +381,7 @@ pub async fn replay(
     )
     .await?;
     tx.commit().await?;
-    crate::staff::log_action_by(by, "replay_webhook", endpoint_id, "ok");
+    crate::audit::log_action(by, "replay_webhook", endpoint_id, "ok");
     Ok(replayed)
 }
 
@@ -416,7 +417,7 @@ pub async fn set_enabled(
     } else {
         "disable_webhook"
     };
-    crate::staff::record_by(
+    crate::audit::record(
         &mut tx,
         by,
         action,
@@ -426,7 +427,7 @@ pub async fn set_enabled(
     )
     .await?;
     tx.commit().await?;
-    crate::staff::log_action_by(by, action, endpoint_id, "ok");
+    crate::audit::log_action(by, action, endpoint_id, "ok");
     Ok(changed)
 }
 

@@ -15,9 +15,10 @@ use serde::Serialize;
 use sqlx::PgPool;
 
 use super::roles::Role;
+use crate::audit::{self, Actor};
+
 use super::{
-    Actor, Result, StaffEmail, StaffError, check_new_password, hash_password, log_action_by,
-    record_by,
+    Result, StaffEmail, StaffError, check_new_password, hash_password,
 };
 use crate::configuration::Secret;
 
@@ -145,7 +146,7 @@ pub async fn change_role(
         Change::Done
     };
     if change != Change::Unchanged {
-        record_by(
+        audit::record(
             &mut tx,
             by,
             "change_role",
@@ -156,7 +157,7 @@ pub async fn change_role(
         .await?;
     }
     tx.commit().await?;
-    log_action_by(by, "change_role", &email, change.as_str());
+    audit::log_action(by, "change_role", &email, change.as_str());
     Ok(change)
 }
 
@@ -181,7 +182,7 @@ pub async fn disable(pool: &PgPool, by: Actor<'_>, staff_id: i64) -> Result<Chan
         Change::Done
     };
     if change != Change::Unchanged {
-        record_by(
+        audit::record(
             &mut tx,
             by,
             "disable_staff",
@@ -192,7 +193,7 @@ pub async fn disable(pool: &PgPool, by: Actor<'_>, staff_id: i64) -> Result<Chan
         .await?;
     }
     tx.commit().await?;
-    log_action_by(by, "disable_staff", &email, change.as_str());
+    audit::log_action(by, "disable_staff", &email, change.as_str());
     Ok(change)
 }
 
@@ -210,7 +211,7 @@ pub async fn enable(pool: &PgPool, by: Actor<'_>, staff_id: i64) -> Result<Chang
         .bind(staff_id)
         .execute(&mut *tx)
         .await?;
-    record_by(
+    audit::record(
         &mut tx,
         by,
         "enable_staff",
@@ -220,7 +221,7 @@ pub async fn enable(pool: &PgPool, by: Actor<'_>, staff_id: i64) -> Result<Chang
     )
     .await?;
     tx.commit().await?;
-    log_action_by(by, "enable_staff", &email, "changed");
+    audit::log_action(by, "enable_staff", &email, "changed");
     Ok(Change::Done)
 }
 
@@ -263,7 +264,7 @@ pub async fn add(
         Added::Created => "created",
         Added::Exists => "exists",
     };
-    record_by(
+    audit::record(
         &mut tx,
         by,
         "add_staff",
@@ -273,7 +274,7 @@ pub async fn add(
     )
     .await?;
     tx.commit().await?;
-    log_action_by(by, "add_staff", email.as_str(), outcome);
+    audit::log_action(by, "add_staff", email.as_str(), outcome);
     Ok(added)
 }
 
@@ -334,7 +335,7 @@ pub async fn set_up(
                 .bind(role)
                 .execute(&mut *tx)
                 .await?;
-            record_by(
+            audit::record(
                 &mut tx,
                 by,
                 "add_staff",
@@ -363,7 +364,7 @@ pub async fn set_up(
             .await?;
             // a new password ends every session of the old one
             end_sessions(&mut tx, id).await?;
-            record_by(
+            audit::record(
                 &mut tx,
                 by,
                 "set_password",
@@ -373,7 +374,7 @@ pub async fn set_up(
             )
             .await?;
             if now != was {
-                record_by(
+                audit::record(
                     &mut tx,
                     by,
                     "change_role",
@@ -390,7 +391,7 @@ pub async fn set_up(
         }
     };
     tx.commit().await?;
-    log_action_by(by, "add_staff", email.as_str(), "ok");
+    audit::log_action(by, "add_staff", email.as_str(), "ok");
     Ok(outcome)
 }
 

@@ -6,7 +6,8 @@ use serde_json::json;
 use sqlx::PgPool;
 use uuid::Uuid;
 
-use super::{StaffError, StaffMember, record};
+use super::{StaffError, StaffMember};
+use crate::audit;
 use crate::checkout;
 use crate::inventory::{
     self, Capacity, Counters, HoldId, ReleaseOutcome, Repair, ResourceId, UpsertOutcome,
@@ -118,7 +119,7 @@ pub async fn release_hold(
         HoldReleased::Paid => "refused_paid",
         HoldReleased::NotFound => "not_found",
     };
-    record(
+    audit::record(
         &mut tx,
         staff,
         "release_hold",
@@ -128,7 +129,7 @@ pub async fn release_hold(
     )
     .await?;
     tx.commit().await?;
-    super::log_action(staff, "release_hold", &hold.to_string(), word);
+    audit::log_action(staff, "release_hold", &hold.to_string(), word);
     Ok(outcome)
 }
 
@@ -194,9 +195,9 @@ pub async fn set_capacity(
         ),
         CapacityChanged::NotFound => ("not_found", json!({})),
     };
-    record(&mut tx, staff, "set_capacity", id.as_str(), word, detail).await?;
+    audit::record(&mut tx, staff, "set_capacity", id.as_str(), word, detail).await?;
     tx.commit().await?;
-    super::log_action(staff, "set_capacity", id.as_str(), word);
+    audit::log_action(staff, "set_capacity", id.as_str(), word);
     Ok(outcome)
 }
 
@@ -217,7 +218,7 @@ pub async fn repair_resource(
             "no_drift"
         };
         done = Some(word);
-        record(
+        audit::record(
             &mut tx,
             staff,
             "repair_resource",
@@ -232,7 +233,7 @@ pub async fn repair_resource(
     }
     tx.commit().await?;
     if let Some(word) = done {
-        super::log_action(staff, "repair_resource", id.as_str(), word);
+        audit::log_action(staff, "repair_resource", id.as_str(), word);
     }
     Ok(repair)
 }
@@ -281,7 +282,7 @@ pub async fn retry_refund(
         RefundRetry::AlreadyDone => "already_done",
         RefundRetry::NotFound => "not_found",
     };
-    record(
+    audit::record(
         &mut tx,
         staff,
         "retry_refund",
@@ -291,6 +292,6 @@ pub async fn retry_refund(
     )
     .await?;
     tx.commit().await?;
-    super::log_action(staff, "retry_refund", &job.to_string(), word);
+    audit::log_action(staff, "retry_refund", &job.to_string(), word);
     Ok(outcome)
 }

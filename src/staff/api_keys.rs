@@ -14,7 +14,8 @@ use sha2::{Digest, Sha256};
 use sqlx::PgPool;
 
 use super::roles::Permission;
-use super::{Actor, StaffMember, log_action, record};
+use super::StaffMember;
+use crate::audit::{self, Actor};
 
 /// What a key may do.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
@@ -118,7 +119,7 @@ impl ApiKey {
 
     /// How Activity names it.
     pub fn actor_name(&self) -> String {
-        format!("api key {} ({})", self.id, self.name)
+        Actor::from(self).name()
     }
 }
 
@@ -163,7 +164,7 @@ pub async fn create(
     .bind(&by.email)
     .fetch_one(&mut *tx)
     .await?;
-    record(
+    audit::record(
         &mut tx,
         by,
         "add_api_key",
@@ -173,7 +174,7 @@ pub async fn create(
     )
     .await?;
     tx.commit().await?;
-    log_action(by, "add_api_key", &id, "ok");
+    audit::log_action(by, "add_api_key", &id, "ok");
     Ok((row, token))
 }
 
@@ -191,7 +192,7 @@ pub async fn revoke(pool: &PgPool, by: &StaffMember, id: &str) -> super::Result<
     .rows_affected()
         > 0;
     let outcome = if revoked { "ok" } else { "unchanged" };
-    record(
+    audit::record(
         &mut tx,
         by,
         "revoke_api_key",
@@ -201,7 +202,7 @@ pub async fn revoke(pool: &PgPool, by: &StaffMember, id: &str) -> super::Result<
     )
     .await?;
     tx.commit().await?;
-    log_action(by, "revoke_api_key", id, outcome);
+    audit::log_action(by, "revoke_api_key", id, outcome);
     Ok(revoked)
 }
 
@@ -259,18 +260,20 @@ pub async fn authenticate(pool: &PgPool, token: &str) -> sqlx::Result<Option<Api
     }))
 }
 
-/// Record what a key did (or was refused), in the caller's transaction.
-pub async fn record_by_key(
-    tx: &mut sqlx::Transaction<'_, sqlx::Postgres>,
-    key: &ApiKey,
-    action: &str,
-    target: &str,
-    outcome: &str,
-    detail: serde_json::Value,
-) -> sqlx::Result<()> {
-    let name = key.actor_name();
-    super::record_by(tx, Actor::Operator(&name), action, target, outcome, detail).await
+/// A key acts as itself: how the audit log records what it did.
+impl<'a> From<&'a ApiKey> for Actor<'a> {
+    fn from(key: &'a ApiKey) -> Self {
+        Actor::ApiKey {
+            id: &key.id,
+            name: &key.name,
+        }
+    }
 }
+
+/// Record what a key did (or was refused), in the caller's transaction:
+/// [`audit::record`] with the key as the actor, by the name callers that
+/// record a key's actions know it by.
+pub use crate::audit::record as record_by_key;
 
 #[cfg(test)]
 mod tests {

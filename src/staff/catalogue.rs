@@ -15,7 +15,8 @@ use chrono::{DateTime, Utc};
 use serde_json::{Value, json};
 use sqlx::{PgConnection, PgPool};
 
-use super::{StaffError, StaffMember, log_action, record};
+use super::{StaffError, StaffMember};
+use crate::audit;
 use crate::catalogue::CollectionKind;
 use crate::catalogue::edit::{self, COLLECTION_COLUMNS, CollectionEdit, ProductEdit, PutProduct};
 use crate::catalogue::schedules::{self, Published, Schedule};
@@ -373,9 +374,9 @@ pub async fn save_event(
         None => ("created", after),
         Some(before) => ("updated", changes(&json!(before), &after)),
     };
-    record(&mut tx, staff, "save_event", &event.id, word, detail).await?;
+    audit::record(&mut tx, staff, "save_event", &event.id, word, detail).await?;
     tx.commit().await?;
-    log_action(staff, "save_event", &event.id, word);
+    audit::log_action(staff, "save_event", &event.id, word);
     Ok(Saved::Done { created: new })
 }
 
@@ -479,7 +480,7 @@ async fn save_product(
         // nothing of the save is written; the refusal is recorded
         tx.rollback().await?;
         let mut tx = pool.begin().await?;
-        record(
+        audit::record(
             &mut tx,
             staff,
             save.action,
@@ -489,7 +490,7 @@ async fn save_product(
         )
         .await?;
         tx.commit().await?;
-        log_action(staff, save.action, &product.id, "refused_below_committed");
+        audit::log_action(staff, save.action, &product.id, "refused_below_committed");
         return Ok(Saved::CapacityRefused {
             requested,
             held,
@@ -504,9 +505,9 @@ async fn save_product(
         None => ("created", after),
         Some(before) => ("updated", changes(&json!(before.edit()), &after)),
     };
-    record(&mut tx, staff, save.action, &product.id, word, detail).await?;
+    audit::record(&mut tx, staff, save.action, &product.id, word, detail).await?;
     tx.commit().await?;
-    log_action(staff, save.action, &product.id, word);
+    audit::log_action(staff, save.action, &product.id, word);
     Ok(Saved::Done { created: new })
 }
 
@@ -565,7 +566,7 @@ pub async fn save_schedule(
         Some(before) => ("updated", changes(&json!(before), &after)),
     };
     detail["published"] = json!(published);
-    record(
+    audit::record(
         &mut tx,
         staff,
         "save_schedule",
@@ -575,7 +576,7 @@ pub async fn save_schedule(
     )
     .await?;
     tx.commit().await?;
-    log_action(staff, "save_schedule", &schedule.collection, word);
+    audit::log_action(staff, "save_schedule", &schedule.collection, word);
     Ok((Saved::Done { created: new }, published))
 }
 
@@ -589,7 +590,7 @@ pub async fn archive_product(pool: &PgPool, staff: &StaffMember, id: &str) -> su
     if !edit::archive_product_in(&mut tx, id).await? {
         return Ok(false);
     }
-    record(
+    audit::record(
         &mut tx,
         staff,
         "archive_product",
@@ -600,7 +601,7 @@ pub async fn archive_product(pool: &PgPool, staff: &StaffMember, id: &str) -> su
     )
     .await?;
     tx.commit().await?;
-    log_action(staff, "archive_product", id, "archived");
+    audit::log_action(staff, "archive_product", id, "archived");
     Ok(true)
 }
 
@@ -624,7 +625,7 @@ pub async fn archive_collection(
     if !edit::archive_collection_in(&mut tx, id).await? {
         return Ok(false);
     }
-    record(
+    audit::record(
         &mut tx,
         staff,
         "archive_collection",
@@ -634,7 +635,7 @@ pub async fn archive_collection(
     )
     .await?;
     tx.commit().await?;
-    log_action(staff, "archive_collection", id, "archived");
+    audit::log_action(staff, "archive_collection", id, "archived");
     Ok(true)
 }
 

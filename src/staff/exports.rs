@@ -28,7 +28,8 @@ use sqlx::{Executor, FromRow, PgPool};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use uuid::Uuid;
 
-use super::{Actor, StaffMember, log_action_by, record_by};
+use super::StaffMember;
+use crate::audit::{self, Actor};
 use crate::checkout::OrderState;
 use crate::clock::ShopZone;
 
@@ -406,13 +407,13 @@ async fn record_export(
     let mut detail = filter.detail();
     // the role it was made under: a member's role may change later (a
     // key's scopes are in its own record)
-    if let Actor::Staff(staff) = by {
-        detail["role"] = json!(staff.role.as_str());
+    if let Actor::Staff(member) = by {
+        detail["role"] = json!(member.role);
     }
     let mut tx = pool.begin().await?;
-    record_by(&mut tx, by, action, &words, "started", detail).await?;
+    audit::record(&mut tx, by, action, &words, "started", detail).await?;
     tx.commit().await?;
-    log_action_by(by, action, &words, "started");
+    audit::log_action(by, action, &words, "started");
     Ok(())
 }
 
@@ -893,7 +894,7 @@ pub async fn door_list(
         ));
     }
     check_names(pool, filter).await?;
-    record_export(pool, Actor::Staff(staff), "door_list", filter).await?;
+    record_export(pool, Actor::from(staff), "door_list", filter).await?;
     // one more than a list shows tells that there are too many
     let codes: Vec<AttendeeLine> = rows::<AttendeeLine>(pool, ATTENDEES_SQL, filter, zone)
         .take(DOOR_LIST_LIMIT + 1)

@@ -26,6 +26,8 @@ use rand::RngCore;
 use sha2::{Digest, Sha256};
 use sqlx::PgPool;
 
+pub use crate::audit::Actor;
+use crate::audit::{self, Member};
 use crate::configuration::Secret;
 use crate::payments::signature::{hmac_sha256_hex, hmac_sha256_matches};
 
@@ -124,6 +126,18 @@ impl StaffMember {
     /// How hold history and logs name this person.
     pub fn actor(&self) -> String {
         format!("staff:{}", self.email)
+    }
+}
+
+/// A member acts as themselves, in their role: how the audit log records
+/// what they did.
+impl<'a> From<&'a StaffMember> for Actor<'a> {
+    fn from(staff: &'a StaffMember) -> Self {
+        Actor::Staff(Member {
+            id: staff.id,
+            email: &staff.email,
+            role: staff.role.as_str(),
+        })
     }
 }
 
@@ -397,7 +411,7 @@ pub async fn end_session(pool: &PgPool, session: &Session) -> Result<()> {
         .bind(session_hash(&session.id))
         .execute(&mut *tx)
         .await?;
-    record(
+    audit::record(
         &mut tx,
         &session.staff,
         "logout",
@@ -407,7 +421,7 @@ pub async fn end_session(pool: &PgPool, session: &Session) -> Result<()> {
     )
     .await?;
     tx.commit().await?;
-    log_action(&session.staff, "logout", &session.staff.email, "ok");
+    audit::log_action(&session.staff, "logout", &session.staff.email, "ok");
     Ok(())
 }
 
@@ -653,7 +667,7 @@ pub async fn log_in(
     let mut tx = pool.begin().await?;
     attempt.forget(&mut tx).await?;
     let (session_id, csrf_token) = start_session(&mut tx, &staff).await?;
-    record(
+    audit::record(
         &mut tx,
         &staff,
         "login",
@@ -663,7 +677,7 @@ pub async fn log_in(
     )
     .await?;
     tx.commit().await?;
-    log_action(&staff, "login", &staff.email, "ok");
+    audit::log_action(&staff, "login", &staff.email, "ok");
     Ok(LoginOutcome::SignedIn(Session {
         must_enrol: must_enrol(staff.role, false, required),
         staff,
@@ -715,74 +729,6 @@ pub async fn prune(pool: &PgPool) -> sqlx::Result<(u64, u64)> {
         .await?
         .rows_affected();
     Ok((throttle, sessions + challenges))
-}
-
-/// Who changed something: a staff member in the admin, or an operator at
-/// the command line (named as [`crate::cli`] names them).
-#[derive(Debug, Clone, Copy)]
-pub enum Actor<'a> {
-    Staff(&'a StaffMember),
-    Operator(&'a str),
-}
-
-impl Actor<'_> {
-    /// How logs name them.
-    pub fn name(&self) -> String {
-        match self {
-            Actor::Staff(staff) => staff.email.clone(),
-            Actor::Operator(operator) => (*operator).to_owned(),
-        }
-    }
-}
-
-/// Appends to the record of staff actions, in the caller's transaction.
-pub async fn record(
-    tx: &mut sqlx::Transaction<'_, sqlx::Postgres>,
-    staff: &StaffMember,
-    action: &str,
-    target: &str,
-    outcome: &str,
-    detail: serde_json::Value,
-) -> sqlx::Result<()> {
-    record_by(tx, Actor::Staff(staff), action, target, outcome, detail).await
-}
-
-/// [`record`], for a staff member or an operator.
-pub async fn record_by(
-    tx: &mut sqlx::Transaction<'_, sqlx::Postgres>,
-    by: Actor<'_>,
-    action: &str,
-    target: &str,
-    outcome: &str,
-    detail: serde_json::Value,
-) -> sqlx::Result<()> {
-    let (staff_id, operator) = match by {
-        Actor::Staff(staff) => (Some(staff.id), None),
-        Actor::Operator(operator) => (None, Some(operator)),
-    };
-    sqlx::query(
-        "insert into staff_actions (staff_id, operator, action, target, outcome, detail) \
-         values ($1, $2, $3, $4, $5, $6)",
-    )
-    .bind(staff_id)
-    .bind(operator)
-    .bind(action)
-    .bind(target)
-    .bind(outcome)
-    .bind(detail)
-    .execute(&mut **tx)
-    .await?;
-    Ok(())
-}
-
-/// Logs a staff action once its transaction has committed.
-pub fn log_action(staff: &StaffMember, action: &str, target: &str, outcome: &str) {
-    tracing::info!(staff = %staff.email, action, target, outcome, "staff action");
-}
-
-/// [`log_action`], for a staff member or an operator.
-pub fn log_action_by(by: Actor<'_>, action: &str, target: &str, outcome: &str) {
-    tracing::info!(by = %by.name(), action, target, outcome, "staff action");
 }
 
 #[cfg(test)]

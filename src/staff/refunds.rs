@@ -15,6 +15,7 @@ use sqlx::{PgPool, Postgres, Transaction};
 use uuid::Uuid;
 
 use super::StaffMember;
+use crate::audit::{self, Actor};
 
 use crate::catalogue::{Code, ProductKind};
 use crate::checkout::OrderState;
@@ -186,14 +187,14 @@ pub async fn refund_order_as(
 ) -> super::Result<RefundOutcome> {
     check(request).map_err(super::StaffError::InvalidInput)?;
     let actor = match (&request.staff, operator) {
-        (Some(staff), _) => Some(super::Actor::Staff(staff)),
-        (None, Some(operator)) => Some(super::Actor::Operator(operator)),
+        (Some(staff), _) => Some(Actor::from(staff)),
+        (None, Some(operator)) => Some(Actor::Operator(operator)),
         (None, None) => None,
     };
     let mut tx = pool.begin().await?;
     let outcome = refund_in(&mut tx, request).await?;
     if let Some(actor) = actor {
-        super::record_by(
+        audit::record(
             &mut tx,
             actor,
             "refund_order",
@@ -210,7 +211,7 @@ pub async fn refund_order_as(
     }
     tx.commit().await?;
     if let Some(actor) = actor {
-        super::log_action_by(
+        audit::log_action(
             actor,
             "refund_order",
             &request.order_id.to_string(),

@@ -29,10 +29,11 @@ use rand::{Rng, RngCore};
 use sha2::{Digest, Sha256};
 use sqlx::PgPool;
 
+use crate::audit::{self, Actor};
+
 use super::{
-    Actor, Attempt, CHALLENGE_WRONG_CODES, LoginOutcome, Result, Session, SessionKey, StaffError,
-    StaffMember, log_action, log_action_by, must_enrol, record, record_by, session_hash,
-    start_session,
+    Attempt, CHALLENGE_WRONG_CODES, LoginOutcome, Result, Session, SessionKey, StaffError,
+    StaffMember, must_enrol, session_hash, start_session,
 };
 use crate::configuration::Secret;
 use crate::payments::signature::same_text;
@@ -454,7 +455,7 @@ pub async fn confirm(
     .execute(&mut *tx)
     .await?;
     let codes = replace_recovery_codes(&mut tx, staff.id).await?;
-    record(
+    audit::record(
         &mut tx,
         staff,
         "two_factor_on",
@@ -464,7 +465,7 @@ pub async fn confirm(
     )
     .await?;
     tx.commit().await?;
-    log_action(staff, "two_factor_on", &staff.email, "on");
+    audit::log_action(staff, "two_factor_on", &staff.email, "on");
     Ok(Confirmed::On(codes))
 }
 
@@ -533,7 +534,7 @@ pub async fn new_recovery_codes(
     };
     attempt.forget(&mut tx).await?;
     let codes = replace_recovery_codes(&mut tx, staff.id).await?;
-    record(
+    audit::record(
         &mut tx,
         staff,
         "new_recovery_codes",
@@ -543,7 +544,7 @@ pub async fn new_recovery_codes(
     )
     .await?;
     tx.commit().await?;
-    log_action(staff, "new_recovery_codes", &staff.email, "made");
+    audit::log_action(staff, "new_recovery_codes", &staff.email, "made");
     Ok(Changed::Done(codes))
 }
 
@@ -567,7 +568,7 @@ pub async fn turn_off(
     };
     attempt.forget(&mut tx).await?;
     forget(&mut tx, staff.id).await?;
-    record(
+    audit::record(
         &mut tx,
         staff,
         "two_factor_off",
@@ -577,7 +578,7 @@ pub async fn turn_off(
     )
     .await?;
     tx.commit().await?;
-    log_action(staff, "two_factor_off", &staff.email, "off");
+    audit::log_action(staff, "two_factor_off", &staff.email, "off");
     Ok(Changed::Done(()))
 }
 
@@ -616,7 +617,7 @@ pub async fn reset(pool: &PgPool, by: Actor<'_>, staff_id: i64) -> Result<bool> 
     forget(&mut tx, staff_id).await?;
     super::accounts::end_sessions(&mut tx, staff_id).await?;
     let outcome = if was_on { "reset" } else { "was_off" };
-    record_by(
+    audit::record(
         &mut tx,
         by,
         "reset_two_factor",
@@ -626,7 +627,7 @@ pub async fn reset(pool: &PgPool, by: Actor<'_>, staff_id: i64) -> Result<bool> 
     )
     .await?;
     tx.commit().await?;
-    log_action_by(by, "reset_two_factor", &email, outcome);
+    audit::log_action(by, "reset_two_factor", &email, outcome);
     Ok(was_on)
 }
 
@@ -744,7 +745,7 @@ pub async fn log_in_with_code(
         )
         .fetch_one(&mut *tx)
         .await?;
-        record(
+        audit::record(
             &mut tx,
             &staff,
             "login",
@@ -757,7 +758,7 @@ pub async fn log_in_with_code(
         )
         .await?;
         tx.commit().await?;
-        log_action(&staff, "login", &staff.email, "ok");
+        audit::log_action(&staff, "login", &staff.email, "ok");
         return Ok(CodeOutcome::SignedIn {
             session: Session {
                 must_enrol: must_enrol(staff.role, true, required),
@@ -785,7 +786,7 @@ pub async fn log_in_with_code(
             .execute(&mut *tx)
             .await?;
     }
-    record(
+    audit::record(
         &mut tx,
         &staff,
         "login",
@@ -848,7 +849,7 @@ pub async fn set_required_for_refunds(
         return Ok(SettingOutcome::Unchanged);
     }
     let word = if on { "on" } else { "off" };
-    record(
+    audit::record(
         &mut tx,
         &by.staff,
         "change_setting",
@@ -858,7 +859,7 @@ pub async fn set_required_for_refunds(
     )
     .await?;
     tx.commit().await?;
-    log_action(&by.staff, "change_setting", "two_factor_for_refunds", word);
+    audit::log_action(&by.staff, "change_setting", "two_factor_for_refunds", word);
     Ok(SettingOutcome::Changed)
 }
 

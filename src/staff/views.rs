@@ -429,27 +429,3 @@ pub async fn orphan_count(pool: &PgPool) -> sqlx::Result<i64> {
         .fetch_one(pool)
         .await
 }
-
-/// A line of the staff action record.
-#[derive(Debug, Clone, sqlx::FromRow)]
-pub struct ActionRow {
-    pub id: i64,
-    pub email: String,
-    pub action: String,
-    pub target: String,
-    pub outcome: String,
-    pub detail: serde_json::Value,
-    pub at: DateTime<Utc>,
-}
-
-pub async fn actions(pool: &PgPool, limit: i64) -> sqlx::Result<Vec<ActionRow>> {
-    sqlx::query_as(
-        "select a.id, coalesce(s.email, a.operator) as email, a.action, a.target, a.outcome, \
-                a.detail, a.at \
-           from staff_actions a left join staff s on s.id = a.staff_id \
-          order by a.id desc limit $1",
-    )
-    .bind(limit.clamp(1, 1000))
-    .fetch_all(pool)
-    .await
-}

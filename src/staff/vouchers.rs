@@ -6,7 +6,8 @@
 use serde_json::json;
 use sqlx::PgPool;
 
-use super::{Actor, StaffError, StaffMember, log_action_by, record_by};
+use super::{StaffError, StaffMember};
+use crate::audit::{self, Actor};
 use crate::vouchers::{self, Created, NewVoucher, VoucherCode};
 
 /// What creating a voucher from the admin came to.
@@ -48,7 +49,7 @@ pub async fn create(
     voucher: &NewVoucher,
     shop_currency: &str,
 ) -> super::Result<VoucherCreated> {
-    create_by(pool, Actor::Staff(staff), voucher, shop_currency).await
+    create_by(pool, Actor::from(staff), voucher, shop_currency).await
 }
 
 /// [`create`], recorded as made by `by`: a staff member, or an operator
@@ -80,7 +81,7 @@ pub async fn create_by(
         Created::Exists { code } => return Ok(VoucherCreated::Exists { code }),
         Created::UnknownProducts { ids } => return Ok(VoucherCreated::UnknownProducts { ids }),
     };
-    record_by(
+    audit::record(
         &mut tx,
         by,
         "create_voucher",
@@ -90,7 +91,7 @@ pub async fn create_by(
     )
     .await?;
     tx.commit().await?;
-    log_action_by(by, "create_voucher", &code, "created");
+    audit::log_action(by, "create_voucher", &code, "created");
     Ok(VoucherCreated::Created { code })
 }
 
@@ -101,7 +102,7 @@ pub async fn archive(
     staff: &StaffMember,
     code: &VoucherCode,
 ) -> super::Result<bool> {
-    archive_by(pool, Actor::Staff(staff), code).await
+    archive_by(pool, Actor::from(staff), code).await
 }
 
 /// [`archive`], recorded as done by `by` (an API key, as Activity names it).
@@ -111,7 +112,7 @@ pub async fn archive_by(pool: &PgPool, by: Actor<'_>, code: &VoucherCode) -> sup
         return Ok(false);
     }
     let voucher = vouchers::find(&mut *tx, code).await?;
-    record_by(
+    audit::record(
         &mut tx,
         by,
         "archive_voucher",
@@ -121,6 +122,6 @@ pub async fn archive_by(pool: &PgPool, by: Actor<'_>, code: &VoucherCode) -> sup
     )
     .await?;
     tx.commit().await?;
-    log_action_by(by, "archive_voucher", code.as_str(), "archived");
+    audit::log_action(by, "archive_voucher", code.as_str(), "archived");
     Ok(true)
 }

@@ -11,9 +11,9 @@ use actix_web::{HttpRequest, HttpResponse, web};
 use askama::Template;
 
 use super::{Nav, NoticeQuery, nav, no_store, render};
+use crate::audit::Actor;
 use crate::checkout::OrderState;
 use crate::routes::ShopError;
-use crate::staff::Actor;
 use crate::staff::Session;
 use crate::staff::exports::{
     self, AttendeeLine, CollectionChoice, CsvExport, DOOR_LIST_LIMIT, DoorList, ExportError,
@@ -192,10 +192,10 @@ async fn csv(
         let (pool, exports, staff) = (&shop.pool, &shop.exports, &session.staff);
         match what {
             Csv::Orders => {
-                exports::orders_csv(pool, exports, Actor::Staff(staff), &filter, shop.zone).await
+                exports::orders_csv(pool, exports, Actor::from(staff), &filter, shop.zone).await
             }
             Csv::Attendees => {
-                exports::attendees_csv(pool, exports, Actor::Staff(staff), &filter, shop.zone).await
+                exports::attendees_csv(pool, exports, Actor::from(staff), &filter, shop.zone).await
             }
         }
     };

@@ -34,6 +34,7 @@ use serde::Deserialize;
 use uuid::Uuid;
 
 use super::ShopError;
+use crate::audit;
 use crate::payments::signature::same_text;
 use crate::staff::roles::{Permission, Role};
 use crate::staff::views::{self};
@@ -162,7 +163,7 @@ pub async fn require_staff(
         );
         let recorded = async {
             let mut tx = shop.pool.begin().await?;
-            staff::record(
+            audit::record(
                 &mut tx,
                 &session.staff,
                 "refused",

@@ -5,6 +5,7 @@ use actix_web::{HttpResponse, web};
 use askama::Template;
 
 use super::{LIST_LIMIT, Nav, NoticeQuery, money, nav, render};
+use crate::audit;
 use crate::routes::ShopError;
 use crate::staff::Session;
 use crate::staff::views::{self};
@@ -34,7 +35,7 @@ pub async fn orphans(
 #[template(path = "admin/activity.html")]
 pub(super) struct ActivityPage {
     nav: Nav,
-    actions: Vec<views::ActionRow>,
+    actions: Vec<audit::ActionRow>,
 }
 
 /// `GET /admin/activity`: the record of staff actions.
@@ -44,7 +45,7 @@ pub async fn activity(
 ) -> Result<HttpResponse, ShopError> {
     let page = ActivityPage {
         nav: nav(&shop, &session, &NoticeQuery::default()).await?,
-        actions: views::actions(&shop.pool, LIST_LIMIT).await?,
+        actions: audit::recent(&shop.pool, LIST_LIMIT).await?,
     };
     render(StatusCode::OK, &page)
 }

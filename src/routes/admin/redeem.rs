@@ -6,9 +6,10 @@ use askama::Template;
 use serde::Deserialize;
 
 use super::{Nav, NoticeQuery, nav, render};
+use crate::audit;
 use crate::retry::{Bound, retry};
 use crate::routes::ShopError;
-use crate::staff::{self, Session};
+use crate::staff::Session;
 use crate::state::Shop;
 
 #[derive(Template)]
@@ -82,7 +83,7 @@ pub async fn redeem(
     let redeemed = retry("redeem", Bound::Shopper, || async {
         let mut tx = shop.pool.begin().await?;
         let redeemed = redemption::redeem(&mut *tx, &form.code, &door).await?;
-        staff::record(
+        audit::record(
             &mut tx,
             &session.staff,
             "redeem",
@@ -95,7 +96,7 @@ pub async fn redeem(
         Ok::<_, sqlx::Error>(redeemed)
     })
     .await?;
-    staff::log_action(
+    audit::log_action(
         &session.staff,
         "redeem",
         &redeemed.code,

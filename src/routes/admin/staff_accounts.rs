@@ -8,12 +8,13 @@ use askama::Template;
 use serde::Deserialize;
 
 use super::{Nav, NoticeQuery, nav, render, see_other};
+use crate::audit::Actor;
 use crate::configuration::Secret;
 use crate::routes::ShopError;
 use crate::staff::accounts::{self, AccountRow, Added, Change};
 use crate::staff::roles::Role;
 use crate::staff::two_factor::{self, SettingOutcome};
-use crate::staff::{Actor, Session, StaffEmail};
+use crate::staff::{Session, StaffEmail};
 use crate::state::Shop;
 
 #[derive(Template)]
@@ -84,7 +85,7 @@ pub async fn add_account(
     let password = Secret::new(password);
     let added = accounts::add(
         &shop.pool,
-        Actor::Staff(&session.staff),
+        Actor::from(&session.staff),
         &email,
         role,
         &password,
@@ -110,7 +111,7 @@ pub async fn change_role(
 ) -> Result<HttpResponse, ShopError> {
     let id = account_id(&id)?;
     let role = role(&form.role)?;
-    let change = accounts::change_role(&shop.pool, Actor::Staff(&session.staff), id, role).await?;
+    let change = accounts::change_role(&shop.pool, Actor::from(&session.staff), id, role).await?;
     after(change, "role_changed")
 }
 
@@ -121,7 +122,7 @@ pub async fn disable(
     id: web::Path<String>,
 ) -> Result<HttpResponse, ShopError> {
     let id = account_id(&id)?;
-    let change = accounts::disable(&shop.pool, Actor::Staff(&session.staff), id).await?;
+    let change = accounts::disable(&shop.pool, Actor::from(&session.staff), id).await?;
     after(change, "staff_disabled")
 }
 
@@ -132,7 +133,7 @@ pub async fn enable(
     id: web::Path<String>,
 ) -> Result<HttpResponse, ShopError> {
     let id = account_id(&id)?;
-    let change = accounts::enable(&shop.pool, Actor::Staff(&session.staff), id).await?;
+    let change = accounts::enable(&shop.pool, Actor::from(&session.staff), id).await?;
     after(change, "staff_enabled")
 }
 
@@ -144,7 +145,7 @@ pub async fn reset_two_factor(
     id: web::Path<String>,
 ) -> Result<HttpResponse, ShopError> {
     let id = account_id(&id)?;
-    let was_on = two_factor::reset(&shop.pool, Actor::Staff(&session.staff), id).await?;
+    let was_on = two_factor::reset(&shop.pool, Actor::from(&session.staff), id).await?;
     Ok(see_other(if was_on {
         "/admin/staff?notice=two_factor_reset"
     } else {

@@ -8,8 +8,9 @@ use askama::Template;
 use serde::Deserialize;
 
 use super::{Nav, NoticeQuery, nav, render, see_other};
+use crate::audit::Actor;
 use crate::routes::ShopError;
-use crate::staff::{Actor, Session};
+use crate::staff::Session;
 use crate::state::Shop;
 use crate::waitlist::{self, Entry};
 
@@ -128,7 +129,7 @@ pub async fn set_rules(
     if changed == 0 {
         return Err(ShopError::not_found("no such product on sale"));
     }
-    crate::staff::record(
+    crate::audit::record(
         &mut tx,
         &session.staff,
         "waitlist_rules",
@@ -138,7 +139,7 @@ pub async fn set_rules(
     )
     .await?;
     tx.commit().await?;
-    crate::staff::log_action(&session.staff, "waitlist_rules", &product, "changed");
+    crate::audit::log_action(&session.staff, "waitlist_rules", &product, "changed");
     Ok(see_other("/admin/waitlist?notice=waitlist_rules"))
 }
 
@@ -148,7 +149,7 @@ pub async fn turn_queue_on(
     session: web::ReqData<Session>,
     product: web::Path<String>,
 ) -> Result<HttpResponse, ShopError> {
-    match crate::queue::turn_on(&shop.pool, Actor::Staff(&session.staff), &product).await {
+    match crate::queue::turn_on(&shop.pool, Actor::from(&session.staff), &product).await {
         Ok(_) => Ok(see_other("/admin/waitlist?notice=queue_on")),
         Err(crate::queue::QueueError::Refused(why)) => {
             Err(ShopError::conflict(&format!("{why}; nothing was changed")))
@@ -165,7 +166,7 @@ pub async fn remove_entry(
 ) -> Result<HttpResponse, ShopError> {
     let gone = || ShopError::not_found("no such entry in line");
     let id = uuid::Uuid::parse_str(&id).map_err(|_| gone())?;
-    if waitlist::remove(&shop.pool, Actor::Staff(&session.staff), id).await? {
+    if waitlist::remove(&shop.pool, Actor::from(&session.staff), id).await? {
         Ok(see_other("/admin/waitlist?notice=waitlist_removed"))
     } else {
         Err(gone())

@@ -10,9 +10,10 @@ use chrono::{DateTime, Utc};
 use serde::Deserialize;
 
 use super::{Nav, NoticeQuery, nav, render, see_other};
+use crate::audit::Actor;
 use crate::outgoing::{self, AttemptRow, DeliveryRow, EndpointRow, EventType, Replay};
 use crate::routes::ShopError;
-use crate::staff::{Actor, Session};
+use crate::staff::Session;
 use crate::state::Shop;
 
 impl From<outgoing::WebhookError> for ShopError {
@@ -71,7 +72,7 @@ pub async fn add_endpoint(
     let added = outgoing::add_endpoint(
         &shop.pool,
         &shop.session_key,
-        Actor::Staff(&session.staff),
+        Actor::from(&session.staff),
         &outgoing::NewEndpoint {
             url,
             events,
@@ -135,7 +136,7 @@ pub async fn enable(
     id: web::Path<String>,
 ) -> Result<HttpResponse, ShopError> {
     let endpoint = endpoint_or_404(&shop, &id).await?;
-    outgoing::set_enabled(&shop.pool, Actor::Staff(&session.staff), &endpoint.id, true).await?;
+    outgoing::set_enabled(&shop.pool, Actor::from(&session.staff), &endpoint.id, true).await?;
     Ok(see_other(&format!(
         "/admin/webhooks/{}?notice=webhook_enabled",
         endpoint.id
@@ -149,13 +150,7 @@ pub async fn disable(
     id: web::Path<String>,
 ) -> Result<HttpResponse, ShopError> {
     let endpoint = endpoint_or_404(&shop, &id).await?;
-    outgoing::set_enabled(
-        &shop.pool,
-        Actor::Staff(&session.staff),
-        &endpoint.id,
-        false,
-    )
-    .await?;
+    outgoing::set_enabled(&shop.pool, Actor::from(&session.staff), &endpoint.id, false).await?;
     Ok(see_other(&format!(
         "/admin/webhooks/{}?notice=webhook_disabled",
         endpoint.id
@@ -175,7 +170,7 @@ pub async fn replay_one(
         .map_err(|_| ShopError::not_found("no such delivery"))?;
     let replayed = outgoing::replay(
         &shop.pool,
-        Actor::Staff(&session.staff),
+        Actor::from(&session.staff),
         &endpoint.id,
         Replay::One(job),
     )
@@ -223,7 +218,7 @@ pub async fn replay_since(
     let at = since(&shop, &form.since)?;
     let replayed = outgoing::replay(
         &shop.pool,
-        Actor::Staff(&session.staff),
+        Actor::from(&session.staff),
         &endpoint.id,
         Replay::Since(at),
     )

@@ -8,7 +8,7 @@ use actix_web::http::header;
 use actix_web::{HttpRequest, HttpResponse, web};
 
 use super::{ApiError, ErrorCode, key_of};
-use crate::staff::Actor;
+use crate::audit::Actor;
 use crate::staff::exports::{self, CsvExport, ExportError, ExportFilter, FilterForm};
 use crate::state::Shop;
 
@@ -89,11 +89,10 @@ pub async fn orders_csv(
 ) -> Result<HttpResponse, ApiError> {
     let key = key_of(&request).expect("the guard let a key through");
     let filter = filter_of(&request)?;
-    let by = key.actor_name();
     let export = exports::orders_csv(
         &shop.pool,
         &shop.exports,
-        Actor::Operator(&by),
+        Actor::from(&key),
         &filter,
         shop.zone,
     )
@@ -124,11 +123,10 @@ pub async fn attendees_csv(
 ) -> Result<HttpResponse, ApiError> {
     let key = key_of(&request).expect("the guard let a key through");
     let filter = filter_of(&request)?;
-    let by = key.actor_name();
     let export = exports::attendees_csv(
         &shop.pool,
         &shop.exports,
-        Actor::Operator(&by),
+        Actor::from(&key),
         &filter,
         shop.zone,
     )

@@ -21,6 +21,8 @@ use serde::Serialize;
 use utoipa::OpenApi;
 
 pub use crate::routes::errors::ErrorCode;
+
+use crate::audit;
 use crate::staff::api_keys::{self, ApiKey, Scope};
 use crate::state::Shop;
 
@@ -295,7 +297,7 @@ pub async fn require_key(
             let path: String = request.path().chars().take(200).collect();
             let recorded = async {
                 let mut tx = shop.pool.begin().await?;
-                api_keys::record_by_key(
+                audit::record(
                     &mut tx,
                     &key,
                     "api_refused",

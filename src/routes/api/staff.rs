@@ -14,6 +14,7 @@ use sha2::{Digest, Sha256};
 
 use super::checkout::{idempotency_key, worth_another_try};
 use super::{ApiError, ErrorCode, json_body, key_of};
+use crate::audit::{self, Actor};
 use crate::redemption::{self, Door, Outcome};
 use crate::retry::{Bound, retry};
 use crate::staff::StaffError;
@@ -265,7 +266,7 @@ pub async fn redeem(
         let redeemed = retry("redeem", Bound::Shopper, || async {
             let mut tx = shop.pool.begin().await?;
             let redeemed = redemption::redeem(&mut *tx, &body.code, &door).await?;
-            api_keys::record_by_key(
+            audit::record(
                 &mut tx,
                 &key,
                 "redeem",
@@ -334,14 +335,8 @@ pub async fn vouchers_create(
     voucher.check().map_err(|e| invalid(e.0))?;
     once(&shop, "create voucher", &key, &idem, &raw, || async {
         let currency = crate::staff::catalogue::shop_currency(&shop.pool).await?;
-        let by = key.actor_name();
-        let created = vouchers::create_by(
-            &shop.pool,
-            crate::staff::Actor::Operator(&by),
-            &voucher,
-            &currency,
-        )
-        .await?;
+        let created =
+            vouchers::create_by(&shop.pool, Actor::from(&key), &voucher, &currency).await?;
         let refused = |code, message: String| Err(ApiError::new(code, message));
         match created {
             VoucherCreated::Created { code } => Ok((StatusCode::CREATED, json!({ "code": code }))),
@@ -404,8 +399,7 @@ pub async fn vouchers_archive(
         &idem,
         &raw,
         || async {
-            let by = key.actor_name();
-            if vouchers::archive_by(&shop.pool, crate::staff::Actor::Operator(&by), &code).await? {
+            if vouchers::archive_by(&shop.pool, Actor::from(&key), &code).await? {
                 let voucher = crate::vouchers::find(&shop.pool, &code).await?;
                 return Ok((
                     StatusCode::OK,
