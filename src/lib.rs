@@ -14,6 +14,7 @@ pub mod configuration;
 pub mod database;
 pub mod faults;
 pub mod inventory;
+pub mod keys;
 pub mod limits;
 pub mod live;
 pub mod metrics;

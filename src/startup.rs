@@ -8,9 +8,9 @@ use actix_web::{App, HttpServer, web};
 use sqlx::PgPool;
 
 use crate::configuration::ServerSettings;
+use crate::keys::SessionKey;
 use crate::payments::{ProviderSettings, Providers};
 use crate::routes;
-use crate::staff::SessionKey;
 use crate::state::Shop;
 #[cfg(feature = "sandbox")]
 use holdfast_sandbox::SandboxSettings;

@@ -6,8 +6,8 @@ use std::sync::atomic::AtomicU64;
 use sqlx::PgPool;
 
 use crate::configuration::ServerSettings;
+use crate::keys::SessionKey;
 use crate::payments::Providers;
-use crate::staff::SessionKey;
 
 /// What every handler shares.
 #[derive(Debug, Clone)]

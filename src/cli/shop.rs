@@ -4,12 +4,12 @@
 use std::process::ExitCode;
 
 use super::{Ctx, cli_actor, print};
+use crate::audit::Actor;
 use crate::catalogue::CatalogueFile;
 use crate::configuration::ServerSettings;
 use crate::payments::ProviderSettings;
 use crate::staff::accounts::{self, SetUp};
 use crate::staff::roles::Role;
-use crate::audit::Actor;
 use crate::staff::two_factor;
 
 /// `holdfast migrate`: the schema is brought up to date on connecting; say so.
@@ -208,8 +208,8 @@ pub(super) async fn worker(ctx: &Ctx) -> anyhow::Result<ExitCode> {
     tracing::info!(every = server.sweep_every_seconds, "worker started");
     // outgoing webhooks' secrets open only under the web processes' key
     let session_key = match &server.session_key {
-        Some(key) => crate::staff::SessionKey::new(key.clone())?,
-        None => crate::staff::SessionKey::generate(),
+        Some(key) => crate::keys::SessionKey::new(key.clone())?,
+        None => crate::keys::SessionKey::generate(),
     };
     crate::startup::spawn_worker(
         ctx.pool.clone(),

@@ -5,10 +5,10 @@
 use std::process::ExitCode;
 
 use super::{Ctx, cli_actor, print};
-use crate::configuration::ServerSettings;
-use crate::outgoing::{self, EventType, NewEndpoint};
 use crate::audit::Actor;
-use crate::staff::SessionKey;
+use crate::configuration::ServerSettings;
+use crate::keys::SessionKey;
+use crate::outgoing::{self, EventType, NewEndpoint};
 
 #[derive(Debug, clap::Subcommand)]
 pub(super) enum WebhookAction {

@@ -13,8 +13,8 @@ use sqlx::PgPool;
 
 use super::address::{Destination, PublicOnly};
 use super::signing::WebhookSecret;
+use crate::keys::SessionKey;
 use crate::payments::http::{TrustedRoots, client_builder};
-use crate::staff::SessionKey;
 
 /// How long a failing delivery is retried (the outbox's backoff: 2, 4, 8 …
 /// seconds, then hourly) before it is given up.

@@ -23,7 +23,7 @@ use sqlx::PgPool;
 use self::address::{Destination, Refused};
 use self::signing::WebhookSecret;
 use crate::audit::Actor;
-use crate::staff::SessionKey;
+use crate::keys::SessionKey;
 
 pub use delivery::Deliveries;
 
@@ -174,7 +174,7 @@ pub async fn add_endpoint(
     }
     let destination = Destination::parse(&new.url)?;
     destination.check(new.allow_private).await?;
-    let id = format!("ep_{}", &crate::staff::random_token()[..24]);
+    let id = format!("ep_{}", &crate::keys::random_token()[..24]);
     let secret = WebhookSecret::generate();
     let events: Vec<&str> = new.events.iter().map(|e| e.as_str()).collect();
     let url = destination.url().to_string();

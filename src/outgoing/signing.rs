@@ -13,7 +13,7 @@ use hmac::{Hmac, Mac};
 use rand::RngCore;
 use sha2::Sha256;
 
-use crate::staff::SessionKey;
+use crate::keys::SessionKey;
 
 /// Bytes of a secret's key.
 pub const SECRET_BYTES: usize = 32;

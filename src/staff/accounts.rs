@@ -17,9 +17,8 @@ use sqlx::PgPool;
 use super::roles::Role;
 use crate::audit::{self, Actor};
 
-use super::{
-    Result, StaffEmail, StaffError, check_new_password, hash_password,
-};
+use super::passwords::{check_new_password, hash_password};
+use super::{Result, StaffEmail, StaffError};
 use crate::configuration::Secret;
 
 /// One account, as the Staff page and `holdfast staff list` show it.
@@ -401,6 +400,48 @@ pub async fn find(pool: &PgPool, email: &StaffEmail) -> Result<Option<i64>> {
         .bind(email.as_str())
         .fetch_optional(pool)
         .await?)
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AddOutcome {
+    Created,
+    PasswordChanged,
+}
+
+/// A new staff member (an owner), or a new password for one: for tests and
+/// scripts. The command line's `holdfast staff add` is
+/// [`set_up`], which asks for a role and records who did it.
+pub async fn add_staff(pool: &PgPool, email: &StaffEmail, password: &Secret) -> Result<AddOutcome> {
+    check_new_password(password)?;
+    let hash = hash_password(password).await?;
+    let mut tx = pool.begin().await?;
+    let created: bool = sqlx::query_scalar(
+        "insert into staff (email, password_hash) values ($1, $2) \
+         on conflict (email) do update set password_hash = excluded.password_hash, updated_at = now() \
+         returning (xmax = 0)",
+    )
+    .bind(email.as_str())
+    .bind(&hash)
+    .fetch_one(&mut *tx)
+    .await?;
+    if !created {
+        // a new password ends every session of the old one
+        for ended in [
+            "delete from staff_sessions where staff_id = (select id from staff where email = $1)",
+            "delete from staff_login_challenges where staff_id = (select id from staff where email = $1)",
+        ] {
+            sqlx::query(ended)
+                .bind(email.as_str())
+                .execute(&mut *tx)
+                .await?;
+        }
+    }
+    tx.commit().await?;
+    Ok(if created {
+        AddOutcome::Created
+    } else {
+        AddOutcome::PasswordChanged
+    })
 }
 
 #[cfg(test)]

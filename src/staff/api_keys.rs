@@ -13,8 +13,8 @@ use serde::Serialize;
 use sha2::{Digest, Sha256};
 use sqlx::PgPool;
 
-use super::roles::Permission;
 use super::StaffMember;
+use super::roles::Permission;
 use crate::audit::{self, Actor};
 
 /// What a key may do.
@@ -148,7 +148,7 @@ pub async fn create(
     let mut id = [0u8; 6];
     rand::rngs::OsRng.fill_bytes(&mut id);
     let id = hex::encode(id);
-    let secret = super::random_token();
+    let secret = crate::keys::random_token();
     let token = format!("hf_{id}_{secret}");
     let scopes: Vec<&str> = scopes.iter().map(|s| s.as_str()).collect();
     let mut tx = pool.begin().await?;

@@ -1512,7 +1512,7 @@ async fn a_drop_queues_order_is_checked_in_the_shoppers_browser() {
         .unwrap();
     holdfast::queue::turn_on(
         &app.db.pool,
-        holdfast::staff::Actor::Operator("tests"),
+        holdfast::audit::Actor::Operator("tests"),
         product,
     )
     .await

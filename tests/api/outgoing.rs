@@ -12,8 +12,8 @@ use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use holdfast::configuration::Secret;
+use holdfast::keys::SessionKey;
 use holdfast::outgoing::Deliveries;
-use holdfast::staff::SessionKey;
 use holdfast::staff::roles::Role;
 use holdfast::worker::outbox::Outbox;
 use holdfast_testkit::*;

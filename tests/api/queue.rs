@@ -402,7 +402,7 @@ async fn leaving_during_the_draw_and_confirming_while_leaving_never_deadlock() {
     .await
     .unwrap();
     open(&db).await;
-    let by = holdfast::staff::Actor::Operator("tests");
+    let by = holdfast::audit::Actor::Operator("tests");
     // no retry anywhere: a deadlock would be an error
     let draw = {
         let pool = db.pool.clone();

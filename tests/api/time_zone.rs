@@ -147,7 +147,7 @@ async fn the_served_shop_shows_times_in_the_configured_zone() {
         &settings,
         db.pool.clone(),
         spawn_sandbox().providers(),
-        holdfast::staff::SessionKey::generate(),
+        holdfast::keys::SessionKey::generate(),
     );
     assert_eq!(shop.zone, berlin());
     assert_eq!(

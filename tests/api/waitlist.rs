@@ -423,7 +423,7 @@ async fn forged_reused_and_duplicate_links_change_nothing() {
     assert!(
         waitlist::remove(
             &db.pool,
-            holdfast::staff::Actor::Operator("shopper"),
+            holdfast::audit::Actor::Operator("shopper"),
             entries[0]
         )
         .await
@@ -665,11 +665,11 @@ async fn the_entry_is_mailed_its_links_and_the_offer_is_a_webhook_event() {
     use holdfast::worker::mail::Mailer;
     use holdfast::worker::outbox::Outbox;
     let app = spawn_app().await;
-    let key = holdfast::staff::SessionKey::generate();
+    let key = holdfast::keys::SessionKey::generate();
     holdfast::outgoing::add_endpoint(
         &app.db.pool,
         &key,
-        holdfast::staff::Actor::Operator("tests"),
+        holdfast::audit::Actor::Operator("tests"),
         &holdfast::outgoing::NewEndpoint {
             url: "http://127.0.0.1:9/hooks".into(),
             events: vec![holdfast::outgoing::EventType::WaitlistOffered],

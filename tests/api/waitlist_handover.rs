@@ -385,7 +385,7 @@ async fn removing_entries_while_holds_end_never_deadlocks() {
             let mut removed = 0;
             for id in entries.iter().rev() {
                 // no retry here: a deadlock would be an error
-                if waitlist::remove(&pool, holdfast::staff::Actor::Operator("tests"), *id)
+                if waitlist::remove(&pool, holdfast::audit::Actor::Operator("tests"), *id)
                     .await
                     .unwrap()
                 {

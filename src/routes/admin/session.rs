@@ -40,7 +40,7 @@ pub(super) fn login_form(
     error: &str,
     email: &str,
 ) -> Result<HttpResponse, ShopError> {
-    let token = staff::random_token();
+    let token = crate::keys::random_token();
     let mut response = render(
         status,
         &LoginPage {
