@@ -227,59 +227,24 @@ async fn refund_in(
 ) -> super::Result<RefundOutcome> {
     // lock: the order (a redemption holds it shared; the confirm routine
     // and refund news hold it too)
-    type Locked = (
-        OrderState,
-        ProviderKind,
-        Option<String>,
-        i64,
-        i64,
-        String,
-        Option<Uuid>,
-    );
-    let locked: Option<Locked> = sqlx::query_as(
+    let order: Option<Order> = sqlx::query_as(
         "select state, provider, payment_ref, amount_minor, refunded_minor, currency, hold_id \
            from orders where id = $1 for no key update",
     )
     .bind(request.order_id)
     .fetch_optional(&mut **tx)
     .await?;
-    let Some((state, provider, payment_ref, paid_minor, refunded_minor, currency, purchase)) =
-        locked
-    else {
+    let Some(order) = order else {
         return Ok(RefundOutcome::NotFound);
     };
-    let (Some(payment_ref), Some(purchase)) = (payment_ref, purchase) else {
-        return Ok(RefundOutcome::NotPaid { state });
+    let (Some(payment_ref), Some(purchase)) = (&order.payment_ref, order.hold_id) else {
+        return Ok(RefundOutcome::NotPaid { state: order.state });
     };
-    // the same form again: the refund it made
-    if let Some(key) = &request.key {
-        let earlier: Option<(i64, Uuid, i64, serde_json::Value)> = sqlx::query_as(
-            "select id, order_id, amount_minor, units from order_refunds where request_key = $1",
-        )
-        .bind(key)
-        .fetch_optional(&mut **tx)
-        .await?;
-        if let Some((refund_id, order_id, amount_minor, units)) = earlier {
-            if order_id != request.order_id {
-                return Err(super::StaffError::InvalidInput(
-                    "that refund form belongs to another order".into(),
-                ));
-            }
-            let units = units
-                .as_array()
-                .map(|u| u.iter().filter_map(|u| u["qty"].as_i64()).sum::<i64>())
-                .unwrap_or(0);
-            return Ok(RefundOutcome::Queued {
-                refund_id,
-                amount_minor,
-                currency,
-                units: units as i32,
-                whole: state != OrderState::Paid,
-            });
-        }
+    if let Some(earlier) = made_before(tx, request, &order).await? {
+        return Ok(earlier);
     }
-    if state != OrderState::Paid {
-        return Ok(RefundOutcome::NotPaid { state });
+    if order.state != OrderState::Paid {
+        return Ok(RefundOutcome::NotPaid { state: order.state });
     }
     let lines: Vec<Line> = sqlx::query_as(
         "select l.product_id, p.kind, p.resource_id, l.qty, l.refunded_qty, l.unit_price_minor, \
@@ -290,90 +255,19 @@ async fn refund_in(
     .bind(request.order_id)
     .fetch_all(&mut **tx)
     .await?;
-    for (product, _) in &request.units {
-        if !lines.iter().any(|l| &l.product_id == product) {
-            return Ok(RefundOutcome::NotInOrder {
-                product_id: product.clone(),
-            });
-        }
-    }
-    // how many of each line
-    let mut wanted: Vec<(&Line, i32)> = Vec::new();
-    for line in &lines {
-        let left = line.qty - line.refunded_qty;
-        let asked = if request.units.is_empty() {
-            left
-        } else {
-            request
-                .units
-                .iter()
-                .find(|(p, _)| p == &line.product_id)
-                .map_or(0, |(_, n)| *n)
-        };
-        if asked > left {
-            return Ok(RefundOutcome::TooMany {
-                product_id: line.product_id.clone(),
-                asked,
-                left,
-            });
-        }
-        if asked > 0 {
-            wanted.push((line, asked));
-        }
-    }
-    if wanted.is_empty() {
-        return Ok(RefundOutcome::NothingLeft);
-    }
-
-    // which codes stop: unredeemed tickets first; a pickup code covers the
-    // order's slots
-    let pickup_redeemed: bool = sqlx::query_scalar(
-        "select exists (select 1 from redemptions r join orders o on o.pickup_code = r.code \
-                         where o.id = $1)",
-    )
-    .bind(request.order_id)
-    .fetch_one(&mut **tx)
-    .await?;
-    let mut redeemed: Vec<String> = Vec::new();
-    let mut stopped: Vec<(&str, Vec<String>)> = Vec::new();
-    for (line, n) in &wanted {
-        match line.kind.code() {
-            Some(Code::PerUnit) => {
-                let codes: Vec<(String, bool)> = sqlx::query_as(
-                    "select c.code, r.code is not null from order_codes c \
-                       left join redemptions r on r.code = c.code \
-                      where c.order_id = $1 and c.product_id = $2 and c.refunded_at is null \
-                      order by r.code is not null, c.code limit $3",
-                )
-                .bind(request.order_id)
-                .bind(&line.product_id)
-                .bind(i64::from(*n))
-                .fetch_all(&mut **tx)
-                .await?;
-                redeemed.extend(codes.iter().filter(|(_, r)| *r).map(|(c, _)| c.clone()));
-                stopped.push((
-                    line.product_id.as_str(),
-                    codes.into_iter().map(|(c, _)| c).collect(),
-                ));
-            }
-            Some(Code::PerOrder) if pickup_redeemed => {
-                if !redeemed.iter().any(|c| c == "the pickup code") {
-                    redeemed.push("the pickup code".to_owned());
-                }
-                stopped.push((line.product_id.as_str(), Vec::new()));
-            }
-            Some(Code::PerOrder) | None => stopped.push((line.product_id.as_str(), Vec::new())),
-        }
-    }
+    let wanted = match units_wanted(request, &lines) {
+        Ok(wanted) => wanted,
+        Err(refused) => return Ok(refused),
+    };
+    let (stopped, redeemed) = codes_to_stop(tx, request.order_id, &wanted).await?;
     if !redeemed.is_empty() && !request.override_redeemed {
         return Ok(RefundOutcome::Redeemed { codes: redeemed });
     }
-
     let units: i32 = wanted.iter().map(|(_, n)| n).sum();
     let whole = lines.iter().map(|l| l.qty - l.refunded_qty).sum::<i32>() == units;
     // the last refund gives back all that is left of the payment
     let amount_minor: i64 = if whole {
-        paid_minor - refunded_minor
+        order.amount_minor - order.refunded_minor
     } else {
         wanted.iter().map(|(l, n)| l.refund_of(*n)).sum()
     };
@@ -383,152 +277,17 @@ async fn refund_in(
             request.order_id
         )));
     }
-    let actor = format!("refund:{}", request.by);
-    for (line, n) in &wanted {
-        sqlx::query(
-            "update order_lines set refunded_qty = refunded_qty + $3 \
-              where order_id = $1 and product_id = $2",
-        )
-        .bind(request.order_id)
-        .bind(&line.product_id)
-        .bind(*n)
-        .execute(&mut **tx)
-        .await?;
-    }
-    for (_, codes) in &stopped {
-        sqlx::query("update order_codes set refunded_at = now() where code = any($1)")
-            .bind(codes)
-            .execute(&mut **tx)
-            .await?;
-    }
-    // the engine, resource by resource: the units leave `sold`; a whole refund
-    // also gives back the voucher's use (and the buyer's), whatever
-    // happens to the stock
-    let mut walk: Vec<(&str, i32, bool)> = wanted
-        .iter()
-        .map(|(line, n)| (line.resource_id.as_str(), *n, request.restock))
-        .collect();
-    let voucher_uses: Vec<(String, i32)> = if whole {
-        sqlx::query_as(
-            "select resource_id, sum(qty - returned)::int4 from holds \
-              where purchase_id = $1 and resource_id like 'voucher:%' \
-                and state = 'confirmed' and returned < qty \
-              group by resource_id",
-        )
-        .bind(purchase)
-        .fetch_all(&mut **tx)
-        .await?
-    } else {
-        Vec::new()
+    let refund = Refund {
+        request,
+        wanted,
+        stopped,
+        overridden: !redeemed.is_empty(),
+        whole,
+        amount_minor,
     };
-    walk.extend(voucher_uses.iter().map(|(r, n)| (r.as_str(), *n, true)));
-    // the locks first, all at once in the database's id order (its
-    // collation's, as the engine takes them; Rust's byte order may differ)
-    let resources: Vec<&str> = walk.iter().map(|(r, _, _)| *r).collect();
-    sqlx::query("select 1 from resources where id = any($1) order by id for no key update")
-        .bind(&resources)
-        .execute(&mut **tx)
-        .await?;
-    walk.sort_by(|a, b| a.0.cmp(b.0));
-    for (resource, n, restock) in walk {
-        let mut left = n;
-        let holds: Vec<(Uuid, i32)> = sqlx::query_as(
-            "select id, qty - returned from holds \
-              where purchase_id = $1 and resource_id = $2 and state = 'confirmed' \
-                and returned < qty order by id",
-        )
-        .bind(purchase)
-        .bind(resource)
-        .fetch_all(&mut **tx)
-        .await?;
-        for (hold, sold) in holds {
-            if left == 0 {
-                break;
-            }
-            let take = sold.min(left);
-            sqlx::query("select hf_return($1, $2, $3, $4, $5)")
-                .bind(hold)
-                .bind(take)
-                .bind(restock)
-                .bind(&actor)
-                .bind(request.reason.trim())
-                .execute(&mut **tx)
-                .await?;
-            left -= take;
-        }
-        if left > 0 {
-            return Err(super::StaffError::Internal(format!(
-                "order {} has {left} more units of {resource} than its holds sold",
-                request.order_id
-            )));
-        }
-    }
-    // the database refuses a sum over what was paid; with nothing left,
-    // the order waits for its refunds (none, when the rest was free)
-    sqlx::query(
-        "update orders set refunded_minor = refunded_minor + $2, \
-                state = case when not $3 then state \
-                             when $2 > 0 or exists (select 1 from outbox_jobs j \
-                                                     where j.kind = 'refund' and j.state = 'pending' \
-                                                       and j.payload->>'order_id' = $1::text) \
-                               then 'refund_pending' \
-                             else 'refunded' end, \
-                updated_at = now() \
-          where id = $1",
-    )
-    .bind(request.order_id)
-    .bind(amount_minor)
-    .bind(whole)
-    .execute(&mut **tx)
-    .await?;
-    let recorded_units: Vec<serde_json::Value> = wanted
-        .iter()
-        .zip(&stopped)
-        .map(|((line, n), (_, codes))| {
-            json!({ "product_id": line.product_id, "qty": n, "codes": codes })
-        })
-        .collect();
-    let refund_id: i64 = sqlx::query_scalar(
-        "insert into order_refunds \
-            (order_id, amount_minor, units, reason, restocked, override_redeemed, refunded_by, \
-             request_key) \
-         values ($1, $2, $3, $4, $5, $6, $7, $8) returning id",
-    )
-    .bind(request.order_id)
-    .bind(amount_minor)
-    .bind(serde_json::Value::Array(recorded_units))
-    .bind(request.reason.trim())
-    .bind(request.restock)
-    .bind(!redeemed.is_empty())
-    .bind(&request.by)
-    .bind(&request.key)
-    .fetch_one(&mut **tx)
-    .await?;
-    // the shopper is told, whatever the amount
-    outbox::queue(
-        &mut **tx,
-        &OutboxJob::RefundNotice {
-            order_id: request.order_id,
-            refund_id,
-        },
-    )
-    .await?;
-    // free units need no money back
-    if amount_minor > 0 {
-        outbox::queue(
-            &mut **tx,
-            &OutboxJob::Refund(RefundJob {
-                order_id: Some(request.order_id),
-                provider,
-                payment_ref,
-                reason: "staff".to_owned(),
-                staff_refund: Some(refund_id),
-                amount_minor: Some(amount_minor),
-                paid_minor: Some(paid_minor),
-            }),
-        )
-        .await?;
-    }
+    refund.mark_lines_and_codes(tx).await?;
+    refund.give_back_units(tx, purchase).await?;
+    let refund_id = refund.record(tx, &order, payment_ref).await?;
     tracing::info!(
         order = %request.order_id,
         refund = refund_id,
@@ -540,8 +299,376 @@ async fn refund_in(
     Ok(RefundOutcome::Queued {
         refund_id,
         amount_minor,
-        currency,
+        currency: order.currency,
         units,
         whole,
     })
+}
+
+/// The order a refund is for, as its lock reads it.
+#[derive(sqlx::FromRow)]
+struct Order {
+    state: OrderState,
+    provider: ProviderKind,
+    payment_ref: Option<String>,
+    /// What was paid.
+    amount_minor: i64,
+    refunded_minor: i64,
+    currency: String,
+    /// The purchase its holds belong to.
+    hold_id: Option<Uuid>,
+}
+
+/// The same form again: the refund it made, answered again (a key sent
+/// for another order is bad input).
+async fn made_before(
+    tx: &mut Transaction<'_, Postgres>,
+    request: &RefundRequest,
+    order: &Order,
+) -> super::Result<Option<RefundOutcome>> {
+    #[derive(sqlx::FromRow)]
+    struct Earlier {
+        id: i64,
+        order_id: Uuid,
+        amount_minor: i64,
+        units: serde_json::Value,
+    }
+    let Some(key) = &request.key else {
+        return Ok(None);
+    };
+    let earlier: Option<Earlier> = sqlx::query_as(
+        "select id, order_id, amount_minor, units from order_refunds where request_key = $1",
+    )
+    .bind(key)
+    .fetch_optional(&mut **tx)
+    .await?;
+    let Some(earlier) = earlier else {
+        return Ok(None);
+    };
+    if earlier.order_id != request.order_id {
+        return Err(super::StaffError::InvalidInput(
+            "that refund form belongs to another order".into(),
+        ));
+    }
+    let units = earlier
+        .units
+        .as_array()
+        .map(|u| u.iter().filter_map(|u| u["qty"].as_i64()).sum::<i64>())
+        .unwrap_or(0);
+    Ok(Some(RefundOutcome::Queued {
+        refund_id: earlier.id,
+        amount_minor: earlier.amount_minor,
+        currency: order.currency.clone(),
+        units: units as i32,
+        whole: order.state != OrderState::Paid,
+    }))
+}
+
+/// How many units of each line the request refunds (every unit left, when
+/// it names none), or why it cannot.
+fn units_wanted<'a>(
+    request: &RefundRequest,
+    lines: &'a [Line],
+) -> Result<Vec<(&'a Line, i32)>, RefundOutcome> {
+    for (product, _) in &request.units {
+        if !lines.iter().any(|l| &l.product_id == product) {
+            return Err(RefundOutcome::NotInOrder {
+                product_id: product.clone(),
+            });
+        }
+    }
+    let mut wanted: Vec<(&Line, i32)> = Vec::new();
+    for line in lines {
+        let left = line.qty - line.refunded_qty;
+        let asked = if request.units.is_empty() {
+            left
+        } else {
+            request
+                .units
+                .iter()
+                .find(|(p, _)| p == &line.product_id)
+                .map_or(0, |(_, n)| *n)
+        };
+        if asked > left {
+            return Err(RefundOutcome::TooMany {
+                product_id: line.product_id.clone(),
+                asked,
+                left,
+            });
+        }
+        if asked > 0 {
+            wanted.push((line, asked));
+        }
+    }
+    if wanted.is_empty() {
+        return Err(RefundOutcome::NothingLeft);
+    }
+    Ok(wanted)
+}
+
+/// Per line refunded, the ticket codes that stop admitting (unredeemed
+/// ones first; a pickup code covers the order's slots and stops with the
+/// order), and the codes among them already used.
+async fn codes_to_stop<'a>(
+    tx: &mut Transaction<'_, Postgres>,
+    order_id: Uuid,
+    wanted: &[(&'a Line, i32)],
+) -> sqlx::Result<(Vec<(&'a str, Vec<String>)>, Vec<String>)> {
+    #[derive(sqlx::FromRow)]
+    struct Ticket {
+        code: String,
+        redeemed: bool,
+    }
+    let pickup_redeemed: bool = sqlx::query_scalar(
+        "select exists (select 1 from redemptions r join orders o on o.pickup_code = r.code \
+                         where o.id = $1)",
+    )
+    .bind(order_id)
+    .fetch_one(&mut **tx)
+    .await?;
+    let mut redeemed: Vec<String> = Vec::new();
+    let mut stopped: Vec<(&str, Vec<String>)> = Vec::new();
+    for (line, n) in wanted {
+        match line.kind.code() {
+            Some(Code::PerUnit) => {
+                let tickets: Vec<Ticket> = sqlx::query_as(
+                    "select c.code, r.code is not null as redeemed from order_codes c \
+                       left join redemptions r on r.code = c.code \
+                      where c.order_id = $1 and c.product_id = $2 and c.refunded_at is null \
+                      order by r.code is not null, c.code limit $3",
+                )
+                .bind(order_id)
+                .bind(&line.product_id)
+                .bind(i64::from(*n))
+                .fetch_all(&mut **tx)
+                .await?;
+                redeemed.extend(
+                    tickets
+                        .iter()
+                        .filter(|t| t.redeemed)
+                        .map(|t| t.code.clone()),
+                );
+                stopped.push((
+                    line.product_id.as_str(),
+                    tickets.into_iter().map(|t| t.code).collect(),
+                ));
+            }
+            Some(Code::PerOrder) if pickup_redeemed => {
+                if !redeemed.iter().any(|c| c == "the pickup code") {
+                    redeemed.push("the pickup code".to_owned());
+                }
+                stopped.push((line.product_id.as_str(), Vec::new()));
+            }
+            Some(Code::PerOrder) | None => stopped.push((line.product_id.as_str(), Vec::new())),
+        }
+    }
+    Ok((stopped, redeemed))
+}
+
+/// A refund decided: what it gives back, written in the order's
+/// transaction.
+struct Refund<'a> {
+    request: &'a RefundRequest,
+    /// Units per line.
+    wanted: Vec<(&'a Line, i32)>,
+    /// Per line, the codes that stop admitting.
+    stopped: Vec<(&'a str, Vec<String>)>,
+    /// Used codes are refunded, with the override.
+    overridden: bool,
+    /// Nothing of the order is left unrefunded.
+    whole: bool,
+    amount_minor: i64,
+}
+
+impl Refund<'_> {
+    /// The lines count the units refunded; refunded tickets' codes stop.
+    async fn mark_lines_and_codes(&self, tx: &mut Transaction<'_, Postgres>) -> sqlx::Result<()> {
+        for (line, n) in &self.wanted {
+            sqlx::query(
+                "update order_lines set refunded_qty = refunded_qty + $3 \
+                  where order_id = $1 and product_id = $2",
+            )
+            .bind(self.request.order_id)
+            .bind(&line.product_id)
+            .bind(*n)
+            .execute(&mut **tx)
+            .await?;
+        }
+        for (_, codes) in &self.stopped {
+            sqlx::query("update order_codes set refunded_at = now() where code = any($1)")
+                .bind(codes)
+                .execute(&mut **tx)
+                .await?;
+        }
+        Ok(())
+    }
+
+    /// The engine, resource by resource: the units leave `sold` (back on
+    /// sale, or off it with the total); a whole refund also gives back the
+    /// voucher's use (and the buyer's), whatever happens to the stock.
+    async fn give_back_units(
+        &self,
+        tx: &mut Transaction<'_, Postgres>,
+        purchase: Uuid,
+    ) -> super::Result<()> {
+        /// A hold of the purchase, with what it still has sold.
+        #[derive(sqlx::FromRow)]
+        struct Sold {
+            id: Uuid,
+            sold: i32,
+        }
+        /// The uses of a voucher (or of its buyer's limit) the purchase took.
+        #[derive(sqlx::FromRow)]
+        struct Uses {
+            resource_id: String,
+            uses: i32,
+        }
+        let request = self.request;
+        let mut walk: Vec<(&str, i32, bool)> = self
+            .wanted
+            .iter()
+            .map(|(line, n)| (line.resource_id.as_str(), *n, request.restock))
+            .collect();
+        let voucher_uses: Vec<Uses> = if self.whole {
+            sqlx::query_as(
+                "select resource_id, sum(qty - returned)::int4 as uses from holds \
+                  where purchase_id = $1 and resource_id like 'voucher:%' \
+                    and state = 'confirmed' and returned < qty \
+                  group by resource_id",
+            )
+            .bind(purchase)
+            .fetch_all(&mut **tx)
+            .await?
+        } else {
+            Vec::new()
+        };
+        walk.extend(
+            voucher_uses
+                .iter()
+                .map(|u| (u.resource_id.as_str(), u.uses, true)),
+        );
+        // the locks first, all at once in the database's id order (its
+        // collation's, as the engine takes them; Rust's byte order may differ)
+        let resources: Vec<&str> = walk.iter().map(|(r, _, _)| *r).collect();
+        sqlx::query("select 1 from resources where id = any($1) order by id for no key update")
+            .bind(&resources)
+            .execute(&mut **tx)
+            .await?;
+        walk.sort_by(|a, b| a.0.cmp(b.0));
+        let actor = format!("refund:{}", request.by);
+        for (resource, n, restock) in walk {
+            let mut left = n;
+            let holds: Vec<Sold> = sqlx::query_as(
+                "select id, qty - returned as sold from holds \
+                  where purchase_id = $1 and resource_id = $2 and state = 'confirmed' \
+                    and returned < qty order by id",
+            )
+            .bind(purchase)
+            .bind(resource)
+            .fetch_all(&mut **tx)
+            .await?;
+            for hold in holds {
+                if left == 0 {
+                    break;
+                }
+                let take = hold.sold.min(left);
+                sqlx::query("select hf_return($1, $2, $3, $4, $5)")
+                    .bind(hold.id)
+                    .bind(take)
+                    .bind(restock)
+                    .bind(&actor)
+                    .bind(request.reason.trim())
+                    .execute(&mut **tx)
+                    .await?;
+                left -= take;
+            }
+            if left > 0 {
+                return Err(super::StaffError::Internal(format!(
+                    "order {} has {left} more units of {resource} than its holds sold",
+                    request.order_id
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// The order's refunded sum and state, the refund's record, and its
+    /// jobs: the shopper's notice, and the provider's refund when there is
+    /// money to give back. Returns the refund's id.
+    async fn record(
+        &self,
+        tx: &mut Transaction<'_, Postgres>,
+        order: &Order,
+        payment_ref: &str,
+    ) -> sqlx::Result<i64> {
+        let request = self.request;
+        // the database refuses a sum over what was paid; with nothing left,
+        // the order waits for its refunds (none, when the rest was free)
+        sqlx::query(
+            "update orders set refunded_minor = refunded_minor + $2, \
+                    state = case when not $3 then state \
+                                 when $2 > 0 or exists (select 1 from outbox_jobs j \
+                                                         where j.kind = 'refund' and j.state = 'pending' \
+                                                           and j.payload->>'order_id' = $1::text) \
+                                   then 'refund_pending' \
+                                 else 'refunded' end, \
+                    updated_at = now() \
+              where id = $1",
+        )
+        .bind(request.order_id)
+        .bind(self.amount_minor)
+        .bind(self.whole)
+        .execute(&mut **tx)
+        .await?;
+        let recorded_units: Vec<serde_json::Value> = self
+            .wanted
+            .iter()
+            .zip(&self.stopped)
+            .map(|((line, n), (_, codes))| {
+                json!({ "product_id": line.product_id, "qty": n, "codes": codes })
+            })
+            .collect();
+        let refund_id: i64 = sqlx::query_scalar(
+            "insert into order_refunds \
+                (order_id, amount_minor, units, reason, restocked, override_redeemed, refunded_by, \
+                 request_key) \
+             values ($1, $2, $3, $4, $5, $6, $7, $8) returning id",
+        )
+        .bind(request.order_id)
+        .bind(self.amount_minor)
+        .bind(serde_json::Value::Array(recorded_units))
+        .bind(request.reason.trim())
+        .bind(request.restock)
+        .bind(self.overridden)
+        .bind(&request.by)
+        .bind(&request.key)
+        .fetch_one(&mut **tx)
+        .await?;
+        // the shopper is told, whatever the amount
+        outbox::queue(
+            &mut **tx,
+            &OutboxJob::RefundNotice {
+                order_id: request.order_id,
+                refund_id,
+            },
+        )
+        .await?;
+        // free units need no money back
+        if self.amount_minor > 0 {
+            outbox::queue(
+                &mut **tx,
+                &OutboxJob::Refund(RefundJob {
+                    order_id: Some(request.order_id),
+                    provider: order.provider,
+                    payment_ref: payment_ref.to_owned(),
+                    reason: "staff".to_owned(),
+                    staff_refund: Some(refund_id),
+                    amount_minor: Some(self.amount_minor),
+                    paid_minor: Some(order.amount_minor),
+                }),
+            )
+            .await?;
+        }
+        Ok(refund_id)
+    }
 }
