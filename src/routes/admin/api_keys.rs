@@ -6,7 +6,8 @@ use actix_web::http::StatusCode;
 use actix_web::{HttpResponse, web};
 use askama::Template;
 
-use super::{Nav, NoticeQuery, nav, render, see_other};
+use super::notices::NoticeQuery;
+use super::pages::{Nav, nav, render, see_other};
 use crate::routes::ShopError;
 use crate::staff::Session;
 use crate::staff::api_keys::{self, ApiKeyRow, Scope};

@@ -10,7 +10,8 @@ use actix_web::http::{StatusCode, header};
 use actix_web::{HttpRequest, HttpResponse, web};
 use askama::Template;
 
-use super::{Nav, NoticeQuery, nav, no_store, render};
+use super::notices::NoticeQuery;
+use super::pages::{Nav, nav, no_store, render};
 use crate::audit::Actor;
 use crate::checkout::OrderState;
 use crate::routes::ShopError;

@@ -5,9 +5,9 @@ use actix_web::{HttpResponse, web};
 use askama::Template;
 use serde::Deserialize;
 
-use super::{
-    HOLD_STATES, LIST_LIMIT, Nav, NoticeQuery, age, given, nav, parse_id, render, same, see_other,
-    short,
+use super::notices::NoticeQuery;
+use super::pages::{
+    HOLD_STATES, LIST_LIMIT, Nav, age, given, nav, parse_id, render, same, see_other, short,
 };
 use crate::inventory::{HoldEvent, HoldId, Inventory};
 use crate::routes::ShopError;

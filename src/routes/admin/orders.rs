@@ -5,7 +5,8 @@ use actix_web::{HttpResponse, web};
 use askama::Template;
 use serde::Deserialize;
 
-use super::{LIST_LIMIT, Nav, NoticeQuery, money, nav, parse_id, render, same, see_other, short};
+use super::notices::NoticeQuery;
+use super::pages::{LIST_LIMIT, Nav, money, nav, parse_id, render, same, see_other, short};
 use crate::checkout;
 use crate::checkout::OrderState;
 use crate::routes::ShopError;

@@ -4,7 +4,8 @@ use actix_web::http::StatusCode;
 use actix_web::{HttpResponse, web};
 use askama::Template;
 
-use super::{LIST_LIMIT, Nav, NoticeQuery, money, nav, render};
+use super::notices::NoticeQuery;
+use super::pages::{LIST_LIMIT, Nav, money, nav, render};
 use crate::audit;
 use crate::routes::ShopError;
 use crate::staff::Session;

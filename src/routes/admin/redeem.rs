@@ -5,7 +5,8 @@ use actix_web::{HttpResponse, web};
 use askama::Template;
 use serde::Deserialize;
 
-use super::{Nav, NoticeQuery, nav, render};
+use super::notices::NoticeQuery;
+use super::pages::{Nav, nav, render};
 use crate::audit;
 use crate::retry::{Bound, retry};
 use crate::routes::ShopError;

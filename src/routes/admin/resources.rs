@@ -5,7 +5,8 @@ use actix_web::{HttpResponse, web};
 use askama::Template;
 use serde::Deserialize;
 
-use super::{Nav, NoticeQuery, nav, render, see_other};
+use super::notices::NoticeQuery;
+use super::pages::{Nav, nav, render, see_other};
 use crate::routes::ShopError;
 use crate::staff::Session;
 use crate::staff::actions::{self, CapacityChanged};

@@ -8,13 +8,21 @@ use actix_web::{HttpRequest, HttpResponse, web};
 use askama::Template;
 use serde::Deserialize;
 
-use super::{CODE_COOKIE, LOGIN_COOKIE, STAFF_COOKIE, render, see_other};
+use super::pages::{render, see_other};
 use crate::configuration::Secret;
 use crate::payments::signature::same_text;
 use crate::routes::ShopError;
 use crate::staff::two_factor::{self, CodeOutcome};
 use crate::staff::{self, LoginOutcome, Session};
 use crate::state::Shop;
+
+/// The staff session's cookie: its id, signed.
+pub const STAFF_COOKIE: &str = "hf_staff";
+/// The login form's cookie (its CSRF token, before there is a session).
+const LOGIN_COOKIE: &str = "hf_login";
+/// A sign-in between its password and its second factor (signed; scoped
+/// to the login pages).
+const CODE_COOKIE: &str = "hf_login_code";
 
 #[derive(Template)]
 #[template(path = "admin/login.html")]
@@ -157,7 +165,7 @@ fn after_sign_in(session: &Session) -> &'static str {
     if session.must_enrol {
         "/admin/two-factor"
     } else {
-        super::start_page(session.staff.role)
+        super::pages::start_page(session.staff.role)
     }
 }
 

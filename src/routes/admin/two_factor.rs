@@ -9,7 +9,8 @@ use askama::Template;
 use chrono::{DateTime, Utc};
 use serde::Deserialize;
 
-use super::{Nav, NoticeQuery, nav, render, see_other};
+use super::notices::NoticeQuery;
+use super::pages::{Nav, nav, render, see_other};
 use crate::configuration::Secret;
 use crate::routes::ShopError;
 use crate::staff::Session;

@@ -9,7 +9,8 @@ use actix_web::{HttpResponse, web};
 use askama::Template;
 
 use super::form::Form;
-use super::{Nav, NoticeQuery, money, nav, render, see_other};
+use super::notices::NoticeQuery;
+use super::pages::{Nav, money, nav, render, see_other};
 use crate::routes::ShopError;
 use crate::staff::catalogue;
 use crate::staff::vouchers::{self, VoucherCreated};

@@ -7,7 +7,8 @@ use actix_web::{HttpResponse, web};
 use askama::Template;
 use serde::Deserialize;
 
-use super::{Nav, NoticeQuery, nav, render, see_other};
+use super::notices::NoticeQuery;
+use super::pages::{Nav, nav, render, see_other};
 use crate::audit::Actor;
 use crate::routes::ShopError;
 use crate::staff::Session;

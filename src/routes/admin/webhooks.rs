@@ -9,7 +9,8 @@ use askama::Template;
 use chrono::{DateTime, Utc};
 use serde::Deserialize;
 
-use super::{Nav, NoticeQuery, nav, render, see_other};
+use super::notices::NoticeQuery;
+use super::pages::{Nav, nav, render, see_other};
 use crate::audit::Actor;
 use crate::outgoing::{self, AttemptRow, DeliveryRow, EndpointRow, EventType, Replay};
 use crate::routes::ShopError;
@@ -122,7 +123,8 @@ pub async fn endpoint_page(
     let endpoint = endpoint_or_404(&shop, &id).await?;
     let page = EndpointPage {
         nav: nav(&shop, &session, &notice).await?,
-        deliveries: outgoing::deliveries(&shop.pool, &endpoint.id, super::LIST_LIMIT).await?,
+        deliveries: outgoing::deliveries(&shop.pool, &endpoint.id, super::pages::LIST_LIMIT)
+            .await?,
         attempts: outgoing::attempts(&shop.pool, &endpoint.id, 2000).await?,
         endpoint,
     };

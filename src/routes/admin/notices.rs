@@ -1,0 +1,210 @@
+//! What the page an action returns to says happened: a notice named in the
+//! query (`?notice=capacity_refused&committed=3`), in fixed words, some
+//! with the numbers the query gives. Only these words are shown; anything
+//! else in the query is ignored.
+
+use serde::Deserialize;
+
+/// After an action, the page it returns to says what happened. Only these
+/// fixed words are shown; anything else in the query is ignored.
+#[derive(Deserialize, Default)]
+pub struct NoticeQuery {
+    pub(super) notice: Option<String>,
+    pub(super) requested: Option<i64>,
+    pub(super) committed: Option<i64>,
+    pub(super) lines: Option<i64>,
+    pub(super) left: Option<i64>,
+    /// What publishing a schedule did.
+    pub(super) created: Option<i64>,
+    pub(super) updated: Option<i64>,
+    pub(super) withdrawn: Option<i64>,
+    pub(super) kept: Option<i64>,
+}
+
+/// The notices that say something was refused (shown as such); the rest
+/// say it was done.
+const REFUSED: [&str; 12] = [
+    "capacity_refused",
+    "paid",
+    "refund_not_paid",
+    "refund_nothing_left",
+    "refund_too_many",
+    "refund_redeemed",
+    "staff_exists",
+    "last_owner",
+    "enrol_first",
+    "two_factor_wrong_code",
+    "two_factor_locked",
+    "two_factor_required",
+];
+
+impl NoticeQuery {
+    /// The notice's words (empty for none, or one not known) and whether
+    /// it is `ok` or `refused`.
+    pub(super) fn text(&self) -> (String, &'static str) {
+        let Some(notice) = self.notice.as_deref() else {
+            return (String::new(), "ok");
+        };
+        let text = self
+            .counted(notice)
+            .or_else(|| fixed(notice).map(str::to_owned))
+            .unwrap_or_default();
+        let kind = if REFUSED.contains(&notice) {
+            "refused"
+        } else {
+            "ok"
+        };
+        (text, kind)
+    }
+
+    /// The notices that say the numbers the query gives.
+    fn counted(&self, notice: &str) -> Option<String> {
+        Some(match notice {
+            "capacity_refused" => format!(
+                "Refused: {} units are held or sold, so the total cannot go below that (asked for {}). Nothing was changed.",
+                self.committed.unwrap_or(0),
+                self.requested.unwrap_or(0)
+            ),
+            "released" => match self.lines {
+                Some(n) if n > 1 => {
+                    format!("Released, with the other {} lines of its purchase.", n - 1)
+                }
+                _ => "Released: the units are available again.".to_owned(),
+            },
+            "two_factor_locked" => format!(
+                "Refused: too many wrong codes. Try again in {} minutes. Nothing was changed.",
+                crate::staff::LOCK_MINUTES
+            ),
+            "recovery_code_used" => format!(
+                "You signed in with a recovery code; {} left. Make new ones below if you are \
+                 running short.",
+                self.left.unwrap_or(0)
+            ),
+            "schedule_saved" => format!(
+                "Schedule saved and published: {} new slots, {} changed, {} withdrawn, {} kept as \
+                 they were because they have orders.",
+                self.created.unwrap_or(0),
+                self.updated.unwrap_or(0),
+                self.withdrawn.unwrap_or(0),
+                self.kept.unwrap_or(0)
+            ),
+            "webhook_replayed" => format!(
+                "{} deliveries queued again, with their own webhook-id: the worker sends them on \
+                 its next pass.",
+                self.committed.unwrap_or(0)
+            ),
+            _ => return None,
+        })
+    }
+}
+
+/// The notices whose words are fixed.
+fn fixed(notice: &str) -> Option<&'static str> {
+    Some(match notice {
+        "capacity_updated" => "Capacity changed.",
+        "repaired" => "Counters recounted from the holds and corrected.",
+        "no_drift" => "Counters already matched the holds; nothing to repair.",
+        "already_ended" => "This hold had already ended; nothing was changed.",
+        "paid" => "Refused: this hold is paid for. Refund the order instead.",
+        "refund_queued" => "The refund will be tried on the worker's next pass.",
+        "refund_done" => "That refund is already done; nothing was changed.",
+        "staff_refund_queued" => {
+            "Refund queued: the units are off the order and the \
+            worker asks the provider on its next pass."
+        }
+        "staff_refund_whole" => {
+            "The whole order is being refunded: the worker asks \
+            the provider on its next pass."
+        }
+        "refund_not_paid" => {
+            "Refused: only a paid order can be refunded here. Nothing was changed."
+        }
+        "refund_not_in_order" => {
+            "Refused: the order has no such line (it may have changed). Nothing was changed."
+        }
+        "refund_nothing_left" => "Refused: everything on this order was refunded already.",
+        "refund_too_many" => {
+            "Refused: that is more units than are left to refund. Nothing was changed."
+        }
+        "refund_redeemed" => {
+            "Refused: some of those codes were already used at the \
+            door or counter. Tick \"refund used codes\" to refund them anyway (it is \
+            recorded). Nothing was changed."
+        }
+        "staff_added" => "Account added. Hand its first password over in person.",
+        "staff_exists" => {
+            "Refused: an account with that e-mail exists already. Nothing was changed."
+        }
+        "role_changed" => "Role changed; it applies from the account's next page.",
+        "staff_disabled" => "Account disabled; its sessions have ended.",
+        "staff_enabled" => "Account enabled; it can sign in again.",
+        "staff_unchanged" => "It was so already; nothing was changed.",
+        "last_owner" => {
+            "Refused: that is the shop's last owner. Make another account \
+            an owner first. Nothing was changed."
+        }
+        "two_factor_reset" => {
+            "Two-factor sign-in turned off for that account; its \
+            sessions have ended. It signs in with its password and sets it up again."
+        }
+        "settings_saved" => "Settings saved.",
+        "enrol_first" => {
+            "Refused: set up two-factor sign-in for your own account \
+            first, so that requiring it does not shut you out. Nothing was changed."
+        }
+        "two_factor_wrong_code" => {
+            "That code is not right, or was used already: type the next code your app \
+            shows. Nothing was changed."
+        }
+        "two_factor_off" => "Two-factor sign-in is off for your account.",
+        "two_factor_required" => {
+            "Refused: the shop requires two-factor sign-in of \
+            your role. Nothing was changed."
+        }
+        "event_created" => "Event created. Add its tiers: it is on sale once it has one.",
+        "event_saved" => "Event saved.",
+        "tier_created" => "Tier added.",
+        "tier_saved" => {
+            "Tier saved. A new price applies to checkouts started from \
+            now on; orders already started keep theirs."
+        }
+        "stock_created" => "Stock item created.",
+        "stock_saved" => {
+            "Stock item saved. A new price applies to checkouts started \
+            from now on; orders already started keep theirs."
+        }
+        "product_archived" => {
+            "Archived: it is no longer in the shop. Its orders and \
+            codes are kept."
+        }
+        "collection_archived" => {
+            "Archived, with everything on sale in it: no longer \
+            in the shop. Its orders and codes are kept."
+        }
+        "voucher_created" => "Voucher created; shoppers can use it now.",
+        "voucher_archived" => {
+            "Voucher archived: no checkout can start with it again; \
+            uses already held run their course."
+        }
+        "waitlist_removed" => "Entry removed from the waiting list.",
+        "waitlist_rules" => "Saved: the line's rules apply from its next handover.",
+        "queue_on" => {
+            "Queue on: its commitment is published, and its units wait \
+            for the draw at the opening."
+        }
+        "api_key_revoked" => "Key revoked: it signs nothing from now on.",
+        "webhook_enabled" => {
+            "Endpoint enabled: new events go to it again. Replay \
+            what it missed below."
+        }
+        "webhook_disabled" => {
+            "Endpoint disabled: nothing is sent to it until it is \
+            enabled."
+        }
+        "must_enrol" => {
+            "The shop requires two-factor sign-in of accounts that can \
+            refund: set it up to go on."
+        }
+        _ => return None,
+    })
+}

@@ -1,0 +1,153 @@
+//! The admin's route table: every route with its method, its path under
+//! `/admin`, the permission it needs and its handler ([`ROUTES`]). Routes
+//! are registered from it (`super::routes`) and the guard authorises from
+//! it ([`route_for`]), so a route cannot exist without a permission.
+
+use actix_web::http::Method;
+use actix_web::web;
+
+use super::pages::home;
+use super::{
+    api_keys, catalogue, exports, holds, orders, records, redeem, resources, session,
+    staff_accounts, two_factor, vouchers, waitlist, webhooks,
+};
+use crate::staff::roles::Permission;
+
+/// How an admin route is asked for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verb {
+    Get,
+    Post,
+}
+
+/// One route of the admin: its method, its path under `/admin`, the
+/// permission it needs, and its handler. [`ROUTES`] is the whole admin:
+/// routes are registered from it and the guard authorises from it, so a
+/// route cannot exist without a permission.
+pub struct AdminRoute {
+    pub verb: Verb,
+    /// Under `/admin`; `{name}` is one path segment.
+    pub path: &'static str,
+    pub permission: Permission,
+    pub(super) handler: fn() -> actix_web::Route,
+}
+
+impl AdminRoute {
+    /// Whether a request's method and path (under `/admin`) are this route.
+    pub fn matches(&self, method: &Method, path: &str) -> bool {
+        let verb = match *method {
+            Method::GET | Method::HEAD => Verb::Get,
+            Method::POST => Verb::Post,
+            _ => return false,
+        };
+        if verb != self.verb {
+            return false;
+        }
+        let mut want = self.path.split('/');
+        let mut got = path.split('/');
+        loop {
+            match (want.next(), got.next()) {
+                (None, None) => return true,
+                (Some(w), Some(g)) if w.starts_with('{') && !g.is_empty() => {}
+                (Some(w), Some(g)) if w == g => {}
+                _ => return false,
+            }
+        }
+    }
+}
+
+macro_rules! route {
+    ($verb:ident $path:literal, $permission:ident => $handler:path) => {
+        AdminRoute {
+            verb: Verb::$verb,
+            path: $path,
+            permission: Permission::$permission,
+            handler: || match Verb::$verb {
+                Verb::Get => web::get().to($handler),
+                Verb::Post => web::post().to($handler),
+            },
+        }
+    };
+}
+
+/// Every route of the admin, with what it needs.
+pub static ROUTES: &[AdminRoute] = &[
+    route!(Get "", SignedIn => home),
+    route!(Get "/", SignedIn => home),
+    route!(Post "/logout", SignedIn => session::logout),
+    route!(Get "/resources", Engine => resources::resources),
+    route!(Get "/resources/{id}", Engine => resources::resource),
+    route!(Post "/resources/{id}/capacity", Engine => resources::set_capacity),
+    route!(Post "/resources/{id}/repair", Engine => resources::repair),
+    route!(Get "/holds", Engine => holds::holds),
+    route!(Get "/holds/{id}", Engine => holds::hold),
+    route!(Post "/holds/{id}/release", Engine => holds::release_hold),
+    route!(Get "/orders", Orders => orders::orders),
+    route!(Get "/orders/{id}", LookUp => orders::order),
+    route!(Post "/orders/{id}/refund", Refunds => orders::refund_order),
+    route!(Post "/orders/{order}/jobs/{job}/retry", Refunds => orders::retry_refund),
+    route!(Get "/redeem", Redeem => redeem::redeem_page),
+    route!(Post "/redeem", Redeem => redeem::redeem),
+    route!(Get "/exports", Exports => exports::exports_page),
+    route!(Get "/exports/orders.csv", Exports => exports::orders_csv),
+    route!(Get "/exports/attendees.csv", Exports => exports::attendees_csv),
+    route!(Get "/door-list", DoorList => exports::door_list),
+    route!(Get "/activity", Activity => records::activity),
+    route!(Get "/payments/orphans", Engine => records::orphans),
+    route!(Get "/staff", Staff => staff_accounts::staff_page),
+    route!(Post "/staff", Staff => staff_accounts::add_account),
+    route!(Post "/staff/{id}/role", Staff => staff_accounts::change_role),
+    route!(Post "/staff/{id}/disable", Staff => staff_accounts::disable),
+    route!(Post "/staff/{id}/enable", Staff => staff_accounts::enable),
+    route!(Post "/staff/{id}/two-factor/reset", Staff => staff_accounts::reset_two_factor),
+    route!(Get "/settings", Settings => staff_accounts::settings_page),
+    route!(Post "/settings", Settings => staff_accounts::save_settings),
+    route!(Get "/catalogue", Catalogue => catalogue::catalogue_page),
+    route!(Get "/catalogue/events/new", Catalogue => catalogue::new_event),
+    route!(Post "/catalogue/events", Catalogue => catalogue::create_event),
+    route!(Get "/catalogue/events/{id}", Catalogue => catalogue::event_page),
+    route!(Post "/catalogue/events/{id}", Catalogue => catalogue::save_event),
+    route!(Get "/catalogue/events/{id}/tiers/new", Catalogue => catalogue::new_tier),
+    route!(Post "/catalogue/events/{id}/tiers", Catalogue => catalogue::create_tier),
+    route!(Get "/catalogue/events/{id}/tiers/{tier}", Catalogue => catalogue::tier_page),
+    route!(Post "/catalogue/events/{id}/tiers/{tier}", Catalogue => catalogue::save_tier),
+    route!(Get "/catalogue/schedules/new", Catalogue => catalogue::new_schedule),
+    route!(Post "/catalogue/schedules", Catalogue => catalogue::create_schedule),
+    route!(Get "/catalogue/schedules/{id}", Catalogue => catalogue::schedule_page),
+    route!(Post "/catalogue/schedules/{id}", Catalogue => catalogue::save_schedule),
+    route!(Get "/catalogue/stock/new", Catalogue => catalogue::new_stock),
+    route!(Post "/catalogue/stock", Catalogue => catalogue::create_stock),
+    route!(Get "/catalogue/stock/{id}", Catalogue => catalogue::stock_page),
+    route!(Post "/catalogue/stock/{id}", Catalogue => catalogue::save_stock),
+    route!(Post "/catalogue/products/{id}/archive", Catalogue => catalogue::archive_product),
+    route!(Post "/catalogue/collections/{id}/archive", Catalogue => catalogue::archive_collection),
+    route!(Get "/vouchers", Vouchers => vouchers::vouchers_page),
+    route!(Get "/vouchers/new", Vouchers => vouchers::new_voucher),
+    route!(Post "/vouchers", Vouchers => vouchers::create_voucher),
+    route!(Post "/vouchers/{code}/archive", Vouchers => vouchers::archive_voucher),
+    route!(Get "/waitlist", Orders => waitlist::waitlist_page),
+    route!(Post "/waitlist/{id}/remove", Orders => waitlist::remove_entry),
+    route!(Post "/waitlist/{product}/rules", Catalogue => waitlist::set_rules),
+    route!(Post "/waitlist/{product}/queue", Catalogue => waitlist::turn_queue_on),
+    route!(Get "/two-factor", SignedIn => two_factor::two_factor_page),
+    route!(Post "/two-factor/start", SignedIn => two_factor::start),
+    route!(Post "/two-factor/confirm", SignedIn => two_factor::confirm),
+    route!(Post "/two-factor/recovery-codes", SignedIn => two_factor::new_recovery_codes),
+    route!(Post "/two-factor/off", SignedIn => two_factor::turn_off),
+    route!(Get "/api-keys", Integrations => api_keys::api_keys_page),
+    route!(Post "/api-keys", Integrations => api_keys::create),
+    route!(Post "/api-keys/{id}/revoke", Integrations => api_keys::revoke),
+    route!(Get "/webhooks", Integrations => webhooks::webhooks_page),
+    route!(Post "/webhooks", Integrations => webhooks::add_endpoint),
+    route!(Get "/webhooks/{id}", Integrations => webhooks::endpoint_page),
+    route!(Post "/webhooks/{id}/enable", Integrations => webhooks::enable),
+    route!(Post "/webhooks/{id}/disable", Integrations => webhooks::disable),
+    route!(Post "/webhooks/{id}/replay", Integrations => webhooks::replay_since),
+    route!(Post "/webhooks/{id}/deliveries/{job}/replay", Integrations => webhooks::replay_one),
+];
+
+/// The admin route a request is for, if any.
+pub fn route_for(method: &Method, path: &str) -> Option<&'static AdminRoute> {
+    let under = path.strip_prefix("/admin")?;
+    ROUTES.iter().find(|route| route.matches(method, under))
+}
