@@ -1,0 +1,233 @@
+//! The catalogue and its stock at one moment ([`Snapshot`]): what memory
+//! answers pages from, how it is read from the database (the catalogue
+//! whole, or the levels of the resources notified), and how a read is
+//! merged into the last snapshot, with what changed.
+
+use std::collections::{BTreeSet, HashMap};
+use std::time::Instant;
+
+use chrono::{DateTime, Utc};
+use sqlx::PgPool;
+
+use crate::catalogue::{Availability, Product, Stock};
+
+/// One resource as memory last read it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Level {
+    /// Units a hold could take now (plain holds past their TTL count as
+    /// free, as in `hf_stock`).
+    pub available: i32,
+    /// Units held by shoppers checking out or paying.
+    pub pending: i32,
+    /// When the first of those holds ends.
+    pub first_ends_at: Option<DateTime<Utc>>,
+    /// The resource row's version (its `xmin`): any change makes a new one.
+    version: String,
+    /// When this process first saw this version.
+    pub changed_at: DateTime<Utc>,
+}
+
+impl Level {
+    /// Whether a hold the database would take now may end before `now`:
+    /// then the database may have units memory does not show.
+    pub fn something_due(&self, now: DateTime<Utc>) -> bool {
+        self.first_ends_at.is_some_and(|at| at <= now)
+    }
+}
+
+/// The catalogue and its stock at one moment.
+#[derive(Debug)]
+pub struct Snapshot {
+    /// Active products, in page order.
+    products: Vec<Product>,
+    by_id: HashMap<String, usize>,
+    /// By resource id.
+    levels: HashMap<String, Level>,
+    /// When everything was last read.
+    pub(super) read_at: Instant,
+    /// The database's clock less this process's, as the last full read saw
+    /// it: memory judges sale windows by the database's clock.
+    clock_offset: chrono::Duration,
+}
+
+impl Snapshot {
+    /// The database's clock now, as memory knows it (this process's clock
+    /// plus the offset its last full read measured; off by at most that
+    /// read's round trip).
+    pub fn database_now(&self) -> DateTime<Utc> {
+        Utc::now() + self.clock_offset
+    }
+
+    /// Active products of one collection (or all) with what is left, in page
+    /// order: what `catalogue::availability` reads from the database.
+    pub fn availability(&self, collection: Option<&str>) -> Vec<Availability> {
+        self.products
+            .iter()
+            .filter(|p| !p.hidden && collection.is_none_or(|c| p.collection == c))
+            .filter_map(|p| {
+                let level = self.levels.get(&p.resource_id)?;
+                Some(Availability {
+                    id: p.id.clone(),
+                    hidden: p.hidden,
+                    collection_position: p.collection_position,
+                    name: p.name.clone(),
+                    price_minor: p.price_minor,
+                    currency: p.currency.clone(),
+                    starts_at: p.starts_at,
+                    collection: p.collection.clone(),
+                    collection_title: p.collection_title.clone(),
+                    collection_lede: p.collection_lede.clone(),
+                    kind: p.kind,
+                    available_now: level.available,
+                    max_per_order: p.max_per_order,
+                    pending_units: level.pending,
+                    first_back_at: level.first_ends_at,
+                    sale_opens_at: p.sale_opens_at,
+                    sale_closes_at: p.sale_closes_at,
+                    queue_open: p.queue_open,
+                    queue_commitment: p.queue_commitment.clone(),
+                })
+            })
+            .collect()
+    }
+
+    /// What is left of these products (unknown ids left out), sorted by id:
+    /// what `catalogue::stock` reads from the database.
+    pub fn stock(&self, ids: &[String]) -> Vec<Stock> {
+        let ids: BTreeSet<&String> = ids.iter().collect();
+        ids.into_iter().filter_map(|id| self.stock_of(id)).collect()
+    }
+
+    fn stock_of(&self, id: &str) -> Option<Stock> {
+        let (_, level) = self.product(id)?;
+        Some(Stock {
+            id: id.to_owned(),
+            available: level.available.max(0),
+            pending: level.pending,
+            first_back_at: level.first_ends_at,
+        })
+    }
+
+    /// An active product and its resource's level.
+    pub fn product(&self, id: &str) -> Option<(&Product, &Level)> {
+        let product = &self.products[*self.by_id.get(id)?];
+        Some((product, self.levels.get(&product.resource_id)?))
+    }
+
+    /// The level of a resource.
+    pub fn level(&self, resource: &str) -> Option<&Level> {
+        self.levels.get(resource)
+    }
+}
+
+#[derive(sqlx::FromRow)]
+pub(super) struct LevelRow {
+    resource_id: String,
+    available_now: i32,
+    pending: i32,
+    first_ends_at: Option<DateTime<Utc>>,
+    version: String,
+}
+
+const LEVELS: &str = "select r.id as resource_id, s.available_now, s.pending, s.first_ends_at, \
+                             r.xmin::text as version \
+                        from resources r cross join lateral hf_stock(r.id) s \
+                       where r.id = any($1)";
+
+/// Reads the whole catalogue: the same order as `catalogue::availability`.
+pub(super) async fn read_all(
+    pool: &PgPool,
+) -> sqlx::Result<(Vec<Product>, Vec<LevelRow>, chrono::Duration)> {
+    // the database's clock against ours, around one small query
+    let before = Utc::now();
+    let database: DateTime<Utc> = sqlx::query_scalar("select clock_timestamp()")
+        .fetch_one(pool)
+        .await?;
+    let after = Utc::now();
+    let clock_offset = database - (before + (after - before) / 2);
+    let products: Vec<Product> = sqlx::query_as(&format!(
+        "select {} from products p join collections c on c.id = p.collection \
+          where p.active order by {}",
+        crate::catalogue::PRODUCT_COLUMNS,
+        crate::catalogue::PAGE_ORDER
+    ))
+    .fetch_all(pool)
+    .await?;
+    let resources: Vec<&str> = products.iter().map(|p| p.resource_id.as_str()).collect();
+    let levels = read_levels(pool, &resources).await?;
+    Ok((products, levels, clock_offset))
+}
+
+pub(super) async fn read_levels(pool: &PgPool, resources: &[&str]) -> sqlx::Result<Vec<LevelRow>> {
+    sqlx::query_as(LEVELS).bind(resources).fetch_all(pool).await
+}
+
+impl Snapshot {
+    /// A read merged into the last snapshot, `old`: `products` replaces the
+    /// catalogue (a full read), and the levels read replace theirs. The new
+    /// snapshot, and the stock of the products whose level changed; `None`
+    /// before the first full read (nothing to merge into).
+    pub(super) fn merged(
+        old: Option<&Snapshot>,
+        products: Option<(Vec<Product>, chrono::Duration)>,
+        rows: Vec<LevelRow>,
+    ) -> Option<(Snapshot, Vec<Stock>)> {
+        let now = Utc::now();
+        let full = products.is_some();
+        let (products, clock_offset) = match (products, old) {
+            (Some(read), _) => read,
+            (None, Some(old)) => (old.products.clone(), old.clock_offset),
+            (None, None) => return None,
+        };
+        let mut levels = if full {
+            HashMap::with_capacity(rows.len())
+        } else {
+            old.map(|o| o.levels.clone()).unwrap_or_default()
+        };
+        let mut changed_resources = Vec::new();
+        for row in rows {
+            let before = old.and_then(|o| o.levels.get(&row.resource_id));
+            let changed_at = match before {
+                Some(before) if before.version == row.version => before.changed_at,
+                _ => now,
+            };
+            let level = Level {
+                available: row.available_now,
+                pending: row.pending,
+                first_ends_at: row.first_ends_at,
+                version: row.version,
+                changed_at,
+            };
+            if before.is_none_or(|b| {
+                (b.available, b.pending, b.first_ends_at)
+                    != (level.available, level.pending, level.first_ends_at)
+            }) {
+                changed_resources.push(row.resource_id.clone());
+            }
+            levels.insert(row.resource_id, level);
+        }
+        let by_id = products
+            .iter()
+            .enumerate()
+            .map(|(i, p)| (p.id.clone(), i))
+            .collect();
+        let read_at = match (old, full) {
+            (Some(old), false) => old.read_at,
+            _ => Instant::now(),
+        };
+        let snapshot = Snapshot {
+            products,
+            by_id,
+            levels,
+            read_at,
+            clock_offset,
+        };
+        let changes: Vec<Stock> = snapshot
+            .products
+            .iter()
+            .filter(|p| changed_resources.contains(&p.resource_id))
+            .filter_map(|p| snapshot.stock_of(&p.id))
+            .collect();
+        Some((snapshot, changes))
+    }
+}
