@@ -3,9 +3,11 @@
 //! Each command is a function of its own: [`shop`] (serve, worker, migrate,
 //! catalogue, staff), [`vouchers`], [`engine`] (resources, holds, sweeps,
 //! the drift check, settings), [`after_sale`] (refunds, redemptions),
-//! [`webhooks`] (outgoing webhook endpoints).
+//! [`webhooks`] (outgoing webhook endpoints), [`api_keys`] (the JSON API's
+//! keys).
 
 mod after_sale;
+mod api_keys;
 mod engine;
 mod queue;
 mod shop;
@@ -121,6 +123,11 @@ enum Command {
     Webhooks {
         #[command(subcommand)]
         action: webhooks::WebhookAction,
+    },
+    /// API keys: what the shop's other systems sign JSON API requests with
+    ApiKeys {
+        #[command(subcommand)]
+        action: api_keys::ApiKeyAction,
     },
 }
 
@@ -304,6 +311,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Settings(changes) => engine::settings(&ctx, changes).await,
         Command::Queue { action } => queue::run(&ctx, action).await,
         Command::Webhooks { action } => webhooks::run(&ctx, action).await,
+        Command::ApiKeys { action } => api_keys::run(&ctx, action).await,
     }
 }
 

@@ -1,6 +1,6 @@
 //! API keys: what the shop's other systems sign JSON API requests with.
 //! Owners make and revoke them in the admin (the `integrations`
-//! permission). A key has scopes; each scope that reaches staff work
+//! permission), and operators at the command line (`holdfast api-keys`). A key has scopes; each scope that reaches staff work
 //! stands for the admin permission of that work ([`Scope::permission`]), so
 //! a key may do through the API what a role with those permissions may do
 //! in the admin, and no more. The token, `hf_<id>_<secret>`, is shown once;
@@ -13,7 +13,6 @@ use serde::Serialize;
 use sha2::{Digest, Sha256};
 use sqlx::PgPool;
 
-use super::StaffMember;
 use super::roles::Permission;
 use crate::audit::{self, Actor};
 
@@ -62,6 +61,29 @@ impl Scope {
 
     pub fn parse(name: &str) -> Option<Self> {
         Self::ALL.into_iter().find(|s| s.as_str() == name.trim())
+    }
+
+    /// Scopes written `a,b` (the command line's `--scopes`): each known,
+    /// at least one; one named twice counts once.
+    pub fn parse_list(text: &str) -> Result<Vec<Scope>, String> {
+        let all = || Self::ALL.map(Self::as_str).join(", ");
+        let mut scopes = Vec::new();
+        for name in text.split(',').map(str::trim).filter(|n| !n.is_empty()) {
+            let scope = Self::parse(name).ok_or_else(|| {
+                format!(
+                    "{:?} is not a scope; the scopes are {}",
+                    name.chars().take(60).collect::<String>(),
+                    all()
+                )
+            })?;
+            if !scopes.contains(&scope) {
+                scopes.push(scope);
+            }
+        }
+        if scopes.is_empty() {
+            return Err(format!("name at least one scope: {}", all()));
+        }
+        Ok(scopes)
     }
 
     /// The admin permission staff work through this scope stands for
@@ -127,10 +149,11 @@ fn hash(secret: &str) -> Vec<u8> {
     Sha256::digest(secret.as_bytes()).to_vec()
 }
 
-/// Make a key; returns it and its token (shown once).
+/// Make a key, for an owner in the admin or an operator at the command
+/// line; returns it and its token (shown once).
 pub async fn create(
     pool: &PgPool,
-    by: &StaffMember,
+    by: Actor<'_>,
     name: &str,
     scopes: &[Scope],
 ) -> super::Result<(ApiKeyRow, String)> {
@@ -138,6 +161,11 @@ pub async fn create(
     if name.is_empty() || name.chars().count() > 100 {
         return Err(super::StaffError::InvalidInput(
             "name the key (1 to 100 characters), for whoever reads Activity".into(),
+        ));
+    }
+    if name.chars().any(char::is_control) {
+        return Err(super::StaffError::InvalidInput(
+            "the key's name must not contain control characters".into(),
         ));
     }
     if scopes.is_empty() {
@@ -161,7 +189,7 @@ pub async fn create(
     .bind(name)
     .bind(&scopes)
     .bind(hash(&secret))
-    .bind(&by.email)
+    .bind(by.name())
     .fetch_one(&mut *tx)
     .await?;
     audit::record(
@@ -179,14 +207,14 @@ pub async fn create(
 }
 
 /// Revoke a key: it signs nothing from now on. Returns whether it was live.
-pub async fn revoke(pool: &PgPool, by: &StaffMember, id: &str) -> super::Result<bool> {
+pub async fn revoke(pool: &PgPool, by: Actor<'_>, id: &str) -> super::Result<bool> {
     let mut tx = pool.begin().await?;
     let revoked = sqlx::query(
         "update api_keys set revoked_at = now(), revoked_by = $2 \
           where id = $1 and revoked_at is null",
     )
     .bind(id)
-    .bind(&by.email)
+    .bind(by.name())
     .execute(&mut *tx)
     .await?
     .rows_affected()
@@ -204,6 +232,42 @@ pub async fn revoke(pool: &PgPool, by: &StaffMember, id: &str) -> super::Result<
     tx.commit().await?;
     audit::log_action(by, "revoke_api_key", id, outcome);
     Ok(revoked)
+}
+
+/// Which key a word names: a key's id, or the name of one live key.
+#[derive(Debug)]
+pub enum Named {
+    Key(ApiKeyRow),
+    /// No key has this id, and no live key this name.
+    Nobody,
+    /// Live keys share this name: these ids.
+    Several(Vec<String>),
+}
+
+/// The key `id_or_name` names: the key with that id (live or revoked), or
+/// else the one live key with that name.
+pub async fn named(pool: &PgPool, id_or_name: &str) -> sqlx::Result<Named> {
+    const COLUMNS: &str =
+        "id, name, scopes, created_by, created_at, last_used_at, revoked_at, revoked_by";
+    let by_id: Option<ApiKeyRow> =
+        sqlx::query_as(&format!("select {COLUMNS} from api_keys where id = $1"))
+            .bind(id_or_name)
+            .fetch_optional(pool)
+            .await?;
+    if let Some(key) = by_id {
+        return Ok(Named::Key(key));
+    }
+    let mut live: Vec<ApiKeyRow> = sqlx::query_as(&format!(
+        "select {COLUMNS} from api_keys where name = $1 and revoked_at is null order by id"
+    ))
+    .bind(id_or_name.trim())
+    .fetch_all(pool)
+    .await?;
+    Ok(match live.len() {
+        0 => Named::Nobody,
+        1 => Named::Key(live.remove(0)),
+        _ => Named::Several(live.into_iter().map(|key| key.id).collect()),
+    })
 }
 
 pub async fn list(pool: &PgPool) -> sqlx::Result<Vec<ApiKeyRow>> {

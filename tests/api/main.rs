@@ -10,6 +10,7 @@ mod catalogue_admin;
 mod catalogue_file;
 mod checkout;
 mod cli;
+mod cli_api_keys;
 mod combined_checkout;
 mod combining;
 mod crowd;

@@ -8,6 +8,7 @@ use askama::Template;
 
 use super::notices::NoticeQuery;
 use super::pages::{Nav, nav, render, see_other};
+use crate::audit::Actor;
 use crate::routes::ShopError;
 use crate::staff::Session;
 use crate::staff::api_keys::{self, ApiKeyRow, Scope};
@@ -59,7 +60,7 @@ pub async fn create(
             scopes.push(scope);
         }
     }
-    let made = api_keys::create(&shop.pool, &session.staff, name, &scopes).await?;
+    let made = api_keys::create(&shop.pool, Actor::from(&session.staff), name, &scopes).await?;
     let page = ApiKeysPage {
         nav: nav(&shop, &session, &NoticeQuery::default()).await?,
         keys: api_keys::list(&shop.pool).await?,
@@ -76,7 +77,7 @@ pub async fn revoke(
     id: web::Path<String>,
 ) -> Result<HttpResponse, ShopError> {
     Ok(see_other(
-        if api_keys::revoke(&shop.pool, &session.staff, &id).await? {
+        if api_keys::revoke(&shop.pool, Actor::from(&session.staff), &id).await? {
             "/admin/api-keys?notice=api_key_revoked"
         } else {
             "/admin/api-keys?notice=staff_unchanged"
