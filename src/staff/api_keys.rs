@@ -292,14 +292,29 @@ pub async fn authenticate(pool: &PgPool, token: &str) -> sqlx::Result<Option<Api
     if id.len() != 12 || secret.is_empty() || secret.len() > 128 {
         return Ok(None);
     }
-    let row: Option<(String, Vec<String>, Vec<u8>)> = sqlx::query_as(
+    /// A live key as signing checks it.
+    #[derive(sqlx::FromRow)]
+    struct Live {
+        name: String,
+        scopes: Vec<String>,
+        secret_hash: Vec<u8>,
+    }
+    let row: Option<Live> = sqlx::query_as(
         "select name, scopes, secret_hash from api_keys where id = $1 and revoked_at is null",
     )
     .bind(id)
     .fetch_optional(pool)
     .await?;
     // compared whether or not the key exists, in constant time
-    let (name, scopes, stored) = row.unwrap_or_else(|| (String::new(), Vec::new(), vec![0u8; 32]));
+    let Live {
+        name,
+        scopes,
+        secret_hash: stored,
+    } = row.unwrap_or_else(|| Live {
+        name: String::new(),
+        scopes: Vec::new(),
+        secret_hash: vec![0u8; 32],
+    });
     let given = hash(secret);
     let same = stored.len() == given.len()
         && stored
@@ -405,19 +420,25 @@ pub async fn claim(
     if inserted == 1 {
         return Ok(Idempotent::Fresh);
     }
-    let (hash, status, response): (Vec<u8>, Option<i32>, Option<serde_json::Value>) =
-        sqlx::query_as(
-            "select request_hash, status, response from api_idempotency \
-              where api_key_id = $1 and idempotency_key = $2",
-        )
-        .bind(&key.id)
-        .bind(idempotency_key)
-        .fetch_one(pool)
-        .await?;
-    Ok(if hash != request_hash {
+    /// What a claimed key already stands for.
+    #[derive(sqlx::FromRow)]
+    struct Claimed {
+        request_hash: Vec<u8>,
+        status: Option<i32>,
+        response: Option<serde_json::Value>,
+    }
+    let claimed: Claimed = sqlx::query_as(
+        "select request_hash, status, response from api_idempotency \
+          where api_key_id = $1 and idempotency_key = $2",
+    )
+    .bind(&key.id)
+    .bind(idempotency_key)
+    .fetch_one(pool)
+    .await?;
+    Ok(if claimed.request_hash != request_hash {
         Idempotent::OtherBody
     } else {
-        match (status, response) {
+        match (claimed.status, claimed.response) {
             (Some(status), Some(body)) => Idempotent::Answered {
                 status: status as u16,
                 body,
