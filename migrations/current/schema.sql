@@ -56,7 +56,14 @@ create table basket_lines (
     constraint basket_lines_unlocked_by_fkey FOREIGN KEY (unlocked_by) REFERENCES vouchers(code)
 );
 
--- table collections (made by 0019_staff_run_the_sale.sql)
+-- table collection_kinds (made by 0080_kinds_own_their_differences.sql)
+create table collection_kinds (
+    kind text not null,
+    constraint collection_kinds_pkey PRIMARY KEY (kind)
+);
+
+-- table collections (made by 0019_staff_run_the_sale.sql; changed by
+--   0080_kinds_own_their_differences.sql)
 create table collections (
     id          text not null,
     kind        text not null,
@@ -69,11 +76,13 @@ create table collections (
     archived_at timestamp with time zone,
     created_at  timestamp with time zone not null default now(),
     updated_at  timestamp with time zone not null default now(),
+    ends_at     timestamp with time zone,
     constraint collections_pkey PRIMARY KEY (id),
+    constraint collection_ends_after_start CHECK (((ends_at IS NULL) OR (starts_at IS NULL) OR (ends_at > starts_at))),
     constraint collection_id_shape CHECK ((id ~ '^[a-z0-9][a-z0-9-]{0,99}$'::text)),
-    constraint collection_kind_known CHECK ((kind = ANY (ARRAY['event'::text, 'schedule'::text, 'shelf'::text]))),
     constraint collection_title_shape CHECK (((length(title) >= 1) AND (length(title) <= 200))),
-    constraint collection_words_shape CHECK (((length(lede) <= 1000) AND (length(venue) <= 200)))
+    constraint collection_words_shape CHECK (((length(lede) <= 1000) AND (length(venue) <= 200))),
+    constraint collection_kind_known FOREIGN KEY (kind) REFERENCES collection_kinds(kind)
 );
 
 -- table hold_events (made by 0001_inventory_schema.sql; changed by 0012_after_the_sale.sql)
@@ -331,36 +340,6 @@ create table payment_refs (
     constraint payment_ref_shape CHECK (((length(payment_ref) >= 1) AND (length(payment_ref) <= 255)))
 );
 
--- table pickup_schedules (made by 0019_staff_run_the_sale.sql)
-create table pickup_schedules (
-    collection    text not null,
-    name          text not null,
-    description   text not null default ''::text,
-    price_minor   bigint not null,
-    currency      text not null,
-    capacity      integer not null,
-    max_per_order integer not null default 10,
-    weekdays      integer[] not null,
-    opens         time without time zone not null,
-    closes        time without time zone not null,
-    slot_minutes  integer not null,
-    days_ahead    integer not null,
-    closed_days   date[] not null default '{}'::date[],
-    archived_at   timestamp with time zone,
-    updated_at    timestamp with time zone not null default now(),
-    constraint pickup_schedules_pkey PRIMARY KEY (collection),
-    constraint schedule_capacity CHECK (((capacity >= 0) AND (capacity <= 1000000))),
-    constraint schedule_currency CHECK ((currency ~ '^[a-z]{3}$'::text)),
-    constraint schedule_days_ahead CHECK (((days_ahead >= 0) AND (days_ahead <= 366))),
-    constraint schedule_hours CHECK ((opens < closes)),
-    constraint schedule_max_per_order CHECK (((max_per_order >= 1) AND (max_per_order <= 100))),
-    constraint schedule_name CHECK (((length(name) >= 1) AND (length(name) <= 200))),
-    constraint schedule_price CHECK ((price_minor >= 0)),
-    constraint schedule_slot CHECK (((slot_minutes >= 5) AND (slot_minutes <= 720))),
-    constraint schedule_weekdays CHECK (((weekdays <@ ARRAY[1, 2, 3, 4, 5, 6, 7]) AND (cardinality(weekdays) >= 1))),
-    constraint pickup_schedules_collection_fkey FOREIGN KEY (collection) REFERENCES collections(id)
-);
-
 -- table product_kinds (made by 0016_rooms.sql)
 create table product_kinds (
     kind text not null,
@@ -370,7 +349,8 @@ create table product_kinds (
 );
 
 -- table products (made by 0004_shop.sql; changed by 0011_fair_sale.sql, 0016_rooms.sql,
---   0019_staff_run_the_sale.sql, 0070_waiting_list.sql, 0071_drop_queue.sql)
+--   0019_staff_run_the_sale.sql, 0070_waiting_list.sql, 0071_drop_queue.sql,
+--   0080_kinds_own_their_differences.sql)
 create table products (
     id                     text not null,
     resource_id            text not null,
@@ -393,9 +373,11 @@ create table products (
     queue_seed             bytea,
     queue_commitment       text,
     queue_drawn_at         timestamp with time zone,
+    ends_at                timestamp with time zone,
     constraint products_pkey PRIMARY KEY (id),
     constraint product_claim_window CHECK (((waitlist_claim_minutes >= 1) AND (waitlist_claim_minutes <= 1440))),
     constraint product_currency_iso CHECK ((currency ~ '^[a-z]{3}$'::text)),
+    constraint product_ends_after_start CHECK (((ends_at IS NULL) OR (starts_at IS NULL) OR (ends_at > starts_at))),
     constraint product_id_shape CHECK (((length(id) >= 1) AND (length(id) <= 200))),
     constraint product_max_per_order CHECK (((max_per_order >= 1) AND (max_per_order <= 100))),
     constraint product_price_non_negative CHECK ((price_minor >= 0)),
@@ -457,6 +439,39 @@ create table resources (
 );
 CREATE TRIGGER resources_notify_stock AFTER INSERT OR UPDATE OF total, held, sold ON public.resources FOR EACH ROW EXECUTE FUNCTION hf_notify_stock();
 CREATE TRIGGER resources_webhook_stock AFTER UPDATE OF total, held, sold ON public.resources FOR EACH ROW WHEN (((((old.total - old.held) - old.sold) > 0) <> (((new.total - new.held) - new.sold) > 0))) EXECUTE FUNCTION hf_webhook_stock();
+
+-- table schedules (made by 0019_staff_run_the_sale.sql as pickup_schedules; renamed by
+--   0080_kinds_own_their_differences.sql; changed by 0080_kinds_own_their_differences.sql)
+create table schedules (
+    collection    text not null,
+    name          text not null,
+    description   text not null default ''::text,
+    price_minor   bigint not null,
+    currency      text not null,
+    capacity      integer not null,
+    max_per_order integer not null default 10,
+    weekdays      integer[] not null,
+    opens         time without time zone not null,
+    closes        time without time zone not null,
+    slot_minutes  integer not null,
+    days_ahead    integer not null,
+    closed_days   date[] not null default '{}'::date[],
+    archived_at   timestamp with time zone,
+    updated_at    timestamp with time zone not null default now(),
+    kind          text not null default 'pickup_slot'::text,
+    constraint pickup_schedules_pkey PRIMARY KEY (collection),
+    constraint schedule_capacity CHECK (((capacity >= 0) AND (capacity <= 1000000))),
+    constraint schedule_currency CHECK ((currency ~ '^[a-z]{3}$'::text)),
+    constraint schedule_days_ahead CHECK (((days_ahead >= 0) AND (days_ahead <= 366))),
+    constraint schedule_hours CHECK ((opens < closes)),
+    constraint schedule_max_per_order CHECK (((max_per_order >= 1) AND (max_per_order <= 100))),
+    constraint schedule_name CHECK (((length(name) >= 1) AND (length(name) <= 200))),
+    constraint schedule_price CHECK ((price_minor >= 0)),
+    constraint schedule_slot CHECK (((slot_minutes >= 5) AND (slot_minutes <= 1440))),
+    constraint schedule_weekdays CHECK (((weekdays <@ ARRAY[1, 2, 3, 4, 5, 6, 7]) AND (cardinality(weekdays) >= 1))),
+    constraint pickup_schedules_collection_fkey FOREIGN KEY (collection) REFERENCES collections(id),
+    constraint schedules_kind_fkey FOREIGN KEY (kind) REFERENCES product_kinds(kind)
+);
 
 -- table staff (made by 0005_staff.sql; changed by 0018_staff_roles.sql,
 --   0030_staff_accounts_two_factor.sql)

@@ -163,6 +163,10 @@ async fn the_schema_file_names_what_made_each_table_and_sees_a_change() {
     assert!(unnamed.is_empty(), "made by no migration: {unnamed:?}");
     assert!(before.contains("\n-- table holds (made by 0001_inventory_schema.sql"));
     assert!(before.contains("\n-- sequence waitlist_line (made by 0070_waiting_list.sql)"));
+    // a table renamed since is headed by where it was made, under its first name
+    assert!(before.contains(
+        "\n-- table schedules (made by 0019_staff_run_the_sale.sql as pickup_schedules; renamed by"
+    ));
     // what a change to the database looks like in the file
     sqlx::raw_sql(
         "alter table holds add column note text not null default ''; \

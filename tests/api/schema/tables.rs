@@ -416,8 +416,35 @@ fn push_comment(out: &mut String, kind: &str, name: &str, comment: &Option<Strin
 }
 
 /// "made by 0004_shop.sql; changed by 0010_what_was_paid.sql, …": the
-/// migration that creates `kind name` and those that alter it after.
+/// migration that creates `kind name` (or, for one renamed, that created
+/// it under its first name), and those that alter it after.
 fn written_by(kind: &str, name: &str) -> String {
+    let Some(history) = history(kind, name) else {
+        return "not made by a migration".to_owned();
+    };
+    let mut words = format!("made by {}", history.made);
+    if let Some(first) = &history.first_name {
+        words.push_str(&format!(
+            " as {first}; renamed by {}",
+            history.renamed.join(", ")
+        ));
+    }
+    if !history.changed.is_empty() {
+        words.push_str(&format!("; changed by {}", history.changed.join(", ")));
+    }
+    words
+}
+
+/// Which migrations made, renamed and changed a relation.
+struct History {
+    made: String,
+    /// The name it was made under, when it was renamed since.
+    first_name: Option<String>,
+    renamed: Vec<String>,
+    changed: Vec<String>,
+}
+
+fn history(kind: &str, name: &str) -> Option<History> {
     let created = migrations_saying(&[
         format!("create {kind} {name}"),
         format!("create {kind} if not exists {name}"),
@@ -429,18 +456,82 @@ fn written_by(kind: &str, name: &str) -> String {
         format!("alter {kind} if exists {name}"),
         format!("alter {kind} only {name}"),
     ]);
-    // a table dropped and made again counts from its last making
-    let Some(made) = created.last() else {
-        return "not made by a migration".to_owned();
+    let since = |from: &str| -> Vec<String> {
+        altered
+            .iter()
+            .filter(|file| file.as_str() >= from)
+            .cloned()
+            .collect()
     };
-    let changed: Vec<&str> = altered
-        .iter()
-        .filter(|file| *file > made)
-        .map(String::as_str)
-        .collect();
-    if changed.is_empty() {
-        format!("made by {made}")
-    } else {
-        format!("made by {made}; changed by {}", changed.join(", "))
+    // a table dropped and made again counts from its last making; one
+    // renamed to this name, from its making under the name before
+    let renamed = renamed_to(kind, name);
+    let made_here = created
+        .last()
+        .filter(|made| renamed.as_ref().is_none_or(|(file, _)| *made > file));
+    if let Some(made) = made_here {
+        return Some(History {
+            made: made.clone(),
+            first_name: None,
+            renamed: Vec::new(),
+            changed: since(made)
+                .into_iter()
+                .filter(|file| file != made)
+                .collect(),
+        });
     }
+    let (file, before) = renamed?;
+    let mut earlier = history(kind, &before)?;
+    earlier.first_name.get_or_insert(before);
+    earlier.renamed.push(file.clone());
+    for changed in since(&file) {
+        if !earlier.changed.contains(&changed) {
+            earlier.changed.push(changed);
+        }
+    }
+    Some(earlier)
+}
+
+/// The last migration that renames a relation to `name`, and the name it
+/// had: `alter table pickup_schedules rename to schedules`.
+fn renamed_to(kind: &str, name: &str) -> Option<(String, String)> {
+    let mut found = None;
+    let mut files: Vec<_> = std::fs::read_dir("migrations")
+        .expect("migrations folder")
+        .filter_map(|entry| entry.ok().map(|e| e.path()))
+        .filter(|path| path.extension().is_some_and(|e| e == "sql"))
+        .collect();
+    files.sort();
+    let word = |c: char| c.is_ascii_alphanumeric() || c == '_';
+    for path in files {
+        let text = std::fs::read_to_string(&path)
+            .unwrap_or_default()
+            .to_lowercase();
+        let pattern = format!("rename to {name}");
+        for (at, _) in text.match_indices(&pattern) {
+            if text[at + pattern.len()..].starts_with(word) {
+                continue;
+            }
+            // the statement's start, then `alter <kind> [if exists] [only] <old>`
+            let statement = &text[text[..at].rfind(';').map_or(0, |i| i + 1)..at];
+            let Some(after) = statement
+                .rfind(&format!("alter {kind} "))
+                .map(|i| &statement[i + kind.len() + 7..])
+            else {
+                continue;
+            };
+            let after = after.trim_start();
+            let after = after
+                .strip_prefix("if exists ")
+                .unwrap_or(after)
+                .trim_start();
+            let after = after.strip_prefix("only ").unwrap_or(after).trim_start();
+            let before: String = after.chars().take_while(|c| word(*c)).collect();
+            if !before.is_empty() {
+                let file = path.file_name().unwrap().to_string_lossy().into_owned();
+                found = Some((file, before));
+            }
+        }
+    }
+    found
 }
