@@ -85,7 +85,8 @@ create table collections (
     constraint collection_kind_known FOREIGN KEY (kind) REFERENCES collection_kinds(kind)
 );
 
--- table hold_events (made by 0001_inventory_schema.sql; changed by 0012_after_the_sale.sql)
+-- table hold_events (made by 0001_inventory_schema.sql; changed by 0012_after_the_sale.sql,
+--   0090_settling.sql)
 create table hold_events (
     id         bigint not null generated always as identity,
     hold_id    uuid not null,
@@ -96,14 +97,14 @@ create table hold_events (
     actor      text not null,
     detail     jsonb not null default '{}'::jsonb,
     constraint hold_events_pkey PRIMARY KEY (id),
-    constraint event_kind_known CHECK ((kind = ANY (ARRAY['held'::text, 'payment_started'::text, 'confirmed'::text, 'released'::text, 'expired'::text, 'extended'::text, 'repaired'::text, 'returned'::text]))),
+    constraint event_kind_known CHECK ((kind = ANY (ARRAY['settling'::text, 'reclaimed'::text, 'held'::text, 'payment_started'::text, 'confirmed'::text, 'released'::text, 'expired'::text, 'extended'::text, 'repaired'::text, 'returned'::text]))),
     constraint hold_events_hold_id_fkey FOREIGN KEY (hold_id) REFERENCES holds(id)
 );
 CREATE INDEX hold_events_by_hold ON public.hold_events USING btree (hold_id, id);
 CREATE TRIGGER hold_events_append_only BEFORE DELETE OR UPDATE OR TRUNCATE ON public.hold_events FOR EACH STATEMENT EXECUTE FUNCTION hold_events_append_only();
 
 -- table holds (made by 0001_inventory_schema.sql; changed by 0006_combined_holds.sql,
---   0012_after_the_sale.sql)
+--   0012_after_the_sale.sql, 0090_settling.sql)
 create table holds (
     id                 uuid not null default hf_uuid_v7(),
     basket_id          uuid,
@@ -124,6 +125,11 @@ create table holds (
     ended_by           text,
     end_reason         text,
     returned           integer not null default 0,
+    settle_method      text,
+    settling_at        timestamp with time zone,
+    settle_deadline    timestamp with time zone,
+    settle_grace       interval,
+    reclaims           uuid,
     constraint holds_pkey PRIMARY KEY (id),
     constraint account_id_shape CHECK (((length(account_id) >= 1) AND (length(account_id) <= 200))),
     constraint confirmed_has_payment CHECK (((state = 'confirmed'::text) = (payment_ref IS NOT NULL))),
@@ -132,9 +138,15 @@ create table holds (
     constraint idempotency_key_shape CHECK (((idempotency_key IS NULL) OR ((length(idempotency_key) >= 1) AND (length(idempotency_key) <= 255)))),
     constraint paying_has_deadline CHECK (((state <> 'awaiting_payment'::text) OR (payment_deadline IS NOT NULL))),
     constraint qty_positive CHECK ((qty > 0)),
+    constraint reclaim_is_a_sale CHECK (((reclaims IS NULL) OR (state = 'confirmed'::text))),
     constraint returned_only_when_sold CHECK (((returned = 0) OR (state = 'confirmed'::text))),
     constraint returned_within_qty CHECK (((returned >= 0) AND (returned <= qty))),
+    constraint settling_after_start CHECK (((settle_deadline IS NULL) OR (settle_deadline > settling_at))),
+    constraint settling_covers_grace CHECK (((settle_deadline IS NULL) OR ((settle_grace >= '00:00:00'::interval) AND (payment_deadline >= (settle_deadline + settle_grace))))),
+    constraint settling_shape CHECK ((((settle_method IS NULL) = (settling_at IS NULL)) AND ((settling_at IS NULL) = (settle_deadline IS NULL)) AND ((settle_deadline IS NULL) = (settle_grace IS NULL)))),
+    constraint settling_was_paying CHECK (((settle_deadline IS NULL) OR ((state <> 'held'::text) AND (payment_started_at IS NOT NULL)))),
     constraint state_known CHECK ((state = ANY (ARRAY['held'::text, 'awaiting_payment'::text, 'confirmed'::text, 'released'::text, 'expired'::text]))),
+    constraint holds_reclaims_fkey FOREIGN KEY (reclaims) REFERENCES holds(id),
     constraint holds_resource_id_fkey FOREIGN KEY (resource_id) REFERENCES resources(id),
     constraint payment_ref_claimed FOREIGN KEY (payment_ref, purchase_id) REFERENCES payment_refs(payment_ref, purchase_id)
 );
@@ -144,10 +156,11 @@ CREATE UNIQUE INDEX holds_idempotency ON public.holds USING btree (resource_id, 
 CREATE INDEX holds_live_by_account ON public.holds USING btree (account_id, resource_id) WHERE (state = ANY (ARRAY['held'::text, 'awaiting_payment'::text]));
 CREATE UNIQUE INDEX holds_payment_ref ON public.holds USING btree (payment_ref, resource_id) WHERE (payment_ref IS NOT NULL);
 CREATE INDEX holds_purchase ON public.holds USING btree (purchase_id);
+CREATE INDEX holds_settling ON public.holds USING btree (resource_id, settle_deadline) WHERE ((state = 'awaiting_payment'::text) AND (settle_deadline IS NOT NULL));
 CREATE INDEX holds_state_created ON public.holds USING btree (state, created_at);
 CREATE TRIGGER holds_lines_immutable BEFORE UPDATE OF resource_id, basket_id, account_id, qty ON public.holds FOR EACH ROW WHEN (((old.resource_id IS DISTINCT FROM new.resource_id) OR (old.basket_id IS DISTINCT FROM new.basket_id) OR (old.account_id IS DISTINCT FROM new.account_id) OR (old.qty IS DISTINCT FROM new.qty))) EXECUTE FUNCTION holds_lines_immutable();
 
--- table inventory_settings (made by 0001_inventory_schema.sql)
+-- table inventory_settings (made by 0001_inventory_schema.sql; changed by 0090_settling.sql)
 create table inventory_settings (
     singleton      boolean not null default true,
     hold_ttl       interval not null default '00:15:00'::interval,
@@ -157,6 +170,7 @@ create table inventory_settings (
     max_extensions integer not null default 1,
     extension      interval not null default '00:05:00'::interval,
     updated_at     timestamp with time zone not null default now(),
+    settle_grace   interval not null default '1 day'::interval,
     constraint inventory_settings_pkey PRIMARY KEY (singleton),
     constraint account_cap_positive CHECK (((account_cap IS NULL) OR (account_cap > 0))),
     constraint cap_scope_known CHECK ((cap_scope = ANY (ARRAY['resource'::text, 'global'::text]))),
@@ -164,8 +178,11 @@ create table inventory_settings (
     constraint hold_ttl_positive CHECK ((hold_ttl > '00:00:00'::interval)),
     constraint inventory_settings_singleton_check CHECK (singleton),
     constraint max_extensions_non_negative CHECK ((max_extensions >= 0)),
-    constraint payment_window_exceeds_ttl CHECK ((payment_window > hold_ttl))
+    constraint payment_window_exceeds_ttl CHECK ((payment_window > hold_ttl)),
+    constraint settle_grace_non_negative CHECK ((settle_grace >= '00:00:00'::interval)),
+    constraint settle_window_exceeds_payment_window TRIGGER
 );
+CREATE CONSTRAINT TRIGGER settle_window_exceeds_payment_window AFTER UPDATE OF payment_window ON public.inventory_settings NOT DEFERRABLE INITIALLY IMMEDIATE FOR EACH ROW EXECUTE FUNCTION hf_settle_windows_exceed_payment_window();
 
 -- table login_throttle (made by 0005_staff.sql; changed by 0011_fair_sale.sql)
 create table login_throttle (
@@ -235,7 +252,7 @@ CREATE TRIGGER order_refunds_append_only BEFORE DELETE OR UPDATE OR TRUNCATE ON 
 CREATE TRIGGER order_refunds_webhook AFTER INSERT ON public.order_refunds FOR EACH ROW EXECUTE FUNCTION hf_webhook_order_refunded();
 
 -- table orders (made by 0004_shop.sql; changed by 0007_reconciliation.sql, 0011_fair_sale.sql,
---   0012_after_the_sale.sql, 0019_staff_run_the_sale.sql)
+--   0012_after_the_sale.sql, 0019_staff_run_the_sale.sql, 0090_settling.sql)
 create table orders (
     id                  uuid not null default gen_random_uuid(),
     token               text not null,
@@ -265,6 +282,10 @@ create table orders (
     refunded_minor      bigint not null default 0,
     voucher_code        text,
     discount_minor      bigint not null default 0,
+    settle_method       text,
+    settling_until      timestamp with time zone,
+    late_money          text,
+    late_money_at       timestamp with time zone,
     constraint orders_pkey PRIMARY KEY (id),
     constraint orders_checkout_key_key UNIQUE (checkout_key),
     constraint orders_provider_session_id_key UNIQUE (provider_session_id),
@@ -273,10 +294,13 @@ create table orders (
     constraint order_currency_iso CHECK ((currency ~ '^[a-z]{3}$'::text)),
     constraint order_customer_shape CHECK ((((length(customer_name) >= 1) AND (length(customer_name) <= 200)) AND ((length(customer_email) >= 3) AND (length(customer_email) <= 254)))),
     constraint order_discount CHECK ((discount_minor >= 0)),
+    constraint order_late_money_known CHECK ((late_money = ANY (ARRAY['claimed_again'::text, 'refunded'::text]))),
+    constraint order_late_money_when CHECK (((late_money IS NULL) = (late_money_at IS NULL))),
     constraint order_limit_keys_shape CHECK (((length(email_key) <= 254) AND (length(client_address) <= 64))),
     constraint order_provider_known CHECK ((provider = ANY (ARRAY['stripe'::text, 'razorpay'::text]))),
     constraint order_refunded_within_paid CHECK (((refunded_minor >= 0) AND (refunded_minor <= amount_minor))),
-    constraint order_state_known CHECK ((state = ANY (ARRAY['pending'::text, 'paid'::text, 'expired'::text, 'cancelled'::text, 'refund_pending'::text, 'refunded'::text]))),
+    constraint order_settling_shape CHECK (((state <> 'settling'::text) OR ((settle_method IS NOT NULL) AND (settling_until IS NOT NULL)))),
+    constraint order_state_known CHECK ((state = ANY (ARRAY['settling'::text, 'pending'::text, 'paid'::text, 'expired'::text, 'cancelled'::text, 'refund_pending'::text, 'refunded'::text]))),
     constraint paid_order_has_payment CHECK (((state <> 'paid'::text) OR ((payment_ref IS NOT NULL) AND (paid_at IS NOT NULL)))),
     constraint reconcile_attempts_non_negative CHECK ((reconcile_attempts >= 0)),
     constraint reconcile_note_short CHECK ((length(reconcile_note) <= 500)),
@@ -285,10 +309,11 @@ create table orders (
 CREATE INDEX orders_pending_by_address ON public.orders USING btree (client_address) WHERE (state = 'pending'::text);
 CREATE INDEX orders_pending_by_email ON public.orders USING btree (email_key) WHERE (state = 'pending'::text);
 CREATE UNIQUE INDEX orders_pickup_code ON public.orders USING btree (pickup_code) WHERE (pickup_code IS NOT NULL);
+CREATE INDEX orders_settling ON public.orders USING btree (settling_until) WHERE (state = 'settling'::text);
 CREATE INDEX orders_state_created ON public.orders USING btree (state, created_at);
 CREATE INDEX orders_to_reconcile ON public.orders USING btree (updated_at) WHERE ((reconciled_at IS NULL) AND (provider_session_id IS NOT NULL));
 CREATE TRIGGER orders_waitlist_claimed AFTER UPDATE OF state ON public.orders FOR EACH ROW WHEN (((old.state = 'pending'::text) AND (new.state = 'paid'::text) AND (new.checkout_key ~~ 'waitlist-%'::text))) EXECUTE FUNCTION hf_waitlist_claimed();
-CREATE TRIGGER orders_webhook_state AFTER UPDATE OF state ON public.orders FOR EACH ROW WHEN (((old.state = 'pending'::text) AND (new.state = ANY (ARRAY['paid'::text, 'expired'::text, 'cancelled'::text])))) EXECUTE FUNCTION hf_webhook_order_state();
+CREATE TRIGGER orders_webhook_state AFTER UPDATE OF state ON public.orders FOR EACH ROW WHEN (((old.state IS DISTINCT FROM new.state) AND (old.state = ANY (ARRAY['pending'::text, 'settling'::text, 'expired'::text])) AND (new.state = ANY (ARRAY['settling'::text, 'paid'::text, 'expired'::text, 'cancelled'::text])))) EXECUTE FUNCTION hf_webhook_order_state();
 
 -- table orphan_payments (made by 0010_what_was_paid.sql)
 create table orphan_payments (
@@ -309,7 +334,7 @@ create table orphan_payments (
 CREATE INDEX orphan_payments_recent ON public.orphan_payments USING btree (last_seen_at DESC);
 
 -- table outbox_jobs (made by 0004_shop.sql; changed by 0010_what_was_paid.sql,
---   0012_after_the_sale.sql, 0060_outgoing_webhooks.sql, 0070_waiting_list.sql)
+--   0012_after_the_sale.sql, 0060_outgoing_webhooks.sql, 0070_waiting_list.sql, 0090_settling.sql)
 create table outbox_jobs (
     id         bigint not null generated always as identity,
     kind       text not null,
@@ -324,7 +349,7 @@ create table outbox_jobs (
     constraint outbox_jobs_pkey PRIMARY KEY (id),
     constraint outbox_jobs_dedupe_key_key UNIQUE (dedupe_key),
     constraint done_job_has_time CHECK (((state = 'done'::text) = (done_at IS NOT NULL))),
-    constraint job_kind_known CHECK ((kind = ANY (ARRAY['waitlist_mail'::text, 'webhook'::text, 'refund'::text, 'order_confirmation'::text, 'expire_session'::text, 'capture_payment'::text, 'refund_notice'::text, 'payment_returned'::text]))),
+    constraint job_kind_known CHECK ((kind = ANY (ARRAY['order_settling'::text, 'waitlist_mail'::text, 'webhook'::text, 'refund'::text, 'order_confirmation'::text, 'expire_session'::text, 'capture_payment'::text, 'refund_notice'::text, 'payment_returned'::text]))),
     constraint job_state_known CHECK ((state = ANY (ARRAY['pending'::text, 'done'::text])))
 );
 CREATE INDEX outbox_due ON public.outbox_jobs USING btree (run_after) WHERE (state = 'pending'::text);
@@ -472,6 +497,23 @@ create table schedules (
     constraint pickup_schedules_collection_fkey FOREIGN KEY (collection) REFERENCES collections(id),
     constraint schedules_kind_fkey FOREIGN KEY (kind) REFERENCES product_kinds(kind)
 );
+
+-- table settle_windows (made by 0090_settling.sql)
+create table settle_windows (
+    provider      text not null,
+    method        text not null,
+    days          integer not null,
+    business_days boolean not null,
+    source        text not null,
+    updated_at    timestamp with time zone not null default now(),
+    constraint settle_windows_pkey PRIMARY KEY (provider, method),
+    constraint settle_window_days CHECK (((days >= 1) AND (days <= 90))),
+    constraint settle_window_method_shape CHECK (((method = '*'::text) OR (method ~ '^[a-z][a-z0-9_]{0,63}$'::text))),
+    constraint settle_window_provider_known CHECK ((provider = ANY (ARRAY['razorpay'::text, 'stripe'::text]))),
+    constraint settle_window_source_shape CHECK (((length(source) >= 1) AND (length(source) <= 500))),
+    constraint settle_window_exceeds_payment_window TRIGGER
+);
+CREATE CONSTRAINT TRIGGER settle_window_exceeds_payment_window AFTER INSERT OR UPDATE ON public.settle_windows NOT DEFERRABLE INITIALLY IMMEDIATE FOR EACH ROW EXECUTE FUNCTION hf_settle_windows_exceed_payment_window();
 
 -- table staff (made by 0005_staff.sql; changed by 0018_staff_roles.sql,
 --   0030_staff_accounts_two_factor.sql)
