@@ -349,11 +349,6 @@ impl<'a> From<&'a ApiKey> for Actor<'a> {
     }
 }
 
-/// Record what a key did (or was refused), in the caller's transaction:
-/// [`audit::record`] with the key as the actor, by the name callers that
-/// record a key's actions know it by.
-pub use crate::audit::record as record_by_key;
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -29,10 +29,7 @@ pub use login::{
 pub use passwords::{MAX_PASSWORD_BYTES, check_new_password};
 pub use sessions::{SESSION_HOURS, Session, end_session, must_enrol, session};
 
-/// Who acted, as the audit log names them (its home is `crate::audit`;
-/// named here too for the callers that know it as `staff::Actor`).
-pub use crate::audit::Actor;
-use crate::audit::Member;
+use crate::audit::{Actor, Member};
 
 #[derive(Debug, thiserror::Error)]
 pub enum StaffError {

@@ -17,7 +17,7 @@ mod guard;
 mod holds;
 mod notices;
 mod orders;
-mod pages;
+pub(crate) mod pages;
 mod records;
 mod redeem;
 mod resources;
@@ -33,8 +33,6 @@ use actix_web::web;
 
 pub use guard::require_staff;
 pub use notices::NoticeQuery;
-// what the catalogue's pages take from here
-use pages::{Nav, money, nav, render, see_other};
 pub use session::STAFF_COOKIE;
 pub use table::{AdminRoute, ROUTES, Verb, route_for};
 

@@ -154,7 +154,7 @@ pub async fn start(
             api_keys::answer(&shop.pool, &key, &idem, 201, body).await?;
             // the key's checkout, in Activity (after its own commit)
             let mut tx = shop.pool.begin().await?;
-            api_keys::record_by_key(
+            crate::audit::record(
                 &mut tx,
                 &key,
                 "api_checkout",

@@ -389,7 +389,7 @@ pub async fn leave(
     retry("waitlist_leave", Bound::Shopper, || {
         waitlist::remove(
             &shop.pool,
-            crate::staff::Actor::Operator("shopper"),
+            crate::audit::Actor::Operator("shopper"),
             entry.id,
         )
     })

@@ -12,8 +12,9 @@ use crate::catalogue::edit::{CollectionEdit, DEFAULT_MAX_PER_ORDER, ProductEdit}
 use crate::catalogue::{CollectionKind, ProductKind};
 use crate::clock::ShopZone;
 use crate::routes::ShopError;
+use crate::routes::admin::NoticeQuery;
 use crate::routes::admin::form::Form;
-use crate::routes::admin::{Nav, NoticeQuery, nav, render, see_other};
+use crate::routes::admin::pages::{Nav, nav, render, see_other};
 use crate::staff::Session;
 use crate::staff::catalogue::{self, ProductRow};
 use crate::state::Shop;

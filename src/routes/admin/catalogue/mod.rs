@@ -22,8 +22,9 @@ use actix_web::{HttpResponse, web};
 use askama::Template;
 use chrono::Utc;
 
+use super::NoticeQuery;
 use super::form::Form;
-use super::{Nav, NoticeQuery, money, nav, render, see_other};
+use super::pages::{Nav, money, nav, render, see_other};
 use crate::catalogue::edit::{ProductEdit, check_slug, slug};
 use crate::catalogue::kinds::{CollectionKind, Listing};
 use crate::clock::ShopZone;

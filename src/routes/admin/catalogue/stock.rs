@@ -9,8 +9,9 @@ use super::{Answer, Fields, after_save, checked, new_id, product_form, read_sold
 use crate::catalogue::ProductKind;
 use crate::catalogue::edit::{DEFAULT_MAX_PER_ORDER, ProductEdit};
 use crate::routes::ShopError;
+use crate::routes::admin::NoticeQuery;
 use crate::routes::admin::form::Form;
-use crate::routes::admin::{Nav, NoticeQuery, nav, render, see_other};
+use crate::routes::admin::pages::{Nav, nav, render, see_other};
 use crate::staff::catalogue::{self, ProductRow};
 use crate::staff::{Session, StaffError};
 use crate::state::Shop;
