@@ -1757,7 +1757,7 @@ begin
 end;
 $function$;
 
--- hf_start_checkouts (last written by 0019_staff_run_the_sale.sql)
+-- hf_start_checkouts (last written by 0081_settling_counts_toward_limits.sql)
 CREATE OR REPLACE FUNCTION public.hf_start_checkouts(p_resource text, p_keys text[], p_accounts text[], p_qtys integer[], p_products text[], p_product_names text[], p_unit_prices bigint[], p_currencies text[], p_tokens text[], p_names text[], p_emails text[], p_providers text[], p_email_keys text[], p_addresses text[], p_email_caps integer[], p_address_caps integer[])
  RETURNS TABLE(status text, order_id uuid, hold_id uuid, available integer, created_at timestamp with time zone)
  LANGUAGE plpgsql
@@ -1829,7 +1829,7 @@ begin
           left join lateral (
                select sum(l.qty)::integer as used
                  from orders o join order_lines l on l.order_id = o.id
-                where o.email_key = x.email_key and o.state = 'pending'
+                where o.email_key = x.email_key and o.state in ('pending', 'settling')
                   and l.product_id = x.product and hf_purchase_live(o.hold_id)) u on true;
     end if;
     if exists (select 1 from unnest(p_address_caps, p_addresses) c(cap, k)
@@ -1844,7 +1844,7 @@ begin
                select sum(l.qty)::integer as used
                  from orders o join order_lines l on l.order_id = o.id
                  join products p on p.id = l.product_id
-                where o.client_address = x.address and o.state = 'pending'
+                where o.client_address = x.address and o.state in ('pending', 'settling')
                   and p.resource_id = p_resource and hf_purchase_live(o.hold_id)) u on true;
     end if;
     -- A sale opens and closes by this database's clock, the same for every
@@ -2178,7 +2178,7 @@ begin
 end;
 $function$;
 
--- hf_units_held_by_email (last written by 0011_fair_sale.sql)
+-- hf_units_held_by_email (last written by 0081_settling_counts_toward_limits.sql)
 CREATE OR REPLACE FUNCTION public.hf_units_held_by_email(p_email_key text, p_product text)
  RETURNS integer
  LANGUAGE plpgsql
@@ -2187,12 +2187,12 @@ AS $function$
 begin
     return (select coalesce(sum(l.qty), 0)::int
               from orders o join order_lines l on l.order_id = o.id
-             where o.email_key = p_email_key and o.state = 'pending' and l.product_id = p_product
+             where o.email_key = p_email_key and o.state in ('pending', 'settling') and l.product_id = p_product
                and hf_purchase_live(o.hold_id));
 end;
 $function$;
 
--- hf_units_held_from_address (last written by 0011_fair_sale.sql)
+-- hf_units_held_from_address (last written by 0081_settling_counts_toward_limits.sql)
 CREATE OR REPLACE FUNCTION public.hf_units_held_from_address(p_address text, p_resource text)
  RETURNS integer
  LANGUAGE plpgsql
@@ -2202,7 +2202,7 @@ begin
     return (select coalesce(sum(l.qty), 0)::int
               from orders o join order_lines l on l.order_id = o.id
                             join products p on p.id = l.product_id
-             where o.client_address = p_address and o.state = 'pending' and p.resource_id = p_resource
+             where o.client_address = p_address and o.state in ('pending', 'settling') and p.resource_id = p_resource
                and hf_purchase_live(o.hold_id));
 end;
 $function$;

@@ -306,8 +306,8 @@ create table orders (
     constraint reconcile_note_short CHECK ((length(reconcile_note) <= 500)),
     constraint orders_voucher_code_fkey FOREIGN KEY (voucher_code) REFERENCES vouchers(code)
 );
-CREATE INDEX orders_pending_by_address ON public.orders USING btree (client_address) WHERE (state = 'pending'::text);
-CREATE INDEX orders_pending_by_email ON public.orders USING btree (email_key) WHERE (state = 'pending'::text);
+CREATE INDEX orders_live_by_address ON public.orders USING btree (client_address) WHERE (state = ANY (ARRAY['pending'::text, 'settling'::text]));
+CREATE INDEX orders_live_by_email ON public.orders USING btree (email_key) WHERE (state = ANY (ARRAY['pending'::text, 'settling'::text]));
 CREATE UNIQUE INDEX orders_pickup_code ON public.orders USING btree (pickup_code) WHERE (pickup_code IS NOT NULL);
 CREATE INDEX orders_settling ON public.orders USING btree (settling_until) WHERE (state = 'settling'::text);
 CREATE INDEX orders_state_created ON public.orders USING btree (state, created_at);

@@ -10,6 +10,8 @@
 
 use chrono::{DateTime, Utc};
 use holdfast::checkout::{self, Fulfilment, Source};
+use holdfast::limits::client::Fairness;
+use holdfast::limits::{Limits, TrustedProxies};
 use holdfast::payments::http::TrustedRoots;
 use holdfast::payments::stripe::StripeSettings;
 use holdfast::payments::{ProviderKind, ProviderSettings, Providers};
@@ -29,7 +31,16 @@ const DAY: Duration = Duration::from_secs(24 * 3600);
 /// The shop as Stripe's default has it: the dashboard's methods, so a EUR
 /// session offers SEPA Direct Debit (and Razorpay beside it).
 pub(crate) async fn debit_shop() -> TestApp {
+    debit_shop_limited(None).await
+}
+
+/// The debit shop, with these fair-sale limits if any (else the test
+/// shop's).
+async fn debit_shop_limited(limits: Option<Limits>) -> TestApp {
     let app = spawn_app_shaped(TestDb::new().await, |sandbox, shop| {
+        if let Some(limits) = limits {
+            shop.fairness = Fairness::new(shop.pool.clone(), limits, TrustedProxies::default());
+        }
         shop.payments = Providers::build(&ProviderSettings {
             stripe: Some(StripeSettings {
                 payment_methods: StripeSettings::DYNAMIC,
@@ -842,4 +853,49 @@ async fn reconciliation_follows_a_debit_over_days() {
     assert_eq!(app.order_state(&started.token).await, "cancelled");
     assert_eq!(held_and_sold(&app.db, &resource).await, (0, 0));
     assert_no_drift(&app.db.inventory()).await;
+}
+
+/// A settling order's units count toward the fair-sale limits as any
+/// paying order's do: while one jar's debit settles, the same e-mail may
+/// take 9 more (its product's most per order is 10), not 10, by the
+/// combined one-product path and by a basket of several products; another
+/// e-mail may take 10.
+#[tokio::test]
+async fn a_settling_order_counts_toward_the_limit_per_buyer() {
+    let app = debit_shop_limited(Some(Limits {
+        address_rate: None,
+        address_units: None,
+        per_email: true,
+    }))
+    .await;
+    let debbie = "debbie@example.com";
+    pay_by_debit(&app, debbie).await;
+    let over = |purchase: Purchase| {
+        let app = &app;
+        async move {
+            match app
+                .try_start(&browser(), &purchase.by("Debbie Debit", debbie))
+                .await
+            {
+                Attempt::Refused(answer) => answer,
+                other => panic!("expected a refusal, got {other:?}"),
+            }
+        }
+    };
+    let alone = over(Purchase::of(HONEY, 10)).await;
+    assert_eq!(alone.status, 409, "{}", alone.body);
+    assert!(alone.body.contains("at most 9 for you"), "{}", alone.body);
+    let basket = over(Purchase::of(HONEY, 10).and("harbour-lights-general", 1)).await;
+    assert_eq!(basket.status, 409, "{}", basket.body);
+    // what is left for her, and all of it for someone else
+    app.start(
+        &browser(),
+        &Purchase::of(HONEY, 9).by("Debbie Debit", debbie),
+    )
+    .await;
+    app.start(
+        &browser(),
+        &Purchase::of(HONEY, 10).by("Ann Other", "ann@example.com"),
+    )
+    .await;
 }
