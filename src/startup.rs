@@ -158,7 +158,8 @@ pub async fn serve(
 
 /// Without keys: the sandbox (playing Stripe and Razorpay, and the mail
 /// server unless real mail is configured) at `HOLDFAST_SANDBOX_ADDR`, the
-/// demo catalogue, and the providers pointed at the sandbox.
+/// demo catalogue in a shop that sells nothing yet, and the providers
+/// pointed at the sandbox.
 #[cfg(feature = "sandbox")]
 async fn run_sandbox(settings: &ServerSettings, pool: &PgPool) -> anyhow::Result<Providers> {
     use anyhow::Context;
@@ -186,8 +187,10 @@ async fn run_sandbox(settings: &ServerSettings, pool: &PgPool) -> anyhow::Result
         println!("{hint}");
     }
     tokio::spawn(sandbox.run_until_stopped());
+    // the demo goes into an empty shop only: once staff sell anything,
+    // a restart leaves what they changed as they left it
     let catalogue = std::path::Path::new("fixtures/catalogue.json");
-    if catalogue.exists() {
+    if catalogue.exists() && crate::catalogue::sells_nothing(pool).await? {
         let report = crate::catalogue::CatalogueFile::read(catalogue)?
             .load_in(pool, settings.time_zone)
             .await?;

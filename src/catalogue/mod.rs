@@ -114,6 +114,16 @@ pub async fn products(pool: &PgPool, collection: Option<&str>) -> sqlx::Result<V
     .await
 }
 
+/// Whether the shop has never had anything to sell: no collection and no
+/// product, archived or not. Only such a shop gets the demo catalogue.
+pub async fn sells_nothing(pool: &PgPool) -> sqlx::Result<bool> {
+    sqlx::query_scalar(
+        "select not exists (select 1 from collections) and not exists (select 1 from products)",
+    )
+    .fetch_one(pool)
+    .await
+}
+
 /// A product with what is left of it now (plain holds past their TTL
 /// already count as free), for the catalogue pages.
 #[derive(Debug, Clone, sqlx::FromRow)]

@@ -409,6 +409,105 @@ async fn serve_without_keys_runs_the_sandbox_only_where_the_public_cannot_reach_
     assert!(products > 0, "the sandboxed shops loaded the demo");
 }
 
+/// Runs `serve` without keys on loopback until its health check answers,
+/// then stops it; panics if it ends first.
+async fn serve_once(db: &TestDb) {
+    let port = free_port();
+    let mut child = serve_without_keys(db, &[("HOLDFAST_ADDR", format!("127.0.0.1:{port}"))])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let client = http_client();
+    for _ in 0..300 {
+        if let Ok(response) = client
+            .get(format!("http://127.0.0.1:{port}/healthz"))
+            .send()
+            .await
+        {
+            assert_eq!(response.status(), reqwest::StatusCode::OK);
+            child.kill().unwrap();
+            child.wait().unwrap();
+            return;
+        }
+        if child.try_wait().unwrap().is_some() {
+            let output = child.wait_with_output().unwrap();
+            panic!("serve ended: {}", String::from_utf8_lossy(&output.stderr));
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    panic!("serve never answered");
+}
+
+/// The demo catalogue goes into an empty shop only: a restart leaves what
+/// staff changed (a price, a tier archived) as they left it, and starts
+/// although a demo product's queue is committed (the demo file would have
+/// cleared its sale's opening under the commitment).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serve_without_keys_loads_the_demo_into_an_empty_shop_only() {
+    let db = TestDb::new().await;
+    serve_once(&db).await;
+    let price = || async {
+        sqlx::query_scalar::<_, i64>("select price_minor from products where id = 'wild-honey'")
+            .fetch_one(&db.pool)
+            .await
+            .unwrap()
+    };
+    assert_eq!(price().await, 1400, "the demo was loaded");
+    sqlx::query("update products set price_minor = 1650 where id = 'wild-honey'")
+        .execute(&db.pool)
+        .await
+        .unwrap();
+    holdfast::catalogue::edit::archive_product(&db.pool, "harbour-lights-vip")
+        .await
+        .unwrap();
+    sqlx::query(
+        "update products set sale_opens_at = now() + interval '2 days' \
+          where id = 'harbour-lights-general'",
+    )
+    .execute(&db.pool)
+    .await
+    .unwrap();
+    holdfast::queue::turn_on(
+        &db.pool,
+        holdfast::audit::Actor::Operator("tests"),
+        "harbour-lights-general",
+    )
+    .await
+    .unwrap();
+    // what is sold, as a fingerprint (the worker that serve runs may
+    // sweep and keep house meanwhile)
+    let sold = || async {
+        snapshot(&db.pool)
+            .await
+            .into_iter()
+            .filter(|print| {
+                ["collections:", "products:", "schedules:", "resources:"]
+                    .iter()
+                    .any(|table| print.starts_with(table))
+            })
+            .collect::<Vec<_>>()
+    };
+    let before = sold().await;
+    serve_once(&db).await;
+    assert_eq!(price().await, 1650, "staff's price stays");
+    let archived: bool =
+        sqlx::query_scalar("select not active from products where id = 'harbour-lights-vip'")
+            .fetch_one(&db.pool)
+            .await
+            .unwrap();
+    assert!(archived, "an archived tier stays archived");
+    let committed: bool = sqlx::query_scalar(
+        "select queue_commitment is not null and sale_opens_at > now() from products \
+          where id = 'harbour-lights-general'",
+    )
+    .fetch_one(&db.pool)
+    .await
+    .unwrap();
+    assert!(committed, "the queue stays committed");
+    assert_eq!(before, sold().await, "the restart changed nothing sold");
+}
+
 /// Every request gets a span (method, route pattern, request id, status),
 /// and what is logged inside the request carries it. Order tokens stay out
 /// of the logs: the route is the pattern, never the path.
