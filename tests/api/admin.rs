@@ -554,7 +554,7 @@ async fn capacity_changes_are_refused_below_what_is_committed_with_the_reason() 
     let page = app.admin_page(&staff, &location(&response)).await;
     assert!(
         page.contains(
-            "Refused: 5 units are held or sold, so the total cannot go below that (asked for 3)."
+            "Refused: 5 units are reserved or sold, so the capacity cannot go below that (asked for 3)."
         ),
         "{page}"
     );
@@ -627,7 +627,10 @@ async fn repair_from_the_admin_fixes_drift_the_resources_page_flags() {
         .unwrap();
     let (staff, csrf) = app.staff_browser().await;
     let page = app.admin_page(&staff, "/admin/resources").await;
-    assert!(page.contains("drift: rows say 2 held, 0 sold"), "{page}");
+    assert!(
+        page.contains("differ: the reservations say 2 reserved, 0 sold"),
+        "{page}"
+    );
 
     let response = app
         .admin_post(
@@ -638,7 +641,7 @@ async fn repair_from_the_admin_fixes_drift_the_resources_page_flags() {
         .await;
     let page = app.admin_page(&staff, &location(&response)).await;
     assert!(page.contains("corrected"), "{page}");
-    assert!(page.contains("match the holds"));
+    assert!(page.contains("match the reservations"));
     assert_no_drift(&app.db.inventory()).await;
     let response = app
         .admin_post(

@@ -17,6 +17,8 @@ use holdfast::routes::admin::{ROUTES, Verb};
 use holdfast::staff::roles::Role;
 use holdfast_testkit::*;
 
+mod admin_pages;
+
 const CHROMIUM: &str = "/usr/bin/chromium";
 const CHROMEDRIVER: &str = "/usr/bin/chromedriver";
 

@@ -15,6 +15,7 @@ mod exports;
 mod form;
 mod guard;
 mod holds;
+mod menu;
 mod notices;
 mod orders;
 pub(crate) mod pages;
@@ -45,6 +46,8 @@ pub fn routes(config: &mut web::ServiceConfig) {
     }
     config
         .route("/static/redeem.js", web::get().to(redeem::redeem_script))
+        .route("/static/admin.css", web::get().to(pages::stylesheet))
+        .route("/static/admin.js", web::get().to(pages::script))
         .route("/admin/login", web::get().to(session::login_page))
         .route("/admin/login", web::post().to(session::login))
         .route("/admin/login/code", web::get().to(session::code_page))

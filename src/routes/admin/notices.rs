@@ -61,7 +61,7 @@ impl NoticeQuery {
     fn counted(&self, notice: &str) -> Option<String> {
         Some(match notice {
             "capacity_refused" => format!(
-                "Refused: {} units are held or sold, so the total cannot go below that (asked for {}). Nothing was changed.",
+                "Refused: {} units are reserved or sold, so the capacity cannot go below that (asked for {}). Nothing was changed.",
                 self.committed.unwrap_or(0),
                 self.requested.unwrap_or(0)
             ),
@@ -102,8 +102,8 @@ impl NoticeQuery {
 fn fixed(notice: &str) -> Option<&'static str> {
     Some(match notice {
         "capacity_updated" => "Capacity changed.",
-        "repaired" => "Counters recounted from the holds and corrected.",
-        "no_drift" => "Counters already matched the holds; nothing to repair.",
+        "repaired" => "Recounted from the reservations and corrected.",
+        "no_drift" => "The counts already matched the reservations; nothing to correct.",
         "already_ended" => "This hold had already ended; nothing was changed.",
         "paid" => "Refused: this hold is paid for. Refund the order instead.",
         "refund_queued" => "The refund will be tried on the worker's next pass.",

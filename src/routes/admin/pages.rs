@@ -136,7 +136,6 @@ pub(super) struct Nav {
     /// The signed-in member's role: the links shown are those it may use.
     pub(super) role: Role,
     pub(super) flagged: i64,
-    pub(super) orphans: i64,
     pub(super) notice: String,
     pub(super) notice_kind: &'static str,
     /// The shop's zone, which every time on the admin is shown in.
@@ -144,6 +143,8 @@ pub(super) struct Nav {
     /// Only enrolling is open to this session (the links would only lead
     /// back to it).
     pub(super) enrolling: bool,
+    /// The menu's groups this member may open.
+    pub(super) menu: Vec<super::menu::MenuGroup>,
 }
 
 impl Nav {
@@ -181,16 +182,19 @@ pub(super) async fn nav(
     notice: &NoticeQuery,
 ) -> Result<Nav, ShopError> {
     let (notice, notice_kind) = notice.text();
+    let flagged = views::flagged_count(&shop.pool).await?;
+    let orphans = views::orphan_count(&shop.pool).await?;
+    let role = session.staff.role;
     Ok(Nav {
         email: session.staff.email.clone(),
         csrf: session.csrf_token.clone(),
-        role: session.staff.role,
-        flagged: views::flagged_count(&shop.pool).await?,
-        orphans: views::orphan_count(&shop.pool).await?,
+        role,
+        flagged,
         notice,
         notice_kind,
         zone: shop.zone,
         enrolling: session.must_enrol,
+        menu: super::menu::menu(role, session.must_enrol, flagged, orphans),
     })
 }
 
@@ -215,4 +219,22 @@ pub(super) fn given(value: &Option<String>) -> Option<&str> {
 
 pub(super) fn parse_id(value: &str, what: &str) -> Result<Uuid, ShopError> {
     Uuid::parse_str(value).map_err(|_| ShopError::not_found(&format!("no such {what}")))
+}
+
+/// `GET /static/admin.css`: the admin's own layout (the menu, tables in
+/// their own box on a phone), over the shop's stylesheet.
+pub(super) async fn stylesheet() -> HttpResponse {
+    HttpResponse::Ok()
+        .content_type("text/css; charset=utf-8")
+        .insert_header((header::CACHE_CONTROL, "public, max-age=3600"))
+        .body(include_str!("../../../static/admin.css"))
+}
+
+/// `GET /static/admin.js`: marks the page's own menu entry; the home page's
+/// and the orders' live figures. Every page works without it.
+pub(super) async fn script() -> HttpResponse {
+    HttpResponse::Ok()
+        .content_type("text/javascript; charset=utf-8")
+        .insert_header((header::CACHE_CONTROL, "public, max-age=3600"))
+        .body(include_str!("../../../static/admin.js"))
 }

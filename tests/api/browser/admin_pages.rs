@@ -1,0 +1,206 @@
+//! Every page of the admin, from the route table it is built from
+//! (`routes::admin::ROUTES`), for each role, on a phone (390×844) and on a
+//! desk (1280×900): the page never scrolls sideways (a wide table scrolls
+//! inside its own box), axe-core finds nothing against WCAG 2.1 A/AA, and
+//! nothing reloads the page on a timer. A page a role may not open is
+//! visited too: its refusal must read as well as any page. Screenshots go
+//! to `target/screenshots/admin/<role>-<size>-<page>.png`.
+
+use super::*;
+
+/// The shop's things the route table's `{…}` segments name: one of each,
+/// so every page shows something.
+struct Things {
+    order: String,
+    hold: String,
+    endpoint: String,
+}
+
+/// A path for a route pattern, its segments filled from [`Things`].
+fn concrete(pattern: &str, things: &Things) -> String {
+    let path = match pattern {
+        "/resources/{id}" => "/resources/wild-honey".to_owned(),
+        "/holds/{id}" => format!("/holds/{}", things.hold),
+        "/orders/{id}" => format!("/orders/{}", things.order),
+        "/catalogue/events/{id}" => "/catalogue/events/harbour-lights".to_owned(),
+        "/catalogue/events/{id}/tiers/new" => {
+            "/catalogue/events/harbour-lights/tiers/new".to_owned()
+        }
+        "/catalogue/events/{id}/tiers/{tier}" => {
+            "/catalogue/events/harbour-lights/tiers/harbour-lights-general".to_owned()
+        }
+        "/catalogue/schedules/{id}" => "/catalogue/schedules/bakery".to_owned(),
+        "/catalogue/stock/{id}" => "/catalogue/stock/wild-honey".to_owned(),
+        "/webhooks/{id}" => format!("/webhooks/{}", things.endpoint),
+        other => {
+            assert!(!other.contains('{'), "no value for {other}: add one");
+            other.to_owned()
+        }
+    };
+    format!("/admin{path}")
+}
+
+/// A file name for a page: `catalogue-events-harbour-lights`.
+fn page_name(path: &str) -> String {
+    let name = path
+        .trim_start_matches("/admin")
+        .trim_matches('/')
+        .replace('/', "-");
+    if name.is_empty() {
+        "home".to_owned()
+    } else {
+        name
+    }
+}
+
+async fn signed_in(driver: &Driver, app: &TestApp, email: &str, password: &str) -> Browser {
+    let browser = Browser::open(driver, shots_for(&format!("admin-pages/{email}"))).await;
+    browser.go(&format!("{}/admin/login", app.address)).await;
+    browser.fill("input[name=email]", email).await;
+    browser.fill("input[name=password]", password).await;
+    browser.click("#login button[type=submit]").await;
+    for _ in 0..200 {
+        if !browser.path().await.starts_with("/admin/login") {
+            return browser;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("{email} could not sign in");
+}
+
+/// Whether the menu's links are on screen (WebDriver's own check counts
+/// anything in a closed `<details>` as hidden, whatever the page's style).
+async fn menu_shown(browser: &Browser) -> bool {
+    browser
+        .client
+        .execute(
+            "return document.querySelector('.admin-nav a').checkVisibility();",
+            vec![],
+        )
+        .await
+        .unwrap()
+        .as_bool()
+        .unwrap()
+}
+
+/// What is wrong with the page as it is, one line per fault.
+async fn faults(browser: &Browser) -> Vec<String> {
+    let mut found = Vec::new();
+    let measured = browser
+        .client
+        .execute(
+            "const d = document.documentElement; \
+             return [d.scrollWidth, d.clientWidth, \
+                     document.querySelectorAll('meta[http-equiv=refresh i]').length];",
+            vec![],
+        )
+        .await
+        .unwrap();
+    let measured: Vec<u64> = measured
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_u64().unwrap_or(0))
+        .collect();
+    if measured[0] > measured[1] {
+        found.push(format!(
+            "scrolls sideways: {} px wide in {} px",
+            measured[0], measured[1]
+        ));
+    }
+    if measured[2] > 0 {
+        found.push("reloads itself on a timer (meta refresh)".to_owned());
+    }
+    found.extend(browser.axe_violations().await);
+    found
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_admin_page_fits_a_phone_and_a_desk_for_every_role() {
+    let (app, driver, _turn) = shop_and_driver().await;
+    app.add_staff().await;
+    app.add_staff_as("box@holdfast.test", Role::BoxOffice).await;
+    app.add_staff_as("door@holdfast.test", Role::Door).await;
+    let paid = app
+        .buy(&browser(), &Purchase::of("harbour-lights-vip", 2))
+        .await;
+    app.start(&browser(), &Purchase::of("wild-honey", 1)).await;
+    let (staff, csrf) = app.staff_browser().await;
+    let added = app
+        .admin_post(
+            &staff,
+            "/admin/webhooks",
+            &[
+                ("csrf", &csrf),
+                ("url", "https://93.184.216.34/hook"),
+                ("event", "order.paid"),
+            ],
+        )
+        .await;
+    assert!(added.status().is_success(), "{}", added.status());
+    let things = Things {
+        order: paid.started.order_id.to_string(),
+        hold: sqlx::query_scalar::<_, uuid::Uuid>(
+            "select id from holds where state in ('held', 'awaiting_payment') limit 1",
+        )
+        .fetch_one(&app.db.pool)
+        .await
+        .unwrap()
+        .to_string(),
+        endpoint: sqlx::query_scalar::<_, String>("select id from webhook_endpoints limit 1")
+            .fetch_one(&app.db.pool)
+            .await
+            .unwrap(),
+    };
+    let folder = target_screenshots().join("admin");
+    std::fs::create_dir_all(&folder).unwrap();
+    let mut all_faults = Vec::new();
+    let mut visited = 0;
+    for (role, email, password) in [
+        (Role::Owner, STAFF_EMAIL, STAFF_PASSWORD),
+        (Role::BoxOffice, "box@holdfast.test", PASSWORD),
+        (Role::Door, "door@holdfast.test", PASSWORD),
+    ] {
+        let browser = signed_in(&driver, &app, email, password).await;
+        for (width, height, size) in [(390, 844, "phone"), (1280, 900, "desk")] {
+            browser.client.set_window_size(width, height).await.unwrap();
+            // the menu: folded on a phone until asked for, open on a desk
+            browser
+                .go(&format!("{}/admin/two-factor", app.address))
+                .await;
+            assert_eq!(menu_shown(&browser).await, size == "desk", "{size}");
+            if size == "phone" {
+                browser.click("#menu > summary").await;
+                assert!(menu_shown(&browser).await);
+                let png = browser.client.screenshot().await.unwrap();
+                std::fs::write(
+                    folder.join(format!("{}-phone-menu.png", role.as_str())),
+                    png,
+                )
+                .unwrap();
+            }
+            for route in ROUTES {
+                if route.verb != Verb::Get || route.path.ends_with(".csv") || route.path == "/" {
+                    continue;
+                }
+                let path = concrete(route.path, &things);
+                browser.go(&format!("{}{path}", app.address)).await;
+                visited += 1;
+                if role.may(route.permission) {
+                    let png = browser.client.screenshot().await.unwrap();
+                    let name = format!("{}-{size}-{}.png", role.as_str(), page_name(&path));
+                    std::fs::write(folder.join(name), png).unwrap();
+                }
+                for fault in faults(&browser).await {
+                    all_faults.push(format!("{} {size} {path}: {fault}", role.as_str()));
+                }
+            }
+        }
+        browser.close().await;
+    }
+    assert!(visited > 150, "only {visited} pages visited");
+    assert!(all_faults.is_empty(), "{all_faults:#?}");
+    // the admin's own scripts never reload a page on a timer either
+    let script = std::fs::read_to_string(workspace_root().join("static/admin.js")).unwrap();
+    assert!(!script.contains("reload"), "static/admin.js reloads a page");
+}
