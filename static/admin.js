@@ -24,3 +24,35 @@
   }
   if (best) best.setAttribute("aria-current", "page");
 })();
+
+// The home page follows the sale through the shop's own stream of stock
+// changes (every hold, payment, release and refund moves a counter): on
+// each change it reads the page again and puts the new figures in place.
+(function () {
+  "use strict";
+  var live = document.getElementById("live");
+  if (!live || !window.EventSource || !live.dataset.watch) return;
+  var first = true;
+  var waiting = null;
+  function read() {
+    waiting = null;
+    fetch(location.href, { credentials: "same-origin", headers: { "Accept": "text/html" } })
+      .then(function (r) { return r.ok ? r.text() : Promise.reject(r.status); })
+      .then(function (html) {
+        var fresh = new DOMParser().parseFromString(html, "text/html").getElementById("live");
+        if (!fresh) return;
+        var focused = document.activeElement && document.activeElement.id;
+        live.innerHTML = fresh.innerHTML;
+        var note = document.getElementById("live-note");
+        if (note) note.textContent = "Updated " + new Date().toLocaleTimeString() + ": the figures follow the sale as it happens.";
+        if (focused && document.getElementById(focused)) document.getElementById(focused).focus();
+      })
+      .catch(function () {});
+  }
+  var stream = new EventSource("/availability/stream?ids=" + encodeURIComponent(live.dataset.watch));
+  stream.onmessage = function () {
+    // the first event is what the stream starts from: the page has it
+    if (first) { first = false; return; }
+    if (!waiting) waiting = setTimeout(read, 400);
+  };
+})();

@@ -12,6 +12,7 @@ pub mod actions;
 pub mod api_keys;
 pub mod catalogue;
 pub mod exports;
+pub mod home;
 pub mod login;
 pub mod passwords;
 pub mod refunds;

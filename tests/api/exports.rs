@@ -17,7 +17,7 @@ use holdfast_testkit::engine::paid;
 use holdfast_testkit::*;
 
 const BOM: &str = "\u{feff}";
-const ORDER_COLUMNS: &str = "order_id,placed_at,paid_at,state,flag,customer_name,customer_email,\
+pub(crate) const ORDER_COLUMNS: &str = "order_id,placed_at,paid_at,state,flag,customer_name,customer_email,\
     lines,units,units_refunded,currency,subtotal_minor,voucher,discount_minor,discount,\
     amount_minor,amount,refunded_minor,refunded,provider,payment_ref,pickup_code";
 const ATTENDEE_COLUMNS: &str = "code,kind,admits,product_id,starts_at,customer_name,\
@@ -81,7 +81,7 @@ pub(crate) fn parse_csv(text: &str) -> Vec<Vec<String>> {
 
 /// A CSV's lines as maps from its header's names; every line as long as
 /// the header.
-fn records(text: &str, columns: &str) -> Vec<HashMap<String, String>> {
+pub(crate) fn records(text: &str, columns: &str) -> Vec<HashMap<String, String>> {
     let text = text
         .strip_prefix(BOM)
         .expect("the file starts with a UTF-8 byte order mark");
@@ -96,12 +96,12 @@ fn records(text: &str, columns: &str) -> Vec<HashMap<String, String>> {
         .collect()
 }
 
-struct Download {
+pub(crate) struct Download {
     disposition: String,
-    text: String,
+    pub(crate) text: String,
 }
 
-async fn download(app: &TestApp, staff: &reqwest::Client, path: &str) -> Download {
+pub(crate) async fn download(app: &TestApp, staff: &reqwest::Client, path: &str) -> Download {
     let response = staff
         .get(format!("{}{path}", app.address))
         .send()

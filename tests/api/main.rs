@@ -19,6 +19,7 @@ mod failover;
 mod fairness;
 mod fuzz_regressions;
 mod health;
+mod home;
 mod housekeeping;
 mod journey;
 mod lifecycle;

@@ -547,7 +547,7 @@ async fn an_owner_resets_a_lost_second_factor_and_the_account_enrols_again() {
     );
     assert_eq!(json_output(&reset)["two_factor_was_on"], true);
     let (_, response) = app.try_login(STAFF_EMAIL, STAFF_PASSWORD).await;
-    assert_eq!(location(&response), "/admin/resources", "no code asked");
+    assert_eq!(location(&response), "/admin", "no code asked");
     assert!(!String::from_utf8_lossy(&reset.stdout).contains(&enrolled.secret));
     let operator: String = sqlx::query_scalar(
         "select operator from staff_actions where action = 'reset_two_factor' and staff_id is null",

@@ -354,7 +354,7 @@ async fn an_owner_enrols_with_a_code_and_then_signs_in_with_the_password_and_a_c
     // the enrolment spent the step it confirmed: the next one signs in
     let signed = second_step(&app.address, &half, &code_at(&secret, now() + 30)).await;
     assert_eq!(signed.status(), StatusCode::SEE_OTHER);
-    assert_eq!(location(&signed), "/admin/resources");
+    assert_eq!(location(&signed), "/admin");
     app.admin_page(&half, "/admin/resources").await;
     let logins = actions(&app, "login").await;
     let outcomes: Vec<&str> = logins.iter().map(|(_, o, _)| o.as_str()).collect();
@@ -724,7 +724,7 @@ async fn secrets_and_codes_never_reach_the_logs_and_recovery_codes_outlive_the_k
     let log = std::env::temp_dir().join(format!("holdfast-two-factor-{port}.log"));
     let mut child = serve_with_key(&db, port, &"s".repeat(40), &log).await;
     let (staff, response) = password_step(&base, STAFF_EMAIL, STAFF_PASSWORD).await;
-    assert_eq!(location(&response), "/admin/resources");
+    assert_eq!(location(&response), "/admin");
     let enrolled = enrol(&base, &staff).await;
     log_out(&base, &staff).await;
     let wrong = wrong_code(&enrolled.secret);
@@ -872,9 +872,5 @@ async fn turning_it_off_takes_a_current_code_counted_like_a_sign_in() {
     assert_eq!(left, 0);
     log_out(&app.address, &staff).await;
     let (_, response) = app.try_login(STAFF_EMAIL, STAFF_PASSWORD).await;
-    assert_eq!(
-        location(&response),
-        "/admin/resources",
-        "the password alone again"
-    );
+    assert_eq!(location(&response), "/admin", "the password alone again");
 }

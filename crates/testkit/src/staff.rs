@@ -80,7 +80,7 @@ impl TestApp {
     pub async fn staff_browser(&self) -> (reqwest::Client, String) {
         let (staff, response) = self.try_login(STAFF_EMAIL, STAFF_PASSWORD).await;
         assert_eq!(response.status(), StatusCode::SEE_OTHER);
-        assert_eq!(location(&response), "/admin/resources");
+        assert_eq!(location(&response), "/admin");
         let page = self.admin_page(&staff, "/admin/resources").await;
         let csrf = hidden(&page, "csrf");
         (staff, csrf)

@@ -15,6 +15,7 @@ mod exports;
 mod form;
 mod guard;
 mod holds;
+mod home;
 mod menu;
 mod notices;
 mod orders;

@@ -3,9 +3,9 @@
 //! what they may open, the shop's zone, the notice), the helpers templates
 //! call, and reading ids and filters from a request.
 
+use actix_web::HttpResponse;
 use actix_web::http::StatusCode;
 use actix_web::http::header;
-use actix_web::{HttpResponse, web};
 use askama::Template;
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
@@ -198,15 +198,10 @@ pub(super) async fn nav(
     })
 }
 
-/// `GET /admin`.
-pub(super) async fn home(session: web::ReqData<Session>) -> HttpResponse {
-    see_other(start_page(session.staff.role))
-}
-
 /// Where a role's work starts: the page signing in leads to.
 pub(super) fn start_page(role: Role) -> &'static str {
     match role {
-        Role::Owner => "/admin/resources",
+        Role::Owner => "/admin",
         Role::BoxOffice => "/admin/orders",
         Role::Door => "/admin/redeem",
     }

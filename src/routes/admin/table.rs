@@ -6,7 +6,7 @@
 use actix_web::http::Method;
 use actix_web::web;
 
-use super::pages::home;
+use super::home::home;
 use super::{
     api_keys, catalogue, exports, holds, orders, records, redeem, resources, session,
     staff_accounts, two_factor, vouchers, waitlist, webhooks,

@@ -68,13 +68,12 @@ async fn signed_in(driver: &Driver, app: &TestApp, email: &str, password: &str) 
     panic!("{email} could not sign in");
 }
 
-/// Whether the menu's links are on screen (WebDriver's own check counts
-/// anything in a closed `<details>` as hidden, whatever the page's style).
+/// Whether the menu's links are on screen.
 async fn menu_shown(browser: &Browser) -> bool {
     browser
         .client
         .execute(
-            "return document.querySelector('.admin-nav a').checkVisibility();",
+            "return document.querySelector('.admin-nav .group-link').checkVisibility();",
             vec![],
         )
         .await
@@ -170,7 +169,7 @@ async fn every_admin_page_fits_a_phone_and_a_desk_for_every_role() {
                 .await;
             assert_eq!(menu_shown(&browser).await, size == "desk", "{size}");
             if size == "phone" {
-                browser.click("#menu > summary").await;
+                browser.click(".menu-toggle").await;
                 assert!(menu_shown(&browser).await);
                 let png = browser.client.screenshot().await.unwrap();
                 std::fs::write(
@@ -203,4 +202,89 @@ async fn every_admin_page_fits_a_phone_and_a_desk_for_every_role() {
     // the admin's own scripts never reload a page on a timer either
     let script = std::fs::read_to_string(workspace_root().join("static/admin.js")).unwrap();
     assert!(!script.contains("reload"), "static/admin.js reloads a page");
+}
+
+/// The figures of one of the home page's tiles, as the page shows them now.
+async fn tile(browser: &Browser, window: &str, figure: &str) -> String {
+    browser
+        .client
+        .execute(
+            "const [window, figure] = arguments; \
+             const big = document.querySelector(`[data-window=\"${window}\"] .big`); \
+             return big ? (big.getAttribute(figure) || '') : '';",
+            vec![window.into(), figure.into()],
+        )
+        .await
+        .unwrap()
+        .as_str()
+        .unwrap_or_default()
+        .to_owned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_home_page_follows_a_sale_without_reloading() {
+    let (app, driver, _turn) = shop_and_driver().await;
+    app.add_staff().await;
+    app.buy(&browser(), &Purchase::of("harbour-lights-vip", 2))
+        .await;
+    let folder = target_screenshots().join("admin");
+    std::fs::create_dir_all(&folder).unwrap();
+    let owner = signed_in(&driver, &app, STAFF_EMAIL, STAFF_PASSWORD).await;
+    assert_eq!(owner.path().await, "/admin", "owners land on Home");
+    for (width, height, size) in [(390, 844, "phone"), (1280, 900, "desk")] {
+        owner.client.set_window_size(width, height).await.unwrap();
+        owner.go(&format!("{}/admin", app.address)).await;
+        let before: i64 = tile(&owner, "today", "data-orders").await.parse().unwrap();
+        // a mark a reload would wipe
+        owner
+            .client
+            .execute("window.stayed = true;", vec![])
+            .await
+            .unwrap();
+        // the stream is open before the sale
+        tokio::time::sleep(Duration::from_millis(800)).await;
+        app.buy(
+            &browser(),
+            &Purchase::of("harbour-lights-general", 3).by("Live Shopper", "live@example.com"),
+        )
+        .await;
+        let mut after = before;
+        for _ in 0..100 {
+            after = tile(&owner, "today", "data-orders")
+                .await
+                .parse()
+                .unwrap_or(before);
+            if after > before {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        assert_eq!(after, before + 1, "{size}: the figures followed the sale");
+        let stayed = owner
+            .client
+            .execute("return window.stayed === true;", vec![])
+            .await
+            .unwrap();
+        assert_eq!(
+            stayed,
+            serde_json::json!(true),
+            "{size}: the page was not reloaded"
+        );
+        assert!(owner.text("#recent").await.contains("Live Shopper"));
+        let faults = faults(&owner).await;
+        assert!(faults.is_empty(), "{size}: {faults:#?}");
+        let height = owner
+            .client
+            .execute("return document.documentElement.scrollHeight;", vec![])
+            .await
+            .unwrap()
+            .as_u64()
+            .unwrap_or(1000)
+            .clamp(600, 4000) as u32;
+        owner.client.set_window_size(width, height).await.unwrap();
+        let png = owner.client.screenshot().await.unwrap();
+        std::fs::write(folder.join(format!("home-{size}-whole.png")), png).unwrap();
+    }
+    assert_no_policy_reports(&app).await;
+    owner.close().await;
 }

@@ -1,0 +1,191 @@
+//! The admin's home page against the ledger: after a scripted sale with
+//! refunds (whole and partial) and an order still being
+//! paid, its figures equal the orders export and `holdfast check` to the
+//! cent and to the unit.
+
+use holdfast_testkit::*;
+
+use crate::exports::{ORDER_COLUMNS, download, records};
+
+/// The value of attribute `name` in the first tag at or after `anchor`.
+fn attr_after(page: &str, anchor: &str, name: &str) -> i64 {
+    let from = page
+        .find(anchor)
+        .unwrap_or_else(|| panic!("no {anchor} on the page"));
+    let rest = &page[from..];
+    let tag_end = rest.find('>').unwrap();
+    let tag = &rest[..tag_end];
+    let key = format!("{name}=\"");
+    let at = tag
+        .find(&key)
+        .unwrap_or_else(|| panic!("no {name} in {tag}"))
+        + key.len();
+    let value = &tag[at..];
+    value[..value.find('"').unwrap()]
+        .parse()
+        .unwrap_or_else(|e| panic!("{name} in {tag}: {e}"))
+}
+
+async fn refund(
+    app: &TestApp,
+    staff: &reqwest::Client,
+    csrf: &str,
+    order: uuid::Uuid,
+    form: &[(&str, &str)],
+) {
+    let mut fields = vec![("csrf", csrf), ("reason", "The owner's script")];
+    fields.extend_from_slice(form);
+    let answer = app
+        .admin_post(staff, &format!("/admin/orders/{order}/refund"), &fields)
+        .await;
+    assert_eq!(answer.status(), reqwest::StatusCode::SEE_OTHER);
+    let back = location(&answer);
+    assert!(back.contains("notice=staff_refund"), "{back}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_home_figures_equal_the_orders_export_and_the_check_to_the_cent() {
+    let app = spawn_app().await;
+    app.load_demo().await;
+    app.add_staff().await;
+    let (staff, csrf) = app.staff_browser().await;
+    let empty = app.admin_page(&staff, "/admin").await;
+    assert!(empty.contains("No sales yet"), "{empty}");
+
+    let ada = app
+        .buy(
+            &browser(),
+            &Purchase::of("harbour-lights-general", 3).by("Ada", "ada@example.com"),
+        )
+        .await;
+    let bea = app
+        .buy(
+            &browser(),
+            &Purchase::of("harbour-lights-vip", 2)
+                .and("wild-honey", 1)
+                .by("Bea", "bea@example.com"),
+        )
+        .await;
+    let cai = app
+        .buy(
+            &browser(),
+            &Purchase::of("wild-honey", 2).by("Cai", "cai@example.com"),
+        )
+        .await;
+    // one still being paid: reserved, not taken
+    app.start(&browser(), &Purchase::of("harbour-lights-general", 1))
+        .await;
+    // two partial refunds (one of a basket's lines) and a whole one
+    refund(
+        &app,
+        &staff,
+        &csrf,
+        ada.started.order_id,
+        &[("units:harbour-lights-general", "1"), ("restock", "on")],
+    )
+    .await;
+    refund(
+        &app,
+        &staff,
+        &csrf,
+        bea.started.order_id,
+        &[("units:harbour-lights-vip", "1")],
+    )
+    .await;
+    refund(
+        &app,
+        &staff,
+        &csrf,
+        cai.started.order_id,
+        &[("units:wild-honey", "2"), ("restock", "on")],
+    )
+    .await;
+    wait_for_accepted(|| app.sandbox.stripe.ledger(), 3).await;
+
+    let page = app.admin_page(&staff, "/admin").await;
+    let csv = records(
+        &download(&app, &staff, "/admin/exports/orders.csv")
+            .await
+            .text,
+        ORDER_COLUMNS,
+    );
+    let paid: Vec<_> = csv.iter().filter(|r| !r["paid_at"].is_empty()).collect();
+    let sum =
+        |column: &str| -> i64 { paid.iter().map(|r| r[column].parse::<i64>().unwrap()).sum() };
+    let paid_minor = sum("amount_minor");
+    let refunded_minor = sum("refunded_minor");
+    let units = sum("units") - sum("units_refunded");
+    assert_eq!(paid.len(), 3);
+    assert_eq!(
+        csv.len(),
+        4,
+        "the order being paid is in the export, unpaid"
+    );
+    assert!(refunded_minor > 0 && refunded_minor < paid_minor);
+    for window in ["today", "week", "so_far"] {
+        let tile = format!("data-window=\"{window}\"");
+        let figure = &page[page.find(&tile).unwrap()..];
+        let figures = |name: &str| attr_after(figure, "class=\"big\"", name);
+        assert_eq!(figures("data-orders"), 3, "{window}");
+        assert_eq!(figures("data-paid"), paid_minor, "{window}");
+        assert_eq!(figures("data-refunded"), refunded_minor, "{window}");
+        assert_eq!(figures("data-net"), paid_minor - refunded_minor, "{window}");
+        assert_eq!(figures("data-units"), units, "{window}");
+    }
+    // units per tier and product: the counters `holdfast check` reads
+    let check = json_output(&run_command(
+        env!("CARGO_BIN_EXE_holdfast"),
+        &app.db,
+        &["--json", "check"],
+    ));
+    assert_eq!(check["drift"], false);
+    let mut compared = 0;
+    for resource in check["resources"].as_array().unwrap() {
+        let id = resource["resource_id"].as_str().unwrap();
+        let anchor = format!("data-product=\"{id}\"");
+        if !page.contains(&anchor) {
+            continue;
+        }
+        assert_eq!(
+            attr_after(&page, &anchor, "data-sold"),
+            resource["sold"].as_i64().unwrap(),
+            "{id}"
+        );
+        assert_eq!(
+            attr_after(&page, &anchor, "data-capacity"),
+            resource["total"].as_i64().unwrap(),
+            "{id}"
+        );
+        compared += 1;
+    }
+    assert_eq!(compared, 3, "two tiers and the honey");
+    // what those counters say after the script, worked out by hand
+    assert_eq!(
+        attr_after(
+            &page,
+            "data-product=\"harbour-lights-general\"",
+            "data-sold"
+        ),
+        2
+    );
+    assert_eq!(
+        attr_after(&page, "data-product=\"harbour-lights-vip\"", "data-sold"),
+        1
+    );
+    assert_eq!(
+        attr_after(&page, "data-product=\"wild-honey\"", "data-sold"),
+        1
+    );
+    // what needs attention: the refunds, until the worker is through
+    assert!(page.contains("Needs attention"));
+    // the door has no home page: its work starts at the door
+    app.add_staff_as("door@holdfast.test", holdfast::staff::roles::Role::Door)
+        .await;
+    let (door, _) = app.signed_in("door@holdfast.test", PASSWORD).await;
+    let answer = door
+        .get(format!("{}/admin", app.address))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(location(&answer), "/admin/redeem");
+}
