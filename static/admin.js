@@ -12,7 +12,9 @@
     var href = links[i].getAttribute("href");
     var path = href.split("?")[0];
     var exact = href === here;
-    var under = path !== "/admin" && (location.pathname === path || location.pathname.indexOf(path + "/") === 0);
+    // a link with a query is its page only with that query
+    var under = href === path && path !== "/admin" &&
+      (location.pathname === path || location.pathname.indexOf(path + "/") === 0);
     if (exact || (under && (!best || (best.getAttribute("href").length < href.length && !best.exact)))) {
       best = links[i];
       best.exact = exact;

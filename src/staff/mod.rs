@@ -14,6 +14,7 @@ pub mod catalogue;
 pub mod exports;
 pub mod home;
 pub mod login;
+pub mod order_search;
 pub mod passwords;
 pub mod refunds;
 pub mod roles;

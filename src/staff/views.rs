@@ -191,13 +191,6 @@ impl OrderRow {
     }
 }
 
-#[derive(Debug, Clone, Default)]
-pub struct OrderQuery {
-    pub state: Option<crate::checkout::OrderState>,
-    pub flagged_only: bool,
-    pub limit: i64,
-}
-
 macro_rules! order_columns {
     () => {
         "o.id, o.state, o.customer_name, o.customer_email, o.currency, \
@@ -209,23 +202,6 @@ macro_rules! order_columns {
         and j.payload->>'order_id' = o.id::text) as refunds_done, \
      o.settle_method, o.settling_until, o.late_money, o.late_money_at"
     };
-}
-
-pub async fn orders(pool: &PgPool, query: &OrderQuery) -> sqlx::Result<Vec<OrderRow>> {
-    sqlx::query_as(concat!(
-        "select ",
-        order_columns!(),
-        " from orders o \
-          where ($1::text is null or o.state = $1) \
-            and (not $2 or o.flag is not null) \
-          order by o.created_at desc, o.id \
-          limit $3"
-    ))
-    .bind(query.state.map(|s| s.as_str()))
-    .bind(query.flagged_only)
-    .bind(query.limit.clamp(1, 1000))
-    .fetch_all(pool)
-    .await
 }
 
 pub async fn order(pool: &PgPool, id: Uuid) -> sqlx::Result<Option<OrderRow>> {

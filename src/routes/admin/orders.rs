@@ -6,58 +6,174 @@ use askama::Template;
 use serde::Deserialize;
 
 use super::notices::NoticeQuery;
-use super::pages::{LIST_LIMIT, Nav, money, nav, parse_id, render, same, see_other, short};
+use super::pages::{Nav, given, money, nav, parse_id, render, same, see_other, short};
 use crate::checkout;
 use crate::checkout::OrderState;
 use crate::routes::ShopError;
 use crate::staff::Session;
 use crate::staff::actions::{self, RefundRetry};
-use crate::staff::views::{self, OrderQuery};
+use crate::staff::order_search::{self, Found, OrderSearch, Stage};
+use crate::staff::views;
 use crate::state::Shop;
 
 #[derive(Deserialize)]
 pub struct OrdersFilter {
+    q: Option<String>,
     state: Option<String>,
+    stage: Option<String>,
     flagged: Option<String>,
+    product: Option<String>,
+    /// Days in the shop's zone (`2026-12-01`), both included.
+    from: Option<String>,
+    to: Option<String>,
+    /// Where this page starts: the last order of the page before.
+    after: Option<String>,
 }
 
 #[derive(Template)]
 #[template(path = "admin/orders.html")]
 pub(super) struct OrdersPage {
     nav: Nav,
-    orders: Vec<views::OrderRow>,
+    found: Found,
     states: Vec<&'static str>,
+    stages: [Stage; 3],
+    products: Vec<ProductChoice>,
+    filter_text: String,
     filter_state: String,
+    filter_stage: String,
+    filter_product: String,
+    filter_from: String,
+    filter_to: String,
     flagged_only: bool,
+    /// This page is not the first.
+    paged: bool,
+    /// The query string of the next page, when there is one.
+    next_page: Option<String>,
 }
 
-/// `GET /admin/orders?state=&flagged=1`.
+/// A product to filter by.
+#[derive(sqlx::FromRow)]
+pub(super) struct ProductChoice {
+    id: String,
+    name: String,
+}
+
+/// A cursor as the page's link carries it: `<microseconds>.<order id>`.
+fn cursor(at: chrono::DateTime<chrono::Utc>, id: uuid::Uuid) -> String {
+    format!("{}.{id}", at.timestamp_micros())
+}
+
+fn read_cursor(text: &str) -> Result<(chrono::DateTime<chrono::Utc>, uuid::Uuid), ShopError> {
+    let refused = || ShopError::bad_request("that page of orders is not one this list gave");
+    let (micros, id) = text.split_once('.').ok_or_else(refused)?;
+    let at = micros
+        .parse()
+        .ok()
+        .and_then(chrono::DateTime::from_timestamp_micros)
+        .ok_or_else(refused)?;
+    Ok((at, uuid::Uuid::parse_str(id).map_err(|_| refused())?))
+}
+
+/// A day typed in the filter, as the moment it starts in the shop's zone;
+/// `next` gives the start of the day after (for "to", which includes its
+/// day).
+fn day(
+    shop: &Shop,
+    typed: Option<&str>,
+    next: bool,
+) -> Result<Option<chrono::DateTime<chrono::Utc>>, ShopError> {
+    let Some(typed) = given(&typed.map(str::to_owned)).map(str::to_owned) else {
+        return Ok(None);
+    };
+    let date = chrono::NaiveDate::parse_from_str(&typed, "%Y-%m-%d")
+        .map_err(|_| ShopError::bad_request("a day is written like 2026-12-01"))?;
+    let date = if next {
+        date.succ_opt().unwrap_or(date)
+    } else {
+        date
+    };
+    shop.zone
+        .at(date, chrono::NaiveTime::MIN)
+        .map(Some)
+        .map_err(|e| ShopError::bad_request(&e))
+}
+
+/// `GET /admin/orders?q=&stage=&state=&product=&from=&to=&flagged=1&after=`.
 pub async fn orders(
     shop: web::Data<Shop>,
     session: web::ReqData<Session>,
     filter: web::Query<OrdersFilter>,
 ) -> Result<HttpResponse, ShopError> {
-    let state = match filter.state.as_deref().map(str::trim) {
-        None | Some("") => None,
+    let state = match given(&filter.state) {
+        None => None,
         Some(name) => Some(
             OrderState::parse(name).ok_or_else(|| ShopError::bad_request("unknown order state"))?,
         ),
+    };
+    let stage = match given(&filter.stage) {
+        None => None,
+        Some(name) => {
+            Some(Stage::parse(name).ok_or_else(|| ShopError::bad_request("unknown order stage"))?)
+        }
     };
     let flagged_only = filter
         .flagged
         .as_deref()
         .is_some_and(|f| !f.is_empty() && f != "0");
-    let query = OrderQuery {
+    let text = given(&filter.q).map(str::to_owned);
+    if text.as_ref().is_some_and(|t| t.chars().count() > 200) {
+        return Err(ShopError::bad_request("search for at most 200 characters"));
+    }
+    let product = given(&filter.product).map(str::to_owned);
+    let asked = OrderSearch {
+        text: text.clone(),
         state,
+        stage,
         flagged_only,
-        limit: LIST_LIMIT,
+        product: product.clone(),
+        from: day(&shop, filter.from.as_deref(), false)?,
+        until: day(&shop, filter.to.as_deref(), true)?,
+        after: given(&filter.after).map(read_cursor).transpose()?,
     };
+    let found = order_search::search(&shop.pool, &asked).await?;
+    let next_page = found.next.map(|(at, id)| {
+        let mut query = url::form_urlencoded::Serializer::new(String::new());
+        for (key, value) in [
+            ("q", &filter.q),
+            ("stage", &filter.stage),
+            ("state", &filter.state),
+            ("product", &filter.product),
+            ("from", &filter.from),
+            ("to", &filter.to),
+            ("flagged", &filter.flagged),
+        ] {
+            if let Some(value) = given(value) {
+                query.append_pair(key, value);
+            }
+        }
+        query.append_pair("after", &cursor(at, id));
+        query.finish()
+    });
+    let products = sqlx::query_as(
+        "select id, name from products where archived_at is null order by collection, position, id",
+    )
+    .fetch_all(&shop.pool)
+    .await?;
     let page = OrdersPage {
         nav: nav(&shop, &session, &NoticeQuery::default()).await?,
-        orders: views::orders(&shop.pool, &query).await?,
+        found,
         states: OrderState::ALL.iter().map(|s| s.as_str()).collect(),
+        stages: Stage::ALL,
+        products,
+        filter_text: text.unwrap_or_default(),
         filter_state: state.map(|s| s.as_str()).unwrap_or_default().to_owned(),
+        filter_stage: stage.map(|s| s.as_str()).unwrap_or_default().to_owned(),
+        filter_product: product.unwrap_or_default(),
+        filter_from: given(&filter.from).unwrap_or_default().to_owned(),
+        filter_to: given(&filter.to).unwrap_or_default().to_owned(),
         flagged_only,
+        paged: asked.after.is_some(),
+        next_page,
     };
     render(StatusCode::OK, &page)
 }

@@ -285,6 +285,25 @@ async fn the_home_page_follows_a_sale_without_reloading() {
         let png = owner.client.screenshot().await.unwrap();
         std::fs::write(folder.join(format!("home-{size}-whole.png")), png).unwrap();
     }
+    // the orders, searched for the shopper, on a phone and a desk
+    for (width, height, size) in [(390, 844, "phone"), (1280, 900, "desk")] {
+        owner.client.set_window_size(width, height).await.unwrap();
+        owner.go(&format!("{}/admin/orders", app.address)).await;
+        owner.fill("#order-search input[name=q]", "live shop").await;
+        owner.click("#order-search button[type=submit]").await;
+        let found = owner.wait_for_text("#found", "2 orders match").await;
+        assert!(found.contains("2 orders match"), "{found}");
+        assert!(
+            owner
+                .text("#orders")
+                .await
+                .contains("3 × Harbour Lights — General admission")
+        );
+        let faults = faults(&owner).await;
+        assert!(faults.is_empty(), "{size}: {faults:#?}");
+        let png = owner.client.screenshot().await.unwrap();
+        std::fs::write(folder.join(format!("orders-search-{size}.png")), png).unwrap();
+    }
     assert_no_policy_reports(&app).await;
     owner.close().await;
 }
