@@ -195,6 +195,13 @@ pub(super) struct OrderPage {
     jobs: Vec<views::JobRow>,
 }
 
+impl OrderPage {
+    /// What refunding every unit left gives back.
+    fn left_minor(&self) -> i64 {
+        self.refundable.iter().map(|l| l.left_minor()).sum()
+    }
+}
+
 /// `GET /admin/orders/{id}`.
 pub async fn order(
     shop: web::Data<Shop>,

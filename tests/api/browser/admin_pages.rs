@@ -304,6 +304,46 @@ async fn the_home_page_follows_a_sale_without_reloading() {
         let png = owner.client.screenshot().await.unwrap();
         std::fs::write(folder.join(format!("orders-search-{size}.png")), png).unwrap();
     }
+    // archiving asks first, naming the thing, with no script needed
+    for (width, height, size) in [(390, 844, "phone"), (1280, 900, "desk")] {
+        owner.client.set_window_size(width, height).await.unwrap();
+        owner
+            .go(&format!("{}/admin/catalogue/stock/wild-honey", app.address))
+            .await;
+        owner.click("details.confirm > summary").await;
+        let asked = owner.text("details.confirm .confirm-box").await;
+        assert!(
+            asked.contains("Archive Wild heather honey")
+                && asked.contains("? It leaves the shop at once"),
+            "{asked}"
+        );
+        let faults = faults(&owner).await;
+        assert!(faults.is_empty(), "{size}: {faults:#?}");
+        owner
+            .client
+            .execute(
+                "document.querySelector('details.confirm').scrollIntoView();",
+                vec![],
+            )
+            .await
+            .unwrap();
+        let png = owner.client.screenshot().await.unwrap();
+        std::fs::write(folder.join(format!("confirm-archive-{size}.png")), png).unwrap();
+    }
+    let archived: Option<chrono::DateTime<chrono::Utc>> =
+        sqlx::query_scalar("select archived_at from products where id = 'wild-honey'")
+            .fetch_one(&app.db.pool)
+            .await
+            .unwrap();
+    assert!(archived.is_none(), "asking changed nothing");
+    owner.click("#archive button[type=submit]").await;
+    owner.wait_for_text("#notice", "Archived").await;
+    let archived: Option<chrono::DateTime<chrono::Utc>> =
+        sqlx::query_scalar("select archived_at from products where id = 'wild-honey'")
+            .fetch_one(&app.db.pool)
+            .await
+            .unwrap();
+    assert!(archived.is_some());
     assert_no_policy_reports(&app).await;
     owner.close().await;
 }
