@@ -5,6 +5,13 @@
 //! code, so two doors scanning one code at one moment get one admission
 //! and one "already used", and a code whose unit was refunded is refused.
 //! Redemptions are append-only, with who and where.
+//!
+//! A door checks its own ([`door`]): an event, a day's pickup slots or some
+//! tiers. A code for something else is refused with what it is for
+//! ([`Outcome::NotThisDoor`], [`MadeFor`]); box office and owners may admit
+//! it anyway, and the redemption says it was overridden.
+
+pub mod door;
 
 use chrono::{DateTime, Utc};
 use sqlx::{PgExecutor, PgPool};
@@ -47,7 +54,12 @@ pub enum Outcome {
     },
     /// Its unit (or its whole order) was refunded.
     Refunded,
-    /// No such code, or its order is not paid.
+    /// Its order is not paid (yet, or ever).
+    NotPaid,
+    /// Another event's, another day's or another tier's: not what this
+    /// door checks.
+    NotThisDoor,
+    /// No such code.
     NotValid,
 }
 
@@ -58,6 +70,8 @@ impl Outcome {
             Outcome::Redeemed { word } => word,
             Outcome::AlreadyUsed { .. } => "already_used",
             Outcome::Refunded => "refunded",
+            Outcome::NotPaid => "not_paid",
+            Outcome::NotThisDoor => "not_this_door",
             Outcome::NotValid => "not_valid",
         }
     }
@@ -91,6 +105,43 @@ pub struct Redemption {
     pub customer_name: Option<String>,
     /// What the code is for: the ticket's product, or the pickup's lines.
     pub what: Option<String>,
+    /// The event or schedule the code is for, when and which tier.
+    pub made_for: Option<MadeFor>,
+    /// Admitted by someone who overrode the door's check.
+    pub overridden: bool,
+}
+
+/// What a code is for, as a door names it: "Winter Jazz, Sun 20 Dec 19:30
+/// CET, General".
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MadeFor {
+    /// Its event's or schedule's title.
+    pub title: String,
+    /// The tier or slot's product name.
+    pub tier: String,
+    /// When the event or the slot starts.
+    pub starts_at: Option<DateTime<Utc>>,
+}
+
+impl MadeFor {
+    /// "Winter Jazz, Sun 20 Dec 19:30 CET, General" (the tier left out
+    /// when its name is the title's, the time when the tier's name says
+    /// it).
+    pub fn describe(&self, zone: crate::clock::ShopZone) -> String {
+        let mut words = self.title.clone();
+        // a slot's name says its time already
+        if let Some(when) = self.starts_at.map(|at| zone.short(at))
+            && !self.tier.contains(&when)
+        {
+            words.push_str(", ");
+            words.push_str(&when);
+        }
+        if !self.tier.is_empty() && self.tier != self.title {
+            words.push_str(", ");
+            words.push_str(&self.tier);
+        }
+        words
+    }
 }
 
 /// Who redeems and where, as recorded.
@@ -98,6 +149,11 @@ pub struct Redemption {
 pub struct Door<'a> {
     pub by: &'a str,
     pub place: &'a str,
+    /// The products this door admits ([`door::Checked::products`]);
+    /// `None`: any code (the command line and the API name no door).
+    pub checks: Option<&'a [String]>,
+    /// Admit a code this door does not check: box office and owners may.
+    pub overrule: bool,
     /// This scan, made once per scan: a redemption run again after its
     /// commit's answer was lost is told what it did, not "already used".
     pub attempt: Uuid,
@@ -120,6 +176,8 @@ pub async fn redeem<'e>(
             order_id: None,
             customer_name: None,
             what: None,
+            made_for: None,
+            overridden: false,
         });
     }
     #[derive(sqlx::FromRow)]
@@ -132,16 +190,22 @@ pub async fn redeem<'e>(
         redeemed_at: Option<DateTime<Utc>>,
         redeemed_by: Option<String>,
         place: Option<String>,
+        for_title: Option<String>,
+        for_tier: Option<String>,
+        for_starts: Option<DateTime<Utc>>,
+        overridden: bool,
     }
     let row: Row = sqlx::query_as(
         "select outcome, product_kind, order_id, customer_name, what, redeemed_at, \
-                redeemed_by, place \
-           from hf_redeem($1, $2, $3, $4)",
+                redeemed_by, place, for_title, for_tier, for_starts, overridden \
+           from hf_redeem($1, $2, $3, $4, $5, $6)",
     )
     .bind(&code)
     .bind(door.by)
     .bind(door.place)
     .bind(door.attempt)
+    .bind(door.checks)
+    .bind(door.overrule)
     .fetch_one(executor)
     .await?;
     crate::faults::lost_answer("redemption")?;
@@ -158,8 +222,15 @@ pub async fn redeem<'e>(
             place: row.place.unwrap_or_default(),
         },
         "refunded" => Outcome::Refunded,
+        "not_paid" => Outcome::NotPaid,
+        "not_this_door" => Outcome::NotThisDoor,
         _ => Outcome::NotValid,
     };
+    let made_for = row.for_title.map(|title| MadeFor {
+        title,
+        tier: row.for_tier.unwrap_or_default(),
+        starts_at: row.for_starts,
+    });
     Ok(Redemption {
         code,
         outcome,
@@ -167,6 +238,8 @@ pub async fn redeem<'e>(
         order_id: row.order_id,
         customer_name: row.customer_name,
         what: row.what,
+        made_for,
+        overridden: row.overridden,
     })
 }
 
@@ -199,6 +272,30 @@ mod tests {
         assert_eq!(normalise("TKTABCDEFGH"), "TKT-ABCD-EFGH");
         assert_eq!(normalise("k7p 2qx"), "K7P2QX");
         assert_eq!(normalise(""), "");
+    }
+
+    #[test]
+    fn a_code_says_what_it_is_for_once() {
+        let zone = crate::clock::ShopZone::UTC;
+        let at = "2026-12-20T19:30:00Z".parse().unwrap();
+        let ticket = MadeFor {
+            title: "Winter Jazz".into(),
+            tier: "General".into(),
+            starts_at: Some(at),
+        };
+        assert_eq!(
+            ticket.describe(zone),
+            "Winter Jazz, Sun 20 Dec 19:30 UTC, General"
+        );
+        let slot = MadeFor {
+            title: "Bakery pickup".into(),
+            tier: "Sourdough box, pickup Sun 20 Dec 19:30 UTC".into(),
+            starts_at: Some(at),
+        };
+        assert_eq!(
+            slot.describe(zone),
+            "Bakery pickup, Sourdough box, pickup Sun 20 Dec 19:30 UTC"
+        );
     }
 
     #[test]

@@ -8,6 +8,18 @@
   var field = document.getElementById("code");
   var form = document.getElementById("redeem");
   if (!button || !video || !field || !form) return;
+  // a hardware scanner types the code and Enter: the field keeps focus
+  // between scans, unless staff are typing elsewhere on the page
+  function ready() {
+    var active = document.activeElement;
+    var elsewhere = active && active !== field && /^(INPUT|TEXTAREA|SELECT)$/.test(active.tagName);
+    if (!elsewhere) field.focus();
+  }
+  ready();
+  window.addEventListener("focus", ready);
+  document.addEventListener("click", function (event) {
+    if (!event.target.closest("a, button, input, label, select, textarea")) ready();
+  });
   if (!("BarcodeDetector" in window) || !navigator.mediaDevices) return;
   button.hidden = false;
   button.addEventListener("click", function () {

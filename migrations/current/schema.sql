@@ -426,7 +426,8 @@ create unlogged table rate_buckets (
     constraint bucket_key_shape CHECK (((length(key) >= 1) AND (length(key) <= 128)))
 );
 
--- table redemptions (made by 0012_after_the_sale.sql; changed by 0017_known_outcomes.sql)
+-- table redemptions (made by 0012_after_the_sale.sql; changed by 0017_known_outcomes.sql,
+--   0100_the_door_admits_its_own.sql)
 create table redemptions (
     code        text not null,
     order_id    uuid not null,
@@ -435,6 +436,7 @@ create table redemptions (
     redeemed_by text not null,
     place       text not null default ''::text,
     attempt     uuid,
+    overridden  boolean not null default false,
     constraint redemptions_pkey PRIMARY KEY (code),
     constraint redemption_by_shape CHECK (((length(redeemed_by) >= 1) AND (length(redeemed_by) <= 254))),
     constraint redemption_kind_known CHECK ((kind = ANY (ARRAY['ticket'::text, 'pickup'::text]))),

@@ -102,7 +102,7 @@ pub(super) async fn refund(ctx: &Ctx, request: RefundArgs) -> anyhow::Result<Exi
     })
 }
 
-/// `holdfast redeem CODE`: redeem once (exit 0 admitted or collected; 5 already used, 6 refunded, 7 not valid).
+/// `holdfast redeem CODE`: redeem once (exit 0 admitted or collected; 5 already used, 6 refunded, 7 not valid or not paid).
 pub(super) async fn redeem(ctx: &Ctx, code: String, place: String) -> anyhow::Result<ExitCode> {
     let zone = crate::configuration::time_zone()?;
     let by = cli_actor();
@@ -111,6 +111,8 @@ pub(super) async fn redeem(ctx: &Ctx, code: String, place: String) -> anyhow::Re
         by: &by,
         place,
         attempt: uuid::Uuid::new_v4(),
+        checks: None,
+        overrule: false,
     };
     let redeemed = crate::retry::retry("redeem", crate::retry::Bound::Shopper, || {
         crate::redemption::redeem(&ctx.pool, &code, &door)
@@ -142,7 +144,11 @@ pub(super) async fn redeem(ctx: &Ctx, code: String, place: String) -> anyhow::Re
         crate::redemption::Outcome::Redeemed { .. } => ExitCode::SUCCESS,
         crate::redemption::Outcome::AlreadyUsed { .. } => ExitCode::from(5),
         crate::redemption::Outcome::Refunded => ExitCode::from(6),
-        crate::redemption::Outcome::NotValid => ExitCode::from(7),
+        crate::redemption::Outcome::NotValid | crate::redemption::Outcome::NotPaid => {
+            ExitCode::from(7)
+        }
+        // the command line names no door: any code is its own
+        crate::redemption::Outcome::NotThisDoor => ExitCode::from(8),
     })
 }
 
@@ -167,6 +173,15 @@ pub(super) fn redemption_text(
             }
         ),
         Outcome::Refunded => format!("{}: refunded — not valid for entry", redeemed.code),
+        Outcome::NotPaid => format!("{}: not paid — {what}", redeemed.code),
+        Outcome::NotThisDoor => format!(
+            "{}: not this door — {}",
+            redeemed.code,
+            redeemed
+                .made_for
+                .as_ref()
+                .map_or(String::new(), |made_for| made_for.describe(zone))
+        ),
         Outcome::NotValid => format!("{}: not valid", redeemed.code),
     }
 }

@@ -102,7 +102,7 @@ enum Command {
         repair: Option<String>,
     },
     /// Redeem a ticket or pickup code once (exit 0 when admitted or
-    /// collected; 5 already used, 6 refunded, 7 not valid)
+    /// collected; 5 already used, 6 refunded, 7 not valid or not paid)
     Redeem {
         code: String,
         /// Where: the door or counter

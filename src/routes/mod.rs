@@ -54,6 +54,16 @@ impl ShopError {
         }
     }
 
+    /// Something this member's role may not do.
+    pub fn forbidden(message: &str) -> Self {
+        Self {
+            status: StatusCode::FORBIDDEN,
+            message: message.to_owned(),
+            cause: None,
+            away: false,
+        }
+    }
+
     pub fn not_found(message: &str) -> Self {
         Self {
             status: StatusCode::NOT_FOUND,

@@ -18,6 +18,7 @@ use holdfast::staff::roles::Role;
 use holdfast_testkit::*;
 
 mod admin_pages;
+mod door;
 
 const CHROMIUM: &str = "/usr/bin/chromium";
 const CHROMEDRIVER: &str = "/usr/bin/chromedriver";
@@ -709,6 +710,10 @@ async fn the_shopper_reads_the_mail_and_staff_redeem_the_ticket_at_the_door() {
     staff.click("#login button[type=submit]").await;
     staff.find("#live").await;
     staff.go(&format!("{}/admin/redeem", app.address)).await;
+    staff.screenshot("redeem-choose").await;
+    // the door first chooses what it checks: the one event
+    staff.click("#door-event-list a").await;
+    staff.wait_for_text("#door-count", "expected").await;
     staff.screenshot("redeem-form").await;
     staff.fill("#code", &tickets[0].to_lowercase()).await;
     staff.fill("input[name=place]", "North door").await;
@@ -1330,6 +1335,8 @@ async fn a_sale_set_up_in_the_admin_is_sold_with_a_voucher_exported_and_let_in_a
     door.fill("input[name=password]", PASSWORD).await;
     door.click("#login button[type=submit]").await;
     door.wait_for_path("/admin/redeem").await;
+    door.click("#door-event-list a").await;
+    door.wait_for_text("#door-count", "expected").await;
     door.fill("#code", &codes[0]).await;
     door.fill("input[name=place]", "Pier gate").await;
     door.click("#redeem button[type=submit]").await;

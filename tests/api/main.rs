@@ -14,6 +14,7 @@ mod cli_api_keys;
 mod combined_checkout;
 mod combining;
 mod crowd;
+mod door;
 mod exports;
 mod failover;
 mod fairness;

@@ -188,6 +188,8 @@ async fn a_partial_then_a_full_refund_racing_the_late_webhook_give_back_exactly_
         by: "grace@holdfast.test",
         place: "North door",
         attempt: uuid::Uuid::new_v4(),
+        checks: None,
+        overrule: false,
     };
     let redeemed = holdfast::redemption::redeem(&app.db.pool, &codes[0].0, &door)
         .await
@@ -234,6 +236,8 @@ async fn a_used_code_needs_the_override_and_a_cancelled_slot_stays_off_sale() {
         by: "grace@holdfast.test",
         place: "",
         attempt: uuid::Uuid::new_v4(),
+        checks: None,
+        overrule: false,
     };
     let admitted = holdfast::redemption::redeem(&app.db.pool, &ticket, &door)
         .await

@@ -234,7 +234,7 @@ pub struct RedeemBody {
     security(("api_key" = [])),
     params(("Idempotency-Key" = String, Header, description = "One per scan: the same key and body get the same answer")),
     request_body = RedeemBody,
-    responses((status = 200, description = "What the code came to: `outcome` is `admitted`, `collected`, `already_used` (with `redeemed_at`, `redeemed_by`, `place`), `refunded` or `not_valid`"),
+    responses((status = 200, description = "What the code came to: `outcome` is `admitted`, `collected`, `already_used` (with `redeemed_at`, `redeemed_by`, `place`), `refunded`, `not_paid` (the order is not paid) or `not_valid`"),
               (status = 400, description = "Bad JSON, or no Idempotency-Key", body = super::ErrorBody),
               (status = 401, description = "No live key", body = super::ErrorBody),
               (status = 403, description = "The key lacks redeem", body = super::ErrorBody),
@@ -260,6 +260,8 @@ pub async fn redeem(
         place,
         // this scan, once per Idempotency-Key
         attempt: uuid::Uuid::from_slice(&derived(&key, &idem)[..16]).expect("16 bytes"),
+        checks: None,
+        overrule: false,
     };
     once(&shop, "redeem", &key, &idem, &raw, || async {
         // the scan and its record together, as the admin's page does
@@ -290,6 +292,10 @@ pub async fn redeem(
             "order_id": redeemed.order_id,
             "customer_name": redeemed.customer_name,
             "what": redeemed.what,
+            "for": redeemed
+                .made_for
+                .as_ref()
+                .map(|made_for| made_for.describe(shop.zone)),
         });
         if let Outcome::AlreadyUsed { at, by, place } = &redeemed.outcome {
             answer["redeemed_at"] = json!(at);
