@@ -42,6 +42,10 @@ pub struct Product {
     pub hidden: bool,
     pub collection_title: String,
     pub collection_lede: String,
+    /// Where its event is, and when its doors open (empty, `None`: not
+    /// said).
+    pub collection_venue: String,
+    pub collection_doors_at: Option<DateTime<Utc>>,
     pub collection_position: i32,
     /// Its drop queue takes entries: turned on, not drawn yet.
     pub queue_open: bool,
@@ -93,6 +97,7 @@ impl Product {
 pub(crate) const PRODUCT_COLUMNS: &str = "p.id, p.resource_id, p.kind, p.name, p.description, \
      p.price_minor, p.currency, p.starts_at, p.collection, p.max_per_order, p.sale_opens_at, \
      p.sale_closes_at, p.hidden, c.title as collection_title, c.lede as collection_lede, \
+     c.venue as collection_venue, c.doors_at as collection_doors_at, \
      c.position as collection_position, \
      (p.queue_commitment is not null and p.queue_drawn_at is null) as queue_open, \
      p.queue_commitment";
@@ -134,12 +139,17 @@ pub struct Availability {
     /// The collection's place among the others.
     pub collection_position: i32,
     pub name: String,
+    /// What staff wrote about it, shown where a shopper decides.
+    pub description: String,
     pub price_minor: i64,
     pub currency: String,
     pub starts_at: Option<DateTime<Utc>>,
     pub collection: String,
     pub collection_title: String,
     pub collection_lede: String,
+    /// Where its event is, and when its doors open.
+    pub collection_venue: String,
+    pub collection_doors_at: Option<DateTime<Utc>>,
     pub kind: ProductKind,
     pub available_now: i32,
     pub max_per_order: i32,
@@ -181,8 +191,9 @@ pub async fn availability(
 }
 
 const AVAILABILITY_COLUMNS: &str = "p.id, p.hidden, c.position as collection_position, p.name, \
-     p.price_minor, p.currency, p.starts_at, p.collection, c.title as collection_title, \
-     c.lede as collection_lede, p.kind, s.available_now, p.max_per_order, \
+     p.description, p.price_minor, p.currency, p.starts_at, p.collection, \
+     c.title as collection_title, c.lede as collection_lede, c.venue as collection_venue, \
+     c.doors_at as collection_doors_at, p.kind, s.available_now, p.max_per_order, \
      s.pending as pending_units, s.first_ends_at as first_back_at, p.sale_opens_at, \
      p.sale_closes_at, (p.queue_commitment is not null and p.queue_drawn_at is null) as queue_open, \
      p.queue_commitment";

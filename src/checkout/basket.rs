@@ -164,12 +164,35 @@ pub async fn clear(pool: &PgPool, basket: &str) -> sqlx::Result<()> {
 
 /// The basket's lines, in the order they were added.
 pub async fn lines(pool: &PgPool, basket: &str) -> sqlx::Result<Vec<BasketLine>> {
-    sqlx::query_as(
-        "select b.product_id, p.name, b.qty, p.price_minor, p.currency, b.unlocked_by \
+    #[derive(sqlx::FromRow)]
+    struct Row {
+        #[sqlx(flatten)]
+        line: BasketLine,
+        kind: crate::catalogue::ProductKind,
+        collection_title: String,
+    }
+    let rows: Vec<Row> = sqlx::query_as(
+        "select b.product_id, p.name, b.qty, p.price_minor, p.currency, b.unlocked_by, p.kind, \
+                c.title as collection_title \
            from basket_lines b join products p on p.id = b.product_id \
+           join collections c on c.id = p.collection \
           where b.basket_id = $1 order by b.added_at, b.product_id",
     )
     .bind(basket)
     .fetch_all(pool)
-    .await
+    .await?;
+    // named as the order's lines will be: "Winter Jazz — General"
+    Ok(rows
+        .into_iter()
+        .map(
+            |Row {
+                 mut line,
+                 kind,
+                 collection_title,
+             }| {
+                line.name = kind.line_name(&line.name, &collection_title);
+                line
+            },
+        )
+        .collect())
 }

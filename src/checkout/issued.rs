@@ -9,6 +9,47 @@ use uuid::Uuid;
 
 use crate::catalogue::{CodeWords, ProductKind};
 
+/// When and where each line of an order happens, by product id: "Sunday
+/// 20 December, 19:30 CET · Doors 19:00 CET · The Pier" for a tier (its
+/// kind shows its time), the doors and venue its event gives; lines whose
+/// kind shows no time (a slot's name says it, a jar has none) are left
+/// out. The order page and the mail show it under the line's name.
+pub async fn line_occasions(
+    pool: &PgPool,
+    order_id: Uuid,
+    zone: crate::clock::ShopZone,
+) -> sqlx::Result<std::collections::HashMap<String, String>> {
+    #[derive(sqlx::FromRow)]
+    struct Row {
+        product_id: String,
+        kind: ProductKind,
+        starts_at: Option<chrono::DateTime<chrono::Utc>>,
+        doors_at: Option<chrono::DateTime<chrono::Utc>>,
+        venue: String,
+    }
+    let rows: Vec<Row> = sqlx::query_as(
+        "select l.product_id, p.kind, coalesce(p.starts_at, c.starts_at) as starts_at, \
+                c.doors_at, c.venue \
+           from order_lines l join products p on p.id = l.product_id \
+           join collections c on c.id = p.collection \
+          where l.order_id = $1",
+    )
+    .bind(order_id)
+    .fetch_all(pool)
+    .await?;
+    Ok(rows
+        .into_iter()
+        .filter(|row| row.kind.shows_time())
+        .filter_map(|row| {
+            let when = row.starts_at.map(|at| zone.long(at));
+            let doors = row.doors_at.map(|at| format!("Doors {}", zone.time(at)));
+            let venue = Some(row.venue.trim().to_owned()).filter(|v| !v.is_empty());
+            let words: Vec<String> = [when, doors, venue].into_iter().flatten().collect();
+            (!words.is_empty()).then(|| (row.product_id, words.join(" · ")))
+        })
+        .collect())
+}
+
 /// One code as a shopper is shown it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CodeCard {

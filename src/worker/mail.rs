@@ -90,7 +90,7 @@ impl Mailer {
     /// The order's confirmation: what was bought, when, every code with
     /// its QR code, the order link, and a calendar file for pickup slots.
     pub async fn order_confirmation(&self, pool: &PgPool, order_id: Uuid) -> Result<(), MailError> {
-        let Some(order) = Confirmation::read(pool, order_id).await? else {
+        let Some(order) = Confirmation::read(pool, order_id, self.zone).await? else {
             return Err(MailError::Compose(format!("no order {order_id}")));
         };
         let message = order.compose(self)?;

@@ -53,3 +53,4 @@ mod two_factor;
 mod vouchers;
 mod waitlist;
 mod waitlist_handover;
+mod what_it_is_for;

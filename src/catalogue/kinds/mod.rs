@@ -66,6 +66,11 @@ pub struct Sheet {
     pub scheduled_name: Option<&'static str>,
     /// What a shopper chooses for one line of it.
     pub choice: ChoiceKind,
+    /// Its name alone does not say what it is for ("General", "VIP"): a
+    /// line of it is named with its collection's title first ("Winter
+    /// Jazz — General") in the basket, at the provider, on the order page,
+    /// in the mail and its calendar file.
+    pub named_with_collection: bool,
 }
 
 /// The code a paid order carries for its units of a kind.
@@ -149,6 +154,8 @@ pub struct CalendarEntry {
     /// "Pickup code K7P2QX", "Ticket TKT-ABCD-EFGH, TKT-…": empty without
     /// one.
     pub code: String,
+    /// Where it happens (an event's venue); empty: not said.
+    pub location: String,
 }
 
 impl ProductKind {
@@ -250,12 +257,27 @@ impl ProductKind {
             ends,
             summary: name.to_owned(),
             code,
+            location: String::new(),
         })
     }
 
     /// What a shopper chooses for one line of it.
     pub fn choice(self) -> ChoiceKind {
         self.sheet().choice
+    }
+
+    /// A line of it as the basket, the provider, the order page and the
+    /// mail name it: "Winter Jazz — General" for a tier (its name kept as
+    /// it is when it says its event already), the name alone otherwise.
+    pub fn line_name(self, name: &str, collection_title: &str) -> String {
+        let title = collection_title.trim();
+        // "Harbour Lights — VIP" under "Harbour Lights — live at the pier"
+        // says its event already
+        let head = title.split(" — ").next().unwrap_or(title).trim();
+        if !self.sheet().named_with_collection || head.is_empty() || name.contains(head) {
+            return name.to_owned();
+        }
+        format!("{title} — {name}")
     }
 }
 
@@ -268,6 +290,24 @@ impl std::fmt::Display for ProductKind {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_tier_is_named_with_its_event_once() {
+        let tier = ProductKind::Ticket;
+        assert_eq!(
+            tier.line_name("General", "Winter Jazz"),
+            "Winter Jazz — General"
+        );
+        assert_eq!(
+            tier.line_name("Harbour Lights — VIP", "Harbour Lights — live at the pier"),
+            "Harbour Lights — VIP"
+        );
+        assert_eq!(tier.line_name("General", " "), "General");
+        assert_eq!(
+            ProductKind::Stock.line_name("Wild heather honey", "Pantry"),
+            "Wild heather honey"
+        );
+    }
 
     #[test]
     fn every_kind_reads_back_from_its_name_and_serialises_the_same() {

@@ -25,4 +25,5 @@ pub(super) const SHEET: Sheet = Sheet {
     },
     scheduled_name: Some("{name}, pickup {when}"),
     choice: ChoiceKind::Quantity,
+    named_with_collection: false,
 };

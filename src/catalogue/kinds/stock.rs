@@ -15,4 +15,5 @@ pub(super) const SHEET: Sheet = Sheet {
     },
     scheduled_name: None,
     choice: ChoiceKind::Quantity,
+    named_with_collection: false,
 };

@@ -25,4 +25,5 @@ pub(super) const SHEET: Sheet = Sheet {
     },
     scheduled_name: None,
     choice: ChoiceKind::Quantity,
+    named_with_collection: true,
 };

@@ -76,6 +76,7 @@ pub async fn read_checkout(
         existing: Option<Uuid>,
         product_id: Option<String>,
         name: Option<String>,
+        collection_title: Option<String>,
         qty: Option<i32>,
         price_minor: Option<i64>,
         currency: Option<String>,
@@ -91,12 +92,12 @@ pub async fn read_checkout(
         settled: Option<bool>,
     }
     let rows: Vec<Row> = sqlx::query_as(
-        "select k.existing, l.product_id, l.name, l.qty, l.price_minor, l.currency, \
+        "select k.existing, l.product_id, l.name, l.collection_title, l.qty, l.price_minor, l.currency, \
                 l.resource_id, l.kind, l.active, l.max_per_order, l.hidden, l.opens_later, l.closed_at, \
                 l.unlocked_by, l.left, l.settled \
            from (select (select id from orders where checkout_key = $1) as existing) k \
            left join lateral ( \
-                select b.product_id, p.name, b.qty, p.price_minor, p.currency, p.resource_id, p.kind, \
+                select b.product_id, p.name, c.title as collection_title, b.qty, p.price_minor, p.currency, p.resource_id, p.kind, \
                        p.active, p.max_per_order, p.hidden, \
                        case when p.sale_opens_at > now() then p.sale_opens_at end as opens_later, \
                        case when p.sale_closes_at <= now() then p.sale_closes_at end as closed_at, \
@@ -104,6 +105,7 @@ pub async fn read_checkout(
                        coalesce(r.next_expiry > now(), true) as settled, b.added_at \
                   from basket_lines b \
                   join products p on p.id = b.product_id \
+                  join collections c on c.id = p.collection \
                   join resources r on r.id = p.resource_id \
                  where b.basket_id = $2 and k.existing is null) l on true \
           order by l.added_at, l.product_id",
@@ -116,14 +118,16 @@ pub async fn read_checkout(
     let lines = rows
         .into_iter()
         .filter_map(|r| {
+            let kind = r.kind?;
             Some(ReadLine {
                 product_id: r.product_id?,
-                name: r.name?,
+                // what it is for: "Winter Jazz — General"
+                name: kind.line_name(&r.name?, r.collection_title.as_deref().unwrap_or("")),
                 qty: r.qty?,
                 price_minor: r.price_minor?,
                 currency: r.currency?,
                 resource_id: r.resource_id?,
-                kind: r.kind?,
+                kind,
                 active: r.active?,
                 max_per_order: r.max_per_order?,
                 hidden: r.hidden?,
@@ -145,7 +149,12 @@ pub(crate) struct PricedProduct {
     pub(super) id: String,
     pub(super) resource_id: String,
     pub(super) kind: ProductKind,
+    /// As its lines are named ([`ProductKind::line_name`]).
     pub(super) name: String,
+    /// Its collection's title, which a line's name may begin with (read
+    /// here, then in `name`).
+    #[sqlx(default)]
+    pub(super) collection_title: String,
     pub(super) price_minor: i64,
     pub(super) currency: String,
     pub(super) max_per_order: i32,
@@ -169,18 +178,27 @@ pub(super) async fn priced_products(
     ids: &[&str],
 ) -> sqlx::Result<Vec<PricedProduct>> {
     let Some(read) = read else {
-        return sqlx::query_as(
-            "select p.id, p.resource_id, p.kind, p.name, p.price_minor, p.currency, \
+        let products: Vec<PricedProduct> = sqlx::query_as(
+            "select p.id, p.resource_id, p.kind, p.name, c.title as collection_title, \
+                    p.price_minor, p.currency, \
                     p.max_per_order, r.total - r.held - r.sold as left, \
                     coalesce(r.next_expiry > now(), true) as settled, p.hidden, \
                     case when p.sale_opens_at > now() then p.sale_opens_at end as opens_later, \
                     case when p.sale_closes_at <= now() then p.sale_closes_at end as closed_at \
                from products p join resources r on r.id = p.resource_id \
+               join collections c on c.id = p.collection \
               where p.active and p.id = any($1)",
         )
         .bind(ids)
         .fetch_all(pool)
-        .await;
+        .await?;
+        return Ok(products
+            .into_iter()
+            .map(|mut p| {
+                p.name = p.kind.line_name(&p.name, &p.collection_title);
+                p
+            })
+            .collect());
     };
     Ok(read
         .lines
@@ -191,6 +209,7 @@ pub(super) async fn priced_products(
             resource_id: l.resource_id.clone(),
             kind: l.kind,
             name: l.name.clone(),
+            collection_title: String::new(),
             price_minor: l.price_minor,
             currency: l.currency.clone(),
             max_per_order: l.max_per_order,

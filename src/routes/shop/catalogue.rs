@@ -18,6 +18,8 @@ use crate::vouchers::VoucherCode;
 pub struct CatalogueItem {
     pub id: String,
     pub name: String,
+    /// What staff wrote about it.
+    pub description: String,
     pub when: String,
     pub price: String,
     pub available: i32,
@@ -41,6 +43,8 @@ pub struct Section {
     pub id: String,
     pub title: String,
     pub lede: String,
+    /// "Doors 19:00 CET · The Pier": empty when the event says neither.
+    pub doors_and_venue: String,
     pub items: Vec<CatalogueItem>,
 }
 
@@ -132,6 +136,11 @@ async fn catalogue_page(
                 id: row.collection.clone(),
                 title: row.collection_title.clone(),
                 lede: row.collection_lede.clone(),
+                doors_and_venue: doors_and_venue(
+                    row.collection_doors_at,
+                    &row.collection_venue,
+                    shop.zone,
+                ),
                 items: Vec::new(),
             });
         }
@@ -148,6 +157,7 @@ async fn catalogue_page(
             .push(CatalogueItem {
                 id: row.id,
                 name: row.name,
+                description: row.description,
                 // a slot's name already says when; an event's does not
                 when: row
                     .starts_at
@@ -181,4 +191,21 @@ async fn catalogue_page(
         sections,
     };
     render(StatusCode::OK, &page)
+}
+
+/// "Doors 19:00 CET · The Pier", either alone, or empty.
+pub fn doors_and_venue(
+    doors_at: Option<chrono::DateTime<chrono::Utc>>,
+    venue: &str,
+    zone: crate::clock::ShopZone,
+) -> String {
+    let doors = doors_at.map(|at| format!("Doors {}", zone.time(at)));
+    let venue = Some(venue.trim())
+        .filter(|v| !v.is_empty())
+        .map(str::to_owned);
+    [doors, venue]
+        .into_iter()
+        .flatten()
+        .collect::<Vec<_>>()
+        .join(" · ")
 }

@@ -36,6 +36,8 @@ struct OrderPage {
     headline: String,
     explanation: String,
     lines: Vec<checkout::OrderLine>,
+    /// When and where each line happens, by product id.
+    occasions: HashMap<String, String>,
     currency: String,
 }
 
@@ -43,6 +45,13 @@ impl OrderPage {
     /// When a code was used; empty: not yet.
     fn used(&self, card: &CodeCard) -> &str {
         self.used.get(&card.code).map_or("", String::as_str)
+    }
+
+    /// When and where a line happens; empty: its name says it all.
+    fn occasion(&self, line: &checkout::OrderLine) -> &str {
+        self.occasions
+            .get(&line.product_id)
+            .map_or("", String::as_str)
     }
 }
 
@@ -54,6 +63,10 @@ pub async fn order_page(
     let order = order_of_link(&shop, &token).await?;
     let lines = retry("order_read", Bound::Shopper, || {
         checkout::order_lines(&shop.pool, order.id)
+    })
+    .await?;
+    let occasions = retry("order_read", Bound::Shopper, || {
+        checkout::line_occasions(&shop.pool, order.id, shop.zone)
     })
     .await?;
     let used = retry("order_read", Bound::Shopper, || {
@@ -140,6 +153,7 @@ pub async fn order_page(
         headline: headline.into(),
         explanation: explanation.into(),
         lines,
+        occasions,
         currency: order.currency.clone(),
     };
     // the link is the key: keep the page out of caches and search engines

@@ -27,6 +27,8 @@ pub(super) struct Confirmation {
     /// What the voucher took off, in words; empty: nothing.
     discount: String,
     lines: Vec<Line>,
+    /// When and where each line happens, by product id.
+    occasions: std::collections::HashMap<String, String>,
     /// Its codes, refunded units' left out.
     codes: IssuedCodes,
 }
@@ -40,6 +42,8 @@ struct Line {
     kind: ProductKind,
     starts_at: Option<DateTime<Utc>>,
     ends_at: Option<DateTime<Utc>>,
+    /// Its event's venue (empty: not said).
+    venue: String,
 }
 
 /// What the confirmation's parts show.
@@ -81,7 +85,11 @@ pub(super) struct MailCode {
 }
 
 impl Confirmation {
-    pub(super) async fn read(pool: &PgPool, order_id: Uuid) -> sqlx::Result<Option<Self>> {
+    pub(super) async fn read(
+        pool: &PgPool,
+        order_id: Uuid,
+        zone: crate::clock::ShopZone,
+    ) -> sqlx::Result<Option<Self>> {
         #[derive(sqlx::FromRow)]
         struct OrderRow {
             customer_name: String,
@@ -105,13 +113,15 @@ impl Confirmation {
             return Ok(None);
         };
         let lines = sqlx::query_as(
-            "select l.product_id, l.name, l.qty, p.kind, p.starts_at, p.ends_at \
+            "select l.product_id, l.name, l.qty, p.kind, p.starts_at, p.ends_at, c.venue \
                from order_lines l join products p on p.id = l.product_id \
+               join collections c on c.id = p.collection \
               where l.order_id = $1 order by p.starts_at nulls last, l.name",
         )
         .bind(order_id)
         .fetch_all(pool)
         .await?;
+        let occasions = crate::checkout::line_occasions(pool, order_id, zone).await?;
         let codes = issued_codes(pool, order_id, order.pickup_code.as_deref())
             .await?
             .valid();
@@ -127,12 +137,12 @@ impl Confirmation {
                 &order.currency,
             ),
             lines,
+            occasions,
             codes,
         }))
     }
 
     pub(super) fn compose(&self, mailer: &Mailer) -> Result<Message, MailError> {
-        let zone = mailer.zone;
         let link = format!("{}/orders/{}", mailer.base_url, self.token);
         // every code, with its QR image's content id
         let qr: Vec<MailCode> = self
@@ -155,10 +165,12 @@ impl Confirmation {
                 .map(|line| MailLine {
                     name: line.name.clone(),
                     qty: line.qty,
-                    when: match line.starts_at {
-                        Some(at) if line.kind.shows_time() => zone.long(at),
-                        _ => String::new(),
-                    },
+                    // when, doors and venue
+                    when: self
+                        .occasions
+                        .get(&line.product_id)
+                        .cloned()
+                        .unwrap_or_default(),
                 })
                 .collect(),
             codes: self.codes.clone(),
@@ -210,8 +222,11 @@ impl Confirmation {
                     })
                     .map(|card| card.code.as_str())
                     .collect();
-                line.kind
-                    .calendar_entry(&line.name, line.starts_at, line.ends_at, &codes)
+                let mut entry =
+                    line.kind
+                        .calendar_entry(&line.name, line.starts_at, line.ends_at, &codes)?;
+                entry.location = line.venue.clone();
+                Some(entry)
             })
             .collect()
     }
@@ -235,9 +250,13 @@ fn calendar(order: Uuid, entries: &[CalendarEntry], link: &str) -> String {
             .filter(|s| !s.is_empty())
             .collect::<Vec<_>>()
             .join(". ");
+        let location = match entry.location.trim() {
+            "" => String::new(),
+            venue => format!("LOCATION:{}\r\n", ics_text(venue)),
+        };
         ics.push_str(&format!(
             "BEGIN:VEVENT\r\nUID:{order}-{i}@holdfast\r\nDTSTAMP:{stamp}\r\n\
-             DTSTART:{}\r\n{end}SUMMARY:{}\r\nDESCRIPTION:{}\r\nEND:VEVENT\r\n",
+             DTSTART:{}\r\n{end}SUMMARY:{}\r\n{location}DESCRIPTION:{}\r\nEND:VEVENT\r\n",
             utc(entry.starts),
             ics_text(&entry.summary),
             ics_text(&about),
