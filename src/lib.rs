@@ -29,6 +29,7 @@ pub mod routes;
 pub mod staff;
 pub mod startup;
 pub mod state;
+pub mod storefront;
 pub mod telemetry;
 pub mod vouchers;
 pub mod waitlist;

@@ -60,6 +60,8 @@ impl Application {
                     crate::telemetry::RequestSpan,
                 >::new())
                 .wrap(routes::security_headers(https))
+                // outermost: the "one moment" page is in the shop's name too
+                .wrap(from_fn(routes::edge::storefront))
                 .app_data(pool.clone())
                 .app_data(shop.clone())
                 // request bodies are small everywhere; the webhook routes

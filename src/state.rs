@@ -47,6 +47,8 @@ pub struct Shop {
     pub joins: crate::waitlist::Joins,
     /// The waiting lines in memory, for the places their pages show.
     pub lines: crate::waitlist::Lines,
+    /// The shop's name and colours in memory, for every page.
+    pub storefronts: crate::storefront::Storefronts,
 }
 
 impl Shop {
@@ -72,6 +74,7 @@ impl Shop {
             live: crate::live::LiveStock::start(pool.clone()),
             joins: crate::waitlist::Joins::new(pool.clone()),
             lines: crate::waitlist::Lines::default(),
+            storefronts: crate::storefront::Storefronts::default(),
             zone: settings.time_zone,
             pool,
             payments,

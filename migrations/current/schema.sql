@@ -619,6 +619,25 @@ create table staff_two_factor (
     constraint staff_two_factor_staff_id_fkey FOREIGN KEY (staff_id) REFERENCES staff(id)
 );
 
+-- table storefront (made by 0101_the_shop_is_the_owners.sql)
+create table storefront (
+    only_row      boolean not null default true,
+    name          text not null default 'Shop'::text,
+    description   text not null default ''::text,
+    accent        text not null default '#0b6e4f'::text,
+    contact_email text not null default ''::text,
+    terms_url     text not null default ''::text,
+    privacy_url   text not null default ''::text,
+    imprint_url   text not null default ''::text,
+    updated_at    timestamp with time zone not null default now(),
+    constraint storefront_pkey PRIMARY KEY (only_row),
+    constraint storefront_accent_shape CHECK ((accent ~ '^#[0-9a-f]{6}$'::text)),
+    constraint storefront_links_shape CHECK ((((terms_url = ''::text) OR ((terms_url ~ '^https?://[^[:space:]]+$'::text) AND (length(terms_url) <= 500))) AND ((privacy_url = ''::text) OR ((privacy_url ~ '^https?://[^[:space:]]+$'::text) AND (length(privacy_url) <= 500))) AND ((imprint_url = ''::text) OR ((imprint_url ~ '^https?://[^[:space:]]+$'::text) AND (length(imprint_url) <= 500))))),
+    constraint storefront_name_shape CHECK (((length(name) >= 1) AND (length(name) <= 100))),
+    constraint storefront_one_row CHECK (only_row),
+    constraint storefront_words_shape CHECK (((length(description) <= 300) AND (length(contact_email) <= 254)))
+);
+
 -- table vouchers (made by 0019_staff_run_the_sale.sql)
 create table vouchers (
     code             text not null,

@@ -124,6 +124,23 @@ pub async fn one_moment<B: MessageBody + 'static>(
     Ok(ServiceResponse::new(request, super::shop::one_moment(&then)).map_into_right_body())
 }
 
+/// Every page is shown in the shop's name and colours: the shop as stored
+/// ([`crate::storefront::Storefronts`], from memory) is put in place for
+/// the request, where `templates/base.html` reads it
+/// ([`crate::storefront::shown`]).
+pub async fn storefront<B: MessageBody + 'static>(
+    request: ServiceRequest,
+    next: Next<B>,
+) -> Result<ServiceResponse<B>, actix_web::Error> {
+    let front = match request.app_data::<actix_web::web::Data<crate::state::Shop>>() {
+        Some(shop) => shop.storefronts.current(&shop.pool).await,
+        None => std::sync::Arc::default(),
+    };
+    crate::storefront::SHOWN
+        .scope(front, next.call(request))
+        .await
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -32,6 +32,8 @@ pub struct Mailer {
     zone: ShopZone,
     /// How shoppers reach the shop, for the order link.
     base_url: String,
+    /// The shop's name, which mail is sent in (read before each message).
+    storefronts: crate::storefront::Storefronts,
 }
 
 impl std::fmt::Debug for Mailer {
@@ -76,6 +78,7 @@ impl Mailer {
             from,
             zone,
             base_url: base_url.trim_end_matches('/').to_owned(),
+            storefronts: crate::storefront::Storefronts::default(),
         })
     }
 
@@ -90,6 +93,7 @@ impl Mailer {
     /// The order's confirmation: what was bought, when, every code with
     /// its QR code, the order link, and a calendar file for pickup slots.
     pub async fn order_confirmation(&self, pool: &PgPool, order_id: Uuid) -> Result<(), MailError> {
+        self.storefronts.current(pool).await;
         let Some(order) = Confirmation::read(pool, order_id, self.zone).await? else {
             return Err(MailError::Compose(format!("no order {order_id}")));
         };
@@ -104,6 +108,7 @@ impl Mailer {
         order_id: Uuid,
         refund_id: i64,
     ) -> Result<(), MailError> {
+        self.storefronts.current(pool).await;
         let row: Option<(String, String, String, Option<String>, i64, String)> = sqlx::query_as(
             "select o.customer_name, o.customer_email, o.currency, o.payment_ref, \
                     r.amount_minor, r.reason \
@@ -149,6 +154,7 @@ impl Mailer {
         payment: &crate::payments::ProviderPayment,
         reason: &str,
     ) -> Result<(), MailError> {
+        self.storefronts.current(pool).await;
         let row: Option<(String, String, String)> =
             sqlx::query_as("select customer_name, customer_email, token from orders where id = $1")
                 .bind(order_id)
@@ -190,6 +196,7 @@ impl Mailer {
         entry_id: Uuid,
         offer: bool,
     ) -> Result<(), MailError> {
+        self.storefronts.current(pool).await;
         /// name, e-mail, token, qty, product, offer's end
         type EntryRow = (String, String, String, i32, String, Option<DateTime<Utc>>);
         let row: Option<EntryRow> = sqlx::query_as(
@@ -243,8 +250,13 @@ impl Mailer {
             .or_else(|_| email.parse())
             .map_err(|e| MailError::Compose(format!("the shopper's address: {e}")))?;
         let domain = self.from.email.domain().to_owned();
+        // in the shop's name, from the configured address
+        let from = Mailbox::new(
+            Some(self.storefronts.last().name.clone()),
+            self.from.email.clone(),
+        );
         Ok(Message::builder()
-            .from(self.from.clone())
+            .from(from)
             .to(to)
             .message_id(Some(format!("<{id}@{domain}>"))))
     }

@@ -19,6 +19,7 @@ use holdfast_testkit::*;
 
 mod admin_pages;
 mod door;
+mod storefront;
 mod tickets;
 
 const CHROMIUM: &str = "/usr/bin/chromium";
@@ -300,7 +301,7 @@ async fn a_shopper_books_a_pickup_slot_and_gets_a_pickup_code() {
 
     app.settled().await;
     browser.go(&format!("{}/", app.address)).await;
-    assert_eq!(browser.text("header .brand").await, "Holdfast Market");
+    assert_eq!(browser.text("header .brand").await, "Shop");
     let card = format!("li[data-product=\"{slot}\"]");
     assert_eq!(browser.text(&format!("{card} .left")).await, "8 left");
     // the stylesheet applied: the policy let it through

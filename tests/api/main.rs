@@ -45,6 +45,7 @@ mod settling;
 mod soak;
 mod staff_accounts;
 mod staff_refunds;
+mod storefront;
 mod storms;
 mod stripe_adapter;
 mod stripe_cli;

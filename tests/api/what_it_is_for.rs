@@ -38,7 +38,9 @@ async fn a_ticket_names_its_event_date_doors_and_venue_from_the_catalogue_to_the
     let when = "Monday 20 December, 19:30 CET";
     let (doors, venue) = ("Doors 19:00 CET", "The Pier, Harbour Road 1");
 
-    // the catalogue: date, doors, venue and the tier's description
+    // the catalogue: date, doors, venue and the tier's description (once
+    // the pages' memory has read it)
+    app.settled().await;
     let shopper = browser();
     let catalogue = read_page(&shopper, &format!("{}/", app.address)).await;
     for said in [when, doors, venue, "Standing room, bar at the back."] {
@@ -70,7 +72,11 @@ async fn a_ticket_names_its_event_date_doors_and_venue_from_the_catalogue_to_the
     }
     assert!(!order.contains("UTC"), "the shop's zone, not UTC: {order}");
 
-    // the mail, and its calendar file
+    // the mail, in the shop's name, and its calendar file
+    sqlx::query("update storefront set name = 'Harbour Market'")
+        .execute(&app.db.pool)
+        .await
+        .unwrap();
     let mailer = Mailer::new(
         &app.sandbox.smtp(),
         "Holdfast shop <shop@holdfast.test>",
@@ -90,6 +96,9 @@ async fn a_ticket_names_its_event_date_doors_and_venue_from_the_catalogue_to_the
     let messages = app.sandbox.mail.messages();
     assert_eq!(messages.len(), 1);
     let message = MessageParser::default().parse(&messages[0].raw).unwrap();
+    let from = message.from().and_then(|from| from.first()).unwrap();
+    assert_eq!(from.name(), Some("Harbour Market"));
+    assert_eq!(from.address(), Some("shop@holdfast.test"));
     let text = message.body_text(0).unwrap().into_owned();
     let html = message.body_html(0).unwrap().into_owned();
     for said in ["Winter Jazz — General", when, doors, venue] {

@@ -25,6 +25,7 @@ mod redeem;
 mod resources;
 mod session;
 mod staff_accounts;
+mod storefront;
 mod table;
 mod two_factor;
 mod vouchers;

@@ -148,6 +148,7 @@ fn fixed(notice: &str) -> Option<&'static str> {
             sessions have ended. It signs in with its password and sets it up again."
         }
         "settings_saved" => "Settings saved.",
+        "shop_saved" => "The shop's name and looks are saved: its pages show them now.",
         "enrol_first" => {
             "Refused: set up two-factor sign-in for your own account \
             first, so that requiring it does not shut you out. Nothing was changed."

@@ -157,10 +157,116 @@ pub async fn reset_two_factor(
 #[derive(Template)]
 #[template(path = "admin/settings.html")]
 pub(super) struct SettingsPage {
-    nav: Nav,
-    two_factor_for_refunds: bool,
+    pub(super) nav: Nav,
+    pub(super) two_factor_for_refunds: bool,
     /// The roles the setting covers, as the page names them.
-    refunding_roles: String,
+    pub(super) refunding_roles: String,
+    /// The shop's name and looks, as stored or as just typed
+    /// ([`super::storefront`]).
+    pub(super) shop_form: crate::storefront::StorefrontEdit,
+    /// Why what was typed there was not saved, per field.
+    pub(super) shop_refused: Vec<crate::storefront::Refused>,
+}
+
+/// One field of the shop's section: its name, label, value, input type
+/// and hint.
+pub(super) struct ShopField<'a> {
+    pub(super) name: &'static str,
+    pub(super) label: &'static str,
+    pub(super) value: &'a str,
+    pub(super) kind: &'static str,
+    pub(super) hint: &'static str,
+}
+
+impl SettingsPage {
+    /// The shop's section's fields, in the page's order.
+    fn shop_fields(&self) -> Vec<ShopField<'_>> {
+        let f = &self.shop_form;
+        fn field<'a>(
+            name: &'static str,
+            label: &'static str,
+            value: &'a str,
+            kind: &'static str,
+            hint: &'static str,
+        ) -> ShopField<'a> {
+            ShopField {
+                name,
+                label,
+                value,
+                kind,
+                hint,
+            }
+        }
+        vec![
+            field(
+                "name",
+                "Name",
+                &f.name,
+                "text",
+                "Shown at the top of every page, up to 100 characters.",
+            ),
+            field(
+                "description",
+                "Description",
+                &f.description,
+                "text",
+                "One line at the foot of every page, up to 300 characters.",
+            ),
+            field(
+                "accent",
+                "Accent colour",
+                &f.accent,
+                "text",
+                "Like #0b6e4f: dark enough for white text on it.",
+            ),
+            field(
+                "contact_email",
+                "Contact e-mail",
+                &f.contact_email,
+                "email",
+                "Where shoppers write to you.",
+            ),
+            field(
+                "terms_url",
+                "Terms",
+                &f.terms_url,
+                "url",
+                "A web address, or empty.",
+            ),
+            field(
+                "privacy_url",
+                "Privacy notice",
+                &f.privacy_url,
+                "url",
+                "A web address, or empty.",
+            ),
+            field(
+                "imprint_url",
+                "Imprint",
+                &f.imprint_url,
+                "url",
+                "A web address, or empty.",
+            ),
+        ]
+    }
+
+    /// Why a field of the shop's section was refused; empty: it was not.
+    fn shop_error(&self, field: &str) -> &str {
+        self.shop_refused
+            .iter()
+            .find(|refused| refused.field == field)
+            .map_or("", |refused| refused.message.as_str())
+    }
+}
+
+/// The roles two-factor for refunds covers, as the page names them.
+pub(super) fn refunding_roles() -> String {
+    let roles: Vec<&str> = Role::ALL
+        .into_iter()
+        .filter(|role| role.refunds())
+        .map(|role| role.label())
+        .collect();
+    roles.join(" and ").to_lowercase()
 }
 
 /// `GET /admin/settings`.
@@ -169,15 +275,14 @@ pub async fn settings_page(
     session: web::ReqData<Session>,
     notice: web::Query<NoticeQuery>,
 ) -> Result<HttpResponse, ShopError> {
-    let refunding_roles: Vec<&str> = Role::ALL
-        .into_iter()
-        .filter(|role| role.refunds())
-        .map(|role| role.label())
-        .collect();
     let page = SettingsPage {
         nav: nav(&shop, &session, &notice).await?,
         two_factor_for_refunds: two_factor::required_for_refunds(&shop.pool).await?,
-        refunding_roles: refunding_roles.join(" and ").to_lowercase(),
+        refunding_roles: refunding_roles(),
+        shop_form: crate::storefront::Storefront::read(&shop.pool)
+            .await?
+            .as_edit(),
+        shop_refused: Vec::new(),
     };
     render(StatusCode::OK, &page)
 }

@@ -9,7 +9,7 @@ use actix_web::web;
 use super::home::home;
 use super::{
     api_keys, catalogue, exports, holds, orders, records, redeem, resources, session,
-    staff_accounts, two_factor, vouchers, waitlist, webhooks,
+    staff_accounts, storefront, two_factor, vouchers, waitlist, webhooks,
 };
 use crate::staff::roles::Permission;
 
@@ -102,6 +102,7 @@ pub static ROUTES: &[AdminRoute] = &[
     route!(Post "/staff/{id}/two-factor/reset", Staff => staff_accounts::reset_two_factor),
     route!(Get "/settings", Settings => staff_accounts::settings_page),
     route!(Post "/settings", Settings => staff_accounts::save_settings),
+    route!(Post "/settings/shop", Settings => storefront::save),
     route!(Get "/catalogue", Catalogue => catalogue::catalogue_page),
     route!(Get "/catalogue/events/new", Catalogue => catalogue::new_event),
     route!(Post "/catalogue/events", Catalogue => catalogue::create_event),

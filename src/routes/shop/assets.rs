@@ -13,6 +13,19 @@ pub async fn stylesheet() -> HttpResponse {
         .body(include_str!("../../../static/shop.css"))
 }
 
+/// `GET /static/theme/{rrggbb}.css`: the shop's accent colour. The address
+/// names the colour, so browsers keep it for good.
+pub async fn theme(digits: web::Path<String>) -> HttpResponse {
+    let digits = digits.trim_end_matches(".css");
+    match crate::storefront::theme_css(digits) {
+        Some(css) => HttpResponse::Ok()
+            .content_type("text/css; charset=utf-8")
+            .insert_header((header::CACHE_CONTROL, "public, max-age=31536000, immutable"))
+            .body(css),
+        None => HttpResponse::NotFound().finish(),
+    }
+}
+
 /// `GET /static/live.js`: the pages' live availability.
 pub async fn live_script() -> HttpResponse {
     HttpResponse::Ok()

@@ -192,6 +192,7 @@ pub fn routes(config: &mut web::ServiceConfig) {
             web::get().to(queue::order_json),
         )
         .route("/static/shop.css", web::get().to(assets::stylesheet))
+        .route("/static/theme/{digits}", web::get().to(assets::theme))
         .route("/availability", web::get().to(availability::availability))
         .route(
             "/availability/stream",

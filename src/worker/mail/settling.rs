@@ -70,6 +70,7 @@ impl Mailer {
     /// The payment is being processed: by which method, and until when
     /// the order's units are held for the shopper.
     pub async fn order_settling(&self, pool: &PgPool, order_id: Uuid) -> Result<(), MailError> {
+        self.storefronts.current(pool).await;
         let row: Option<SettlingRow> = sqlx::query_as(
             "select o.customer_name, o.customer_email, o.token, o.amount_minor, o.currency, \
                     o.settle_method, o.settling_until, \

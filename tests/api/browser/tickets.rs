@@ -36,6 +36,7 @@ async fn a_ticket_says_its_event_on_the_catalogue_basket_and_order_page_on_a_pho
                 );
             }
         };
+        app.settled().await;
         shopper.go(&format!("{}/", app.address)).await;
         let card = shopper.text("#winter-jazz").await;
         for said in [
