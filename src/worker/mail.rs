@@ -101,7 +101,8 @@ impl Mailer {
         self.send(message).await
     }
 
-    /// A staff refund was issued: which payment, how much, why.
+    /// A staff refund was issued: which units, how much, why, and which
+    /// codes stopped working (no internal id).
     pub async fn refund_notice(
         &self,
         pool: &PgPool,
@@ -109,9 +110,18 @@ impl Mailer {
         refund_id: i64,
     ) -> Result<(), MailError> {
         self.storefronts.current(pool).await;
-        let row: Option<(String, String, String, Option<String>, i64, String)> = sqlx::query_as(
-            "select o.customer_name, o.customer_email, o.currency, o.payment_ref, \
-                    r.amount_minor, r.reason \
+        #[derive(sqlx::FromRow)]
+        struct Refund {
+            customer_name: String,
+            customer_email: String,
+            currency: String,
+            amount_minor: i64,
+            reason: String,
+            token: String,
+        }
+        let refund: Option<Refund> = sqlx::query_as(
+            "select o.customer_name, o.customer_email, o.currency, r.amount_minor, r.reason, \
+                    o.token \
                from order_refunds r join orders o on o.id = r.order_id \
               where r.id = $1 and r.order_id = $2",
         )
@@ -119,22 +129,46 @@ impl Mailer {
         .bind(order_id)
         .fetch_optional(pool)
         .await?;
-        let Some((name, email, currency, payment_ref, amount, reason)) = row else {
+        let Some(refund) = refund else {
             return Err(MailError::Compose(format!(
                 "no refund {refund_id} of {order_id}"
             )));
         };
-        let token: String = sqlx::query_scalar("select token from orders where id = $1")
-            .bind(order_id)
-            .fetch_one(pool)
-            .await?;
+        // which units, by their lines' names, and the codes that stopped
+        #[derive(sqlx::FromRow)]
+        struct Unit {
+            name: String,
+            qty: i32,
+            codes: Vec<String>,
+        }
+        let units: Vec<Unit> = sqlx::query_as(
+            "select l.name, (u->>'qty')::int4 as qty, \
+                    array(select jsonb_array_elements_text(coalesce(u->'codes', '[]'))) as codes \
+               from order_refunds r cross join lateral jsonb_array_elements(r.units) u \
+               join order_lines l on l.order_id = r.order_id and l.product_id = u->>'product_id' \
+              where r.id = $1 and (u->>'qty')::int4 > 0 \
+              order by l.name",
+        )
+        .bind(refund_id)
+        .fetch_all(pool)
+        .await?;
         let notice = StaffRefund {
-            link: format!("{}/orders/{token}", self.base_url),
-            amount: money::format(amount, &currency),
-            payment: payment_ref.unwrap_or_default(),
-            name,
-            reason,
+            link: format!("{}/orders/{}", self.base_url, refund.token),
+            amount: money::format(refund.amount_minor, &refund.currency),
+            what: units
+                .iter()
+                .map(|unit| format!("{} × {}", unit.name, unit.qty))
+                .collect::<Vec<_>>()
+                .join(", "),
+            stopped: units
+                .iter()
+                .flat_map(|unit| unit.codes.iter().cloned())
+                .collect::<Vec<_>>()
+                .join(", "),
+            name: refund.customer_name,
+            reason: refund.reason,
         };
+        let email = refund.customer_email;
         let (text, html) = (text(&StaffRefundText(&notice))?, render(&notice)?);
         let name = &notice.name;
         let amount = &notice.amount;
@@ -297,7 +331,10 @@ fn text(template: &impl Template) -> Result<String, MailError> {
 struct StaffRefund {
     name: String,
     amount: String,
-    payment: String,
+    /// Which units: "Harbour Lights — VIP × 1, …".
+    what: String,
+    /// The codes that no longer admit anyone (empty: none).
+    stopped: String,
     reason: String,
     link: String,
 }

@@ -305,7 +305,8 @@ async fn the_confirmation_carries_each_code_as_a_qr_code_and_the_slot_in_a_calen
             .unwrap();
     assert_eq!(start, starts_at);
 
-    // a staff refund tells the shopper how much, of which payment, and why
+    // a staff refund tells the shopper how much, for which units, why, and
+    // which code stopped working; no internal payment id
     let refunded = holdfast::staff::refunds::refund_order(
         &app.db.pool,
         &holdfast::staff::refunds::RefundRequest {
@@ -339,7 +340,19 @@ async fn the_confirmation_carries_each_code_as_a_qr_code_and_the_slot_in_a_calen
     );
     let text = notice.body_text(0).unwrap();
     assert!(text.contains("The balcony is closed for repairs"), "{text}");
-    assert!(text.contains("pi_mail-1"), "{text}");
+    assert!(text.contains("for Harbour Lights — VIP × 1."), "{text}");
+    let stopped: String = sqlx::query_scalar(
+        "select code from order_codes where order_id = $1 and refunded_at is not null",
+    )
+    .bind(order.id)
+    .fetch_one(&app.db.pool)
+    .await
+    .unwrap();
+    assert!(
+        text.contains(&format!("These codes no longer admit anyone: {stopped}")),
+        "{text}"
+    );
+    assert!(!text.contains("pi_"), "no internal payment id: {text}");
 
     // the sandbox's mail page lists both and shows the order link
     let inbox = http_client()

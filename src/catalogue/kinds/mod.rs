@@ -273,8 +273,14 @@ impl ProductKind {
         let title = collection_title.trim();
         // "Harbour Lights — VIP" under "Harbour Lights — live at the pier"
         // says its event already
-        let head = title.split(" — ").next().unwrap_or(title).trim();
-        if !self.sheet().named_with_collection || head.is_empty() || name.contains(head) {
+        // (and a collection made from a file without words, titled by its
+        // id, "harbour-lights", is not said twice either)
+        let plain = |text: &str| text.to_lowercase().replace('-', " ");
+        let head = plain(title.split(" — ").next().unwrap_or(title).trim());
+        if !self.sheet().named_with_collection
+            || head.trim().is_empty()
+            || plain(name).contains(&head)
+        {
             return name.to_owned();
         }
         format!("{title} — {name}")
@@ -303,6 +309,10 @@ mod tests {
             "Harbour Lights — VIP"
         );
         assert_eq!(tier.line_name("General", " "), "General");
+        assert_eq!(
+            tier.line_name("Harbour Lights — VIP", "harbour-lights"),
+            "Harbour Lights — VIP"
+        );
         assert_eq!(
             ProductKind::Stock.line_name("Wild heather honey", "Pantry"),
             "Wild heather honey"
