@@ -1344,6 +1344,24 @@ begin
 end;
 $function$;
 
+-- hf_order_number (last written by 0102_order_numbers.sql)
+CREATE OR REPLACE FUNCTION public.hf_order_number()
+ RETURNS text
+ LANGUAGE plpgsql
+AS $function$
+declare
+    v_hex text;
+    v_number text;
+begin
+    loop
+        v_hex := upper(substr(replace(gen_random_uuid()::text, '-', ''), 1, 12));
+        v_number := substr(v_hex, 1, 4) || '-' || substr(v_hex, 5, 4) || '-' || substr(v_hex, 9, 4);
+        exit when not exists (select 1 from orders o where o.number = v_number);
+    end loop;
+    return v_number;
+end;
+$function$;
+
 -- hf_order_view (last written by 0090_settling.sql)
 CREATE OR REPLACE FUNCTION public.hf_order_view(p_order uuid)
  RETURNS jsonb

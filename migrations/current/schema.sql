@@ -252,7 +252,8 @@ CREATE TRIGGER order_refunds_append_only BEFORE DELETE OR UPDATE OR TRUNCATE ON 
 CREATE TRIGGER order_refunds_webhook AFTER INSERT ON public.order_refunds FOR EACH ROW EXECUTE FUNCTION hf_webhook_order_refunded();
 
 -- table orders (made by 0004_shop.sql; changed by 0007_reconciliation.sql, 0011_fair_sale.sql,
---   0012_after_the_sale.sql, 0019_staff_run_the_sale.sql, 0090_settling.sql)
+--   0012_after_the_sale.sql, 0019_staff_run_the_sale.sql, 0090_settling.sql,
+--   0102_order_numbers.sql)
 create table orders (
     id                  uuid not null default gen_random_uuid(),
     token               text not null,
@@ -286,8 +287,10 @@ create table orders (
     settling_until      timestamp with time zone,
     late_money          text,
     late_money_at       timestamp with time zone,
+    number              text not null default hf_order_number(),
     constraint orders_pkey PRIMARY KEY (id),
     constraint orders_checkout_key_key UNIQUE (checkout_key),
+    constraint orders_number_key UNIQUE (number),
     constraint orders_provider_session_id_key UNIQUE (provider_session_id),
     constraint orders_token_key UNIQUE (token),
     constraint order_amount_non_negative CHECK ((amount_minor >= 0)),
@@ -297,6 +300,7 @@ create table orders (
     constraint order_late_money_known CHECK ((late_money = ANY (ARRAY['claimed_again'::text, 'refunded'::text]))),
     constraint order_late_money_when CHECK (((late_money IS NULL) = (late_money_at IS NULL))),
     constraint order_limit_keys_shape CHECK (((length(email_key) <= 254) AND (length(client_address) <= 64))),
+    constraint order_number_shape CHECK ((number ~ '^[0-9A-F]{4}-[0-9A-F]{4}-[0-9A-F]{4}$'::text)),
     constraint order_provider_known CHECK ((provider = ANY (ARRAY['stripe'::text, 'razorpay'::text]))),
     constraint order_refunded_within_paid CHECK (((refunded_minor >= 0) AND (refunded_minor <= amount_minor))),
     constraint order_settling_shape CHECK (((state <> 'settling'::text) OR ((settle_method IS NOT NULL) AND (settling_until IS NOT NULL)))),

@@ -284,6 +284,9 @@ async fn one_outcome(
             order: Order {
                 id: order_id,
                 token: one.token,
+                // drawn by the database with the row; not needed to start
+                // paying, read with the order wherever it is shown
+                number: String::new(),
                 state: OrderState::Pending,
                 customer_name: one.name,
                 customer_email: one.email,

@@ -28,6 +28,7 @@ mod live_keys;
 mod lost_answers;
 mod mail;
 mod official_sdks;
+mod order_numbers;
 mod order_search;
 mod outage;
 mod outgoing;

@@ -101,7 +101,13 @@ async fn a_ticket_names_its_event_date_doors_and_venue_from_the_catalogue_to_the
     assert_eq!(from.address(), Some("shop@holdfast.test"));
     let text = message.body_text(0).unwrap().into_owned();
     let html = message.body_html(0).unwrap().into_owned();
-    for said in ["Winter Jazz — General", when, doors, venue] {
+    let number: String = sqlx::query_scalar("select number from orders where token = $1")
+        .bind(&token)
+        .fetch_one(&app.db.pool)
+        .await
+        .unwrap();
+    assert!(order.contains(&number), "the order page says its number");
+    for said in ["Winter Jazz — General", when, doors, venue, number.as_str()] {
         assert!(text.contains(said), "mail text says {said}: {text}");
         assert!(html.contains(said), "mail html says {said}: {html}");
     }

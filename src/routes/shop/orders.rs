@@ -21,6 +21,8 @@ use crate::state::Shop;
 #[template(path = "order.html")]
 struct OrderPage {
     basket_count: i64,
+    /// The order's number, to read out.
+    number: String,
     waiting: bool,
     paid: bool,
     name: String,
@@ -45,6 +47,23 @@ impl OrderPage {
     /// When a code was used; empty: not yet.
     fn used(&self, card: &CodeCard) -> &str {
         self.used.get(&card.code).map_or("", String::as_str)
+    }
+
+    /// A code's QR image, inline (`data:`, which the pages' policy
+    /// allows): the same image the mail carries. Empty for a code that
+    /// admits nobody any more, or if it cannot be drawn.
+    fn qr(&self, card: &CodeCard) -> String {
+        use base64::Engine;
+        if card.refunded || !self.used(card).is_empty() {
+            return String::new();
+        }
+        match crate::qr::png(&card.code) {
+            Ok(png) => format!(
+                "data:image/png;base64,{}",
+                base64::engine::general_purpose::STANDARD.encode(png)
+            ),
+            Err(_) => String::new(),
+        }
     }
 
     /// When and where a line happens; empty: its name says it all.
@@ -138,6 +157,7 @@ pub async fn order_page(
     };
     let page = OrderPage {
         basket_count: 0,
+        number: order.number.clone(),
         waiting: order.state == OrderState::Pending,
         paid: order.state == OrderState::Paid,
         name: order.customer_name.clone(),

@@ -20,6 +20,8 @@ use crate::money;
 /// What a confirmation says.
 pub(super) struct Confirmation {
     id: Uuid,
+    /// The order's number, to read out.
+    number: String,
     name: String,
     email: String,
     token: String,
@@ -51,6 +53,7 @@ struct Line {
 #[template(path = "mail/order_confirmation.html")]
 pub(super) struct ConfirmationMail {
     pub(super) name: String,
+    pub(super) number: String,
     pub(super) total: String,
     pub(super) discount: String,
     pub(super) lines: Vec<MailLine>,
@@ -92,6 +95,7 @@ impl Confirmation {
     ) -> sqlx::Result<Option<Self>> {
         #[derive(sqlx::FromRow)]
         struct OrderRow {
+            number: String,
             customer_name: String,
             customer_email: String,
             token: String,
@@ -102,7 +106,7 @@ impl Confirmation {
             discount_minor: i64,
         }
         let order: Option<OrderRow> = sqlx::query_as(
-            "select customer_name, customer_email, token, amount_minor, currency, pickup_code, \
+            "select number, customer_name, customer_email, token, amount_minor, currency, pickup_code, \
                     voucher_code, discount_minor \
                from orders where id = $1",
         )
@@ -127,6 +131,7 @@ impl Confirmation {
             .valid();
         Ok(Some(Self {
             id: order_id,
+            number: order.number,
             name: order.customer_name,
             email: order.customer_email,
             token: order.token,
@@ -157,6 +162,7 @@ impl Confirmation {
             .collect();
         let message = ConfirmationMail {
             name: self.name.clone(),
+            number: self.number.clone(),
             total: self.total.clone(),
             discount: self.discount.clone(),
             lines: self
@@ -305,6 +311,7 @@ mod tests {
             Some("harbour-lights-general"),
         );
         let mail = ConfirmationMail {
+            number: "7F3A-91C2-E4B0".into(),
             name: "<Ada & \"Bo\">".into(),
             total: "€28.00".into(),
             discount: "Voucher <FANS>: €2.00 off".into(),
