@@ -111,9 +111,7 @@ impl Customer {
 pub struct Order {
     pub id: Uuid,
     pub token: String,
-    /// What a person reads out: "7F3A-91C2-E4B0" (migration 0102). Empty
-    /// only in the answer of a combined start (`start_batches`), which does
-    /// not read it back.
+    /// What a person reads out: "7F3A-91C2-E4B0" (migration 0102).
     pub number: String,
     pub state: OrderState,
     pub customer_name: String,

@@ -191,6 +191,10 @@ struct StartRow {
     hold_id: Option<Uuid>,
     available: Option<i32>,
     created_at: DateTime<Utc>,
+    /// The started order's number (read after the call, which does not
+    /// return it).
+    #[sqlx(default)]
+    number: String,
 }
 
 struct Starts {
@@ -222,7 +226,7 @@ async fn start_batch(
     requests: &[OneStart],
 ) -> Result<Vec<StartRow>> {
     let column = |f: fn(&OneStart) -> &str| -> Vec<&str> { requests.iter().map(f).collect() };
-    sqlx::query_as(
+    let mut rows: Vec<StartRow> = sqlx::query_as(
         "select status, order_id, hold_id, available, created_at \
            from hf_start_checkouts($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, \
                                    $13, $14, $15, $16)",
@@ -259,8 +263,32 @@ async fn start_batch(
             .collect::<Vec<_>>(),
     )
     .fetch_all(pool)
-    .await
-    .map_err(classify)
+    .await?;
+    // the numbers the database drew for the orders it started: one read
+    // for the whole batch
+    let started: Vec<Uuid> = rows
+        .iter()
+        .filter(|row| row.status == "started")
+        .filter_map(|row| row.order_id)
+        .collect();
+    if !started.is_empty() {
+        #[derive(sqlx::FromRow)]
+        struct Numbered {
+            id: Uuid,
+            number: String,
+        }
+        let numbers: Vec<Numbered> =
+            sqlx::query_as("select id, number from orders where id = any($1)")
+                .bind(&started)
+                .fetch_all(pool)
+                .await?;
+        for row in &mut rows {
+            if let Some(found) = numbers.iter().find(|n| Some(n.id) == row.order_id) {
+                row.number = found.number.clone();
+            }
+        }
+    }
+    Ok(rows).map_err(classify)
 }
 
 /// What one checkout's answer means for the shopper.
@@ -284,9 +312,7 @@ async fn one_outcome(
             order: Order {
                 id: order_id,
                 token: one.token,
-                // drawn by the database with the row; not needed to start
-                // paying, read with the order wherever it is shown
-                number: String::new(),
+                number: row.number,
                 state: OrderState::Pending,
                 customer_name: one.name,
                 customer_email: one.email,
