@@ -362,7 +362,7 @@ mod tests {
         );
         assert!(html.contains("<img src=\"cid:qr-pickup\""), "{html}");
         let text = text(&ConfirmationText(&mail)).unwrap();
-        let expected = "Thank you, <Ada & \"Bo\">.\r\n\r\nYour order is paid: €28.00.\r\nVoucher <FANS>: €2.00 off.\r\n\r\n\
+        let expected = "Thank you, <Ada & \"Bo\">.\r\n\r\nYour order 7F3A-91C2-E4B0 is paid: €28.00.\r\nVoucher <FANS>: €2.00 off.\r\n\r\n\
                         - Harbour Lights — General × 2, Friday 20 March, 19:30 CET\r\n\
                         - Sourdough, pickup 12:30 × 1\r\n\r\n\
                         Pickup code: PCK-1234 (say it at the counter)\r\n\r\n\
