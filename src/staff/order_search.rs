@@ -1,5 +1,6 @@
 //! Finding orders (the admin's orders page): by a customer's name or
-//! e-mail, a ticket or pickup code, or the start of the order's id; by
+//! e-mail, a ticket or pickup code, the order's number (typed loosely) or
+//! the start of its id; by
 //! state (or paid, waiting and ended apart), product and the day it was
 //! placed; newest first, a page at a time by cursor (the last order shown:
 //! a page never repeats or skips an order while new ones arrive), with how
@@ -78,6 +79,8 @@ pub struct OrderSearch {
 #[derive(Debug, Clone, sqlx::FromRow)]
 pub struct FoundOrder {
     pub id: Uuid,
+    /// The number the shopper reads out (`7F3A-91C2-E4B0`).
+    pub number: String,
     pub state: OrderState,
     pub customer_name: String,
     pub customer_email: String,
@@ -126,6 +129,18 @@ pub struct Found {
     pub next: Option<(DateTime<Utc>, Uuid)>,
 }
 
+/// An order number as a person may type it (`7f3a 91c2-e4b0`), in the
+/// form orders keep it; `None`: not twelve hexadecimal digits.
+fn order_number(text: &str) -> Option<String> {
+    let digits: String = text
+        .chars()
+        .filter(|c| !matches!(c, '-' | ' '))
+        .map(|c| c.to_ascii_uppercase())
+        .collect();
+    (digits.len() == 12 && digits.chars().all(|c| c.is_ascii_hexdigit()))
+        .then(|| format!("{}-{}-{}", &digits[..4], &digits[4..8], &digits[8..]))
+}
+
 /// `text` for `ilike`: its `%`, `_` and `\` matched as themselves.
 fn contained(text: &str) -> String {
     let mut escaped = String::with_capacity(text.len() + 2);
@@ -145,6 +160,7 @@ const MATCHES: &str = "
          or o.customer_name ilike $2 or o.customer_email ilike $2
          or o.pickup_code = $3
          or exists (select 1 from order_codes c where c.order_id = o.id and c.code = $3)
+         or o.number = $9
          or starts_with(o.id::text, lower($1)))
   and ($4::text[] is null or o.state = any($4))
   and (not $5 or o.flag is not null)
@@ -161,6 +177,7 @@ pub async fn search(pool: &PgPool, asked: &OrderSearch) -> sqlx::Result<Found> {
         .filter(|t| !t.is_empty());
     let like = text.map(contained);
     let code = text.map(crate::redemption::normalise);
+    let number = text.and_then(order_number);
     let states: Option<Vec<&str>> = match (asked.state, asked.stage) {
         (Some(state), _) => Some(vec![state.as_str()]),
         (None, Some(stage)) => Some(stage.states().to_vec()),
@@ -175,10 +192,11 @@ pub async fn search(pool: &PgPool, asked: &OrderSearch) -> sqlx::Result<Found> {
         .bind(&asked.product)
         .bind(asked.from)
         .bind(asked.until)
+        .bind(&number)
         .fetch_one(pool)
         .await?;
     let mut orders: Vec<FoundOrder> = sqlx::query_as(&format!(
-        "select o.id, o.state, o.customer_name, o.customer_email, o.currency, o.amount_minor,
+        "select o.id, o.number, o.state, o.customer_name, o.customer_email, o.currency, o.amount_minor,
                 o.refunded_minor, o.provider, o.flag, o.created_at, o.paid_at,
                 o.settle_method, o.settling_until, o.late_money,
                 (select count(*) from outbox_jobs j where j.kind = 'refund'
@@ -189,9 +207,9 @@ pub async fn search(pool: &PgPool, asked: &OrderSearch) -> sqlx::Result<Found> {
                             from order_lines ol where ol.order_id = o.id), '') as items
            from orders o
           where {MATCHES}
-            and ($9::timestamptz is null or (o.created_at, o.id) < ($9, $10))
+            and ($10::timestamptz is null or (o.created_at, o.id) < ($10, $11))
           order by o.created_at desc, o.id desc
-          limit $11"
+          limit $12"
     ))
     .bind(text)
     .bind(&like)
@@ -201,6 +219,7 @@ pub async fn search(pool: &PgPool, asked: &OrderSearch) -> sqlx::Result<Found> {
     .bind(&asked.product)
     .bind(asked.from)
     .bind(asked.until)
+    .bind(&number)
     .bind(asked.after.map(|(at, _)| at))
     .bind(asked.after.map(|(_, id)| id))
     .bind(PAGE + 1)
@@ -221,7 +240,21 @@ pub async fn search(pool: &PgPool, asked: &OrderSearch) -> sqlx::Result<Found> {
 
 #[cfg(test)]
 mod tests {
-    use super::contained;
+    use super::{contained, order_number};
+
+    #[test]
+    fn an_order_number_is_read_as_typed() {
+        assert_eq!(
+            order_number("7f3a 91c2-e4b0").as_deref(),
+            Some("7F3A-91C2-E4B0")
+        );
+        assert_eq!(
+            order_number("7F3A91C2E4B0").as_deref(),
+            Some("7F3A-91C2-E4B0")
+        );
+        assert_eq!(order_number("7F3A-91C2"), None);
+        assert_eq!(order_number("ada@example.com"), None);
+    }
 
     #[test]
     fn what_is_typed_is_matched_as_text() {

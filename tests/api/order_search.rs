@@ -82,6 +82,16 @@ async fn staff_find_orders_by_name_email_code_number_stage_product_and_day_a_pag
         &search(&format!("q={}", &cai.to_string()[..8])).await.1,
         cai,
     );
+    // the number the shopper reads out, typed loosely
+    let number: String = sqlx::query_scalar("select number from orders where id = $1")
+        .bind(cai)
+        .fetch_one(&app.db.pool)
+        .await
+        .unwrap();
+    let typed = number.to_lowercase().replacen('-', " ", 1);
+    let by_number = search(&format!("q={}", typed.replace(' ', "+"))).await.1;
+    only(&by_number, cai);
+    assert!(by_number.contains(&number), "{by_number}");
     // what is typed is text, not a pattern
     only(&search("q=50%25_off").await.1, cai);
     assert!(found(&search("q=%25").await.1).starts_with("1 order"));
