@@ -102,6 +102,16 @@ impl SettlingView {
     }
 }
 
+/// What the late-money rule decided (`orders.late_money`), in staff's
+/// words; empty: nothing came late.
+pub fn late_money_words(decided: Option<&str>) -> &'static str {
+    match decided {
+        Some("claimed_again") => "late money: units claimed again",
+        Some("refunded") => "late money: refunded",
+        _ => "",
+    }
+}
+
 /// A settling method (`stripe:sepa_debit`) in words for the shopper and
 /// staff.
 pub fn method_words(method: &str) -> String {

@@ -183,11 +183,7 @@ impl OrderRow {
 
     /// What the late-money rule decided, in words; empty: nothing came late.
     pub fn late_words(&self) -> &'static str {
-        match self.late_money.as_deref() {
-            Some("claimed_again") => "late money: units claimed again",
-            Some("refunded") => "late money: refunded",
-            _ => "",
-        }
+        crate::checkout::settling::late_money_words(self.late_money.as_deref())
     }
 }
 
