@@ -16,6 +16,10 @@ pub struct BasketLine {
     /// The code that let a hidden product in.
     #[sqlx(default)]
     pub unlocked_by: Option<String>,
+    /// When it happens, for a kind whose name does not say ([`lines`]
+    /// reads it; a checkout's read leaves it out).
+    #[sqlx(default)]
+    pub starts_at: Option<chrono::DateTime<chrono::Utc>>,
 }
 
 /// The basket's lines as its checkout form carries them: a JSON list of
@@ -143,6 +147,74 @@ pub async fn add(
     })
 }
 
+/// Change how many of a product the basket has: 0 takes it out; more
+/// than one order may take leaves the line as it was.
+pub async fn set_qty(pool: &PgPool, basket: &str, product: &str, qty: i32) -> sqlx::Result<Added> {
+    if qty <= 0 {
+        remove(pool, basket, &[product.to_owned()]).await?;
+        return Ok(Added::Added { qty: 0 });
+    }
+    #[derive(sqlx::FromRow)]
+    struct Row {
+        max_per_order: Option<i32>,
+        had: Option<i32>,
+        put: Option<i32>,
+    }
+    let row: Row = sqlx::query_as(
+        "with p as (select id, max_per_order from products where id = $2), \
+              put as (update basket_lines b set qty = $3 \
+                        from p \
+                       where b.basket_id = $1 and b.product_id = p.id \
+                         and $3 <= p.max_per_order \
+                      returning b.qty) \
+         select (select max_per_order from p) as max_per_order, \
+                (select qty from basket_lines where basket_id = $1 and product_id = $2) as had, \
+                (select qty from put) as put",
+    )
+    .bind(basket)
+    .bind(product)
+    .bind(qty.min(100))
+    .fetch_one(pool)
+    .await?;
+    Ok(match row {
+        Row {
+            max_per_order: None,
+            ..
+        }
+        | Row { had: None, .. } => Added::Unknown,
+        Row { put: Some(qty), .. } => Added::Added { qty },
+        Row {
+            max_per_order: Some(max_per_order),
+            had: Some(in_basket),
+            put: None,
+        } => Added::TooMany {
+            max_per_order,
+            in_basket,
+        },
+    })
+}
+
+/// Put a left checkout's lines back into the basket (a line already
+/// there keeps the larger quantity): leaving checkout gives the basket
+/// back, not an empty one.
+pub async fn restore(pool: &PgPool, basket: &str, order: uuid::Uuid) -> sqlx::Result<()> {
+    sqlx::query(
+        "insert into basket_lines (basket_id, product_id, qty, unlocked_by) \
+         select $1, l.product_id, least(l.qty, 100), \
+                case when p.hidden then o.voucher_code end \
+           from order_lines l join orders o on o.id = l.order_id \
+           join products p on p.id = l.product_id \
+          where l.order_id = $2 and p.active \
+         on conflict (basket_id, product_id) \
+         do update set qty = greatest(basket_lines.qty, excluded.qty)",
+    )
+    .bind(basket)
+    .bind(order)
+    .execute(pool)
+    .await?;
+    Ok(())
+}
+
 /// Take products out of the basket.
 pub async fn remove(pool: &PgPool, basket: &str, products: &[String]) -> sqlx::Result<()> {
     sqlx::query("delete from basket_lines where basket_id = $1 and product_id = any($2)")
@@ -173,7 +245,7 @@ pub async fn lines(pool: &PgPool, basket: &str) -> sqlx::Result<Vec<BasketLine>>
     }
     let rows: Vec<Row> = sqlx::query_as(
         "select b.product_id, p.name, b.qty, p.price_minor, p.currency, b.unlocked_by, p.kind, \
-                c.title as collection_title \
+                c.title as collection_title, coalesce(p.starts_at, c.starts_at) as starts_at \
            from basket_lines b join products p on p.id = b.product_id \
            join collections c on c.id = p.collection \
           where b.basket_id = $1 order by b.added_at, b.product_id",
@@ -191,8 +263,62 @@ pub async fn lines(pool: &PgPool, basket: &str) -> sqlx::Result<Vec<BasketLine>>
                  collection_title,
              }| {
                 line.name = kind.line_name(&line.name, &collection_title);
+                // a slot's name says when already; an event's tier does not
+                line.starts_at = line.starts_at.filter(|_| kind.shows_time());
                 line
             },
         )
         .collect())
+}
+
+/// A voucher applied in the basket, before paying: the code and what it
+/// takes off these lines, judged by the database's clock as checkout
+/// judges it (the same [`Voucher::judge`](crate::vouchers::Voucher::judge)
+/// and [`take_off`](crate::vouchers::Voucher::take_off)), so the total the
+/// basket shows is the total the provider is asked for. A use per buyer is
+/// only known with the buyer's e-mail, at checkout.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Applied {
+    pub code: crate::vouchers::VoucherCode,
+    /// What it takes off, in all.
+    pub off_minor: i64,
+}
+
+/// The voucher `typed` for the basket's `lines`, or the code as typed and
+/// why it cannot be used.
+pub async fn apply_voucher(
+    pool: &PgPool,
+    typed: &str,
+    lines: &[BasketLine],
+) -> sqlx::Result<Result<Applied, (String, crate::vouchers::Refusal)>> {
+    use crate::vouchers::{PricedLine, Refusal, VoucherCode};
+    let Ok(code) = VoucherCode::parse(typed) else {
+        return Ok(Err((
+            typed.trim().chars().take(40).collect(),
+            Refusal::Unknown,
+        )));
+    };
+    let (found, now) = crate::vouchers::find_now(pool, &code).await?;
+    let Some(voucher) = found else {
+        return Ok(Err((code.to_string(), Refusal::Unknown)));
+    };
+    let priced: Vec<PricedLine> = lines
+        .iter()
+        .map(|l| PricedLine {
+            product_id: l.product_id.clone(),
+            unit_price_minor: l.price_minor,
+            qty: l.qty,
+        })
+        .collect();
+    let currency = lines.first().map_or("", |l| l.currency.as_str());
+    if let Err(refusal) = voucher.judge(now, &priced, currency) {
+        return Ok(Err((code.to_string(), refusal)));
+    }
+    if voucher.held + voucher.used >= voucher.uses {
+        return Ok(Err((code.to_string(), Refusal::UsedUp)));
+    }
+    Ok(Ok(Applied {
+        off_minor: voucher.take_off(&priced).iter().sum(),
+        code,
+    }))
 }

@@ -464,6 +464,7 @@ fn refused_from_memory(desk: Desk<'_>, request: &BeginRequest) -> Option<Begun> 
             price_minor: product.price_minor,
             currency: product.currency.clone(),
             unlocked_by: None,
+            starts_at: None,
         });
     }
     // a sale not open by the database's clock, as memory knows it (its

@@ -215,3 +215,21 @@ pub async fn order_codes(
     .fetch_all(pool)
     .await
 }
+
+/// Until when an order's units are held for its shopper (the earliest
+/// moment one of its holds ends unpaid: its TTL while held, its payment
+/// deadline while paying); `None` when nothing is held any more.
+pub async fn held_until(pool: &PgPool, order: &Order) -> sqlx::Result<Option<DateTime<Utc>>> {
+    let Some(purchase) = order.hold_id else {
+        return Ok(None);
+    };
+    sqlx::query_scalar(
+        "select min(case state when 'held' then expires_at \
+                               when 'awaiting_payment' then payment_deadline end) \
+           from holds \
+          where purchase_id = $1 and state in ('held', 'awaiting_payment')",
+    )
+    .bind(purchase)
+    .fetch_one(pool)
+    .await
+}

@@ -208,6 +208,20 @@ impl Browser {
         panic!("{css} never said {needle:?}; it says {text:?}");
     }
 
+    /// After an add from a product's card: the shop keeps the shopper on
+    /// the page, says so at the card and counts the basket in the header;
+    /// the header's link then opens the basket.
+    async fn to_basket_after_adding(&self, card: &str) {
+        self.wait_for_text(&format!("{card} .added"), "Added to your basket")
+            .await;
+        assert!(
+            !self.text(".basket-link .count").await.is_empty(),
+            "the header counts the basket"
+        );
+        self.click(".basket-link").await;
+        self.wait_for_path("/basket").await;
+    }
+
     /// Waits (the page may refresh itself) until the path starts with `prefix`.
     async fn wait_for_path(&self, prefix: &str) {
         for _ in 0..200 {
@@ -274,7 +288,7 @@ async fn check_out(browser: &mut Browser, app: &TestApp, product: &str, qty: &st
     let card = format!("li[data-product=\"{product}\"]");
     browser.fill(&format!("{card} input[name=qty]"), qty).await;
     browser.click(&format!("{card} button[type=submit]")).await;
-    browser.wait_for_path("/basket").await;
+    browser.to_basket_after_adding(&card).await;
     browser.fill("input[name=name]", "Ada Lovelace").await;
     browser.fill("input[name=email]", "ada@example.com").await;
     browser.screenshot(shot).await;
@@ -399,7 +413,9 @@ async fn the_second_browser_loses_the_last_unit_and_is_told_so() {
         browser
             .click("li[data-product=\"harbour-lights-vip\"] button[type=submit]")
             .await;
-        browser.wait_for_path("/basket").await;
+        browser
+            .to_basket_after_adding("li[data-product=\"harbour-lights-vip\"]")
+            .await;
         browser.fill("input[name=name]", "Ada Lovelace").await;
         browser.fill("input[name=email]", "ada@example.com").await;
     }
@@ -463,7 +479,7 @@ async fn sold_out_while_someone_pays_is_not_final_and_the_pages_see_units_come_b
         app.settled().await;
         browser.go(&format!("{}/", app.address)).await;
         browser.click(&format!("{vip} button[type=submit]")).await;
-        browser.wait_for_path("/basket").await;
+        browser.to_basket_after_adding(vip).await;
         browser.fill("input[name=name]", "Ada Lovelace").await;
         browser.fill("input[name=email]", "ada@example.com").await;
     }
@@ -1265,12 +1281,19 @@ async fn a_sale_set_up_in_the_admin_is_sold_with_a_voucher_exported_and_let_in_a
     let card = "li[data-product=\"midsummer-on-the-pier-front-row\"]";
     shopper.fill(&format!("{card} input[name=qty]"), "2").await;
     shopper.click(&format!("{card} button[type=submit]")).await;
-    shopper.wait_for_path("/basket").await;
+    shopper.to_basket_after_adding(card).await;
+    // the voucher is applied in the basket: the new total before paying
+    shopper
+        .fill("form.voucher input[name=voucher]", "midsummer-10")
+        .await;
+    shopper.click("form.voucher button[type=submit]").await;
+    shopper.wait_for_text("#voucher-off", "−€13.10").await;
+    assert_eq!(
+        shopper.text("form.checkout button[type=submit]").await,
+        "Pay €117.90"
+    );
     shopper.fill("input[name=name]", "Ada Lovelace").await;
     shopper.fill("input[name=email]", "ada@example.com").await;
-    shopper
-        .fill("form.checkout input[name=voucher]", "midsummer-10")
-        .await;
     shopper.screenshot("basket-with-voucher").await;
     let violations = shopper.axe_violations().await;
     assert!(

@@ -358,7 +358,11 @@ async fn no_order_takes_more_than_a_products_limit_per_order() {
     let eleven = add("11").await.unwrap();
     assert_eq!(eleven.status(), 409);
     let told = eleven.text().await.unwrap();
-    assert!(told.contains("one order takes at most 10"), "{told}");
+    assert!(
+        told.contains("One order takes at most 10 units of this"),
+        "{told}"
+    );
+    assert!(told.contains("Nothing was added"), "{told}");
     assert_eq!(add("6").await.unwrap().status(), 303);
     let five_more = add("5").await.unwrap();
     assert_eq!(five_more.status(), 409);

@@ -4,6 +4,7 @@ mod admin;
 mod api_keys;
 mod api_v1;
 mod bad_input;
+mod basket_stays;
 mod baskets;
 mod browser;
 mod catalogue_admin;

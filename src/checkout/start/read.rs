@@ -57,6 +57,7 @@ impl ReadLine {
             price_minor: self.price_minor,
             currency: self.currency.clone(),
             unlocked_by: self.unlocked_by.clone(),
+            starts_at: None,
         }
     }
 }

@@ -34,6 +34,14 @@ pub async fn live_script() -> HttpResponse {
         .body(include_str!("../../../static/live.js"))
 }
 
+/// `GET /static/countdown.js`: the pay page counts down its hold.
+pub async fn countdown_script() -> HttpResponse {
+    HttpResponse::Ok()
+        .content_type("text/javascript; charset=utf-8")
+        .insert_header((header::CACHE_CONTROL, "public, max-age=3600"))
+        .body(include_str!("../../../static/countdown.js"))
+}
+
 /// `GET /static/verify.js`: a drop queue's page checks its order.
 pub async fn verify_script() -> HttpResponse {
     HttpResponse::Ok()

@@ -13,6 +13,7 @@ use crate::checkout::{self, basket};
 use crate::money;
 use crate::retry::{Bound, retry};
 use crate::routes::ShopError;
+use crate::routes::errors::ErrorCode;
 use crate::routes::render::{render, see_other};
 use crate::state::Shop;
 
@@ -22,6 +23,53 @@ pub struct LineForm {
     qty: Option<i64>,
     /// The access code that unlocked a hidden product.
     code: Option<String>,
+    /// The shop's page the shopper added from, to go back to.
+    back: Option<String>,
+}
+
+/// The cookie that keeps the voucher applied in the basket.
+const VOUCHER_COOKIE: &str = "hf_voucher";
+
+/// A page of this shop to go back to: a path of ours (never another
+/// site's, `//host` or `/\host`), or `None`.
+fn our_page(back: Option<&str>) -> Option<&str> {
+    back.filter(|b| {
+        b.len() <= 300
+            && b.starts_with('/')
+            && !b.starts_with("//")
+            && b.bytes()
+                .all(|c| c.is_ascii_graphic() && c != b'\\' && c != b'#')
+    })
+}
+
+/// Where an add goes: back to the page it came from, at the product, which
+/// says it was added (the header counts the basket); the basket without one.
+fn after_add(back: Option<&str>, product: &str) -> String {
+    let Some(back) = our_page(back) else {
+        return "/basket".to_owned();
+    };
+    let plain = product
+        .bytes()
+        .all(|b| b.is_ascii_alphanumeric() || b"-_.:".contains(&b));
+    if !plain {
+        return back.to_owned();
+    }
+    let path = back.split('?').next().unwrap_or(back);
+    // a hidden product's page keeps its code; what was added before goes
+    let kept: Vec<&str> = back
+        .split_once('?')
+        .map(|(_, query)| {
+            query
+                .split('&')
+                .filter(|p| p.starts_with("code="))
+                .collect()
+        })
+        .unwrap_or_default();
+    let mut query = kept.join("&");
+    if !query.is_empty() {
+        query.push('&');
+    }
+    format!("{path}?{query}added={product}#p-{product}")
 }
 
 /// `POST /basket/add`
@@ -73,26 +121,47 @@ pub async fn add_to_basket(
             max_per_order,
             in_basket,
         } => {
-            return Err(ShopError::conflict(&format!(
-                "one order takes at most {max_per_order} of that (your basket has {in_basket}); \
-                 nothing was added"
-            )));
+            let told = Told {
+                problems: vec![Problem::plain(too_many_words(max_per_order, in_basket))],
+                back: our_page(form.back.as_deref())
+                    .unwrap_or_default()
+                    .to_owned(),
+                ..Told::default()
+            };
+            let status = ErrorCode::OverLimit.page_status();
+            return basket_page(&shop, &request, status, told).await;
         }
     }
-    let mut response = see_other("/basket");
+    let mut response = see_other(&after_add(form.back.as_deref(), &form.product_id));
     if fresh {
-        let cookie = Cookie::build(BASKET_COOKIE, id)
-            .path("/")
-            .http_only(true)
-            .secure(shop.secure_cookies())
-            .same_site(SameSite::Lax)
-            .max_age(actix_web::cookie::time::Duration::days(7))
-            .finish();
         response
-            .add_cookie(&cookie)
+            .add_cookie(&basket_cookie(&shop, id))
             .map_err(|e| ShopError::internal(e.into()))?;
     }
     Ok(response)
+}
+
+/// A quantity over one order's most, said with what can be done.
+fn too_many_words(max_per_order: i32, in_basket: i32) -> String {
+    let units = |n: i32| {
+        if n == 1 {
+            "1 unit".to_owned()
+        } else {
+            format!("{n} units")
+        }
+    };
+    if in_basket > 0 {
+        format!(
+            "One order takes at most {} of this, and your basket has {in_basket}. Nothing was \
+             added; change the quantity below if you like.",
+            units(max_per_order)
+        )
+    } else {
+        format!(
+            "One order takes at most {} of this. Nothing was added.",
+            units(max_per_order)
+        )
+    }
 }
 
 /// One basket add or checkout start from the client's address: `Some`
@@ -124,11 +193,141 @@ pub async fn remove_from_basket(
     Ok(see_other("/basket"))
 }
 
+#[derive(Deserialize)]
+pub struct QtyForm {
+    product_id: String,
+    qty: String,
+}
+
+/// `POST /basket/update`: how many of a line the basket has (0 takes it
+/// out). Over one order's most, the basket says so and stays as it was.
+pub async fn update_basket(
+    shop: web::Data<Shop>,
+    request: HttpRequest,
+    form: web::Form<QtyForm>,
+) -> Result<HttpResponse, ShopError> {
+    let qty = form
+        .qty
+        .trim()
+        .parse::<i32>()
+        .ok()
+        .filter(|q| (0..=100).contains(q));
+    let Some(qty) = qty else {
+        let told = Told {
+            problems: vec![Problem::plain("Choose a quantity from 0 to 100.")],
+            ..Told::default()
+        };
+        return basket_page(&shop, &request, StatusCode::BAD_REQUEST, told).await;
+    };
+    let Some(id) = basket_id(&request) else {
+        return Ok(see_other("/basket"));
+    };
+    let changed = retry("basket_update", Bound::Shopper, || {
+        basket::set_qty(&shop.pool, &id, &form.product_id, qty)
+    })
+    .await?;
+    match changed {
+        basket::Added::Added { .. } | basket::Added::Unknown => Ok(see_other("/basket")),
+        basket::Added::TooMany {
+            max_per_order,
+            in_basket,
+        } => {
+            let told = Told {
+                problems: vec![Problem::plain(too_many_words(max_per_order, in_basket))],
+                ..Told::default()
+            };
+            basket_page(&shop, &request, ErrorCode::OverLimit.page_status(), told).await
+        }
+    }
+}
+
+#[derive(Deserialize)]
+pub struct VoucherForm {
+    #[serde(default)]
+    voucher: String,
+    /// Present: take the voucher off again.
+    remove: Option<String>,
+}
+
+/// `POST /basket/voucher`: apply a voucher to the basket (its new total
+/// shows before paying), or take it off. A code that cannot be used is
+/// refused beside its field, and the basket stays as it was.
+pub async fn apply_voucher(
+    shop: web::Data<Shop>,
+    request: HttpRequest,
+    form: web::Form<VoucherForm>,
+) -> Result<HttpResponse, ShopError> {
+    let typed = form.voucher.trim();
+    if form.remove.is_some() || typed.is_empty() {
+        let mut response = see_other("/basket");
+        let mut gone = voucher_cookie(&shop, String::new());
+        gone.make_removal();
+        response
+            .add_cookie(&gone)
+            .map_err(|e| ShopError::internal(e.into()))?;
+        return Ok(response);
+    }
+    let rows = basket_rows(&shop, &request).await?;
+    let applied = retry("voucher_read", Bound::Shopper, || {
+        basket::apply_voucher(&shop.pool, typed, &rows)
+    })
+    .await?;
+    match applied {
+        Ok(applied) => {
+            let mut response = see_other("/basket");
+            response
+                .add_cookie(&voucher_cookie(&shop, applied.code.to_string()))
+                .map_err(|e| ShopError::internal(e.into()))?;
+            Ok(response)
+        }
+        Err((code, refusal)) => {
+            let told = Told {
+                voucher_problem: format!("The code {code} {}.", refusal.words(shop.zone)),
+                voucher: code,
+                ..Told::default()
+            };
+            let status = ErrorCode::BadVoucher.page_status();
+            basket_page_of(&shop, rows, None, status, told).await
+        }
+    }
+}
+
+/// The cookie that names a new basket.
+pub(super) fn basket_cookie(shop: &Shop, id: String) -> Cookie<'static> {
+    Cookie::build(BASKET_COOKIE, id)
+        .path("/")
+        .http_only(true)
+        .secure(shop.secure_cookies())
+        .same_site(SameSite::Lax)
+        .max_age(actix_web::cookie::time::Duration::days(7))
+        .finish()
+}
+
+pub(super) fn voucher_cookie(shop: &Shop, code: String) -> Cookie<'static> {
+    Cookie::build(VOUCHER_COOKIE, code)
+        .path("/")
+        .http_only(true)
+        .secure(shop.secure_cookies())
+        .same_site(SameSite::Lax)
+        .max_age(actix_web::cookie::time::Duration::days(7))
+        .finish()
+}
+
+/// The voucher the basket has applied, if any.
+fn applied_code(request: &HttpRequest) -> Option<String> {
+    request
+        .cookie(VOUCHER_COOKIE)
+        .map(|c| c.value().to_owned())
+        .filter(|code| !code.is_empty() && code.len() <= 40)
+}
+
 pub struct BasketLineView {
     pub product_id: String,
     pub name: String,
     pub qty: i32,
     pub total: String,
+    /// When it happens ("Sun 20 Dec 19:30 CET"); empty: its name says.
+    pub when: String,
 }
 
 #[derive(Template)]
@@ -136,6 +335,12 @@ pub struct BasketLineView {
 struct BasketPage {
     basket_count: i64,
     lines: Vec<BasketLineView>,
+    /// The lines' total, before a voucher.
+    subtotal: String,
+    /// The voucher applied and what it takes off ("−€5.00"); empty: none.
+    voucher: String,
+    off: String,
+    /// What the provider is asked for.
     total: String,
     checkout_key: String,
     /// The lines as the form sends them back (see [`FormLines`]).
@@ -156,12 +361,19 @@ pub(super) struct Told {
     /// The voucher code, filled in again, and what was wrong with it.
     pub(super) voucher: String,
     pub(super) voucher_problem: String,
+    /// Said above the basket, not as an error ("your items are back").
+    pub(super) note: String,
+    /// The shop's page a refused add came from, to go back to.
+    pub(super) back: String,
+    /// The problems stopped a checkout (not a change to the basket).
+    pub(super) at_checkout: bool,
 }
 
 impl Told {
     pub(super) fn problems(problems: Vec<Problem>, name: &str, email: &str) -> Self {
         Self {
             problems,
+            at_checkout: true,
             ..Self::refilled(name, email)
         }
     }
@@ -194,13 +406,12 @@ impl Problem {
     }
 }
 
-pub(super) async fn basket_page(
+/// The basket's lines, read.
+async fn basket_rows(
     shop: &Shop,
     request: &HttpRequest,
-    status: StatusCode,
-    told: Told,
-) -> Result<HttpResponse, ShopError> {
-    let rows = match basket_id(request) {
+) -> Result<Vec<basket::BasketLine>, ShopError> {
+    Ok(match basket_id(request) {
         Some(id) => {
             retry("basket_read", Bound::Shopper, || {
                 basket::lines(&shop.pool, &id)
@@ -208,28 +419,60 @@ pub(super) async fn basket_page(
             .await?
         }
         None => Vec::new(),
-    };
-    basket_page_of(shop, rows, status, told)
+    })
 }
 
-/// The basket page for rows already read.
-pub(super) fn basket_page_of(
+pub(super) async fn basket_page(
+    shop: &Shop,
+    request: &HttpRequest,
+    status: StatusCode,
+    told: Told,
+) -> Result<HttpResponse, ShopError> {
+    let rows = basket_rows(shop, request).await?;
+    basket_page_of(shop, rows, applied_code(request), status, told).await
+}
+
+/// The basket page for rows already read, with the voucher applied to
+/// them (`voucher`: the code the basket or the form carried).
+pub(super) async fn basket_page_of(
     shop: &Shop,
     rows: Vec<basket::BasketLine>,
+    voucher: Option<String>,
     status: StatusCode,
     mut told: Told,
 ) -> Result<HttpResponse, ShopError> {
-    // a hidden product came with its code: the form offers it again
-    if told.voucher.is_empty()
-        && let Some(code) = rows.iter().find_map(|r| r.unlocked_by.clone())
-    {
-        told.voucher = code;
+    // a hidden product came with its code: it is applied with the basket
+    let code = voucher
+        .filter(|c| !c.trim().is_empty())
+        .or_else(|| rows.iter().find_map(|r| r.unlocked_by.clone()));
+    let mut applied = None;
+    if let Some(code) = code.filter(|_| !rows.is_empty()) {
+        let judged = retry("voucher_read", Bound::Shopper, || {
+            basket::apply_voucher(&shop.pool, &code, &rows)
+        })
+        .await?;
+        match judged {
+            Ok(ok) => applied = Some(ok),
+            Err((code, refusal)) if told.voucher_problem.is_empty() => {
+                told.voucher_problem = format!(
+                    "The code {code} {}, so it was taken off.",
+                    refusal.words(shop.zone)
+                );
+            }
+            Err(_) => {}
+        }
     }
     let currency = rows
         .first()
         .map(|r| r.currency.clone())
         .unwrap_or_else(|| "eur".into());
-    let total: i64 = rows.iter().map(|r| r.price_minor * i64::from(r.qty)).sum();
+    let subtotal: i64 = rows.iter().map(|r| r.price_minor * i64::from(r.qty)).sum();
+    let off = applied.as_ref().map_or(0, |a| a.off_minor);
+    if told.voucher.is_empty()
+        && let Some(applied) = &applied
+    {
+        told.voucher = applied.code.to_string();
+    }
     let page = BasketPage {
         basket_count: rows.iter().map(|r| i64::from(r.qty)).sum(),
         lines: rows
@@ -239,9 +482,20 @@ pub(super) fn basket_page_of(
                 name: r.name.clone(),
                 qty: r.qty,
                 total: money::format(r.price_minor * i64::from(r.qty), &r.currency),
+                when: r.starts_at.map(|at| shop.zone.long(at)).unwrap_or_default(),
             })
             .collect(),
-        total: money::format(total, &currency),
+        subtotal: money::format(subtotal, &currency),
+        voucher: applied
+            .as_ref()
+            .map(|a| a.code.to_string())
+            .unwrap_or_default(),
+        off: if off > 0 {
+            format!("−{}", money::format(off, &currency))
+        } else {
+            String::new()
+        },
+        total: money::format(subtotal - off, &currency),
         // a fresh key per rendered form: submitting it twice is one order
         checkout_key: checkout::codes::checkout_key(),
         form_lines: basket::FormLines::of(&rows),
@@ -251,10 +505,26 @@ pub(super) fn basket_page_of(
     render(status, &page)
 }
 
+#[derive(Deserialize)]
+pub struct BasketQuery {
+    /// Set after leaving checkout: the items are back.
+    left: Option<String>,
+}
+
 /// `GET /basket`
 pub async fn basket(
     shop: web::Data<Shop>,
     request: HttpRequest,
+    query: web::Query<BasketQuery>,
 ) -> Result<HttpResponse, ShopError> {
-    basket_page(&shop, &request, StatusCode::OK, Told::default()).await
+    let told = Told {
+        note: if query.left.is_some() {
+            "You left checkout: nothing was charged, and your items are back in your basket."
+                .to_owned()
+        } else {
+            String::new()
+        },
+        ..Told::default()
+    };
+    basket_page(&shop, &request, StatusCode::OK, told).await
 }

@@ -37,6 +37,8 @@ pub struct CatalogueItem {
     /// Its drop queue's commitment, published on the card from the moment
     /// the queue is turned on; empty without a queue.
     pub commitment: String,
+    /// The shopper has just put it in their basket.
+    pub added: bool,
 }
 
 pub struct Section {
@@ -53,12 +55,16 @@ pub struct Section {
 struct CataloguePage {
     basket_count: i64,
     sections: Vec<Section>,
+    /// This page, for an add to come back to.
+    here: String,
 }
 
 /// `?code=…`: an access code, which shows the hidden products it unlocks.
 #[derive(Deserialize)]
 pub struct CodeQuery {
     code: Option<String>,
+    /// The product just added (the add came back here).
+    added: Option<String>,
 }
 
 /// `GET /`: every product with what is left now (holds past their TTL
@@ -68,7 +74,7 @@ pub async fn catalogue(
     request: HttpRequest,
     query: web::Query<CodeQuery>,
 ) -> Result<HttpResponse, ShopError> {
-    catalogue_page(&shop, &request, None, query.code.as_deref()).await
+    catalogue_page(&shop, &request, None, &query).await
 }
 
 /// `GET /c/{collection}`: one collection's page (the bakery's slot picker,
@@ -79,21 +85,16 @@ pub async fn collection(
     collection: web::Path<String>,
     query: web::Query<CodeQuery>,
 ) -> Result<HttpResponse, ShopError> {
-    catalogue_page(
-        &shop,
-        &request,
-        Some(collection.as_str()),
-        query.code.as_deref(),
-    )
-    .await
+    catalogue_page(&shop, &request, Some(collection.as_str()), &query).await
 }
 
 async fn catalogue_page(
     shop: &Shop,
     request: &HttpRequest,
     only: Option<&str>,
-    code: Option<&str>,
+    query: &CodeQuery,
 ) -> Result<HttpResponse, ShopError> {
+    let code = query.code.as_deref();
     let mut rows = retry("catalogue_read", Bound::Shopper, || {
         shop.live.availability(only)
     })
@@ -155,7 +156,6 @@ async fn catalogue_page(
             .expect("pushed above")
             .items
             .push(CatalogueItem {
-                id: row.id,
                 name: row.name,
                 description: row.description,
                 // a slot's name already says when; an event's does not
@@ -181,14 +181,21 @@ async fn catalogue_page(
                 },
                 queue_open: row.queue_open,
                 commitment: row.queue_commitment.clone().unwrap_or_default(),
+                added: query.added.as_deref() == Some(row.id.as_str()),
+                id: row.id,
             });
     }
     if sections.is_empty() && only.is_some() {
         return Err(ShopError::not_found("there is no such page in the shop"));
     }
+    let here = match code.and_then(|c| VoucherCode::parse(c).ok()) {
+        Some(code) => format!("{}?code={code}", request.path()),
+        None => request.path().to_owned(),
+    };
     let page = CataloguePage {
         basket_count: basket_count(shop, request).await?,
         sections,
+        here,
     };
     render(StatusCode::OK, &page)
 }

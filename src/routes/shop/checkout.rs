@@ -149,29 +149,37 @@ async fn tell(
             lines,
             basket,
             sold_out,
-        } => basket_page_of(
-            shop,
-            basket,
-            status,
-            Told::problems(
-                describe_short(&lines, &sold_out, shop.zone),
-                &form.name,
-                &form.email,
-            ),
-        ),
-        Begun::OverLimit { lines, basket } => basket_page_of(
-            shop,
-            basket,
-            status,
-            Told::problems(
-                describe_limited(&lines)
-                    .into_iter()
-                    .map(Problem::plain)
-                    .collect(),
-                &form.name,
-                &form.email,
-            ),
-        ),
+        } => {
+            basket_page_of(
+                shop,
+                basket,
+                form.voucher.clone(),
+                status,
+                Told::problems(
+                    describe_short(&lines, &sold_out, shop.zone),
+                    &form.name,
+                    &form.email,
+                ),
+            )
+            .await
+        }
+        Begun::OverLimit { lines, basket } => {
+            basket_page_of(
+                shop,
+                basket,
+                form.voucher.clone(),
+                status,
+                Told::problems(
+                    describe_limited(&lines)
+                        .into_iter()
+                        .map(Problem::plain)
+                        .collect(),
+                    &form.name,
+                    &form.email,
+                ),
+            )
+            .await
+        }
         Begun::Withdrawn => {
             let problems = vec![Problem::plain(
                 "Some items are no longer sold and were taken out of your basket.",
@@ -201,9 +209,11 @@ async fn tell(
             basket_page_of(
                 shop,
                 basket,
+                form.voucher.clone(),
                 status,
                 Told::problems(problems, &form.name, &form.email),
             )
+            .await
         }
         Begun::BadVoucher {
             code,
@@ -218,7 +228,7 @@ async fn tell(
                 voucher: code,
                 ..Told::refilled(&form.name, &form.email)
             };
-            basket_page_of(shop, basket, status, told)
+            basket_page_of(shop, basket, None, status, told).await
         }
         Begun::Locked { ids, basket } => {
             let names: Vec<String> = basket
@@ -233,9 +243,11 @@ async fn tell(
             basket_page_of(
                 shop,
                 basket,
+                form.voucher.clone(),
                 status,
                 Told::problems(problems, &form.name, &form.email),
             )
+            .await
         }
         Begun::ProviderFailed => back(
             "We could not reach the payment provider",

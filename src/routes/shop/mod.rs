@@ -186,6 +186,10 @@ pub fn routes(config: &mut web::ServiceConfig) {
         )
         .route("/static/live.js", web::get().to(assets::live_script))
         .route("/static/verify.js", web::get().to(assets::verify_script))
+        .route(
+            "/static/countdown.js",
+            web::get().to(assets::countdown_script),
+        )
         .route("/queue/{product}", web::get().to(queue::queue_page))
         .route(
             "/queue/{product}/order.json",
@@ -203,6 +207,8 @@ pub fn routes(config: &mut web::ServiceConfig) {
         .route("/basket", web::get().to(basket::basket))
         .route("/basket/add", web::post().to(basket::add_to_basket))
         .route("/basket/remove", web::post().to(basket::remove_from_basket))
+        .route("/basket/update", web::post().to(basket::update_basket))
+        .route("/basket/voucher", web::post().to(basket::apply_voucher))
         .route("/checkout", web::post().to(checkout::start_checkout))
         .route(
             "/checkout/return/{token}",

@@ -197,6 +197,14 @@ struct PayPage {
     /// Whose script opens the checkout (`/static/pay/<provider>.js`).
     provider: &'static str,
     total: String,
+    /// What is being paid for: "2 × Winter Jazz — General".
+    lines: Vec<checkout::OrderLine>,
+    discount: String,
+    /// Until when the items are held, in the shop's time ("19:42 CET"),
+    /// and as RFC 3339 for the countdown; empty: nothing is held any more.
+    held_until: String,
+    held_until_iso: String,
+    now_iso: String,
     script_url: String,
     cancel_url: String,
     /// JSON for the provider's script; `<` is escaped so it cannot end the tag.
@@ -237,10 +245,27 @@ pub async fn pay_page(
             order.provider_url.as_deref().unwrap_or(&order_page),
         ));
     };
+    let lines = retry("order_read", Bound::Shopper, || {
+        checkout::order_lines(&shop.pool, order.id)
+    })
+    .await?;
+    let held_until = retry("order_read", Bound::Shopper, || {
+        checkout::order::held_until(&shop.pool, &order)
+    })
+    .await?;
     let page = PayPage {
         basket_count: 0,
         provider: order.provider.as_str(),
         total: money::format(order.amount_minor, &order.currency),
+        lines,
+        discount: crate::vouchers::discount_words(
+            order.voucher_code.as_deref(),
+            order.discount_minor,
+            &order.currency,
+        ),
+        held_until: held_until.map(|at| shop.zone.time(at)).unwrap_or_default(),
+        held_until_iso: held_until.map(|at| at.to_rfc3339()).unwrap_or_default(),
+        now_iso: chrono::Utc::now().to_rfc3339(),
         script_url: checkout.script_url.clone(),
         cancel_url: format!("/checkout/cancel/{}", order.token),
         options_json: checkout.options.to_string().replace('<', "\\u003c"),

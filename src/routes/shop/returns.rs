@@ -3,10 +3,10 @@
 
 use actix_web::http::StatusCode;
 use actix_web::http::header;
-use actix_web::{HttpResponse, web};
+use actix_web::{HttpRequest, HttpResponse, web};
 use askama::Template;
 
-use super::{message, order_of_link};
+use super::{basket_id, message, order_of_link};
 use crate::checkout::Release;
 use crate::checkout::settle::{SettleError, settle_payment};
 use crate::checkout::{self, OrderState, Source};
@@ -181,12 +181,16 @@ pub async fn checkout_cancel(
 
 /// `POST /checkout/cancel/{token}`: the shopper pressed "Leave checkout".
 /// The order and its holds are released and the provider's page closed;
-/// a payment that already arrived wins, and the order page says so.
+/// a payment that already arrived wins, and the order page says so. The
+/// lines go back into the shopper's basket (a new one if the browser has
+/// none), as they were before checkout.
 pub async fn checkout_leave(
     shop: web::Data<Shop>,
+    request: HttpRequest,
     token: web::Path<String>,
 ) -> Result<HttpResponse, ShopError> {
     let order = order_of_link(&shop, &token).await?;
+    let was_pending = order.state == OrderState::Pending;
     let after = retry("checkout_release", Bound::Shopper, || {
         checkout::release_order(&shop.pool, order.id, Release::ShopperLeft)
     })
@@ -197,15 +201,45 @@ pub async fn checkout_leave(
     {
         return Ok(see_other(&format!("/orders/{}", order.token)));
     }
-    left()
+    if !was_pending {
+        return left();
+    }
+    // this press ended the checkout: the basket comes back
+    let (basket, fresh) = match basket_id(&request) {
+        Some(id) => (id, false),
+        None => (checkout::codes::order_token(), true),
+    };
+    retry("basket_restore", Bound::Shopper, || {
+        checkout::basket::restore(&shop.pool, &basket, order.id)
+    })
+    .await?;
+    let mut response = message(
+        StatusCode::OK,
+        "Checkout cancelled",
+        "Nothing was charged, and your items are back in your basket.",
+        "/basket",
+        "Back to your basket",
+    )?;
+    if fresh {
+        response
+            .add_cookie(&super::basket::basket_cookie(&shop, basket))
+            .map_err(|e| ShopError::internal(e.into()))?;
+    }
+    // and the voucher it was started with, applied again
+    if let Some(code) = order.voucher_code.clone() {
+        response
+            .add_cookie(&super::basket::voucher_cookie(&shop, code))
+            .map_err(|e| ShopError::internal(e.into()))?;
+    }
+    Ok(response)
 }
 
 fn left() -> Result<HttpResponse, ShopError> {
     message(
         StatusCode::OK,
         "Checkout cancelled",
-        "Nothing was charged and your items went back on sale.",
-        "/",
-        "Back to the shop",
+        "Nothing was charged. Your items are in your basket if you want them.",
+        "/basket",
+        "Back to your basket",
     )
 }
