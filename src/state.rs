@@ -104,6 +104,7 @@ impl Shop {
             payments: &self.payments,
             base_url: &self.base_url,
             session_minutes: self.session_minutes,
+            zone: self.zone,
         }
     }
 

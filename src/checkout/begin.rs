@@ -40,6 +40,8 @@ pub struct Desk<'a> {
     pub base_url: &'a str,
     /// Life of a provider payment page.
     pub session_minutes: i64,
+    /// The shop's time zone, for the dates the provider's lines say.
+    pub zone: crate::clock::ShopZone,
 }
 
 /// A submitted checkout, its fields as the shopper sent them.
@@ -527,6 +529,15 @@ pub async fn open_page(
 ) -> std::result::Result<PaymentPage, ProviderError> {
     let provider = desk.payments.for_order(order.provider)?;
     let base = desk.base_url;
+    // a dated line says its date at the provider too: "Winter Jazz —
+    // General, Mon 20 Dec 19:30 CET" (a read failing leaves the names)
+    let days = super::line_days(desk.pool, order.id, desk.zone)
+        .await
+        .unwrap_or_default();
+    let named = |line: &OrderLine| match days.get(&line.product_id) {
+        Some(day) => format!("{}, {day}", line.name),
+        None => line.name.clone(),
+    };
     let request = PageRequest {
         order_id: order.id,
         amount_minor: order.amount_minor,
@@ -536,7 +547,7 @@ pub async fn open_page(
             .map(|line| {
                 if line.paid_minor == line.unit_price_minor * i64::from(line.qty) {
                     PageLine {
-                        name: line.name.clone(),
+                        name: named(line),
                         qty: line.qty.unsigned_abs(),
                         unit_amount_minor: line.unit_price_minor,
                     }
@@ -544,7 +555,7 @@ pub async fn open_page(
                     // a voucher's share of the line may not divide into its
                     // units: the line as one, at what is paid for it
                     PageLine {
-                        name: format!("{} × {} (with your voucher)", line.name, line.qty),
+                        name: format!("{} × {} (with your voucher)", named(line), line.qty),
                         qty: 1,
                         unit_amount_minor: line.paid_minor,
                     }

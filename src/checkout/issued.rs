@@ -50,6 +50,36 @@ pub async fn line_occasions(
         .collect())
 }
 
+/// When each dated line of an order happens, short ("Mon 20 Dec 19:30
+/// CET"), by product id: for the provider's line, which has only a name.
+/// A kind whose name says when (a slot) has none.
+pub async fn line_days(
+    pool: &PgPool,
+    order_id: Uuid,
+    zone: crate::clock::ShopZone,
+) -> sqlx::Result<std::collections::HashMap<String, String>> {
+    #[derive(sqlx::FromRow)]
+    struct Row {
+        product_id: String,
+        kind: ProductKind,
+        starts_at: Option<chrono::DateTime<chrono::Utc>>,
+    }
+    let rows: Vec<Row> = sqlx::query_as(
+        "select l.product_id, p.kind, coalesce(p.starts_at, c.starts_at) as starts_at \
+           from order_lines l join products p on p.id = l.product_id \
+           join collections c on c.id = p.collection \
+          where l.order_id = $1",
+    )
+    .bind(order_id)
+    .fetch_all(pool)
+    .await?;
+    Ok(rows
+        .into_iter()
+        .filter(|row| row.kind.shows_time())
+        .filter_map(|row| Some((row.product_id, zone.short(row.starts_at?))))
+        .collect())
+}
+
 /// One code as a shopper is shown it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CodeCard {

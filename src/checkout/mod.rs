@@ -50,7 +50,7 @@ pub use confirm::{
     payment_matches,
 };
 pub use confirmations::{Confirmations, Seen};
-pub use issued::{CodeCard, CodeGroup, IssuedCodes, issued_codes, line_occasions};
+pub use issued::{CodeCard, CodeGroup, IssuedCodes, issued_codes, line_days, line_occasions};
 pub use order::{
     Customer, Order, OrderLine, OrderState, order_by_checkout_key, order_by_id, order_by_id_in,
     order_by_provider_session, order_by_token, order_codes, order_lines,

@@ -53,13 +53,14 @@ async fn a_ticket_names_its_event_date_doors_and_venue_from_the_catalogue_to_the
     app.add(&shopper, "winter-jazz-general", 2).await;
     let basket = read_page(&shopper, &format!("{}/basket", app.address)).await;
     assert!(basket.contains("Winter Jazz — General"), "{basket}");
+    assert!(basket.contains(when), "the basket says when: {basket}");
     // the provider's line
     let started = app.checkout(&shopper).await;
     assert_eq!(started.status(), StatusCode::SEE_OTHER);
     let provider_page = read_page(&browser(), &location(&started)).await;
     assert!(
-        provider_page.contains("Winter Jazz — General"),
-        "the provider's line: {provider_page}"
+        provider_page.contains("Winter Jazz — General, Mon 20 Dec 19:30 CET"),
+        "the provider's line, with its date: {provider_page}"
     );
     let paid_page = pay_on_page(&location(&started), "pay").await;
     let back = shopper.get(location(&paid_page)).send().await.unwrap();
