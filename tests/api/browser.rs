@@ -19,6 +19,7 @@ use holdfast_testkit::*;
 
 mod admin_pages;
 mod door;
+mod pickup_days;
 mod storefront;
 mod tickets;
 
@@ -284,7 +285,13 @@ async fn shop_and_driver() -> (TestApp, Driver, tokio::sync::MutexGuard<'static,
 /// hosted page.
 async fn check_out(browser: &mut Browser, app: &TestApp, product: &str, qty: &str, shot: &str) {
     app.settled().await;
-    browser.go(&format!("{}/", app.address)).await;
+    // its collection's page: a schedule's shows its first day's times
+    let collection: String = sqlx::query_scalar("select collection from products where id = $1")
+        .bind(product)
+        .fetch_one(&app.db.pool)
+        .await
+        .unwrap();
+    browser.go(&format!("{}/c/{collection}", app.address)).await;
     let card = format!("li[data-product=\"{product}\"]");
     browser.fill(&format!("{card} input[name=qty]"), qty).await;
     browser.click(&format!("{card} button[type=submit]")).await;
@@ -316,7 +323,10 @@ async fn a_shopper_books_a_pickup_slot_and_gets_a_pickup_code() {
     app.settled().await;
     browser.go(&format!("{}/", app.address)).await;
     assert_eq!(browser.text("header .brand").await, "Shop");
+    // a day first: the home page lists the bakery's days, not its slots
     let card = format!("li[data-product=\"{slot}\"]");
+    browser.click("#bakery .days li:first-child a").await;
+    browser.wait_for_path("/c/bakery").await;
     assert_eq!(browser.text(&format!("{card} .left")).await, "8 left");
     // the stylesheet applied: the policy let it through
     assert_eq!(

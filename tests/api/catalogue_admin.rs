@@ -299,12 +299,14 @@ async fn an_owner_sets_up_an_event_a_schedule_and_stock_and_the_shop_sells_them(
         "General",
         "VIP",
         "Bread pickup",
-        "Rye loaf",
         "Sea salt",
         "Larder",
     ] {
         assert!(home.contains(shown), "{shown} on the shop's page: {home}");
     }
+    // a schedule's times are on its days' pages (the first day's here)
+    let bread = read_page(&app.client, &format!("{}/c/bread", app.address)).await;
+    assert!(bread.contains("Rye loaf"), "{bread}");
     let event_page = read_page(&app.client, &format!("{}/c/{EVENT}", app.address)).await;
     assert!(
         event_page.contains("General") && event_page.contains("VIP"),

@@ -62,6 +62,10 @@ pub struct CollectionSheet {
     /// Its products happen when it does (an event's tiers take its start
     /// and end).
     pub lends_its_time: bool,
+    /// The shop offers its products a day at a time (a schedule's units):
+    /// the home page lists its days with what is left, its own page one
+    /// day's times; otherwise every product is a card.
+    pub by_day: bool,
 }
 
 const EVENT: CollectionSheet = CollectionSheet {
@@ -77,6 +81,7 @@ const EVENT: CollectionSheet = CollectionSheet {
     listing: Listing::Table,
     in_file: InFile::Events,
     lends_its_time: true,
+    by_day: false,
 };
 
 const SCHEDULE: CollectionSheet = CollectionSheet {
@@ -89,6 +94,7 @@ const SCHEDULE: CollectionSheet = CollectionSheet {
     listing: Listing::Summary,
     in_file: InFile::Products,
     lends_its_time: false,
+    by_day: true,
 };
 
 const SHELF: CollectionSheet = CollectionSheet {
@@ -101,6 +107,7 @@ const SHELF: CollectionSheet = CollectionSheet {
     listing: Listing::Table,
     in_file: InFile::Products,
     lends_its_time: false,
+    by_day: false,
 };
 
 impl CollectionKind {
@@ -140,6 +147,11 @@ impl CollectionKind {
     /// Whether it may hold products of `kind`.
     pub fn may_hold(self, kind: ProductKind) -> bool {
         kind.collection() == self
+    }
+
+    /// Whether the shop offers its products a day at a time.
+    pub fn by_day(self) -> bool {
+        self.sheet().by_day
     }
 
     /// The admin page of the collection `id`, if its kind has one.

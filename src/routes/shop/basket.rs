@@ -55,13 +55,14 @@ fn after_add(back: Option<&str>, product: &str) -> String {
         return back.to_owned();
     }
     let path = back.split('?').next().unwrap_or(back);
-    // a hidden product's page keeps its code; what was added before goes
+    // a hidden product's page keeps its code, a day's page its day; what
+    // was added before goes
     let kept: Vec<&str> = back
         .split_once('?')
         .map(|(_, query)| {
             query
                 .split('&')
-                .filter(|p| p.starts_with("code="))
+                .filter(|p| p.starts_with("code=") || p.starts_with("day="))
                 .collect()
         })
         .unwrap_or_default();
@@ -527,4 +528,27 @@ pub async fn basket(
         ..Told::default()
     };
     basket_page(&shop, &request, StatusCode::OK, told).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::after_add;
+
+    #[test]
+    fn an_add_comes_back_to_a_page_of_ours_with_its_code_and_day() {
+        let back = |page: &str| after_add(Some(page), "slot-1");
+        assert_eq!(back("/"), "/?added=slot-1#p-slot-1");
+        assert_eq!(
+            back("/c/bakery?day=2026-12-04&added=slot-0"),
+            "/c/bakery?day=2026-12-04&added=slot-1#p-slot-1"
+        );
+        assert_eq!(
+            back("/c/jazz?code=FANS-1"),
+            "/c/jazz?code=FANS-1&added=slot-1#p-slot-1"
+        );
+        for elsewhere in ["//evil.example", "https://evil.example", "/\\evil", "x", ""] {
+            assert_eq!(back(elsewhere), "/basket", "{elsewhere}");
+        }
+        assert_eq!(after_add(None, "slot-1"), "/basket");
+    }
 }

@@ -39,12 +39,39 @@ pub struct CatalogueItem {
     pub commitment: String,
     /// The shopper has just put it in their basket.
     pub added: bool,
+    /// When it happens, to group it by day.
+    pub starts_at: Option<chrono::DateTime<chrono::Utc>>,
+    /// On a day's page, its time alone ("09:30 CET"): the day says the rest.
+    pub time: String,
+}
+
+/// A day of a collection offered a day at a time, as its link says it.
+pub struct Day {
+    /// "Tuesday 22 December".
+    pub label: String,
+    /// "Tue 22 Dec", where the days sit above one day's times.
+    pub short: String,
+    /// `/c/bakery?day=2026-12-22`.
+    pub href: String,
+    /// "16 times, 120 left" (or "sold out").
+    pub summary: String,
+    /// The day shown below.
+    pub current: bool,
 }
 
 pub struct Section {
     pub id: String,
     pub title: String,
     pub lede: String,
+    /// What every product of it says alike (a schedule's description),
+    /// said once above them; each product then says only its own.
+    pub description: String,
+    /// Its days, when it is offered a day at a time (empty otherwise).
+    pub days: Vec<Day>,
+    /// Whether it is offered a day at a time.
+    pub by_day: bool,
+    /// Its days sit above one day's times: short, side by side.
+    pub days_compact: bool,
     /// "Doors 19:00 CET · The Pier": empty when the event says neither.
     pub doors_and_venue: String,
     pub items: Vec<CatalogueItem>,
@@ -65,6 +92,8 @@ pub struct CodeQuery {
     code: Option<String>,
     /// The product just added (the add came back here).
     added: Option<String>,
+    /// The day whose times a collection's page shows (`2026-12-22`).
+    day: Option<String>,
 }
 
 /// `GET /`: every product with what is left now (holds past their TTL
@@ -142,6 +171,10 @@ async fn catalogue_page(
                     &row.collection_venue,
                     shop.zone,
                 ),
+                description: String::new(),
+                days: Vec::new(),
+                by_day: row.kind.collection().by_day(),
+                days_compact: false,
                 items: Vec::new(),
             });
         }
@@ -182,15 +215,39 @@ async fn catalogue_page(
                 queue_open: row.queue_open,
                 commitment: row.queue_commitment.clone().unwrap_or_default(),
                 added: query.added.as_deref() == Some(row.id.as_str()),
+                starts_at: row.starts_at,
+                time: String::new(),
                 id: row.id,
             });
     }
     if sections.is_empty() && only.is_some() {
         return Err(ShopError::not_found("there is no such page in the shop"));
     }
-    let here = match code.and_then(|c| VoucherCode::parse(c).ok()) {
-        Some(code) => format!("{}?code={code}", request.path()),
-        None => request.path().to_owned(),
+    let day = query
+        .day
+        .as_deref()
+        .and_then(|d| chrono::NaiveDate::parse_from_str(d, "%Y-%m-%d").ok());
+    for section in &mut sections {
+        said_once(section);
+        if section.by_day {
+            // the home page lists the days; the collection's page one day
+            let home = only.is_none();
+            offer_by_day(section, day.filter(|_| !home), home, shop.zone);
+        }
+    }
+    // this page as an add comes back to it: its code and its day kept
+    let kept: Vec<String> = [
+        code.and_then(|c| VoucherCode::parse(c).ok())
+            .map(|code| format!("code={code}")),
+        day.filter(|_| only.is_some())
+            .map(|day| format!("day={day}")),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    let here = match kept.is_empty() {
+        true => request.path().to_owned(),
+        false => format!("{}?{}", request.path(), kept.join("&")),
     };
     let page = CataloguePage {
         basket_count: basket_count(shop, request).await?,
@@ -198,6 +255,85 @@ async fn catalogue_page(
         here,
     };
     render(StatusCode::OK, &page)
+}
+
+/// A description every product of a section shares (a schedule's units
+/// all carry its description) is said once, above them.
+fn said_once(section: &mut Section) {
+    let Some(first) = section.items.first().map(|i| i.description.clone()) else {
+        return;
+    };
+    if section.items.len() < 2
+        || first.trim().is_empty()
+        || section.items.iter().any(|i| i.description != first)
+    {
+        return;
+    }
+    section.description = first;
+    for item in &mut section.items {
+        item.description.clear();
+    }
+}
+
+/// A section offered a day at a time: its days, each with how many times
+/// and units it has left; on its own page, the chosen day's times (the
+/// first day's when none is chosen, or the chosen one has none); on the
+/// home page, the days alone.
+fn offer_by_day(
+    section: &mut Section,
+    chosen: Option<chrono::NaiveDate>,
+    home: bool,
+    zone: crate::clock::ShopZone,
+) {
+    use std::collections::BTreeMap;
+    let date_of = |item: &CatalogueItem| item.starts_at.map(|at| zone.local(at).date_naive());
+    let mut days: BTreeMap<chrono::NaiveDate, (String, i32, i32)> = BTreeMap::new();
+    section.days_compact = !home;
+    for item in &section.items {
+        let (Some(date), Some(at)) = (date_of(item), item.starts_at) else {
+            continue;
+        };
+        let label = zone.local(at).format("%A %-d %B").to_string();
+        let day = days.entry(date).or_insert((label, 0, 0));
+        day.1 += 1;
+        if item.on_sale {
+            day.2 += item.available;
+        }
+    }
+    if days.is_empty() {
+        return;
+    }
+    let shown = chosen
+        .filter(|d| days.contains_key(d))
+        .or_else(|| days.keys().next().copied());
+    let plural = |n: i32, one: &str, many: &str| {
+        if n == 1 {
+            format!("1 {one}")
+        } else {
+            format!("{n} {many}")
+        }
+    };
+    section.days = days
+        .iter()
+        .map(|(date, (label, times, left))| Day {
+            label: label.clone(),
+            short: date.format("%a %-d %b").to_string(),
+            href: format!("/c/{}?day={date}", section.id),
+            summary: match left {
+                0 => format!("{}, sold out", plural(*times, "time", "times")),
+                left => format!("{}, {} left", plural(*times, "time", "times"), left),
+            },
+            current: !home && Some(*date) == shown,
+        })
+        .collect();
+    if home {
+        section.items.clear();
+    } else {
+        section.items.retain(|item| date_of(item) == shown);
+        for item in &mut section.items {
+            item.time = item.starts_at.map(|at| zone.time(at)).unwrap_or_default();
+        }
+    }
 }
 
 /// "Doors 19:00 CET · The Pier", either alone, or empty.
