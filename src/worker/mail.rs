@@ -24,6 +24,20 @@ use crate::clock::ShopZone;
 use crate::money;
 use confirmation::Confirmation;
 
+/// A paid order's calendar file, the one its confirmation attaches (an
+/// entry per line whose kind sends one); `None` without such a line or
+/// without the order.
+pub async fn calendar_file(
+    pool: &PgPool,
+    order_id: Uuid,
+    zone: ShopZone,
+    base_url: &str,
+) -> sqlx::Result<Option<String>> {
+    Ok(Confirmation::read(pool, order_id, zone)
+        .await?
+        .and_then(|confirmation| confirmation.calendar_file(base_url)))
+}
+
 /// Where mail goes, and who it is from.
 #[derive(Clone)]
 pub struct Mailer {

@@ -125,4 +125,40 @@ async fn a_ticket_names_its_event_date_doors_and_venue_from_the_catalogue_to_the
         calendar.contains("LOCATION:The Pier\\, Harbour Road 1"),
         "{calendar}"
     );
+    // the order page's "add to calendar" gives the same file
+    let link = format!("/orders/{token}/calendar.ics");
+    assert!(order.contains(&format!(r#"href="{link}""#)), "{order}");
+    let file = shopper
+        .get(format!("{}{link}", app.address))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(file.status(), StatusCode::OK);
+    assert!(
+        file.headers()["content-type"]
+            .to_str()
+            .unwrap()
+            .starts_with("text/calendar")
+    );
+    let file = file.text().await.unwrap();
+    let events = |ics: &str| -> Vec<String> {
+        ics.lines()
+            .filter(|l| !l.starts_with("DTSTAMP"))
+            .map(str::to_owned)
+            .collect()
+    };
+    assert_eq!(events(&file), events(&calendar));
+    // an order that is not paid has none
+    let unpaid = app
+        .start(&browser(), &Purchase::of("winter-jazz-general", 1))
+        .await;
+    let none = shopper
+        .get(format!(
+            "{}/orders/{}/calendar.ics",
+            app.address, unpaid.token
+        ))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(none.status(), StatusCode::NOT_FOUND);
 }

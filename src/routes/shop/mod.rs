@@ -243,5 +243,9 @@ pub fn routes(config: &mut web::ServiceConfig) {
             web::post().to(waitlist::claim),
         )
         .route("/pay/{token}", web::get().to(orders::pay_page))
-        .route("/orders/{token}", web::get().to(orders::order_page));
+        .route("/orders/{token}", web::get().to(orders::order_page))
+        .route(
+            "/orders/{token}/calendar.ics",
+            web::get().to(orders::calendar),
+        );
 }

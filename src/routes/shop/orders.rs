@@ -41,6 +41,10 @@ struct OrderPage {
     /// When and where each line happens, by product id.
     occasions: HashMap<String, String>,
     currency: String,
+    /// The order's link, for "add to calendar" and the printable tickets.
+    token: String,
+    /// Some line goes in a calendar (an event, a pickup slot).
+    has_calendar: bool,
 }
 
 impl OrderPage {
@@ -155,6 +159,13 @@ pub async fn order_page(
         OrderState::Settling => ("Your payment is being processed", settling.as_str()),
         OrderState::Pending | OrderState::Paid => ("", ""),
     };
+    // the link shows only where there is a file behind it
+    let has_calendar = order.state == OrderState::Paid
+        && retry("order_read", Bound::Shopper, || {
+            crate::worker::mail::calendar_file(&shop.pool, order.id, shop.zone, &shop.base_url)
+        })
+        .await?
+        .is_some();
     let page = OrderPage {
         basket_count: 0,
         number: order.number.clone(),
@@ -173,8 +184,10 @@ pub async fn order_page(
         headline: headline.into(),
         explanation: explanation.into(),
         lines,
+        has_calendar,
         occasions,
         currency: order.currency.clone(),
+        token: order.token.clone(),
     };
     // the link is the key: keep the page out of caches and search engines
     let mut response = render(StatusCode::OK, &page)?;
@@ -188,6 +201,32 @@ pub async fn order_page(
         header::HeaderValue::from_static("noindex"),
     );
     Ok(response)
+}
+
+/// `GET /orders/{token}/calendar.ics`: the calendar file the mail
+/// attaches, for a paid order with a line that goes in a calendar.
+pub async fn calendar(
+    shop: web::Data<Shop>,
+    token: web::Path<String>,
+) -> Result<HttpResponse, ShopError> {
+    let order = order_of_link(&shop, &token).await?;
+    let none = || ShopError::not_found("this order has nothing for a calendar");
+    if order.state != OrderState::Paid {
+        return Err(none());
+    }
+    let file = retry("order_read", Bound::Shopper, || {
+        crate::worker::mail::calendar_file(&shop.pool, order.id, shop.zone, &shop.base_url)
+    })
+    .await?
+    .ok_or_else(none)?;
+    Ok(HttpResponse::Ok()
+        .content_type("text/calendar; charset=utf-8")
+        .insert_header((
+            header::CONTENT_DISPOSITION,
+            format!("attachment; filename=\"order-{}.ics\"", order.number),
+        ))
+        .insert_header((header::CACHE_CONTROL, "no-store"))
+        .body(file))
 }
 
 #[derive(Template)]

@@ -213,6 +213,14 @@ impl Confirmation {
             .map_err(|e| MailError::Compose(e.to_string()))
     }
 
+    /// The calendar file the mail attaches, for the order page's "add to
+    /// calendar" link; `None` when no line sends one.
+    pub(super) fn calendar_file(&self, base_url: &str) -> Option<String> {
+        let entries = self.calendar_entries();
+        let link = format!("{base_url}/orders/{}", self.token);
+        (!entries.is_empty()).then(|| calendar(self.id, &entries, &link))
+    }
+
     /// An entry for every line whose kind sends a calendar file, with the
     /// codes it carries.
     fn calendar_entries(&self) -> Vec<CalendarEntry> {
