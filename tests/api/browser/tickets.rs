@@ -77,6 +77,35 @@ async fn a_ticket_says_its_event_on_the_catalogue_basket_and_order_page_on_a_pho
         wide("order page").await;
         let violations = shopper.axe_violations().await;
         assert!(violations.is_empty(), "order page: {violations:#?}");
+        assert_eq!(shopper.text(".order-links a").await, "Add to calendar");
+        // on paper: the tickets with their QR codes, no menus or links
+        let session = shopper.client.session_id().await.unwrap().unwrap();
+        let media = |media: &'static str| {
+            let session = session.clone();
+            let url = driver.url.clone();
+            async move {
+                let set = http_client()
+                    .post(format!("{url}/session/{session}/goog/cdp/execute"))
+                    .json(&serde_json::json!({
+                        "cmd": "Emulation.setEmulatedMedia",
+                        "params": { "media": media },
+                    }))
+                    .send()
+                    .await
+                    .unwrap();
+                assert!(set.status().is_success());
+            }
+        };
+        media("print").await;
+        assert_eq!(shopper.style("header.top", "display").await, "none");
+        assert_eq!(shopper.style(".order-links", "display").await, "none");
+        assert_eq!(
+            shopper.style(".unit-codes li", "break-inside").await,
+            "avoid"
+        );
+        assert_eq!(shopper.style(".unit-codes .qr", "display").await, "block");
+        shopper.screenshot(&format!("order-printed-{size}")).await;
+        media("screen").await;
     }
     shopper.close().await;
 }
