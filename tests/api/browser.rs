@@ -1512,7 +1512,7 @@ async fn a_sold_out_shopper_joins_the_waiting_list_and_pays_from_the_keyboard() 
         .await
         .unwrap();
     browser
-        .wait_for_text(".position", "nobody is ahead of you")
+        .wait_for_text(".position", "You are first in line.")
         .await;
     browser.save_page("waitlist-waiting").await;
     holdfast::checkout::release_order(
@@ -1524,7 +1524,9 @@ async fn a_sold_out_shopper_joins_the_waiting_list_and_pays_from_the_keyboard() 
     .unwrap();
     // the page watches the product and reloads itself: the offer shows
     // without the shopper doing anything
-    browser.wait_for_text("main", "held for you until").await;
+    browser
+        .wait_for_text("main", "Reserved for you until")
+        .await;
     browser.save_page("waitlist-offered").await;
     browser
         .find("form[action$=\"/claim\"] button")
@@ -1728,7 +1730,7 @@ async fn a_debit_that_takes_days_is_seen_by_shopper_and_staff_on_a_phone_and_a_d
         let body = shopper.body().await;
         assert!(
             body.contains("paying €14.00 by SEPA Direct Debit")
-                && body.contains("held for you until"),
+                && body.contains("Reserved for you until"),
             "{body}"
         );
         shopper.screenshot(&format!("order-settling-{size}")).await;

@@ -509,7 +509,8 @@ async fn a_shopper_joins_confirms_is_offered_and_pays_over_http() {
         .text()
         .await
         .unwrap();
-    assert!(page.contains("nobody is ahead of you"), "{page}");
+    assert!(page.contains("You are first in line."), "{page}");
+    assert!(!page.contains("nobody is ahead of you"), "{page}");
     let forged = shopper
         .get(format!("{}/waitlist/entry/{}", app.address, "f".repeat(64)))
         .send()
@@ -530,7 +531,7 @@ async fn a_shopper_joins_confirms_is_offered_and_pays_over_http() {
         .text()
         .await
         .unwrap();
-    assert!(page.contains("held for you until"), "{page}");
+    assert!(page.contains("Reserved for you until"), "{page}");
     let claim = shopper
         .post(format!("{entry_url}/claim"))
         .send()
@@ -806,7 +807,7 @@ async fn places_in_line_are_exact_under_a_crowd_and_move_when_the_line_does() {
         }
     };
     let ahead = |n: usize| match n {
-        0 => "nobody is ahead of you".to_owned(),
+        0 => "You are first in line.".to_owned(),
         1 => "1 entry is ahead of you".to_owned(),
         n => format!("{n} entries are ahead of you"),
     };
@@ -843,7 +844,7 @@ async fn places_in_line_are_exact_under_a_crowd_and_move_when_the_line_does() {
     assert!(
         page(tokens[0].clone())
             .await
-            .contains("are held for you until")
+            .contains("Reserved for you until")
     );
     let third = page(tokens[2].clone()).await;
     assert!(third.contains(&ahead(0)), "{third}");
