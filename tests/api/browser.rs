@@ -18,6 +18,7 @@ use holdfast::staff::roles::Role;
 use holdfast_testkit::*;
 
 mod admin_pages;
+mod basket_pay;
 mod door;
 mod pickup_days;
 mod storefront;
