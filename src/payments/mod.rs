@@ -413,6 +413,8 @@ pub struct EmbeddedCheckout {
 #[derive(Debug, Clone)]
 pub struct EmbedRequest {
     pub page_id: String,
+    /// Whose checkout it is: the shop's name, as its pages say it.
+    pub shop_name: String,
     pub amount_minor: i64,
     pub currency: String,
     pub customer_name: String,

@@ -321,6 +321,14 @@ async fn leaving_checkout_gives_the_basket_back_and_the_pay_page_counts_down() {
     .unwrap();
     assert_eq!(until.timestamp(), deadline.timestamp());
     assert!(pay.contains("/static/countdown.js"));
+    // Razorpay's checkout names the shop, as its pages do
+    let brand = pay
+        .split("class=\"brand\" href=\"/\">")
+        .nth(1)
+        .and_then(|rest| rest.split('<').next())
+        .unwrap();
+    assert!(pay.contains(&format!(r#""name":"{brand}""#)), "{pay}");
+    assert!(!pay.contains("Holdfast Market"), "{pay}");
     let script = read_page(&shopper, &format!("{}/static/countdown.js", app.address)).await;
     assert!(script.contains("data-held-until"));
 

@@ -386,7 +386,7 @@ impl PaymentProvider for RazorpayProvider {
                 "order_id": order.page_id,
                 "amount": order.amount_minor,
                 "currency": order.currency.to_ascii_uppercase(),
-                "name": "Holdfast Market",
+                "name": order.shop_name,
                 "callback_url": order.return_url,
                 "redirect": true,
                 "prefill": { "name": order.customer_name, "email": order.customer_email },

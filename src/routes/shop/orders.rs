@@ -272,6 +272,7 @@ pub async fn pay_page(
         .map_err(|e| ShopError::unavailable(e.to_string()))?;
     let embed = EmbedRequest {
         page_id,
+        shop_name: crate::storefront::shown().name.clone(),
         amount_minor: order.amount_minor,
         currency: order.currency.clone(),
         customer_name: order.customer_name.clone(),
