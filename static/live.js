@@ -32,7 +32,7 @@
     var back = product.first_back_at && new Date(product.first_back_at) > new Date()
       ? "by " + (product.first_back || clock(product.first_back_at))
       : "any moment now";
-    return "Sold out for now: " + product.pending + " held by shoppers who are paying. " +
+    return "Sold out for now: " + product.pending + " reserved by shoppers who are paying. " +
       "If they do not finish, the first come back " + back + ".";
   }
 

@@ -503,7 +503,7 @@ async fn sold_out_while_someone_pays_is_not_final_and_the_pages_see_units_come_b
     assert!(alert.contains("Harbour Lights — VIP: sold out"), "{alert}");
     let note = loser.text(".alert .live-note").await;
     assert!(
-        note.starts_with("Sold out for now: 1 held by shoppers who are paying."),
+        note.starts_with("Sold out for now: 1 reserved by shoppers who are paying."),
         "{note}"
     );
     assert!(note.contains("the first come back by "), "{note}");
@@ -513,7 +513,10 @@ async fn sold_out_while_someone_pays_is_not_final_and_the_pages_see_units_come_b
     watcher.go(&format!("{}/", app.address)).await;
     assert_eq!(watcher.text(&format!("{vip} .left")).await, "Sold out");
     let note = watcher.text(&format!("{vip} .live-note")).await;
-    assert!(note.contains("1 held by shoppers who are paying"), "{note}");
+    assert!(
+        note.contains("1 reserved by shoppers who are paying"),
+        "{note}"
+    );
     watcher.screenshot("product-page-pending").await;
 
     // the payer goes back to the shop: the cancel URL asks first

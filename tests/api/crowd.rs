@@ -106,7 +106,7 @@ async fn a_sold_out_checkout_is_refused_from_memory_and_touches_nothing() {
     assert!(body.contains("VIP"), "{body}");
     assert!(body.contains("sold out (you asked for 1)"), "{body}");
     assert!(
-        body.contains("Sold out for now: 1 held by shoppers who are paying."),
+        body.contains("Sold out for now: 1 reserved by shoppers who are paying."),
         "{body}"
     );
     // the page offers the form again, with a fresh key
@@ -183,7 +183,7 @@ async fn every_process_shows_a_change_within_a_second_even_after_its_listener_is
         .text()
         .await
         .unwrap();
-    assert!(page.contains("Sold out for now: 1 held"), "{page}");
+    assert!(page.contains("Sold out for now: 1 reserved"), "{page}");
 
     // both listening connections are killed; a change made at once is
     // still shown within the bound, and both listen again

@@ -872,7 +872,7 @@ async fn availability_says_what_is_left_and_what_is_pending_and_refuses_bad_ques
         .await
         .unwrap();
     assert!(
-        page.contains("Sold out for now: 3 held by shoppers who are paying."),
+        page.contains("Sold out for now: 3 reserved by shoppers who are paying."),
         "{page}"
     );
     for bad in [

@@ -61,7 +61,7 @@ pub fn pending_note(
         None => "any moment now".to_owned(),
     };
     format!(
-        "Sold out for now: {pending} held by shoppers who are paying. If they do not finish, \
+        "Sold out for now: {pending} reserved by shoppers who are paying. If they do not finish, \
          the first come back {when}."
     )
 }

@@ -101,7 +101,7 @@ async fn returned(
                 _ => order_page,
             };
             let explanation = format!(
-                "{} Nothing was charged, and your items are still held for you: you can try again, \
+                "{} Nothing was charged, and your items are still reserved for you: you can try again, \
                  with another card or method if you like.",
                 if reason.is_empty() {
                     "The payment did not go through.".to_owned()

@@ -415,7 +415,7 @@ pub async fn claim(
                 &request,
                 entry,
                 StatusCode::CONFLICT,
-                "There is nothing held for this entry now.",
+                "Nothing is reserved for this entry now.",
             )
             .await
         }
