@@ -398,6 +398,21 @@ pub async fn archive_in<'e>(
     Ok(done.rows_affected() == 1)
 }
 
+/// Bring an archived voucher back: checkouts may start with it again, its
+/// uses as they were. False when there was no such archived voucher.
+pub async fn restore_in<'e>(
+    executor: impl PgExecutor<'e>,
+    code: &VoucherCode,
+) -> sqlx::Result<bool> {
+    let done = sqlx::query(
+        "update vouchers set archived_at = null where code = $1 and archived_at is not null",
+    )
+    .bind(code.as_str())
+    .execute(executor)
+    .await?;
+    Ok(done.rows_affected() == 1)
+}
+
 /// Why a code cannot be used for a basket now (the shopper is told which).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "refused", rename_all = "snake_case")]

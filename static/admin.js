@@ -58,3 +58,49 @@
     if (!waiting) waiting = setTimeout(read, 400);
   };
 })();
+
+// The refund form says what the units chosen give back as they change,
+// worked out as the server works it out (each line's share of what it was
+// paid, never more); on the review page, once the numbers are not the
+// ones reviewed, only "Review again" is left to press.
+(function () {
+  "use strict";
+  var lines = document.querySelector("#refund .refund-lines");
+  var said = document.getElementById("refund-amount");
+  if (!lines || !said) return;
+  var inputs = lines.querySelectorAll("input[type=number][data-paid]");
+  function share(paid, qty, before, units) {
+    qty = Math.max(qty, 1);
+    function upto(n) { return Math.floor(paid * Math.min(n, qty) / qty); }
+    return upto(before + units) - upto(before);
+  }
+  function money(minor) {
+    var cents = String(minor % 100);
+    if (cents.length < 2) cents = "0" + cents;
+    return lines.dataset.moneyBefore + Math.floor(minor / 100) + "." + cents + lines.dataset.moneyAfter;
+  }
+  function update() {
+    var total = 0, units = 0, wrong = false;
+    for (var i = 0; i < inputs.length; i++) {
+      var input = inputs[i];
+      var n = input.value.trim() === "" ? 0 : Number(input.value);
+      var left = Number(input.dataset.qty) - Number(input.dataset.refunded);
+      if (!Number.isInteger(n) || n < 0 || n > left) { wrong = true; continue; }
+      units += n;
+      total += share(Number(input.dataset.paid), Number(input.dataset.qty), Number(input.dataset.refunded), n);
+    }
+    said.hidden = false;
+    if (wrong) {
+      said.textContent = "Some numbers are not units left to refund: the review will say which.";
+      return;
+    }
+    said.textContent = units === 0 ? "No units chosen: nothing would be refunded." :
+      "The " + units + (units === 1 ? " unit chosen gives back " : " units chosen give back ") + money(total) + ".";
+    var send = document.getElementById("refund-send");
+    var stated = document.querySelector("#refund input[name=amount_minor]");
+    // on the review, other numbers than the ones reviewed are reviewed again
+    if (send && stated) send.hidden = total !== Number(stated.value) || units === 0;
+  }
+  for (var i = 0; i < inputs.length; i++) inputs[i].addEventListener("input", update);
+  update();
+})();

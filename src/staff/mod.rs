@@ -3,13 +3,15 @@
 //! throttle) and, if it has one, a second factor ([`two_factor`]), and gets
 //! a session ([`sessions`]). [`accounts`] is the owner's running of
 //! accounts and [`roles`] what each may do; [`actions`], [`refunds`],
-//! [`catalogue`], [`vouchers`], [`exports`] and [`api_keys`] are the work
+//! [`catalogue`] (and [`archived`], bringing back what it took off the
+//! shop), [`vouchers`], [`exports`] and [`api_keys`] are the work
 //! staff do, each recorded in the audit log (`crate::audit`) with who did
 //! it; [`views`] is what the admin's pages read.
 
 pub mod accounts;
 pub mod actions;
 pub mod api_keys;
+pub mod archived;
 pub mod catalogue;
 pub mod exports;
 pub mod home;

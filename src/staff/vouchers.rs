@@ -125,3 +125,29 @@ pub async fn archive_by(pool: &PgPool, by: Actor<'_>, code: &VoucherCode) -> sup
     audit::log_action(by, "archive_voucher", code.as_str(), "archived");
     Ok(true)
 }
+
+/// Bring an archived voucher back (recorded in Activity); its uses are
+/// what they were. False when there is no such archived voucher.
+pub async fn restore(
+    pool: &PgPool,
+    staff: &StaffMember,
+    code: &VoucherCode,
+) -> super::Result<bool> {
+    let mut tx = pool.begin().await?;
+    if !vouchers::restore_in(&mut *tx, code).await? {
+        return Ok(false);
+    }
+    let voucher = vouchers::find(&mut *tx, code).await?;
+    audit::record(
+        &mut tx,
+        staff,
+        "restore_voucher",
+        code.as_str(),
+        "restored",
+        json!({ "held": voucher.as_ref().map(|v| v.held), "used": voucher.as_ref().map(|v| v.used) }),
+    )
+    .await?;
+    tx.commit().await?;
+    audit::log_action(staff, "restore_voucher", code.as_str(), "restored");
+    Ok(true)
+}

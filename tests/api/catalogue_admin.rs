@@ -3,7 +3,8 @@
 //! schedule and a stock item, and the shop sells them; a price change
 //! applies only to checkouts started after it; capacity below what is held
 //! and sold is refused with the numbers and changes nothing; archiving
-//! hides and keeps the orders; a schedule's save never changes a slot with
+//! hides and keeps the orders, and what was archived is listed and comes
+//! back as it was, its sold units untouched; a schedule's save never changes a slot with
 //! orders; every bad input answers 4xx with a clear message and changes
 //! nothing; a box-office account makes vouchers and cannot reach the
 //! catalogue; Activity names who did each change.
@@ -541,6 +542,190 @@ async fn archiving_hides_from_the_shop_and_keeps_the_orders() {
         .unwrap();
         assert_eq!(who, STAFF_EMAIL);
     }
+}
+
+/// Each resource of the event: its capacity, reserved and sold units.
+async fn counters_of_event(app: &TestApp) -> Vec<(String, i32, i32, i32)> {
+    sqlx::query_as(
+        "select r.id, r.total, r.held, r.sold from resources r \
+           join products p on p.resource_id = r.id where p.collection = $1 order by r.id",
+    )
+    .bind(EVENT)
+    .fetch_all(&app.db.pool)
+    .await
+    .unwrap()
+}
+
+/// Which of the event's products are on sale (active, not archived).
+async fn on_sale(app: &TestApp) -> Vec<String> {
+    sqlx::query_scalar(
+        "select id from products where collection = $1 and active and archived_at is null \
+          order by id",
+    )
+    .bind(EVENT)
+    .fetch_all(&app.db.pool)
+    .await
+    .unwrap()
+}
+
+#[tokio::test]
+async fn what_was_archived_is_listed_and_restored_as_it_was_with_its_sold_units() {
+    let app = spawn_app().await;
+    let (staff, csrf) = owner_with_event(&app).await;
+    app.buy(&browser(), &Purchase::of(VIP, 1)).await;
+    app.buy(&browser(), &Purchase::of(GENERAL, 3)).await;
+    let counters = counters_of_event(&app).await;
+    assert_eq!(
+        counters,
+        vec![(GENERAL.to_owned(), 100, 0, 3), (VIP.to_owned(), 10, 0, 1)]
+    );
+    // the VIP tier alone first, then the whole event (the General tier
+    // with it)
+    saved(
+        &app,
+        &staff,
+        &format!("/admin/catalogue/products/{VIP}/archive"),
+        &csrf,
+        &[],
+    )
+    .await;
+    let list = app.admin_page(&staff, "/admin/catalogue/archived").await;
+    assert!(
+        list.contains(&format!("data-archived-product=\"{VIP}\"")),
+        "{list}"
+    );
+    assert!(
+        list.contains("No event, schedule or shelf is archived."),
+        "{list}"
+    );
+    let catalogue = app.admin_page(&staff, "/admin/catalogue").await;
+    assert!(catalogue.contains("Archived (1)"), "{catalogue}");
+    saved(
+        &app,
+        &staff,
+        &format!("/admin/catalogue/collections/{EVENT}/archive"),
+        &csrf,
+        &[],
+    )
+    .await;
+    assert!(on_sale(&app).await.is_empty());
+    let list = app.admin_page(&staff, "/admin/catalogue/archived").await;
+    assert!(
+        list.contains(&format!("data-archived-collection=\"{EVENT}\"")),
+        "{list}"
+    );
+    assert!(list.contains("with 1 product (3 sold)"), "{list}");
+    assert!(list.contains("Yes, restore Harbour Nights"), "{list}");
+    assert!(
+        list.contains("No product is archived on its own."),
+        "{list}"
+    );
+
+    // the VIP tier cannot come back while its event is archived
+    let before = everything(&app.db.pool).await;
+    let to = saved(
+        &app,
+        &staff,
+        &format!("/admin/catalogue/products/{VIP}/restore"),
+        &csrf,
+        &[],
+    )
+    .await;
+    assert_eq!(
+        to,
+        "/admin/catalogue/archived?notice=restore_collection_first"
+    );
+    assert!(app.admin_page(&staff, &to).await.contains("Restore that"));
+    assert_eq!(
+        everything(&app.db.pool).await,
+        before,
+        "a refused restore changed something"
+    );
+
+    // the event comes back with what was archived with it, not the VIP tier
+    let to = saved(
+        &app,
+        &staff,
+        &format!("/admin/catalogue/collections/{EVENT}/restore"),
+        &csrf,
+        &[],
+    )
+    .await;
+    assert_eq!(to, "/admin/catalogue?notice=restored&lines=1");
+    assert_eq!(on_sale(&app).await, vec![GENERAL.to_owned()]);
+    assert_eq!(
+        counters_of_event(&app).await,
+        counters,
+        "the counters moved"
+    );
+    app.settled().await;
+    let home = read_page(&app.client, &format!("{}/", app.address)).await;
+    assert!(
+        home.contains("Harbour Nights") && !home.contains("VIP"),
+        "{home}"
+    );
+    app.buy(&browser(), &Purchase::of(GENERAL, 2)).await;
+    let refused = app.try_start(&browser(), &Purchase::of(VIP, 1)).await;
+    assert!(!matches!(refused, Attempt::Started(_)), "{refused:?}");
+
+    // then the VIP tier, on its own: its one sold unit still sold
+    let to = saved(
+        &app,
+        &staff,
+        &format!("/admin/catalogue/products/{VIP}/restore"),
+        &csrf,
+        &[],
+    )
+    .await;
+    assert_eq!(to, "/admin/catalogue?notice=restored&lines=1");
+    assert_eq!(
+        on_sale(&app).await,
+        vec![GENERAL.to_owned(), VIP.to_owned()]
+    );
+    assert_eq!(
+        counters_of_event(&app).await,
+        vec![(GENERAL.to_owned(), 100, 0, 5), (VIP.to_owned(), 10, 0, 1)]
+    );
+    app.buy(&browser(), &Purchase::of(VIP, 1)).await;
+    let list = app.admin_page(&staff, "/admin/catalogue/archived").await;
+    assert!(!list.contains("data-archived"), "{list}");
+    // restoring what is not archived finds nothing, and changes nothing
+    let before = everything(&app.db.pool).await;
+    for path in [
+        format!("/admin/catalogue/products/{VIP}/restore"),
+        format!("/admin/catalogue/collections/{EVENT}/restore"),
+        "/admin/catalogue/collections/no-such-event/restore".to_owned(),
+    ] {
+        let again = post(&app, &staff, &path, &csrf, &[]).await;
+        assert_eq!(again.status(), StatusCode::NOT_FOUND, "{path}");
+    }
+    assert_eq!(
+        changed_but_activity(&before, &everything(&app.db.pool).await),
+        Vec::<String>::new()
+    );
+    // Activity names who restored what
+    let restored: Vec<(String, String, String)> = sqlx::query_as(
+        "select s.email, a.action, a.target from staff_actions a \
+           join staff s on s.id = a.staff_id where a.outcome = 'restored' order by a.id",
+    )
+    .fetch_all(&app.db.pool)
+    .await
+    .unwrap();
+    assert_eq!(
+        restored,
+        vec![
+            (
+                STAFF_EMAIL.to_owned(),
+                "restore_collection".to_owned(),
+                EVENT.to_owned()
+            ),
+            (
+                STAFF_EMAIL.to_owned(),
+                "restore_product".to_owned(),
+                VIP.to_owned()
+            ),
+        ]
+    );
 }
 
 #[tokio::test]
@@ -1103,10 +1288,28 @@ async fn a_box_office_account_makes_vouchers_and_cannot_reach_the_catalogue() {
     assert_eq!(to, "/admin/vouchers?notice=voucher_archived");
     let list = app.admin_page(&staff, &to).await;
     assert!(list.contains("archived"), "{list}");
+    assert!(list.contains("Yes, restore FANS-10"), "{list}");
+    let code = holdfast::vouchers::VoucherCode::parse("FANS-10").unwrap();
+    let archived = holdfast::vouchers::find(&app.db.pool, &code)
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(archived.archived);
+    // and back: in use again, its uses as they were
+    let to = saved(&app, &staff, "/admin/vouchers/FANS-10/restore", &csrf, &[]).await;
+    assert_eq!(to, "/admin/vouchers?notice=voucher_restored");
+    let restored = holdfast::vouchers::find(&app.db.pool, &code)
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(!restored.archived);
+    assert_eq!((restored.uses, restored.held, restored.used), (10, 0, 0));
+    let again = post(&app, &staff, "/admin/vouchers/FANS-10/restore", &csrf, &[]).await;
+    assert_eq!(again.status(), StatusCode::NOT_FOUND);
 
     // Activity (the owner's page) names the box office for each
     let activity = app.admin_page(&owner, "/admin/activity").await;
-    for action in ["create_voucher", "archive_voucher"] {
+    for action in ["create_voucher", "archive_voucher", "restore_voucher"] {
         let who: Vec<String> = sqlx::query_scalar(
             "select s.email from staff_actions a join staff s on s.id = a.staff_id \
               where a.action = $1",

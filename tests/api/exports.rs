@@ -240,6 +240,7 @@ async fn a_sales_orders_and_attendees_are_in_the_csvs_with_their_fields_and_filt
             &[
                 ("csrf", csrf.as_str()),
                 ("reason", "Moved to the stalls"),
+                ("step", "refund"),
                 ("restock", "on"),
                 ("units:harbour-lights-general", "0"),
                 ("units:harbour-lights-vip", "1"),
@@ -971,6 +972,7 @@ async fn the_doors_list_is_by_name_with_a_box_per_code_and_used_ones_marked() {
             &[
                 ("csrf", csrf.as_str()),
                 ("reason", "Cannot come"),
+                ("step", "refund"),
                 ("restock", "on"),
                 ("units:harbour-lights-vip", "1"),
             ],

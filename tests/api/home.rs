@@ -33,7 +33,11 @@ async fn refund(
     order: uuid::Uuid,
     form: &[(&str, &str)],
 ) {
-    let mut fields = vec![("csrf", csrf), ("reason", "The owner's script")];
+    let mut fields = vec![
+        ("csrf", csrf),
+        ("reason", "The owner's script"),
+        ("step", "refund"),
+    ];
     fields.extend_from_slice(form);
     let answer = app
         .admin_post(staff, &format!("/admin/orders/{order}/refund"), &fields)

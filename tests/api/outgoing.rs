@@ -483,6 +483,7 @@ async fn an_endpoint_failing_for_days_is_disabled_then_enabled_and_replayed_from
             &[
                 ("csrf", &csrf),
                 ("reason", "test"),
+                ("step", "refund"),
                 ("units:wild-honey", "1"),
                 ("restock", "on"),
             ],
@@ -648,6 +649,7 @@ async fn every_event_of_a_sale_is_sent_once_each() {
                 &[
                     ("csrf", csrf.as_str()),
                     ("reason", "test"),
+                    ("step", "refund"),
                     ("units:wild-honey", units),
                     ("restock", "on"),
                 ],
@@ -910,6 +912,7 @@ async fn deliveries_to_a_dead_receiver_never_hold_up_the_shops_own_jobs() {
             &[
                 ("csrf", &csrf),
                 ("reason", "test"),
+                ("step", "refund"),
                 ("units:wild-honey", "1"),
                 ("restock", "on"),
             ],

@@ -29,6 +29,7 @@ async fn refund(
     let mut form: Vec<(String, String)> = vec![
         ("csrf".into(), csrf.into()),
         ("reason".into(), "The band cancelled the encore".into()),
+        ("step".into(), "refund".into()),
     ];
     for (product, n) in units {
         form.push((format!("units:{product}"), (*n).into()));
@@ -352,6 +353,124 @@ async fn a_used_code_needs_the_override_and_a_cancelled_slot_stays_off_sale() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refund_states_its_amount_before_it_is_sent_starting_from_what_is_left() {
+    let app = spawn_app().await;
+    app.load_demo().await;
+    app.add_staff().await;
+    let (staff, csrf) = app.staff_browser().await;
+    let order = paid(&app.db, "review-1", &[(TIER, 3)]).await;
+    let (_, paid_minor, _) = refunded_minor(&app, order.id).await;
+    let currency: String = sqlx::query_scalar("select currency from orders where id = $1")
+        .bind(order.id)
+        .fetch_one(&app.db.pool)
+        .await
+        .unwrap();
+    let money = |minor: i64| holdfast::money::format(minor, &currency);
+    let unit = paid_minor / 3;
+    // one unit refunded: the form starts from the two left
+    let notice = refund(&app, &staff, &csrf, order.id, &[(TIER, "1")], &[]).await;
+    assert_eq!(notice, "staff_refund_queued");
+    let page = app
+        .admin_page(&staff, &format!("/admin/orders/{}", order.id))
+        .await;
+    assert!(
+        page.contains(&format!(
+            "name=\"units:{TIER}\" min=\"0\" max=\"2\" value=\"2\""
+        )),
+        "{page}"
+    );
+    assert!(
+        page.contains(&format!(
+            "Everything left to refund: <strong>{}</strong>",
+            money(2 * unit)
+        )),
+        "{page}"
+    );
+    assert!(page.contains("Review refund</button>"), "{page}");
+    let key = hidden(&page, "refund_key");
+    let url = format!("{}/admin/orders/{}/refund", app.address, order.id);
+    let send = |fields: Vec<(&'static str, String)>| {
+        let mut form = vec![
+            ("csrf", csrf.clone()),
+            ("refund_key", key.clone()),
+            ("reason", "Seat moved".to_owned()),
+        ];
+        form.extend(fields);
+        let (staff, url) = (staff.clone(), url.clone());
+        async move { staff.post(url).form(&form).send().await.unwrap() }
+    };
+    let before = snapshot(&app.db.pool).await;
+    // the review: the amount for one unit, the button that sends it
+    let review = send(vec![(units_field(), "1".into()), ("step", "review".into())]).await;
+    assert_eq!(review.status(), StatusCode::OK);
+    let review = review.text().await.unwrap();
+    assert!(
+        review.contains(&format!(
+            "<strong id=\"refund-total\">{}</strong> of the {} left to refund",
+            money(unit),
+            money(2 * unit)
+        )),
+        "{review}"
+    );
+    assert!(
+        review.contains(&format!("Refund {}</button>", money(unit))),
+        "{review}"
+    );
+    assert!(
+        review.contains("value=\"Seat moved\""),
+        "the reason typed is kept: {review}"
+    );
+    assert_eq!(hidden(&review, "amount_minor"), unit.to_string());
+    // more than is left: said on the review, with nothing to send
+    let too_many = send(vec![(units_field(), "3".into()), ("step", "review".into())]).await;
+    assert_eq!(too_many.status(), StatusCode::BAD_REQUEST);
+    let too_many = too_many.text().await.unwrap();
+    assert!(
+        too_many.contains("only 2 left to refund (3 were chosen)"),
+        "{too_many}"
+    );
+    assert!(!too_many.contains("amount_minor"), "{too_many}");
+    // the numbers changed after the review: reviewed again, not sent
+    let changed = send(vec![
+        (units_field(), "2".into()),
+        ("step", "refund".into()),
+        ("amount_minor", unit.to_string()),
+    ])
+    .await;
+    assert_eq!(changed.status(), StatusCode::CONFLICT);
+    let changed = changed.text().await.unwrap();
+    assert!(
+        changed.contains("The units changed after the review"),
+        "{changed}"
+    );
+    assert!(
+        changed.contains(&format!("Refund {}</button>", money(2 * unit))),
+        "{changed}"
+    );
+    assert_eq!(
+        snapshot(&app.db.pool).await,
+        before,
+        "a review changed something"
+    );
+    // the reviewed amount, sent: exactly that is refunded
+    let sent = send(vec![
+        (units_field(), "1".into()),
+        ("step", "refund".into()),
+        ("amount_minor", unit.to_string()),
+    ])
+    .await;
+    assert_eq!(sent.status(), StatusCode::SEE_OTHER);
+    assert!(location(&sent).ends_with("notice=staff_refund_queued"));
+    assert_eq!(refunded_minor(&app, order.id).await.0, 2 * unit);
+}
+
+fn units_field() -> &'static str {
+    const FIELD: &str = "units:harbour-lights-vip";
+    assert!(FIELD.ends_with(TIER));
+    FIELD
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bad_refunds_are_refused_clearly_and_change_nothing() {
     let app = spawn_app().await;
     app.load_demo().await;
@@ -359,9 +478,11 @@ async fn bad_refunds_are_refused_clearly_and_change_nothing() {
     let (staff, csrf) = app.staff_browser().await;
     let order = paid(&app.db, "bad-1", &[(TIER, 2)]).await;
     let before = snapshot(&app.db.pool).await;
-    let post = |form: Vec<(&'static str, String)>| {
+    // each form sent to refund at once, as the review's button sends it
+    let post = |mut form: Vec<(&'static str, String)>| {
         let staff = staff.clone();
         let url = format!("{}/admin/orders/{}/refund", app.address, order.id);
+        form.push(("step", "refund".into()));
         async move { staff.post(url).form(&form).send().await.unwrap() }
     };
     let csrf = csrf.to_owned();
@@ -527,6 +648,7 @@ async fn a_double_submitted_refund_form_is_one_refund_and_free_units_cost_nothin
             ("csrf", csrf.clone()),
             ("refund_key", key.clone()),
             ("reason", "Double click".to_owned()),
+            ("step", "refund".to_owned()),
             ("units:harbour-lights-vip", "1".to_owned()),
             ("units:wild-honey", "0".to_owned()),
             ("restock", "on".to_owned()),
@@ -568,6 +690,7 @@ async fn a_double_submitted_refund_form_is_one_refund_and_free_units_cost_nothin
             ("csrf", csrf.as_str()),
             ("refund_key", key.as_str()),
             ("reason", "x"),
+            ("step", "refund"),
             ("units:harbour-lights-vip", "1"),
         ])
         .send()

@@ -58,6 +58,11 @@ const GROUPS: &[(&str, &[Entry])] = &[
         &[
             entry("What you sell", "/admin/catalogue", Permission::Catalogue),
             entry("Vouchers", "/admin/vouchers", Permission::Vouchers),
+            entry(
+                "Archived",
+                "/admin/catalogue/archived",
+                Permission::Catalogue,
+            ),
         ],
     ),
     (
@@ -163,12 +168,13 @@ mod tests {
     #[test]
     fn each_role_sees_the_pages_it_may_open_and_an_enrolling_session_one() {
         let owner = hrefs(Role::Owner, false);
-        assert_eq!(owner.len(), 18, "{owner:?}");
+        assert_eq!(owner.len(), 19, "{owner:?}");
         assert_eq!(owner[0], "/admin");
         let door = hrefs(Role::Door, false);
         assert_eq!(door, ["/admin/redeem", "/admin/two-factor"]);
         let boxed = hrefs(Role::BoxOffice, false);
         assert!(boxed.contains(&"/admin/vouchers") && !boxed.contains(&"/admin/resources"));
+        assert!(!boxed.contains(&"/admin/catalogue/archived"));
         assert_eq!(hrefs(Role::Owner, true), ["/admin/two-factor"]);
     }
 

@@ -22,6 +22,7 @@ mod orders;
 pub(crate) mod pages;
 mod records;
 mod redeem;
+mod refunds;
 mod resources;
 mod session;
 mod staff_accounts;

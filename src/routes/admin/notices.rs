@@ -23,8 +23,9 @@ pub struct NoticeQuery {
 
 /// The notices that say something was refused (shown as such); the rest
 /// say it was done.
-const REFUSED: [&str; 12] = [
+const REFUSED: [&str; 13] = [
     "capacity_refused",
+    "restore_collection_first",
     "paid",
     "refund_not_paid",
     "refund_nothing_left",
@@ -88,6 +89,13 @@ impl NoticeQuery {
                 self.withdrawn.unwrap_or(0),
                 self.kept.unwrap_or(0)
             ),
+            "restored" => match self.lines {
+                Some(n) if n > 1 => format!(
+                    "Restored, with the {n} products archived with it: back in the shop as they \
+                     were. What was sold stays sold."
+                ),
+                _ => "Restored: back in the shop as it was. What was sold stays sold.".to_owned(),
+            },
             "webhook_replayed" => format!(
                 "{} deliveries queued again, with their own webhook-id: the worker sends them on \
                  its next pass.",
@@ -181,6 +189,13 @@ fn fixed(notice: &str) -> Option<&'static str> {
         "collection_archived" => {
             "Archived, with everything on sale in it: no longer \
             in the shop. Its orders and codes are kept."
+        }
+        "restore_collection_first" => {
+            "Refused: what it belongs to is archived too. Restore that, and it comes back \
+            with it. Nothing was changed."
+        }
+        "voucher_restored" => {
+            "Voucher restored: checkouts can start with it again; its uses are as they were."
         }
         "voucher_created" => "Voucher created; shoppers can use it now.",
         "voucher_archived" => {

@@ -1,4 +1,6 @@
-//! Orders with their payments, codes and refunds; refunding a paid order (whole or some units); retrying a refund job.
+//! Orders: the list with its search, and an order with its payments,
+//! codes, refunds and the refund form (`refunds` reviews and sends it);
+//! retrying a refund job.
 
 use actix_web::http::StatusCode;
 use actix_web::{HttpResponse, web};
@@ -7,6 +9,7 @@ use serde::Deserialize;
 
 use super::notices::NoticeQuery;
 use super::pages::{Nav, given, money, nav, parse_id, render, same, see_other, short};
+use super::refunds::RefundForm;
 use crate::checkout;
 use crate::checkout::OrderState;
 use crate::routes::ShopError;
@@ -185,21 +188,13 @@ pub(super) struct OrderPage {
     o: views::OrderRow,
     /// name, quantity, line total
     lines: Vec<(String, i32, String)>,
-    refundable: Vec<views::RefundableLine>,
-    /// The refund form's one-time key: a double submit is one refund.
-    refund_key: String,
+    /// The refund form, every unit left chosen.
+    refund: RefundForm,
     codes: Vec<views::CodeRow>,
     refunds: Vec<views::StaffRefundRow>,
     holds: Vec<views::HoldRow>,
     payments: Vec<views::PaymentRefRow>,
     jobs: Vec<views::JobRow>,
-}
-
-impl OrderPage {
-    /// What refunding every unit left gives back.
-    fn left_minor(&self) -> i64 {
-        self.refundable.iter().map(|l| l.left_minor()).sum()
-    }
 }
 
 /// `GET /admin/orders/{id}`.
@@ -232,8 +227,7 @@ pub async fn order(
     let page = OrderPage {
         nav: nav(&shop, &session, &notice).await?,
         jobs: views::order_jobs(&shop.pool, id).await?,
-        refundable: views::refundable_lines(&shop.pool, id).await?,
-        refund_key: checkout::codes::order_token(),
+        refund: RefundForm::whole(views::refundable_lines(&shop.pool, id).await?, &o),
         codes: views::order_codes(&shop.pool, id).await?,
         refunds: views::staff_refunds(&shop.pool, id).await?,
         o,
@@ -242,66 +236,6 @@ pub async fn order(
         payments,
     };
     render(StatusCode::OK, &page)
-}
-
-/// `POST /admin/orders/{id}/refund`: fields `reason`, `restock`,
-/// `override_redeemed` (checkboxes) and `units:<product id>` per line.
-pub async fn refund_order(
-    shop: web::Data<Shop>,
-    session: web::ReqData<Session>,
-    id: web::Path<String>,
-    form: web::Form<Vec<(String, String)>>,
-) -> Result<HttpResponse, ShopError> {
-    use crate::staff::refunds::{self, RefundOutcome, RefundRequest};
-    let id = parse_id(&id, "order")?;
-    let field = |name: &str| {
-        form.iter()
-            .find(|(n, _)| n == name)
-            .map(|(_, v)| v.as_str())
-    };
-    let mut units = Vec::new();
-    for (name, value) in form.iter() {
-        if let Some(product) = name.strip_prefix("units:") {
-            let value = value.trim();
-            let n: i32 = if value.is_empty() {
-                0
-            } else {
-                value.parse().map_err(|_| {
-                    ShopError::bad_request(
-                        "units to refund are whole numbers; nothing was refunded",
-                    )
-                })?
-            };
-            units.push((product.to_owned(), n));
-        }
-    }
-    if units.is_empty() {
-        return Err(ShopError::bad_request(
-            "say how many units of each line to refund; nothing was refunded",
-        ));
-    }
-    let request = RefundRequest {
-        order_id: id,
-        units,
-        reason: field("reason").unwrap_or("").to_owned(),
-        restock: field("restock").is_some(),
-        override_redeemed: field("override_redeemed").is_some(),
-        by: session.staff.email.clone(),
-        staff: Some(session.staff.clone()),
-        key: field("refund_key").map(str::to_owned),
-    };
-    let back = format!("/admin/orders/{id}");
-    let notice = match refunds::refund_order(&shop.pool, &request).await? {
-        RefundOutcome::Queued { whole: true, .. } => "staff_refund_whole",
-        RefundOutcome::Queued { .. } => "staff_refund_queued",
-        RefundOutcome::NotPaid { .. } => "refund_not_paid",
-        RefundOutcome::NothingLeft => "refund_nothing_left",
-        RefundOutcome::TooMany { .. } => "refund_too_many",
-        RefundOutcome::NotInOrder { .. } => "refund_not_in_order",
-        RefundOutcome::Redeemed { .. } => "refund_redeemed",
-        RefundOutcome::NotFound => return Err(ShopError::not_found("no such order")),
-    };
-    Ok(see_other(&format!("{back}?notice={notice}")))
 }
 
 /// `POST /admin/orders/{order}/jobs/{job}/retry`: a waiting refund, now.

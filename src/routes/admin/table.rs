@@ -8,7 +8,7 @@ use actix_web::web;
 
 use super::home::home;
 use super::{
-    api_keys, catalogue, exports, holds, orders, records, redeem, resources, session,
+    api_keys, catalogue, exports, holds, orders, records, redeem, refunds, resources, session,
     staff_accounts, storefront, two_factor, vouchers, waitlist, webhooks,
 };
 use crate::staff::roles::Permission;
@@ -84,7 +84,7 @@ pub static ROUTES: &[AdminRoute] = &[
     route!(Post "/holds/{id}/release", Engine => holds::release_hold),
     route!(Get "/orders", Orders => orders::orders),
     route!(Get "/orders/{id}", LookUp => orders::order),
-    route!(Post "/orders/{id}/refund", Refunds => orders::refund_order),
+    route!(Post "/orders/{id}/refund", Refunds => refunds::refund_order),
     route!(Post "/orders/{order}/jobs/{job}/retry", Refunds => orders::retry_refund),
     route!(Get "/redeem", Redeem => redeem::redeem_page),
     route!(Post "/redeem", Redeem => redeem::redeem),
@@ -122,10 +122,14 @@ pub static ROUTES: &[AdminRoute] = &[
     route!(Post "/catalogue/stock/{id}", Catalogue => catalogue::save_stock),
     route!(Post "/catalogue/products/{id}/archive", Catalogue => catalogue::archive_product),
     route!(Post "/catalogue/collections/{id}/archive", Catalogue => catalogue::archive_collection),
+    route!(Get "/catalogue/archived", Catalogue => catalogue::archived_page),
+    route!(Post "/catalogue/products/{id}/restore", Catalogue => catalogue::restore_product),
+    route!(Post "/catalogue/collections/{id}/restore", Catalogue => catalogue::restore_collection),
     route!(Get "/vouchers", Vouchers => vouchers::vouchers_page),
     route!(Get "/vouchers/new", Vouchers => vouchers::new_voucher),
     route!(Post "/vouchers", Vouchers => vouchers::create_voucher),
     route!(Post "/vouchers/{code}/archive", Vouchers => vouchers::archive_voucher),
+    route!(Post "/vouchers/{code}/restore", Vouchers => vouchers::restore_voucher),
     route!(Get "/waitlist", Orders => waitlist::waitlist_page),
     route!(Post "/waitlist/{id}/remove", Orders => waitlist::remove_entry),
     route!(Post "/waitlist/{product}/rules", Catalogue => waitlist::set_rules),

@@ -256,3 +256,17 @@ pub async fn archive_voucher(
         Err(ShopError::not_found("no such voucher in use"))
     }
 }
+
+/// `POST /admin/vouchers/{code}/restore`: an archived voucher in use again.
+pub async fn restore_voucher(
+    shop: web::Data<Shop>,
+    session: web::ReqData<Session>,
+    code: web::Path<String>,
+) -> Result<HttpResponse, ShopError> {
+    let code = VoucherCode::parse(&code).map_err(|_| ShopError::not_found("no such voucher"))?;
+    if vouchers::restore(&shop.pool, &session.staff, &code).await? {
+        Ok(see_other("/admin/vouchers?notice=voucher_restored"))
+    } else {
+        Err(ShopError::not_found("no such archived voucher"))
+    }
+}

@@ -4,7 +4,8 @@
 //! inside its own box), axe-core finds nothing against WCAG 2.1 A/AA, and
 //! nothing reloads the page on a timer. A page a role may not open is
 //! visited too: its refusal must read as well as any page. Screenshots go
-//! to `target/screenshots/admin/<role>-<size>-<page>.png`.
+//! to `target/screenshots/admin/<role>-<size>-<page>.png`. Bringing back
+//! what was archived and reviewing a refund are walked through too.
 
 use super::*;
 
@@ -345,5 +346,150 @@ async fn the_home_page_follows_a_sale_without_reloading() {
             .unwrap();
     assert!(archived.is_some());
     assert_no_policy_reports(&app).await;
+    owner.close().await;
+}
+
+/// Saves what the browser shows as `target/screenshots/admin/<name>.png`,
+/// the whole page tall (up to 3000 px).
+async fn shot_whole(browser: &Browser, width: u32, name: &str) {
+    let height = browser
+        .client
+        .execute("return document.documentElement.scrollHeight;", vec![])
+        .await
+        .unwrap()
+        .as_u64()
+        .unwrap_or(900)
+        .clamp(600, 3000) as u32;
+    browser.client.set_window_size(width, height).await.unwrap();
+    let png = browser.client.screenshot().await.unwrap();
+    let folder = target_screenshots().join("admin");
+    std::fs::create_dir_all(&folder).unwrap();
+    std::fs::write(folder.join(format!("{name}.png")), png).unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn what_was_archived_comes_back_and_a_refund_states_its_amount_before_it_is_sent() {
+    let (app, driver, _turn) = shop_and_driver().await;
+    app.add_staff().await;
+    let paid = app
+        .buy(
+            &browser(),
+            &Purchase::of("harbour-lights-vip", 2).by("Ada Lovelace", "ada@example.com"),
+        )
+        .await;
+    let order = paid.started.order_id;
+    let (staff, csrf) = app.staff_browser().await;
+    for path in [
+        "/admin/catalogue/products/wild-honey/archive",
+        "/admin/catalogue/collections/bakery/archive",
+    ] {
+        let answer = app
+            .admin_post(&staff, path, &[("csrf", csrf.as_str())])
+            .await;
+        assert_eq!(answer.status(), reqwest::StatusCode::SEE_OTHER, "{path}");
+    }
+    let owner = signed_in(&driver, &app, STAFF_EMAIL, STAFF_PASSWORD).await;
+    for (width, height, size) in [(390, 844, "phone"), (1280, 900, "desk")] {
+        owner.client.set_window_size(width, height).await.unwrap();
+        owner
+            .go(&format!("{}/admin/catalogue/archived", app.address))
+            .await;
+        assert!(
+            owner
+                .text("[data-archived-collection=bakery]")
+                .await
+                .contains("schedule")
+        );
+        owner
+            .click("[data-archived-product=wild-honey] details.confirm > summary")
+            .await;
+        let asked = owner
+            .text("[data-archived-product=wild-honey] .confirm-box")
+            .await;
+        assert!(
+            asked.contains("Put Wild heather honey, 250 g back in Pantry? Its 40 units left"),
+            "{asked}"
+        );
+        let faults = faults(&owner).await;
+        assert!(faults.is_empty(), "{size}: {faults:#?}");
+        shot_whole(&owner, width, &format!("archived-{size}")).await;
+    }
+    owner
+        .click("[data-archived-product=wild-honey] button[type=submit]")
+        .await;
+    owner.wait_for_text("#notice", "Restored").await;
+    let archived: Option<chrono::DateTime<chrono::Utc>> =
+        sqlx::query_scalar("select archived_at from products where id = 'wild-honey'")
+            .fetch_one(&app.db.pool)
+            .await
+            .unwrap();
+    assert!(archived.is_none(), "restored");
+
+    // the refund: the amount live as the numbers change, then reviewed
+    let (paid_minor, currency): (i64, String) =
+        sqlx::query_as("select amount_minor, currency from orders where id = $1")
+            .bind(order)
+            .fetch_one(&app.db.pool)
+            .await
+            .unwrap();
+    let money = |minor: i64| holdfast::money::format(minor, &currency);
+    for (width, height, size) in [(390, 844, "phone"), (1280, 900, "desk")] {
+        owner.client.set_window_size(width, height).await.unwrap();
+        owner
+            .go(&format!("{}/admin/orders/{order}", app.address))
+            .await;
+        let said = owner.text("#refund-amount").await;
+        assert!(
+            said.contains(&format!(
+                "The 2 units chosen give back {}",
+                money(paid_minor)
+            )),
+            "{said}"
+        );
+        owner
+            .fill("#refund input[name='units:harbour-lights-vip']", "1")
+            .await;
+        owner
+            .wait_for_text(
+                "#refund-amount",
+                &format!("The 1 unit chosen gives back {}", money(paid_minor / 2)),
+            )
+            .await;
+        owner
+            .fill("#refund input[name=reason]", "Moved to a friend's table")
+            .await;
+        owner.click("#refund button[value=review]").await;
+        let review = owner.wait_for_text("#refund-review", "Refund").await;
+        assert!(
+            review.contains(&format!(
+                "{} of the {} left to refund",
+                money(paid_minor / 2),
+                money(paid_minor)
+            )),
+            "{review}"
+        );
+        assert_eq!(
+            owner.text("#refund-send").await,
+            format!("Refund {}", money(paid_minor / 2))
+        );
+        let faults = faults(&owner).await;
+        assert!(faults.is_empty(), "{size}: {faults:#?}");
+        shot_whole(&owner, width, &format!("refund-review-{size}")).await;
+        owner.client.set_window_size(width, height).await.unwrap();
+    }
+    let refunded: i64 = sqlx::query_scalar("select refunded_minor from orders where id = $1")
+        .bind(order)
+        .fetch_one(&app.db.pool)
+        .await
+        .unwrap();
+    assert_eq!(refunded, 0, "reviewing refunded nothing");
+    owner.click("#refund-send").await;
+    owner.wait_for_text("#notice", "Refund queued").await;
+    let refunded: i64 = sqlx::query_scalar("select refunded_minor from orders where id = $1")
+        .bind(order)
+        .fetch_one(&app.db.pool)
+        .await
+        .unwrap();
+    assert_eq!(refunded, paid_minor / 2);
     owner.close().await;
 }

@@ -1,16 +1,18 @@
 //! The Catalogue pages: what the shop sells, and forms to create, change
 //! and archive events with their tiers ([`events`]), schedules ([`schedules`])
-//! and stock items ([`stock`]). Thin handlers: each reads its form into the
+//! and stock items ([`stock`]), and what was archived ([`archived`]). Thin handlers: each reads its form into the
 //! domain's types (each field's error beside its field), calls
 //! `staff::catalogue`, and answers with the page again (400 for bad input,
 //! 409 when the engine or an existing id refuses, nothing saved) or a
 //! redirect to the saved page. This file holds the list, what the forms
 //! share, and archiving.
 
+mod archived;
 mod events;
 mod schedules;
 mod stock;
 
+pub use archived::{archived_page, restore_collection, restore_product};
 pub use events::{
     create_event, create_tier, event_page, new_event, new_tier, save_event, save_tier, tier_page,
 };
@@ -51,6 +53,9 @@ pub(super) struct CataloguePage {
     collections: Vec<CollectionView>,
     /// What staff can make: (link, words), one per collection kind.
     create: Vec<(&'static str, &'static str)>,
+    /// How many things are archived (collections and products on their
+    /// own), for the link to them.
+    archived: i64,
 }
 
 /// A collection as its card shows it: what its kind answers, worked out
@@ -133,6 +138,7 @@ pub async fn catalogue_page(
             .iter()
             .map(|kind| kind.sheet().create)
             .collect(),
+        archived: crate::staff::archived::count(&shop.pool).await?,
     };
     render(StatusCode::OK, &page)
 }
