@@ -35,6 +35,15 @@ async fn owners_make_keys_shown_once_stored_hashed_used_and_revoked() {
     ] {
         let answer = app.admin_post(&staff, "/admin/api-keys", &form).await;
         assert_eq!(answer.status(), StatusCode::BAD_REQUEST, "{form:?}");
+        // said on the API keys page, with what was typed
+        let page = answer.text().await.unwrap();
+        assert!(page.contains("id=\"form-errors\""), "{page}");
+        assert!(page.contains("id=\"make-key\""), "{page}");
+        let name = form.iter().find(|(n, _)| *n == "name").unwrap().1;
+        assert!(
+            page.contains(&format!("name=\"name\" value=\"{name}\"")),
+            "{page}"
+        );
     }
     assert!(api_keys::list(&app.db.pool).await.unwrap().is_empty());
 

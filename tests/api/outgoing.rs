@@ -386,6 +386,31 @@ async fn private_addresses_are_refused_at_adding_and_at_delivery() {
     assert_eq!(answer.status(), StatusCode::BAD_REQUEST);
     let page = answer.text().await.unwrap();
     assert!(page.contains("must start with https://"), "{page}");
+    // said on the Webhooks page itself, beside the field, with what was
+    // typed kept
+    assert!(page.contains("id=\"add-endpoint\""), "{page}");
+    assert!(page.contains("id=\"f-url-error\""), "{page}");
+    assert!(
+        page.contains("value=\"http://93.184.216.34/hook\""),
+        "{page}"
+    );
+    assert!(page.contains("value=\"order.paid\" checked"), "{page}");
+    // no event chosen: said beside the events, the address kept
+    let answer = app
+        .admin_post(
+            &staff,
+            "/admin/webhooks",
+            &[("csrf", &csrf), ("url", "https://93.184.216.34/hook")],
+        )
+        .await;
+    assert_eq!(answer.status(), StatusCode::BAD_REQUEST);
+    let page = answer.text().await.unwrap();
+    assert!(page.contains("id=\"f-event-error\""), "{page}");
+    assert!(
+        page.contains("value=\"https://93.184.216.34/hook\""),
+        "{page}"
+    );
+    assert!(page.contains("Nothing was changed."), "{page}");
     // so does the command line, without --allow-private
     let output = add_by_command(&app, &[&url, "--events", "order.paid"]);
     assert!(!output.status.success());
@@ -569,6 +594,19 @@ async fn an_endpoint_failing_for_days_is_disabled_then_enabled_and_replayed_from
     // all since a moment: the same message once more, and the refund's,
     // kept while the endpoint was disabled, for the first time
     let since = (chrono::Utc::now() - chrono::Duration::hours(1)).to_rfc3339();
+    // a moment not understood: said on the endpoint's page, as typed
+    let refused = app
+        .admin_post(
+            &staff,
+            &format!("/admin/webhooks/{endpoint}/replay"),
+            &[("csrf", &csrf), ("since", "yesterday teatime")],
+        )
+        .await;
+    assert_eq!(refused.status(), StatusCode::BAD_REQUEST);
+    let page = refused.text().await.unwrap();
+    assert!(page.contains("id=\"f-since-error\""), "{page}");
+    assert!(page.contains("value=\"yesterday teatime\""), "{page}");
+    assert!(page.contains("id=\"replay-since\""), "{page}");
     let replayed = app
         .admin_post(
             &staff,

@@ -298,6 +298,14 @@ async fn an_owner_adds_changes_and_disables_accounts_and_each_change_is_recorded
             StatusCode::BAD_REQUEST,
             "{role} {password}"
         );
+        // said on the Staff page beside its field, the e-mail kept, the
+        // password never sent back
+        let page = refused.text().await.unwrap();
+        let field = if role == "admin" { "role" } else { "password" };
+        assert!(page.contains(&format!("id=\"f-{field}-error\"")), "{page}");
+        assert!(page.contains("value=\"new@holdfast.test\""), "{page}");
+        assert!(page.contains("id=\"add-staff\""), "{page}");
+        assert!(!page.contains(&format!("value=\"{password}\"")), "{page}");
     }
 
     // the new account signs in and starts at Orders

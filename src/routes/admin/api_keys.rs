@@ -6,6 +6,7 @@ use actix_web::http::StatusCode;
 use actix_web::{HttpResponse, web};
 use askama::Template;
 
+use super::form::{Form, refusal};
 use super::notices::NoticeQuery;
 use super::pages::{Nav, nav, render, see_other};
 use crate::audit::Actor;
@@ -22,6 +23,8 @@ pub(super) struct ApiKeysPage {
     scopes: [Scope; Scope::ALL.len()],
     /// The key just made and its token, shown this once.
     made: Option<(ApiKeyRow, String)>,
+    /// The form to make one: empty, or as typed when it was refused.
+    form: Form,
 }
 
 /// `GET /admin/api-keys`.
@@ -35,39 +38,65 @@ pub async fn api_keys_page(
         keys: api_keys::list(&shop.pool).await?,
         scopes: Scope::ALL,
         made: None,
+        form: Form::default(),
     };
     render(StatusCode::OK, &page)
 }
 
 /// `POST /admin/api-keys`: fields `name` and `scope` (once per scope). The
-/// answer is the page itself, with the token.
+/// answer is the page itself, with the token; a refused key is the page
+/// with the form as typed and why (400).
 pub async fn create(
     shop: web::Data<Shop>,
     session: web::ReqData<Session>,
     form: web::Form<Vec<(String, String)>>,
 ) -> Result<HttpResponse, ShopError> {
-    let name = form
-        .iter()
-        .find(|(n, _)| n == "name")
-        .map(|(_, v)| v.as_str())
-        .unwrap_or("");
+    let mut form = Form::typed(form.into_inner());
     let mut scopes = Vec::new();
-    for (_, value) in form.iter().filter(|(n, _)| n == "scope") {
-        let scope = Scope::parse(value).ok_or_else(|| {
-            ShopError::bad_request("that is not a scope of API keys; nothing was changed")
-        })?;
-        if !scopes.contains(&scope) {
-            scopes.push(scope);
+    let mut unknown = false;
+    for value in form.all("scope") {
+        match Scope::parse(value) {
+            Some(scope) if !scopes.contains(&scope) => scopes.push(scope),
+            Some(_) => {}
+            None => unknown = true,
         }
     }
-    let made = api_keys::create(&shop.pool, Actor::from(&session.staff), name, &scopes).await?;
+    if unknown {
+        form.fail(
+            "scope",
+            "That is not a scope of API keys. Nothing was changed.",
+        );
+    }
+    let mut made = None;
+    if form.ok() {
+        let name = form.value("name").to_owned();
+        match api_keys::create(&shop.pool, Actor::from(&session.staff), &name, &scopes).await {
+            Ok(key) => made = Some(key),
+            Err(crate::staff::StaffError::InvalidInput(message)) => {
+                let field = if message.contains("scope") {
+                    "scope"
+                } else {
+                    "name"
+                };
+                form.fail(field, refusal(&message));
+            }
+            Err(other) => return Err(other.into()),
+        }
+    }
+    let status = if made.is_some() {
+        form = Form::default();
+        StatusCode::OK
+    } else {
+        StatusCode::BAD_REQUEST
+    };
     let page = ApiKeysPage {
         nav: nav(&shop, &session, &NoticeQuery::default()).await?,
         keys: api_keys::list(&shop.pool).await?,
         scopes: Scope::ALL,
-        made: Some(made),
+        made,
+        form,
     };
-    render(StatusCode::OK, &page)
+    render(status, &page)
 }
 
 /// `POST /admin/api-keys/{id}/revoke`.

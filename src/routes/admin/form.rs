@@ -7,6 +7,22 @@ use chrono::{DateTime, NaiveDate, NaiveTime, Utc};
 
 use crate::clock::ShopZone;
 
+/// A refusal from the domain ("the URL must start with https://; nothing
+/// was changed") in a form's words: a sentence, saying that nothing was
+/// changed.
+pub(super) fn refusal(message: &str) -> String {
+    let mut chars = message.trim().chars();
+    let said: String = match chars.next() {
+        Some(first) => first.to_uppercase().chain(chars).collect(),
+        None => String::new(),
+    };
+    let said = said
+        .trim_end_matches('.')
+        .trim_end_matches("; nothing was changed")
+        .trim_end_matches('.');
+    format!("{said}. Nothing was changed.")
+}
+
 #[derive(Debug, Default, Clone)]
 pub(super) struct Form {
     values: Vec<(String, String)>,

@@ -11,6 +11,7 @@ use actix_web::http::StatusCode;
 use actix_web::{HttpResponse, web};
 use askama::Template;
 
+use super::form::refusal;
 use super::notices::NoticeQuery;
 use super::pages::{Nav, Plain, money, nav, parse_id, render, see_other};
 use crate::routes::ShopError;
@@ -268,7 +269,7 @@ pub async fn refund_order(
         if request.units.is_empty() {
             input.push("Choose at least one unit to refund.".to_owned());
         } else if let Err(message) = refunds::check(&request) {
-            input.push(sentence(&message));
+            input.push(refusal(&message).replace(" Nothing was changed.", ""));
         }
     }
     let mut changed = false;
@@ -319,17 +320,4 @@ async fn refund_now(shop: &Shop, request: &RefundRequest) -> Result<HttpResponse
         "/admin/orders/{}?notice={notice}",
         request.order_id
     )))
-}
-
-/// A domain message as a sentence: capital first, full stop last.
-fn sentence(message: &str) -> String {
-    let mut chars = message.chars();
-    let mut said: String = match chars.next() {
-        Some(first) => first.to_uppercase().chain(chars).collect(),
-        None => String::new(),
-    };
-    if !said.ends_with('.') {
-        said.push('.');
-    }
-    said
 }

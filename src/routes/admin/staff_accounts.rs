@@ -7,6 +7,7 @@ use actix_web::{HttpResponse, web};
 use askama::Template;
 use serde::Deserialize;
 
+use super::form::{Form, refusal};
 use super::notices::NoticeQuery;
 use super::pages::{Nav, nav, render, see_other};
 use crate::audit::Actor;
@@ -25,6 +26,9 @@ pub(super) struct StaffPage {
     accounts: Vec<AccountRow>,
     roles: [Role; 3],
     me: i64,
+    /// The form to add an account: empty, or as typed (but its password)
+    /// when it was refused.
+    form: Form,
 }
 
 /// `GET /admin/staff`.
@@ -38,6 +42,7 @@ pub async fn staff_page(
         accounts: accounts::list(&shop.pool).await?,
         roles: Role::ALL,
         me: session.staff.id,
+        form: Form::default(),
     };
     render(StatusCode::OK, &page)
 }
@@ -63,39 +68,47 @@ fn after(change: Change, done: &str) -> Result<HttpResponse, ShopError> {
     Ok(see_other(&format!("/admin/staff?notice={notice}")))
 }
 
-#[derive(Deserialize)]
-pub struct AddForm {
-    email: String,
-    role: String,
-    password: String,
-}
-
-/// `POST /admin/staff`: a new account with a role and a first password.
+/// `POST /admin/staff`: a new account with a role and a first password
+/// (fields `email`, `role`, `password`). A refused one is the Staff page
+/// again with what was typed (never the password) and why, beside its
+/// field (400).
 pub async fn add_account(
     shop: web::Data<Shop>,
     session: web::ReqData<Session>,
-    form: web::Form<AddForm>,
+    form: web::Form<Vec<(String, String)>>,
 ) -> Result<HttpResponse, ShopError> {
-    let AddForm {
-        email,
-        role: role_name,
-        password,
-    } = form.into_inner();
-    let email = StaffEmail::parse(&email)?;
-    let role = role(&role_name)?;
-    let password = Secret::new(password);
-    let added = accounts::add(
-        &shop.pool,
-        Actor::from(&session.staff),
-        &email,
-        role,
-        &password,
-    )
-    .await?;
-    Ok(see_other(match added {
-        Added::Created => "/admin/staff?notice=staff_added",
-        Added::Exists => "/admin/staff?notice=staff_exists",
-    }))
+    let mut form = Form::typed(form.into_inner());
+    let password = Secret::new(form.value("password").to_owned());
+    form.set("password", "");
+    let email = StaffEmail::parse(form.value("email"))
+        .map_err(|error| form.fail("email", refusal(&error.to_string())))
+        .ok();
+    let role = Role::parse(form.value("role"));
+    if role.is_none() {
+        form.fail(
+            "role",
+            "Choose owner, box office or door. Nothing was changed.",
+        );
+    }
+    if let (Some(email), Some(role)) = (email, role) {
+        let actor = Actor::from(&session.staff);
+        match accounts::add(&shop.pool, actor, &email, role, &password).await {
+            Ok(Added::Created) => return Ok(see_other("/admin/staff?notice=staff_added")),
+            Ok(Added::Exists) => return Ok(see_other("/admin/staff?notice=staff_exists")),
+            Err(crate::staff::StaffError::InvalidInput(message)) => {
+                form.fail("password", refusal(&message));
+            }
+            Err(other) => return Err(other.into()),
+        }
+    }
+    let page = StaffPage {
+        nav: nav(&shop, &session, &NoticeQuery::default()).await?,
+        accounts: accounts::list(&shop.pool).await?,
+        roles: Role::ALL,
+        me: session.staff.id,
+        form,
+    };
+    render(StatusCode::BAD_REQUEST, &page)
 }
 
 #[derive(Deserialize)]

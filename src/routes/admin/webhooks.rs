@@ -1,14 +1,16 @@
 //! The owner's Webhooks pages: endpoints (add one, its secret shown once),
 //! each endpoint's deliveries with every attempt, enabling one that was
 //! disabled for failing, and replaying one delivery or all since a moment.
-//! Thin handlers over `crate::outgoing`.
+//! Thin handlers over `crate::outgoing`. A form refused (an address not
+//! allowed, no event, a moment not understood) comes back on its own page
+//! with what was typed and the reason beside its field.
 
 use actix_web::http::StatusCode;
 use actix_web::{HttpResponse, web};
 use askama::Template;
 use chrono::{DateTime, Utc};
-use serde::Deserialize;
 
+use super::form::{Form, refusal};
 use super::notices::NoticeQuery;
 use super::pages::{Nav, nav, render, see_other};
 use crate::audit::Actor;
@@ -34,6 +36,8 @@ pub(super) struct WebhooksPage {
     events: [EventType; EventType::ALL.len()],
     /// The endpoint just made and its secret, shown this once.
     added: Option<outgoing::Added>,
+    /// The form to add one: empty, or as typed when it was refused.
+    form: Form,
 }
 
 /// `GET /admin/webhooks`.
@@ -47,48 +51,65 @@ pub async fn webhooks_page(
         endpoints: outgoing::endpoints(&shop.pool).await?,
         events: EventType::ALL,
         added: None,
+        form: Form::default(),
     };
     render(StatusCode::OK, &page)
 }
 
 /// `POST /admin/webhooks`: a new endpoint. The answer is the page itself,
-/// with the secret (never stored in the clear, never shown again).
+/// with the secret (never stored in the clear, never shown again); a
+/// refused one is the page with the form as typed and why (400).
 pub async fn add_endpoint(
     shop: web::Data<Shop>,
     session: web::ReqData<Session>,
     form: web::Form<Vec<(String, String)>>,
 ) -> Result<HttpResponse, ShopError> {
-    let url = form
-        .iter()
-        .find(|(name, _)| name == "url")
-        .map(|(_, v)| v.clone())
-        .unwrap_or_default();
-    let events: Vec<&str> = form
-        .iter()
-        .filter(|(name, _)| name == "event")
-        .map(|(_, v)| v.as_str())
-        .collect();
-    let events = EventType::parse_list(&events.join(","))
-        .map_err(|e| ShopError::bad_request(&format!("{e}; nothing was changed")))?;
-    let added = outgoing::add_endpoint(
-        &shop.pool,
-        &shop.session_key,
-        Actor::from(&session.staff),
-        &outgoing::NewEndpoint {
-            url,
-            events,
-            // from the admin, only the operator's setting allows it
-            allow_private: shop.webhooks_allow_private,
-        },
-    )
-    .await?;
+    let mut form = Form::typed(form.into_inner());
+    let url = form.value("url").to_owned();
+    let events = EventType::parse_list(&form.all("event").join(","));
+    let added = match events {
+        Err(error) => {
+            form.fail("event", refusal(&error.to_string()));
+            None
+        }
+        Ok(events) => {
+            let new = outgoing::NewEndpoint {
+                url,
+                events,
+                // from the admin, only the operator's setting allows it
+                allow_private: shop.webhooks_allow_private,
+            };
+            let actor = Actor::from(&session.staff);
+            match outgoing::add_endpoint(&shop.pool, &shop.session_key, actor, &new).await {
+                Ok(added) => Some(added),
+                Err(outgoing::WebhookError::Database(error)) => return Err(error.into()),
+                Err(other) => {
+                    let said = other.to_string();
+                    let field = if said.contains("event") {
+                        "event"
+                    } else {
+                        "url"
+                    };
+                    form.fail(field, refusal(&said));
+                    None
+                }
+            }
+        }
+    };
+    let status = if added.is_some() {
+        form = Form::default();
+        StatusCode::OK
+    } else {
+        StatusCode::BAD_REQUEST
+    };
     let page = WebhooksPage {
         nav: nav(&shop, &session, &NoticeQuery::default()).await?,
         endpoints: outgoing::endpoints(&shop.pool).await?,
         events: EventType::ALL,
-        added: Some(added),
+        added,
+        form,
     };
-    render(StatusCode::OK, &page)
+    render(status, &page)
 }
 
 #[derive(Template)]
@@ -98,6 +119,8 @@ pub(super) struct EndpointPage {
     endpoint: EndpointRow,
     deliveries: Vec<DeliveryRow>,
     attempts: Vec<AttemptRow>,
+    /// The replay form: empty, or as typed when it was refused.
+    form: Form,
 }
 
 impl EndpointPage {
@@ -121,14 +144,27 @@ pub async fn endpoint_page(
     notice: web::Query<NoticeQuery>,
 ) -> Result<HttpResponse, ShopError> {
     let endpoint = endpoint_or_404(&shop, &id).await?;
+    let nav = nav(&shop, &session, &notice).await?;
+    endpoint_answer(&shop, nav, endpoint, Form::default(), StatusCode::OK).await
+}
+
+/// An endpoint's page, with its replay form as given.
+async fn endpoint_answer(
+    shop: &Shop,
+    nav: Nav,
+    endpoint: EndpointRow,
+    form: Form,
+    status: StatusCode,
+) -> Result<HttpResponse, ShopError> {
     let page = EndpointPage {
-        nav: nav(&shop, &session, &notice).await?,
+        nav,
         deliveries: outgoing::deliveries(&shop.pool, &endpoint.id, super::pages::LIST_LIMIT)
             .await?,
         attempts: outgoing::attempts(&shop.pool, &endpoint.id, 2000).await?,
         endpoint,
+        form,
     };
-    render(StatusCode::OK, &page)
+    render(status, &page)
 }
 
 /// `POST /admin/webhooks/{id}/enable`.
@@ -186,14 +222,9 @@ pub async fn replay_one(
     )))
 }
 
-#[derive(Deserialize)]
-pub struct SinceForm {
-    /// `2026-12-01T18:00` in the shop's zone (a `datetime-local` field), or
-    /// a moment with its offset.
-    since: String,
-}
-
-fn since(shop: &Shop, typed: &str) -> Result<DateTime<Utc>, ShopError> {
+/// A moment typed in the replay form: `2026-12-01T18:00` in the shop's
+/// zone (a `datetime-local` field), or a moment with its offset.
+fn since(shop: &Shop, typed: &str) -> Result<DateTime<Utc>, String> {
     let typed = typed.trim();
     if let Ok(at) = DateTime::parse_from_rfc3339(typed) {
         return Ok(at.with_timezone(&Utc));
@@ -201,23 +232,33 @@ fn since(shop: &Shop, typed: &str) -> Result<DateTime<Utc>, ShopError> {
     let local = chrono::NaiveDateTime::parse_from_str(typed, "%Y-%m-%dT%H:%M")
         .or_else(|_| chrono::NaiveDateTime::parse_from_str(typed, "%Y-%m-%dT%H:%M:%S"))
         .map_err(|_| {
-            ShopError::bad_request("give the moment as 2026-12-01T18:00; nothing was changed")
+            "Give the moment as a day and a time, like 2026-12-01 18:00. Nothing was changed."
+                .to_owned()
         })?;
     shop.zone
         .at(local.date(), local.time())
-        .map_err(|e| ShopError::bad_request(&format!("{e}; nothing was changed")))
+        .map_err(|e| refusal(&e))
 }
 
 /// `POST /admin/webhooks/{id}/replay`: every delivery of a message made
-/// since a moment, again.
+/// since a moment, again. A moment not understood is said on the page,
+/// with what was typed.
 pub async fn replay_since(
     shop: web::Data<Shop>,
     session: web::ReqData<Session>,
     id: web::Path<String>,
-    form: web::Form<SinceForm>,
+    form: web::Form<Vec<(String, String)>>,
 ) -> Result<HttpResponse, ShopError> {
     let endpoint = endpoint_or_404(&shop, &id).await?;
-    let at = since(&shop, &form.since)?;
+    let mut form = Form::typed(form.into_inner());
+    let at = match since(&shop, form.value("since")) {
+        Ok(at) => at,
+        Err(message) => {
+            form.fail("since", message);
+            let nav = nav(&shop, &session, &NoticeQuery::default()).await?;
+            return endpoint_answer(&shop, nav, endpoint, form, StatusCode::BAD_REQUEST).await;
+        }
+    };
     let replayed = outgoing::replay(
         &shop.pool,
         Actor::from(&session.staff),
