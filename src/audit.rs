@@ -92,17 +92,45 @@ pub struct ActionRow {
     pub outcome: String,
     pub detail: serde_json::Value,
     pub at: DateTime<Utc>,
+    /// The number of the order it was done to, when it names one.
+    pub order_number: Option<String>,
 }
 
-/// The latest `limit` actions (1 to 1,000), newest first.
-pub async fn recent(pool: &PgPool, limit: i64) -> sqlx::Result<Vec<ActionRow>> {
+/// Up to `limit` actions (1 to 1,000) older than the action `before` (or
+/// the latest), newest first.
+pub async fn page(pool: &PgPool, before: Option<i64>, limit: i64) -> sqlx::Result<Vec<ActionRow>> {
     sqlx::query_as(
         "select a.id, coalesce(s.email, a.operator) as email, a.action, a.target, a.outcome, \
-                a.detail, a.at \
+                a.detail, a.at, o.number as order_number \
            from staff_actions a left join staff s on s.id = a.staff_id \
-          order by a.id desc limit $1",
+           left join orders o on a.action in ('refund_order', 'retry_refund') \
+                             and o.id::text = a.target \
+          where $1::bigint is null or a.id < $1 \
+          order by a.id desc limit $2",
     )
+    .bind(before)
     .bind(limit.clamp(1, 1000))
     .fetch_all(pool)
     .await
+}
+
+/// How many actions there are in all.
+pub async fn count(pool: &PgPool) -> sqlx::Result<i64> {
+    sqlx::query_scalar("select count(*) from staff_actions")
+        .fetch_one(pool)
+        .await
+}
+
+/// The names of the products `ids` names, for Activity's sentences.
+pub async fn product_names(pool: &PgPool, ids: &[String]) -> sqlx::Result<Vec<(String, String)>> {
+    #[derive(sqlx::FromRow)]
+    struct Named {
+        id: String,
+        name: String,
+    }
+    let named: Vec<Named> = sqlx::query_as("select id, name from products where id = any($1)")
+        .bind(ids)
+        .fetch_all(pool)
+        .await?;
+    Ok(named.into_iter().map(|n| (n.id, n.name)).collect())
 }

@@ -200,12 +200,7 @@ pub async fn refund_order_as(
             "refund_order",
             &request.order_id.to_string(),
             outcome.as_str(),
-            json!({
-                "reason": request.reason.trim(),
-                "units": request.units,
-                "restock": request.restock,
-                "override_redeemed": request.override_redeemed,
-            }),
+            refund_detail(request, &outcome),
         )
         .await?;
     }
@@ -219,6 +214,27 @@ pub async fn refund_order_as(
         );
     }
     Ok(outcome)
+}
+
+/// What Activity keeps of a refund: what was asked, and what was given
+/// back when it was done.
+fn refund_detail(request: &RefundRequest, outcome: &RefundOutcome) -> serde_json::Value {
+    let mut detail = json!({
+        "reason": request.reason.trim(),
+        "units": request.units,
+        "restock": request.restock,
+        "override_redeemed": request.override_redeemed,
+    });
+    if let RefundOutcome::Queued {
+        amount_minor,
+        currency,
+        ..
+    } = outcome
+    {
+        detail["amount_minor"] = json!(amount_minor);
+        detail["currency"] = json!(currency);
+    }
+    detail
 }
 
 async fn refund_in(

@@ -973,3 +973,69 @@ async fn other_methods_and_oversized_forms_are_refused_with_the_headers_on() {
     let after = snapshot(&app.db.pool).await;
     assert_eq!(after, before);
 }
+
+#[tokio::test]
+async fn activity_reads_as_sentences_fifty_a_page_with_none_repeated_or_skipped() {
+    let app = spawn_app().await;
+    app.load_demo().await;
+    app.add_staff().await;
+    let (staff, _csrf) = app.staff_browser().await;
+    // 130 actions by an operator, besides the sign-in
+    sqlx::query(
+        "insert into staff_actions (operator, action, target, outcome, detail) \
+         select 'ops', 'repair_resource', 'wild-honey', 'ok', '{}'::jsonb \
+           from generate_series(1, 130)",
+    )
+    .execute(&app.db.pool)
+    .await
+    .unwrap();
+    let total: i64 = sqlx::query_scalar("select count(*) from staff_actions")
+        .fetch_one(&app.db.pool)
+        .await
+        .unwrap();
+    let mut seen: Vec<i64> = Vec::new();
+    let mut path = "/admin/activity".to_owned();
+    let mut pages = 0;
+    loop {
+        let page = app.admin_page(&staff, &path).await;
+        pages += 1;
+        assert!(page.contains(&format!("{total} in all")), "{page}");
+        let shown = page.matches("<li data-action=").count();
+        seen.extend(
+            page.split("of action ")
+                .skip(1)
+                .map(|rest| rest[..rest.find('<').unwrap()].parse::<i64>().unwrap()),
+        );
+        assert!(shown <= 50, "{shown}");
+        match page.split("href=\"/admin/activity?before=").nth(1) {
+            Some(rest) => {
+                assert_eq!(shown, 50);
+                path = format!(
+                    "/admin/activity?before={}",
+                    &rest[..rest.find('"').unwrap()]
+                );
+            }
+            None => break,
+        }
+    }
+    assert_eq!(pages, 3);
+    assert_eq!(seen.len() as i64, total, "every action once");
+    assert!(
+        seen.windows(2).all(|w| w[0] > w[1]),
+        "newest first, none twice"
+    );
+    let first = app.admin_page(&staff, "/admin/activity").await;
+    assert!(
+        first.contains("ops recounted Wild heather honey, 250 g"),
+        "{first}"
+    );
+    let last = app.admin_page(&staff, &path).await;
+    assert!(last.contains(&format!("{STAFF_EMAIL} signed in")), "{last}");
+    // a page this list did not give
+    let refused = staff
+        .get(format!("{}/admin/activity?before=yesterday", app.address))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(refused.status(), StatusCode::BAD_REQUEST);
+}

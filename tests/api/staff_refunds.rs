@@ -462,6 +462,23 @@ async fn a_refund_states_its_amount_before_it_is_sent_starting_from_what_is_left
     assert_eq!(sent.status(), StatusCode::SEE_OTHER);
     assert!(location(&sent).ends_with("notice=staff_refund_queued"));
     assert_eq!(refunded_minor(&app, order.id).await.0, 2 * unit);
+    // Activity says it in a sentence, with the order's number and amount
+    let number: String = sqlx::query_scalar("select number from orders where id = $1")
+        .bind(order.id)
+        .fetch_one(&app.db.pool)
+        .await
+        .unwrap();
+    let name: String = sqlx::query_scalar("select name from products where id = $1")
+        .bind(TIER)
+        .fetch_one(&app.db.pool)
+        .await
+        .unwrap();
+    let activity = app.admin_page(&staff, "/admin/activity").await;
+    let said = format!(
+        "{STAFF_EMAIL} refunded 1 × {name} of order {number} ({})",
+        money(unit)
+    );
+    assert_eq!(activity.matches(&said).count(), 2, "{said}: {activity}");
 }
 
 fn units_field() -> &'static str {

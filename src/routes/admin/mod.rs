@@ -9,6 +9,7 @@
 //! action returns with ([`notices`]) and the route table ([`table`]). This
 //! one registers the routes.
 
+mod activity;
 mod api_keys;
 mod catalogue;
 mod exports;

@@ -1,4 +1,5 @@
-//! What staff look back on: payments for pages nobody knows, and the activity of staff.
+//! What staff look back on: payments for pages nobody knows (the
+//! activity of staff is `activity`).
 
 use actix_web::http::StatusCode;
 use actix_web::{HttpResponse, web};
@@ -6,7 +7,6 @@ use askama::Template;
 
 use super::notices::NoticeQuery;
 use super::pages::{LIST_LIMIT, Nav, money, nav, render};
-use crate::audit;
 use crate::routes::ShopError;
 use crate::staff::Session;
 use crate::staff::views::{self};
@@ -28,25 +28,6 @@ pub async fn orphans(
     let page = OrphansPage {
         nav: nav(&shop, &session, &NoticeQuery::default()).await?,
         payments: views::orphan_payments(&shop.pool, LIST_LIMIT).await?,
-    };
-    render(StatusCode::OK, &page)
-}
-
-#[derive(Template)]
-#[template(path = "admin/activity.html")]
-pub(super) struct ActivityPage {
-    nav: Nav,
-    actions: Vec<audit::ActionRow>,
-}
-
-/// `GET /admin/activity`: the record of staff actions.
-pub async fn activity(
-    shop: web::Data<Shop>,
-    session: web::ReqData<Session>,
-) -> Result<HttpResponse, ShopError> {
-    let page = ActivityPage {
-        nav: nav(&shop, &session, &NoticeQuery::default()).await?,
-        actions: audit::recent(&shop.pool, LIST_LIMIT).await?,
     };
     render(StatusCode::OK, &page)
 }

@@ -8,8 +8,8 @@ use actix_web::web;
 
 use super::home::home;
 use super::{
-    api_keys, catalogue, exports, holds, orders, records, redeem, refunds, resources, session,
-    staff_accounts, storefront, two_factor, vouchers, waitlist, webhooks,
+    activity, api_keys, catalogue, exports, holds, orders, records, redeem, refunds, resources,
+    session, staff_accounts, storefront, two_factor, vouchers, waitlist, webhooks,
 };
 use crate::staff::roles::Permission;
 
@@ -92,7 +92,7 @@ pub static ROUTES: &[AdminRoute] = &[
     route!(Get "/exports/orders.csv", Exports => exports::orders_csv),
     route!(Get "/exports/attendees.csv", Exports => exports::attendees_csv),
     route!(Get "/door-list", DoorList => exports::door_list),
-    route!(Get "/activity", Activity => records::activity),
+    route!(Get "/activity", Activity => activity::activity),
     route!(Get "/payments/orphans", Engine => records::orphans),
     route!(Get "/staff", Staff => staff_accounts::staff_page),
     route!(Post "/staff", Staff => staff_accounts::add_account),
