@@ -387,6 +387,9 @@ struct ProductSave<'a> {
     collection_kind: CollectionKind,
     /// A shelf to create with the product, when it is new.
     new_shelf: Option<&'a CollectionEdit>,
+    /// Units to add (or, below zero, remove) to what the engine has now,
+    /// in place of the edit's capacity, for a product that exists.
+    add_units: Option<i64>,
 }
 
 /// Create (`new`) or change an event's tier. Its moment is its event's.
@@ -400,23 +403,30 @@ pub async fn save_tier(
         action: "save_tier",
         collection_kind: CollectionKind::Event,
         new_shelf: None,
+        add_units: None,
     };
     save_product(pool, staff, tier, new, save).await
 }
 
 /// Create (`new`) or change a stock item. `shelf` is the shelf it goes on:
-/// one the shop has, or a new one, created with it.
+/// one the shop has, or a new one, created with it. A new item has the
+/// edit's capacity; an item that exists gets `add_units` more (fewer,
+/// below zero) than the engine has when the save takes its resource's
+/// lock, so two saves at once both count and a checkout never sees half
+/// of one.
 pub async fn save_stock(
     pool: &PgPool,
     staff: &StaffMember,
     item: &ProductEdit,
     shelf: &CollectionEdit,
     new: bool,
+    add_units: i64,
 ) -> super::Result<Saved> {
     let save = ProductSave {
         action: "save_stock",
         collection_kind: CollectionKind::Shelf,
         new_shelf: Some(shelf),
+        add_units: (!new).then_some(add_units),
     };
     save_product(pool, staff, item, new, save).await
 }
@@ -468,9 +478,27 @@ async fn save_product(
         (false, Some(b)) if b.active && b.kind == product.kind => Some(b),
         (false, _) => return Ok(Saved::NotFound),
     };
-    let outcome = edit::put_product_in(&mut tx, &product)
-        .await
-        .map_err(edit_error)?;
+    if let (Some(delta), Some(before)) = (save.add_units, &before) {
+        // the engine's count now, its resource locked until the save ends
+        let total: i32 =
+            sqlx::query_scalar("select total from resources where id = $1 for no key update")
+                .bind(&before.id)
+                .fetch_one(&mut *tx)
+                .await?;
+        product.capacity = i64::from(total) + delta;
+    }
+    // fewer than none: refused as the engine refuses less than is held
+    // and sold
+    let outcome = match &before {
+        Some(before) if product.capacity < 0 => PutProduct::CapacityKept {
+            requested: product.capacity,
+            held: before.held,
+            sold: before.sold,
+        },
+        _ => edit::put_product_in(&mut tx, &product)
+            .await
+            .map_err(edit_error)?,
+    };
     if let PutProduct::CapacityKept {
         requested,
         held,

@@ -728,6 +728,146 @@ async fn what_was_archived_is_listed_and_restored_as_it_was_with_its_sold_units(
     );
 }
 
+/// A stock item's form as it is saved again, with units to add or remove.
+fn stock_fields(add_units: &str) -> Vec<(&str, &str)> {
+    vec![
+        ("name", "Sea salt"),
+        ("description", "Flaked."),
+        ("shelf", "Larder"),
+        ("price", "4.20"),
+        ("max_per_order", "5"),
+        ("add_units", add_units),
+    ]
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn stock_is_added_and_removed_by_units_while_checkouts_run_and_every_unit_counts() {
+    let app = spawn_app().await;
+    app.add_staff().await;
+    let (staff, csrf) = app.staff_browser().await;
+    let mut fields = stock_fields("");
+    fields.retain(|(name, _)| *name != "add_units");
+    fields.push(("capacity", "60"));
+    saved(&app, &staff, "/admin/catalogue/stock", &csrf, &fields).await;
+    app.settled().await;
+    let page = app
+        .admin_page(&staff, "/admin/catalogue/stock/sea-salt")
+        .await;
+    assert!(
+        page.contains("In stock: <strong>60</strong> units in all — 0 sold, 0 reserved"),
+        "{page}"
+    );
+    assert!(
+        !page.contains("name=\"capacity\""),
+        "one place for the count: {page}"
+    );
+
+    // 160 shoppers start checkouts of one unit (more than there are) while
+    // staff add ten units twenty times and remove three twenty times, all
+    // at once
+    let shoppers = (0..160).map(|_| {
+        let app = &app;
+        async move {
+            matches!(
+                app.try_start(&browser(), &Purchase::of("sea-salt", 1))
+                    .await,
+                Attempt::Started(_)
+            )
+        }
+    });
+    let saves = (0..40).map(|i| {
+        let (app, staff, csrf) = (&app, &staff, &csrf);
+        let units = if i % 2 == 0 { "+10" } else { "-3" };
+        async move {
+            let answer = post(
+                app,
+                staff,
+                "/admin/catalogue/stock/sea-salt",
+                csrf,
+                &stock_fields(units),
+            )
+            .await;
+            (units, answer.status())
+        }
+    });
+    let (started, saved_units) = futures::join!(
+        futures::future::join_all(shoppers),
+        futures::future::join_all(saves)
+    );
+    let started = started.iter().filter(|s| **s).count() as i32;
+    let mut expected = 60;
+    for (units, status) in &saved_units {
+        match *status {
+            StatusCode::SEE_OTHER => expected += units.parse::<i32>().unwrap(),
+            StatusCode::CONFLICT => assert_eq!(*units, "-3", "only a removal is refused"),
+            other => panic!("{units}: {other}"),
+        }
+    }
+    let (total, held, sold): (i32, i32, i32) =
+        sqlx::query_as("select total, held, sold from resources where id = 'sea-salt'")
+            .fetch_one(&app.db.pool)
+            .await
+            .unwrap();
+    let refused = saved_units
+        .iter()
+        .filter(|(_, s)| *s == StatusCode::CONFLICT)
+        .count();
+    println!(
+        "stock by units: {started} of 160 checkouts started, {refused} removals refused, \
+         total {total} (held {held}, sold {sold})"
+    );
+    assert_eq!(total, expected, "every save counted once: {saved_units:?}");
+    assert_eq!(
+        held + sold,
+        started,
+        "every started checkout holds its unit"
+    );
+    assert!(total >= held + sold);
+    assert_no_drift(&app.db.inventory()).await;
+
+    // more than is available: refused, said beside the field, nothing changed
+    let before = everything(&app.db.pool).await;
+    let too_many = format!("-{}", total - held - sold + 1);
+    let refused = post(
+        &app,
+        &staff,
+        "/admin/catalogue/stock/sea-salt",
+        &csrf,
+        &stock_fields(&too_many),
+    )
+    .await;
+    assert_eq!(refused.status(), StatusCode::CONFLICT);
+    let page = refused.text().await.unwrap();
+    assert!(
+        page.contains(&format!(
+            "so at most {} units can be removed now (you asked to remove {})",
+            total - held - sold,
+            total - held - sold + 1
+        )),
+        "{page}"
+    );
+    assert!(page.contains("id=\"f-add_units-error\""), "{page}");
+    assert_eq!(
+        changed_but_activity(&before, &everything(&app.db.pool).await),
+        Vec::<String>::new()
+    );
+    // not a number of units
+    let bad = post(
+        &app,
+        &staff,
+        "/admin/catalogue/stock/sea-salt",
+        &csrf,
+        &stock_fields("a dozen"),
+    )
+    .await;
+    assert_eq!(bad.status(), StatusCode::BAD_REQUEST);
+    assert!(bad.text().await.unwrap().contains("value=\"a dozen\""));
+    assert_eq!(
+        changed_but_activity(&before, &everything(&app.db.pool).await),
+        Vec::<String>::new()
+    );
+}
+
 #[tokio::test]
 async fn saving_a_schedule_never_changes_a_slot_that_has_orders() {
     let app = spawn_app().await;

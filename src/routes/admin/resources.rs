@@ -38,6 +38,28 @@ pub async fn resources(
 pub(super) struct ResourcePage {
     nav: Nav,
     r: views::ResourceRow,
+    /// The page where what sells it has its capacity changed, when a
+    /// product with such a page sells it: capacity is changed in one place.
+    editor: Option<String>,
+}
+
+/// The admin page of the product selling a resource, if it has one.
+async fn editor_of(shop: &Shop, resource: &str) -> Result<Option<String>, ShopError> {
+    #[derive(sqlx::FromRow)]
+    struct Seller {
+        id: String,
+        collection: String,
+        kind: crate::catalogue::CollectionKind,
+    }
+    let seller: Option<Seller> = sqlx::query_as(
+        "select p.id, p.collection, c.kind from products p \
+           join collections c on c.id = p.collection \
+          where p.resource_id = $1 and p.archived_at is null order by p.id limit 1",
+    )
+    .bind(resource)
+    .fetch_optional(&shop.pool)
+    .await?;
+    Ok(seller.and_then(|s| s.kind.product_editor(&s.collection, &s.id)))
 }
 
 /// `GET /admin/resources/{id}`.
@@ -54,6 +76,7 @@ pub async fn resource(
         .ok_or_else(|| ShopError::not_found("no such resource"))?;
     let page = ResourcePage {
         nav: nav(&shop, &session, &notice).await?,
+        editor: editor_of(&shop, &r.resource_id).await?,
         r,
     };
     render(StatusCode::OK, &page)

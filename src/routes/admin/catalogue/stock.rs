@@ -1,5 +1,7 @@
-//! A stock item's pages: its price, quantity, most per order, sale window
-//! and the shelf it goes on (a new shelf made with it when staff name one).
+//! A stock item's pages: its price, its units (how many a new item starts
+//! with; then units added or removed, with the engine's count shown), most
+//! per order, sale window and the shelf it goes on (a new shelf made with
+//! it when staff name one).
 
 use actix_web::http::StatusCode;
 use actix_web::{HttpResponse, web};
@@ -12,6 +14,7 @@ use crate::routes::ShopError;
 use crate::routes::admin::NoticeQuery;
 use crate::routes::admin::form::Form;
 use crate::routes::admin::pages::{Nav, nav, render, see_other};
+use crate::staff::catalogue::Saved;
 use crate::staff::catalogue::{self, ProductRow};
 use crate::staff::{Session, StaffError};
 use crate::state::Shop;
@@ -88,6 +91,14 @@ async fn save_stock_form(
         Some(item) => item.currency.clone(),
         None => catalogue::shop_currency(&shop.pool).await?,
     };
+    // an item that exists: units added or removed, never its total typed
+    let add_units = match &item {
+        Some(item) => {
+            form.set("capacity", item.total.to_string());
+            read_units(&mut form)
+        }
+        None => Some(0),
+    };
     let sold = read_sold(&mut form, shop.zone, "The quantity");
     let shelf_typed = form.text("shelf", "The shelf", 200, true);
     let shelf = if shelf_typed.is_empty() || shelf_typed.chars().count() > 200 {
@@ -132,24 +143,39 @@ async fn save_stock_form(
         ),
         _ => None,
     };
-    let status = match (edit, shelf) {
-        (Some(edit), Some(shelf)) => {
+    let status = match (edit, shelf, add_units) {
+        (Some(edit), Some(shelf), Some(add_units)) => {
+            let new = item.is_none();
             let saved =
-                catalogue::save_stock(&shop.pool, &session.staff, &edit, &shelf, item.is_none())
+                catalogue::save_stock(&shop.pool, &session.staff, &edit, &shelf, new, add_units)
                     .await;
-            match after_save(&mut form, saved, "id", |created| {
-                format!(
-                    "/admin/catalogue/stock/{}?notice={}",
-                    segment(&edit.id),
-                    if created {
-                        "stock_created"
-                    } else {
-                        "stock_saved"
-                    }
-                )
-            })? {
-                Answer::Done(to) => return Ok(see_other(&to)),
-                Answer::Again(status) => status,
+            if let (Ok(Saved::CapacityRefused { held, sold, .. }), Some(item)) = (&saved, &item) {
+                form.fail(
+                    "add_units",
+                    format!(
+                        "Refused: {held} are reserved and {sold} sold, so at most {} units can \
+                         be removed now (you asked to remove {}). Nothing was changed.",
+                        (item.total - held - sold).max(0),
+                        -add_units
+                    ),
+                );
+                form.set("add_units", add_units.to_string());
+                StatusCode::CONFLICT
+            } else {
+                match after_save(&mut form, saved, "id", |created| {
+                    format!(
+                        "/admin/catalogue/stock/{}?notice={}",
+                        segment(&edit.id),
+                        if created {
+                            "stock_created"
+                        } else {
+                            "stock_saved"
+                        }
+                    )
+                })? {
+                    Answer::Done(to) => return Ok(see_other(&to)),
+                    Answer::Again(status) => status,
+                }
             }
         }
         _ => StatusCode::BAD_REQUEST,
@@ -162,6 +188,25 @@ async fn save_stock_form(
         currency,
     };
     render(status, &page)
+}
+
+/// The units typed to add (`20`, `+20`) or remove (`-5`); empty adds none.
+fn read_units(form: &mut Form) -> Option<i64> {
+    let typed = form.value("add_units").trim().to_owned();
+    let digits = typed.strip_prefix('+').unwrap_or(&typed);
+    if digits.is_empty() {
+        return Some(0);
+    }
+    match digits.parse::<i64>() {
+        Ok(n) if (-1_000_000..=1_000_000).contains(&n) => Some(n),
+        _ => {
+            form.fail(
+                "add_units",
+                "Type the units to add, like 20, or to remove, like -5 (at most 1,000,000).",
+            );
+            None
+        }
+    }
 }
 
 /// `POST /admin/catalogue/stock`: a new stock item.
