@@ -131,6 +131,19 @@ impl ShopZone {
     pub fn typed(&self, at: DateTime<Utc>) -> String {
         self.local(at).format("%Y-%m-%d %H:%M").to_string()
     }
+
+    /// A moment as a date and time picker (`<input type="datetime-local">`)
+    /// shows it and sends it back: `2027-03-20T19:30` in this zone, which
+    /// [`ShopZone::read`] reads.
+    pub fn picker(&self, at: DateTime<Utc>) -> String {
+        self.local(at).format("%Y-%m-%dT%H:%M").to_string()
+    }
+
+    /// A moment's wall-clock time as a time picker (`<input type="time">`)
+    /// shows it: `19:30` in this zone.
+    pub fn clock_time(&self, at: DateTime<Utc>) -> String {
+        self.local(at).format("%H:%M").to_string()
+    }
 }
 
 #[cfg(test)]
@@ -143,6 +156,33 @@ mod tests {
 
     fn hm(h: u32, m: u32) -> NaiveTime {
         NaiveTime::from_hms_opt(h, m, 0).unwrap()
+    }
+
+    #[test]
+    fn a_picker_shows_a_moment_in_the_shops_time_and_reads_it_back_across_the_clock_changes() {
+        let berlin = ShopZone::parse("Europe/Berlin").unwrap();
+        for (local, utc) in [
+            ("2027-03-28T01:59", "2027-03-28T00:59:00+00:00"),
+            ("2027-03-28T03:00", "2027-03-28T01:00:00+00:00"),
+            ("2027-10-31T01:30", "2027-10-30T23:30:00+00:00"),
+            ("2027-10-31T03:30", "2027-10-31T02:30:00+00:00"),
+        ] {
+            let at = berlin.read(local).unwrap();
+            assert_eq!(at.to_rfc3339(), utc, "{local}");
+            assert_eq!(berlin.picker(at), local);
+        }
+        // the hour the clocks skip is refused; the hour they repeat is
+        // read as its first (summer) time and shown as typed
+        assert!(
+            berlin
+                .read("2027-03-28T02:30")
+                .unwrap_err()
+                .contains("the clocks skip it")
+        );
+        let twice = berlin.read("2027-10-31T02:30").unwrap();
+        assert_eq!(twice.to_rfc3339(), "2027-10-31T00:30:00+00:00");
+        assert_eq!(berlin.picker(twice), "2027-10-31T02:30");
+        assert_eq!(berlin.clock_time(twice), "02:30");
     }
 
     #[test]

@@ -190,7 +190,7 @@ async fn an_owner_sets_up_an_event_a_schedule_and_stock_and_the_shop_sells_them(
         .admin_page(&staff, &format!("/admin/catalogue/events/{EVENT}"))
         .await;
     assert!(
-        page.contains("value=\"2030-06-20 20:00\""),
+        page.contains("value=\"2030-06-20T20:00\""),
         "shown in the shop's zone: {page}"
     );
     // moved, with an explicit offset: the tiers follow

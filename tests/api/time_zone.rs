@@ -155,3 +155,97 @@ async fn the_served_shop_shows_times_in_the_configured_zone() {
         holdfast::clock::ShopZone::UTC
     );
 }
+
+#[tokio::test]
+async fn the_admins_pickers_read_and_show_the_shops_time_on_the_nights_the_clocks_change() {
+    let app = spawn_app_shaped(TestDb::new().await, |_, shop| shop.zone = berlin()).await;
+    app.add_staff().await;
+    let (staff, csrf) = app.staff_browser().await;
+    let event = |starts_at: &'static str, doors_at: &'static str| {
+        vec![
+            ("csrf", csrf.clone()),
+            ("title", "Clock night".to_owned()),
+            ("lede", String::new()),
+            ("id", "clock-night".to_owned()),
+            ("starts_at", starts_at.to_owned()),
+            ("doors_at", doors_at.to_owned()),
+            ("ends_at", String::new()),
+            ("venue", "Pier 4".to_owned()),
+        ]
+    };
+    let stored = || async {
+        sqlx::query_scalar::<_, Option<chrono::DateTime<Utc>>>(
+            "select starts_at from collections where id = 'clock-night'",
+        )
+        .fetch_optional(&app.db.pool)
+        .await
+        .unwrap()
+        .flatten()
+    };
+    // the half hour the clocks skip in spring: refused, as typed, nothing made
+    let skipped = staff
+        .post(format!("{}/admin/catalogue/events", app.address))
+        .form(&event("2027-03-28T02:30", ""))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(skipped.status(), reqwest::StatusCode::BAD_REQUEST);
+    let page = skipped.text().await.unwrap();
+    assert!(page.contains("the clocks skip it"), "{page}");
+    assert!(page.contains("type=\"datetime-local\" id=\"f-starts_at\" name=\"starts_at\" value=\"2027-03-28T02:30\""), "{page}");
+    assert_eq!(stored().await, None);
+    // the hour the clocks repeat in autumn: its first (summer) time
+    let made = staff
+        .post(format!("{}/admin/catalogue/events", app.address))
+        .form(&event("2027-10-31T02:30", "01:45"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(made.status(), reqwest::StatusCode::SEE_OTHER);
+    assert_eq!(
+        stored().await.unwrap().to_rfc3339(),
+        "2027-10-31T00:30:00+00:00"
+    );
+    let form = app
+        .admin_page(&staff, "/admin/catalogue/events/clock-night")
+        .await;
+    assert!(form.contains("value=\"2027-10-31T02:30\""), "{form}");
+    assert!(
+        form.contains("type=\"time\" id=\"f-doors_at\" name=\"doors_at\" value=\"01:45\""),
+        "{form}"
+    );
+    // moved to just after the spring change: shown back as typed
+    let moved = staff
+        .post(format!(
+            "{}/admin/catalogue/events/clock-night",
+            app.address
+        ))
+        .form(&event("2027-03-28T03:00", "01:30"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(moved.status(), reqwest::StatusCode::SEE_OTHER);
+    assert_eq!(
+        stored().await.unwrap().to_rfc3339(),
+        "2027-03-28T01:00:00+00:00"
+    );
+    let form = app
+        .admin_page(&staff, "/admin/catalogue/events/clock-night")
+        .await;
+    assert!(form.contains("value=\"2027-03-28T03:00\""), "{form}");
+    assert!(form.contains("value=\"01:30\""), "{form}");
+    // doors in the skipped half hour of that day: refused beside the field
+    let doors = staff
+        .post(format!(
+            "{}/admin/catalogue/events/clock-night",
+            app.address
+        ))
+        .form(&event("2027-03-28T03:00", "02:15"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(doors.status(), reqwest::StatusCode::BAD_REQUEST);
+    let page = doors.text().await.unwrap();
+    assert!(page.contains("id=\"f-doors_at-error\""), "{page}");
+    assert!(page.contains("the clocks skip it"), "{page}");
+}

@@ -36,15 +36,21 @@ fn event_form(event: &CollectionEdit, zone: ShopZone) -> Form {
     form.set("lede", &event.lede);
     form.set(
         "starts_at",
-        event.starts_at.map(|at| zone.typed(at)).unwrap_or_default(),
+        event
+            .starts_at
+            .map(|at| zone.picker(at))
+            .unwrap_or_default(),
     );
     form.set(
         "doors_at",
-        event.doors_at.map(|at| zone.typed(at)).unwrap_or_default(),
+        event
+            .doors_at
+            .map(|at| zone.clock_time(at))
+            .unwrap_or_default(),
     );
     form.set(
         "ends_at",
-        event.ends_at.map(|at| zone.typed(at)).unwrap_or_default(),
+        event.ends_at.map(|at| zone.picker(at)).unwrap_or_default(),
     );
     form.set("venue", &event.venue);
     form

@@ -243,14 +243,14 @@ fn product_form(product: &ProductRow, zone: ShopZone) -> Form {
         "sale_opens_at",
         product
             .sale_opens_at
-            .map(|at| zone.typed(at))
+            .map(|at| zone.picker(at))
             .unwrap_or_default(),
     );
     form.set(
         "sale_closes_at",
         product
             .sale_closes_at
-            .map(|at| zone.typed(at))
+            .map(|at| zone.picker(at))
             .unwrap_or_default(),
     );
     if product.hidden {
