@@ -541,7 +541,7 @@ create table staff (
 -- table staff_actions (made by 0005_staff.sql; changed by 0012_after_the_sale.sql,
 --   0018_staff_roles.sql, 0030_staff_accounts_two_factor.sql, 0040_exports.sql,
 --   0050_catalogue_admin.sql, 0060_outgoing_webhooks.sql, 0061_api_keys.sql, 0070_waiting_list.sql,
---   0072_waitlist_actions.sql, 0120_restoring.sql)
+--   0072_waitlist_actions.sql, 0120_restoring.sql, 0121_sections_ordered.sql)
 create table staff_actions (
     id       bigint not null generated always as identity,
     staff_id bigint,
@@ -553,7 +553,7 @@ create table staff_actions (
     operator text,
     constraint staff_actions_pkey PRIMARY KEY (id),
     constraint staff_action_by_someone CHECK (((staff_id IS NULL) <> (operator IS NULL))),
-    constraint staff_action_known CHECK ((action = ANY (ARRAY['restore_collection'::text, 'restore_product'::text, 'restore_voucher'::text, 'waitlist_rules'::text, 'turn_queue_on'::text, 'remove_waitlist_entry'::text, 'add_api_key'::text, 'revoke_api_key'::text, 'api_refused'::text, 'api_checkout'::text, 'add_voucher'::text, 'archive_voucher'::text, 'add_webhook'::text, 'enable_webhook'::text, 'disable_webhook'::text, 'replay_webhook'::text, 'add_staff'::text, 'archive_collection'::text, 'archive_product'::text, 'archive_voucher'::text, 'change_role'::text, 'change_setting'::text, 'create_voucher'::text, 'disable_staff'::text, 'door_list'::text, 'enable_staff'::text, 'export_attendees'::text, 'export_orders'::text, 'login'::text, 'logout'::text, 'new_recovery_codes'::text, 'redeem'::text, 'refund_order'::text, 'refused'::text, 'release_hold'::text, 'repair_resource'::text, 'reset_two_factor'::text, 'retry_refund'::text, 'save_event'::text, 'save_schedule'::text, 'save_stock'::text, 'save_tier'::text, 'set_capacity'::text, 'set_password'::text, 'two_factor_off'::text, 'two_factor_on'::text]))),
+    constraint staff_action_known CHECK ((action = ANY (ARRAY['move_collection'::text, 'restore_collection'::text, 'restore_product'::text, 'restore_voucher'::text, 'waitlist_rules'::text, 'turn_queue_on'::text, 'remove_waitlist_entry'::text, 'add_api_key'::text, 'revoke_api_key'::text, 'api_refused'::text, 'api_checkout'::text, 'add_voucher'::text, 'archive_voucher'::text, 'add_webhook'::text, 'enable_webhook'::text, 'disable_webhook'::text, 'replay_webhook'::text, 'add_staff'::text, 'archive_collection'::text, 'archive_product'::text, 'archive_voucher'::text, 'change_role'::text, 'change_setting'::text, 'create_voucher'::text, 'disable_staff'::text, 'door_list'::text, 'enable_staff'::text, 'export_attendees'::text, 'export_orders'::text, 'login'::text, 'logout'::text, 'new_recovery_codes'::text, 'redeem'::text, 'refund_order'::text, 'refused'::text, 'release_hold'::text, 'repair_resource'::text, 'reset_two_factor'::text, 'retry_refund'::text, 'save_event'::text, 'save_schedule'::text, 'save_stock'::text, 'save_tier'::text, 'set_capacity'::text, 'set_password'::text, 'two_factor_off'::text, 'two_factor_on'::text]))),
     constraint staff_actions_staff_id_fkey FOREIGN KEY (staff_id) REFERENCES staff(id)
 );
 CREATE INDEX staff_actions_logins ON public.staff_actions USING btree (staff_id, at DESC) WHERE ((action = 'login'::text) AND (outcome = 'ok'::text));

@@ -173,6 +173,14 @@ pub async fn put_schedule(pool: &PgPool, schedule: &Schedule) -> anyhow::Result<
 /// [`put_schedule`], in the caller's transaction.
 pub async fn put_schedule_in(conn: &mut PgConnection, schedule: &Schedule) -> anyhow::Result<()> {
     schedule.check()?;
+    // its place on the page stays where the owner put it; a new one goes last
+    let position: i32 = sqlx::query_scalar(
+        "select coalesce((select position from collections where id = $1), \
+                         (select coalesce(max(position) + 1, 0) from collections))",
+    )
+    .bind(&schedule.collection)
+    .fetch_one(&mut *conn)
+    .await?;
     put_collection_in(
         conn,
         &CollectionEdit {
@@ -184,7 +192,7 @@ pub async fn put_schedule_in(conn: &mut PgConnection, schedule: &Schedule) -> an
             ends_at: None,
             doors_at: None,
             venue: String::new(),
-            position: 0,
+            position,
         },
     )
     .await?;

@@ -868,6 +868,141 @@ async fn stock_is_added_and_removed_by_units_while_checkouts_run_and_every_unit_
     );
 }
 
+/// The shop's sections (collections in the shop) in page order, with
+/// their places.
+async fn sections(app: &TestApp) -> Vec<(String, i32)> {
+    sqlx::query_as(
+        "select id, position from collections where archived_at is null order by position, id",
+    )
+    .fetch_all(&app.db.pool)
+    .await
+    .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn the_owner_orders_the_shops_sections_and_moves_at_once_never_share_a_place() {
+    let app = spawn_app().await;
+    app.load_demo().await;
+    app.add_staff().await;
+    let (staff, csrf) = app.staff_browser().await;
+    let before: Vec<String> = sections(&app).await.into_iter().map(|(id, _)| id).collect();
+    assert!(before.len() >= 3, "{before:?}");
+    let last = before.last().unwrap().clone();
+    let to = saved(
+        &app,
+        &staff,
+        &format!("/admin/catalogue/collections/{last}/move"),
+        &csrf,
+        &[("to", "up")],
+    )
+    .await;
+    assert_eq!(
+        to,
+        format!("/admin/catalogue?notice=section_moved#c-{last}")
+    );
+    let after: Vec<String> = sections(&app).await.into_iter().map(|(id, _)| id).collect();
+    let mut expected = before.clone();
+    let n = expected.len();
+    expected.swap(n - 1, n - 2);
+    assert_eq!(after, expected);
+    // the shop shows them in that order
+    app.settled().await;
+    let home = read_page(&app.client, &format!("{}/", app.address)).await;
+    let titles: Vec<String> = sqlx::query_scalar(
+        "select title from collections where archived_at is null order by position, id",
+    )
+    .fetch_all(&app.db.pool)
+    .await
+    .unwrap();
+    let places: Vec<usize> = titles
+        .iter()
+        .filter_map(|t| home.find(t.as_str()))
+        .collect();
+    assert_eq!(places.len(), titles.len(), "{home}");
+    assert!(
+        places.windows(2).all(|w| w[0] < w[1]),
+        "{titles:?} {places:?}"
+    );
+    // the first one up stays first; a word not a way, or no such section
+    let first = after[0].clone();
+    saved(
+        &app,
+        &staff,
+        &format!("/admin/catalogue/collections/{first}/move"),
+        &csrf,
+        &[("to", "up")],
+    )
+    .await;
+    assert_eq!(
+        sections(&app)
+            .await
+            .into_iter()
+            .map(|(id, _)| id)
+            .collect::<Vec<_>>(),
+        after
+    );
+    let sideways = post(
+        &app,
+        &staff,
+        &format!("/admin/catalogue/collections/{first}/move"),
+        &csrf,
+        &[("to", "sideways")],
+    )
+    .await;
+    assert_eq!(sideways.status(), StatusCode::BAD_REQUEST);
+    let nowhere = post(
+        &app,
+        &staff,
+        "/admin/catalogue/collections/no-such/move",
+        &csrf,
+        &[("to", "up")],
+    )
+    .await;
+    assert_eq!(nowhere.status(), StatusCode::NOT_FOUND);
+    // forty moves at once: every section keeps a place of its own
+    let moves = (0..40).map(|i| {
+        let (app, staff, csrf) = (&app, &staff, &csrf);
+        let id = after[i % after.len()].clone();
+        let way = if i % 3 == 0 { "down" } else { "up" };
+        async move {
+            post(
+                app,
+                staff,
+                &format!("/admin/catalogue/collections/{id}/move"),
+                csrf,
+                &[("to", way)],
+            )
+            .await
+            .status()
+        }
+    });
+    // each is done, or (waiting too long for the others) answered busy
+    // with nothing changed
+    let statuses = futures::future::join_all(moves).await;
+    let done = statuses
+        .iter()
+        .filter(|s| **s == StatusCode::SEE_OTHER)
+        .count();
+    assert!(
+        statuses
+            .iter()
+            .all(|s| *s == StatusCode::SEE_OTHER || *s == StatusCode::SERVICE_UNAVAILABLE),
+        "{statuses:?}"
+    );
+    assert!(done > 0, "{statuses:?}");
+    let places: Vec<i32> = sections(&app).await.into_iter().map(|(_, p)| p).collect();
+    assert_eq!(places, (0..places.len() as i32).collect::<Vec<_>>());
+    let recorded: i64 =
+        sqlx::query_scalar("select count(*) from staff_actions where action = 'move_collection'")
+            .fetch_one(&app.db.pool)
+            .await
+            .unwrap();
+    assert!(
+        recorded >= 1 && recorded <= 1 + done as i64,
+        "{recorded} {done}"
+    );
+}
+
 #[tokio::test]
 async fn saving_a_schedule_never_changes_a_slot_that_has_orders() {
     let app = spawn_app().await;

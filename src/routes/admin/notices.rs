@@ -194,6 +194,7 @@ fn fixed(notice: &str) -> Option<&'static str> {
             "Refused: what it belongs to is archived too. Restore that, and it comes back \
             with it. Nothing was changed."
         }
+        "section_moved" => "Moved: the shop shows its sections in this order.",
         "voucher_restored" => {
             "Voucher restored: checkouts can start with it again; its uses are as they were."
         }

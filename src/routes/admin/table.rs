@@ -122,6 +122,7 @@ pub static ROUTES: &[AdminRoute] = &[
     route!(Post "/catalogue/stock/{id}", Catalogue => catalogue::save_stock),
     route!(Post "/catalogue/products/{id}/archive", Catalogue => catalogue::archive_product),
     route!(Post "/catalogue/collections/{id}/archive", Catalogue => catalogue::archive_collection),
+    route!(Post "/catalogue/collections/{id}/move", Catalogue => catalogue::move_collection),
     route!(Get "/catalogue/archived", Catalogue => catalogue::archived_page),
     route!(Post "/catalogue/products/{id}/restore", Catalogue => catalogue::restore_product),
     route!(Post "/catalogue/collections/{id}/restore", Catalogue => catalogue::restore_collection),

@@ -13,6 +13,7 @@ mod schedules;
 mod stock;
 
 pub use archived::{archived_page, restore_collection, restore_product};
+
 pub use events::{
     create_event, create_tier, event_page, new_event, new_tier, save_event, save_tier, tier_page,
 };
@@ -32,6 +33,7 @@ use crate::catalogue::kinds::{CollectionKind, Listing};
 use crate::clock::ShopZone;
 use crate::routes::ShopError;
 use crate::staff::catalogue::{self, CollectionRow, ProductRow, Saved};
+use crate::staff::sections::{self, Move};
 use crate::staff::{Session, StaffError};
 use crate::state::Shop;
 
@@ -334,6 +336,29 @@ pub async fn archive_collection(
 ) -> Result<HttpResponse, ShopError> {
     if catalogue::archive_collection(&shop.pool, &session.staff, &id).await? {
         Ok(see_other("/admin/catalogue?notice=collection_archived"))
+    } else {
+        Err(ShopError::not_found("no such collection in the shop"))
+    }
+}
+
+/// `POST /admin/catalogue/collections/{id}/move` (field `to`: `up` or
+/// `down`): a section one place up or down the shop's page.
+pub async fn move_collection(
+    shop: web::Data<Shop>,
+    session: web::ReqData<Session>,
+    id: web::Path<String>,
+    form: Fields,
+) -> Result<HttpResponse, ShopError> {
+    let to = form
+        .iter()
+        .find(|(name, _)| name == "to")
+        .and_then(|(_, word)| Move::parse(word))
+        .ok_or_else(|| ShopError::bad_request("move a section up or down; nothing was changed"))?;
+    if sections::move_section(&shop.pool, &session.staff, &id, to).await? {
+        Ok(see_other(&format!(
+            "/admin/catalogue?notice=section_moved#c-{}",
+            segment(&id)
+        )))
     } else {
         Err(ShopError::not_found("no such collection in the shop"))
     }
