@@ -273,7 +273,31 @@ begin
 end;
 $function$;
 
--- hf_check (last written by 0012_after_the_sale.sql)
+-- hf_bookable_times (last written by 0160_tables.sql)
+CREATE OR REPLACE FUNCTION public.hf_bookable_times(p_room text, p_from timestamp with time zone, p_to timestamp with time zone, p_party integer)
+ RETURNS TABLE(product_id text, starts_at timestamp with time zone, covers_left integer, seats boolean)
+ LANGUAGE sql
+ STABLE
+AS $function$
+    select t.product_id, t.starts_at, r.total - r.held - r.sold,
+           (r.total - r.held - r.sold >= p_party
+            and exists (select 1 from hf_free_sets(
+                            p_room, p_party,
+                            tstzrange(t.starts_at, t.starts_at + (hf_table_terms(t.product_id, p_party)).turn, '[)'),
+                            null)))
+      from dining_times t
+      join products p on p.id = t.product_id
+      join resources r on r.id = t.resource_id
+      join dining_rooms d on d.collection = t.room
+     where t.room = p_room and t.starts_at >= p_from and t.starts_at < p_to
+       and p.active and p.archived_at is null
+       and (p.sale_closes_at is null or p.sale_closes_at > now())
+       and t.starts_at > now()
+       and p_party between 1 and d.largest_party
+     order by t.starts_at;
+$function$;
+
+-- hf_check (last written by 0160_tables.sql)
 CREATE OR REPLACE FUNCTION public.hf_check(p_resource text DEFAULT NULL::text)
  RETURNS TABLE(resource_id text, total integer, held integer, sold integer, rows_held integer, rows_sold integer, drift boolean)
  LANGUAGE sql
@@ -281,7 +305,17 @@ CREATE OR REPLACE FUNCTION public.hf_check(p_resource text DEFAULT NULL::text)
 AS $function$
     select r.id, r.total, r.held, r.sold,
            coalesce(x.held, 0)::integer, coalesce(x.sold, 0)::integer,
-           (r.held <> coalesce(x.held, 0) or r.sold <> coalesce(x.sold, 0))
+           (r.held <> coalesce(x.held, 0) or r.sold <> coalesce(x.sold, 0)
+            or exists (select 1 from dining_times t where t.resource_id = r.id)
+               and (exists (select 1 from holds h
+                             where h.resource_id = r.id
+                               and (h.state in ('held', 'awaiting_payment')
+                                    or h.state = 'confirmed' and h.returned < h.qty)
+                               and not exists (select 1 from table_pins p where p.hold_id = h.id and p.live))
+                    or exists (select 1 from table_pins p join holds h on h.id = p.hold_id
+                                where h.resource_id = r.id and p.live
+                                  and not (h.state in ('held', 'awaiting_payment')
+                                           or h.state = 'confirmed' and h.returned < h.qty))))
       from resources r
       left join (
             select h.resource_id,
@@ -593,6 +627,17 @@ begin
 end;
 $function$;
 
+-- hf_end_pins (last written by 0160_tables.sql)
+CREATE OR REPLACE FUNCTION public.hf_end_pins()
+ RETURNS trigger
+ LANGUAGE plpgsql
+AS $function$
+begin
+    update table_pins set live = false where hold_id = new.id and live;
+    return null;
+end;
+$function$;
+
 -- hf_end_purchase (last written by 0013_one_engine.sql)
 CREATE OR REPLACE FUNCTION public.hf_end_purchase(p_purchase uuid, p_state text, p_now timestamp with time zone, p_actor text, p_reason text)
  RETURNS integer
@@ -722,7 +767,60 @@ begin
 end;
 $function$;
 
--- hf_hand_over (last written by 0073_waitlist_line_rules.sql)
+-- hf_free_sets (last written by 0160_tables.sql)
+CREATE OR REPLACE FUNCTION public.hf_free_sets(p_room text, p_party integer, p_during tstzrange, p_except uuid)
+ RETURNS TABLE(set_id text, tables text[], max_party integer, joined boolean, idle interval, priority integer)
+ LANGUAGE sql
+ STABLE
+AS $function$
+    with room as (
+        select chooser from dining_rooms where collection = p_room
+    ), sets as (
+        select t.id as set_id, array[t.id] as tables, t.min_party, t.max_party, t.priority,
+               t.position, false as joined
+          from dining_tables t
+         where t.room = p_room and t.archived_at is null
+        union all
+        select j.id, j.tables, j.min_party, j.max_party, j.priority,
+               (select min(t.position) from dining_tables t
+                 where t.room = p_room and t.id = any (j.tables)), true
+          from dining_joins j
+         where j.room = p_room and j.archived_at is null
+           -- every table of the set is one of the room's, not archived
+           and (select count(*) from dining_tables t
+                 where t.room = p_room and t.id = any (j.tables) and t.archived_at is null)
+               = cardinality(j.tables)
+    ), fitting as (
+        select s.* from sets s
+         where p_party between s.min_party and s.max_party
+           and not exists (select 1 from table_pins p
+                            where p.room = p_room and p.table_id = any (s.tables) and p.live
+                              and p.during && p_during
+                              and p.hold_id is distinct from p_except)
+    )
+    select f.set_id, f.tables, f.max_party, f.joined,
+           (select sum(
+                   least(coalesce(lower(p_during) - (
+                       select max(upper(p.during)) from table_pins p
+                        where p.room = p_room and p.table_id = x.id and p.live
+                          and p.hold_id is distinct from p_except
+                          and p.during && tstzrange(lower(p_during) - interval '4 hours', lower(p_during))),
+                       interval '4 hours'), interval '4 hours')
+                 + least(coalesce((
+                       select min(lower(p.during)) from table_pins p
+                        where p.room = p_room and p.table_id = x.id and p.live
+                          and p.hold_id is distinct from p_except
+                          and p.during && tstzrange(upper(p_during), upper(p_during) + interval '4 hours'))
+                       - upper(p_during), interval '4 hours'), interval '4 hours'))
+              from unnest(f.tables) as x(id)) as idle,
+           f.priority
+      from fitting f, room
+     order by case when room.chooser = 'first_fit' then f.position end,
+              case when room.chooser = 'first_fit' then f.set_id end,
+              f.max_party, f.joined, idle, f.priority, f.set_id;
+$function$;
+
+-- hf_hand_over (last written by 0160_tables.sql)
 CREATE OR REPLACE FUNCTION public.hf_hand_over(p_resource text, p_now timestamp with time zone)
  RETURNS integer
  LANGUAGE plpgsql
@@ -739,6 +837,9 @@ declare
     -- products served strictly in order whose first entry did not fit
     v_blocked text[] := '{}';
 begin
+    if exists (select 1 from dining_times where resource_id = p_resource) then
+        return hf_hand_over_tables(p_resource, p_now);
+    end if;
     v_waiting := hf_line_waits(p_resource, p_now);
     -- nobody waiting and nothing set aside: nothing to do, no lock taken
     if not v_waiting and not exists (select 1 from holds
@@ -827,6 +928,93 @@ begin
            set held = held + v_left, next_expiry = least(next_expiry, v_until), updated_at = p_now
          where id = p_resource;
     end if;
+    return v_offered;
+end;
+$function$;
+
+-- hf_hand_over_tables (last written by 0160_tables.sql)
+CREATE OR REPLACE FUNCTION public.hf_hand_over_tables(p_resource text, p_now timestamp with time zone)
+ RETURNS integer
+ LANGUAGE plpgsql
+AS $function$
+declare
+    r         resources;
+    e         record;
+    v         record;
+    v_left    integer;
+    v_hold    uuid;
+    v_order   uuid;
+    v_until   timestamptz;
+    v_offered integer := 0;
+    v_locked  boolean := false;
+begin
+    if not exists (select 1 from waitlist_entries w join products p on p.id = w.product_id
+                    where p.resource_id = p_resource and w.state = 'waiting') then
+        return 0;
+    end if;
+    -- lock: this resource
+    perform 1 from resources where id = p_resource for no key update;
+    select * into r from resources where id = p_resource;
+    v_left := r.total - r.held - r.sold;
+    for e in
+        select w.id, w.qty, w.name, w.email, w.email_key, w.provider, w.token, w.client_address,
+               p.id as product_id, p.name as product_name, p.currency,
+               p.waitlist_claim_minutes, p.max_per_order
+          from waitlist_entries w
+          join products p on p.id = w.product_id
+         where p.resource_id = p_resource and w.state = 'waiting'
+           and p.active and p.archived_at is null
+           and (p.sale_closes_at is null or p.sale_closes_at > p_now)
+         order by w.line_no
+           for update of w
+    loop
+        exit when v_left <= 0;
+        continue when e.qty > v_left;
+        continue when hf_units_held_by_email(e.email_key, e.product_id) + e.qty > e.max_per_order;
+        select * into v from hf_table_terms(e.product_id, e.qty);
+        continue when not found or v.starts_at <= p_now;
+        if not v_locked then
+            -- lock: the room, after the resource
+            perform 1 from dining_rooms where collection = v.room for no key update;
+            v_locked := true;
+        end if;
+        continue when not exists (
+            select 1 from hf_free_sets(v.room, e.qty, tstzrange(v.starts_at, v.starts_at + v.turn, '[)'), null));
+        v_hold := hf_uuid_v7();
+        v_order := gen_random_uuid();
+        v_until := least(p_now + make_interval(mins => e.waitlist_claim_minutes), v.starts_at);
+        insert into holds (id, resource_id, account_id, qty, expires_at)
+        values (v_hold, p_resource, 'waitlist:' || e.id, e.qty, v_until);
+        insert into hold_events (hold_id, kind, to_state, actor, detail)
+        values (v_hold, 'held', 'held', 'waitlist',
+                jsonb_build_object('qty', e.qty, 'entry', e.id,
+                                   'ttl_seconds', extract(epoch from v_until - p_now)::integer));
+        update resources
+           set held = held + e.qty, next_expiry = least(next_expiry, v_until), updated_at = p_now
+         where id = p_resource;
+        insert into orders (id, token, checkout_key, customer_name, customer_email, currency,
+                            amount_minor, provider, email_key, client_address, hold_id)
+        values (v_order, replace(gen_random_uuid()::text, '-', '') || replace(gen_random_uuid()::text, '-', ''),
+                'waitlist-' || e.id, e.name, e.email, e.currency, v.deposit_per_cover * e.qty,
+                e.provider, e.email_key, e.client_address, v_hold);
+        insert into order_lines (order_id, product_id, name, qty, unit_price_minor, paid_minor)
+        values (v_order, e.product_id, e.product_name, e.qty, v.deposit_per_cover,
+                v.deposit_per_cover * e.qty);
+        perform 1 from hf_seat_party(v_order, v_hold, p_resource, e.product_id, e.qty);
+        update waitlist_entries
+           set state = 'offered', offered_at = p_now, offer_expires_at = v_until, order_id = v_order
+         where id = e.id;
+        insert into outbox_jobs (kind, dedupe_key, payload)
+        values ('waitlist_mail', 'waitlist_offer:' || e.id,
+                jsonb_build_object('entry_id', e.id, 'what', 'offer'))
+        on conflict (dedupe_key) do nothing;
+        perform hf_webhook_event('waitlist.offered',
+                                 jsonb_build_object('entry_id', e.id, 'product_id', e.product_id,
+                                                    'qty', e.qty, 'claim_until', v_until,
+                                                    'order', hf_webhook_order(v_order)));
+        v_left := v_left - e.qty;
+        v_offered := v_offered + 1;
+    end loop;
     return v_offered;
 end;
 $function$;
@@ -1322,6 +1510,55 @@ begin
 end;
 $function$;
 
+-- hf_move_booking (last written by 0160_tables.sql)
+CREATE OR REPLACE FUNCTION public.hf_move_booking(p_hold uuid, p_set text)
+ RETURNS text
+ LANGUAGE plpgsql
+AS $function$
+declare
+    b      bookings;
+    v_set  record;
+    v_during tstzrange;
+begin
+    select * into b from bookings where hold_id = p_hold;
+    if not found then
+        return 'not_found';
+    end if;
+    -- lock: the hold's resource, then the room (the engine's order)
+    perform 1 from resources r join holds h on h.resource_id = r.id
+      where h.id = p_hold for no key update of r;
+    perform 1 from dining_rooms where collection = b.room for no key update;
+    if not exists (select 1 from table_pins where hold_id = p_hold and live) then
+        return 'ended';
+    end if;
+    v_during := tstzrange(b.starts_at, b.ends_at, '[)');
+    if not exists (select 1 from dining_tables where room = b.room and id = p_set and archived_at is null)
+       and not exists (select 1 from dining_joins where room = b.room and id = p_set and archived_at is null) then
+        return 'unknown_set';
+    end if;
+    select f.* into v_set from hf_free_sets(b.room, b.party, v_during, p_hold) f where f.set_id = p_set;
+    if not found then
+        -- it exists: either the party does not fit it or it is taken
+        if exists (select 1 from hf_free_sets(b.room, b.party, tstzrange('1900-01-01', '1900-01-02'), p_hold) f
+                    where f.set_id = p_set) then
+            return 'not_free';
+        end if;
+        return 'does_not_fit';
+    end if;
+    if v_set.tables = b.tables then
+        return 'same';
+    end if;
+    delete from table_pins where hold_id = p_hold;
+    insert into table_pins (hold_id, room, table_id, during)
+    select p_hold, b.room, x.id, v_during from unnest(v_set.tables) as x(id);
+    update bookings set tables = v_set.tables where hold_id = p_hold;
+    -- the shop's memory of the room's day reads again: a change of the
+    -- time's counters row says so
+    update resources r set held = r.held from holds h where h.id = p_hold and r.id = h.resource_id;
+    return 'moved';
+end;
+$function$;
+
 -- hf_notify_catalogue (last written by 0014_live_stock.sql)
 CREATE OR REPLACE FUNCTION public.hf_notify_catalogue()
  RETURNS trigger
@@ -1712,6 +1949,46 @@ begin
     if p_restock then
         perform hf_hand_over(h.resource_id, clock_timestamp());
     end if;
+end;
+$function$;
+
+-- hf_seat_party (last written by 0160_tables.sql)
+CREATE OR REPLACE FUNCTION public.hf_seat_party(p_order uuid, p_purchase uuid, p_resource text, p_product text, p_party integer)
+ RETURNS TABLE(tables text[], starts_at timestamp with time zone, ends_at timestamp with time zone)
+ LANGUAGE plpgsql
+AS $function$
+declare
+    v     record;
+    v_set record;
+    v_hold uuid;
+    v_during tstzrange;
+begin
+    select * into v from hf_table_terms(p_product, p_party);
+    if not found then
+        return;
+    end if;
+    select h.id into v_hold from holds h
+     where h.purchase_id = p_purchase and h.resource_id = p_resource
+       and h.state in ('held', 'awaiting_payment')
+     order by h.created_at desc, h.id desc
+     limit 1;
+    if v_hold is null then
+        return;
+    end if;
+    v_during := tstzrange(v.starts_at, v.starts_at + v.turn, '[)');
+    -- lock: the room
+    perform 1 from dining_rooms where collection = v.room for no key update;
+    select f.set_id, f.tables into v_set from hf_free_sets(v.room, p_party, v_during, null) f limit 1;
+    if not found then
+        return;
+    end if;
+    insert into table_pins (hold_id, room, table_id, during)
+    select v_hold, v.room, x.id, v_during from unnest(v_set.tables) as x(id);
+    insert into bookings (hold_id, order_id, room, product_id, party, starts_at, ends_at, tables,
+                          deposit_per_cover_minor, cancel_until)
+    values (v_hold, p_order, v.room, p_product, p_party, lower(v_during), upper(v_during),
+            v_set.tables, v.deposit_per_cover, v.cancel_until);
+    return query select v_set.tables, lower(v_during), upper(v_during);
 end;
 $function$;
 
@@ -2184,6 +2461,28 @@ begin
     return query select p_resource, v_plain.expired_holds + v_paying.expired_holds,
                         v_plain.expired_qty + v_paying.expired_qty;
 end;
+$function$;
+
+-- hf_table_terms (last written by 0160_tables.sql)
+CREATE OR REPLACE FUNCTION public.hf_table_terms(p_product text, p_party integer, OUT room text, OUT starts_at timestamp with time zone, OUT turn interval, OUT deposit_per_cover bigint, OUT cancel_until timestamp with time zone)
+ RETURNS record
+ LANGUAGE sql
+ STABLE
+AS $function$
+    select t.room, t.starts_at,
+           make_interval(mins => coalesce(
+               (select u.minutes from dining_turns u
+                 where u.room = t.room and u.up_to_party >= p_party
+                 order by u.up_to_party limit 1),
+               (select u.minutes from dining_turns u
+                 where u.room = t.room order by u.up_to_party desc limit 1),
+               120)),
+           case when p_party >= pe.deposit_from_party then p.price_minor else 0 end,
+           t.starts_at - make_interval(hours => pe.cancel_hours)
+      from dining_times t
+      join products p on p.id = t.product_id
+      join dining_periods pe on pe.room = t.room and pe.name = t.period
+     where t.product_id = p_product;
 $function$;
 
 -- hf_take_tokens (last written by 0011_fair_sale.sql)

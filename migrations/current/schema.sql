@@ -6,6 +6,9 @@
 -- both after a migration:
 --   HOLDFAST_WRITE_SCHEMA=1 cargo test --test api schema::
 
+-- extension btree_gist (made by 0160_tables.sql)
+create extension btree_gist;
+
 -- table api_idempotency (made by 0062_api_idempotency.sql)
 create table api_idempotency (
     api_key_id      text not null,
@@ -56,6 +59,34 @@ create table basket_lines (
     constraint basket_lines_unlocked_by_fkey FOREIGN KEY (unlocked_by) REFERENCES vouchers(code)
 );
 
+-- table bookings (made by 0160_tables.sql)
+create table bookings (
+    hold_id                 uuid not null,
+    order_id                uuid not null,
+    room                    text not null,
+    product_id              text not null,
+    party                   integer not null,
+    starts_at               timestamp with time zone not null,
+    ends_at                 timestamp with time zone not null,
+    tables                  text[] not null,
+    deposit_per_cover_minor bigint not null,
+    cancel_until            timestamp with time zone not null,
+    no_show_at              timestamp with time zone,
+    no_show_by              text,
+    created_at              timestamp with time zone not null default now(),
+    constraint bookings_pkey PRIMARY KEY (hold_id),
+    constraint booking_no_show_says_who CHECK (((no_show_at IS NULL) = (no_show_by IS NULL))),
+    constraint booking_party CHECK (((party >= 1) AND (party <= 100))),
+    constraint booking_stay CHECK ((ends_at > starts_at)),
+    constraint booking_tables CHECK ((cardinality(tables) >= 1)),
+    constraint bookings_hold_id_fkey FOREIGN KEY (hold_id) REFERENCES holds(id),
+    constraint bookings_order_id_fkey FOREIGN KEY (order_id) REFERENCES orders(id),
+    constraint bookings_product_id_fkey FOREIGN KEY (product_id) REFERENCES products(id),
+    constraint bookings_room_fkey FOREIGN KEY (room) REFERENCES dining_rooms(collection)
+);
+CREATE INDEX bookings_by_order ON public.bookings USING btree (order_id);
+CREATE INDEX bookings_by_room_day ON public.bookings USING btree (room, starts_at);
+
 -- table collection_kinds (made by 0080_kinds_own_their_differences.sql)
 create table collection_kinds (
     kind text not null,
@@ -83,6 +114,114 @@ create table collections (
     constraint collection_title_shape CHECK (((length(title) >= 1) AND (length(title) <= 200))),
     constraint collection_words_shape CHECK (((length(lede) <= 1000) AND (length(venue) <= 200))),
     constraint collection_kind_known FOREIGN KEY (kind) REFERENCES collection_kinds(kind)
+);
+
+-- table dining_joins (made by 0160_tables.sql)
+create table dining_joins (
+    room        text not null,
+    id          text not null,
+    tables      text[] not null,
+    min_party   integer not null,
+    max_party   integer not null,
+    priority    integer not null default 100,
+    archived_at timestamp with time zone,
+    constraint dining_joins_pkey PRIMARY KEY (room, id),
+    constraint dining_join_id_shape CHECK ((id ~ '^[A-Za-z0-9][A-Za-z0-9 +._-]{0,79}$'::text)),
+    constraint dining_join_party CHECK (((min_party >= 1) AND (min_party <= max_party) AND (max_party <= 100))),
+    constraint dining_join_priority CHECK (((priority >= 0) AND (priority <= 10000))),
+    constraint dining_join_tables CHECK (((cardinality(tables) >= 2) AND (cardinality(tables) <= 8))),
+    constraint dining_joins_room_fkey FOREIGN KEY (room) REFERENCES dining_rooms(collection)
+);
+
+-- table dining_periods (made by 0160_tables.sql)
+create table dining_periods (
+    room               text not null,
+    name               text not null,
+    weekdays           integer[] not null,
+    opens              time without time zone not null,
+    last_seating       time without time zone not null,
+    deposit_minor      bigint not null default 0,
+    deposit_from_party integer not null default 1,
+    cancel_hours       integer not null default 24,
+    constraint dining_periods_pkey PRIMARY KEY (room, name),
+    constraint dining_period_cancel_hours CHECK (((cancel_hours >= 0) AND (cancel_hours <= 720))),
+    constraint dining_period_deposit CHECK ((((deposit_minor >= 0) AND (deposit_minor <= 100000000)) AND ((deposit_from_party >= 1) AND (deposit_from_party <= 100)))),
+    constraint dining_period_hours CHECK ((opens <= last_seating)),
+    constraint dining_period_name_shape CHECK ((name ~ '^[a-z][a-z0-9-]{0,39}$'::text)),
+    constraint dining_period_weekdays CHECK (((weekdays <@ ARRAY[1, 2, 3, 4, 5, 6, 7]) AND (cardinality(weekdays) >= 1))),
+    constraint dining_periods_room_fkey FOREIGN KEY (room) REFERENCES dining_rooms(collection)
+);
+
+-- table dining_rooms (made by 0160_tables.sql)
+create table dining_rooms (
+    collection         text not null,
+    name               text not null,
+    description        text not null default ''::text,
+    currency           text not null,
+    interval_minutes   integer not null default 15,
+    pacing             integer not null,
+    days_ahead         integer not null default 30,
+    book_until_minutes integer not null default 60,
+    largest_party      integer not null default 10,
+    closed_days        date[] not null default '{}'::date[],
+    chooser            text not null default 'smallest'::text,
+    archived_at        timestamp with time zone,
+    updated_at         timestamp with time zone not null default now(),
+    constraint dining_rooms_pkey PRIMARY KEY (collection),
+    constraint dining_room_book_until CHECK (((book_until_minutes >= 0) AND (book_until_minutes <= 10080))),
+    constraint dining_room_chooser_known CHECK ((chooser = ANY (ARRAY['smallest'::text, 'first_fit'::text]))),
+    constraint dining_room_currency CHECK ((currency ~ '^[a-z]{3}$'::text)),
+    constraint dining_room_days_ahead CHECK (((days_ahead >= 0) AND (days_ahead <= 366))),
+    constraint dining_room_interval CHECK ((interval_minutes = ANY (ARRAY[15, 30, 45, 60]))),
+    constraint dining_room_largest_party CHECK (((largest_party >= 1) AND (largest_party <= 100))),
+    constraint dining_room_name_shape CHECK ((((length(name) >= 1) AND (length(name) <= 200)) AND (length(description) <= 2000))),
+    constraint dining_room_pacing CHECK (((pacing >= 1) AND (pacing <= 10000))),
+    constraint dining_rooms_collection_fkey FOREIGN KEY (collection) REFERENCES collections(id)
+);
+
+-- table dining_tables (made by 0160_tables.sql)
+create table dining_tables (
+    room        text not null,
+    id          text not null,
+    min_party   integer not null default 1,
+    max_party   integer not null,
+    area        text not null default ''::text,
+    priority    integer not null default 100,
+    "position"  integer not null default 0,
+    archived_at timestamp with time zone,
+    constraint dining_tables_pkey PRIMARY KEY (room, id),
+    constraint dining_table_area_shape CHECK ((length(area) <= 100)),
+    constraint dining_table_id_shape CHECK ((id ~ '^[A-Za-z0-9][A-Za-z0-9 ._-]{0,39}$'::text)),
+    constraint dining_table_party CHECK (((min_party >= 1) AND (min_party <= max_party) AND (max_party <= 100))),
+    constraint dining_table_priority CHECK (((priority >= 0) AND (priority <= 10000))),
+    constraint dining_tables_room_fkey FOREIGN KEY (room) REFERENCES dining_rooms(collection)
+);
+
+-- table dining_times (made by 0160_tables.sql)
+create table dining_times (
+    product_id  text not null,
+    room        text not null,
+    period      text not null,
+    resource_id text not null,
+    starts_at   timestamp with time zone not null,
+    constraint dining_times_pkey PRIMARY KEY (product_id),
+    constraint dining_time_once UNIQUE (room, starts_at),
+    constraint dining_time_period_known FOREIGN KEY (room, period) REFERENCES dining_periods(room, name) DEFERRABLE INITIALLY DEFERRED,
+    constraint dining_times_product_id_fkey FOREIGN KEY (product_id) REFERENCES products(id),
+    constraint dining_times_resource_id_fkey FOREIGN KEY (resource_id) REFERENCES resources(id),
+    constraint dining_times_room_fkey FOREIGN KEY (room) REFERENCES dining_rooms(collection)
+);
+CREATE INDEX dining_times_by_resource ON public.dining_times USING btree (resource_id);
+
+-- table dining_turns (made by 0160_tables.sql)
+create table dining_turns (
+    room        text not null,
+    up_to_party integer not null,
+    minutes     integer not null,
+    constraint dining_turns_pkey PRIMARY KEY (room, up_to_party),
+    constraint dining_turn_minutes CHECK ((((minutes >= 15) AND (minutes <= 720)) AND ((minutes % 15) = 0))),
+    constraint dining_turn_party CHECK (((up_to_party >= 1) AND (up_to_party <= 100))),
+    constraint dining_turns_room_fkey FOREIGN KEY (room) REFERENCES dining_rooms(collection)
 );
 
 -- table hold_events (made by 0001_inventory_schema.sql; changed by 0012_after_the_sale.sql,
@@ -158,7 +297,9 @@ CREATE UNIQUE INDEX holds_payment_ref ON public.holds USING btree (payment_ref, 
 CREATE INDEX holds_purchase ON public.holds USING btree (purchase_id);
 CREATE INDEX holds_settling ON public.holds USING btree (resource_id, settle_deadline) WHERE ((state = 'awaiting_payment'::text) AND (settle_deadline IS NOT NULL));
 CREATE INDEX holds_state_created ON public.holds USING btree (state, created_at);
+CREATE TRIGGER holds_end_pins AFTER UPDATE OF state ON public.holds FOR EACH ROW WHEN (((new.state = ANY (ARRAY['released'::text, 'expired'::text])) AND (old.state IS DISTINCT FROM new.state))) EXECUTE FUNCTION hf_end_pins();
 CREATE TRIGGER holds_lines_immutable BEFORE UPDATE OF resource_id, basket_id, account_id, qty ON public.holds FOR EACH ROW WHEN (((old.resource_id IS DISTINCT FROM new.resource_id) OR (old.basket_id IS DISTINCT FROM new.basket_id) OR (old.account_id IS DISTINCT FROM new.account_id) OR (old.qty IS DISTINCT FROM new.qty))) EXECUTE FUNCTION holds_lines_immutable();
+CREATE TRIGGER holds_returned_end_pins AFTER UPDATE OF returned ON public.holds FOR EACH ROW WHEN (((new.returned = new.qty) AND (old.returned < new.qty))) EXECUTE FUNCTION hf_end_pins();
 
 -- table inventory_settings (made by 0001_inventory_schema.sql; changed by 0090_settling.sql)
 create table inventory_settings (
@@ -253,7 +394,7 @@ CREATE TRIGGER order_refunds_webhook AFTER INSERT ON public.order_refunds FOR EA
 
 -- table orders (made by 0004_shop.sql; changed by 0007_reconciliation.sql, 0011_fair_sale.sql,
 --   0012_after_the_sale.sql, 0019_staff_run_the_sale.sql, 0090_settling.sql,
---   0102_order_numbers.sql)
+--   0102_order_numbers.sql, 0160_tables.sql)
 create table orders (
     id                  uuid not null default gen_random_uuid(),
     token               text not null,
@@ -288,6 +429,7 @@ create table orders (
     late_money          text,
     late_money_at       timestamp with time zone,
     number              text not null default hf_order_number(),
+    customer_phone      text,
     constraint orders_pkey PRIMARY KEY (id),
     constraint orders_checkout_key_key UNIQUE (checkout_key),
     constraint orders_number_key UNIQUE (number),
@@ -301,6 +443,7 @@ create table orders (
     constraint order_late_money_when CHECK (((late_money IS NULL) = (late_money_at IS NULL))),
     constraint order_limit_keys_shape CHECK (((length(email_key) <= 254) AND (length(client_address) <= 64))),
     constraint order_number_shape CHECK ((number ~ '^[0-9A-F]{4}-[0-9A-F]{4}-[0-9A-F]{4}$'::text)),
+    constraint order_phone_shape CHECK ((customer_phone ~ '^\+?[0-9][0-9 ()./-]{4,29}$'::text)),
     constraint order_provider_known CHECK ((provider = ANY (ARRAY['stripe'::text, 'razorpay'::text]))),
     constraint order_refunded_within_paid CHECK (((refunded_minor >= 0) AND (refunded_minor <= amount_minor))),
     constraint order_settling_shape CHECK (((state <> 'settling'::text) OR ((settle_method IS NOT NULL) AND (settling_until IS NOT NULL)))),
@@ -640,6 +783,20 @@ create table storefront (
     constraint storefront_name_shape CHECK (((length(name) >= 1) AND (length(name) <= 100))),
     constraint storefront_one_row CHECK (only_row),
     constraint storefront_words_shape CHECK (((length(description) <= 300) AND (length(contact_email) <= 254)))
+);
+
+-- table table_pins (made by 0160_tables.sql)
+create table table_pins (
+    hold_id  uuid not null,
+    room     text not null,
+    table_id text not null,
+    during   tstzrange not null,
+    live     boolean not null default true,
+    constraint table_pins_pkey PRIMARY KEY (hold_id, table_id),
+    constraint no_table_booked_twice EXCLUDE USING gist (room WITH =, table_id WITH =, during WITH &&) WHERE (live),
+    constraint pin_is_a_stay CHECK (((NOT isempty(during)) AND lower_inc(during) AND (NOT upper_inc(during)) AND (NOT lower_inf(during)) AND (NOT upper_inf(during)))),
+    constraint table_pins_hold_id_fkey FOREIGN KEY (hold_id) REFERENCES holds(id),
+    constraint table_pins_room_table_id_fkey FOREIGN KEY (room, table_id) REFERENCES dining_tables(room, id)
 );
 
 -- table vouchers (made by 0019_staff_run_the_sale.sql)

@@ -577,8 +577,9 @@ impl CatalogueFile {
                         })
                         .collect(),
                 }),
-                // a schedule's slots are its schedule's
-                (InFile::Products, true) => {}
+                // a schedule's slots are its schedule's; a dining room's
+                // times are published from its room, written below it
+                (InFile::Products, true) | (InFile::DiningRooms, _) => {}
                 (InFile::Products, false) => {
                     file.collections.push(collection.clone());
                     file.products.extend(own.iter().map(|p| ProductSpec {

@@ -3,6 +3,7 @@
 //! is answered), and the catalogue file ([`file`]). The pages read products
 //! through [`crate::live`].
 
+pub mod dining;
 pub mod edit;
 mod file;
 pub mod kinds;

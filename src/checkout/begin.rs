@@ -250,7 +250,11 @@ async fn prepare(
             let choice = line
                 .kind
                 .choice()
-                .parse(Some(i64::from(line.qty)))
+                .parse(crate::catalogue::ChoiceFields {
+                    qty: Some(i64::from(line.qty)),
+                    party: None,
+                    at: line.starts_at,
+                })
                 .map_err(|e| InvalidInput(e.to_string()))?;
             Ok(WantedLine {
                 product_id: line.product_id.clone(),

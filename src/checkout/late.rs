@@ -39,6 +39,10 @@ pub(super) async fn judge(
         LateMoney::Refunded("hold_released")
     } else if off_sale(tx, order_id).await? {
         LateMoney::Refunded("off_sale")
+    } else if booked(tx, order_id).await? {
+        // its table may be someone else's by now, and a party without a
+        // table is not a sale (docs/design.md, "Tables: a party at a time")
+        LateMoney::Refunded("table_released")
     } else {
         match inventory::claim_again(&mut **tx, hold, payment_ref, actor).await? {
             ClaimOutcome::Claimed { purchase_id }
@@ -92,4 +96,13 @@ async fn off_sale(tx: &mut Transaction<'_, Postgres>, order_id: Uuid) -> sqlx::R
     .bind(order_id)
     .fetch_one(&mut **tx)
     .await
+}
+
+/// Whether the order books a table: its covers could be claimed again,
+/// its table not.
+async fn booked(tx: &mut Transaction<'_, Postgres>, order_id: Uuid) -> sqlx::Result<bool> {
+    sqlx::query_scalar("select exists (select 1 from bookings where order_id = $1)")
+        .bind(order_id)
+        .fetch_one(&mut **tx)
+        .await
 }

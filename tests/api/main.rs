@@ -51,6 +51,7 @@ mod storefront;
 mod storms;
 mod stripe_adapter;
 mod stripe_cli;
+mod tables;
 mod time_zone;
 mod two_factor;
 mod vouchers;

@@ -1,6 +1,7 @@
 //! What a collection is: the group a product is sold under, and how staff
 //! make and edit it. An event holds its tiers, a schedule the units it
-//! publishes (of any kind a schedule can make), a shelf its stock items.
+//! publishes (of any kind a schedule can make), a shelf its stock items, a
+//! dining room its bookable times.
 //! The admin's pages ask the sheet here for their links and words, so
 //! no template branches on a kind.
 
@@ -19,6 +20,19 @@ pub enum CollectionKind {
     Schedule,
     /// Stock on a shelf.
     Shelf,
+    /// A restaurant's room: its tables, service periods and the times it
+    /// publishes.
+    DiningRoom,
+}
+
+/// How the shop's pages show a collection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OnShop {
+    /// Its products, each with what is left and its add form.
+    Products,
+    /// One link to a page of its own, `{collection}` filled in, with its
+    /// words (a dining room's times are chosen by party and day there).
+    Page(&'static str, &'static str),
 }
 
 /// How the admin's catalogue lists a collection's products.
@@ -40,6 +54,8 @@ pub enum InFile {
     /// Under `collections`, its products under `products` (or, when a
     /// schedule makes them, under `schedules`).
     Products,
+    /// Under `dining_rooms`, whole (its times are published from it).
+    DiningRooms,
 }
 
 /// Everything a collection kind answers.
@@ -59,6 +75,8 @@ pub struct CollectionSheet {
     pub create: (&'static str, &'static str),
     pub listing: Listing,
     pub in_file: InFile,
+    /// How the shop's pages show it.
+    pub on_shop: OnShop,
     /// Its products happen when it does (an event's tiers take its start
     /// and end).
     pub lends_its_time: bool,
@@ -80,6 +98,7 @@ const EVENT: CollectionSheet = CollectionSheet {
     create: ("/admin/catalogue/events/new", "New event"),
     listing: Listing::Table,
     in_file: InFile::Events,
+    on_shop: OnShop::Products,
     lends_its_time: true,
     by_day: false,
 };
@@ -93,6 +112,7 @@ const SCHEDULE: CollectionSheet = CollectionSheet {
     create: ("/admin/catalogue/schedules/new", "New schedule"),
     listing: Listing::Summary,
     in_file: InFile::Products,
+    on_shop: OnShop::Products,
     lends_its_time: false,
     by_day: true,
 };
@@ -106,16 +126,31 @@ const SHELF: CollectionSheet = CollectionSheet {
     create: ("/admin/catalogue/stock/new", "New stock item"),
     listing: Listing::Table,
     in_file: InFile::Products,
+    on_shop: OnShop::Products,
+    lends_its_time: false,
+};
+
+const DINING_ROOM: CollectionSheet = CollectionSheet {
+    name: "dining_room",
+    noun: "dining room",
+    editor: Some("/admin/catalogue/dining/{collection}"),
+    product_editor: None,
+    add_product: None,
+    create: ("/admin/catalogue/dining/new", "New dining room"),
+    listing: Listing::Summary,
+    in_file: InFile::DiningRooms,
+    on_shop: OnShop::Page("/dining/{collection}", "Book a table"),
     lends_its_time: false,
     by_day: false,
 };
 
 impl CollectionKind {
     /// Every kind, as `collection_kinds` is written from.
-    pub const ALL: [CollectionKind; 3] = [
+    pub const ALL: [CollectionKind; 4] = [
         CollectionKind::Event,
         CollectionKind::Schedule,
         CollectionKind::Shelf,
+        CollectionKind::DiningRoom,
     ];
 
     /// The kind's answers: the one place a collection kind is matched.
@@ -124,6 +159,7 @@ impl CollectionKind {
             CollectionKind::Event => &EVENT,
             CollectionKind::Schedule => &SCHEDULE,
             CollectionKind::Shelf => &SHELF,
+            CollectionKind::DiningRoom => &DINING_ROOM,
         }
     }
 
@@ -165,6 +201,15 @@ impl CollectionKind {
         self.sheet()
             .product_editor
             .map(|path| fill(path, id, product))
+    }
+
+    /// The shop's page of the collection `id` and its words, when the
+    /// shop shows it as a link rather than its products.
+    pub fn shop_page(self, id: &str) -> Option<(String, &'static str)> {
+        match self.sheet().on_shop {
+            OnShop::Products => None,
+            OnShop::Page(path, words) => Some((fill(path, id, ""), words)),
+        }
     }
 
     /// Where a product is added to the collection `id`, and in what words.

@@ -2,14 +2,14 @@
 //! claims (docs/design.md, "What a line claims").
 //!
 //! A kind says what a shopper may choose for one line of it
-//! ([`ChoiceKind`]): today a number of units of every kind. A choice is
-//! parsed once, at the edge (the basket form, the basket's rows, the JSON
-//! API), into a [`Choice`], and the kind turns it into the [`Claim`] the
-//! checkout's one transaction makes in the engine. A particular seat or a
-//! party at a time are further variants of both, each claiming units of a
-//! resource (what the shop and the crowd count) and pinning what the
-//! database guards beside them.
+//! ([`ChoiceKind`]): a number of units, or a party at a time (a table).
+//! A choice is parsed once, at the edge (the basket form, the basket's
+//! rows, the JSON API), into a [`Choice`], and the kind turns it into the
+//! [`Claim`] the checkout's one transaction makes in the engine. Every
+//! claim is units of one resource (what the shop and the crowd count); a
+//! party's claim also pins a table beside them, in the database.
 
+use chrono::{DateTime, Utc};
 use serde::Serialize;
 
 use crate::inventory::{BasketLine, Quantity, ResourceId};
@@ -17,11 +17,18 @@ use crate::inventory::{BasketLine, Quantity, ResourceId};
 /// Most units one line may ask for, at any edge.
 pub const MAX_LINE_UNITS: i64 = 100;
 
+/// The largest party one line may ask a table for, at any edge (a room
+/// says its own, as its times' most per order).
+pub const MAX_PARTY: i64 = 100;
+
 /// What a kind lets a shopper choose for one line.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ChoiceKind {
     /// A number of units, 1 to the product's most per order.
     Quantity,
+    /// A party of 1 to the product's most per order, at the product's
+    /// time: a table for them.
+    Party,
 }
 
 /// What a shopper chose for one line.
@@ -30,6 +37,8 @@ pub enum ChoiceKind {
 pub enum Choice {
     /// So many units of the product.
     Units { qty: Quantity },
+    /// A table for a party at a time.
+    Party { party: Quantity, at: DateTime<Utc> },
 }
 
 /// Why a line's fields are not a choice the product's kind takes.
@@ -37,57 +46,84 @@ pub enum Choice {
 pub enum ChoiceError {
     #[error("a quantity is 1 to {MAX_LINE_UNITS}")]
     Quantity,
+    #[error("a party is 1 to {MAX_PARTY} guests")]
+    Party,
+    #[error("a table is booked for a party at a time: give both")]
+    PartyAndTime,
+    #[error("give a quantity or a party at a time, not both")]
+    Both,
 }
 
 /// A line's fields, as the basket form, the basket's row and the JSON
-/// API give them: today a number of units.
+/// API give them: a number of units, or a party at a time.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct ChoiceFields {
     pub qty: Option<i64>,
+    pub party: Option<i64>,
+    pub at: Option<DateTime<Utc>>,
 }
 
 impl Choice {
     /// The choice a line's fields make, at any edge; the product's kind
     /// then says whether it takes it ([`ChoiceKind::accepts`]).
     pub fn from_fields(fields: ChoiceFields) -> Result<Choice, ChoiceError> {
-        ChoiceKind::Quantity.parse(fields.qty)
-    }
-}
-
-impl ChoiceKind {
-    /// A line's fields as a choice of this kind: `qty` for a number of
-    /// units.
-    pub fn parse(self, qty: Option<i64>) -> Result<Choice, ChoiceError> {
-        match self {
-            ChoiceKind::Quantity => {
-                let qty = qty
-                    .filter(|q| (1..=MAX_LINE_UNITS).contains(q))
-                    .ok_or(ChoiceError::Quantity)?;
-                let qty = Quantity::parse(qty).map_err(|_| ChoiceError::Quantity)?;
-                Ok(Choice::Units { qty })
-            }
+        match (fields.qty, fields.party.is_some() || fields.at.is_some()) {
+            (Some(_), true) => Err(ChoiceError::Both),
+            (_, true) => ChoiceKind::Party.parse(fields),
+            (_, false) => ChoiceKind::Quantity.parse(fields),
         }
     }
 }
 
 impl ChoiceKind {
+    /// A line's fields as a choice of this kind: `qty` for a number of
+    /// units; `party` (or, as a basket's row keeps it, `qty`) and `at`
+    /// for a party at a time.
+    pub fn parse(self, fields: ChoiceFields) -> Result<Choice, ChoiceError> {
+        match self {
+            ChoiceKind::Quantity => {
+                let qty = fields
+                    .qty
+                    .filter(|q| (1..=MAX_LINE_UNITS).contains(q))
+                    .ok_or(ChoiceError::Quantity)?;
+                let qty = Quantity::parse(qty).map_err(|_| ChoiceError::Quantity)?;
+                Ok(Choice::Units { qty })
+            }
+            ChoiceKind::Party => {
+                let (Some(party), Some(at)) = (fields.party.or(fields.qty), fields.at) else {
+                    return Err(ChoiceError::PartyAndTime);
+                };
+                if !(1..=MAX_PARTY).contains(&party) {
+                    return Err(ChoiceError::Party);
+                }
+                let party = Quantity::parse(party).map_err(|_| ChoiceError::Party)?;
+                Ok(Choice::Party { party, at })
+            }
+        }
+    }
+
     /// Whether a choice is one a kind of this choice takes.
     pub fn accepts(self, choice: &Choice) -> bool {
         match (self, choice) {
             (ChoiceKind::Quantity, Choice::Units { .. }) => true,
+            (ChoiceKind::Party, Choice::Party { .. }) => true,
+            (ChoiceKind::Quantity, Choice::Party { .. })
+            | (ChoiceKind::Party, Choice::Units { .. }) => false,
         }
     }
 }
 
 impl Choice {
     /// Two lines of one product as one: their units added. `None` when
-    /// they do not combine (more units than a quantity holds).
+    /// they do not combine (more units than a quantity holds; two parties
+    /// at one time are two bookings, not one).
     pub fn merge(&self, other: &Choice) -> Option<Choice> {
         match (self, other) {
             (Choice::Units { qty: a }, Choice::Units { qty: b }) => {
                 let sum = i64::from(a.get()) + i64::from(b.get());
                 Quantity::parse(sum).ok().map(Choice::units)
             }
+            _ => None,
         }
     }
 
@@ -96,20 +132,36 @@ impl Choice {
         Choice::Units { qty }
     }
 
-    /// How many units of its product the line takes: what the limits per
-    /// order, per e-mail and per address count.
+    /// How many units of its product the line takes (a party's covers):
+    /// what the limits per order, per e-mail and per address count.
     pub fn qty(&self) -> Quantity {
         match self {
             Choice::Units { qty } => *qty,
+            Choice::Party { party, .. } => *party,
         }
     }
 
-    /// The capacity the line claims of its product's resource.
-    pub fn claim(&self, resource: ResourceId) -> Claim {
+    /// The time the line is for, when it names one: it must be its
+    /// product's.
+    pub fn at(&self) -> Option<DateTime<Utc>> {
+        match self {
+            Choice::Units { .. } => None,
+            Choice::Party { at, .. } => Some(*at),
+        }
+    }
+
+    /// The capacity the line claims of its product (`product`, whose
+    /// resource is `resource`).
+    pub fn claim(&self, product: &str, resource: ResourceId) -> Claim {
         match self {
             Choice::Units { qty } => Claim::Units {
                 resource,
                 qty: *qty,
+            },
+            Choice::Party { party, .. } => Claim::Table {
+                resource,
+                covers: *party,
+                product: product.to_owned(),
             },
         }
     }
@@ -121,6 +173,14 @@ impl Choice {
 pub enum Claim {
     /// `qty` units of one resource (a tier, a slot, a shelf).
     Units { resource: ResourceId, qty: Quantity },
+    /// `covers` units of a table time's pacing resource, and, in the same
+    /// transaction, the smallest free table (or joined set) that seats
+    /// the party pinned for its stay (`hf_seat_party`).
+    Table {
+        resource: ResourceId,
+        covers: Quantity,
+        product: String,
+    },
 }
 
 impl Claim {
@@ -128,7 +188,7 @@ impl Claim {
     /// crowd and the drift check count).
     pub fn resource(&self) -> &ResourceId {
         match self {
-            Claim::Units { resource, .. } => resource,
+            Claim::Units { resource, .. } | Claim::Table { resource, .. } => resource,
         }
     }
 
@@ -139,6 +199,22 @@ impl Claim {
                 resource: resource.clone(),
                 qty: *qty,
             },
+            Claim::Table {
+                resource, covers, ..
+            } => BasketLine {
+                resource: resource.clone(),
+                qty: *covers,
+            },
+        }
+    }
+
+    /// Whether the claim pins something beside its units, so that only
+    /// the one-transaction path can make it (the combined one-product
+    /// call pins nothing).
+    pub fn pins(&self) -> bool {
+        match self {
+            Claim::Units { .. } => false,
+            Claim::Table { .. } => true,
         }
     }
 }
@@ -147,28 +223,95 @@ impl Claim {
 mod tests {
     use super::*;
 
+    fn units(qty: i64) -> ChoiceFields {
+        ChoiceFields {
+            qty: Some(qty),
+            ..ChoiceFields::default()
+        }
+    }
+
+    fn at() -> DateTime<Utc> {
+        DateTime::parse_from_rfc3339("2026-12-05T19:30:00+01:00")
+            .unwrap()
+            .with_timezone(&Utc)
+    }
+
     #[test]
     fn a_quantity_is_one_to_a_hundred() {
         let kind = ChoiceKind::Quantity;
-        assert_eq!(kind.parse(Some(2)).unwrap().qty().get(), 2);
+        assert_eq!(kind.parse(units(2)).unwrap().qty().get(), 2);
         for bad in [None, Some(0), Some(-1), Some(101)] {
-            assert_eq!(kind.parse(bad), Err(ChoiceError::Quantity), "{bad:?}");
+            let fields = ChoiceFields {
+                qty: bad,
+                ..ChoiceFields::default()
+            };
+            assert_eq!(kind.parse(fields), Err(ChoiceError::Quantity), "{bad:?}");
         }
     }
 
     #[test]
     fn lines_of_one_product_add_up() {
-        let two = ChoiceKind::Quantity.parse(Some(2)).unwrap();
-        let three = ChoiceKind::Quantity.parse(Some(3)).unwrap();
+        let two = ChoiceKind::Quantity.parse(units(2)).unwrap();
+        let three = ChoiceKind::Quantity.parse(units(3)).unwrap();
         assert_eq!(two.merge(&three).unwrap().qty().get(), 5);
         assert!(ChoiceKind::Quantity.accepts(&two));
+        assert!(!ChoiceKind::Party.accepts(&two));
     }
 
     #[test]
     fn units_claim_their_resource() {
-        let choice = ChoiceKind::Quantity.parse(Some(3)).unwrap();
-        let claim = choice.claim(ResourceId::parse("harbour-lights-vip").unwrap());
+        let choice = ChoiceKind::Quantity.parse(units(3)).unwrap();
+        let claim = choice.claim(
+            "harbour-lights-vip",
+            ResourceId::parse("harbour-lights-vip").unwrap(),
+        );
         assert_eq!(claim.resource().as_str(), "harbour-lights-vip");
         assert_eq!(claim.basket_line().qty.get(), 3);
+        assert!(!claim.pins());
+    }
+
+    #[test]
+    fn a_party_is_a_size_and_a_time_and_claims_covers_and_a_table() {
+        let fields = ChoiceFields {
+            party: Some(4),
+            at: Some(at()),
+            ..ChoiceFields::default()
+        };
+        let choice = Choice::from_fields(fields).unwrap();
+        assert_eq!(choice.qty().get(), 4);
+        assert_eq!(choice.at(), Some(at()));
+        assert!(ChoiceKind::Party.accepts(&choice));
+        assert!(!ChoiceKind::Quantity.accepts(&choice));
+        // a basket's row keeps the party as its quantity
+        let row = ChoiceFields {
+            qty: Some(4),
+            at: Some(at()),
+            ..ChoiceFields::default()
+        };
+        assert_eq!(ChoiceKind::Party.parse(row), Ok(choice));
+        // two parties at one time are two bookings
+        assert_eq!(choice.merge(&choice), None);
+        let claim = choice.claim("bistro-2026-12-05-1830", ResourceId::parse("r").unwrap());
+        assert!(claim.pins());
+        assert_eq!(claim.basket_line().qty.get(), 4);
+        for (party, at, error) in [
+            (Some(0), Some(at()), ChoiceError::Party),
+            (Some(101), Some(at()), ChoiceError::Party),
+            (Some(4), None, ChoiceError::PartyAndTime),
+            (None, Some(at()), ChoiceError::PartyAndTime),
+        ] {
+            let fields = ChoiceFields {
+                qty: None,
+                party,
+                at,
+            };
+            assert_eq!(Choice::from_fields(fields), Err(error), "{party:?} {at:?}");
+        }
+        let both = ChoiceFields {
+            qty: Some(2),
+            party: Some(2),
+            at: Some(at()),
+        };
+        assert_eq!(Choice::from_fields(both), Err(ChoiceError::Both));
     }
 }

@@ -1,6 +1,7 @@
 //! What a product is, and everything that differs between kinds
 //! (docs/contract.md §15). This folder is the room: each kind's answers are
-//! one [`Sheet`] in a file of its own ([`pickup`], [`ticket`], [`stock`]),
+//! one [`Sheet`] in a file of its own ([`pickup`], [`ticket`], [`stock`],
+//! [`table`]),
 //! and [`ProductKind::sheet`] is the one `match` that maps a stored kind to
 //! its sheet. A new kind is a variant below, a file with its sheet, and an
 //! arm in that match: the compiler names every answer it still owes
@@ -24,6 +25,7 @@ mod collections;
 pub mod line;
 mod pickup;
 mod stock;
+mod table;
 mod ticket;
 
 use chrono::{DateTime, Duration, Utc};
@@ -31,7 +33,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::clock::ShopZone;
 
-pub use collections::{CollectionKind, CollectionSheet, InFile, Listing};
+pub use collections::{CollectionKind, CollectionSheet, InFile, Listing, OnShop};
 pub use line::{Choice, ChoiceError, ChoiceFields, ChoiceKind};
 
 /// What a product is; stored in `products.kind`.
@@ -45,6 +47,9 @@ pub enum ProductKind {
     Ticket,
     /// Goods on a shelf.
     Stock,
+    /// A party's table in a dining room at a time: one code covers the
+    /// order's table, given at the host stand once.
+    Table,
 }
 
 /// Everything one kind answers. Each kind's file holds one, as a constant.
@@ -60,9 +65,10 @@ pub struct Sheet {
     pub code: Option<CodeWords>,
     /// Its time on pages and in mail, and its calendar file.
     pub timing: Timing,
-    /// How a unit a schedule makes is named, `{name}`, `{when}` ("Sun 28
-    /// Mar 03:30 CEST") and `{day}` ("Sun 28 Mar") filled in ("{name},
-    /// pickup {when}"); `None`: no schedule makes it.
+    /// How a unit made for a time (by a schedule, or a dining room's
+    /// times) is named, `{name}`, `{when}` ("Sun 28 Mar 03:30 CEST") and
+    /// `{day}` ("Sun 28 Mar") filled in ("{name}, pickup {when}"); `None`:
+    /// nothing makes its units by time.
     pub scheduled_name: Option<&'static str>,
     /// What a shopper chooses for one line of it.
     pub choice: ChoiceKind,
@@ -160,10 +166,11 @@ pub struct CalendarEntry {
 
 impl ProductKind {
     /// Every kind, as `product_kinds` is written from.
-    pub const ALL: [ProductKind; 3] = [
+    pub const ALL: [ProductKind; 4] = [
         ProductKind::PickupSlot,
         ProductKind::Ticket,
         ProductKind::Stock,
+        ProductKind::Table,
     ];
 
     /// The kind's answers: the one place a kind is matched.
@@ -172,6 +179,7 @@ impl ProductKind {
             ProductKind::PickupSlot => &pickup::SHEET,
             ProductKind::Ticket => &ticket::SHEET,
             ProductKind::Stock => &stock::SHEET,
+            ProductKind::Table => &table::SHEET,
         }
     }
 
@@ -210,9 +218,10 @@ impl ProductKind {
         self.sheet().timing.calendar
     }
 
-    /// Whether a schedule can make its units.
+    /// Whether a schedule can make its units: a kind named by time and
+    /// sold under a schedule (a dining room publishes its own times).
     pub fn scheduled(self) -> bool {
-        self.sheet().scheduled_name.is_some()
+        self.sheet().scheduled_name.is_some() && self.collection() == CollectionKind::Schedule
     }
 
     /// The kinds a schedule can make.
@@ -220,8 +229,9 @@ impl ProductKind {
         Self::ALL.into_iter().filter(|kind| kind.scheduled())
     }
 
-    /// A unit a schedule makes at `at`, named: "Sourdough box, pickup Tue
-    /// 22 Dec 12:30 CET". A kind no schedule makes keeps the name as it is.
+    /// A unit made for `at`, named: "Sourdough box, pickup Tue 22 Dec 12:30
+    /// CET". A kind whose units are not made by time keeps the name as it
+    /// is.
     pub fn unit_name(self, name: &str, at: DateTime<Utc>, zone: ShopZone) -> String {
         match self.sheet().scheduled_name {
             Some(pattern) => pattern

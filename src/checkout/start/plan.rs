@@ -204,19 +204,31 @@ fn price(
             )));
         }
         let qty = line.choice.qty().get();
-        let paid = p
-            .price_minor
+        // a party below its deposit's size pays nothing
+        let unit_price = match p.priced_from {
+            Some(from) if qty < from => 0,
+            _ => p.price_minor,
+        };
+        let paid = unit_price
             .checked_mul(i64::from(qty))
             .ok_or_else(|| CheckoutError::InvalidInput("the order total is too large".into()))?;
         amount = amount
             .checked_add(paid)
             .ok_or_else(|| CheckoutError::InvalidInput("the order total is too large".into()))?;
-        claims.push(line.choice.claim(ResourceId::parse(&p.resource_id)?));
+        // a time the line names is its product's: a form or a call for a
+        // time that is not this product's is refused
+        if line.choice.at().is_some() && line.choice.at() != p.starts_at {
+            return Err(CheckoutError::InvalidInput(format!(
+                "{} is not at the time asked for",
+                p.name
+            )));
+        }
+        claims.push(line.choice.claim(&p.id, ResourceId::parse(&p.resource_id)?));
         lines.push(OrderLine {
             product_id: p.id.clone(),
             name: p.name.clone(),
             qty,
-            unit_price_minor: p.price_minor,
+            unit_price_minor: unit_price,
             paid_minor: paid,
         });
     }
@@ -298,13 +310,17 @@ fn short_of_read(priced: &Priced) -> Vec<ShortLine> {
 /// moment. Anything else: the one-transaction path, where a voucher's use
 /// is held with the units as a basket's line.
 fn shape(start: &CheckoutStart, priced: Priced) -> Plan {
-    let ([line], [Claim::Units { .. }], None) = (
+    let ([line], [claim], None) = (
         priced.lines.as_slice(),
         priced.claims.as_slice(),
         &start.voucher,
     ) else {
         return Plan::Basket(priced);
     };
+    // what pins beside its units (a table) is made by the one transaction
+    if claim.pins() {
+        return Plan::Basket(priced);
+    }
     let p = product(&priced.products, &line.product_id);
     let one = OneStart {
         key: start.checkout_key.as_str().to_owned(),

@@ -31,6 +31,11 @@ pub struct ReadLine {
     pub currency: String,
     pub resource_id: String,
     pub kind: ProductKind,
+    /// When it happens (a table's time), if it has a time.
+    pub starts_at: Option<DateTime<Utc>>,
+    /// A line of fewer units pays nothing for them (a party smaller than
+    /// its table time's deposit asks for); `None`: every line pays.
+    pub priced_from: Option<i32>,
     /// Still for sale.
     pub active: bool,
     /// Most units of it one order may take.
@@ -83,6 +88,8 @@ pub async fn read_checkout(
         currency: Option<String>,
         resource_id: Option<String>,
         kind: Option<ProductKind>,
+        starts_at: Option<DateTime<Utc>>,
+        priced_from: Option<i32>,
         active: Option<bool>,
         max_per_order: Option<i32>,
         hidden: Option<bool>,
@@ -92,14 +99,14 @@ pub async fn read_checkout(
         left: Option<i32>,
         settled: Option<bool>,
     }
-    let rows: Vec<Row> = sqlx::query_as(
+    let rows: Vec<Row> = sqlx::query_as(&format!(
         "select k.existing, l.product_id, l.name, l.collection_title, l.qty, l.price_minor, l.currency, \
-                l.resource_id, l.kind, l.active, l.max_per_order, l.hidden, l.opens_later, l.closed_at, \
-                l.unlocked_by, l.left, l.settled \
+                l.resource_id, l.kind, l.starts_at, l.priced_from, l.active, l.max_per_order, l.hidden, \
+                l.opens_later, l.closed_at, l.unlocked_by, l.left, l.settled \
            from (select (select id from orders where checkout_key = $1) as existing) k \
            left join lateral ( \
                 select b.product_id, p.name, c.title as collection_title, b.qty, p.price_minor, p.currency, p.resource_id, p.kind, \
-                       p.active, p.max_per_order, p.hidden, \
+                       p.starts_at, {PRICED_FROM}, p.active, p.max_per_order, p.hidden, \
                        case when p.sale_opens_at > now() then p.sale_opens_at end as opens_later, \
                        case when p.sale_closes_at <= now() then p.sale_closes_at end as closed_at, \
                        b.unlocked_by, r.total - r.held - r.sold as left, \
@@ -109,8 +116,8 @@ pub async fn read_checkout(
                   join collections c on c.id = p.collection \
                   join resources r on r.id = p.resource_id \
                  where b.basket_id = $2 and k.existing is null) l on true \
-          order by l.added_at, l.product_id",
-    )
+          order by l.added_at, l.product_id"
+    ))
     .bind(checkout_key)
     .bind(basket_id)
     .fetch_all(pool)
@@ -129,6 +136,8 @@ pub async fn read_checkout(
                 currency: r.currency?,
                 resource_id: r.resource_id?,
                 kind,
+                starts_at: r.starts_at,
+                priced_from: r.priced_from,
                 active: r.active?,
                 max_per_order: r.max_per_order?,
                 hidden: r.hidden?,
@@ -143,6 +152,13 @@ pub async fn read_checkout(
     Ok(CheckoutRead { existing, lines })
 }
 
+/// From how many units a product's price is paid: a table time's deposit
+/// is asked of parties from its period's size on (docs/design.md,
+/// "Tables: a party at a time"); `null` for everything else.
+const PRICED_FROM: &str = "(select pe.deposit_from_party from dining_times t \
+       join dining_periods pe on pe.room = t.room and pe.name = t.period \
+      where t.product_id = p.id) as priced_from";
+
 /// A product of the checkout with its price and what its resource has
 /// left, as read without a lock.
 #[derive(Debug, Clone, sqlx::FromRow)]
@@ -150,6 +166,9 @@ pub(crate) struct PricedProduct {
     pub(super) id: String,
     pub(super) resource_id: String,
     pub(super) kind: ProductKind,
+    pub(super) starts_at: Option<DateTime<Utc>>,
+    /// As [`ReadLine`]'s.
+    pub(super) priced_from: Option<i32>,
     /// As its lines are named ([`ProductKind::line_name`]).
     pub(super) name: String,
     /// Its collection's title, which a line's name may begin with (read
@@ -179,17 +198,17 @@ pub(super) async fn priced_products(
     ids: &[&str],
 ) -> sqlx::Result<Vec<PricedProduct>> {
     let Some(read) = read else {
-        let products: Vec<PricedProduct> = sqlx::query_as(
-            "select p.id, p.resource_id, p.kind, p.name, c.title as collection_title, \
-                    p.price_minor, p.currency, \
+        let products: Vec<PricedProduct> = sqlx::query_as(&format!(
+            "select p.id, p.resource_id, p.kind, p.starts_at, {PRICED_FROM}, p.name, \
+                    c.title as collection_title, p.price_minor, p.currency, \
                     p.max_per_order, r.total - r.held - r.sold as left, \
                     coalesce(r.next_expiry > now(), true) as settled, p.hidden, \
                     case when p.sale_opens_at > now() then p.sale_opens_at end as opens_later, \
                     case when p.sale_closes_at <= now() then p.sale_closes_at end as closed_at \
                from products p join resources r on r.id = p.resource_id \
                join collections c on c.id = p.collection \
-              where p.active and p.id = any($1)",
-        )
+              where p.active and p.id = any($1)"
+        ))
         .bind(ids)
         .fetch_all(pool)
         .await?;
@@ -209,6 +228,8 @@ pub(super) async fn priced_products(
             id: l.product_id.clone(),
             resource_id: l.resource_id.clone(),
             kind: l.kind,
+            starts_at: l.starts_at,
+            priced_from: l.priced_from,
             name: l.name.clone(),
             collection_title: String::new(),
             price_minor: l.price_minor,

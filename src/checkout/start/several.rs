@@ -12,6 +12,7 @@ use super::plan::Priced;
 use super::read::PricedProduct;
 use super::{CheckoutStart, OffSaleLine, StartOutcome};
 use crate::catalogue::Sale;
+use crate::catalogue::kinds::line::Claim;
 use crate::checkout::short::ShortLine;
 use crate::checkout::{Order, OrderLine, Result, order_by_checkout_key};
 use crate::inventory::{
@@ -56,6 +57,13 @@ pub(in crate::checkout) async fn start_basket(
             return Ok(refused);
         }
     };
+    // what pins beside its units, in this transaction, after every
+    // resource lock: nothing is held when a party has no table
+    let unseated = seat_parties(&mut tx, order_id, hold_id, &priced).await?;
+    if !unseated.is_empty() {
+        tx.rollback().await?;
+        return Ok(StartOutcome::Unavailable { lines: unseated });
+    }
     let order: Order = sqlx::query_as(
         "update orders set hold_id = $2, updated_at = now() where id = $1 returning *",
     )
@@ -212,6 +220,56 @@ async fn hold_claims(
             Err(StartOutcome::UnknownProducts { ids: unknown })
         }
     })
+}
+
+/// Seat every party the basket books: for each table claim, the smallest
+/// free table (or joined set) that fits, pinned beside its hold with its
+/// booking (`hf_seat_party`, which locks the room after the resources the
+/// hold locked). The lines no table fits, as short lines (the party
+/// wanted, none left).
+async fn seat_parties(
+    tx: &mut Transaction<'_, Postgres>,
+    order_id: Uuid,
+    purchase: Uuid,
+    priced: &Priced,
+) -> Result<Vec<ShortLine>> {
+    let mut unseated = Vec::new();
+    // rooms in id order, as every path that pins takes them
+    let mut parties: Vec<(&OrderLine, &Claim)> = priced
+        .lines
+        .iter()
+        .zip(&priced.claims)
+        .filter(|(_, claim)| claim.pins())
+        .collect();
+    parties.sort_by(|a, b| a.1.resource().as_str().cmp(b.1.resource().as_str()));
+    for (line, claim) in parties {
+        let Claim::Table {
+            resource,
+            covers,
+            product,
+        } = claim
+        else {
+            continue;
+        };
+        let seated: Option<Vec<String>> =
+            sqlx::query_scalar("select tables from hf_seat_party($1, $2, $3, $4, $5)")
+                .bind(order_id)
+                .bind(purchase)
+                .bind(resource.as_str())
+                .bind(product)
+                .bind(covers.get())
+                .fetch_optional(&mut **tx)
+                .await?;
+        if seated.is_none() {
+            unseated.push(ShortLine {
+                product_id: line.product_id.clone(),
+                name: line.name.clone(),
+                requested: line.qty,
+                available: 0,
+            });
+        }
+    }
+    Ok(unseated)
 }
 
 /// The voucher's line short: its last use is taken, or this buyer's one

@@ -101,6 +101,7 @@ pub async fn start(
         .map(|l| {
             Choice::from_fields(ChoiceFields {
                 qty: Some(i64::from(l.qty)),
+                ..ChoiceFields::default()
             })
         })
         .collect();

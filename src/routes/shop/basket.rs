@@ -81,6 +81,7 @@ pub async fn add_to_basket(
 ) -> Result<HttpResponse, ShopError> {
     let choice = Choice::from_fields(ChoiceFields {
         qty: Some(form.qty.unwrap_or(1)),
+        ..ChoiceFields::default()
     });
     let (Ok(choice), false) = (
         choice,

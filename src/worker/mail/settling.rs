@@ -59,6 +59,9 @@ pub(super) fn late_words(reason: &str) -> Option<&'static str> {
         "line_waiting" => {
             "it arrived after your reservation had run out, and the items went to people waiting for them"
         }
+        "table_released" => {
+            "it arrived after your booking had run out, and its table is no longer held for you"
+        }
         "off_sale" => {
             "it arrived after your reservation had run out, and the items are no longer sold"
         }

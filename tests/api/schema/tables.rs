@@ -10,7 +10,8 @@
 //!
 //! What the file cannot show (a partitioned table, a row-level security
 //! policy, a rule, another schema) is refused by [`unshown`] rather than
-//! left out quietly.
+//! left out quietly. Extensions head the file (`create extension`); what
+//! they bring (functions, operators, types) is theirs and not listed.
 
 use holdfast_testkit::TestDb;
 use sqlx::FromRow;
@@ -223,7 +224,9 @@ select format('type %s of kind %s', t.typname, t.typtype::text)
   from pg_type t
  where t.typnamespace = 'public'::regnamespace and t.typtype not in ('b', 'c', 'e', 'd')
 union all
-select format('extension %s', e.extname) from pg_extension e where e.extname <> 'plpgsql'
+select format('extension %s in schema %s', e.extname, e.extnamespace::regnamespace)
+  from pg_extension e
+ where e.extname <> 'plpgsql' and e.extnamespace <> 'public'::regnamespace
 union all
 select format('schema %s', n.nspname)
   from pg_namespace n
@@ -237,6 +240,13 @@ pub(super) async fn unshown(db: &TestDb) -> Vec<String> {
         .await
         .expect("what the schema file cannot show")
 }
+
+/// The extensions the migrations created (their functions, types and
+/// operators are theirs, not ours: neither file lists them).
+const EXTENSIONS: &str = "
+select e.extname::text from pg_extension e
+ where e.extname <> 'plpgsql' and e.extnamespace = 'public'::regnamespace
+ order by 1";
 
 /// Every row of one catalogue query.
 async fn all<T>(db: &TestDb, sql: &str) -> Vec<T>
@@ -258,6 +268,10 @@ pub(super) async fn snapshot(db: &TestDb) -> String {
     let triggers: Vec<Part> = all(db, TRIGGERS).await;
     let sequences: Vec<Sequence> = all(db, SEQUENCES).await;
     let wholes: Vec<Whole> = all(db, WHOLES).await;
+    let extensions: Vec<String> = sqlx::query_scalar(EXTENSIONS)
+        .fetch_all(&db.pool)
+        .await
+        .expect("extensions");
 
     let mut out = String::from(
         "-- GENERATED from the migrated database by tests/api/schema/tables.rs: do not edit.\n\
@@ -268,6 +282,12 @@ pub(super) async fn snapshot(db: &TestDb) -> String {
          -- both after a migration:\n\
          --   HOLDFAST_WRITE_SCHEMA=1 cargo test --test api schema::\n",
     );
+    for extension in &extensions {
+        out.push_str(&format!(
+            "\n-- extension {extension} ({})\ncreate extension {extension};\n",
+            written_by("extension", extension)
+        ));
+    }
     for table in &tables {
         let columns: Vec<&Column> = columns
             .iter()

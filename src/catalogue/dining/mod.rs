@@ -1,0 +1,253 @@
+//! A dining room (docs/design.md, "Tables: a party at a time"): what staff
+//! set up (its tables, the sets that may be joined, service periods with
+//! their cancellation policy, turn times by party size, pacing), kept in
+//! the room's own tables (migration 0160), and its bookable times
+//! ([`times`]): one product of kind `table` per time, whose resource is
+//! the quarter hour's pacing counter. Which table a party gets is the
+//! database's choice, in the checkout's one transaction.
+
+pub mod times;
+
+use chrono::NaiveTime;
+use serde::{Deserialize, Serialize};
+use sqlx::PgPool;
+
+use super::CollectionKind;
+
+/// A room as staff (or the catalogue file) describe it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RoomSpec {
+    /// Its collection's id (`harbour-bistro`).
+    pub id: String,
+    /// What a time sells: "Dinner at the Harbour Bistro".
+    pub name: String,
+    #[serde(default)]
+    pub description: String,
+    pub currency: String,
+    /// Minutes between bookable times (15, 30, 45 or 60).
+    #[serde(default = "fifteen")]
+    pub interval_minutes: i32,
+    /// Covers that may start in any quarter hour.
+    pub pacing: i32,
+    /// Times are published for today and this many days ahead.
+    #[serde(default = "thirty")]
+    pub days_ahead: i32,
+    /// A time's sale closes this many minutes before it.
+    #[serde(default = "sixty")]
+    pub book_until_minutes: i32,
+    #[serde(default = "ten")]
+    pub largest_party: i32,
+    pub tables: Vec<TableSpec>,
+    #[serde(default)]
+    pub joins: Vec<JoinSpec>,
+    pub periods: Vec<PeriodSpec>,
+    pub turns: Vec<TurnSpec>,
+}
+
+/// A table: its name, the parties it seats, where it is, its priority.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TableSpec {
+    pub id: String,
+    #[serde(default = "one")]
+    pub min_party: i32,
+    pub max_party: i32,
+    #[serde(default)]
+    pub area: String,
+    #[serde(default = "hundred")]
+    pub priority: i32,
+}
+
+/// Tables that may be joined, as one set.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct JoinSpec {
+    pub id: String,
+    pub tables: Vec<String>,
+    pub min_party: i32,
+    pub max_party: i32,
+    #[serde(default = "hundred")]
+    pub priority: i32,
+}
+
+/// A service period: on which weekdays (1 Monday … 7 Sunday), the first
+/// and last bookable time, and its policy.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PeriodSpec {
+    pub name: String,
+    pub weekdays: Vec<i32>,
+    pub opens: NaiveTime,
+    pub last_seating: NaiveTime,
+    /// A deposit per cover paid at booking (0: none) …
+    #[serde(default)]
+    pub deposit_minor: i64,
+    /// … for parties of at least this many.
+    #[serde(default = "one")]
+    pub deposit_from_party: i32,
+    /// A guest may cancel for a full refund until so many hours before.
+    #[serde(default = "twenty_four")]
+    pub cancel_hours: i32,
+}
+
+/// The turn of parties up to a size.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TurnSpec {
+    pub up_to_party: i32,
+    pub minutes: i32,
+}
+
+fn one() -> i32 {
+    1
+}
+fn ten() -> i32 {
+    10
+}
+fn fifteen() -> i32 {
+    15
+}
+fn twenty_four() -> i32 {
+    24
+}
+fn thirty() -> i32 {
+    30
+}
+fn sixty() -> i32 {
+    60
+}
+fn hundred() -> i32 {
+    100
+}
+
+/// Make a room, or set up an existing one again: its collection, its
+/// settings, and its tables, joins, periods and turns as given (tables
+/// and joins no longer given are archived: bookings may name them). One
+/// transaction; what the database refuses changes nothing.
+pub async fn save_room(pool: &PgPool, room: &RoomSpec) -> sqlx::Result<()> {
+    let mut tx = pool.begin().await?;
+    sqlx::query(
+        "insert into collections (id, kind, title) values ($1, $2, $3) \
+         on conflict (id) do update set title = excluded.title, updated_at = now()",
+    )
+    .bind(&room.id)
+    .bind(CollectionKind::DiningRoom.as_str())
+    .bind(&room.name)
+    .execute(&mut *tx)
+    .await?;
+    sqlx::query(
+        "insert into dining_rooms (collection, name, description, currency, interval_minutes, \
+                                   pacing, days_ahead, book_until_minutes, largest_party) \
+         values ($1, $2, $3, $4, $5, $6, $7, $8, $9) \
+         on conflict (collection) do update set name = excluded.name, \
+             description = excluded.description, currency = excluded.currency, \
+             interval_minutes = excluded.interval_minutes, pacing = excluded.pacing, \
+             days_ahead = excluded.days_ahead, book_until_minutes = excluded.book_until_minutes, \
+             largest_party = excluded.largest_party, updated_at = now()",
+    )
+    .bind(&room.id)
+    .bind(&room.name)
+    .bind(&room.description)
+    .bind(&room.currency)
+    .bind(room.interval_minutes)
+    .bind(room.pacing)
+    .bind(room.days_ahead)
+    .bind(room.book_until_minutes)
+    .bind(room.largest_party)
+    .execute(&mut *tx)
+    .await?;
+    save_tables(&mut tx, room).await?;
+    save_periods(&mut tx, room).await?;
+    tx.commit().await
+}
+
+async fn save_tables(tx: &mut sqlx::PgConnection, room: &RoomSpec) -> sqlx::Result<()> {
+    let ids: Vec<&str> = room.tables.iter().map(|t| t.id.as_str()).collect();
+    sqlx::query(
+        "update dining_tables set archived_at = now() \
+          where room = $1 and archived_at is null and not (id = any ($2))",
+    )
+    .bind(&room.id)
+    .bind(&ids)
+    .execute(&mut *tx)
+    .await?;
+    for (position, t) in room.tables.iter().enumerate() {
+        sqlx::query(
+            "insert into dining_tables (room, id, min_party, max_party, area, priority, position) \
+             values ($1, $2, $3, $4, $5, $6, $7) \
+             on conflict (room, id) do update set min_party = excluded.min_party, \
+                 max_party = excluded.max_party, area = excluded.area, \
+                 priority = excluded.priority, position = excluded.position, archived_at = null",
+        )
+        .bind(&room.id)
+        .bind(&t.id)
+        .bind(t.min_party)
+        .bind(t.max_party)
+        .bind(&t.area)
+        .bind(t.priority)
+        .bind(i32::try_from(position).unwrap_or(i32::MAX))
+        .execute(&mut *tx)
+        .await?;
+    }
+    let joins: Vec<&str> = room.joins.iter().map(|j| j.id.as_str()).collect();
+    sqlx::query(
+        "update dining_joins set archived_at = now() \
+          where room = $1 and archived_at is null and not (id = any ($2))",
+    )
+    .bind(&room.id)
+    .bind(&joins)
+    .execute(&mut *tx)
+    .await?;
+    for j in &room.joins {
+        sqlx::query(
+            "insert into dining_joins (room, id, tables, min_party, max_party, priority) \
+             values ($1, $2, $3, $4, $5, $6) \
+             on conflict (room, id) do update set tables = excluded.tables, \
+                 min_party = excluded.min_party, max_party = excluded.max_party, \
+                 priority = excluded.priority, archived_at = null",
+        )
+        .bind(&room.id)
+        .bind(&j.id)
+        .bind(&j.tables)
+        .bind(j.min_party)
+        .bind(j.max_party)
+        .bind(j.priority)
+        .execute(&mut *tx)
+        .await?;
+    }
+    Ok(())
+}
+
+async fn save_periods(tx: &mut sqlx::PgConnection, room: &RoomSpec) -> sqlx::Result<()> {
+    for p in &room.periods {
+        sqlx::query(
+            "insert into dining_periods (room, name, weekdays, opens, last_seating, deposit_minor, \
+                                         deposit_from_party, cancel_hours) \
+             values ($1, $2, $3, $4, $5, $6, $7, $8) \
+             on conflict (room, name) do update set weekdays = excluded.weekdays, \
+                 opens = excluded.opens, last_seating = excluded.last_seating, \
+                 deposit_minor = excluded.deposit_minor, \
+                 deposit_from_party = excluded.deposit_from_party, \
+                 cancel_hours = excluded.cancel_hours",
+        )
+        .bind(&room.id)
+        .bind(&p.name)
+        .bind(&p.weekdays)
+        .bind(p.opens)
+        .bind(p.last_seating)
+        .bind(p.deposit_minor)
+        .bind(p.deposit_from_party)
+        .bind(p.cancel_hours)
+        .execute(&mut *tx)
+        .await?;
+    }
+    sqlx::query("delete from dining_turns where room = $1")
+        .bind(&room.id)
+        .execute(&mut *tx)
+        .await?;
+    for t in &room.turns {
+        sqlx::query("insert into dining_turns (room, up_to_party, minutes) values ($1, $2, $3)")
+            .bind(&room.id)
+            .bind(t.up_to_party)
+            .bind(t.minutes)
+            .execute(&mut *tx)
+            .await?;
+    }
+    Ok(())
+}

@@ -1,0 +1,35 @@
+//! A table: a party's place in a dining room at a time. Each bookable
+//! time is a product (its room publishes them, as a schedule publishes
+//! slots), whose resource is the quarter hour's pacing counter: a party
+//! of 4 claims 4 covers of it, and a table (or a joined set) is pinned
+//! for its stay beside the hold (docs/design.md, "Tables: a party at a
+//! time"). One booking code covers the order's table and is given at the
+//! host stand once.
+
+use super::{ChoiceKind, Code, CodeWords, CollectionKind, Sheet, Timing};
+
+pub(super) const SHEET: Sheet = Sheet {
+    name: "table",
+    noun: "bookable time",
+    collection: CollectionKind::DiningRoom,
+    code: Some(CodeWords {
+        code: Code::PerOrder,
+        label: "Booking code",
+        hint: "Give it at the host stand when you arrive.",
+        heading: "Your table",
+        redeemed: "seated",
+        noun: "booking",
+    }),
+    timing: Timing {
+        // the time's name says when
+        shows_time: false,
+        calendar: true,
+        // a booking's stay is its party's turn (the booking's end); a
+        // time without one is a two-hour dinner
+        default_minutes: Some(120),
+    },
+    scheduled_name: Some("{name}, {when}"),
+    choice: ChoiceKind::Party,
+    // the time's name says which room
+    named_with_collection: false,
+};

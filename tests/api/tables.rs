@@ -1,0 +1,533 @@
+//! A table for a party at a time (issue 36), the engine's part: the
+//! database chooses the smallest free table or joined set that fits (ties
+//! by priority), holds the party's covers of the quarter hour's pacing in
+//! the checkout's one transaction, and never double-books a table, even
+//! for a statement that skips the application; a booking lives and ends
+//! with its hold, and the drift check sees a table that disagrees.
+
+use chrono::{DateTime, Duration, NaiveDate, NaiveTime, Utc};
+use futures::future::join_all;
+use holdfast::catalogue::dining::times::{bookable, nearest, publish_day};
+use holdfast::catalogue::dining::{JoinSpec, PeriodSpec, RoomSpec, TableSpec, TurnSpec};
+use holdfast::catalogue::{Choice, ChoiceFields};
+use holdfast::checkout::{
+    self, AttachOutcome, CheckoutStart, Customer, Fulfilment, Source, StartOutcome, WantedLine,
+};
+use holdfast::clock::ShopZone;
+use holdfast::inventory::IdempotencyKey;
+use holdfast::payments::{PaymentPage, ProviderKind};
+use holdfast_testkit::engine::{account, assert_no_drift, held_and_sold, report};
+use holdfast_testkit::*;
+
+const ROOM: &str = "bistro";
+
+fn table(id: &str, min: i32, max: i32, priority: i32) -> TableSpec {
+    TableSpec {
+        id: id.into(),
+        min_party: min,
+        max_party: max,
+        area: String::new(),
+        priority,
+    }
+}
+
+/// Dinner every day 18:00–22:30 every 15 minutes, 2 h up to 4 guests and
+/// 2 h 30 up to 8, with the tables given.
+fn room(pacing: i32, tables: Vec<TableSpec>, joins: Vec<JoinSpec>) -> RoomSpec {
+    RoomSpec {
+        id: ROOM.into(),
+        name: "Dinner at the Bistro".into(),
+        description: String::new(),
+        currency: "eur".into(),
+        interval_minutes: 15,
+        pacing,
+        days_ahead: 30,
+        book_until_minutes: 60,
+        largest_party: 10,
+        tables,
+        joins,
+        periods: vec![PeriodSpec {
+            name: "dinner".into(),
+            weekdays: (1..=7).collect(),
+            opens: NaiveTime::from_hms_opt(18, 0, 0).unwrap(),
+            last_seating: NaiveTime::from_hms_opt(22, 30, 0).unwrap(),
+            deposit_minor: 0,
+            deposit_from_party: 1,
+            cancel_hours: 24,
+        }],
+        turns: vec![
+            TurnSpec {
+                up_to_party: 4,
+                minutes: 120,
+            },
+            TurnSpec {
+                up_to_party: 8,
+                minutes: 150,
+            },
+        ],
+    }
+}
+
+/// The evening booked: three days ahead, in UTC.
+fn day() -> NaiveDate {
+    (Utc::now() + Duration::days(3)).date_naive()
+}
+
+fn at(hh: u32, mm: u32) -> DateTime<Utc> {
+    ShopZone::UTC
+        .at(day(), NaiveTime::from_hms_opt(hh, mm, 0).unwrap())
+        .unwrap()
+}
+
+fn time_id(hh: u32, mm: u32) -> String {
+    format!("{ROOM}-{}-{hh:02}{mm:02}", day().format("%Y%m%d"))
+}
+
+async fn set_up(db: &TestDb, spec: &RoomSpec) {
+    holdfast::catalogue::dining::save_room(&db.pool, spec)
+        .await
+        .expect("room");
+    let made = publish_day(&db.pool, ShopZone::UTC, ROOM, day())
+        .await
+        .expect("times");
+    // 18:00, 18:15 … 22:30
+    assert_eq!(made, 19);
+}
+
+/// The checkout form `key` for a party at a time.
+fn booking(key: &str, party: i64, hh: u32, mm: u32) -> CheckoutStart {
+    let choice = Choice::from_fields(ChoiceFields {
+        party: Some(party),
+        at: Some(at(hh, mm)),
+        ..ChoiceFields::default()
+    })
+    .unwrap();
+    CheckoutStart {
+        checkout_key: IdempotencyKey::parse(key).unwrap(),
+        order_token: checkout::codes::order_token(),
+        voucher: None,
+        account: account(&format!("basket-{key}")),
+        lines: vec![WantedLine {
+            product_id: time_id(hh, mm),
+            choice,
+        }],
+        customer: Customer::parse("Ada Shopper", "ada@example.com").unwrap(),
+        provider: ProviderKind::Stripe,
+        limits: Default::default(),
+    }
+}
+
+/// Book, and say at which tables (`None`: refused, nothing held).
+async fn book(db: &TestDb, key: &str, party: i64, hh: u32, mm: u32) -> Option<Vec<String>> {
+    match checkout::start_checkout(&db.pool, &booking(key, party, hh, mm))
+        .await
+        .unwrap()
+    {
+        StartOutcome::Started { order, .. } => Some(tables_of(db, order.id).await),
+        StartOutcome::Unavailable { .. } => None,
+        other => panic!("expected a booking or a refusal, got {other:?}"),
+    }
+}
+
+async fn tables_of(db: &TestDb, order: uuid::Uuid) -> Vec<String> {
+    sqlx::query_scalar("select tables from bookings where order_id = $1")
+        .bind(order)
+        .fetch_one(&db.pool)
+        .await
+        .unwrap()
+}
+
+async fn live_pins(db: &TestDb) -> i64 {
+    sqlx::query_scalar("select count(*) from table_pins where live")
+        .fetch_one(&db.pool)
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn the_smallest_free_table_that_fits_ties_by_priority_then_a_joined_set() {
+    let db = TestDb::new().await;
+    let spec = room(
+        100,
+        vec![
+            table("T1", 1, 2, 100),
+            table("T2", 1, 2, 50),
+            table("T3", 2, 4, 100),
+            table("T4", 2, 4, 100),
+            table("T8", 5, 8, 100),
+        ],
+        vec![JoinSpec {
+            id: "T3+T4".into(),
+            tables: vec!["T3".into(), "T4".into()],
+            min_party: 5,
+            max_party: 8,
+            priority: 100,
+        }],
+    );
+    set_up(&db, &spec).await;
+    // a two takes the two-top of the better priority, never the eight-top
+    assert_eq!(book(&db, "a", 2, 19, 30).await.unwrap(), ["T2"]);
+    assert_eq!(book(&db, "b", 2, 19, 30).await.unwrap(), ["T1"]);
+    // the two-tops are taken: a two sits at a four-top, not the eight
+    assert_eq!(book(&db, "c", 2, 19, 30).await.unwrap(), ["T3"]);
+    // a seven takes the eight-top; the next seven finds no set whole
+    assert_eq!(book(&db, "d", 7, 19, 30).await.unwrap(), ["T8"]);
+    assert_eq!(book(&db, "e", 7, 19, 30).await, None);
+    // an hour and a half later T3 is still busy (its turn is 2 h), T4 is
+    // free: a four sits there
+    assert_eq!(book(&db, "f", 4, 21, 0).await.unwrap(), ["T4"]);
+    // at 21:30 T3 is free again, T4 is not: no joined set for a six
+    assert_eq!(book(&db, "g", 6, 21, 30).await, None);
+    // an eight at 18:00 stays until 20:30: the eight-top and the pair are
+    // taken from 19:30
+    assert_eq!(book(&db, "h", 8, 18, 0).await, None);
+    assert_eq!(live_pins(&db).await, 5);
+    // a refusal held nothing
+    let (held, sold) = held_and_sold(&db, &time_id(19, 30)).await;
+    assert_eq!((held, sold), (2 + 2 + 2 + 7, 0));
+    assert_no_drift(&db.inventory()).await;
+}
+
+#[tokio::test]
+async fn a_large_party_takes_a_joined_set_when_no_single_table_seats_it() {
+    let db = TestDb::new().await;
+    let spec = room(
+        100,
+        vec![table("T3", 2, 4, 100), table("T4", 2, 4, 100)],
+        vec![JoinSpec {
+            id: "T3+T4".into(),
+            tables: vec!["T3".into(), "T4".into()],
+            min_party: 5,
+            max_party: 8,
+            priority: 100,
+        }],
+    );
+    set_up(&db, &spec).await;
+    assert_eq!(book(&db, "six", 6, 19, 30).await.unwrap(), ["T3", "T4"]);
+    // both its tables are taken for its turn (2 h 30)
+    assert_eq!(book(&db, "two", 2, 21, 45).await, None);
+    assert_eq!(book(&db, "two-later", 2, 22, 0).await.unwrap(), ["T3"]);
+    assert_no_drift(&db.inventory()).await;
+}
+
+#[tokio::test]
+async fn pacing_limits_the_covers_that_start_in_a_quarter_hour() {
+    let db = TestDb::new().await;
+    let spec = room(
+        6,
+        vec![table("T3", 2, 4, 100), table("T4", 2, 4, 100)],
+        vec![],
+    );
+    set_up(&db, &spec).await;
+    assert!(book(&db, "four", 4, 19, 30).await.is_some());
+    // a table is free, the kitchen is not: 2 covers left of 6
+    assert_eq!(book(&db, "four-again", 4, 19, 30).await, None);
+    assert_eq!(book(&db, "two", 2, 19, 30).await.unwrap(), ["T4"]);
+    // the next quarter hour has its own covers, but no table until 21:30
+    assert_eq!(book(&db, "four-1945", 4, 19, 45).await, None);
+    let times = bookable(&db.pool, ROOM, at(19, 0), at(22, 0), 4)
+        .await
+        .unwrap();
+    let seven_thirty = times.iter().find(|t| t.starts_at == at(19, 30)).unwrap();
+    assert_eq!((seven_thirty.covers_left, seven_thirty.seats), (0, false));
+    let nine_thirty = times.iter().find(|t| t.starts_at == at(21, 30)).unwrap();
+    assert_eq!((nine_thirty.covers_left, nine_thirty.seats), (6, true));
+    assert_no_drift(&db.inventory()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn two_hundred_parties_race_for_the_last_table_at_half_past_seven() {
+    let db = TestDb::with_connections(40).await;
+    let spec = room(
+        1000,
+        vec![
+            table("T1", 1, 4, 100),
+            table("T2", 1, 4, 100),
+            table("T3", 1, 4, 100),
+        ],
+        vec![],
+    );
+    set_up(&db, &spec).await;
+    // two of the three tables are taken at 19:30
+    assert!(book(&db, "early-1", 4, 19, 0).await.is_some());
+    assert!(book(&db, "early-2", 2, 19, 30).await.is_some());
+    let outcomes = join_all((0..200).map(|i| {
+        let db = &db;
+        async move { book(db, &format!("race-{i:03}"), 4, 19, 30).await }
+    }))
+    .await;
+    let winners: Vec<&Vec<String>> = outcomes.iter().flatten().collect();
+    assert_eq!(winners.len(), 1, "exactly one party gets the last table");
+    assert_eq!(outcomes.iter().filter(|o| o.is_none()).count(), 199);
+    // the refused are offered other times: the nearest that seat four.
+    // One table is busy 19:00–21:00 and two 19:30–21:30, so nothing
+    // before 21:00 seats a party for its two hours
+    let offered = nearest(&db.pool, &time_id(19, 30), 4, 3).await.unwrap();
+    let starts: Vec<DateTime<Utc>> = offered.iter().map(|t| t.starts_at).collect();
+    assert_eq!(starts, [at(21, 0), at(21, 15), at(21, 30)]);
+    assert!(offered.iter().all(|t| t.seats && t.covers_left >= 4));
+    // the winner's four covers and the early two's are held; three
+    // live pins, none overlapping on a table
+    assert_eq!(held_and_sold(&db, &time_id(19, 30)).await, (2 + 4, 0));
+    assert_eq!(live_pins(&db).await, 3);
+    let overlapping: i64 = sqlx::query_scalar(
+        "select count(*) from table_pins a join table_pins b \
+           on a.room = b.room and a.table_id = b.table_id and a.hold_id < b.hold_id \
+          where a.live and b.live and a.during && b.during",
+    )
+    .fetch_one(&db.pool)
+    .await
+    .unwrap();
+    assert_eq!(overlapping, 0);
+    assert_no_drift(&db.inventory()).await;
+}
+
+/// Start a booking and pay it: its page named, a captured payment for
+/// exactly its deposit reported by the webhook, confirmed by the one
+/// confirm routine.
+async fn paid_booking(db: &TestDb, key: &str, party: i64, hh: u32, mm: u32) -> checkout::Order {
+    let StartOutcome::Started { order, .. } =
+        checkout::start_checkout(&db.pool, &booking(key, party, hh, mm))
+            .await
+            .unwrap()
+    else {
+        panic!("expected a booking");
+    };
+    let page = PaymentPage {
+        id: format!("cs_test_{key}"),
+        url: format!("http://sandbox/pay/cs_test_{key}"),
+        expires_at: Utc::now() + Duration::minutes(30),
+    };
+    let AttachOutcome::Paying { .. } = checkout::attach_payment(&db.pool, order.id, &page)
+        .await
+        .unwrap()
+    else {
+        panic!("expected paying");
+    };
+    let report = report(db, order.id, &format!("pi_{key}"), Source::Webhook).await;
+    let fulfilled = checkout::confirm_payment(&db.pool, &report).await.unwrap();
+    assert_eq!(fulfilled, Fulfilment::Fulfilled { order_id: order.id });
+    checkout::order_by_id(&db.pool, order.id)
+        .await
+        .unwrap()
+        .unwrap()
+}
+
+async fn hold_of(db: &TestDb, order: uuid::Uuid) -> uuid::Uuid {
+    sqlx::query_scalar("select hold_id from bookings where order_id = $1")
+        .bind(order)
+        .fetch_one(&db.pool)
+        .await
+        .unwrap()
+}
+
+/// The SQLSTATE a statement failed with.
+fn sqlstate(result: Result<sqlx::postgres::PgQueryResult, sqlx::Error>) -> String {
+    match result {
+        Err(sqlx::Error::Database(e)) => e.code().unwrap_or_default().into_owned(),
+        other => panic!("expected a refusal, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn a_booking_lives_and_ends_with_its_hold_and_the_database_refuses_a_second_party() {
+    let db = TestDb::new().await;
+    let mut spec = room(100, vec![table("T1", 1, 4, 100)], vec![]);
+    // a deposit of 10.00 a cover: the booking is paid as any order
+    spec.periods[0].deposit_minor = 1000;
+    set_up(&db, &spec).await;
+    let inventory = db.inventory();
+
+    // a booking released (its page expired) frees its table at once
+    let StartOutcome::Started { order: left, .. } =
+        checkout::start_checkout(&db.pool, &booking("left", 4, 19, 30))
+            .await
+            .unwrap()
+    else {
+        panic!("expected a booking");
+    };
+    assert_eq!(left.amount_minor, 4000);
+    assert_eq!(book(&db, "meanwhile", 2, 19, 30).await, None);
+    checkout::release_order(&db.pool, left.id, engine::expired_by_provider())
+        .await
+        .unwrap();
+    assert_eq!(live_pins(&db).await, 0);
+    assert_no_drift(&inventory).await;
+
+    // paid: confirmed by the one confirm routine, its table kept
+    let paid = paid_booking(&db, "paid", 3, 19, 30).await;
+    assert_eq!(paid.amount_minor, 3000);
+    assert_eq!(tables_of(&db, paid.id).await, ["T1"]);
+    assert_eq!(held_and_sold(&db, &time_id(19, 30)).await, (0, 3));
+    assert_eq!(live_pins(&db).await, 1);
+    assert_no_drift(&inventory).await;
+
+    // no statement can seat a second party at T1 while it is taken: not
+    // the released booking's pin made live again, not a new pin that
+    // overlaps by a minute
+    let released = hold_of(&db, left.id).await;
+    let again = sqlx::query("update table_pins set live = true where hold_id = $1")
+        .bind(released)
+        .execute(&db.pool)
+        .await;
+    assert_eq!(sqlstate(again), "23P01");
+    sqlx::query("delete from table_pins where hold_id = $1")
+        .bind(released)
+        .execute(&db.pool)
+        .await
+        .unwrap();
+    let overlapping = sqlx::query(
+        "insert into table_pins (hold_id, room, table_id, during) \
+         values ($1, $2, 'T1', tstzrange($3 - interval '1 hour 59 minutes', $3, '[)'))",
+    )
+    .bind(released)
+    .bind(ROOM)
+    .bind(at(21, 30))
+    .execute(&db.pool)
+    .await;
+    assert_eq!(sqlstate(overlapping), "23P01");
+    // a pin the hold does not count is drift the check reports
+    sqlx::query("update table_pins set live = false where hold_id = $1")
+        .bind(hold_of(&db, paid.id).await)
+        .execute(&db.pool)
+        .await
+        .unwrap();
+    let drifted: Vec<String> = inventory
+        .check(None)
+        .await
+        .unwrap()
+        .into_iter()
+        .filter(|r| r.drift)
+        .map(|r| r.resource_id)
+        .collect();
+    assert_eq!(drifted, [time_id(19, 30)]);
+    sqlx::query("update table_pins set live = true where hold_id = $1")
+        .bind(hold_of(&db, paid.id).await)
+        .execute(&db.pool)
+        .await
+        .unwrap();
+    assert_no_drift(&inventory).await;
+
+    // refunded in full: the covers back on sale, the table free, and the
+    // next party seated there
+    let refund = holdfast::staff::refunds::refund_order(
+        &db.pool,
+        &holdfast::staff::refunds::RefundRequest {
+            order_id: paid.id,
+            units: vec![],
+            reason: "the party cancelled".into(),
+            restock: true,
+            override_redeemed: false,
+            by: "host@example.com".into(),
+            staff: None,
+            key: None,
+        },
+    )
+    .await
+    .unwrap();
+    assert!(
+        matches!(
+            refund,
+            holdfast::staff::refunds::RefundOutcome::Queued { units: 3, .. }
+        ),
+        "{refund:?}"
+    );
+    assert_eq!(live_pins(&db).await, 0);
+    assert_eq!(held_and_sold(&db, &time_id(19, 30)).await, (0, 0));
+    assert_eq!(book(&db, "next", 4, 19, 30).await.unwrap(), ["T1"]);
+    assert_no_drift(&inventory).await;
+}
+
+#[tokio::test]
+async fn a_booking_and_the_rest_of_the_basket_are_held_all_or_nothing() {
+    let db = TestDb::new().await;
+    db.load_demo().await;
+    set_up(&db, &room(100, vec![table("T1", 1, 4, 100)], vec![])).await;
+    let with_honey = |key: &str, hh: u32| {
+        let mut start = booking(key, 4, hh, 0);
+        start
+            .lines
+            .push(WantedLine::units("wild-honey", engine::qty(2)));
+        start
+    };
+    let honey_before = held_and_sold(&db, "wild-honey").await;
+    let StartOutcome::Started { lines, .. } =
+        checkout::start_checkout(&db.pool, &with_honey("first", 19))
+            .await
+            .unwrap()
+    else {
+        panic!("expected both lines held");
+    };
+    assert_eq!(lines.len(), 2);
+    assert_eq!(
+        held_and_sold(&db, "wild-honey").await,
+        (honey_before.0 + 2, honey_before.1)
+    );
+    // the table is taken at 20:00: the honey is not held either
+    let refused = checkout::start_checkout(&db.pool, &with_honey("second", 20))
+        .await
+        .unwrap();
+    let StartOutcome::Unavailable { lines } = refused else {
+        panic!("expected a refusal, got {refused:?}");
+    };
+    assert_eq!(lines.len(), 1);
+    assert_eq!(lines[0].product_id, time_id(20, 0));
+    assert_eq!(
+        held_and_sold(&db, "wild-honey").await,
+        (honey_before.0 + 2, honey_before.1)
+    );
+    assert_eq!(held_and_sold(&db, &time_id(20, 0)).await, (0, 0));
+    assert_no_drift(&db.inventory()).await;
+}
+
+#[tokio::test]
+async fn money_for_a_booking_whose_hold_expired_goes_back_and_seats_nobody() {
+    let db = TestDb::new().await;
+    let mut spec = room(100, vec![table("T1", 1, 4, 100)], vec![]);
+    spec.periods[0].deposit_minor = 500;
+    set_up(&db, &spec).await;
+    let StartOutcome::Started { order, .. } =
+        checkout::start_checkout(&db.pool, &booking("late", 2, 19, 30))
+            .await
+            .unwrap()
+    else {
+        panic!("expected a booking");
+    };
+    let page = PaymentPage {
+        id: "cs_test_late".into(),
+        url: "http://sandbox/pay/cs_test_late".into(),
+        expires_at: Utc::now() + Duration::minutes(30),
+    };
+    checkout::attach_payment(&db.pool, order.id, &page)
+        .await
+        .unwrap();
+    // its payment phase ran out: the sweep expires the hold, the table is
+    // free, and another party takes it
+    sqlx::query(
+        "with h as (update holds set payment_deadline = now() - interval '1 second' \
+                     where id = $1 and state = 'awaiting_payment' returning resource_id) \
+         update resources r set next_deadline = now() - interval '1 second' from h \
+          where r.id = h.resource_id",
+    )
+    .bind(hold_of(&db, order.id).await)
+    .execute(&db.pool)
+    .await
+    .unwrap();
+    db.inventory().sweep(100, "test").await.unwrap();
+    assert_eq!(live_pins(&db).await, 0);
+    assert_eq!(book(&db, "taker", 4, 19, 30).await.unwrap(), ["T1"]);
+    // the money arrives: the covers are still there, the table is not,
+    // so it goes back in full rather than seating a party nowhere
+    let late = report(&db, order.id, "pi_late", Source::Webhook).await;
+    let outcome = checkout::confirm_payment(&db.pool, &late).await.unwrap();
+    assert_eq!(
+        outcome,
+        Fulfilment::RefundQueued {
+            order_id: order.id,
+            reason: "table_released".into()
+        }
+    );
+    assert_eq!(held_and_sold(&db, &time_id(19, 30)).await, (4, 0));
+    assert_eq!(live_pins(&db).await, 1);
+    assert_no_drift(&db.inventory()).await;
+}
