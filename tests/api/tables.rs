@@ -531,3 +531,144 @@ async fn money_for_a_booking_whose_hold_expired_goes_back_and_seats_nobody() {
     assert_eq!(live_pins(&db).await, 1);
     assert_no_drift(&db.inventory()).await;
 }
+
+async fn move_booking(db: &TestDb, order: uuid::Uuid, to: &str) -> String {
+    sqlx::query_scalar("select hf_move_booking($1, $2)")
+        .bind(hold_of(db, order).await)
+        .bind(to)
+        .fetch_one(&db.pool)
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn staff_move_a_booking_only_to_a_free_table_that_seats_its_party() {
+    let db = TestDb::new().await;
+    let spec = room(
+        100,
+        vec![
+            table("T1", 1, 4, 100),
+            table("T2", 1, 4, 100),
+            table("T8", 5, 8, 100),
+        ],
+        vec![],
+    );
+    set_up(&db, &spec).await;
+    let StartOutcome::Started { order: first, .. } =
+        checkout::start_checkout(&db.pool, &booking("first", 2, 19, 30))
+            .await
+            .unwrap()
+    else {
+        panic!("expected a booking");
+    };
+    assert_eq!(tables_of(&db, first.id).await, ["T1"]);
+    assert_eq!(move_booking(&db, first.id, "T2").await, "moved");
+    assert_eq!(tables_of(&db, first.id).await, ["T2"]);
+    assert_eq!(move_booking(&db, first.id, "T2").await, "same");
+    assert_eq!(move_booking(&db, first.id, "T8").await, "does_not_fit");
+    assert_eq!(move_booking(&db, first.id, "T9").await, "unknown_set");
+    // T1 is free again, and the next two sits there
+    assert_eq!(book(&db, "second", 2, 20, 0).await.unwrap(), ["T1"]);
+    assert_eq!(move_booking(&db, first.id, "T1").await, "not_free");
+    assert_eq!(tables_of(&db, first.id).await, ["T2"]);
+    let pinned: Vec<String> = sqlx::query_scalar(
+        "select table_id from table_pins where live and hold_id = $1 order by table_id",
+    )
+    .bind(hold_of(&db, first.id).await)
+    .fetch_all(&db.pool)
+    .await
+    .unwrap();
+    assert_eq!(pinned, ["T2"]);
+    // a released booking is not moved
+    checkout::release_order(&db.pool, first.id, engine::expired_by_provider())
+        .await
+        .unwrap();
+    assert_eq!(move_booking(&db, first.id, "T1").await, "ended");
+    assert_no_drift(&db.inventory()).await;
+}
+
+#[tokio::test]
+async fn a_refunded_table_goes_to_the_waiting_list_of_its_time_in_the_refunds_transaction() {
+    use holdfast::waitlist::{self, Confirmed, JoinRequest, Joined};
+    let db = TestDb::new().await;
+    let mut spec = room(100, vec![table("T1", 1, 4, 100)], vec![]);
+    spec.periods[0].deposit_minor = 1000;
+    set_up(&db, &spec).await;
+    let first = paid_booking(&db, "first", 4, 19, 30).await;
+    let joined = waitlist::join(
+        &db.pool,
+        &JoinRequest {
+            product_id: time_id(19, 30),
+            name: "Grace Waiting".into(),
+            email: "grace@example.com".into(),
+            qty: 2,
+            provider: ProviderKind::Stripe,
+            address: None,
+        },
+    )
+    .await
+    .unwrap();
+    assert_eq!(joined, Joined::Mailed);
+    let token: String =
+        sqlx::query_scalar("select token from waitlist_entries where email = 'grace@example.com'")
+            .fetch_one(&db.pool)
+            .await
+            .unwrap();
+    // covers are left, a table is not: the party keeps its place
+    assert_eq!(
+        waitlist::confirm(&db.pool, &token).await.unwrap(),
+        Confirmed::InLine
+    );
+    let state = || async {
+        sqlx::query_scalar::<_, String>("select state from waitlist_entries where token = $1")
+            .bind(&token)
+            .fetch_one(&db.pool)
+            .await
+            .unwrap()
+    };
+    assert_eq!(state().await, "waiting");
+    holdfast::staff::refunds::refund_order(
+        &db.pool,
+        &holdfast::staff::refunds::RefundRequest {
+            order_id: first.id,
+            units: vec![],
+            reason: "the party cancelled".into(),
+            restock: true,
+            override_redeemed: false,
+            by: "host@example.com".into(),
+            staff: None,
+            key: None,
+        },
+    )
+    .await
+    .unwrap();
+    assert_eq!(state().await, "offered");
+    // the offer is a booking at T1 for two, with its deposit, written by
+    // the transaction that gave the first party's covers back
+    let offer: uuid::Uuid =
+        sqlx::query_scalar("select order_id from waitlist_entries where token = $1")
+            .bind(&token)
+            .fetch_one(&db.pool)
+            .await
+            .unwrap();
+    assert_eq!(tables_of(&db, offer).await, ["T1"]);
+    let amount: i64 = sqlx::query_scalar("select amount_minor from orders where id = $1")
+        .bind(offer)
+        .fetch_one(&db.pool)
+        .await
+        .unwrap();
+    assert_eq!(amount, 2000);
+    let same_transaction: bool = sqlx::query_scalar(
+        "select (select e.xmin::text from hold_events e where e.kind = 'returned' \
+                  and e.hold_id = $1) = (select xmin::text from bookings where order_id = $2)",
+    )
+    .bind(hold_of(&db, first.id).await)
+    .bind(offer)
+    .fetch_one(&db.pool)
+    .await
+    .unwrap();
+    assert!(same_transaction);
+    assert_eq!(held_and_sold(&db, &time_id(19, 30)).await, (2, 0));
+    assert_eq!(live_pins(&db).await, 1);
+    assert_no_drift(&db.inventory()).await;
+}
