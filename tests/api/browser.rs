@@ -19,6 +19,7 @@ use holdfast_testkit::*;
 
 mod admin_pages;
 mod basket_pay;
+mod dining;
 mod door;
 mod pickup_days;
 mod storefront;

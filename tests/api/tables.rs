@@ -19,9 +19,9 @@ use holdfast::payments::{PaymentPage, ProviderKind};
 use holdfast_testkit::engine::{account, assert_no_drift, held_and_sold, report};
 use holdfast_testkit::*;
 
-const ROOM: &str = "bistro";
+pub(crate) const ROOM: &str = "bistro";
 
-fn table(id: &str, min: i32, max: i32, priority: i32) -> TableSpec {
+pub(crate) fn table(id: &str, min: i32, max: i32, priority: i32) -> TableSpec {
     TableSpec {
         id: id.into(),
         min_party: min,
@@ -33,7 +33,7 @@ fn table(id: &str, min: i32, max: i32, priority: i32) -> TableSpec {
 
 /// Dinner every day 18:00–22:30 every 15 minutes, 2 h up to 4 guests and
 /// 2 h 30 up to 8, with the tables given.
-fn room(pacing: i32, tables: Vec<TableSpec>, joins: Vec<JoinSpec>) -> RoomSpec {
+pub(crate) fn room(pacing: i32, tables: Vec<TableSpec>, joins: Vec<JoinSpec>) -> RoomSpec {
     RoomSpec {
         id: ROOM.into(),
         name: "Dinner at the Bistro".into(),
@@ -69,21 +69,21 @@ fn room(pacing: i32, tables: Vec<TableSpec>, joins: Vec<JoinSpec>) -> RoomSpec {
 }
 
 /// The evening booked: three days ahead, in UTC.
-fn day() -> NaiveDate {
+pub(crate) fn day() -> NaiveDate {
     (Utc::now() + Duration::days(3)).date_naive()
 }
 
-fn at(hh: u32, mm: u32) -> DateTime<Utc> {
+pub(crate) fn at(hh: u32, mm: u32) -> DateTime<Utc> {
     ShopZone::UTC
         .at(day(), NaiveTime::from_hms_opt(hh, mm, 0).unwrap())
         .unwrap()
 }
 
-fn time_id(hh: u32, mm: u32) -> String {
+pub(crate) fn time_id(hh: u32, mm: u32) -> String {
     format!("{ROOM}-{}-{hh:02}{mm:02}", day().format("%Y%m%d"))
 }
 
-async fn set_up(db: &TestDb, spec: &RoomSpec) {
+pub(crate) async fn set_up(db: &TestDb, spec: &RoomSpec) {
     holdfast::catalogue::dining::save_room(&db.pool, spec)
         .await
         .expect("room");
@@ -118,7 +118,13 @@ fn booking(key: &str, party: i64, hh: u32, mm: u32) -> CheckoutStart {
 }
 
 /// Book, and say at which tables (`None`: refused, nothing held).
-async fn book(db: &TestDb, key: &str, party: i64, hh: u32, mm: u32) -> Option<Vec<String>> {
+pub(crate) async fn book(
+    db: &TestDb,
+    key: &str,
+    party: i64,
+    hh: u32,
+    mm: u32,
+) -> Option<Vec<String>> {
     match checkout::start_checkout(&db.pool, &booking(key, party, hh, mm))
         .await
         .unwrap()
@@ -129,7 +135,7 @@ async fn book(db: &TestDb, key: &str, party: i64, hh: u32, mm: u32) -> Option<Ve
     }
 }
 
-async fn tables_of(db: &TestDb, order: uuid::Uuid) -> Vec<String> {
+pub(crate) async fn tables_of(db: &TestDb, order: uuid::Uuid) -> Vec<String> {
     sqlx::query_scalar("select tables from bookings where order_id = $1")
         .bind(order)
         .fetch_one(&db.pool)
@@ -137,7 +143,7 @@ async fn tables_of(db: &TestDb, order: uuid::Uuid) -> Vec<String> {
         .unwrap()
 }
 
-async fn live_pins(db: &TestDb) -> i64 {
+pub(crate) async fn live_pins(db: &TestDb) -> i64 {
     sqlx::query_scalar("select count(*) from table_pins where live")
         .fetch_one(&db.pool)
         .await

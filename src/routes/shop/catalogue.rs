@@ -74,6 +74,11 @@ pub struct Section {
     pub days_compact: bool,
     /// "Doors 19:00 CET · The Pier": empty when the event says neither.
     pub doors_and_venue: String,
+    /// A page of its own the section links to instead of listing its
+    /// products (a dining room's times are chosen by day and party
+    /// there), and the link's words; empty for the rest.
+    pub page_href: String,
+    pub page_words: &'static str,
     pub items: Vec<CatalogueItem>,
 }
 
@@ -162,7 +167,14 @@ async fn catalogue_page(
     let mut sections: Vec<Section> = Vec::new();
     for row in rows {
         if sections.last().is_none_or(|s| s.id != row.collection) {
+            let (page_href, page_words) = row
+                .kind
+                .collection()
+                .shop_page(&row.collection)
+                .unwrap_or_default();
             sections.push(Section {
+                page_href,
+                page_words,
                 id: row.collection.clone(),
                 title: row.collection_title.clone(),
                 lede: row.collection_lede.clone(),
@@ -184,11 +196,11 @@ async fn catalogue_page(
             Sale::Closed { .. } => (false, "Sales have closed".to_owned()),
         };
         let available = row.available_now.max(0);
-        sections
-            .last_mut()
-            .expect("pushed above")
-            .items
-            .push(CatalogueItem {
+        let section = sections.last_mut().expect("pushed above");
+        if !section.page_href.is_empty() {
+            continue;
+        }
+        section.items.push(CatalogueItem {
                 name: row.name,
                 description: row.description,
                 // a slot's name already says when; an event's does not

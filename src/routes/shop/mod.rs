@@ -7,6 +7,7 @@ mod availability;
 mod basket;
 mod catalogue;
 mod checkout;
+mod dining;
 mod orders;
 mod queue;
 mod returns;
@@ -227,6 +228,7 @@ pub fn routes(config: &mut web::ServiceConfig) {
             "/checkout/cancel/{token}",
             web::post().to(returns::checkout_leave),
         )
+        .route("/dining/{room}", web::get().to(dining::times))
         .route("/waitlist/{product}", web::get().to(waitlist::join_form))
         .route("/waitlist/{product}", web::post().to(waitlist::join))
         .route("/waitlist/entry/{token}", web::get().to(waitlist::entry))

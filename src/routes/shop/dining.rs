@@ -1,0 +1,195 @@
+//! A dining room's booking page (`/dining/{room}`): the guest chooses a
+//! day and a party size, and sees the times that can still seat the
+//! party with the covers each has left, as the database answers
+//! (`catalogue::dining::times::bookable`); a time is booked by adding the
+//! party to the basket (its product, the party as its quantity), and the
+//! checkout's one transaction seats it (docs/design.md, "Tables: a party
+//! at a time"). Nobody ever picks a table.
+
+use actix_web::http::StatusCode;
+use actix_web::{HttpRequest, HttpResponse, web};
+use askama::Template;
+use chrono::{Duration, NaiveDate, NaiveTime};
+use serde::Deserialize;
+
+use super::basket_count;
+use crate::catalogue::dining::times::bookable;
+use crate::money;
+use crate::retry::{Bound, retry};
+use crate::routes::ShopError;
+use crate::routes::render::render;
+use crate::state::Shop;
+
+#[derive(Deserialize)]
+pub struct TimesQuery {
+    date: Option<String>,
+    party: Option<String>,
+}
+
+/// One time on the page that seats the party.
+struct TimeRow {
+    product_id: String,
+    /// "19:30"
+    time: String,
+    covers_left: i32,
+}
+
+#[derive(Template)]
+#[template(path = "dining.html")]
+struct DiningPage {
+    basket_count: i64,
+    room_id: String,
+    name: String,
+    description: String,
+    /// The day asked for, as the date field takes it.
+    date: String,
+    /// The day in words: "Fri 18 Dec".
+    day: String,
+    first_day: String,
+    last_day: String,
+    party: i64,
+    largest_party: i32,
+    /// The deposit the party pays per cover, in words, or empty.
+    deposit: String,
+    times: Vec<TimeRow>,
+    /// The times full for the party, "18:00, 18:15", or empty.
+    full: String,
+    error: String,
+}
+
+#[derive(sqlx::FromRow)]
+struct Room {
+    name: String,
+    description: String,
+    currency: String,
+    largest_party: i32,
+    days_ahead: i32,
+}
+
+/// `GET /dining/{room}?date=2026-12-18&party=4`
+pub async fn times(
+    shop: web::Data<Shop>,
+    request: HttpRequest,
+    room_id: web::Path<String>,
+    query: web::Query<TimesQuery>,
+) -> Result<HttpResponse, ShopError> {
+    let unknown = || ShopError::not_found("there is no such restaurant in the shop");
+    if room_id.is_empty() || room_id.len() > 100 {
+        return Err(unknown());
+    }
+    let room: Room = retry("dining_read", Bound::Shopper, || {
+        sqlx::query_as::<_, Room>(
+            "select name, description, currency, largest_party, days_ahead from dining_rooms \
+              where collection = $1 and archived_at is null",
+        )
+        .bind(room_id.as_str())
+        .fetch_optional(&shop.pool)
+    })
+    .await?
+    .ok_or_else(unknown)?;
+    let today = shop.zone.today(chrono::Utc::now());
+    let last = today + Duration::days(i64::from(room.days_ahead));
+    let mut error = String::new();
+    let date = match query
+        .date
+        .as_deref()
+        .map(str::trim)
+        .filter(|d| !d.is_empty())
+    {
+        None => today,
+        Some(typed) => match NaiveDate::parse_from_str(typed, "%Y-%m-%d") {
+            Ok(day) if day >= today && day <= last => day,
+            _ => {
+                error = format!(
+                    "Choose a day from {} to {}.",
+                    today.format("%a %-d %b"),
+                    last.format("%a %-d %b")
+                );
+                today
+            }
+        },
+    };
+    let party = match query
+        .party
+        .as_deref()
+        .map(str::trim)
+        .filter(|p| !p.is_empty())
+    {
+        None => 2,
+        Some(typed) => match typed.parse::<i64>() {
+            Ok(n) if (1..=i64::from(room.largest_party)).contains(&n) => n,
+            _ => {
+                error = format!(
+                    "A party is 1 to {} guests; for more, please call us.",
+                    room.largest_party
+                );
+                2
+            }
+        },
+    };
+    let from = shop
+        .zone
+        .at(date, NaiveTime::MIN)
+        .map_err(|e| ShopError::internal(anyhow::anyhow!(e)))?;
+    let party_i32 = i32::try_from(party).unwrap_or(2);
+    let rows = retry("dining_read", Bound::Shopper, || {
+        bookable(
+            &shop.pool,
+            room_id.as_str(),
+            from,
+            from + Duration::days(1),
+            party_i32,
+        )
+    })
+    .await?;
+    let deposit = retry("dining_read", Bound::Shopper, || {
+        sqlx::query_scalar::<_, i64>(
+            "select coalesce(max(deposit_minor), 0) from dining_periods \
+              where room = $1 and deposit_minor > 0 and deposit_from_party <= $2",
+        )
+        .bind(room_id.as_str())
+        .bind(party_i32)
+        .fetch_one(&shop.pool)
+    })
+    .await?;
+    let clock = |at| shop.zone.local(at).format("%H:%M").to_string();
+    let page = DiningPage {
+        basket_count: basket_count(&shop, &request).await?,
+        room_id: room_id.into_inner(),
+        name: room.name,
+        description: room.description,
+        date: date.format("%Y-%m-%d").to_string(),
+        day: date.format("%a %-d %b").to_string(),
+        first_day: today.format("%Y-%m-%d").to_string(),
+        last_day: last.format("%Y-%m-%d").to_string(),
+        party,
+        largest_party: room.largest_party,
+        deposit: if deposit > 0 {
+            money::format(deposit, &room.currency)
+        } else {
+            String::new()
+        },
+        times: rows
+            .iter()
+            .filter(|t| t.seats)
+            .map(|t| TimeRow {
+                product_id: t.product_id.clone(),
+                time: clock(t.starts_at),
+                covers_left: t.covers_left.max(0),
+            })
+            .collect(),
+        full: rows
+            .iter()
+            .filter(|t| !t.seats)
+            .map(|t| clock(t.starts_at))
+            .collect::<Vec<_>>()
+            .join(", "),
+        error,
+    };
+    let status = if page.error.is_empty() {
+        StatusCode::OK
+    } else {
+        StatusCode::BAD_REQUEST
+    };
+    render(status, &page)
+}

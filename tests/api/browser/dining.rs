@@ -1,0 +1,108 @@
+//! A guest books a table in a real browser at a phone's size (390×844)
+//! and a desk's (1280×900): the catalogue links to the restaurant's page,
+//! which answers a day and a party with the times that can seat it; a
+//! time goes into the basket as the party's booking. No horizontal
+//! scroll; axe-core finds nothing.
+
+use super::*;
+use crate::tables::{ROOM, book, day, room, set_up, table, time_id};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_guest_chooses_a_time_for_four_on_a_phone_and_a_desk() {
+    let (app, driver, _turn) = shop_and_driver().await;
+    app.load_demo().await;
+    let shots = target_screenshots().join("dining");
+    let _ = std::fs::remove_dir_all(&shots);
+    for (width, height, size) in [(390, 844, "phone"), (1280, 900, "desk")] {
+        let mut before = Browser::open(&driver, shots.join("before")).await;
+        before.client.set_window_size(width, height).await.unwrap();
+        before.go(&format!("{}/", app.address)).await;
+        before.screenshot(&format!("home-{size}")).await;
+        before.close().await;
+    }
+    let mut spec = room(
+        10,
+        vec![
+            table("T1", 1, 2, 100),
+            table("T2", 2, 4, 100),
+            table("T3", 2, 4, 100),
+        ],
+        vec![],
+    );
+    spec.name = "Dinner at the Bistro".into();
+    spec.description = "Twelve tables by the harbour; the kitchen closes at 22:30.".into();
+    spec.periods[0].deposit_minor = 1000;
+    spec.periods[0].deposit_from_party = 4;
+    set_up(&app.db, &spec).await;
+    assert!(book(&app.db, "taken-1", 4, 19, 30).await.is_some());
+    assert!(book(&app.db, "taken-2", 3, 19, 30).await.is_some());
+    app.settled().await;
+    for (width, height, size) in [(390, 844, "phone"), (1280, 900, "desk")] {
+        let mut guest = Browser::open(&driver, shots.join("after")).await;
+        guest.client.set_window_size(width, height).await.unwrap();
+        let fits = |browser: &Browser| {
+            let client = browser.client.clone();
+            async move {
+                client
+                    .execute(
+                        "return document.documentElement.scrollWidth <= window.innerWidth;",
+                        vec![],
+                    )
+                    .await
+                    .unwrap()
+                    == serde_json::json!(true)
+            }
+        };
+        guest.go(&format!("{}/", app.address)).await;
+        guest.screenshot(&format!("home-{size}")).await;
+        assert!(fits(&guest).await, "home ({size}) scrolls sideways");
+        guest.click(&format!("a[href='/dining/{ROOM}']")).await;
+        guest.wait_for_text("h1", "Dinner at the Bistro").await;
+        guest.fill("input[name=date]", "").await;
+        guest
+            .client
+            .execute(
+                "document.querySelector('input[name=date]').value = arguments[0];",
+                vec![serde_json::json!(day().format("%Y-%m-%d").to_string())],
+            )
+            .await
+            .unwrap();
+        guest.fill("input[name=party]", "4").await;
+        guest.click(".dining-ask button[type=submit]").await;
+        // the answer is a new page: wait for it before reading it
+        for _ in 0..100 {
+            let url = guest.client.current_url().await.unwrap();
+            if url.as_str().contains("party=4") {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        let heading = guest.wait_for_text("#times-heading", "Times for 4").await;
+        assert!(
+            heading.contains(&day().format("%-d %b").to_string()),
+            "{heading}"
+        );
+        let deposit = guest.text(".deposit").await;
+        assert!(deposit.contains("10.00"), "{deposit}");
+        guest.screenshot(&format!("times-{size}")).await;
+        assert!(fits(&guest).await, "times ({size}) scroll sideways");
+        let violations = guest.axe_violations().await;
+        assert!(violations.is_empty(), "times: {violations:#?}");
+        // 19:30 is full for four; 21:30 is not
+        let body = guest.body().await;
+        assert!(!body.contains(&format!("value=\"{}\"", time_id(19, 30))));
+        guest
+            .click(&format!(
+                "input[value='{}'] + input + button",
+                time_id(21, 30)
+            ))
+            .await;
+        guest.wait_for_path("/basket").await;
+        let basket = guest.body().await;
+        assert!(basket.contains("Dinner at the Bistro"), "{basket}");
+        guest.screenshot(&format!("basket-{size}")).await;
+        let violations = guest.axe_violations().await;
+        assert!(violations.is_empty(), "basket: {violations:#?}");
+        guest.close().await;
+    }
+}

@@ -1,0 +1,96 @@
+//! A guest books a table in the shop (issue 36, the pages): the catalogue
+//! links to the dining room's page instead of listing its times; the page
+//! answers a day and a party size with the times that can still seat the
+//! party and the places each has left, as the database decides; a time
+//! is booked through the basket and the checkout's one transaction, which
+//! seats the party at a table. Bad input is answered clearly and changes
+//! nothing.
+
+use holdfast_testkit::*;
+
+use crate::tables::{ROOM, book, day, room, set_up, table, tables_of, time_id};
+
+#[tokio::test]
+async fn a_guest_sees_the_times_that_seat_the_party_and_books_one_through_the_basket() {
+    let app = spawn_app().await;
+    let mut spec = room(10, vec![table("T1", 1, 4, 100)], vec![]);
+    spec.periods[0].deposit_minor = 1000;
+    set_up(&app.db, &spec).await;
+    app.settled().await;
+    // the catalogue links to the room's page and lists none of its times
+    let home = read_page(&browser(), &format!("{}/", app.address)).await;
+    assert!(home.contains("href=\"/dining/bistro\""), "{home}");
+    assert!(!home.contains(&time_id(19, 30)), "{home}");
+
+    // the table is taken 19:30–21:30
+    assert_eq!(book(&app.db, "before", 4, 19, 30).await.unwrap(), ["T1"]);
+    let url = format!(
+        "{}/dining/{ROOM}?date={}&party=4",
+        app.address,
+        day().format("%Y-%m-%d")
+    );
+    let page = read_page(&browser(), &url).await;
+    assert!(page.contains("Times for 4 on"), "{page}");
+    assert!(page.contains("A deposit of"), "{page}");
+    // 18:00 to 17:30 + 2 h overlap it: full; 21:30 seats four, 10 places
+    let bookable = |hhmm: &str| {
+        page.contains(&format!(
+            "value=\"{ROOM}-{}-{hhmm}\"",
+            day().format("%Y%m%d")
+        ))
+    };
+    assert!(!bookable("1930") && !bookable("1800") && !bookable("2115"));
+    assert!(bookable("2130") && bookable("2230"));
+    assert!(
+        page.contains(
+            "Full for 4: 18:00, 18:15, 18:30, 18:45, 19:00, 19:15, 19:30, 19:45, \
+                       20:00, 20:15, 20:30, 20:45, 21:00, 21:15."
+        ),
+        "{page}"
+    );
+    assert!(page.contains("10 places left"), "{page}");
+    // a full time says only that: 19:30's six places seat nobody of four
+    assert!(!page.contains("6 places left"), "{page}");
+
+    // bad input: said, with status 400, and the page still works
+    for bad in [
+        "party=0",
+        "party=11",
+        "party=four",
+        "date=2020-01-01",
+        "date=soon",
+    ] {
+        let response = browser()
+            .get(format!("{}/dining/{ROOM}?{bad}", app.address))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 400, "{bad}");
+        let text = response.text().await.unwrap();
+        assert!(text.contains("role=\"alert\""), "{bad}: {text}");
+    }
+    let unknown = browser()
+        .get(format!("{}/dining/nowhere", app.address))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(unknown.status(), 404);
+
+    // the guest books 21:30 for four: the basket, then the checkout's one
+    // transaction seats them at T1 and asks their deposit
+    let guest = browser();
+    app.add(&guest, &time_id(21, 30), 4).await;
+    let started = app.checkout(&guest).await;
+    assert_eq!(started.status(), 303, "{:?}", started.text().await);
+    let (order, amount): (uuid::Uuid, i64) = sqlx::query_as(
+        "select o.id, o.amount_minor from orders o join order_lines l on l.order_id = o.id \
+          where l.product_id = $1",
+    )
+    .bind(time_id(21, 30))
+    .fetch_one(&app.db.pool)
+    .await
+    .unwrap();
+    assert_eq!(amount, 4000);
+    assert_eq!(tables_of(&app.db, order).await, ["T1"]);
+    engine::assert_no_drift(&app.db.inventory()).await;
+}
