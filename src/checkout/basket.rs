@@ -243,11 +243,18 @@ pub async fn lines(pool: &PgPool, basket: &str) -> sqlx::Result<Vec<BasketLine>>
         kind: crate::catalogue::ProductKind,
         collection_title: String,
     }
+    // a party below its table time's deposit size pays nothing, as the
+    // checkout prices it
     let rows: Vec<Row> = sqlx::query_as(
-        "select b.product_id, p.name, b.qty, p.price_minor, p.currency, b.unlocked_by, p.kind, \
+        "select b.product_id, p.name, b.qty, \
+                case when b.qty < coalesce(pe.deposit_from_party, 0) then 0 \
+                     else p.price_minor end as price_minor, \
+                p.currency, b.unlocked_by, p.kind, \
                 c.title as collection_title, coalesce(p.starts_at, c.starts_at) as starts_at \
            from basket_lines b join products p on p.id = b.product_id \
            join collections c on c.id = p.collection \
+           left join dining_times t on t.product_id = p.id \
+           left join dining_periods pe on pe.room = t.room and pe.name = t.period \
           where b.basket_id = $1 order by b.added_at, b.product_id",
     )
     .bind(basket)

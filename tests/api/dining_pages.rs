@@ -94,3 +94,28 @@ async fn a_guest_sees_the_times_that_seat_the_party_and_books_one_through_the_ba
     assert_eq!(tables_of(&app.db, order).await, ["T1"]);
     engine::assert_no_drift(&app.db.inventory()).await;
 }
+
+#[tokio::test]
+async fn a_party_below_the_deposits_size_sees_nothing_to_pay_in_the_basket() {
+    let app = spawn_app().await;
+    let mut spec = room(
+        10,
+        vec![table("T1", 1, 4, 100), table("T2", 1, 4, 100)],
+        vec![],
+    );
+    spec.periods[0].deposit_minor = 1000;
+    spec.periods[0].deposit_from_party = 4;
+    set_up(&app.db, &spec).await;
+    app.settled().await;
+    let two = browser();
+    app.add(&two, &time_id(19, 30), 2).await;
+    let basket = read_page(&two, &format!("{}/basket", app.address)).await;
+    assert!(
+        basket.contains("€0.00") && !basket.contains("€20.00"),
+        "{basket}"
+    );
+    let four = browser();
+    app.add(&four, &time_id(19, 30), 4).await;
+    let basket = read_page(&four, &format!("{}/basket", app.address)).await;
+    assert!(basket.contains("€40.00"), "{basket}");
+}
