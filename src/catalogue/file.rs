@@ -16,6 +16,7 @@ use serde::{Deserialize, Serialize};
 use sqlx::PgPool;
 
 use super::ProductKind;
+use super::dining::{self, RoomSpec};
 use super::edit::{CollectionEdit, DEFAULT_MAX_PER_ORDER, ProductEdit, PutProduct};
 use super::kinds::{CollectionKind, InFile};
 use super::schedules::{self, Schedule};
@@ -58,6 +59,10 @@ pub struct CatalogueFile {
     pub products: Vec<ProductSpec>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub vouchers: Vec<NewVoucher>,
+    /// Restaurants, each whole: its tables, joins, service periods and
+    /// turns; its times are published from it (`days_ahead` days).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub dining_rooms: Vec<RoomSpec>,
 }
 
 /// When something happens: an absolute moment, or days ahead at a time.
@@ -271,6 +276,8 @@ pub struct LoadReport {
     pub vouchers_created: usize,
     /// Slots the schedules published.
     pub slots_published: usize,
+    /// Bookable times the dining rooms published.
+    pub times_published: usize,
 }
 
 /// `time` on the day `days_ahead` from `now`'s date, both in `zone`.
@@ -448,6 +455,11 @@ impl CatalogueFile {
                 .check()
                 .with_context(|| format!("voucher {:?}", voucher.code))?;
         }
+        for room in &self.dining_rooms {
+            room.check()
+                .map_err(anyhow::Error::msg)
+                .with_context(|| format!("dining room {:?}", room.id))?;
+        }
         Ok(Plan {
             collections,
             schedules,
@@ -498,6 +510,17 @@ impl CatalogueFile {
         if !plan.schedules.is_empty() {
             let published = schedules::publish(pool, zone, now).await?;
             report.slots_published = published.created;
+        }
+        for room in &self.dining_rooms {
+            dining::save_room(pool, room)
+                .await
+                .with_context(|| format!("cannot store dining room {}", room.id))?;
+            let today = zone.today(now);
+            for ahead in 0..=i64::from(room.days_ahead) {
+                report.times_published +=
+                    dining::times::publish_day(pool, zone, &room.id, today + Duration::days(ahead))
+                        .await?;
+            }
         }
         Ok(report)
     }
@@ -577,9 +600,13 @@ impl CatalogueFile {
                         })
                         .collect(),
                 }),
-                // a schedule's slots are its schedule's; a dining room's
-                // times are published from its room, written below it
-                (InFile::Products, true) | (InFile::DiningRooms, _) => {}
+                // a schedule's slots are its schedule's
+                (InFile::Products, true) => {}
+                // a dining room's times are published from the room
+                (InFile::DiningRooms, _) => {
+                    file.dining_rooms
+                        .extend(dining::read_room(pool, &collection.id).await?);
+                }
                 (InFile::Products, false) => {
                     file.collections.push(collection.clone());
                     file.products.extend(own.iter().map(|p| ProductSpec {

@@ -678,3 +678,65 @@ async fn a_refunded_table_goes_to_the_waiting_list_of_its_time_in_the_refunds_tr
     assert_eq!(live_pins(&db).await, 1);
     assert_no_drift(&db.inventory()).await;
 }
+
+#[tokio::test]
+async fn a_dining_room_in_the_catalogue_file_loads_publishes_and_exports_as_it_was() {
+    use holdfast::catalogue::CatalogueFile;
+    let db = TestDb::new().await;
+    let mut spec = room(
+        12,
+        vec![
+            table("T1", 1, 2, 100),
+            table("T2", 1, 2, 100),
+            table("T8", 5, 8, 10),
+        ],
+        vec![JoinSpec {
+            id: "T1+T2".into(),
+            tables: vec!["T1".into(), "T2".into()],
+            min_party: 3,
+            max_party: 4,
+            priority: 100,
+        }],
+    );
+    spec.days_ahead = 2;
+    spec.periods[0].deposit_minor = 1500;
+    spec.periods[0].deposit_from_party = 6;
+    // the file's form: JSON, times as "18:00:00"
+    let text = serde_json::json!({ "currency": "eur", "dining_rooms": [spec] }).to_string();
+    assert!(text.contains("\"opens\":\"18:00:00\""), "{text}");
+    let file: CatalogueFile = serde_json::from_str(&text).unwrap();
+    let report = file.load(&db.pool).await.unwrap();
+    // today and two days ahead, 18:00 to 22:30 every quarter hour
+    assert_eq!(report.times_published, 3 * 19);
+    // loading again changes nothing
+    assert_eq!(file.load(&db.pool).await.unwrap().times_published, 0);
+    let exported = CatalogueFile::export(&db.pool, ShopZone::UTC)
+        .await
+        .unwrap();
+    assert_eq!(exported.dining_rooms, [spec.clone()]);
+    assert!(
+        exported.products.is_empty(),
+        "times are the room's, not products of the file"
+    );
+    // a join of a table the room does not have is refused, and nothing of
+    // the file is written
+    let mut bad = spec.clone();
+    bad.id = "other".into();
+    bad.joins[0].tables[1] = "T9".into();
+    let refused = CatalogueFile {
+        dining_rooms: vec![bad],
+        ..file.clone()
+    }
+    .load(&db.pool)
+    .await
+    .unwrap_err();
+    assert!(
+        format!("{refused:#}").contains("no table T9"),
+        "{refused:#}"
+    );
+    let rooms: i64 = sqlx::query_scalar("select count(*) from dining_rooms")
+        .fetch_one(&db.pool)
+        .await
+        .unwrap();
+    assert_eq!(rooms, 1);
+}

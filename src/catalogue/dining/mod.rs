@@ -251,3 +251,193 @@ async fn save_periods(tx: &mut sqlx::PgConnection, room: &RoomSpec) -> sqlx::Res
     }
     Ok(())
 }
+
+impl RoomSpec {
+    /// What a room must be before anything of it is written (the
+    /// database's constraints are the last word): a known shape of id,
+    /// tables that seat someone, joins of its own tables, periods and
+    /// turns.
+    pub fn check(&self) -> Result<(), String> {
+        let id_ok = !self.id.is_empty()
+            && self.id.len() <= 100
+            && self
+                .id
+                .bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+            && !self.id.starts_with('-');
+        if !id_ok {
+            return Err(format!(
+                "room id {:?}: lower-case letters, digits and dashes",
+                self.id
+            ));
+        }
+        if ![15, 30, 45, 60].contains(&self.interval_minutes) {
+            return Err("the interval between times is 15, 30, 45 or 60 minutes".into());
+        }
+        if self.tables.is_empty() || self.periods.is_empty() || self.turns.is_empty() {
+            return Err("a room needs tables, service periods and turn times".into());
+        }
+        for t in &self.tables {
+            if t.min_party < 1 || t.min_party > t.max_party || t.max_party > 100 {
+                return Err(format!(
+                    "table {}: seats {} to {}, which is no party",
+                    t.id, t.min_party, t.max_party
+                ));
+            }
+        }
+        for j in &self.joins {
+            if let Some(unknown) = j
+                .tables
+                .iter()
+                .find(|t| !self.tables.iter().any(|x| &x.id == *t))
+            {
+                return Err(format!("join {}: no table {unknown}", j.id));
+            }
+        }
+        for p in &self.periods {
+            if p.opens > p.last_seating || p.weekdays.iter().any(|d| !(1..=7).contains(d)) {
+                return Err(format!(
+                    "service period {}: weekdays 1 to 7, opening before its last seating",
+                    p.name
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A room as it is set up now, in the form [`save_room`] takes (its
+/// archived tables and joins left out); `None` when there is none.
+pub async fn read_room(pool: &PgPool, id: &str) -> sqlx::Result<Option<RoomSpec>> {
+    #[derive(sqlx::FromRow)]
+    struct Room {
+        name: String,
+        description: String,
+        currency: String,
+        interval_minutes: i32,
+        pacing: i32,
+        days_ahead: i32,
+        book_until_minutes: i32,
+        largest_party: i32,
+    }
+    #[derive(sqlx::FromRow)]
+    struct Table {
+        id: String,
+        min_party: i32,
+        max_party: i32,
+        area: String,
+        priority: i32,
+    }
+    #[derive(sqlx::FromRow)]
+    struct Join {
+        id: String,
+        tables: Vec<String>,
+        min_party: i32,
+        max_party: i32,
+        priority: i32,
+    }
+    #[derive(sqlx::FromRow)]
+    struct Period {
+        name: String,
+        weekdays: Vec<i32>,
+        opens: NaiveTime,
+        last_seating: NaiveTime,
+        deposit_minor: i64,
+        deposit_from_party: i32,
+        cancel_hours: i32,
+    }
+    #[derive(sqlx::FromRow)]
+    struct Turn {
+        up_to_party: i32,
+        minutes: i32,
+    }
+    let Some(room): Option<Room> = sqlx::query_as(
+        "select name, description, currency, interval_minutes, pacing, days_ahead, \
+                book_until_minutes, largest_party \
+           from dining_rooms where collection = $1 and archived_at is null",
+    )
+    .bind(id)
+    .fetch_optional(pool)
+    .await?
+    else {
+        return Ok(None);
+    };
+    let tables: Vec<Table> = sqlx::query_as(
+        "select id, min_party, max_party, area, priority from dining_tables \
+          where room = $1 and archived_at is null order by position, id",
+    )
+    .bind(id)
+    .fetch_all(pool)
+    .await?;
+    let joins: Vec<Join> = sqlx::query_as(
+        "select id, tables, min_party, max_party, priority from dining_joins \
+          where room = $1 and archived_at is null order by id",
+    )
+    .bind(id)
+    .fetch_all(pool)
+    .await?;
+    let periods: Vec<Period> = sqlx::query_as(
+        "select name, weekdays, opens, last_seating, deposit_minor, deposit_from_party, \
+                cancel_hours \
+           from dining_periods where room = $1 order by opens, name",
+    )
+    .bind(id)
+    .fetch_all(pool)
+    .await?;
+    let turns: Vec<Turn> = sqlx::query_as(
+        "select up_to_party, minutes from dining_turns where room = $1 order by up_to_party",
+    )
+    .bind(id)
+    .fetch_all(pool)
+    .await?;
+    Ok(Some(RoomSpec {
+        id: id.to_owned(),
+        name: room.name,
+        description: room.description,
+        currency: room.currency,
+        interval_minutes: room.interval_minutes,
+        pacing: room.pacing,
+        days_ahead: room.days_ahead,
+        book_until_minutes: room.book_until_minutes,
+        largest_party: room.largest_party,
+        tables: tables
+            .into_iter()
+            .map(|t| TableSpec {
+                id: t.id,
+                min_party: t.min_party,
+                max_party: t.max_party,
+                area: t.area,
+                priority: t.priority,
+            })
+            .collect(),
+        joins: joins
+            .into_iter()
+            .map(|j| JoinSpec {
+                id: j.id,
+                tables: j.tables,
+                min_party: j.min_party,
+                max_party: j.max_party,
+                priority: j.priority,
+            })
+            .collect(),
+        periods: periods
+            .into_iter()
+            .map(|p| PeriodSpec {
+                name: p.name,
+                weekdays: p.weekdays,
+                opens: p.opens,
+                last_seating: p.last_seating,
+                deposit_minor: p.deposit_minor,
+                deposit_from_party: p.deposit_from_party,
+                cancel_hours: p.cancel_hours,
+            })
+            .collect(),
+        turns: turns
+            .into_iter()
+            .map(|t| TurnSpec {
+                up_to_party: t.up_to_party,
+                minutes: t.minutes,
+            })
+            .collect(),
+    }))
+}
