@@ -119,3 +119,27 @@ async fn a_party_below_the_deposits_size_sees_nothing_to_pay_in_the_basket() {
     let basket = read_page(&four, &format!("{}/basket", app.address)).await;
     assert!(basket.contains("€40.00"), "{basket}");
 }
+
+#[tokio::test]
+async fn a_guest_whose_table_went_meanwhile_is_offered_the_nearest_times_that_seat_the_party() {
+    let app = spawn_app().await;
+    set_up(&app.db, &room(10, vec![table("T1", 1, 4, 100)], vec![])).await;
+    app.settled().await;
+    let guest = browser();
+    app.add(&guest, &time_id(21, 30), 4).await;
+    // someone else books the one table at 21:30 while the guest types
+    assert_eq!(book(&app.db, "quicker", 2, 21, 30).await.unwrap(), ["T1"]);
+    let refused = app.checkout(&guest).await;
+    assert_eq!(refused.status(), 409);
+    let page = refused.text().await.unwrap();
+    // T1 is busy 21:30–23:30: a party of four fits until 19:30
+    assert!(
+        page.contains("No table for 4 then. Times that can seat 4 that day: 19:00, 19:15, 19:30."),
+        "{page}"
+    );
+    // nothing was held for the guest
+    assert_eq!(
+        engine::held_and_sold(&app.db, &time_id(21, 30)).await,
+        (2, 0)
+    );
+}

@@ -60,6 +60,36 @@ fn describe_short(
         .collect()
 }
 
+/// A party no table seats at its time is offered the nearest times that
+/// can seat it (the database's answer, `times::nearest`), in the time's
+/// order: "Times that can seat 4 that day: 19:00, 19:15, 19:30."
+async fn offer_other_times(
+    shop: &Shop,
+    lines: &[ShortLine],
+    problems: &mut [Problem],
+) -> Result<(), ShopError> {
+    for (line, problem) in lines.iter().zip(problems.iter_mut()) {
+        let party = line.requested;
+        let mut offered = crate::retry::retry("dining_read", crate::retry::Bound::Shopper, || {
+            crate::catalogue::dining::times::nearest(&shop.pool, &line.product_id, party, 3)
+        })
+        .await?;
+        if offered.is_empty() {
+            continue;
+        }
+        offered.sort_by_key(|t| t.starts_at);
+        let times: Vec<String> = offered
+            .iter()
+            .map(|t| shop.zone.local(t.starts_at).format("%H:%M").to_string())
+            .collect();
+        problem.note = format!(
+            "No table for {party} then. Times that can seat {party} that day: {}.",
+            times.join(", ")
+        );
+    }
+    Ok(())
+}
+
 fn describe_limited(lines: &[ShortLine]) -> Vec<String> {
     lines
         .iter()
@@ -150,16 +180,14 @@ async fn tell(
             basket,
             sold_out,
         } => {
+            let mut problems = describe_short(&lines, &sold_out, shop.zone);
+            offer_other_times(shop, &lines, &mut problems).await?;
             basket_page_of(
                 shop,
                 basket,
                 form.voucher.clone(),
                 status,
-                Told::problems(
-                    describe_short(&lines, &sold_out, shop.zone),
-                    &form.name,
-                    &form.email,
-                ),
+                Told::problems(problems, &form.name, &form.email),
             )
             .await
         }
