@@ -26,12 +26,16 @@ pub async fn line_occasions(
         starts_at: Option<chrono::DateTime<chrono::Utc>>,
         doors_at: Option<chrono::DateTime<chrono::Utc>>,
         venue: String,
+        /// A table's booking: its party and when it ends.
+        party: Option<i32>,
+        ends_at: Option<chrono::DateTime<chrono::Utc>>,
     }
     let rows: Vec<Row> = sqlx::query_as(
         "select l.product_id, p.kind, coalesce(p.starts_at, c.starts_at) as starts_at, \
-                c.doors_at, c.venue \
+                c.doors_at, c.venue, b.party, b.ends_at \
            from order_lines l join products p on p.id = l.product_id \
            join collections c on c.id = p.collection \
+           left join bookings b on b.order_id = l.order_id and b.product_id = l.product_id \
           where l.order_id = $1",
     )
     .bind(order_id)
@@ -39,8 +43,16 @@ pub async fn line_occasions(
     .await?;
     Ok(rows
         .into_iter()
-        .filter(|row| row.kind.shows_time())
         .filter_map(|row| {
+            // a booking says it in its own words: "Table for 4, Fri 18 Dec
+            // 19:30, 2 h"
+            if let (Some(party), Some(starts), Some(ends)) = (row.party, row.starts_at, row.ends_at)
+            {
+                return Some((row.product_id, booking_words(party, starts, ends, zone)));
+            }
+            if !row.kind.shows_time() {
+                return None;
+            }
             let when = row.starts_at.map(|at| zone.long(at));
             let doors = row.doors_at.map(|at| format!("Doors {}", zone.time(at)));
             let venue = Some(row.venue.trim().to_owned()).filter(|v| !v.is_empty());
@@ -78,6 +90,25 @@ pub async fn line_days(
         .filter(|row| row.kind.shows_time())
         .filter_map(|row| Some((row.product_id, zone.short(row.starts_at?))))
         .collect())
+}
+
+/// "Table for 4, Fri 18 Dec 19:30, 2 h" (or "2 h 30"), in the shop's zone.
+fn booking_words(
+    party: i32,
+    starts: chrono::DateTime<chrono::Utc>,
+    ends: chrono::DateTime<chrono::Utc>,
+    zone: crate::clock::ShopZone,
+) -> String {
+    let minutes = (ends - starts).num_minutes();
+    let stay = match (minutes / 60, minutes % 60) {
+        (0, m) => format!("{m} min"),
+        (h, 0) => format!("{h} h"),
+        (h, m) => format!("{h} h {m}"),
+    };
+    format!(
+        "Table for {party}, {}, {stay}",
+        zone.local(starts).format("%a %-d %b %H:%M")
+    )
 }
 
 /// One code as a shopper is shown it.

@@ -92,6 +92,16 @@ async fn a_guest_sees_the_times_that_seat_the_party_and_books_one_through_the_ba
     .unwrap();
     assert_eq!(amount, 4000);
     assert_eq!(tables_of(&app.db, order).await, ["T1"]);
+    // the order page says the booking in its own words, never a table
+    let token: String = sqlx::query_scalar("select token from orders where id = $1")
+        .bind(order)
+        .fetch_one(&app.db.pool)
+        .await
+        .unwrap();
+    let page = read_page(&browser(), &format!("{}/orders/{token}", app.address)).await;
+    let words = format!("Table for 4, {} 21:30, 2 h", day().format("%a %-d %b"));
+    assert!(page.contains(&words), "{words} in {page}");
+    assert!(!page.contains("T1"), "{page}");
     engine::assert_no_drift(&app.db.inventory()).await;
 }
 

@@ -1,8 +1,9 @@
 //! A guest books a table in a real browser at a phone's size (390×844)
 //! and a desk's (1280×900): the catalogue links to the restaurant's page,
 //! which answers a day and a party with the times that can seat it; a
-//! time goes into the basket as the party's booking. No horizontal
-//! scroll; axe-core finds nothing.
+//! time goes into the basket as the party's booking, its deposit is paid
+//! at the provider, and the order page says the booking in its own words.
+//! No horizontal scroll; axe-core finds nothing.
 
 use super::*;
 use crate::tables::{ROOM, book, day, room, set_up, table, time_id};
@@ -103,6 +104,22 @@ async fn a_guest_chooses_a_time_for_four_on_a_phone_and_a_desk() {
         guest.screenshot(&format!("basket-{size}")).await;
         let violations = guest.axe_violations().await;
         assert!(violations.is_empty(), "basket: {violations:#?}");
+        // pay the deposit at the provider, and the order page says the
+        // booking in its own words, with its code for the host stand
+        guest.fill("input[name=name]", "Ada Lovelace").await;
+        guest.fill("input[name=email]", "ada@example.com").await;
+        guest.click("form.checkout button[type=submit]").await;
+        guest.find("#pay").await;
+        guest.click("#pay").await;
+        guest.wait_for_path("/orders/").await;
+        let body = guest.body().await;
+        let words = format!("Table for 4, {} 21:30, 2 h", day().format("%a %-d %b"));
+        assert!(body.contains(&words), "{words} in {body}");
+        assert!(body.contains("Booking code"), "{body}");
+        guest.screenshot(&format!("order-{size}")).await;
+        assert!(fits(&guest).await, "order ({size}) scrolls sideways");
+        let violations = guest.axe_violations().await;
+        assert!(violations.is_empty(), "order: {violations:#?}");
         guest.close().await;
     }
 }
