@@ -153,3 +153,57 @@ async fn a_guest_whose_table_went_meanwhile_is_offered_the_nearest_times_that_se
         (2, 0)
     );
 }
+
+#[tokio::test]
+async fn the_confirmation_says_the_booking_and_its_calendar_lasts_the_partys_turn() {
+    use holdfast::worker::mail::Mailer;
+    use holdfast::worker::outbox::Outbox;
+    use mail_parser::{MessageParser, MimeHeaders};
+    let app = spawn_app().await;
+    let mut spec = room(20, vec![table("T8", 5, 8, 100)], vec![]);
+    spec.periods[0].deposit_minor = 1000;
+    set_up(&app.db, &spec).await;
+    crate::tables::paid_booking(&app.db, "six", 6, 19, 30).await;
+    let mailer = Mailer::new(
+        &app.sandbox.smtp(),
+        "Holdfast shop <shop@holdfast.test>",
+        holdfast::clock::ShopZone::UTC,
+        &app.address,
+    )
+    .unwrap();
+    let outbox =
+        Outbox::new(app.db.pool.clone(), app.sandbox.providers()).with_mailer(Some(mailer));
+    for _ in 0..20 {
+        outbox.drain().await.unwrap();
+        if !app.sandbox.mail.messages().is_empty() {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    let messages = app.sandbox.mail.messages();
+    assert_eq!(messages.len(), 1);
+    let message = MessageParser::default().parse(&messages[0].raw).unwrap();
+    let text = message.body_text(0).unwrap().into_owned();
+    // a party of six stays two and a half hours
+    let words = format!("Table for 6, {} 19:30, 2 h 30", day().format("%a %-d %b"));
+    assert!(text.contains(&words), "{words} in {text}");
+    let calendar = message
+        .attachments()
+        .find(|part| {
+            part.content_type()
+                .is_some_and(|c| c.ctype() == "text" && c.subtype() == Some("calendar"))
+        })
+        .map(|part| String::from_utf8_lossy(part.contents()).into_owned())
+        .expect("a calendar file");
+    let stamp = |key: &str| {
+        let value = calendar
+            .lines()
+            .find_map(|l| l.strip_prefix(key))
+            .unwrap_or_else(|| panic!("{key} in {calendar}"));
+        chrono::NaiveDateTime::parse_from_str(value.trim(), "%Y%m%dT%H%M%SZ")
+            .unwrap()
+            .and_utc()
+    };
+    assert_eq!(stamp("DTSTART:"), crate::tables::at(19, 30));
+    assert_eq!(stamp("DTEND:"), crate::tables::at(22, 0));
+}

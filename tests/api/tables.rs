@@ -291,7 +291,13 @@ async fn two_hundred_parties_race_for_the_last_table_at_half_past_seven() {
 /// Start a booking and pay it: its page named, a captured payment for
 /// exactly its deposit reported by the webhook, confirmed by the one
 /// confirm routine.
-async fn paid_booking(db: &TestDb, key: &str, party: i64, hh: u32, mm: u32) -> checkout::Order {
+pub(crate) async fn paid_booking(
+    db: &TestDb,
+    key: &str,
+    party: i64,
+    hh: u32,
+    mm: u32,
+) -> checkout::Order {
     let StartOutcome::Started { order, .. } =
         checkout::start_checkout(&db.pool, &booking(key, party, hh, mm))
             .await

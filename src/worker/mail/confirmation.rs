@@ -117,9 +117,11 @@ impl Confirmation {
             return Ok(None);
         };
         let lines = sqlx::query_as(
-            "select l.product_id, l.name, l.qty, p.kind, p.starts_at, p.ends_at, c.venue \
+            "select l.product_id, l.name, l.qty, p.kind, p.starts_at, \
+                    coalesce(b.ends_at, p.ends_at) as ends_at, c.venue \
                from order_lines l join products p on p.id = l.product_id \
                join collections c on c.id = p.collection \
+               left join bookings b on b.order_id = l.order_id and b.product_id = l.product_id \
               where l.order_id = $1 order by p.starts_at nulls last, l.name",
         )
         .bind(order_id)
