@@ -54,7 +54,7 @@ fn client() -> reqwest::Client {
 }
 
 /// A key with these scopes, made by the owner in the admin: its token.
-async fn key_with(app: &TestApp, scopes: &[Scope]) -> String {
+pub(crate) async fn key_with(app: &TestApp, scopes: &[Scope]) -> String {
     let (staff, csrf) = app.signed_in(STAFF_EMAIL, STAFF_PASSWORD).await;
     let mut form = vec![("csrf", csrf.as_str()), ("name", "tests")];
     form.extend(scopes.iter().map(|s| ("scope", s.as_str())));

@@ -207,3 +207,67 @@ async fn the_confirmation_says_the_booking_and_its_calendar_lasts_the_partys_tur
     assert_eq!(stamp("DTSTART:"), crate::tables::at(19, 30));
     assert_eq!(stamp("DTEND:"), crate::tables::at(22, 0));
 }
+
+#[tokio::test]
+async fn the_api_answers_the_times_that_seat_a_party_and_refuses_a_bad_question() {
+    use holdfast::staff::api_keys::Scope;
+    let app = spawn_app().await;
+    app.add_staff().await;
+    set_up(&app.db, &room(10, vec![table("T1", 1, 4, 100)], vec![])).await;
+    assert_eq!(book(&app.db, "taken", 4, 19, 30).await.unwrap(), ["T1"]);
+    let key = crate::api_v1::key_with(&app, &[Scope::ReadCatalogue]).await;
+    let ask = |query: String| {
+        let key = key.clone();
+        let url = format!("{}/api/v1/dining/{ROOM}/times?{query}", app.address);
+        async move {
+            let response = http_client()
+                .get(url)
+                .bearer_auth(key)
+                .send()
+                .await
+                .unwrap();
+            let status = response.status().as_u16();
+            (status, response.json::<serde_json::Value>().await.unwrap())
+        }
+    };
+    let date = day().format("%Y-%m-%d").to_string();
+    let (status, body) = ask(format!("date={date}&party=4")).await;
+    assert_eq!(status, 200, "{body}");
+    let times = body["times"].as_array().unwrap();
+    assert_eq!(times.len(), 19, "18:00 … 22:30");
+    let seating: Vec<&str> = times
+        .iter()
+        .filter(|t| t["seats"] == true)
+        .map(|t| t["product_id"].as_str().unwrap())
+        .collect();
+    let expected: Vec<String> = [(21, 30), (21, 45), (22, 0), (22, 15), (22, 30)]
+        .iter()
+        .map(|(h, m)| time_id(*h, *m))
+        .collect();
+    assert_eq!(seating, expected);
+    let half_past_seven = times
+        .iter()
+        .find(|t| t["product_id"] == time_id(19, 30).as_str())
+        .unwrap();
+    assert_eq!(half_past_seven["covers_left"], 6);
+    for bad in [
+        "party=4",
+        format!("date={date}").as_str(),
+        "date=soon&party=4",
+        &format!("date={date}&party=11"),
+    ] {
+        let (status, body) = ask(bad.to_owned()).await;
+        assert_eq!(status, 400, "{bad}: {body}");
+        assert_eq!(body["error"]["code"], "bad_query", "{body}");
+    }
+    let unknown = http_client()
+        .get(format!(
+            "{}/api/v1/dining/nowhere/times?date={date}&party=2",
+            app.address
+        ))
+        .bearer_auth(&key)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(unknown.status(), 404);
+}

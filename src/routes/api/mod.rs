@@ -7,6 +7,7 @@
 //! every POST needs an `Idempotency-Key`.
 
 mod checkout;
+mod dining;
 mod exports;
 mod reads;
 mod staff;
@@ -239,6 +240,7 @@ pub static ROUTES: &[ApiRoute] = &[
     route!(Get "/openapi.json", None => openapi),
     route!(Get "/catalogue", Some(Scope::ReadCatalogue) => reads::catalogue),
     route!(Get "/availability", Some(Scope::ReadCatalogue) => reads::availability),
+    route!(Get "/dining/{room}/times", Some(Scope::ReadCatalogue) => dining::times),
     route!(Post "/checkouts", Some(Scope::StartCheckouts) => checkout::start),
     route!(Get "/orders/by-token/{token}", Some(Scope::StartCheckouts) => reads::order_by_token),
     route!(Get "/orders", Some(Scope::ReadOrders) => reads::orders),
@@ -380,6 +382,7 @@ impl utoipa::Modify for BearerKeys {
         openapi,
         reads::catalogue,
         reads::availability,
+        dining::times,
         checkout::start,
         reads::order_by_token,
         reads::orders,
