@@ -216,6 +216,12 @@ async fn the_api_answers_the_times_that_seat_a_party_and_refuses_a_bad_question(
     set_up(&app.db, &room(10, vec![table("T1", 1, 4, 100)], vec![])).await;
     assert_eq!(book(&app.db, "taken", 4, 19, 30).await.unwrap(), ["T1"]);
     let key = crate::api_v1::key_with(&app, &[Scope::ReadCatalogue]).await;
+    // the admin's catalogue lists the room and links to no page that is
+    // not built yet
+    let (staff, _) = app.signed_in(STAFF_EMAIL, STAFF_PASSWORD).await;
+    let admin = app.admin_page(&staff, "/admin/catalogue").await;
+    assert!(admin.contains("Dinner at the Bistro"), "{admin}");
+    assert!(!admin.contains("/admin/catalogue/dining"), "{admin}");
     let ask = |query: String| {
         let key = key.clone();
         let url = format!("{}/api/v1/dining/{ROOM}/times?{query}", app.address);

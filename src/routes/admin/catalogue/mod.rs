@@ -138,7 +138,7 @@ pub async fn catalogue_page(
             .collect(),
         create: CollectionKind::ALL
             .iter()
-            .map(|kind| kind.sheet().create)
+            .filter_map(|kind| kind.sheet().create)
             .collect(),
         archived: crate::staff::archived::count(&shop.pool).await?,
     };
