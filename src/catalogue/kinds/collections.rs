@@ -130,6 +130,7 @@ const SHELF: CollectionSheet = CollectionSheet {
     in_file: InFile::Products,
     on_shop: OnShop::Products,
     lends_its_time: false,
+    by_day: false,
 };
 
 const DINING_ROOM: CollectionSheet = CollectionSheet {
