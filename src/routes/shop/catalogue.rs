@@ -201,36 +201,36 @@ async fn catalogue_page(
             continue;
         }
         section.items.push(CatalogueItem {
-                name: row.name,
-                description: row.description,
-                // a slot's name already says when; an event's does not
-                when: row
-                    .starts_at
-                    .filter(|_| row.kind.shows_time())
-                    .map(|at| shop.zone.long(at))
-                    .unwrap_or_default(),
-                price: money::format(row.price_minor, &row.currency),
-                available,
-                max_qty: available.min(row.max_per_order),
-                note: if available == 0 {
-                    pending_note(row.pending_units, row.first_back_at, now, shop.zone)
-                } else {
-                    String::new()
-                },
-                on_sale,
-                sale_note,
-                code: if row.hidden {
-                    unlocked_by.clone()
-                } else {
-                    String::new()
-                },
-                queue_open: row.queue_open,
-                commitment: row.queue_commitment.clone().unwrap_or_default(),
-                added: query.added.as_deref() == Some(row.id.as_str()),
-                starts_at: row.starts_at,
-                time: String::new(),
-                id: row.id,
-            });
+            name: row.name,
+            description: row.description,
+            // a slot's name already says when; an event's does not
+            when: row
+                .starts_at
+                .filter(|_| row.kind.shows_time())
+                .map(|at| shop.zone.long(at))
+                .unwrap_or_default(),
+            price: money::format(row.price_minor, &row.currency),
+            available,
+            max_qty: available.min(row.max_per_order),
+            note: if available == 0 {
+                pending_note(row.pending_units, row.first_back_at, now, shop.zone)
+            } else {
+                String::new()
+            },
+            on_sale,
+            sale_note,
+            code: if row.hidden {
+                unlocked_by.clone()
+            } else {
+                String::new()
+            },
+            queue_open: row.queue_open,
+            commitment: row.queue_commitment.clone().unwrap_or_default(),
+            added: query.added.as_deref() == Some(row.id.as_str()),
+            starts_at: row.starts_at,
+            time: String::new(),
+            id: row.id,
+        });
     }
     if sections.is_empty() && only.is_some() {
         return Err(ShopError::not_found("there is no such page in the shop"));
