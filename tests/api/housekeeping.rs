@@ -67,13 +67,22 @@ async fn housekeeping_forgets_what_was_never_paid_and_keeps_what_money_touched()
         reconciled(&app, token).await;
     }
 
-    // a basket untouched for a month, and one from today
-    let stale = browser();
-    app.add(&stale, "harbour-lights-general", 1).await;
-    sqlx::query("update basket_lines set added_at = now() - interval '31 days'")
-        .execute(&app.db.pool)
+    // a basket untouched for a month, and one from today (leaving checkout
+    // gave the left orders' lines back to their baskets: those are fresh)
+    let given_back: Vec<String> = sqlx::query_scalar("select distinct basket_id from basket_lines")
+        .fetch_all(&app.db.pool)
         .await
         .unwrap();
+    let stale = browser();
+    app.add(&stale, "harbour-lights-general", 1).await;
+    sqlx::query(
+        "update basket_lines set added_at = now() - interval '31 days' \
+          where basket_id <> all($1)",
+    )
+    .bind(&given_back)
+    .execute(&app.db.pool)
+    .await
+    .unwrap();
     let fresh = browser();
     app.add(&fresh, "wild-honey", 2).await;
 
