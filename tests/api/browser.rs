@@ -1740,7 +1740,7 @@ async fn a_debit_that_takes_days_is_seen_by_shopper_and_staff_on_a_phone_and_a_d
         let body = shopper.body().await;
         assert!(
             body.contains("paying €14.00 by SEPA Direct Debit")
-                && body.contains("Reserved for you until"),
+                && body.contains("reserved for you until"),
             "{body}"
         );
         shopper.screenshot(&format!("order-settling-{size}")).await;

@@ -200,7 +200,7 @@ async fn a_debit_settled_in_time_is_paid() {
     .await;
     assert!(page.contains("Your payment is being processed"), "{page}");
     assert!(page.contains("SEPA Direct Debit"), "{page}");
-    assert!(page.contains("held for you until"), "{page}");
+    assert!(page.contains("reserved for you until"), "{page}");
     let mailer = holdfast::worker::mail::Mailer::new(
         &app.sandbox.smtp(),
         "Holdfast shop <shop@holdfast.test>",
@@ -221,7 +221,7 @@ async fn a_debit_settled_in_time_is_paid() {
         .find(|m| m.subject().contains("is being processed"))
         .expect("the settling mail");
     let text = String::from_utf8_lossy(&mail.raw).to_string();
-    assert!(text.contains("held for you until"), "{text}");
+    assert!(text.contains("reserved for you until"), "{text}");
     assert!(text.contains("SEPA Direct Debit"), "{text}");
     // the shop's other systems: the webhook and the API say settling
     let sent: serde_json::Value = sqlx::query_scalar(

@@ -126,7 +126,7 @@ pub async fn order_page(
             .await?;
             format!(
                 "You are paying {} by {}, and your bank takes a few days to send it. Your \
-                 order is held for you until {}: nobody else can buy what it holds meanwhile. \
+                 order is reserved for you until {}: nobody else can buy what it holds meanwhile. \
                  When the money arrives you get an e-mail with your codes; if the bank refuses \
                  the payment, nothing is charged and the order is cancelled.",
                 money::format(order.amount_minor, &order.currency),
