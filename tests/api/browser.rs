@@ -102,11 +102,17 @@ async fn start_driver() -> Driver {
 }
 
 /// Whether a command failed because the page replaced its element.
+/// Whether an element was replaced under the test. Chromium says so as a
+/// stale reference, or, when the whole document was replaced between
+/// finding and reading, as an "unknown error" naming a node that "does not
+/// belong to the document".
 fn stale(error: &fantoccini::error::CmdError) -> bool {
     matches!(
         error,
         fantoccini::error::CmdError::Standard(e)
             if e.error == fantoccini::error::ErrorStatus::StaleElementReference
+                || (e.error == fantoccini::error::ErrorStatus::UnknownError
+                    && e.message.contains("does not belong to the document"))
     )
 }
 
