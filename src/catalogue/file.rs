@@ -238,6 +238,51 @@ pub struct PickupSlots {
     pub max_per_order: i32,
 }
 
+impl PickupSlots {
+    /// The file's pickup slots as products: one per day ahead and time,
+    /// named and timed in the shop's zone.
+    fn products(
+        &self,
+        now: DateTime<Utc>,
+        zone: ShopZone,
+        currency: &str,
+    ) -> anyhow::Result<Vec<ProductEdit>> {
+        let mut products = Vec::new();
+        if !self.kind.scheduled() || !(5..=1440).contains(&self.slot_minutes) {
+            anyhow::bail!("pickup_slots: a kind a schedule makes, in slots of 5 to 1,440 minutes");
+        }
+        let times: Vec<(&String, ShopZone)> = self
+            .times
+            .iter()
+            .map(|t| (t, zone))
+            .chain(self.times_utc.iter().map(|t| (t, ShopZone::UTC)))
+            .collect();
+        for day in &self.days_ahead {
+            for (time, in_zone) in &times {
+                let starts = at(now, *in_zone, *day, time)?;
+                products.push(ProductEdit {
+                    id: schedules::slot_id(&self.collection, starts),
+                    collection: self.collection.clone(),
+                    kind: self.kind,
+                    name: self.kind.unit_name(&self.name, starts, zone),
+                    description: self.description.clone(),
+                    price_minor: self.price_minor,
+                    currency: currency.to_owned(),
+                    capacity: self.capacity,
+                    starts_at: Some(starts),
+                    ends_at: Some(starts + Duration::minutes(self.slot_minutes)),
+                    max_per_order: self.max_per_order,
+                    sale_opens_at: None,
+                    sale_closes_at: None,
+                    hidden: false,
+                    position: None,
+                });
+            }
+        }
+        Ok(products)
+    }
+}
+
 /// A product on its own (stock on a shelf; or anything, absolute).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ProductSpec {
@@ -366,39 +411,7 @@ impl CatalogueFile {
             }
         }
         if let Some(slots) = &self.pickup_slots {
-            if !slots.kind.scheduled() || !(5..=1440).contains(&slots.slot_minutes) {
-                anyhow::bail!(
-                    "pickup_slots: a kind a schedule makes, in slots of 5 to 1,440 minutes"
-                );
-            }
-            let times: Vec<(&String, ShopZone)> = slots
-                .times
-                .iter()
-                .map(|t| (t, zone))
-                .chain(slots.times_utc.iter().map(|t| (t, ShopZone::UTC)))
-                .collect();
-            for day in &slots.days_ahead {
-                for (time, in_zone) in &times {
-                    let starts = at(now, *in_zone, *day, time)?;
-                    products.push(ProductEdit {
-                        id: schedules::slot_id(&slots.collection, starts),
-                        collection: slots.collection.clone(),
-                        kind: slots.kind,
-                        name: slots.kind.unit_name(&slots.name, starts, zone),
-                        description: slots.description.clone(),
-                        price_minor: slots.price_minor,
-                        currency: currency.clone(),
-                        capacity: slots.capacity,
-                        starts_at: Some(starts),
-                        ends_at: Some(starts + Duration::minutes(slots.slot_minutes)),
-                        max_per_order: slots.max_per_order,
-                        sale_opens_at: None,
-                        sale_closes_at: None,
-                        hidden: false,
-                        position: None,
-                    });
-                }
-            }
+            products.extend(slots.products(now, zone, &currency)?);
         }
         for spec in &self.products {
             let what = format!("product {:?}", spec.id);
