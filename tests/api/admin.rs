@@ -551,13 +551,17 @@ async fn capacity_changes_are_refused_below_what_is_committed_with_the_reason() 
             &[("csrf", &csrf), ("total", "3")],
         )
         .await;
-    let page = app.admin_page(&staff, &location(&response)).await;
+    // said beside the field on the resource's page, with what was typed
+    assert_eq!(response.status(), StatusCode::BAD_REQUEST);
+    let page = response.text().await.unwrap();
     assert!(
         page.contains(
-            "Refused: 5 units are reserved or sold, so the capacity cannot go below that (asked for 3)."
+            "id=\"f-total-error\">The capacity cannot go below what is reserved and sold now (5). \
+             Nothing was changed."
         ),
         "{page}"
     );
+    assert!(page.contains("name=\"total\" value=\"3\""), "{page}");
     let status = app
         .db
         .inventory()
@@ -587,6 +591,8 @@ async fn capacity_changes_are_refused_below_what_is_committed_with_the_reason() 
             )
             .await;
         assert_eq!(response.status(), StatusCode::BAD_REQUEST, "{bad:?}");
+        let page = response.text().await.unwrap();
+        assert!(page.contains("id=\"f-total-error\""), "{bad:?}: {page}");
     }
     let unknown = app
         .admin_post(

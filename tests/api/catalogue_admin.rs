@@ -949,7 +949,13 @@ async fn the_owner_orders_the_shops_sections_and_moves_at_once_never_share_a_pla
         &[("to", "sideways")],
     )
     .await;
-    assert_eq!(sideways.status(), StatusCode::BAD_REQUEST);
+    // back to the catalogue, saying so
+    assert_eq!(sideways.status(), StatusCode::SEE_OTHER);
+    assert!(
+        location(&sideways).starts_with("/admin/catalogue?notice=section_not_moved"),
+        "{}",
+        location(&sideways)
+    );
     let nowhere = post(
         &app,
         &staff,

@@ -1,6 +1,7 @@
 //! Integration tests: one binary, real PostgreSQL, real HTTP.
 
 mod admin;
+mod admin_forms;
 mod api_keys;
 mod api_v1;
 mod bad_input;

@@ -606,6 +606,13 @@ async fn staff_see_the_line_and_remove_an_entry_which_frees_what_was_set_aside()
         )
         .await;
     assert_eq!(refused.status(), StatusCode::BAD_REQUEST);
+    let page = refused.text().await.unwrap();
+    assert!(
+        page.contains(&format!(
+            "id=\"rules-{PRODUCT}-error\" role=\"alert\">Minutes to pay is 1 to 1440. Nothing was changed."
+        )),
+        "{page}"
+    );
     let saved = app
         .admin_post(
             &staff,
@@ -631,6 +638,12 @@ async fn staff_see_the_line_and_remove_an_entry_which_frees_what_was_set_aside()
         )
         .await;
     assert_eq!(queue.status(), StatusCode::CONFLICT);
+    // said in the product's row of the Waiting list page, not the shop's error page
+    let page = queue.text().await.unwrap();
+    assert!(
+        page.contains(&format!("id=\"queue-{PRODUCT}-error\"")),
+        "{page}"
+    );
     let removed = app
         .admin_post(
             &staff,

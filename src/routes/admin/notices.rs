@@ -23,8 +23,9 @@ pub struct NoticeQuery {
 
 /// The notices that say something was refused (shown as such); the rest
 /// say it was done.
-const REFUSED: [&str; 13] = [
+const REFUSED: [&str; 14] = [
     "capacity_refused",
+    "section_not_moved",
     "restore_collection_first",
     "paid",
     "refund_not_paid",
@@ -110,6 +111,7 @@ impl NoticeQuery {
 fn fixed(notice: &str) -> Option<&'static str> {
     Some(match notice {
         "capacity_updated" => "Capacity changed.",
+        "section_not_moved" => "Move a section Up or Down. Nothing was changed.",
         "repaired" => "Recounted from the reservations and corrected.",
         "no_drift" => "The counts already matched the reservations; nothing to correct.",
         "already_ended" => "This hold had already ended; nothing was changed.",

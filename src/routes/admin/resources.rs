@@ -3,8 +3,8 @@
 use actix_web::http::StatusCode;
 use actix_web::{HttpResponse, web};
 use askama::Template;
-use serde::Deserialize;
 
+use super::form::{Form, refusal};
 use super::notices::NoticeQuery;
 use super::pages::{Nav, nav, render, see_other};
 use crate::routes::ShopError;
@@ -41,6 +41,9 @@ pub(super) struct ResourcePage {
     /// The page where what sells it has its capacity changed, when a
     /// product with such a page sells it: capacity is changed in one place.
     editor: Option<String>,
+    /// The capacity form: the stored total, or what was typed when it was
+    /// refused, with why.
+    form: Form,
 }
 
 /// The admin page of the product selling a resource, if it has one.
@@ -69,22 +72,39 @@ pub async fn resource(
     id: web::Path<String>,
     notice: web::Query<NoticeQuery>,
 ) -> Result<HttpResponse, ShopError> {
-    let r = views::resources(&shop.pool, Some(&id))
+    resource_page(&shop, &session, &id, &notice, None).await
+}
+
+/// A resource's page, its capacity form as stored or, when `refused`, as
+/// typed with why (400).
+async fn resource_page(
+    shop: &Shop,
+    session: &Session,
+    id: &str,
+    notice: &NoticeQuery,
+    refused: Option<Form>,
+) -> Result<HttpResponse, ShopError> {
+    let r = views::resources(&shop.pool, Some(id))
         .await?
         .into_iter()
         .next()
         .ok_or_else(|| ShopError::not_found("no such resource"))?;
-    let page = ResourcePage {
-        nav: nav(&shop, &session, &notice).await?,
-        editor: editor_of(&shop, &r.resource_id).await?,
-        r,
+    let status = match refused {
+        Some(_) => StatusCode::BAD_REQUEST,
+        None => StatusCode::OK,
     };
-    render(StatusCode::OK, &page)
-}
-
-#[derive(Deserialize)]
-pub struct CapacityForm {
-    total: String,
+    let form = refused.unwrap_or_else(|| {
+        let mut form = Form::default();
+        form.set("total", r.total.to_string());
+        form
+    });
+    let page = ResourcePage {
+        nav: nav(shop, session, notice).await?,
+        editor: editor_of(shop, &r.resource_id).await?,
+        r,
+        form,
+    };
+    render(status, &page)
 }
 
 pub(super) fn resource_url(id: &str) -> String {
@@ -92,32 +112,38 @@ pub(super) fn resource_url(id: &str) -> String {
     format!("/admin/resources/{}", encoded.replace('+', "%20"))
 }
 
-/// `POST /admin/resources/{id}/capacity`.
+/// `POST /admin/resources/{id}/capacity`: field `total`. A total that is
+/// not a whole number, or below what is reserved and sold, is the page
+/// again with what was typed and why, beside the field (400).
 pub async fn set_capacity(
     shop: web::Data<Shop>,
     session: web::ReqData<Session>,
     id: web::Path<String>,
-    form: web::Form<CapacityForm>,
+    form: web::Form<Vec<(String, String)>>,
 ) -> Result<HttpResponse, ShopError> {
-    let total: i64 = form
-        .total
-        .trim()
-        .parse()
-        .map_err(|_| ShopError::bad_request("the new total must be a whole number"))?;
+    let mut form = Form::typed(form.into_inner());
     let back = resource_url(&id);
-    match actions::set_capacity(&shop.pool, &session.staff, &id, total).await? {
-        CapacityChanged::Updated { .. } => {
-            Ok(see_other(&format!("{back}?notice=capacity_updated")))
+    if let Some(total) = form.whole("total", "The new capacity", 0, 1_000_000_000) {
+        match actions::set_capacity(&shop.pool, &session.staff, &id, total).await {
+            Ok(CapacityChanged::Updated { .. }) => {
+                return Ok(see_other(&format!("{back}?notice=capacity_updated")));
+            }
+            Ok(CapacityChanged::BelowCommitted { counters, .. }) => form.fail(
+                "total",
+                format!(
+                    "The capacity cannot go below what is reserved and sold now ({}). \
+                     Nothing was changed.",
+                    counters.held + counters.sold
+                ),
+            ),
+            Ok(CapacityChanged::NotFound) => return Err(ShopError::not_found("no such resource")),
+            Err(crate::staff::StaffError::InvalidInput(message)) => {
+                form.fail("total", refusal(&message));
+            }
+            Err(other) => return Err(other.into()),
         }
-        CapacityChanged::BelowCommitted {
-            counters,
-            requested,
-        } => Ok(see_other(&format!(
-            "{back}?notice=capacity_refused&requested={requested}&committed={}",
-            counters.held + counters.sold
-        ))),
-        CapacityChanged::NotFound => Err(ShopError::not_found("no such resource")),
     }
+    resource_page(&shop, &session, &id, &NoticeQuery::default(), Some(form)).await
 }
 
 /// `POST /admin/resources/{id}/repair`.

@@ -29,6 +29,19 @@ pub(super) struct StaffPage {
     /// The form to add an account: empty, or as typed (but its password)
     /// when it was refused.
     form: Form,
+    /// An account whose role change was refused, and why.
+    role_refused: Option<(i64, String)>,
+}
+
+impl StaffPage {
+    /// Why an account's role change was refused, if it was.
+    fn role_error(&self, id: impl super::pages::Plain<i64>) -> Option<&str> {
+        let id = id.plain();
+        self.role_refused
+            .as_ref()
+            .filter(|(account, _)| *account == id)
+            .map(|(_, message)| message.as_str())
+    }
 }
 
 /// `GET /admin/staff`.
@@ -43,14 +56,9 @@ pub async fn staff_page(
         roles: Role::ALL,
         me: session.staff.id,
         form: Form::default(),
+        role_refused: None,
     };
     render(StatusCode::OK, &page)
-}
-
-fn role(name: &str) -> Result<Role, ShopError> {
-    Role::parse(name).ok_or_else(|| {
-        ShopError::bad_request("the role must be owner, box office or door; nothing was changed")
-    })
 }
 
 fn account_id(id: &str) -> Result<i64, ShopError> {
@@ -107,16 +115,19 @@ pub async fn add_account(
         roles: Role::ALL,
         me: session.staff.id,
         form,
+        role_refused: None,
     };
     render(StatusCode::BAD_REQUEST, &page)
 }
 
 #[derive(Deserialize)]
 pub struct RoleForm {
+    #[serde(default)]
     role: String,
 }
 
-/// `POST /admin/staff/{id}/role`.
+/// `POST /admin/staff/{id}/role`: field `role`. One not known is the
+/// Staff page again with why beside that account's choice (400).
 pub async fn change_role(
     shop: web::Data<Shop>,
     session: web::ReqData<Session>,
@@ -124,7 +135,20 @@ pub async fn change_role(
     form: web::Form<RoleForm>,
 ) -> Result<HttpResponse, ShopError> {
     let id = account_id(&id)?;
-    let role = role(&form.role)?;
+    let Some(role) = Role::parse(&form.role) else {
+        let page = StaffPage {
+            nav: nav(&shop, &session, &NoticeQuery::default()).await?,
+            accounts: accounts::list(&shop.pool).await?,
+            roles: Role::ALL,
+            me: session.staff.id,
+            form: Form::default(),
+            role_refused: Some((
+                id,
+                "Choose owner, box office or door. Nothing was changed.".to_owned(),
+            )),
+        };
+        return render(StatusCode::BAD_REQUEST, &page);
+    };
     let change = accounts::change_role(&shop.pool, Actor::from(&session.staff), id, role).await?;
     after(change, "role_changed")
 }

@@ -7,6 +7,7 @@ use actix_web::{HttpResponse, web};
 use askama::Template;
 use serde::Deserialize;
 
+use super::form::Form;
 use super::notices::NoticeQuery;
 use super::pages::{Nav, nav, render, see_other};
 use crate::audit::Actor;
@@ -43,6 +44,40 @@ pub(super) struct WaitlistPage {
     nav: Nav,
     products: Vec<Listed>,
     rules: Vec<Rules>,
+    /// A product's rules or queue as typed when they were refused, with
+    /// why: the page shows them again in that product's row.
+    refused: Option<(String, Form)>,
+}
+
+impl WaitlistPage {
+    /// The row's form when it was the one refused.
+    fn refused_for(&self, product: &str) -> Option<&Form> {
+        self.refused
+            .as_ref()
+            .filter(|(id, _)| id == product)
+            .map(|(_, form)| form)
+    }
+
+    /// The claim window shown in a row: as typed when refused, else stored.
+    fn minutes(&self, r: &Rules) -> String {
+        match self.refused_for(&r.id) {
+            Some(form) => form.value("claim_minutes").to_owned(),
+            None => r.claim_minutes.to_string(),
+        }
+    }
+
+    /// Whether a row's "strictly in order" is ticked.
+    fn in_order(&self, r: &Rules) -> bool {
+        match self.refused_for(&r.id) {
+            Some(form) => form.ticked("in_order"),
+            None => r.in_order,
+        }
+    }
+
+    /// Why a row's field was refused, if it was.
+    fn error(&self, product: &str, field: &str) -> Option<&str> {
+        self.refused_for(product).and_then(|form| form.error(field))
+    }
 }
 
 #[derive(Deserialize)]
@@ -57,13 +92,26 @@ pub async fn waitlist_page(
     notice: web::Query<NoticeQuery>,
     query: web::Query<WaitlistQuery>,
 ) -> Result<HttpResponse, ShopError> {
+    let page = page(&shop, &session, &notice, query.product.as_deref(), None).await?;
+    render(StatusCode::OK, &page)
+}
+
+/// The page: every product's line (or one product's), the rules, and a
+/// row refused with what was typed.
+async fn page(
+    shop: &Shop,
+    session: &Session,
+    notice: &NoticeQuery,
+    product: Option<&str>,
+    refused: Option<(String, Form)>,
+) -> Result<WaitlistPage, ShopError> {
     let ids: Vec<(String, String, bool, i32)> = sqlx::query_as(
         "select p.id, p.name, p.waitlist_in_order, p.waitlist_claim_minutes from products p \
           where exists (select 1 from waitlist_entries w where w.product_id = p.id) \
             and ($1::text is null or p.id = $1) \
           order by p.collection, p.position, p.id",
     )
-    .bind(query.product.as_deref())
+    .bind(product)
     .fetch_all(&shop.pool)
     .await?;
     let mut products = Vec::with_capacity(ids.len());
@@ -85,12 +133,26 @@ pub async fn waitlist_page(
     )
     .fetch_all(&shop.pool)
     .await?;
-    let page = WaitlistPage {
-        nav: nav(&shop, &session, &notice).await?,
+    Ok(WaitlistPage {
+        nav: nav(shop, session, notice).await?,
         products,
         rules,
-    };
-    render(StatusCode::OK, &page)
+        refused,
+    })
+}
+
+/// The page again with a product's row as typed and why (400, or 409 for
+/// a queue the product's state refuses).
+async fn refused(
+    shop: &Shop,
+    session: &Session,
+    product: &str,
+    form: Form,
+    status: StatusCode,
+) -> Result<HttpResponse, ShopError> {
+    let refused = Some((product.to_owned(), form));
+    let page = page(shop, session, &NoticeQuery::default(), None, refused).await?;
+    render(status, &page)
 }
 
 /// `POST /admin/waitlist/{product}/rules`: fields `claim_minutes` (1 to
@@ -102,20 +164,12 @@ pub async fn set_rules(
     product: web::Path<String>,
     form: web::Form<Vec<(String, String)>>,
 ) -> Result<HttpResponse, ShopError> {
-    let field = |name: &str| {
-        form.iter()
-            .find(|(n, _)| n == name)
-            .map(|(_, v)| v.trim().to_owned())
+    let mut form = Form::typed(form.into_inner());
+    let Some(minutes) = form.whole("claim_minutes", "Minutes to pay", 1, 1440) else {
+        return refused(&shop, &session, &product, form, StatusCode::BAD_REQUEST).await;
     };
-    let minutes: i32 = field("claim_minutes")
-        .and_then(|v| v.parse().ok())
-        .filter(|m| (1..=1440).contains(m))
-        .ok_or_else(|| {
-            ShopError::bad_request(
-                "the claim window is 1 to 1440 minutes (a day); nothing was changed",
-            )
-        })?;
-    let in_order = field("in_order").is_some();
+    let minutes = minutes as i32;
+    let in_order = form.ticked("in_order");
     let mut tx = shop.pool.begin().await?;
     let changed = sqlx::query(
         "update products set waitlist_claim_minutes = $2, waitlist_in_order = $3 \
@@ -153,7 +207,9 @@ pub async fn turn_queue_on(
     match crate::queue::turn_on(&shop.pool, Actor::from(&session.staff), &product).await {
         Ok(_) => Ok(see_other("/admin/waitlist?notice=queue_on")),
         Err(crate::queue::QueueError::Refused(why)) => {
-            Err(ShopError::conflict(&format!("{why}; nothing was changed")))
+            let mut form = Form::default();
+            form.fail("queue", super::form::refusal(&why));
+            refused(&shop, &session, &product, form, StatusCode::CONFLICT).await
         }
         Err(crate::queue::QueueError::Database(error)) => Err(error.into()),
     }

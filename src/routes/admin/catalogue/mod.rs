@@ -349,11 +349,16 @@ pub async fn move_collection(
     id: web::Path<String>,
     form: Fields,
 ) -> Result<HttpResponse, ShopError> {
-    let to = form
+    let Some(to) = form
         .iter()
         .find(|(name, _)| name == "to")
         .and_then(|(_, word)| Move::parse(word))
-        .ok_or_else(|| ShopError::bad_request("move a section up or down; nothing was changed"))?;
+    else {
+        return Ok(see_other(&format!(
+            "/admin/catalogue?notice=section_not_moved#c-{}",
+            segment(&id)
+        )));
+    };
     if sections::move_section(&shop.pool, &session.staff, &id, to).await? {
         Ok(see_other(&format!(
             "/admin/catalogue?notice=section_moved#c-{}",
