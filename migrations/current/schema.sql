@@ -481,7 +481,8 @@ create table orphan_payments (
 CREATE INDEX orphan_payments_recent ON public.orphan_payments USING btree (last_seen_at DESC);
 
 -- table outbox_jobs (made by 0004_shop.sql; changed by 0010_what_was_paid.sql,
---   0012_after_the_sale.sql, 0060_outgoing_webhooks.sql, 0070_waiting_list.sql, 0090_settling.sql)
+--   0012_after_the_sale.sql, 0060_outgoing_webhooks.sql, 0070_waiting_list.sql, 0090_settling.sql,
+--   0122_staff_invites.sql)
 create table outbox_jobs (
     id         bigint not null generated always as identity,
     kind       text not null,
@@ -496,7 +497,7 @@ create table outbox_jobs (
     constraint outbox_jobs_pkey PRIMARY KEY (id),
     constraint outbox_jobs_dedupe_key_key UNIQUE (dedupe_key),
     constraint done_job_has_time CHECK (((state = 'done'::text) = (done_at IS NOT NULL))),
-    constraint job_kind_known CHECK ((kind = ANY (ARRAY['order_settling'::text, 'waitlist_mail'::text, 'webhook'::text, 'refund'::text, 'order_confirmation'::text, 'expire_session'::text, 'capture_payment'::text, 'refund_notice'::text, 'payment_returned'::text]))),
+    constraint job_kind_known CHECK ((kind = ANY (ARRAY['staff_invite'::text, 'order_settling'::text, 'waitlist_mail'::text, 'webhook'::text, 'refund'::text, 'order_confirmation'::text, 'expire_session'::text, 'capture_payment'::text, 'refund_notice'::text, 'payment_returned'::text]))),
     constraint job_state_known CHECK ((state = ANY (ARRAY['pending'::text, 'done'::text])))
 );
 CREATE INDEX outbox_due ON public.outbox_jobs USING btree (run_after) WHERE (state = 'pending'::text);
@@ -684,7 +685,8 @@ create table staff (
 -- table staff_actions (made by 0005_staff.sql; changed by 0012_after_the_sale.sql,
 --   0018_staff_roles.sql, 0030_staff_accounts_two_factor.sql, 0040_exports.sql,
 --   0050_catalogue_admin.sql, 0060_outgoing_webhooks.sql, 0061_api_keys.sql, 0070_waiting_list.sql,
---   0072_waitlist_actions.sql, 0120_restoring.sql, 0121_sections_ordered.sql)
+--   0072_waitlist_actions.sql, 0120_restoring.sql, 0121_sections_ordered.sql,
+--   0122_staff_invites.sql)
 create table staff_actions (
     id       bigint not null generated always as identity,
     staff_id bigint,
@@ -696,12 +698,34 @@ create table staff_actions (
     operator text,
     constraint staff_actions_pkey PRIMARY KEY (id),
     constraint staff_action_by_someone CHECK (((staff_id IS NULL) <> (operator IS NULL))),
-    constraint staff_action_known CHECK ((action = ANY (ARRAY['move_collection'::text, 'restore_collection'::text, 'restore_product'::text, 'restore_voucher'::text, 'waitlist_rules'::text, 'turn_queue_on'::text, 'remove_waitlist_entry'::text, 'add_api_key'::text, 'revoke_api_key'::text, 'api_refused'::text, 'api_checkout'::text, 'add_voucher'::text, 'archive_voucher'::text, 'add_webhook'::text, 'enable_webhook'::text, 'disable_webhook'::text, 'replay_webhook'::text, 'add_staff'::text, 'archive_collection'::text, 'archive_product'::text, 'archive_voucher'::text, 'change_role'::text, 'change_setting'::text, 'create_voucher'::text, 'disable_staff'::text, 'door_list'::text, 'enable_staff'::text, 'export_attendees'::text, 'export_orders'::text, 'login'::text, 'logout'::text, 'new_recovery_codes'::text, 'redeem'::text, 'refund_order'::text, 'refused'::text, 'release_hold'::text, 'repair_resource'::text, 'reset_two_factor'::text, 'retry_refund'::text, 'save_event'::text, 'save_schedule'::text, 'save_stock'::text, 'save_tier'::text, 'set_capacity'::text, 'set_password'::text, 'two_factor_off'::text, 'two_factor_on'::text]))),
+    constraint staff_action_known CHECK ((action = ANY (ARRAY['invite_staff'::text, 'resend_invite'::text, 'cancel_invite'::text, 'accept_invite'::text, 'move_collection'::text, 'restore_collection'::text, 'restore_product'::text, 'restore_voucher'::text, 'waitlist_rules'::text, 'turn_queue_on'::text, 'remove_waitlist_entry'::text, 'add_api_key'::text, 'revoke_api_key'::text, 'api_refused'::text, 'api_checkout'::text, 'add_voucher'::text, 'archive_voucher'::text, 'add_webhook'::text, 'enable_webhook'::text, 'disable_webhook'::text, 'replay_webhook'::text, 'add_staff'::text, 'archive_collection'::text, 'archive_product'::text, 'archive_voucher'::text, 'change_role'::text, 'change_setting'::text, 'create_voucher'::text, 'disable_staff'::text, 'door_list'::text, 'enable_staff'::text, 'export_attendees'::text, 'export_orders'::text, 'login'::text, 'logout'::text, 'new_recovery_codes'::text, 'redeem'::text, 'refund_order'::text, 'refused'::text, 'release_hold'::text, 'repair_resource'::text, 'reset_two_factor'::text, 'retry_refund'::text, 'save_event'::text, 'save_schedule'::text, 'save_stock'::text, 'save_tier'::text, 'set_capacity'::text, 'set_password'::text, 'two_factor_off'::text, 'two_factor_on'::text]))),
     constraint staff_actions_staff_id_fkey FOREIGN KEY (staff_id) REFERENCES staff(id)
 );
 CREATE INDEX staff_actions_logins ON public.staff_actions USING btree (staff_id, at DESC) WHERE ((action = 'login'::text) AND (outcome = 'ok'::text));
 CREATE INDEX staff_actions_recent ON public.staff_actions USING btree (at DESC);
 CREATE TRIGGER staff_actions_append_only BEFORE DELETE OR UPDATE OR TRUNCATE ON public.staff_actions FOR EACH STATEMENT EXECUTE FUNCTION staff_actions_append_only();
+
+-- table staff_invites (made by 0122_staff_invites.sql)
+create table staff_invites (
+    id           bigint not null generated always as identity,
+    email        text not null,
+    role         text not null,
+    token_sha256 bytea not null,
+    invited_by   text not null,
+    created_at   timestamp with time zone not null default now(),
+    sent_at      timestamp with time zone not null default now(),
+    expires_at   timestamp with time zone not null,
+    used_at      timestamp with time zone,
+    cancelled_at timestamp with time zone,
+    constraint staff_invites_pkey PRIMARY KEY (id),
+    constraint staff_invite_token_unique UNIQUE (token_sha256),
+    constraint staff_invite_email_shape CHECK (((email = lower(email)) AND ((length(email) >= 3) AND (length(email) <= 254)) AND (email ~~ '_%@_%'::text))),
+    constraint staff_invite_expires_after_sent CHECK ((expires_at > sent_at)),
+    constraint staff_invite_role_known CHECK ((role = ANY (ARRAY['owner'::text, 'box_office'::text, 'door'::text]))),
+    constraint staff_invite_token_sha256 CHECK ((length(token_sha256) = 32)),
+    constraint staff_invite_used_or_cancelled CHECK (((used_at IS NULL) OR (cancelled_at IS NULL)))
+);
+CREATE UNIQUE INDEX staff_invites_one_open ON public.staff_invites USING btree (email) WHERE ((used_at IS NULL) AND (cancelled_at IS NULL));
 
 -- table staff_login_challenges (made by 0030_staff_accounts_two_factor.sql)
 create table staff_login_challenges (

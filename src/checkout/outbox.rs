@@ -84,6 +84,18 @@ pub enum OutboxJob {
         endpoint_id: String,
         message_id: String,
     },
+    /// Invite a member of staff: the mail with the link to set their own
+    /// password (the token is the mail's alone: never printed).
+    StaffInvite {
+        invite_id: i64,
+        token: crate::configuration::Secret,
+    },
+}
+
+#[derive(Serialize, Deserialize)]
+struct InvitePayload {
+    invite_id: i64,
+    token: String,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -155,6 +167,7 @@ impl OutboxJob {
             OutboxJob::PaymentReturned { .. } => "payment_returned",
             OutboxJob::Webhook { .. } => "webhook",
             OutboxJob::WaitlistMail { .. } => "waitlist_mail",
+            OutboxJob::StaffInvite { .. } => "staff_invite",
         }
     }
 
@@ -184,6 +197,12 @@ impl OutboxJob {
                 "waitlist_{}:{entry_id}",
                 if *offer { "offer" } else { "confirm" }
             ),
+            // the token's hash, as crate::staff::invites writes it
+            OutboxJob::StaffInvite { token, .. } => {
+                use sha2::Digest;
+                let hash = sha2::Sha256::digest(token.expose().as_bytes());
+                format!("staff_invite:{}", hex::encode(hash))
+            }
         }
     }
 
@@ -238,6 +257,10 @@ impl OutboxJob {
                 entry_id: *entry_id,
                 what: if *offer { "offer" } else { "confirm" }.to_owned(),
             }),
+            OutboxJob::StaffInvite { invite_id, token } => serde_json::to_value(InvitePayload {
+                invite_id: *invite_id,
+                token: token.expose().to_owned(),
+            }),
         };
         value.expect("job payloads are plain data")
     }
@@ -284,6 +307,14 @@ impl OutboxJob {
                         "confirm" => false,
                         other => return Err(format!("a waitlist_mail job for {other:?}")),
                     },
+                }
+            }
+            "staff_invite" => {
+                let p: InvitePayload = serde_json::from_value(payload.clone())
+                    .map_err(|_| "a staff_invite job's payload is unreadable".to_owned())?;
+                OutboxJob::StaffInvite {
+                    invite_id: p.invite_id,
+                    token: crate::configuration::Secret::new(p.token),
                 }
             }
             "refund_notice" => {

@@ -224,59 +224,6 @@ pub async fn enable(pool: &PgPool, by: Actor<'_>, staff_id: i64) -> Result<Chang
     Ok(Change::Done)
 }
 
-/// What adding an account from the Staff page came to.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Added {
-    Created,
-    /// An account with that e-mail exists; nothing changed (the page never
-    /// sets another member's password).
-    Exists,
-}
-
-/// A new account from the Staff page: an e-mail, a role, and a first
-/// password the owner chose and hands over in person.
-pub async fn add(
-    pool: &PgPool,
-    by: Actor<'_>,
-    email: &StaffEmail,
-    role: Role,
-    password: &Secret,
-) -> Result<Added> {
-    check_new_password(password)?;
-    let hash = hash_password(password).await?;
-    let mut tx = pool.begin().await?;
-    let created: Option<i64> = sqlx::query_scalar(
-        "insert into staff (email, password_hash, role) values ($1, $2, $3) \
-         on conflict (email) do nothing returning id",
-    )
-    .bind(email.as_str())
-    .bind(&hash)
-    .bind(role)
-    .fetch_optional(&mut *tx)
-    .await?;
-    let added = if created.is_some() {
-        Added::Created
-    } else {
-        Added::Exists
-    };
-    let outcome = match added {
-        Added::Created => "created",
-        Added::Exists => "exists",
-    };
-    audit::record(
-        &mut tx,
-        by,
-        "add_staff",
-        email.as_str(),
-        outcome,
-        serde_json::json!({ "role": role }),
-    )
-    .await?;
-    tx.commit().await?;
-    audit::log_action(by, "add_staff", email.as_str(), outcome);
-    Ok(added)
-}
-
 /// What `holdfast staff add` did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]

@@ -16,6 +16,7 @@ pub mod archived;
 pub mod catalogue;
 pub mod exports;
 pub mod home;
+pub mod invites;
 pub mod login;
 pub mod order_search;
 pub mod passwords;

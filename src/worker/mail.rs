@@ -11,6 +11,7 @@
 //! confirmation; [`settling`]: a payment that takes days).
 
 mod confirmation;
+mod invite;
 mod settling;
 
 use askama::Template;

@@ -316,6 +316,20 @@ impl Outbox {
                     Ok(Done::Plain)
                 }
             },
+            OutboxJob::StaffInvite { invite_id, token } => match &self.mailer {
+                Some(mailer) => {
+                    mailer
+                        .staff_invite(&self.pool, invite_id, &token)
+                        .await
+                        .map_err(|e| ProviderError::Unavailable(e.to_string()))?;
+                    tracing::info!(invite = invite_id, "staff invite sent");
+                    Ok(Done::Plain)
+                }
+                None => {
+                    tracing::info!(invite = invite_id, "staff invite not sent: no mail server");
+                    Ok(Done::Plain)
+                }
+            },
             OutboxJob::RefundNotice {
                 order_id,
                 refund_id,

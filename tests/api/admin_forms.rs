@@ -48,6 +48,7 @@ async fn fingerprint(app: &TestApp) -> Vec<String> {
     prints.retain(|print| !print.starts_with("staff_sessions:"));
     for table in [
         "webhook_endpoints",
+        "staff_invites",
         "api_keys",
         "waitlist_entries",
         "staff_settings",
@@ -197,6 +198,8 @@ fn case(path: &str, account: i64, endpoint: &str) -> Takes {
         | "/staff/{id}/disable"
         | "/staff/{id}/enable"
         | "/staff/{id}/two-factor/reset"
+        | "/staff/invites/{id}/resend"
+        | "/staff/invites/{id}/cancel"
         | "/settings"
         | "/catalogue/products/{id}/archive"
         | "/catalogue/collections/{id}/archive"

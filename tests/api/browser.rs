@@ -876,7 +876,8 @@ async fn the_doors_list_is_printed_without_the_menus() {
 
 /// The owner's new pages from the keyboard: two-factor set up by reading
 /// the key off the page and typing a code (Enter submits), the second step
-/// of signing in, the Staff page (an account added), and the Settings page
+/// of signing in, the Staff page (someone invited, who chooses their
+/// password on the invite's page), and the Settings page
 /// (two-factor required of everyone who can refund). Screenshots of each.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_owner_sets_up_two_factor_staff_and_settings_from_the_keyboard() {
@@ -947,13 +948,44 @@ async fn an_owner_sets_up_two_factor_staff_and_settings_from_the_keyboard() {
         )
         .await
         .unwrap();
+    owner.click("#add-staff button[type=submit]").await;
+    owner.wait_for_text("#notice", "Invite sent").await;
+    assert!(
+        owner
+            .text("[data-invite=\"box@holdfast.test\"]")
+            .await
+            .contains("Box office")
+    );
+    owner.screenshot("staff-invite-sent").await;
+    // the invitee's link, as the mail carries it (staff_invites: proves
+    // the mail itself through the sandbox's SMTP server)
+    let token: String = sqlx::query_scalar(
+        "select payload ->> 'token' from outbox_jobs where kind = 'staff_invite'",
+    )
+    .fetch_one(&app.db.pool)
+    .await
+    .unwrap();
+    for (width, height, size) in [(390, 844, "phone"), (1280, 900, "desk")] {
+        owner.client.set_window_size(width, height).await.unwrap();
+        owner
+            .go(&format!("{}/admin/invite/{token}", app.address))
+            .await;
+        owner.find("#invite").await;
+        assert_eq!(owner.axe_violations().await, Vec::<String>::new(), "{size}");
+        owner.screenshot(&format!("invite-{size}")).await;
+    }
+    owner
+        .fill("#invite input[name=password]", "a long enough passphrase")
+        .await;
     owner
         .fill(
-            "#add-staff input[name=password]",
+            "#invite input[name=again]",
             &format!("a long enough passphrase{}", Key::Enter),
         )
         .await;
-    owner.wait_for_text("#notice", "Account added").await;
+    owner.wait_for_text("h1", "Your account is ready").await;
+    owner.screenshot("invite-accepted").await;
+    owner.go(&format!("{}/admin/staff", app.address)).await;
     assert!(
         owner
             .text("tr[data-staff=\"box@holdfast.test\"] .role")

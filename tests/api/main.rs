@@ -48,6 +48,7 @@ mod schema;
 mod settling;
 mod soak;
 mod staff_accounts;
+mod staff_invites;
 mod staff_refunds;
 mod storefront;
 mod storms;

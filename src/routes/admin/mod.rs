@@ -17,6 +17,7 @@ mod form;
 mod guard;
 mod holds;
 mod home;
+mod invite;
 mod menu;
 mod notices;
 mod orders;
@@ -56,5 +57,7 @@ pub fn routes(config: &mut web::ServiceConfig) {
         .route("/admin/login", web::post().to(session::login))
         .route("/admin/login/code", web::get().to(session::code_page))
         .route("/admin/login/code", web::post().to(session::code))
+        .route("/admin/invite/{token}", web::get().to(invite::invite_page))
+        .route("/admin/invite/{token}", web::post().to(invite::accept))
         .service(admin);
 }

@@ -111,6 +111,9 @@ impl NoticeQuery {
 fn fixed(notice: &str) -> Option<&'static str> {
     Some(match notice {
         "capacity_updated" => "Capacity changed.",
+        "invite_sent" => "Invite sent: the link in the mail works once, for 72 hours.",
+        "invite_resent" => "Invite sent again with a new link; the old one no longer works.",
+        "invite_cancelled" => "Invite cancelled: its link no longer works.",
         "section_not_moved" => "Move a section Up or Down. Nothing was changed.",
         "repaired" => "Recounted from the reservations and corrected.",
         "no_drift" => "The counts already matched the reservations; nothing to correct.",
@@ -141,7 +144,6 @@ fn fixed(notice: &str) -> Option<&'static str> {
             door or counter. Tick \"refund used codes\" to refund them anyway (it is \
             recorded). Nothing was changed."
         }
-        "staff_added" => "Account added. Hand its first password over in person.",
         "staff_exists" => {
             "Refused: an account with that e-mail exists already. Nothing was changed."
         }

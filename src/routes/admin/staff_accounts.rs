@@ -11,9 +11,9 @@ use super::form::{Form, refusal};
 use super::notices::NoticeQuery;
 use super::pages::{Nav, nav, render, see_other};
 use crate::audit::Actor;
-use crate::configuration::Secret;
 use crate::routes::ShopError;
-use crate::staff::accounts::{self, AccountRow, Added, Change};
+use crate::staff::accounts::{self, AccountRow, Change};
+use crate::staff::invites::{self, InviteRow, Invited};
 use crate::staff::roles::Role;
 use crate::staff::two_factor::{self, SettingOutcome};
 use crate::staff::{Session, StaffEmail};
@@ -24,10 +24,11 @@ use crate::state::Shop;
 pub(super) struct StaffPage {
     nav: Nav,
     accounts: Vec<AccountRow>,
+    /// Invites not used nor cancelled.
+    invites: Vec<InviteRow>,
     roles: [Role; 3],
     me: i64,
-    /// The form to add an account: empty, or as typed (but its password)
-    /// when it was refused.
+    /// The form to invite someone: empty, or as typed when it was refused.
     form: Form,
     /// An account whose role change was refused, and why.
     role_refused: Option<(i64, String)>,
@@ -53,6 +54,7 @@ pub async fn staff_page(
     let page = StaffPage {
         nav: nav(&shop, &session, &notice).await?,
         accounts: accounts::list(&shop.pool).await?,
+        invites: invites::open(&shop.pool).await?,
         roles: Role::ALL,
         me: session.staff.id,
         form: Form::default(),
@@ -76,18 +78,16 @@ fn after(change: Change, done: &str) -> Result<HttpResponse, ShopError> {
     Ok(see_other(&format!("/admin/staff?notice={notice}")))
 }
 
-/// `POST /admin/staff`: a new account with a role and a first password
-/// (fields `email`, `role`, `password`). A refused one is the Staff page
-/// again with what was typed (never the password) and why, beside its
+/// `POST /admin/staff`: invite an address with a role (fields `email`,
+/// `role`): a mail with a link to choose their own password. A refused
+/// one is the Staff page again with what was typed and why, beside its
 /// field (400).
-pub async fn add_account(
+pub async fn invite(
     shop: web::Data<Shop>,
     session: web::ReqData<Session>,
     form: web::Form<Vec<(String, String)>>,
 ) -> Result<HttpResponse, ShopError> {
     let mut form = Form::typed(form.into_inner());
-    let password = Secret::new(form.value("password").to_owned());
-    form.set("password", "");
     let email = StaffEmail::parse(form.value("email"))
         .map_err(|error| form.fail("email", refusal(&error.to_string())))
         .ok();
@@ -100,24 +100,54 @@ pub async fn add_account(
     }
     if let (Some(email), Some(role)) = (email, role) {
         let actor = Actor::from(&session.staff);
-        match accounts::add(&shop.pool, actor, &email, role, &password).await {
-            Ok(Added::Created) => return Ok(see_other("/admin/staff?notice=staff_added")),
-            Ok(Added::Exists) => return Ok(see_other("/admin/staff?notice=staff_exists")),
-            Err(crate::staff::StaffError::InvalidInput(message)) => {
-                form.fail("password", refusal(&message));
-            }
-            Err(other) => return Err(other.into()),
-        }
+        return Ok(see_other(
+            match invites::invite(&shop.pool, actor, &email, role).await? {
+                Invited::Sent => "/admin/staff?notice=invite_sent",
+                Invited::HasAccount => "/admin/staff?notice=staff_exists",
+            },
+        ));
     }
     let page = StaffPage {
         nav: nav(&shop, &session, &NoticeQuery::default()).await?,
         accounts: accounts::list(&shop.pool).await?,
+        invites: invites::open(&shop.pool).await?,
         roles: Role::ALL,
         me: session.staff.id,
         form,
         role_refused: None,
     };
     render(StatusCode::BAD_REQUEST, &page)
+}
+
+/// `POST /admin/staff/invites/{id}/resend`: a new link (the old one stops
+/// working) for another 72 hours.
+pub async fn resend_invite(
+    shop: web::Data<Shop>,
+    session: web::ReqData<Session>,
+    id: web::Path<String>,
+) -> Result<HttpResponse, ShopError> {
+    let gone = || ShopError::not_found("no such invite waiting");
+    let id: i64 = id.parse().map_err(|_| gone())?;
+    if invites::resend(&shop.pool, Actor::from(&session.staff), id).await? {
+        Ok(see_other("/admin/staff?notice=invite_resent"))
+    } else {
+        Err(gone())
+    }
+}
+
+/// `POST /admin/staff/invites/{id}/cancel`: the link stops working.
+pub async fn cancel_invite(
+    shop: web::Data<Shop>,
+    session: web::ReqData<Session>,
+    id: web::Path<String>,
+) -> Result<HttpResponse, ShopError> {
+    let gone = || ShopError::not_found("no such invite waiting");
+    let id: i64 = id.parse().map_err(|_| gone())?;
+    if invites::cancel(&shop.pool, Actor::from(&session.staff), id).await? {
+        Ok(see_other("/admin/staff?notice=invite_cancelled"))
+    } else {
+        Err(gone())
+    }
 }
 
 #[derive(Deserialize)]
@@ -142,6 +172,7 @@ pub async fn change_role(
             roles: Role::ALL,
             me: session.staff.id,
             form: Form::default(),
+            invites: invites::open(&shop.pool).await?,
             role_refused: Some((
                 id,
                 "Choose owner, box office or door. Nothing was changed.".to_owned(),
