@@ -571,6 +571,20 @@ begin
 end;
 $function$;
 
+-- hf_draft_not_on_sale (last written by 0123_drafts.sql)
+CREATE OR REPLACE FUNCTION public.hf_draft_not_on_sale()
+ RETURNS trigger
+ LANGUAGE plpgsql
+AS $function$
+begin
+    if new.active and (new.draft or exists (
+        select 1 from collections c where c.id = new.collection and c.draft)) then
+        new.active := false;
+    end if;
+    return new;
+end;
+$function$;
+
 -- hf_due_resources (last written by 0002_inventory_functions.sql)
 CREATE OR REPLACE FUNCTION public.hf_due_resources()
  RETURNS SETOF text

@@ -94,7 +94,7 @@ create table collection_kinds (
 );
 
 -- table collections (made by 0019_staff_run_the_sale.sql; changed by
---   0080_kinds_own_their_differences.sql)
+--   0080_kinds_own_their_differences.sql, 0123_drafts.sql)
 create table collections (
     id          text not null,
     kind        text not null,
@@ -108,6 +108,7 @@ create table collections (
     created_at  timestamp with time zone not null default now(),
     updated_at  timestamp with time zone not null default now(),
     ends_at     timestamp with time zone,
+    draft       boolean not null default false,
     constraint collections_pkey PRIMARY KEY (id),
     constraint collection_ends_after_start CHECK (((ends_at IS NULL) OR (starts_at IS NULL) OR (ends_at > starts_at))),
     constraint collection_id_shape CHECK ((id ~ '^[a-z0-9][a-z0-9-]{0,99}$'::text)),
@@ -523,7 +524,7 @@ create table product_kinds (
 
 -- table products (made by 0004_shop.sql; changed by 0011_fair_sale.sql, 0016_rooms.sql,
 --   0019_staff_run_the_sale.sql, 0070_waiting_list.sql, 0071_drop_queue.sql,
---   0080_kinds_own_their_differences.sql)
+--   0080_kinds_own_their_differences.sql, 0123_drafts.sql)
 create table products (
     id                     text not null,
     resource_id            text not null,
@@ -547,6 +548,7 @@ create table products (
     queue_commitment       text,
     queue_drawn_at         timestamp with time zone,
     ends_at                timestamp with time zone,
+    draft                  boolean not null default false,
     constraint products_pkey PRIMARY KEY (id),
     constraint product_claim_window CHECK (((waitlist_claim_minutes >= 1) AND (waitlist_claim_minutes <= 1440))),
     constraint product_currency_iso CHECK ((currency ~ '^[a-z]{3}$'::text)),
@@ -562,6 +564,7 @@ create table products (
     constraint products_resource_id_fkey FOREIGN KEY (resource_id) REFERENCES resources(id)
 );
 CREATE INDEX products_collection ON public.products USING btree (collection, "position", id);
+CREATE TRIGGER products_draft_not_on_sale BEFORE INSERT OR UPDATE OF active, draft, collection ON public.products FOR EACH ROW EXECUTE FUNCTION hf_draft_not_on_sale();
 CREATE TRIGGER products_notify_catalogue AFTER INSERT OR DELETE OR UPDATE ON public.products FOR EACH STATEMENT EXECUTE FUNCTION hf_notify_catalogue();
 
 -- table rate_buckets (made by 0011_fair_sale.sql)
@@ -686,7 +689,7 @@ create table staff (
 --   0018_staff_roles.sql, 0030_staff_accounts_two_factor.sql, 0040_exports.sql,
 --   0050_catalogue_admin.sql, 0060_outgoing_webhooks.sql, 0061_api_keys.sql, 0070_waiting_list.sql,
 --   0072_waitlist_actions.sql, 0120_restoring.sql, 0121_sections_ordered.sql,
---   0122_staff_invites.sql)
+--   0122_staff_invites.sql, 0123_drafts.sql)
 create table staff_actions (
     id       bigint not null generated always as identity,
     staff_id bigint,
@@ -698,7 +701,7 @@ create table staff_actions (
     operator text,
     constraint staff_actions_pkey PRIMARY KEY (id),
     constraint staff_action_by_someone CHECK (((staff_id IS NULL) <> (operator IS NULL))),
-    constraint staff_action_known CHECK ((action = ANY (ARRAY['invite_staff'::text, 'resend_invite'::text, 'cancel_invite'::text, 'accept_invite'::text, 'move_collection'::text, 'restore_collection'::text, 'restore_product'::text, 'restore_voucher'::text, 'waitlist_rules'::text, 'turn_queue_on'::text, 'remove_waitlist_entry'::text, 'add_api_key'::text, 'revoke_api_key'::text, 'api_refused'::text, 'api_checkout'::text, 'add_voucher'::text, 'archive_voucher'::text, 'add_webhook'::text, 'enable_webhook'::text, 'disable_webhook'::text, 'replay_webhook'::text, 'add_staff'::text, 'archive_collection'::text, 'archive_product'::text, 'archive_voucher'::text, 'change_role'::text, 'change_setting'::text, 'create_voucher'::text, 'disable_staff'::text, 'door_list'::text, 'enable_staff'::text, 'export_attendees'::text, 'export_orders'::text, 'login'::text, 'logout'::text, 'new_recovery_codes'::text, 'redeem'::text, 'refund_order'::text, 'refused'::text, 'release_hold'::text, 'repair_resource'::text, 'reset_two_factor'::text, 'retry_refund'::text, 'save_event'::text, 'save_schedule'::text, 'save_stock'::text, 'save_tier'::text, 'set_capacity'::text, 'set_password'::text, 'two_factor_off'::text, 'two_factor_on'::text]))),
+    constraint staff_action_known CHECK ((action = ANY (ARRAY['publish'::text, 'unpublish'::text, 'invite_staff'::text, 'resend_invite'::text, 'cancel_invite'::text, 'accept_invite'::text, 'move_collection'::text, 'restore_collection'::text, 'restore_product'::text, 'restore_voucher'::text, 'waitlist_rules'::text, 'turn_queue_on'::text, 'remove_waitlist_entry'::text, 'add_api_key'::text, 'revoke_api_key'::text, 'api_refused'::text, 'api_checkout'::text, 'add_voucher'::text, 'archive_voucher'::text, 'add_webhook'::text, 'enable_webhook'::text, 'disable_webhook'::text, 'replay_webhook'::text, 'add_staff'::text, 'archive_collection'::text, 'archive_product'::text, 'archive_voucher'::text, 'change_role'::text, 'change_setting'::text, 'create_voucher'::text, 'disable_staff'::text, 'door_list'::text, 'enable_staff'::text, 'export_attendees'::text, 'export_orders'::text, 'login'::text, 'logout'::text, 'new_recovery_codes'::text, 'redeem'::text, 'refund_order'::text, 'refused'::text, 'release_hold'::text, 'repair_resource'::text, 'reset_two_factor'::text, 'retry_refund'::text, 'save_event'::text, 'save_schedule'::text, 'save_stock'::text, 'save_tier'::text, 'set_capacity'::text, 'set_password'::text, 'two_factor_off'::text, 'two_factor_on'::text]))),
     constraint staff_actions_staff_id_fkey FOREIGN KEY (staff_id) REFERENCES staff(id)
 );
 CREATE INDEX staff_actions_logins ON public.staff_actions USING btree (staff_id, at DESC) WHERE ((action = 'login'::text) AND (outcome = 'ok'::text));

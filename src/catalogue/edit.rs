@@ -331,7 +331,7 @@ pub async fn archive_product(pool: &PgPool, id: &str) -> sqlx::Result<bool> {
 /// [`archive_product`], in the caller's transaction.
 pub async fn archive_product_in(conn: &mut PgConnection, id: &str) -> sqlx::Result<bool> {
     let archived = sqlx::query(
-        "update products set active = false, archived_at = now() where id = $1 and active",
+        "update products set active = false, archived_at = now() where id = $1 and archived_at is null",
     )
     .bind(id)
     .execute(&mut *conn)
@@ -358,7 +358,7 @@ pub async fn archive_collection_in(conn: &mut PgConnection, id: &str) -> sqlx::R
     .execute(&mut *conn)
     .await?;
     sqlx::query(
-        "update products set active = false, archived_at = now() where collection = $1 and active",
+        "update products set active = false, archived_at = now() where collection = $1 and archived_at is null",
     )
     .bind(id)
     .execute(&mut *conn)

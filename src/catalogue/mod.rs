@@ -191,6 +191,23 @@ pub async fn availability(
     .await
 }
 
+/// A collection's products not archived, drafts among them, with their
+/// availability, in page order; hidden ones left out: staff's preview of
+/// what publishing will put in the shop.
+pub async fn preview(pool: &PgPool, collection: &str) -> sqlx::Result<Vec<Availability>> {
+    sqlx::query_as(&format!(
+        "select {AVAILABILITY_COLUMNS} \
+           from products p join collections c on c.id = p.collection \
+          cross join lateral hf_stock(p.resource_id) s \
+          where p.archived_at is null and not p.hidden and p.collection = $1 \
+            and c.archived_at is null \
+          order by {PAGE_ORDER}"
+    ))
+    .bind(collection)
+    .fetch_all(pool)
+    .await
+}
+
 const AVAILABILITY_COLUMNS: &str = "p.id, p.hidden, c.position as collection_position, p.name, \
      p.description, p.price_minor, p.currency, p.starts_at, p.collection, \
      c.title as collection_title, c.lede as collection_lede, c.venue as collection_venue, \

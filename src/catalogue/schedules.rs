@@ -381,7 +381,7 @@ pub async fn publish_schedule(
                               where p.collection = $1 and p.kind = $3 \
                                 and (p.starts_at is null or p.starts_at > $2)) \
               order by r.id for no key update) \
-         select p.id, p.starts_at, p.ends_at, p.active, p.name, p.price_minor, p.max_per_order, \
+         select p.id, p.starts_at, p.ends_at, p.archived_at is null as active, p.name, p.price_minor, p.max_per_order, \
                 p.description, l.total, \
                 (l.held > 0 or l.sold > 0 \
                  or exists (select 1 from order_lines ol join orders o on o.id = ol.order_id \

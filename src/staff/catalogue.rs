@@ -15,6 +15,7 @@ use chrono::{DateTime, Utc};
 use serde_json::{Value, json};
 use sqlx::{PgConnection, PgPool};
 
+use super::publishing::{self, Thing};
 use super::{StaffError, StaffMember};
 use crate::audit;
 use crate::catalogue::CollectionKind;
@@ -92,6 +93,7 @@ pub struct ProductRow {
     pub sale_closes_at: Option<DateTime<Utc>>,
     pub hidden: bool,
     pub active: bool,
+    pub draft: bool,
     pub position: i32,
     pub total: i32,
     pub held: i32,
@@ -127,7 +129,7 @@ impl ProductRow {
 
 const PRODUCT_ROW: &str = "p.id, p.collection, p.kind, p.name, p.description, p.price_minor, \
      p.currency, p.starts_at, p.ends_at, p.max_per_order, p.sale_opens_at, p.sale_closes_at, \
-     p.hidden, p.active, p.position, r.total, r.held, r.sold";
+     p.hidden, p.archived_at is null as active, p.draft, p.position, r.total, r.held, r.sold";
 
 /// A collection as the catalogue page lists it, with its products on sale.
 #[derive(Debug, Clone)]
@@ -136,6 +138,7 @@ pub struct CollectionRow {
     pub products: Vec<ProductRow>,
     /// A schedule's rules, when it is one.
     pub schedule: Option<Schedule>,
+    pub draft: bool,
 }
 
 /// Every collection not archived, in page order, with its products on
@@ -150,14 +153,16 @@ pub async fn collections(pool: &PgPool) -> sqlx::Result<Vec<CollectionRow>> {
     let products: Vec<ProductRow> = sqlx::query_as(&format!(
         "select {PRODUCT_ROW} from products p join collections c on c.id = p.collection \
            join resources r on r.id = p.resource_id \
-          where p.active and c.archived_at is null order by {PAGE_ORDER}"
+          where p.archived_at is null and c.archived_at is null order by {PAGE_ORDER}"
     ))
     .fetch_all(pool)
     .await?;
     let schedules = schedules::schedules(pool).await?;
+    let drafts = publishing::draft_collections(pool).await?;
     Ok(collections
         .into_iter()
         .map(|collection| CollectionRow {
+            draft: drafts.contains(&collection.id),
             products: products
                 .iter()
                 .filter(|p| p.collection == collection.id)
@@ -193,7 +198,7 @@ pub async fn products_of(pool: &PgPool, collection: &str) -> sqlx::Result<Vec<Pr
     sqlx::query_as(&format!(
         "select {PRODUCT_ROW} from products p join collections c on c.id = p.collection \
            join resources r on r.id = p.resource_id \
-          where p.active and p.collection = $1 order by {PAGE_ORDER}"
+          where p.archived_at is null and p.collection = $1 order by {PAGE_ORDER}"
     ))
     .bind(collection)
     .fetch_all(pool)
@@ -208,7 +213,7 @@ pub async fn product(
 ) -> sqlx::Result<Option<ProductRow>> {
     sqlx::query_as(&format!(
         "select {PRODUCT_ROW} from products p join resources r on r.id = p.resource_id \
-          where p.id = $1 and p.kind = $2 and p.active"
+          where p.id = $1 and p.kind = $2 and p.archived_at is null"
     ))
     .bind(id)
     .bind(kind)
@@ -369,6 +374,9 @@ pub async fn save_event(
     edit::put_event_in(&mut tx, &event)
         .await
         .map_err(edit_error)?;
+    if before.is_none() {
+        publishing::start_as_draft(&mut tx, Thing::Collection(&event.id)).await?;
+    }
     let after = json!(event);
     let (word, detail) = match &before {
         None => ("created", after),
@@ -525,6 +533,9 @@ async fn save_product(
             sold,
         });
     }
+    if before.is_none() && save.collection_kind == CollectionKind::Shelf {
+        publishing::start_as_draft(&mut tx, Thing::Product(&product.id)).await?;
+    }
     let mut after = json!(product);
     if let Some(map) = after.as_object_mut() {
         map.remove("position");
@@ -585,6 +596,9 @@ pub async fn save_schedule(
     schedules::put_schedule_in(&mut tx, schedule)
         .await
         .map_err(edit_error)?;
+    if before.is_none() {
+        publishing::start_as_draft(&mut tx, Thing::Collection(&schedule.collection)).await?;
+    }
     let published = schedules::publish_schedule(&mut tx, schedule, zone, now)
         .await
         .map_err(edit_error)?;
@@ -645,11 +659,12 @@ pub async fn archive_collection(
     let Some((before, false)) = collection_for_update(&mut tx, id).await? else {
         return Ok(false);
     };
-    let products: i64 =
-        sqlx::query_scalar("select count(*) from products where collection = $1 and active")
-            .bind(id)
-            .fetch_one(&mut *tx)
-            .await?;
+    let products: i64 = sqlx::query_scalar(
+        "select count(*) from products where collection = $1 and archived_at is null",
+    )
+    .bind(id)
+    .fetch_one(&mut *tx)
+    .await?;
     if !edit::archive_collection_in(&mut tx, id).await? {
         return Ok(false);
     }

@@ -20,6 +20,7 @@ pub mod invites;
 pub mod login;
 pub mod order_search;
 pub mod passwords;
+pub mod publishing;
 pub mod refunds;
 pub mod roles;
 pub mod sections;

@@ -255,6 +255,16 @@ impl Browser {
         value.as_str().unwrap_or_default().to_owned()
     }
 
+    /// Publish the draft whose editing page this is: "Publish…", then
+    /// "Yes, publish"; back on the page, it says so and links to the shop.
+    async fn publish(&self, shot: &str) {
+        self.click("#publishing summary").await;
+        self.click("#publish").await;
+        self.wait_for_text("#notice", "Published").await;
+        assert!(self.text("#publishing").await.contains("View in shop"));
+        self.save_page(shot).await;
+    }
+
     async fn screenshot(&mut self, name: &str) {
         self.taken += 1;
         let png = self.client.screenshot().await.unwrap();
@@ -1229,6 +1239,14 @@ async fn a_sale_set_up_in_the_admin_is_sold_with_a_voucher_exported_and_let_in_a
         "{tiers}"
     );
     owner.save_page("event-with-tiers").await;
+    // a draft until published (asked first), then "View in shop"
+    assert!(
+        owner
+            .text("#publishing")
+            .await
+            .contains("Not in the shop yet")
+    );
+    owner.publish("event-published").await;
     owner
         .click("tr[data-tier=\"midsummer-on-the-pier-general\"] a")
         .await;
@@ -1261,13 +1279,9 @@ async fn a_sale_set_up_in_the_admin_is_sold_with_a_voucher_exported_and_let_in_a
     owner
         .wait_for_path("/admin/catalogue/schedules/cake-pickup")
         .await;
-    assert!(
-        owner
-            .text("#notice")
-            .await
-            .contains("Schedule saved and published")
-    );
+    assert!(owner.text("#notice").await.contains("Schedule saved: "));
     owner.save_page("schedule").await;
+    owner.publish("schedule-published").await;
 
     // a stock item on the pantry's shelf
     owner
@@ -1284,6 +1298,7 @@ async fn a_sale_set_up_in_the_admin_is_sold_with_a_voucher_exported_and_let_in_a
         .await;
     assert!(owner.text("#notice").await.contains("Stock item created"));
     owner.save_page("stock").await;
+    owner.publish("stock-published").await;
 
     // the box office makes a voucher for the front row
     app.add_staff_as("box@holdfast.test", Role::BoxOffice).await;

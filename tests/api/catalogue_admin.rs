@@ -112,6 +112,20 @@ fn tier_fields<'a>(name: &'a str, price: &'a str, capacity: &'a str) -> Vec<(&'a
     ]
 }
 
+/// Publish a new event or schedule (`collections/…`) or stock item
+/// (`products/…`): a new one starts as a draft (drafts::).
+async fn publish(app: &TestApp, staff: &reqwest::Client, csrf: &str, thing: &str) {
+    let to = saved(
+        app,
+        staff,
+        &format!("/admin/catalogue/{thing}/publish"),
+        csrf,
+        &[],
+    )
+    .await;
+    assert_eq!(to, "/admin/catalogue?notice=published");
+}
+
 /// The owner's browser, and an event with a General (35.00, 100 places)
 /// and a VIP (80.00, 10 places) tier.
 async fn owner_with_event(app: &TestApp) -> (reqwest::Client, String) {
@@ -141,6 +155,7 @@ async fn owner_with_event(app: &TestApp) -> (reqwest::Client, String) {
         .await;
         assert!(to.ends_with("?notice=tier_created"), "{to}");
     }
+    publish(app, &staff, &csrf, &format!("collections/{EVENT}")).await;
     app.settled().await;
     (staff, csrf)
 }
@@ -262,7 +277,8 @@ async fn an_owner_sets_up_an_event_a_schedule_and_stock_and_the_shop_sells_them(
         "{to}"
     );
     let page = app.admin_page(&staff, &to).await;
-    assert!(page.contains("Schedule saved and published"), "{page}");
+    assert!(page.contains("Schedule saved: "), "{page}");
+    publish(&app, &staff, &csrf, "collections/bread").await;
     let slots: Vec<(String, i64)> = sqlx::query_as(
         "select id, price_minor from products where collection = 'bread' and active order by id",
     )
@@ -291,6 +307,7 @@ async fn an_owner_sets_up_an_event_a_schedule_and_stock_and_the_shop_sells_them(
     )
     .await;
     assert_eq!(to, "/admin/catalogue/stock/sea-salt?notice=stock_created");
+    publish(&app, &staff, &csrf, "products/sea-salt").await;
     app.settled().await;
 
     // the shop shows them all, and the event's page its tiers
@@ -749,6 +766,7 @@ async fn stock_is_added_and_removed_by_units_while_checkouts_run_and_every_unit_
     fields.retain(|(name, _)| *name != "add_units");
     fields.push(("capacity", "60"));
     saved(&app, &staff, "/admin/catalogue/stock", &csrf, &fields).await;
+    publish(&app, &staff, &csrf, "products/sea-salt").await;
     app.settled().await;
     let page = app
         .admin_page(&staff, "/admin/catalogue/stock/sea-salt")
@@ -1043,6 +1061,7 @@ async fn saving_a_schedule_never_changes_a_slot_that_has_orders() {
         &schedule("6"),
     )
     .await;
+    publish(&app, &staff, &csrf, "collections/bread").await;
     app.settled().await;
     let slots: Vec<String> = sqlx::query_scalar(
         "select id from products where collection = 'bread' and active order by id",

@@ -18,6 +18,7 @@ mod combining;
 mod crowd;
 mod dining_pages;
 mod door;
+mod drafts;
 mod exports;
 mod failover;
 mod fairness;

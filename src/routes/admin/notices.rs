@@ -23,8 +23,9 @@ pub struct NoticeQuery {
 
 /// The notices that say something was refused (shown as such); the rest
 /// say it was done.
-const REFUSED: [&str; 14] = [
+const REFUSED: [&str; 15] = [
     "capacity_refused",
+    "unpublish_refused",
     "section_not_moved",
     "restore_collection_first",
     "paid",
@@ -67,6 +68,11 @@ impl NoticeQuery {
                 self.committed.unwrap_or(0),
                 self.requested.unwrap_or(0)
             ),
+            "unpublish_refused" => format!(
+                "Refused: it has been ordered ({} order lines), so it stays in the shop for \
+                 those orders. Archive it to stop selling it. Nothing was changed.",
+                self.lines.unwrap_or(0)
+            ),
             "released" => match self.lines {
                 Some(n) if n > 1 => {
                     format!("Released, with the other {} lines of its purchase.", n - 1)
@@ -83,7 +89,7 @@ impl NoticeQuery {
                 self.left.unwrap_or(0)
             ),
             "schedule_saved" => format!(
-                "Schedule saved and published: {} new slots, {} changed, {} withdrawn, {} kept as \
+                "Schedule saved: {} new slots, {} changed, {} withdrawn, {} kept as \
                  they were because they have orders.",
                 self.created.unwrap_or(0),
                 self.updated.unwrap_or(0),
@@ -111,6 +117,9 @@ impl NoticeQuery {
 fn fixed(notice: &str) -> Option<&'static str> {
     Some(match notice {
         "capacity_updated" => "Capacity changed.",
+        "published" => "Published: it is in the shop now.",
+        "unpublished" => "Back to draft: it is no longer in the shop.",
+        "publishing_unchanged" => "It was already so; nothing was changed.",
         "invite_sent" => "Invite sent: the link in the mail works once, for 72 hours.",
         "invite_resent" => "Invite sent again with a new link; the old one no longer works.",
         "invite_cancelled" => "Invite cancelled: its link no longer works.",

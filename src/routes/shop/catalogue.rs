@@ -92,7 +92,7 @@ struct CataloguePage {
 }
 
 /// `?code=…`: an access code, which shows the hidden products it unlocks.
-#[derive(Deserialize)]
+#[derive(Deserialize, Default)]
 pub struct CodeQuery {
     code: Option<String>,
     /// The product just added (the add came back here).
@@ -108,7 +108,7 @@ pub async fn catalogue(
     request: HttpRequest,
     query: web::Query<CodeQuery>,
 ) -> Result<HttpResponse, ShopError> {
-    catalogue_page(&shop, &request, None, &query).await
+    catalogue_page(&shop, &request, None, &query, false).await
 }
 
 /// `GET /c/{collection}`: one collection's page (the bakery's slot picker,
@@ -119,7 +119,36 @@ pub async fn collection(
     collection: web::Path<String>,
     query: web::Query<CodeQuery>,
 ) -> Result<HttpResponse, ShopError> {
-    catalogue_page(&shop, &request, Some(collection.as_str()), &query).await
+    catalogue_page(&shop, &request, Some(collection.as_str()), &query, false).await
+}
+
+/// A collection's page as the shop will show it once published, drafts
+/// included: for staff only (the admin's preview route, behind its guard).
+pub(crate) async fn preview(
+    shop: &Shop,
+    request: &HttpRequest,
+    collection: &str,
+) -> Result<HttpResponse, ShopError> {
+    let query = CodeQuery::default();
+    catalogue_page(shop, request, Some(collection), &query, true).await
+}
+
+/// What a page lists: the shop's products on sale, or for staff's
+/// preview of a collection, its drafts too.
+async fn rows_of(
+    shop: &Shop,
+    only: Option<&str>,
+    preview: bool,
+) -> Result<Vec<crate::catalogue::Availability>, ShopError> {
+    Ok(match (preview, only) {
+        (true, Some(collection)) => crate::catalogue::preview(&shop.pool, collection).await?,
+        _ => {
+            retry("catalogue_read", Bound::Shopper, || {
+                shop.live.availability(only)
+            })
+            .await?
+        }
+    })
 }
 
 async fn catalogue_page(
@@ -127,12 +156,10 @@ async fn catalogue_page(
     request: &HttpRequest,
     only: Option<&str>,
     query: &CodeQuery,
+    preview: bool,
 ) -> Result<HttpResponse, ShopError> {
     let code = query.code.as_deref();
-    let mut rows = retry("catalogue_read", Bound::Shopper, || {
-        shop.live.availability(only)
-    })
-    .await?;
+    let mut rows = rows_of(shop, only, preview).await?;
     // the hidden products a valid access code unlocks, in their place
     let mut unlocked_by = String::new();
     if let Some(code) = code.and_then(|c| VoucherCode::parse(c).ok()) {

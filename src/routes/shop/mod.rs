@@ -5,7 +5,7 @@
 mod assets;
 mod availability;
 mod basket;
-mod catalogue;
+pub(crate) mod catalogue;
 mod checkout;
 mod dining;
 mod orders;

@@ -32,6 +32,7 @@ fn concrete(pattern: &str, things: &Things) -> String {
         }
         "/catalogue/schedules/{id}" => "/catalogue/schedules/bakery".to_owned(),
         "/catalogue/stock/{id}" => "/catalogue/stock/wild-honey".to_owned(),
+        "/catalogue/preview/{id}" => "/catalogue/preview/harbour-lights".to_owned(),
         "/webhooks/{id}" => format!("/webhooks/{}", things.endpoint),
         other => {
             assert!(!other.contains('{'), "no value for {other}: add one");

@@ -27,6 +27,8 @@ pub(super) struct EventPage {
     /// `None` for a new event.
     id: Option<String>,
     tiers: Vec<ProductRow>,
+    /// Draft or published, for an event that exists.
+    publishing: Option<super::publishing::PublishBox>,
 }
 
 fn event_form(event: &CollectionEdit, zone: ShopZone) -> Form {
@@ -145,6 +147,7 @@ pub async fn new_event(
         form: Form::default(),
         id: None,
         tiers: Vec::new(),
+        publishing: None,
     };
     render(StatusCode::OK, &page)
 }
@@ -163,6 +166,12 @@ pub async fn event_page(
         nav: nav(&shop, &session, &notice).await?,
         form: event_form(&event, shop.zone),
         tiers: catalogue::products_of(&shop.pool, &event.id).await?,
+        publishing: super::publishing::publish_box(
+            &shop,
+            Some(crate::staff::publishing::Thing::Collection(&event.id)),
+            "",
+        )
+        .await?,
         id: Some(event.id),
     };
     render(StatusCode::OK, &page)
@@ -207,8 +216,12 @@ async fn save_event_form(
         Some(id) => catalogue::products_of(&shop.pool, id).await?,
         None => Vec::new(),
     };
+    let thing = id
+        .as_deref()
+        .map(crate::staff::publishing::Thing::Collection);
     let page = EventPage {
         nav: nav(shop, session, &NoticeQuery::default()).await?,
+        publishing: super::publishing::publish_box(shop, thing, "").await?,
         form,
         id,
         tiers,

@@ -1,6 +1,7 @@
 //! The Catalogue pages: what the shop sells, and forms to create, change
 //! and archive events with their tiers ([`events`]), schedules ([`schedules`])
-//! and stock items ([`stock`]), and what was archived ([`archived`]). Thin handlers: each reads its form into the
+//! and stock items ([`stock`]), what was archived ([`archived`]), and
+//! publishing drafts ([`publishing`]). Thin handlers: each reads its form into the
 //! domain's types (each field's error beside its field), calls
 //! `staff::catalogue`, and answers with the page again (400 for bad input,
 //! 409 when the engine or an existing id refuses, nothing saved) or a
@@ -9,10 +10,14 @@
 
 mod archived;
 mod events;
+mod publishing;
 mod schedules;
 mod stock;
 
 pub use archived::{archived_page, restore_collection, restore_product};
+pub use publishing::{
+    preview, publish_collection, publish_product, unpublish_collection, unpublish_product,
+};
 
 pub use events::{
     create_event, create_tier, event_page, new_event, new_tier, save_event, save_tier, tier_page,

@@ -42,6 +42,8 @@ pub(super) struct SchedulePage {
     /// The kinds a schedule can make: (stored name, what staff call them).
     kinds: Vec<(&'static str, String)>,
     currency: String,
+    /// Draft or published, for a schedule that exists.
+    publishing: Option<super::publishing::PublishBox>,
 }
 
 /// The kinds a schedule can make, as the form offers them.
@@ -175,6 +177,7 @@ pub async fn new_schedule(
         weekdays: WEEKDAYS,
         kinds: kinds(),
         currency: catalogue::shop_currency(&shop.pool).await?,
+        publishing: None,
     };
     render(StatusCode::OK, &page)
 }
@@ -194,6 +197,14 @@ pub async fn schedule_page(
         form: schedule_form(&schedule),
         slots: catalogue::products_of(&shop.pool, &schedule.collection).await?,
         currency: schedule.currency.clone(),
+        publishing: super::publishing::publish_box(
+            &shop,
+            Some(crate::staff::publishing::Thing::Collection(
+                &schedule.collection,
+            )),
+            "",
+        )
+        .await?,
         id: Some(schedule.collection),
         weekdays: WEEKDAYS,
         kinds: kinds(),
@@ -253,8 +264,12 @@ async fn save_schedule_form(
         Some(id) => catalogue::products_of(&shop.pool, id).await?,
         None => Vec::new(),
     };
+    let thing = id
+        .as_deref()
+        .map(crate::staff::publishing::Thing::Collection);
     let page = SchedulePage {
         nav: nav(shop, session, &NoticeQuery::default()).await?,
+        publishing: super::publishing::publish_box(shop, thing, "").await?,
         form,
         id,
         slots,

@@ -28,6 +28,8 @@ pub(super) struct StockPage {
     item: Option<ProductRow>,
     shelves: Vec<(String, String)>,
     currency: String,
+    /// Draft or published, for an item that exists.
+    publishing: Option<super::publishing::PublishBox>,
 }
 
 /// `GET /admin/catalogue/stock/new`.
@@ -47,6 +49,7 @@ pub async fn new_stock(
         item: None,
         shelves,
         currency: catalogue::shop_currency(&shop.pool).await?,
+        publishing: None,
     };
     render(StatusCode::OK, &page)
 }
@@ -74,6 +77,12 @@ pub async fn stock_page(
         nav: nav(&shop, &session, &notice).await?,
         form,
         currency: item.currency.clone(),
+        publishing: super::publishing::publish_box(
+            &shop,
+            Some(crate::staff::publishing::Thing::Product(&item.id)),
+            &item.collection,
+        )
+        .await?,
         item: Some(item),
         shelves,
     };
@@ -180,8 +189,20 @@ async fn save_stock_form(
         }
         _ => StatusCode::BAD_REQUEST,
     };
+    let publishing = match &item {
+        Some(item) => {
+            super::publishing::publish_box(
+                shop,
+                Some(crate::staff::publishing::Thing::Product(&item.id)),
+                &item.collection,
+            )
+            .await?
+        }
+        None => None,
+    };
     let page = StockPage {
         nav: nav(shop, session, &NoticeQuery::default()).await?,
+        publishing,
         form,
         item,
         shelves: catalogue::shelves(&shop.pool).await?,
