@@ -136,6 +136,40 @@ async fn the_home_figures_equal_the_orders_export_and_the_check_to_the_cent() {
         assert_eq!(figures("data-net"), paid_minor - refunded_minor, "{window}");
         assert_eq!(figures("data-units"), units, "{window}");
     }
+    // the same money by hand, from the prices: 3 general, 2 VIP and 3
+    // honey taken; 1 general, 1 VIP and 2 honey given back
+    let price = |id: &'static str| {
+        let pool = app.db.pool.clone();
+        async move {
+            sqlx::query_scalar::<_, i64>("select price_minor from products where id = $1")
+                .bind(id)
+                .fetch_one(&pool)
+                .await
+                .unwrap()
+        }
+    };
+    let (general, vip, honey) = (
+        price("harbour-lights-general").await,
+        price("harbour-lights-vip").await,
+        price("wild-honey").await,
+    );
+    assert_eq!(paid_minor, 3 * general + 2 * vip + 3 * honey);
+    assert_eq!(refunded_minor, general + vip + 2 * honey);
+    // and the provider's own ledger, once the worker has asked it
+    app.outbox().await;
+    let ledger = app.sandbox.stripe.ledger();
+    let taken: i64 = ledger.charges.iter().map(|c| c.amount).sum();
+    let given: i64 = ledger.refunds_standing().map(|r| r.amount).sum();
+    assert_eq!(
+        (ledger.charges.len(), taken),
+        (3, paid_minor),
+        "what the provider took"
+    );
+    assert_eq!(
+        (ledger.refunds.len(), given),
+        (3, refunded_minor),
+        "what it gave back"
+    );
     // units per tier and product: the counters `holdfast check` reads
     let check = json_output(&run_command(
         env!("CARGO_BIN_EXE_holdfast"),

@@ -312,8 +312,8 @@ async fn the_home_page_follows_a_sale_without_reloading() {
         owner
             .go(&format!("{}/admin/catalogue/stock/wild-honey", app.address))
             .await;
-        owner.click("details.confirm > summary").await;
-        let asked = owner.text("details.confirm .confirm-box").await;
+        owner.click("#archive-confirm > summary").await;
+        let asked = owner.text("#archive-confirm .confirm-box").await;
         assert!(
             asked.contains("Archive Wild heather honey")
                 && asked.contains("? It leaves the shop at once"),
@@ -324,7 +324,7 @@ async fn the_home_page_follows_a_sale_without_reloading() {
         owner
             .client
             .execute(
-                "document.querySelector('details.confirm').scrollIntoView();",
+                "document.querySelector('#archive-confirm').scrollIntoView();",
                 vec![],
             )
             .await
