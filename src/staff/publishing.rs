@@ -67,6 +67,26 @@ pub async fn is_draft(pool: &PgPool, thing: Thing<'_>) -> sqlx::Result<Option<bo
     Ok(draft)
 }
 
+/// The admin page where a collection is edited (the catalogue when it
+/// has none of its own).
+pub async fn editor_of(pool: &PgPool, collection: &str) -> sqlx::Result<String> {
+    let kind: Option<crate::catalogue::CollectionKind> =
+        sqlx::query_scalar("select kind from collections where id = $1")
+            .bind(collection)
+            .fetch_optional(pool)
+            .await?;
+    let segment: String = form_urlencoded::byte_serialize(collection.as_bytes()).collect();
+    Ok(match kind {
+        Some(crate::catalogue::CollectionKind::Event) => {
+            format!("/admin/catalogue/events/{segment}")
+        }
+        Some(crate::catalogue::CollectionKind::Schedule) => {
+            format!("/admin/catalogue/schedules/{segment}")
+        }
+        _ => "/admin/catalogue".to_owned(),
+    })
+}
+
 /// The collections that are drafts, not archived.
 pub async fn draft_collections(pool: &PgPool) -> sqlx::Result<Vec<String>> {
     sqlx::query_scalar("select id from collections where draft and archived_at is null")

@@ -198,6 +198,16 @@ async fn a_draft_is_invisible_and_unsellable_until_published_and_stays_once_orde
         preview.contains("Quay night") && preview.contains("General"),
         "{preview}"
     );
+    assert!(
+        preview.contains("id=\"preview-note\""),
+        "said to be a preview"
+    );
+    assert!(
+        preview.contains(&format!(
+            "href=\"/admin/catalogue/events/{EVENT}\">Back to editing"
+        )),
+        "{preview}"
+    );
     let anonymous = http_client()
         .get(format!("{}/admin/catalogue/preview/{EVENT}", app.address))
         .send()

@@ -80,13 +80,28 @@ pub async fn unpublish_product(
 }
 
 /// `GET /admin/catalogue/preview/{collection}`: the shop's page of a
-/// collection as publishing will show it, drafts included.
+/// collection as publishing will show it, drafts included, with a line
+/// above saying it is a preview and where to go back.
 pub async fn preview(
     shop: web::Data<Shop>,
     request: HttpRequest,
     id: web::Path<String>,
 ) -> Result<HttpResponse, ShopError> {
-    let mut page = crate::routes::shop::catalogue::preview(&shop, &request, &id).await?;
+    let page = crate::routes::shop::catalogue::preview(&shop, &request, &id).await?;
+    let (head, body) = page.into_parts();
+    let html = actix_web::body::to_bytes(body)
+        .await
+        .map_err(|_| ShopError::internal(anyhow::anyhow!("the preview could not be read")))?;
+    let html = String::from_utf8_lossy(&html);
+    let back = publishing::editor_of(&shop.pool, &id).await?;
+    let said = format!(
+        "<main>\n    <p class=\"alert\" role=\"note\" id=\"preview-note\"><strong>Preview.</strong> \
+         Only staff see this page; shoppers see it once it is published. \
+         <a href=\"{back}\">Back to editing</a></p>"
+    );
+    let mut page = head
+        .set_body(html.replacen("<main>", &said, 1))
+        .map_into_boxed_body();
     super::super::pages::no_store(&mut page);
     Ok(page)
 }
