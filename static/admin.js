@@ -46,7 +46,7 @@
         var focused = document.activeElement && document.activeElement.id;
         live.innerHTML = fresh.innerHTML;
         var note = document.getElementById("live-note");
-        if (note) note.textContent = "Updated " + new Date().toLocaleTimeString() + ": the figures follow the sale as it happens.";
+        if (note) note.textContent = "Updated just now, as the sale moved: the figures follow it as it happens.";
         if (focused && document.getElementById(focused)) document.getElementById(focused).focus();
       })
       .catch(function () {});

@@ -967,6 +967,17 @@ async fn an_owner_sets_up_two_factor_staff_and_settings_from_the_keyboard() {
             .contains("Box office")
     );
     owner.screenshot("staff-invite-sent").await;
+    owner.client.set_window_size(390, 844).await.unwrap();
+    owner
+        .client
+        .execute(
+            "document.querySelector('#invites').scrollIntoView();",
+            vec![],
+        )
+        .await
+        .unwrap();
+    owner.screenshot("staff-invite-sent-phone").await;
+    owner.client.set_window_size(1280, 900).await.unwrap();
     // the invitee's link, as the mail carries it (staff_invites: proves
     // the mail itself through the sandbox's SMTP server)
     let token: String = sqlx::query_scalar(
