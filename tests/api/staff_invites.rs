@@ -320,3 +320,37 @@ async fn a_resent_invite_kills_the_old_link_and_a_cancelled_or_expired_one_chang
         .unwrap();
     assert_eq!(open, 0);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn ten_racing_uses_of_one_link_make_one_account() {
+    let app = spawn_app().await;
+    app.add_staff().await;
+    let (owner, csrf) = app.staff_browser().await;
+    app.admin_post(
+        &owner,
+        "/admin/staff",
+        &[("csrf", &csrf), ("email", NEW), ("role", "door")],
+    )
+    .await;
+    let link = mailed_links(&app, NEW).await.remove(0);
+    let answers = futures::future::join_all((0..10).map(|n| {
+        let (app, link) = (&app, &link);
+        async move {
+            let password = format!("{CHOSEN} {n}");
+            post_password(app, link, &password, &password)
+                .await
+                .status()
+        }
+    }))
+    .await;
+    let made = answers.iter().filter(|s| **s == StatusCode::OK).count();
+    let spent = answers.iter().filter(|s| **s == StatusCode::GONE).count();
+    assert_eq!((made, spent), (1, 9), "{answers:?}");
+    assert_eq!(accounts(&app).await, 2);
+    let used: i64 =
+        sqlx::query_scalar("select count(*) from staff_invites where used_at is not null")
+            .fetch_one(&app.db.pool)
+            .await
+            .unwrap();
+    assert_eq!(used, 1);
+}
