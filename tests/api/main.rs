@@ -24,6 +24,7 @@ mod fuzz_regressions;
 mod health;
 mod home;
 mod housekeeping;
+mod images;
 mod journey;
 mod lifecycle;
 mod live_keys;

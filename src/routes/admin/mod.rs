@@ -17,6 +17,7 @@ mod form;
 mod guard;
 mod holds;
 mod home;
+mod images;
 mod menu;
 mod notices;
 mod orders;

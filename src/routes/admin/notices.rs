@@ -110,6 +110,8 @@ impl NoticeQuery {
 fn fixed(notice: &str) -> Option<&'static str> {
     Some(match notice {
         "capacity_updated" => "Capacity changed.",
+        "image_saved" => "Image saved: the shop shows it from the next page on.",
+        "image_removed" => "Image removed.",
         "repaired" => "Recounted from the reservations and corrected.",
         "no_drift" => "The counts already matched the reservations; nothing to correct.",
         "already_ended" => "This hold had already ended; nothing was changed.",

@@ -40,3 +40,20 @@ pub async fn save(
         }
     }
 }
+
+impl SettingsPage {
+    /// The logo's upload field, showing the logo now.
+    pub(super) fn logo_field(&self) -> super::images::ImageField {
+        let shown = storefront::shown();
+        super::images::ImageField {
+            action: "/admin/settings/logo".to_owned(),
+            current: shown
+                .logo_id
+                .as_deref()
+                .map(|id| crate::images::src(id, crate::images::THUMB_WIDTH))
+                .unwrap_or_default(),
+            back: "/admin/settings#image".to_owned(),
+            error: String::new(),
+        }
+    }
+}

@@ -17,6 +17,8 @@ use crate::vouchers::VoucherCode;
 
 pub struct CatalogueItem {
     pub id: String,
+    /// Its picture's address (empty: none).
+    pub image: String,
     pub name: String,
     /// What staff wrote about it.
     pub description: String,
@@ -61,6 +63,8 @@ pub struct Day {
 
 pub struct Section {
     pub id: String,
+    /// Its picture's address (empty: none).
+    pub image: String,
     pub title: String,
     pub lede: String,
     /// What every product of it says alike (a schedule's description),
@@ -122,6 +126,13 @@ pub async fn collection(
     catalogue_page(&shop, &request, Some(collection.as_str()), &query).await
 }
 
+/// Where a card finds its picture (empty: it has none).
+fn picture(image: Option<&str>) -> String {
+    image
+        .map(|id| crate::images::src(id, crate::images::CARD_WIDTH))
+        .unwrap_or_default()
+}
+
 async fn catalogue_page(
     shop: &Shop,
     request: &HttpRequest,
@@ -176,6 +187,7 @@ async fn catalogue_page(
                 page_href,
                 page_words,
                 id: row.collection.clone(),
+                image: picture(row.collection_image_id.as_deref()),
                 title: row.collection_title.clone(),
                 lede: row.collection_lede.clone(),
                 doors_and_venue: doors_and_venue(
@@ -201,6 +213,7 @@ async fn catalogue_page(
             continue;
         }
         section.items.push(CatalogueItem {
+            image: picture(row.image_id.as_deref()),
             name: row.name,
             description: row.description,
             // a slot's name already says when; an event's does not

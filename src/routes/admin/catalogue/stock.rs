@@ -13,6 +13,7 @@ use crate::catalogue::edit::{DEFAULT_MAX_PER_ORDER, ProductEdit};
 use crate::routes::ShopError;
 use crate::routes::admin::NoticeQuery;
 use crate::routes::admin::form::Form;
+use crate::routes::admin::images::ImageField;
 use crate::routes::admin::pages::{Nav, nav, render, see_other};
 use crate::staff::catalogue::Saved;
 use crate::staff::catalogue::{self, ProductRow};
@@ -28,6 +29,8 @@ pub(super) struct StockPage {
     item: Option<ProductRow>,
     shelves: Vec<(String, String)>,
     currency: String,
+    /// Its image's upload field (a saved item's).
+    image: Option<ImageField>,
 }
 
 /// `GET /admin/catalogue/stock/new`.
@@ -42,6 +45,7 @@ pub async fn new_stock(
         form.set("shelf", title);
     }
     let page = StockPage {
+        image: None,
         nav: nav(&shop, &session, &NoticeQuery::default()).await?,
         form,
         item: None,
@@ -74,6 +78,14 @@ pub async fn stock_page(
         nav: nav(&shop, &session, &notice).await?,
         form,
         currency: item.currency.clone(),
+        image: Some(
+            ImageField::of(
+                &shop,
+                crate::images::Target::Product(&item.id),
+                &format!("/admin/catalogue/stock/{}", item.id),
+            )
+            .await?,
+        ),
         item: Some(item),
         shelves,
     };
@@ -181,6 +193,7 @@ async fn save_stock_form(
         _ => StatusCode::BAD_REQUEST,
     };
     let page = StockPage {
+        image: None,
         nav: nav(shop, session, &NoticeQuery::default()).await?,
         form,
         item,
