@@ -531,6 +531,16 @@ create table outbox_jobs (
 CREATE INDEX outbox_due ON public.outbox_jobs USING btree (run_after) WHERE (state = 'pending'::text);
 CREATE INDEX outbox_webhooks_by_endpoint ON public.outbox_jobs USING btree (((payload ->> 'endpoint_id'::text)), id) WHERE (kind = 'webhook'::text);
 
+-- table pay_methods (made by 0104_pay_methods.sql)
+create table pay_methods (
+    method     text not null,
+    provider   text,
+    updated_at timestamp with time zone not null default now(),
+    constraint pay_methods_pkey PRIMARY KEY (method),
+    constraint pay_method_known CHECK ((method = ANY (ARRAY['card'::text, 'upi'::text, 'netbanking'::text, 'sepa_debit'::text]))),
+    constraint pay_method_provider_known CHECK ((provider = ANY (ARRAY['razorpay'::text, 'stripe'::text])))
+);
+
 -- table payment_refs (made by 0001_inventory_schema.sql)
 create table payment_refs (
     payment_ref text not null,

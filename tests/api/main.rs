@@ -59,4 +59,5 @@ mod two_factor;
 mod vouchers;
 mod waitlist;
 mod waitlist_handover;
+mod ways_to_pay;
 mod what_it_is_for;

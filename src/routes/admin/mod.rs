@@ -22,6 +22,7 @@ mod menu;
 mod notices;
 mod orders;
 pub(crate) mod pages;
+mod pay_ways;
 mod records;
 mod redeem;
 mod refunds;

@@ -112,6 +112,7 @@ fn fixed(notice: &str) -> Option<&'static str> {
         "capacity_updated" => "Capacity changed.",
         "image_saved" => "Image saved: the shop shows it from the next page on.",
         "image_removed" => "Image removed.",
+        "pay_saved" => "Ways to pay saved: the basket offers them from the next page on.",
         "repaired" => "Recounted from the reservations and corrected.",
         "no_drift" => "The counts already matched the reservations; nothing to correct.",
         "already_ended" => "This hold had already ended; nothing was changed.",

@@ -104,6 +104,7 @@ pub static ROUTES: &[AdminRoute] = &[
     route!(Post "/settings", Settings => staff_accounts::save_settings),
     route!(Post "/settings/shop", Settings => storefront::save),
     route!(Post "/settings/logo", Settings => images::logo),
+    route!(Post "/settings/pay", Settings => storefront::save_pay_ways),
     route!(Get "/catalogue", Catalogue => catalogue::catalogue_page),
     route!(Get "/catalogue/events/new", Catalogue => catalogue::new_event),
     route!(Post "/catalogue/events", Catalogue => catalogue::create_event),
