@@ -46,6 +46,7 @@ mod sale_windows;
 mod scale_out;
 mod schema;
 mod settling;
+mod shop_words;
 mod soak;
 mod staff_accounts;
 mod staff_refunds;
