@@ -44,6 +44,7 @@ mod redemption;
 mod roles;
 mod sale_windows;
 mod scale_out;
+mod schedule_days;
 mod schema;
 mod settling;
 mod shop_words;
