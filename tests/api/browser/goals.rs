@@ -204,3 +204,84 @@ async fn the_order_mail_reads_on_a_phone_and_a_desk_in_the_shops_name() {
     }
     reader.close().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_catalogue_and_the_order_page_show_the_owners_pictures_on_a_phone_and_a_desk() {
+    let (app, driver, _turn) = shop_and_driver().await;
+    the_owners_shop(&app).await;
+    let by = holdfast::audit::Actor::Operator("goals test");
+    for (target, colour) in [
+        (
+            holdfast::images::Target::Collection("harbour-lights"),
+            [20, 90, 160],
+        ),
+        (
+            holdfast::images::Target::Product("harbour-lights-vip"),
+            [200, 120, 30],
+        ),
+    ] {
+        let picture = holdfast::images::check(&png(1200, 675, colour)).unwrap();
+        assert!(
+            holdfast::images::put_up(&app.db.pool, by, target, Some(&picture))
+                .await
+                .unwrap()
+        );
+    }
+    app.settled().await;
+    let paid = app
+        .buy(&browser(), &Purchase::of("harbour-lights-vip", 1))
+        .await;
+    let shopper = Browser::open(&driver, shots_for("goals-pictures")).await;
+    // every picture of the page loaded, none wider than the window
+    let pictures = |css: &'static str| {
+        let client = shopper.client.clone();
+        async move {
+            // a picture below the fold loads when scrolled to: load them now
+            client
+                .execute(
+                    &format!(
+                        "document.querySelectorAll('{css}').forEach(i => i.loading = 'eager');"
+                    ),
+                    vec![],
+                )
+                .await
+                .unwrap();
+            tokio::time::sleep(Duration::from_millis(500)).await;
+            client
+                .execute(
+                    &format!(
+                        "return [...document.querySelectorAll('{css}')].map(i => i.complete \
+                         && i.naturalWidth > 0 && i.getBoundingClientRect().right <= window.innerWidth);"
+                    ),
+                    vec![],
+                )
+                .await
+                .unwrap()
+        }
+    };
+    for (width, height, size) in SIZES {
+        shopper.client.set_window_size(width, height).await.unwrap();
+        shopper.go(&format!("{}/", app.address)).await;
+        assert_eq!(pictures("header img.logo").await, serde_json::json!([true]));
+        assert_eq!(
+            pictures("#harbour-lights img.picture").await,
+            serde_json::json!([true, true]),
+            "the event's and the VIP tier's"
+        );
+        shopper
+            .keep_after(&driver, &format!("catalogue-{size}"), width, height)
+            .await;
+        shopper
+            .go(&format!("{}{}", app.address, paid.order_url()))
+            .await;
+        assert_eq!(
+            pictures("img.line-picture").await,
+            serde_json::json!([true])
+        );
+        assert!(shopper.body().await.contains("Harbour Lights"));
+        shopper
+            .keep_after(&driver, &format!("order-{size}"), width, height)
+            .await;
+    }
+    shopper.close().await;
+}
