@@ -45,7 +45,7 @@ impl Browser {
         let shot = self
             .client
             .execute(
-                "return [document.documentElement.scrollWidth, document.documentElement.scrollHeight];",
+                "return [window.innerWidth, document.documentElement.scrollHeight];",
                 vec![],
             )
             .await
