@@ -13,6 +13,7 @@ pub mod clock;
 pub mod configuration;
 pub mod database;
 pub mod faults;
+pub mod images;
 pub mod inventory;
 pub mod keys;
 pub mod limits;

@@ -112,6 +112,8 @@ pub struct Storefront {
     pub terms_url: String,
     pub privacy_url: String,
     pub imprint_url: String,
+    /// Its logo, an image an owner uploaded ([`crate::images`]).
+    pub logo_id: Option<String>,
 }
 
 impl Default for Storefront {
@@ -124,6 +126,7 @@ impl Default for Storefront {
             terms_url: String::new(),
             privacy_url: String::new(),
             imprint_url: String::new(),
+            logo_id: None,
         }
     }
 }
@@ -133,7 +136,7 @@ impl Storefront {
     pub async fn read<'e>(executor: impl PgExecutor<'e>) -> sqlx::Result<Self> {
         let found: Option<Self> = sqlx::query_as(
             "select name, description, accent, contact_email, terms_url, privacy_url, \
-                    imprint_url \
+                    imprint_url, logo_id \
                from storefront",
         )
         .fetch_optional(executor)
@@ -145,6 +148,13 @@ impl Storefront {
     /// so browsers keep it for good.
     pub fn theme_href(&self) -> String {
         format!("/static/theme/{}.css", self.accent.trim_start_matches('#'))
+    }
+
+    /// Where the header finds the logo (`None`: the shop has none).
+    pub fn logo_src(&self) -> Option<String> {
+        self.logo_id
+            .as_deref()
+            .map(|id| crate::images::src(id, crate::images::LOGO_WIDTH))
     }
 
     /// As the Settings page's form shows it.

@@ -94,7 +94,7 @@ create table collection_kinds (
 );
 
 -- table collections (made by 0019_staff_run_the_sale.sql; changed by
---   0080_kinds_own_their_differences.sql, 0123_drafts.sql)
+--   0080_kinds_own_their_differences.sql, 0103_images.sql, 0123_drafts.sql)
 create table collections (
     id          text not null,
     kind        text not null,
@@ -108,14 +108,17 @@ create table collections (
     created_at  timestamp with time zone not null default now(),
     updated_at  timestamp with time zone not null default now(),
     ends_at     timestamp with time zone,
+    image_id    text,
     draft       boolean not null default false,
     constraint collections_pkey PRIMARY KEY (id),
     constraint collection_ends_after_start CHECK (((ends_at IS NULL) OR (starts_at IS NULL) OR (ends_at > starts_at))),
     constraint collection_id_shape CHECK ((id ~ '^[a-z0-9][a-z0-9-]{0,99}$'::text)),
     constraint collection_title_shape CHECK (((length(title) >= 1) AND (length(title) <= 200))),
     constraint collection_words_shape CHECK (((length(lede) <= 1000) AND (length(venue) <= 200))),
-    constraint collection_kind_known FOREIGN KEY (kind) REFERENCES collection_kinds(kind)
+    constraint collection_kind_known FOREIGN KEY (kind) REFERENCES collection_kinds(kind),
+    constraint collections_image_id_fkey FOREIGN KEY (image_id) REFERENCES images(id)
 );
+CREATE TRIGGER collections_image_notify_catalogue AFTER UPDATE OF image_id ON public.collections FOR EACH STATEMENT EXECUTE FUNCTION hf_notify_catalogue();
 
 -- table dining_joins (made by 0160_tables.sql)
 create table dining_joins (
@@ -301,6 +304,32 @@ CREATE INDEX holds_state_created ON public.holds USING btree (state, created_at)
 CREATE TRIGGER holds_end_pins AFTER UPDATE OF state ON public.holds FOR EACH ROW WHEN (((new.state = ANY (ARRAY['released'::text, 'expired'::text])) AND (old.state IS DISTINCT FROM new.state))) EXECUTE FUNCTION hf_end_pins();
 CREATE TRIGGER holds_lines_immutable BEFORE UPDATE OF resource_id, basket_id, account_id, qty ON public.holds FOR EACH ROW WHEN (((old.resource_id IS DISTINCT FROM new.resource_id) OR (old.basket_id IS DISTINCT FROM new.basket_id) OR (old.account_id IS DISTINCT FROM new.account_id) OR (old.qty IS DISTINCT FROM new.qty))) EXECUTE FUNCTION holds_lines_immutable();
 CREATE TRIGGER holds_returned_end_pins AFTER UPDATE OF returned ON public.holds FOR EACH ROW WHEN (((new.returned = new.qty) AND (old.returned < new.qty))) EXECUTE FUNCTION hf_end_pins();
+
+-- table image_variants (made by 0103_images.sql)
+create table image_variants (
+    image_id     text not null,
+    width        integer not null,
+    content_type text not null,
+    bytes        bytea not null,
+    constraint image_variants_pkey PRIMARY KEY (image_id, width),
+    constraint image_variant_type CHECK ((content_type = ANY (ARRAY['image/jpeg'::text, 'image/png'::text]))),
+    constraint image_variant_width CHECK (((width >= 1) AND (width <= 6000))),
+    constraint image_variants_image_id_fkey FOREIGN KEY (image_id) REFERENCES images(id)
+);
+
+-- table images (made by 0103_images.sql)
+create table images (
+    id           text not null,
+    content_type text not null,
+    width        integer not null,
+    height       integer not null,
+    bytes        bytea not null,
+    created_at   timestamp with time zone not null default now(),
+    constraint images_pkey PRIMARY KEY (id),
+    constraint image_id_shape CHECK ((id ~ '^[0-9a-f]{32}$'::text)),
+    constraint image_size CHECK ((((width >= 1) AND (width <= 6000)) AND ((height >= 1) AND (height <= 6000)) AND ((length(bytes) >= 1) AND (length(bytes) <= 5242880)))),
+    constraint image_type_known CHECK ((content_type = ANY (ARRAY['image/jpeg'::text, 'image/png'::text])))
+);
 
 -- table inventory_settings (made by 0001_inventory_schema.sql; changed by 0090_settling.sql)
 create table inventory_settings (
@@ -504,6 +533,16 @@ create table outbox_jobs (
 CREATE INDEX outbox_due ON public.outbox_jobs USING btree (run_after) WHERE (state = 'pending'::text);
 CREATE INDEX outbox_webhooks_by_endpoint ON public.outbox_jobs USING btree (((payload ->> 'endpoint_id'::text)), id) WHERE (kind = 'webhook'::text);
 
+-- table pay_methods (made by 0104_pay_methods.sql)
+create table pay_methods (
+    method     text not null,
+    provider   text,
+    updated_at timestamp with time zone not null default now(),
+    constraint pay_methods_pkey PRIMARY KEY (method),
+    constraint pay_method_known CHECK ((method = ANY (ARRAY['card'::text, 'upi'::text, 'netbanking'::text, 'sepa_debit'::text]))),
+    constraint pay_method_provider_known CHECK ((provider = ANY (ARRAY['razorpay'::text, 'stripe'::text])))
+);
+
 -- table payment_refs (made by 0001_inventory_schema.sql)
 create table payment_refs (
     payment_ref text not null,
@@ -524,7 +563,7 @@ create table product_kinds (
 
 -- table products (made by 0004_shop.sql; changed by 0011_fair_sale.sql, 0016_rooms.sql,
 --   0019_staff_run_the_sale.sql, 0070_waiting_list.sql, 0071_drop_queue.sql,
---   0080_kinds_own_their_differences.sql, 0123_drafts.sql)
+--   0080_kinds_own_their_differences.sql, 0103_images.sql, 0123_drafts.sql)
 create table products (
     id                     text not null,
     resource_id            text not null,
@@ -548,6 +587,7 @@ create table products (
     queue_commitment       text,
     queue_drawn_at         timestamp with time zone,
     ends_at                timestamp with time zone,
+    image_id               text,
     draft                  boolean not null default false,
     constraint products_pkey PRIMARY KEY (id),
     constraint product_claim_window CHECK (((waitlist_claim_minutes >= 1) AND (waitlist_claim_minutes <= 1440))),
@@ -561,6 +601,7 @@ create table products (
     constraint product_sale_window CHECK (((sale_closes_at IS NULL) OR (sale_opens_at IS NULL) OR (sale_opens_at < sale_closes_at))),
     constraint product_collection_known FOREIGN KEY (collection) REFERENCES collections(id) NOT VALID,
     constraint product_kind_known FOREIGN KEY (kind) REFERENCES product_kinds(kind),
+    constraint products_image_id_fkey FOREIGN KEY (image_id) REFERENCES images(id),
     constraint products_resource_id_fkey FOREIGN KEY (resource_id) REFERENCES resources(id)
 );
 CREATE INDEX products_collection ON public.products USING btree (collection, "position", id);
@@ -688,7 +729,7 @@ create table staff (
 -- table staff_actions (made by 0005_staff.sql; changed by 0012_after_the_sale.sql,
 --   0018_staff_roles.sql, 0030_staff_accounts_two_factor.sql, 0040_exports.sql,
 --   0050_catalogue_admin.sql, 0060_outgoing_webhooks.sql, 0061_api_keys.sql, 0070_waiting_list.sql,
---   0072_waitlist_actions.sql, 0120_restoring.sql, 0121_sections_ordered.sql,
+--   0072_waitlist_actions.sql, 0103_images.sql, 0120_restoring.sql, 0121_sections_ordered.sql,
 --   0122_staff_invites.sql, 0123_drafts.sql)
 create table staff_actions (
     id       bigint not null generated always as identity,
@@ -701,7 +742,7 @@ create table staff_actions (
     operator text,
     constraint staff_actions_pkey PRIMARY KEY (id),
     constraint staff_action_by_someone CHECK (((staff_id IS NULL) <> (operator IS NULL))),
-    constraint staff_action_known CHECK ((action = ANY (ARRAY['publish'::text, 'unpublish'::text, 'invite_staff'::text, 'resend_invite'::text, 'cancel_invite'::text, 'accept_invite'::text, 'move_collection'::text, 'restore_collection'::text, 'restore_product'::text, 'restore_voucher'::text, 'waitlist_rules'::text, 'turn_queue_on'::text, 'remove_waitlist_entry'::text, 'add_api_key'::text, 'revoke_api_key'::text, 'api_refused'::text, 'api_checkout'::text, 'add_voucher'::text, 'archive_voucher'::text, 'add_webhook'::text, 'enable_webhook'::text, 'disable_webhook'::text, 'replay_webhook'::text, 'add_staff'::text, 'archive_collection'::text, 'archive_product'::text, 'archive_voucher'::text, 'change_role'::text, 'change_setting'::text, 'create_voucher'::text, 'disable_staff'::text, 'door_list'::text, 'enable_staff'::text, 'export_attendees'::text, 'export_orders'::text, 'login'::text, 'logout'::text, 'new_recovery_codes'::text, 'redeem'::text, 'refund_order'::text, 'refused'::text, 'release_hold'::text, 'repair_resource'::text, 'reset_two_factor'::text, 'retry_refund'::text, 'save_event'::text, 'save_schedule'::text, 'save_stock'::text, 'save_tier'::text, 'set_capacity'::text, 'set_password'::text, 'two_factor_off'::text, 'two_factor_on'::text]))),
+    constraint staff_action_known CHECK ((action = ANY (ARRAY['publish'::text, 'unpublish'::text, 'invite_staff'::text, 'resend_invite'::text, 'cancel_invite'::text, 'accept_invite'::text, 'move_collection'::text, 'restore_collection'::text, 'restore_product'::text, 'restore_voucher'::text, 'set_image'::text, 'waitlist_rules'::text, 'turn_queue_on'::text, 'remove_waitlist_entry'::text, 'add_api_key'::text, 'revoke_api_key'::text, 'api_refused'::text, 'api_checkout'::text, 'add_voucher'::text, 'archive_voucher'::text, 'add_webhook'::text, 'enable_webhook'::text, 'disable_webhook'::text, 'replay_webhook'::text, 'add_staff'::text, 'archive_collection'::text, 'archive_product'::text, 'archive_voucher'::text, 'change_role'::text, 'change_setting'::text, 'create_voucher'::text, 'disable_staff'::text, 'door_list'::text, 'enable_staff'::text, 'export_attendees'::text, 'export_orders'::text, 'login'::text, 'logout'::text, 'new_recovery_codes'::text, 'redeem'::text, 'refund_order'::text, 'refused'::text, 'release_hold'::text, 'repair_resource'::text, 'reset_two_factor'::text, 'retry_refund'::text, 'save_event'::text, 'save_schedule'::text, 'save_stock'::text, 'save_tier'::text, 'set_capacity'::text, 'set_password'::text, 'two_factor_off'::text, 'two_factor_on'::text]))),
     constraint staff_actions_staff_id_fkey FOREIGN KEY (staff_id) REFERENCES staff(id)
 );
 CREATE INDEX staff_actions_logins ON public.staff_actions USING btree (staff_id, at DESC) WHERE ((action = 'login'::text) AND (outcome = 'ok'::text));
@@ -793,7 +834,7 @@ create table staff_two_factor (
     constraint staff_two_factor_staff_id_fkey FOREIGN KEY (staff_id) REFERENCES staff(id)
 );
 
--- table storefront (made by 0101_the_shop_is_the_owners.sql)
+-- table storefront (made by 0101_the_shop_is_the_owners.sql; changed by 0103_images.sql)
 create table storefront (
     only_row      boolean not null default true,
     name          text not null default 'Shop'::text,
@@ -804,12 +845,14 @@ create table storefront (
     privacy_url   text not null default ''::text,
     imprint_url   text not null default ''::text,
     updated_at    timestamp with time zone not null default now(),
+    logo_id       text,
     constraint storefront_pkey PRIMARY KEY (only_row),
     constraint storefront_accent_shape CHECK ((accent ~ '^#[0-9a-f]{6}$'::text)),
     constraint storefront_links_shape CHECK ((((terms_url = ''::text) OR ((terms_url ~ '^https?://[^[:space:]]+$'::text) AND (length(terms_url) <= 500))) AND ((privacy_url = ''::text) OR ((privacy_url ~ '^https?://[^[:space:]]+$'::text) AND (length(privacy_url) <= 500))) AND ((imprint_url = ''::text) OR ((imprint_url ~ '^https?://[^[:space:]]+$'::text) AND (length(imprint_url) <= 500))))),
     constraint storefront_name_shape CHECK (((length(name) >= 1) AND (length(name) <= 100))),
     constraint storefront_one_row CHECK (only_row),
-    constraint storefront_words_shape CHECK (((length(description) <= 300) AND (length(contact_email) <= 254)))
+    constraint storefront_words_shape CHECK (((length(description) <= 300) AND (length(contact_email) <= 254))),
+    constraint storefront_logo_id_fkey FOREIGN KEY (logo_id) REFERENCES images(id)
 );
 
 -- table table_pins (made by 0160_tables.sql)

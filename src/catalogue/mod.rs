@@ -53,6 +53,9 @@ pub struct Product {
     /// Its drop queue's commitment (the seed's SHA-256), published from
     /// the moment the queue is turned on.
     pub queue_commitment: Option<String>,
+    /// Its image, and its collection's ([`crate::images`]).
+    pub image_id: Option<String>,
+    pub collection_image_id: Option<String>,
 }
 
 /// Where a product's sale stands at a moment.
@@ -101,7 +104,7 @@ pub(crate) const PRODUCT_COLUMNS: &str = "p.id, p.resource_id, p.kind, p.name, p
      c.venue as collection_venue, c.doors_at as collection_doors_at, \
      c.position as collection_position, \
      (p.queue_commitment is not null and p.queue_drawn_at is null) as queue_open, \
-     p.queue_commitment";
+     p.queue_commitment, p.image_id, c.image_id as collection_image_id";
 
 /// The order the shop's pages list products in.
 pub(crate) const PAGE_ORDER: &str = "c.position, p.collection, p.position, p.id";
@@ -165,6 +168,9 @@ pub struct Availability {
     pub queue_open: bool,
     /// Its drop queue's commitment, once turned on (drawn or not).
     pub queue_commitment: Option<String>,
+    /// Its image, and its collection's ([`crate::images`]).
+    pub image_id: Option<String>,
+    pub collection_image_id: Option<String>,
 }
 
 impl Availability {
@@ -214,7 +220,7 @@ const AVAILABILITY_COLUMNS: &str = "p.id, p.hidden, c.position as collection_pos
      c.doors_at as collection_doors_at, p.kind, s.available_now, p.max_per_order, \
      s.pending as pending_units, s.first_ends_at as first_back_at, p.sale_opens_at, \
      p.sale_closes_at, (p.queue_commitment is not null and p.queue_drawn_at is null) as queue_open, \
-     p.queue_commitment";
+     p.queue_commitment, p.image_id, c.image_id as collection_image_id";
 
 /// The hidden products among `ids` (those a voucher unlocks), of one
 /// collection or all, with their availability.

@@ -62,6 +62,9 @@ pub struct BeginRequest {
     pub address: String,
     /// The voucher code the shopper typed (the form's `voucher` field).
     pub voucher: Option<String>,
+    /// The way of paying the shopper chose (its provider is `provider`);
+    /// the provider's page offers it alone.
+    pub pay_method: Option<crate::payments::methods::PayMethod>,
 }
 
 /// Where a checkout ended, for the shopper.
@@ -163,7 +166,7 @@ pub async fn begin(desk: Desk<'_>, request: BeginRequest) -> Result<Begun> {
             order,
             lines,
             resource,
-        } => pay(desk, order, &lines, resource, basket_id).await,
+        } => pay(desk, order, &lines, resource, basket_id, request.pay_method).await,
         refused => not_started(desk, &request, read_at, &read, &start, refused).await,
     }
 }
@@ -343,9 +346,10 @@ async fn pay(
     lines: &[OrderLine],
     resource: Option<String>,
     basket_id: &str,
+    method: Option<crate::payments::methods::PayMethod>,
 ) -> Result<Begun> {
     crate::faults::crash_point("after_checkout_commit");
-    let page = match open_page(desk, &order, lines).await {
+    let page = match open_page(desk, &order, lines, method).await {
         Ok(page) => page,
         Err(error) => {
             tracing::warn!(order = %order.id, %error, "the payment provider failed at checkout start");
@@ -530,6 +534,7 @@ pub async fn open_page(
     desk: Desk<'_>,
     order: &Order,
     lines: &[OrderLine],
+    method: Option<crate::payments::methods::PayMethod>,
 ) -> std::result::Result<PaymentPage, ProviderError> {
     let provider = desk.payments.for_order(order.provider)?;
     let base = desk.base_url;
@@ -572,6 +577,7 @@ pub async fn open_page(
         cancel_url: format!("{base}/checkout/cancel/{}", order.token),
         pay_url: format!("{base}/pay/{}", order.token),
         lifetime: std::time::Duration::from_secs(desk.session_minutes.unsigned_abs() * 60),
+        method,
     };
     provider.open_page(&request).await
 }

@@ -89,6 +89,8 @@ impl Snapshot {
                     sale_closes_at: p.sale_closes_at,
                     queue_open: p.queue_open,
                     queue_commitment: p.queue_commitment.clone(),
+                    image_id: p.image_id.clone(),
+                    collection_image_id: p.collection_image_id.clone(),
                 })
             })
             .collect()

@@ -7,6 +7,7 @@
 //! [`Providers`] and call the trait.
 
 pub mod http;
+pub mod methods;
 pub mod razorpay;
 mod registry;
 pub mod signature;
@@ -221,6 +222,9 @@ pub struct PageRequest {
     pub pay_url: String,
     /// How long the page should take payments.
     pub lifetime: std::time::Duration,
+    /// The way of paying the shopper chose; `None`: whatever the provider
+    /// offers.
+    pub method: Option<methods::PayMethod>,
 }
 
 /// A payment page the provider opened for an order.

@@ -49,49 +49,49 @@ macro_rules! error_codes {
 
 error_codes! {
     // 400: the request cannot be read
-    BadJson = "bad_json", BAD_REQUEST, "the body is not the JSON this endpoint takes";
-    BadBody = "bad_body", BAD_REQUEST, "this route takes no body, or the body was cut short";
-    BadQuery = "bad_query", BAD_REQUEST, "the query string cannot be read";
-    BadIds = "bad_ids", BAD_REQUEST, "give 1 to 100 product ids of at most 200 bytes";
-    BadLimit = "bad_limit", BAD_REQUEST, "limit is 1 to 200";
-    BadCursor = "bad_cursor", BAD_REQUEST, "after is a cursor a page of orders gave";
-    BadRequest = "bad_request", BAD_REQUEST, "text that cannot be stored: a NUL byte or bytes that are not UTF-8";
-    IdempotencyKeyRequired = "idempotency_key_required", BAD_REQUEST, "every POST needs an Idempotency-Key header of 1 to 64 letters, digits, - or _; nothing was done";
+    BadJson = "bad_json", BAD_REQUEST, "The body is not the JSON this endpoint takes";
+    BadBody = "bad_body", BAD_REQUEST, "This route takes no body, or the body was cut short";
+    BadQuery = "bad_query", BAD_REQUEST, "The query string cannot be read";
+    BadIds = "bad_ids", BAD_REQUEST, "Give 1 to 100 product ids of at most 200 bytes";
+    BadLimit = "bad_limit", BAD_REQUEST, "The limit is 1 to 200";
+    BadCursor = "bad_cursor", BAD_REQUEST, "The after parameter must be a cursor that a page of orders gave";
+    BadRequest = "bad_request", BAD_REQUEST, "Text that cannot be stored: a NUL byte or bytes that are not UTF-8";
+    IdempotencyKeyRequired = "idempotency_key_required", BAD_REQUEST, "Every POST needs an Idempotency-Key header of 1 to 64 letters, digits, - or _; nothing was done";
     // 401, 403, 404, 413
-    Unauthenticated = "unauthenticated", UNAUTHORIZED, "a live API key is needed: Authorization: Bearer hf_…";
-    MissingScope = "missing_scope", FORBIDDEN, "this API key lacks the scope this route needs";
-    NotFound = "not_found", NOT_FOUND, "there is no such thing here";
-    TooLarge = "too_large", PAYLOAD_TOO_LARGE, "the body is too large";
+    Unauthenticated = "unauthenticated", UNAUTHORIZED, "A live API key is needed: Authorization: Bearer hf_…";
+    MissingScope = "missing_scope", FORBIDDEN, "This API key lacks the scope this route needs";
+    NotFound = "not_found", NOT_FOUND, "There is no such thing here";
+    TooLarge = "too_large", PAYLOAD_TOO_LARGE, "The body is too large";
     // 422: readable, but not something that can be used
-    BadLines = "bad_lines", UNPROCESSABLE_ENTITY, "give 1 to 20 lines of 1 to 100 units of a product id; nothing was done";
-    BadCustomer = "bad_customer", UNPROCESSABLE_ENTITY, "the name or the e-mail cannot be used";
-    UnknownProduct = "unknown_product", UNPROCESSABLE_ENTITY, "that product is not for sale; nothing was held";
-    UnknownProvider = "unknown_provider", UNPROCESSABLE_ENTITY, "that way of paying is not offered here";
-    InvalidInput = "invalid_input", UNPROCESSABLE_ENTITY, "a field cannot be used; nothing was done";
-    TooMany = "too_many", UNPROCESSABLE_ENTITY, "more units than the order has left to refund";
-    NotInOrder = "not_in_order", UNPROCESSABLE_ENTITY, "that product is not in the order";
-    UnknownProducts = "unknown_products", UNPROCESSABLE_ENTITY, "a product named is not sold here";
-    NotHidden = "not_hidden", UNPROCESSABLE_ENTITY, "a voucher unlocks only hidden products";
-    IdempotencyKeyReused = "idempotency_key_reused", UNPROCESSABLE_ENTITY, "this Idempotency-Key was used with another body; nothing was done";
+    BadLines = "bad_lines", UNPROCESSABLE_ENTITY, "Give 1 to 20 lines of 1 to 100 units of a product id; nothing was done";
+    BadCustomer = "bad_customer", UNPROCESSABLE_ENTITY, "The name or the e-mail cannot be used";
+    UnknownProduct = "unknown_product", UNPROCESSABLE_ENTITY, "That product is not for sale; nothing was held";
+    UnknownProvider = "unknown_provider", UNPROCESSABLE_ENTITY, "That way of paying is not offered here";
+    InvalidInput = "invalid_input", UNPROCESSABLE_ENTITY, "A field cannot be used; nothing was done";
+    TooMany = "too_many", UNPROCESSABLE_ENTITY, "More units than the order has left to refund";
+    NotInOrder = "not_in_order", UNPROCESSABLE_ENTITY, "That product is not in the order";
+    UnknownProducts = "unknown_products", UNPROCESSABLE_ENTITY, "A product named is not sold here";
+    NotHidden = "not_hidden", UNPROCESSABLE_ENTITY, "A voucher unlocks only hidden products";
+    IdempotencyKeyReused = "idempotency_key_reused", UNPROCESSABLE_ENTITY, "This Idempotency-Key was used with another body; nothing was done";
     // 409: it clashes with what is there now
-    NotPaid = "not_paid", CONFLICT, "the order is not paid, so nothing can be refunded";
-    NothingLeft = "nothing_left", CONFLICT, "everything in the order was refunded already";
-    Redeemed = "redeemed", CONFLICT, "a code of those units was used; refunding it needs the override";
-    Exists = "exists", CONFLICT, "that already exists";
-    Archived = "archived", CONFLICT, "that was archived";
-    SoldOut = "sold_out", CONFLICT, "not enough left; nothing was held";
-    OverLimit = "over_limit", CONFLICT, "more than one buyer may hold at once; nothing was held";
-    NotOnSale = "not_on_sale", CONFLICT, "a product is not on sale now; nothing was held";
-    BadVoucher = "bad_voucher", CONFLICT, "the voucher cannot be used; nothing was held";
-    Locked = "locked", CONFLICT, "a product is sold only with the code that unlocks it";
-    Withdrawn = "withdrawn", CONFLICT, "a product is no longer sold";
-    RanOut = "ran_out", CONFLICT, "the reservation ran out; nothing was charged";
+    NotPaid = "not_paid", CONFLICT, "The order is not paid, so nothing can be refunded";
+    NothingLeft = "nothing_left", CONFLICT, "Everything in the order was refunded already";
+    Redeemed = "redeemed", CONFLICT, "A code of those units was used; refunding it needs the override";
+    Exists = "exists", CONFLICT, "That already exists";
+    Archived = "archived", CONFLICT, "That was archived";
+    SoldOut = "sold_out", CONFLICT, "Not enough left; nothing was held";
+    OverLimit = "over_limit", CONFLICT, "More than one buyer may hold at once; nothing was held";
+    NotOnSale = "not_on_sale", CONFLICT, "A product is not on sale now; nothing was held";
+    BadVoucher = "bad_voucher", CONFLICT, "The voucher cannot be used; nothing was held";
+    Locked = "locked", CONFLICT, "A product is sold only with the code that unlocks it";
+    Withdrawn = "withdrawn", CONFLICT, "A product is no longer sold";
+    RanOut = "ran_out", CONFLICT, "The reservation ran out; nothing was charged";
     // 429, 5xx
-    TooFast = "too_fast", TOO_MANY_REQUESTS, "too many from this address; try again shortly";
-    ProviderUnavailable = "provider_unavailable", SERVICE_UNAVAILABLE, "the payment provider did not answer; nothing was held; try again";
-    Unavailable = "unavailable", SERVICE_UNAVAILABLE, "the shop is busy or restarting; try again in a moment";
-    Busy = "busy", SERVICE_UNAVAILABLE, "too much at once; try again in a moment";
-    Internal = "internal", INTERNAL_SERVER_ERROR, "something went wrong on our side; nothing was charged twice";
+    TooFast = "too_fast", TOO_MANY_REQUESTS, "Too many from this address; try again shortly";
+    ProviderUnavailable = "provider_unavailable", SERVICE_UNAVAILABLE, "The payment provider did not answer; nothing was held; try again";
+    Unavailable = "unavailable", SERVICE_UNAVAILABLE, "The shop is busy or restarting; try again in a moment";
+    Busy = "busy", SERVICE_UNAVAILABLE, "Too much at once; try again in a moment";
+    Internal = "internal", INTERNAL_SERVER_ERROR, "Something went wrong on our side; nothing was charged twice";
 }
 
 impl ErrorCode {
@@ -154,6 +154,12 @@ mod tests {
                 "{code:?}"
             );
             assert!(!code.message().is_empty() && !code.message().ends_with('.'));
+            // a sentence a shopper reads: it starts with a capital
+            assert!(
+                code.message().starts_with(char::is_uppercase),
+                "{}",
+                code.message()
+            );
         }
         assert_eq!(
             ErrorCode::BadCustomer.page_status(),

@@ -154,6 +154,22 @@ impl From<crate::checkout::CheckoutError> for ShopError {
     }
 }
 
+/// A message as a shopper reads it: a sentence, its first letter a
+/// capital and its end a full stop (the messages are written to be read
+/// in logs and the API too, some starting in lower case).
+pub fn sentence(message: &str) -> String {
+    let message = message.trim();
+    let mut chars = message.chars();
+    let mut said: String = match chars.next() {
+        Some(first) => first.to_uppercase().chain(chars).collect(),
+        None => return String::new(),
+    };
+    if !said.ends_with(['.', '!', '?', ':']) {
+        said.push('.');
+    }
+    said
+}
+
 impl ResponseError for ShopError {
     fn status_code(&self) -> StatusCode {
         self.status
@@ -186,7 +202,7 @@ impl ResponseError for ShopError {
         shop::message(
             self.status,
             headline,
-            &self.message,
+            &sentence(&self.message),
             "/",
             "Back to the shop",
         )

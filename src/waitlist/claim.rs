@@ -57,7 +57,7 @@ pub async fn claim(desk: Desk<'_>, entry: &Entry) -> checkout::Result<Claim> {
         checkout::order_lines(desk.pool, order_id)
     })
     .await?;
-    let page = match checkout::open_page(desk, &order, &lines).await {
+    let page = match checkout::open_page(desk, &order, &lines, None).await {
         Ok(page) => page,
         Err(error) => {
             tracing::warn!(order = %order_id, %error, "the payment provider failed at a waiting-list claim");

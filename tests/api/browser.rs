@@ -21,6 +21,7 @@ mod admin_pages;
 mod basket_pay;
 mod dining;
 mod door;
+mod goals;
 mod pickup_days;
 mod storefront;
 mod tickets;

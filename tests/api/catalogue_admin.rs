@@ -1357,7 +1357,7 @@ async fn bad_input_answers_4xx_with_a_clear_message_and_changes_nothing() {
         let answer = post(&app, &staff, &path, &csrf, &tier_base()).await;
         assert_eq!(answer.status(), StatusCode::NOT_FOUND, "POST {path}");
         let page = answer.text().await.unwrap();
-        assert!(page.contains("no such"), "{page}");
+        assert!(page.contains("No such"), "{page}");
     }
     // a form without the session's CSRF token, or with a forged one
     let good = event_base();

@@ -410,3 +410,51 @@ async fn money_that_cannot_be_sold_goes_back_with_a_mail_saying_why() {
     );
     assert!(text.contains(&format!("/orders/{}", order.token)), "{text}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_confirmation_is_in_the_shops_name_and_colour_with_its_logo_inside() {
+    let app = spawn_app().await;
+    app.load_demo().await;
+    sqlx::query("update storefront set name = 'Harbour Market', accent = '#7a1f5c'")
+        .execute(&app.db.pool)
+        .await
+        .unwrap();
+    let logo = {
+        let picture = image::RgbImage::from_pixel(300, 100, image::Rgb([122, 31, 92]));
+        let mut out = std::io::Cursor::new(Vec::new());
+        image::DynamicImage::ImageRgb8(picture)
+            .write_to(&mut out, image::ImageFormat::Png)
+            .unwrap();
+        holdfast::images::check(&out.into_inner()).unwrap()
+    };
+    let by = holdfast::audit::Actor::Operator("test");
+    let target = holdfast::images::Target::Logo;
+    assert!(
+        holdfast::images::put_up(&app.db.pool, by, target, Some(&logo))
+            .await
+            .unwrap()
+    );
+    paid(&app.db, "mail-shop", &[("harbour-lights-vip", 1)]).await;
+    send_all(&app, &mailer(&app, &app.sandbox.smtp(), berlin())).await;
+    let messages = app.sandbox.mail.messages();
+    assert_eq!(messages.len(), 1);
+    let message = parsed(&messages[0]);
+    assert_eq!(
+        message.from().unwrap().first().unwrap().name(),
+        Some("Harbour Market")
+    );
+    let html = message.body_html(0).unwrap().into_owned();
+    assert!(html.contains(">Harbour Market</span>"), "{html}");
+    assert!(html.contains("background:#7a1f5c;"), "{html}");
+    assert!(html.contains("name=\"viewport\""), "{html}");
+    // the logo is inside the mail, never fetched from elsewhere
+    assert!(html.contains("<img src=\"cid:logo\""), "{html}");
+    assert!(!html.contains("src=\"http"), "no remote images: {html}");
+    let inline_logo = message
+        .attachments()
+        .find(|part| part.content_id() == Some("logo"))
+        .expect("the logo, inline");
+    let decoded = image::load_from_memory(inline_logo.contents()).unwrap();
+    assert_eq!((decoded.width(), decoded.height()), (160, 53));
+    assert!(message.body_text(0).unwrap().contains("Thank you"));
+}

@@ -151,6 +151,7 @@ pub fn page_request(order_id: Uuid, lifetime_minutes: u64) -> PageRequest {
         cancel_url: "http://shop.test/basket".into(),
         pay_url: "http://shop.test/pay/token".into(),
         lifetime: Duration::from_secs(lifetime_minutes * 60),
+        method: None,
     }
 }
 

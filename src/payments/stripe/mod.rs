@@ -170,7 +170,12 @@ impl PaymentProvider for StripeProvider {
             .adaptive_pricing(CreateCheckoutSessionAdaptivePricing {
                 enabled: Some(false),
             });
-        if !self.payment_methods.is_empty() {
+        // the way the shopper chose, alone; else the shop's list, if any
+        if let Some(method) = request.method {
+            let only = CreateCheckoutSessionAllowedPaymentMethodTypes::from_str(method.as_str())
+                .unwrap_or_else(|never| match never {});
+            create = create.allowed_payment_method_types(vec![only]);
+        } else if !self.payment_methods.is_empty() {
             create = create.allowed_payment_method_types(self.payment_methods.clone());
         }
         // computed last, just before the request leaves

@@ -86,7 +86,17 @@ async fn form_checked(request: &mut ServiceRequest, session: &Session) -> Result
     if reads_only {
         return Ok(());
     }
-    let body = match request.extract::<web::Bytes>().await {
+    // an image upload (`super::images`) is the one larger form
+    let upload = request
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|value| value.to_str().ok())
+        .and_then(super::images::boundary);
+    let read = match &upload {
+        Some(_) => upload_body(request).await,
+        None => request.extract::<web::Bytes>().await,
+    };
+    let body = match read {
         Ok(body) => body,
         Err(error) => {
             let status = error.as_response_error().status_code();
@@ -97,9 +107,15 @@ async fn form_checked(request: &mut ServiceRequest, session: &Session) -> Result
             ));
         }
     };
-    let token = form_urlencoded::parse(&body)
-        .find(|(name, _)| name == "csrf")
-        .map(|(_, value)| value.into_owned());
+    let token = match &upload {
+        Some(boundary) => super::images::multipart_parts(&body, boundary)
+            .into_iter()
+            .find(|part| part.name == "csrf")
+            .and_then(|part| String::from_utf8(part.body.to_vec()).ok()),
+        None => form_urlencoded::parse(&body)
+            .find(|(name, _)| name == "csrf")
+            .map(|(_, value)| value.into_owned()),
+    };
     if !token.is_some_and(|t| same_text(&t, &session.csrf_token)) {
         tracing::warn!(
             staff = %session.staff.email,
@@ -114,6 +130,21 @@ async fn form_checked(request: &mut ServiceRequest, session: &Session) -> Result
     }
     request.set_payload(actix_web::dev::Payload::from(body));
     Ok(())
+}
+
+/// An upload form's body, up to [`super::images::MAX_UPLOAD_BODY`].
+async fn upload_body(request: &mut ServiceRequest) -> Result<web::Bytes, actix_web::Error> {
+    use futures::StreamExt;
+    let mut payload = request.take_payload();
+    let mut body = web::BytesMut::new();
+    while let Some(chunk) = payload.next().await {
+        let chunk = chunk?;
+        if body.len() + chunk.len() > super::images::MAX_UPLOAD_BODY {
+            return Err(actix_web::error::PayloadError::Overflow.into());
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok(body.freeze())
 }
 
 /// What the route needs, from the one table the routes are made from: no

@@ -234,6 +234,8 @@ pub(super) struct SettingsPage {
     pub(super) shop_form: crate::storefront::StorefrontEdit,
     /// Why what was typed there was not saved, per field.
     pub(super) shop_refused: Vec<crate::storefront::Refused>,
+    /// Which provider serves each way to pay ([`super::pay_ways::PayWay`]).
+    pub(super) pay_ways: Vec<super::pay_ways::PayWay>,
 }
 
 /// One field of the shop's section: its name, label, value, input type
@@ -351,6 +353,7 @@ pub async fn settings_page(
             .await?
             .as_edit(),
         shop_refused: Vec::new(),
+        pay_ways: super::pay_ways::pay_ways(&shop, None, &[]).await?,
     };
     render(StatusCode::OK, &page)
 }

@@ -9,6 +9,8 @@ use actix_web::{HttpResponse, web};
 use super::notices::NoticeQuery;
 use super::pages::{nav, render};
 use super::staff_accounts::{SettingsPage, refunding_roles};
+use crate::payments::ProviderKind;
+use crate::payments::methods::{self, Choice, PayMethod};
 use crate::routes::ShopError;
 use crate::routes::render::see_other;
 use crate::staff::Session;
@@ -35,6 +37,67 @@ pub async fn save(
                 refunding_roles: refunding_roles(),
                 shop_form: form.into_inner(),
                 shop_refused: refused,
+                pay_ways: super::pay_ways::pay_ways(&shop, None, &[]).await?,
+            };
+            render(StatusCode::BAD_REQUEST, &page)
+        }
+    }
+}
+
+impl SettingsPage {
+    /// The logo's upload field, showing the logo now.
+    pub(super) fn logo_field(&self) -> super::images::ImageField {
+        let shown = storefront::shown();
+        super::images::ImageField {
+            action: "/admin/settings/logo".to_owned(),
+            current: shown
+                .logo_id
+                .as_deref()
+                .map(|id| crate::images::src(id, crate::images::THUMB_WIDTH))
+                .unwrap_or_default(),
+            back: "/admin/settings#image".to_owned(),
+            error: String::new(),
+        }
+    }
+}
+
+/// `POST /admin/settings/pay`: which provider serves each way to pay
+/// (`card=stripe&sepa_debit=off` …); a provider that does not take a way
+/// in the shop's currency is refused beside it, and nothing is saved.
+pub async fn save_pay_ways(
+    shop: web::Data<Shop>,
+    session: web::ReqData<Session>,
+    form: web::Form<Vec<(String, String)>>,
+) -> Result<HttpResponse, ShopError> {
+    let mut choices = Vec::new();
+    for (name, value) in form.iter() {
+        let Some(method) = PayMethod::parse(name) else {
+            continue;
+        };
+        let provider = match value.as_str() {
+            "off" => None,
+            other => Some(ProviderKind::parse(other).ok_or_else(|| {
+                ShopError::bad_request(
+                    "That provider is not one Holdfast knows. Nothing was saved.",
+                )
+            })?),
+        };
+        choices.push(Choice { method, provider });
+    }
+    let currency = crate::staff::catalogue::shop_currency(&shop.pool).await?;
+    match methods::save(&shop.pool, (&session.staff).into(), &currency, &choices).await? {
+        Ok(()) => Ok(see_other("/admin/settings?notice=pay_saved#pay")),
+        Err(refused) => {
+            let page = SettingsPage {
+                nav: nav(&shop, &session, &NoticeQuery::default()).await?,
+                two_factor_for_refunds: crate::staff::two_factor::required_for_refunds(&shop.pool)
+                    .await?,
+                refunding_roles: refunding_roles(),
+                shop_form: crate::storefront::Storefront::read(&shop.pool)
+                    .await?
+                    .as_edit(),
+                shop_refused: Vec::new(),
+                pay_ways: super::pay_ways::pay_ways(&shop, Some(&choices), &refused).await?,
             };
             render(StatusCode::BAD_REQUEST, &page)
         }

@@ -8,8 +8,8 @@ use actix_web::web;
 
 use super::home::home;
 use super::{
-    activity, api_keys, catalogue, exports, holds, orders, records, redeem, refunds, resources,
-    session, staff_accounts, storefront, two_factor, vouchers, waitlist, webhooks,
+    activity, api_keys, catalogue, exports, holds, images, orders, records, redeem, refunds,
+    resources, session, staff_accounts, storefront, two_factor, vouchers, waitlist, webhooks,
 };
 use crate::staff::roles::Permission;
 
@@ -105,6 +105,8 @@ pub static ROUTES: &[AdminRoute] = &[
     route!(Get "/settings", Settings => staff_accounts::settings_page),
     route!(Post "/settings", Settings => staff_accounts::save_settings),
     route!(Post "/settings/shop", Settings => storefront::save),
+    route!(Post "/settings/logo", Settings => images::logo),
+    route!(Post "/settings/pay", Settings => storefront::save_pay_ways),
     route!(Get "/catalogue", Catalogue => catalogue::catalogue_page),
     route!(Get "/catalogue/events/new", Catalogue => catalogue::new_event),
     route!(Post "/catalogue/events", Catalogue => catalogue::create_event),
@@ -131,6 +133,8 @@ pub static ROUTES: &[AdminRoute] = &[
     route!(Post "/catalogue/collections/{id}/unpublish", Catalogue => catalogue::unpublish_collection),
     route!(Post "/catalogue/products/{id}/publish", Catalogue => catalogue::publish_product),
     route!(Post "/catalogue/products/{id}/unpublish", Catalogue => catalogue::unpublish_product),
+    route!(Post "/catalogue/collections/{id}/image", Catalogue => images::collection_image),
+    route!(Post "/catalogue/products/{id}/image", Catalogue => images::product_image),
     route!(Post "/catalogue/products/{id}/restore", Catalogue => catalogue::restore_product),
     route!(Post "/catalogue/collections/{id}/restore", Catalogue => catalogue::restore_collection),
     route!(Get "/vouchers", Vouchers => vouchers::vouchers_page),

@@ -237,6 +237,7 @@ async fn run(
             form_lines: None,
             address,
             voucher: body.voucher,
+            pay_method: None,
         },
     )
     .await?;

@@ -26,6 +26,32 @@ pub async fn theme(digits: web::Path<String>) -> HttpResponse {
     }
 }
 
+/// `GET /images/{id}/{width}`: an image staff uploaded, at the stored
+/// width that best fits ([`crate::images`]). The address names the
+/// image's content, so browsers keep it for good.
+pub async fn image(
+    shop: web::Data<Shop>,
+    path: web::Path<(String, String)>,
+) -> Result<HttpResponse, crate::routes::ShopError> {
+    let (id, width) = path.into_inner();
+    let width = width.parse::<i32>().ok().filter(|w| (1..=6000).contains(w));
+    let named = id.len() == 32 && id.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'));
+    let found = match width.filter(|_| named) {
+        Some(width) => crate::images::variant(&shop.pool, &id, width).await?,
+        None => None,
+    };
+    let Some(variant) = found else {
+        return Err(crate::routes::ShopError::not_found(
+            "There is no such image.",
+        ));
+    };
+    Ok(HttpResponse::Ok()
+        .content_type(variant.content_type)
+        .insert_header((header::CACHE_CONTROL, "public, max-age=31536000, immutable"))
+        .insert_header((header::ETAG, format!("\"{id}-{}\"", variant.width)))
+        .body(variant.bytes))
+}
+
 /// `GET /static/live.js`: the pages' live availability.
 pub async fn live_script() -> HttpResponse {
     HttpResponse::Ok()

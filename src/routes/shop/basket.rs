@@ -348,7 +348,9 @@ struct BasketPage {
     /// The lines as the form sends them back (see [`FormLines`]).
     form_lines: String,
     told: Told,
-    providers: Vec<&'static str>,
+    /// The ways to pay a shopper may choose for this basket: (form value,
+    /// label, hint) ([`crate::payments::methods`]).
+    ways: Vec<(&'static str, &'static str, &'static str)>,
 }
 
 /// What the basket page tells the shopper above its form, and what it
@@ -502,7 +504,12 @@ pub(super) async fn basket_page_of(
         checkout_key: checkout::codes::checkout_key(),
         form_lines: basket::FormLines::of(&rows),
         told,
-        providers: shop.payments.kinds().iter().map(|p| p.as_str()).collect(),
+        ways: crate::payments::methods::read(&shop.pool)
+            .await?
+            .offered(&shop.payments, &currency)
+            .into_iter()
+            .map(|(method, _)| (method.as_str(), method.label(), method.hint()))
+            .collect(),
     };
     render(status, &page)
 }

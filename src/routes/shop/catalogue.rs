@@ -17,6 +17,8 @@ use crate::vouchers::VoucherCode;
 
 pub struct CatalogueItem {
     pub id: String,
+    /// Its picture's address (empty: none).
+    pub image: String,
     pub name: String,
     /// What staff wrote about it.
     pub description: String,
@@ -61,6 +63,8 @@ pub struct Day {
 
 pub struct Section {
     pub id: String,
+    /// Its picture's address (empty: none).
+    pub image: String,
     pub title: String,
     pub lede: String,
     /// What every product of it says alike (a schedule's description),
@@ -151,6 +155,13 @@ async fn rows_of(
     })
 }
 
+/// Where a card finds its picture (empty: it has none).
+fn picture(image: Option<&str>) -> String {
+    image
+        .map(|id| crate::images::src(id, crate::images::CARD_WIDTH))
+        .unwrap_or_default()
+}
+
 async fn catalogue_page(
     shop: &Shop,
     request: &HttpRequest,
@@ -203,6 +214,7 @@ async fn catalogue_page(
                 page_href,
                 page_words,
                 id: row.collection.clone(),
+                image: picture(row.collection_image_id.as_deref()),
                 title: row.collection_title.clone(),
                 lede: row.collection_lede.clone(),
                 doors_and_venue: doors_and_venue(
@@ -228,6 +240,7 @@ async fn catalogue_page(
             continue;
         }
         section.items.push(CatalogueItem {
+            image: picture(row.image_id.as_deref()),
             name: row.name,
             description: row.description,
             // a slot's name already says when; an event's does not

@@ -24,6 +24,10 @@ pub struct CheckoutForm {
     email: String,
     /// `stripe` or `razorpay`; the shop's default when absent.
     provider: Option<String>,
+    /// The way of paying the shopper chose (`card`, `sepa_debit` …): the
+    /// provider the owner chose for it serves it.
+    #[serde(default)]
+    method: Option<String>,
     /// The basket as the page showed it ([`FormLines`]): lets a sold-out
     /// answer come from memory. Absent or unreadable, the database answers.
     lines: Option<String>,
@@ -121,6 +125,13 @@ pub async fn start_checkout(
         ShopError::bad_request("the checkout form is out of date; please try again")
     })?;
     let address = shop.fairness.address(&request);
+    let (provider, pay_method) = match form.method.as_deref() {
+        None | Some("") => (form.provider.clone(), None),
+        Some(name) => {
+            let kind = way_to_pay(&shop, name).await?;
+            (Some(kind.0.as_str().to_owned()), Some(kind.1))
+        }
+    };
     let begun = checkout::begin(
         shop.desk(),
         BeginRequest {
@@ -128,7 +139,8 @@ pub async fn start_checkout(
             basket_id: basket_id(&request),
             name: form.name.clone(),
             email: form.email.clone(),
-            provider: form.provider.clone(),
+            provider,
+            pay_method,
             form_lines: form.lines.as_deref().and_then(FormLines::parse),
             address: address.clone(),
             voucher: form.voucher.clone(),
@@ -136,6 +148,32 @@ pub async fn start_checkout(
     )
     .await?;
     tell(&shop, &request, &form, &address, begun).await
+}
+
+/// The provider that serves a way of paying in this shop, as its owner
+/// chose (`crate::payments::methods`); a way not offered is refused.
+async fn way_to_pay(
+    shop: &Shop,
+    name: &str,
+) -> Result<
+    (
+        crate::payments::ProviderKind,
+        crate::payments::methods::PayMethod,
+    ),
+    ShopError,
+> {
+    let not_offered =
+        || ShopError::bad_request("That way of paying is not offered. Choose another one.");
+    let method = crate::payments::methods::PayMethod::parse(name).ok_or_else(not_offered)?;
+    let currency = crate::staff::catalogue::shop_currency(&shop.pool).await?;
+    let kind = crate::payments::methods::read(&shop.pool)
+        .await?
+        .offered(&shop.payments, &currency)
+        .into_iter()
+        .find(|(offered, _)| *offered == method)
+        .map(|(_, kind)| kind)
+        .ok_or_else(not_offered)?;
+    Ok((kind, method))
 }
 
 /// Where a checkout ended, said to the shopper: the provider's page, or

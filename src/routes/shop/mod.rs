@@ -198,6 +198,7 @@ pub fn routes(config: &mut web::ServiceConfig) {
         )
         .route("/static/shop.css", web::get().to(assets::stylesheet))
         .route("/static/theme/{digits}", web::get().to(assets::theme))
+        .route("/images/{id}/{width}", web::get().to(assets::image))
         .route("/availability", web::get().to(availability::availability))
         .route(
             "/availability/stream",

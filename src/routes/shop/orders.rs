@@ -45,6 +45,8 @@ struct OrderPage {
     token: String,
     /// Some line goes in a calendar (an event, a pickup slot).
     has_calendar: bool,
+    /// Each line's picture, by product id.
+    pictures: HashMap<String, String>,
 }
 
 impl OrderPage {
@@ -70,6 +72,13 @@ impl OrderPage {
         }
     }
 
+    /// A line's picture's address; empty: none.
+    fn picture(&self, line: &checkout::OrderLine) -> &str {
+        self.pictures
+            .get(&line.product_id)
+            .map_or("", String::as_str)
+    }
+
     /// When and where a line happens; empty: its name says it all.
     fn occasion(&self, line: &checkout::OrderLine) -> &str {
         self.occasions
@@ -90,6 +99,11 @@ pub async fn order_page(
     .await?;
     let occasions = retry("order_read", Bound::Shopper, || {
         checkout::line_occasions(&shop.pool, order.id, shop.zone)
+    })
+    .await?;
+    let product_ids: Vec<String> = lines.iter().map(|l| l.product_id.clone()).collect();
+    let pictures = retry("order_read", Bound::Shopper, || {
+        crate::images::pictures_of(&shop.pool, &product_ids, crate::images::THUMB_WIDTH)
     })
     .await?;
     let used = retry("order_read", Bound::Shopper, || {
@@ -167,6 +181,7 @@ pub async fn order_page(
         .await?
         .is_some();
     let page = OrderPage {
+        pictures,
         basket_count: 0,
         number: order.number.clone(),
         waiting: order.state == OrderState::Pending,

@@ -33,6 +33,8 @@ pub(super) struct Confirmation {
     occasions: std::collections::HashMap<String, String>,
     /// Its codes, refunded units' left out.
     codes: IssuedCodes,
+    /// The shop's logo as the mail carries it (inline, never remote).
+    logo: Option<crate::images::Variant>,
 }
 
 /// One line of the order, as the mail needs it.
@@ -61,6 +63,12 @@ pub(super) struct ConfirmationMail {
     /// Every code with its QR image's content id.
     pub(super) qr: Vec<MailCode>,
     pub(super) link: String,
+    /// The shop's name, accent colour (`#rrggbb`) and contact address.
+    pub(super) shop_name: String,
+    pub(super) accent: String,
+    pub(super) contact: String,
+    /// The logo's content id (empty: the shop has none, or it is not sent).
+    pub(super) logo_cid: String,
 }
 
 #[derive(Template)]
@@ -131,7 +139,12 @@ impl Confirmation {
         let codes = issued_codes(pool, order_id, order.pickup_code.as_deref())
             .await?
             .valid();
+        let logo = match crate::storefront::Storefront::read(pool).await?.logo_id {
+            Some(id) => crate::images::variant(pool, &id, crate::images::LOGO_WIDTH as i32).await?,
+            None => None,
+        };
         Ok(Some(Self {
+            logo,
             id: order_id,
             number: order.number,
             name: order.customer_name,
@@ -151,6 +164,7 @@ impl Confirmation {
 
     pub(super) fn compose(&self, mailer: &Mailer) -> Result<Message, MailError> {
         let link = format!("{}/orders/{}", mailer.base_url, self.token);
+        let shop = mailer.storefronts.last();
         // every code, with its QR image's content id
         let qr: Vec<MailCode> = self
             .codes
@@ -184,10 +198,24 @@ impl Confirmation {
             codes: self.codes.clone(),
             qr,
             link: link.clone(),
+            shop_name: shop.name.clone(),
+            accent: shop.accent.clone(),
+            contact: shop.contact_email.clone(),
+            logo_cid: if self.logo.is_some() {
+                "logo".to_owned()
+            } else {
+                String::new()
+            },
         };
         let (text, html) = (text(&ConfirmationText(&message))?, render(&message)?);
 
         let mut related = MultiPart::related().singlepart(SinglePart::html(html));
+        if let Some(logo) = &self.logo {
+            related = related.singlepart(Attachment::new_inline("logo".to_owned()).body(
+                logo.bytes.clone(),
+                ContentType::parse(&logo.content_type).expect("a MIME type"),
+            ));
+        }
         for code in &message.qr {
             related = related.singlepart(Attachment::new_inline(code.cid.clone()).body(
                 crate::qr::png(&code.code).map_err(|e| MailError::Compose(e.to_string()))?,
@@ -355,22 +383,33 @@ mod tests {
                 cid: "qr-pickup".into(),
             }],
             link: "https://shop.example/orders/abc?x=1&y=2".into(),
+            shop_name: "Harbour <Market>".into(),
+            accent: "#0b6e4f".into(),
+            contact: String::new(),
+            logo_cid: String::new(),
         };
         let html = render(&mail).unwrap();
         assert!(
-            html.contains("<h1>Thank you, &#60;Ada &#38; &#34;Bo&#34;&#62;</h1>"),
+            html.contains(">Thank you, &#60;Ada &#38; &#34;Bo&#34;&#62;</h1>"),
             "{html}"
         );
         assert!(
-            html.contains("<a href=\"https://shop.example/orders/abc?x=1&#38;y=2\">"),
+            html.contains("<a href=\"https://shop.example/orders/abc?x=1&#38;y=2\""),
             "{html}"
         );
         assert!(!html.contains("<Ada"), "{html}");
         assert!(
-            html.contains("<p>Voucher &#60;FANS&#62;: €2.00 off.</p>"),
+            html.contains(">Voucher &#60;FANS&#62;: €2.00 off.</p>"),
             "{html}"
         );
         assert!(html.contains("<img src=\"cid:qr-pickup\""), "{html}");
+        // in the shop's name and colour, and no image from elsewhere
+        assert!(
+            html.contains("<span style=\"vertical-align:middle;\">Harbour &#60;Market&#62;</span>"),
+            "{html}"
+        );
+        assert!(html.contains("background:#0b6e4f;"), "{html}");
+        assert!(!html.contains("src=\"http"), "{html}");
         let text = text(&ConfirmationText(&mail)).unwrap();
         let expected = "Thank you, <Ada & \"Bo\">.\r\n\r\nYour order 7F3A-91C2-E4B0 is paid: €28.00.\r\nVoucher <FANS>: €2.00 off.\r\n\r\n\
                         - Harbour Lights — General × 2, Friday 20 March, 19:30 CET\r\n\

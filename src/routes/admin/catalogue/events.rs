@@ -14,6 +14,7 @@ use crate::clock::ShopZone;
 use crate::routes::ShopError;
 use crate::routes::admin::NoticeQuery;
 use crate::routes::admin::form::Form;
+use crate::routes::admin::images::ImageField;
 use crate::routes::admin::pages::{Nav, nav, render, see_other};
 use crate::staff::Session;
 use crate::staff::catalogue::{self, ProductRow};
@@ -29,6 +30,8 @@ pub(super) struct EventPage {
     tiers: Vec<ProductRow>,
     /// Draft or published, for an event that exists.
     publishing: Option<super::publishing::PublishBox>,
+    /// Its image's upload field (a saved event's).
+    image: Option<ImageField>,
 }
 
 fn event_form(event: &CollectionEdit, zone: ShopZone) -> Form {
@@ -143,6 +146,7 @@ pub async fn new_event(
     session: web::ReqData<Session>,
 ) -> Result<HttpResponse, ShopError> {
     let page = EventPage {
+        image: None,
         nav: nav(&shop, &session, &NoticeQuery::default()).await?,
         form: Form::default(),
         id: None,
@@ -172,6 +176,14 @@ pub async fn event_page(
             "",
         )
         .await?,
+        image: Some(
+            ImageField::of(
+                &shop,
+                crate::images::Target::Collection(&event.id),
+                &format!("/admin/catalogue/events/{}", event.id),
+            )
+            .await?,
+        ),
         id: Some(event.id),
     };
     render(StatusCode::OK, &page)
@@ -220,6 +232,7 @@ async fn save_event_form(
         .as_deref()
         .map(crate::staff::publishing::Thing::Collection);
     let page = EventPage {
+        image: None,
         nav: nav(shop, session, &NoticeQuery::default()).await?,
         publishing: super::publishing::publish_box(shop, thing, "").await?,
         form,
@@ -258,6 +271,8 @@ pub(super) struct TierPage {
     /// `None` for a new tier.
     tier: Option<ProductRow>,
     currency: String,
+    /// Its image's upload field (a saved tier's).
+    image: Option<ImageField>,
 }
 
 async fn event_of(shop: &Shop, id: &str) -> Result<CollectionEdit, ShopError> {
@@ -283,6 +298,7 @@ pub async fn new_tier(
     let mut form = Form::default();
     form.set("max_per_order", DEFAULT_MAX_PER_ORDER.to_string());
     let page = TierPage {
+        image: None,
         nav: nav(&shop, &session, &NoticeQuery::default()).await?,
         form,
         event,
@@ -306,6 +322,14 @@ pub async fn tier_page(
         nav: nav(&shop, &session, &notice).await?,
         form: product_form(&tier, shop.zone),
         currency: tier.currency.clone(),
+        image: Some(
+            ImageField::of(
+                &shop,
+                crate::images::Target::Product(&tier.id),
+                &format!("/admin/catalogue/events/{}/tiers/{}", event.id, tier.id),
+            )
+            .await?,
+        ),
         event,
         tier: Some(tier),
     };
@@ -373,6 +397,7 @@ async fn save_tier_form(
         }
     };
     let page = TierPage {
+        image: None,
         nav: nav(shop, session, &NoticeQuery::default()).await?,
         form,
         event,

@@ -37,13 +37,57 @@ pub(super) struct SchedulePage {
     form: Form,
     /// `None` for a new schedule.
     id: Option<String>,
-    slots: Vec<ProductRow>,
+    /// Its slots on sale, a day at a time, in the shop's time.
+    days: Vec<SlotDay>,
     weekdays: [(i32, &'static str); 7],
     /// The kinds a schedule can make: (stored name, what staff call them).
     kinds: Vec<(&'static str, String)>,
     currency: String,
     /// Draft or published, for a schedule that exists.
     publishing: Option<super::publishing::PublishBox>,
+}
+
+/// One day of a schedule's slots, as the admin's page shows it: the day,
+/// what is left of it, and each slot with its time.
+pub(super) struct SlotDay {
+    /// "Saturday 5 December".
+    label: String,
+    /// "16 slots, 120 left".
+    summary: String,
+    /// (its time, the slot).
+    slots: Vec<(String, ProductRow)>,
+}
+
+/// Slots grouped by their day in the shop's zone, in order; a slot without
+/// a time goes under "Any day".
+fn by_day(slots: Vec<ProductRow>, zone: crate::clock::ShopZone) -> Vec<SlotDay> {
+    let mut days: Vec<SlotDay> = Vec::new();
+    for slot in slots {
+        let (label, time) = match slot.starts_at {
+            Some(at) => (
+                zone.local(at).format("%A %-d %B").to_string(),
+                zone.time(at),
+            ),
+            None => ("Any day".to_owned(), String::new()),
+        };
+        match days.last_mut() {
+            Some(day) if day.label == label => day.slots.push((time, slot)),
+            _ => days.push(SlotDay {
+                label,
+                summary: String::new(),
+                slots: vec![(time, slot)],
+            }),
+        }
+    }
+    for day in &mut days {
+        let left: i32 = day.slots.iter().map(|(_, s)| s.available().max(0)).sum();
+        let count = day.slots.len();
+        day.summary = format!(
+            "{count} {}, {left} left",
+            if count == 1 { "slot" } else { "slots" }
+        );
+    }
+    days
 }
 
 /// The kinds a schedule can make, as the form offers them.
@@ -173,7 +217,7 @@ pub async fn new_schedule(
         nav: nav(&shop, &session, &NoticeQuery::default()).await?,
         form,
         id: None,
-        slots: Vec::new(),
+        days: Vec::new(),
         weekdays: WEEKDAYS,
         kinds: kinds(),
         currency: catalogue::shop_currency(&shop.pool).await?,
@@ -195,7 +239,10 @@ pub async fn schedule_page(
     let page = SchedulePage {
         nav: nav(&shop, &session, &notice).await?,
         form: schedule_form(&schedule),
-        slots: catalogue::products_of(&shop.pool, &schedule.collection).await?,
+        days: by_day(
+            catalogue::products_of(&shop.pool, &schedule.collection).await?,
+            shop.zone,
+        ),
         currency: schedule.currency.clone(),
         publishing: super::publishing::publish_box(
             &shop,
@@ -272,7 +319,7 @@ async fn save_schedule_form(
         publishing: super::publishing::publish_box(shop, thing, "").await?,
         form,
         id,
-        slots,
+        days: by_day(slots, shop.zone),
         weekdays: WEEKDAYS,
         kinds: kinds(),
         currency,

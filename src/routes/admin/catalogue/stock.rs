@@ -13,6 +13,7 @@ use crate::catalogue::edit::{DEFAULT_MAX_PER_ORDER, ProductEdit};
 use crate::routes::ShopError;
 use crate::routes::admin::NoticeQuery;
 use crate::routes::admin::form::Form;
+use crate::routes::admin::images::ImageField;
 use crate::routes::admin::pages::{Nav, nav, render, see_other};
 use crate::staff::catalogue::Saved;
 use crate::staff::catalogue::{self, ProductRow};
@@ -30,6 +31,8 @@ pub(super) struct StockPage {
     currency: String,
     /// Draft or published, for an item that exists.
     publishing: Option<super::publishing::PublishBox>,
+    /// Its image's upload field (a saved item's).
+    image: Option<ImageField>,
 }
 
 /// `GET /admin/catalogue/stock/new`.
@@ -44,6 +47,7 @@ pub async fn new_stock(
         form.set("shelf", title);
     }
     let page = StockPage {
+        image: None,
         nav: nav(&shop, &session, &NoticeQuery::default()).await?,
         form,
         item: None,
@@ -83,6 +87,14 @@ pub async fn stock_page(
             &item.collection,
         )
         .await?,
+        image: Some(
+            ImageField::of(
+                &shop,
+                crate::images::Target::Product(&item.id),
+                &format!("/admin/catalogue/stock/{}", item.id),
+            )
+            .await?,
+        ),
         item: Some(item),
         shelves,
     };
@@ -201,6 +213,7 @@ async fn save_stock_form(
         None => None,
     };
     let page = StockPage {
+        image: None,
         nav: nav(shop, session, &NoticeQuery::default()).await?,
         publishing,
         form,
