@@ -20,6 +20,7 @@ mod door;
 mod exports;
 mod failover;
 mod fairness;
+mod free_orders;
 mod fuzz_regressions;
 mod health;
 mod home;

@@ -162,6 +162,8 @@ async fn tell(
     match begun {
         // the basket was emptied with the payment phase
         Begun::Pay { url } => Ok(see_other(&url)),
+        // nothing to pay: confirmed already, on to its page
+        Begun::Confirmed { order } => Ok(see_other(&format!("/orders/{}", order.token))),
         Begun::Again { order } => Ok(see_other(&redirect_for(&order))),
         Begun::EmptyBasket => Ok(see_other("/basket")),
         Begun::UnknownProvider => Err(ShopError::bad_request(

@@ -25,6 +25,8 @@ struct OrderPage {
     number: String,
     waiting: bool,
     paid: bool,
+    /// Paid, and it owed nothing: confirmed without a payment.
+    free: bool,
     name: String,
     total: String,
     /// What a voucher took off, in words; empty: nothing.
@@ -171,6 +173,7 @@ pub async fn order_page(
         number: order.number.clone(),
         waiting: order.state == OrderState::Pending,
         paid: order.state == OrderState::Paid,
+        free: order.state == OrderState::Paid && order.amount_minor == 0,
         name: order.customer_name.clone(),
         total: money::format(order.amount_minor, &order.currency),
         discount: crate::vouchers::discount_words(
