@@ -53,6 +53,9 @@ pub struct BeginRequest {
     pub basket_id: Option<String>,
     pub name: String,
     pub email: String,
+    /// The guest's phone, as typed: kept (and required) only when the
+    /// basket holds a booking.
+    pub phone: Option<String>,
     /// The way of paying the shopper chose; the shop's default when `None`.
     pub provider: Option<String>,
     /// The basket as its page showed it: lets a sold-out answer come from
@@ -214,7 +217,14 @@ async fn prepare(
     .filter(|kind| desk.payments.get(*kind).is_some()) else {
         return Ok(Err(Begun::UnknownProvider));
     };
-    let customer = match Customer::parse(&request.name, &request.email) {
+    // a booking's guest gives a phone; anyone else's is not kept
+    let asks_phone = read
+        .lines
+        .iter()
+        .any(|line| line.kind.choice() == crate::catalogue::ChoiceKind::Party);
+    let customer = match Customer::parse(&request.name, &request.email).and_then(|customer| {
+        customer.with_phone(request.phone.as_deref().filter(|_| asks_phone), asks_phone)
+    }) {
         Ok(customer) => customer,
         Err(error) => return Ok(Err(Begun::BadCustomer { reason: error.0 })),
     };

@@ -277,3 +277,148 @@ async fn the_api_answers_the_times_that_seat_a_party_and_refuses_a_bad_question(
         .unwrap();
     assert_eq!(unknown.status(), 404);
 }
+
+/// The first bookable time a room's page offers, by its product id.
+fn first_time_offered(page: &str, room: &str) -> String {
+    let marker = format!("value=\"{room}-");
+    let at = page
+        .find(&marker)
+        .unwrap_or_else(|| panic!("no time offered in {page}"));
+    let id = &page[at + "value=\"".len()..];
+    id[..id.find('"').unwrap()].to_owned()
+}
+
+#[tokio::test]
+async fn the_demo_restaurant_seats_two_for_nothing_and_asks_six_for_their_deposit() {
+    let app = spawn_app().await;
+    app.load_demo().await;
+    app.settled().await;
+    let home = read_page(&browser(), &format!("{}/", app.address)).await;
+    assert!(home.contains("href=\"/dining/harbour-bistro\""), "{home}");
+    let tomorrow = (chrono::Utc::now() + chrono::Duration::days(1)).date_naive();
+    let times = |party: i64| {
+        format!(
+            "{}/dining/harbour-bistro?date={}&party={party}",
+            app.address,
+            tomorrow.format("%Y-%m-%d")
+        )
+    };
+    // a party of two: lunch from 12:00, nothing to pay, confirmed at once
+    let page = read_page(&browser(), &times(2)).await;
+    assert!(!page.contains("A deposit of"), "{page}");
+    let time = first_time_offered(&page, "harbour-bistro");
+    assert!(time.ends_with("-1200"), "{time}");
+    let two = browser();
+    app.add(&two, &time, 2).await;
+    let answer = app.checkout(&two).await;
+    assert_eq!(answer.status(), 303);
+    let location = answer.headers()["location"].to_str().unwrap().to_owned();
+    assert!(location.starts_with("/orders/"), "{location}");
+    let (state, amount, tables): (String, i64, Vec<String>) = sqlx::query_as(
+        "select o.state::text, o.amount_minor, b.tables from orders o \
+           join bookings b on b.order_id = o.id where o.token = $1",
+    )
+    .bind(location.trim_start_matches("/orders/"))
+    .fetch_one(&app.db.pool)
+    .await
+    .unwrap();
+    // the smallest table that seats two, by priority: a window two-top
+    assert_eq!(
+        (state.as_str(), amount, tables),
+        ("paid", 0, vec!["W1".into()])
+    );
+    // a party of six: told of the deposit before paying, and sent to pay it
+    let page = read_page(&browser(), &times(6)).await;
+    assert!(page.contains("A deposit of"), "{page}");
+    let six = browser();
+    app.add(&six, &first_time_offered(&page, "harbour-bistro"), 6)
+        .await;
+    let basket = read_page(&six, &format!("{}/basket", app.address)).await;
+    assert!(basket.contains("€60.00"), "{basket}");
+    let answer = app.checkout(&six).await;
+    assert_eq!(answer.status(), 303);
+    let location = answer.headers()["location"].to_str().unwrap();
+    assert!(!location.starts_with("/orders/"), "{location}");
+    engine::assert_no_drift(&app.db.inventory()).await;
+}
+
+#[tokio::test]
+async fn a_booking_asks_the_guests_phone_and_refuses_one_that_is_not_a_number() {
+    let app = spawn_app().await;
+    app.load_demo().await;
+    set_up(&app.db, &room(10, vec![table("T1", 1, 4, 100)], vec![])).await;
+    app.settled().await;
+    // a basket of tickets asks no phone
+    let shopper = browser();
+    app.add(&shopper, "harbour-lights-general", 1).await;
+    let basket = read_page(&shopper, &format!("{}/basket", app.address)).await;
+    assert!(!basket.contains("name=\"phone\""), "{basket}");
+    // a booking does
+    let guest = browser();
+    app.add(&guest, &time_id(19, 30), 2).await;
+    let basket = read_page(&guest, &format!("{}/basket", app.address)).await;
+    assert!(
+        basket.contains("<input name=\"phone\" type=\"tel\""),
+        "{basket}"
+    );
+    let (key, lines) = (checkout_key(&basket), form_lines(&basket));
+    let submit = |phone: &'static str| {
+        let (guest, key, lines) = (guest.clone(), key.clone(), lines.clone());
+        let url = format!("{}/checkout", app.address);
+        async move {
+            guest
+                .post(url)
+                .form(&[
+                    ("checkout_key", key.as_str()),
+                    ("lines", lines.as_str()),
+                    ("name", "Ada Shopper"),
+                    ("email", "ada@example.com"),
+                    ("phone", phone),
+                ])
+                .send()
+                .await
+                .unwrap()
+        }
+    };
+    for (bad, words) in [
+        (
+            "",
+            "please give a phone number, so the restaurant can call you",
+        ),
+        (
+            "call me",
+            "please give a phone number like +44 20 7946 0000",
+        ),
+        ("12345", "please give a phone number like"),
+        (
+            "+44 20 7946 0000 0000 0000 00",
+            "please give a phone number like",
+        ),
+    ] {
+        let refused = submit(bad).await;
+        assert_eq!(refused.status(), 400, "{bad:?}");
+        let page = refused.text().await.unwrap();
+        assert!(page.to_lowercase().contains(words), "{bad:?}: {page}");
+        // what was typed stays in the form
+        assert!(
+            page.contains(&format!("value=\"{bad}\"")),
+            "{bad:?}: {page}"
+        );
+    }
+    let orders: i64 = sqlx::query_scalar("select count(*) from orders")
+        .fetch_one(&app.db.pool)
+        .await
+        .unwrap();
+    assert_eq!(orders, 0);
+    assert_eq!(
+        engine::held_and_sold(&app.db, &time_id(19, 30)).await,
+        (0, 0)
+    );
+    let booked = submit(" +44 (20) 7946-0000 ").await;
+    assert_eq!(booked.status(), 303);
+    let phone: Option<String> = sqlx::query_scalar("select customer_phone from orders")
+        .fetch_one(&app.db.pool)
+        .await
+        .unwrap();
+    assert_eq!(phone.as_deref(), Some("+44 (20) 7946-0000"));
+}

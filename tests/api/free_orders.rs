@@ -171,6 +171,7 @@ async fn a_basket_a_voucher_takes_to_nothing_is_confirmed_without_a_provider() {
             ("lines", form_lines(&basket).as_str()),
             ("name", "Ada Shopper"),
             ("email", "ada@example.com"),
+            ("phone", "+44 20 7946 0000"),
             ("voucher", "ON-THE-HOUSE"),
         ])
         .send()
@@ -181,6 +182,14 @@ async fn a_basket_a_voucher_takes_to_nothing_is_confirmed_without_a_provider() {
     let order = confirmed(&app, &token).await;
     assert_eq!((order.state.as_str(), order.amount_minor), ("paid", 0));
     assert_eq!(order.provider_session_id, None);
+    // a phone is kept for a booking only
+    let phone: Option<String> =
+        sqlx::query_scalar("select customer_phone from orders where id = $1")
+            .bind(order.id)
+            .fetch_one(&app.db.pool)
+            .await
+            .unwrap();
+    assert_eq!(phone, None);
     assert!(app.sandbox.stripe.ledger().charges.is_empty());
     // two tickets issued, the voucher's one use sold with them
     let codes: i64 = sqlx::query_scalar("select count(*) from order_codes where order_id = $1")

@@ -25,6 +25,10 @@ pub struct CheckoutBody {
     lines: Vec<CheckoutLine>,
     name: String,
     email: String,
+    /// The guest's phone: required when a line is a booking, not kept
+    /// otherwise.
+    #[serde(default)]
+    phone: Option<String>,
     /// `stripe` or `razorpay`; the shop's default when absent.
     #[serde(default)]
     provider: Option<String>,
@@ -233,6 +237,7 @@ async fn run(
             basket_id: Some(basket_id),
             name: body.name,
             email: body.email,
+            phone: body.phone,
             provider: body.provider,
             form_lines: None,
             address,

@@ -8,7 +8,7 @@ use askama::Template;
 use serde::Deserialize;
 
 use super::{BASKET_COOKIE, basket_id, too_fast};
-use crate::catalogue::{Choice, ChoiceFields};
+use crate::catalogue::{self, Choice, ChoiceFields};
 use crate::checkout::{self, basket};
 use crate::money;
 use crate::retry::{Bound, retry};
@@ -349,6 +349,10 @@ struct BasketPage {
     form_lines: String,
     told: Told,
     providers: Vec<&'static str>,
+    /// A line is a booking: its guest gives a phone.
+    asks_phone: bool,
+    /// Nothing to pay: the form confirms.
+    free: bool,
 }
 
 /// What the basket page tells the shopper above its form, and what it
@@ -360,6 +364,8 @@ pub(super) struct Told {
     pub(super) error: String,
     pub(super) name: String,
     pub(super) email: String,
+    /// A booking's phone, filled in again.
+    pub(super) phone: String,
     /// The voucher code, filled in again, and what was wrong with it.
     pub(super) voucher: String,
     pub(super) voucher_problem: String,
@@ -475,7 +481,16 @@ pub(super) async fn basket_page_of(
     {
         told.voucher = applied.code.to_string();
     }
+    let ids: Vec<String> = rows.iter().map(|r| r.product_id.clone()).collect();
+    let kinds = retry("basket_read", Bound::Shopper, || {
+        catalogue::kinds_of(&shop.pool, &ids)
+    })
+    .await?;
     let page = BasketPage {
+        asks_phone: kinds
+            .iter()
+            .any(|kind| kind.choice() == catalogue::ChoiceKind::Party),
+        free: !rows.is_empty() && subtotal - off == 0,
         basket_count: rows.iter().map(|r| i64::from(r.qty)).sum(),
         lines: rows
             .iter()
