@@ -6,6 +6,7 @@ mod api_v1;
 mod bad_input;
 mod basket_stays;
 mod baskets;
+mod booking_cancel;
 mod browser;
 mod catalogue_admin;
 mod catalogue_file;

@@ -51,6 +51,9 @@ struct DiningPage {
     largest_party: i32,
     /// The deposit the party pays per cover, in words, or empty.
     deposit: String,
+    /// Cancelled so many hours before its time, a booking's deposit is
+    /// refunded in full.
+    cancel_hours: i32,
     times: Vec<TimeRow>,
     /// The times full for the party, "18:00, 18:15", or empty.
     full: String,
@@ -142,16 +145,24 @@ pub async fn times(
         )
     })
     .await?;
-    let deposit = retry("dining_read", Bound::Shopper, || {
-        sqlx::query_scalar::<_, i64>(
-            "select coalesce(max(deposit_minor), 0) from dining_periods \
-              where room = $1 and deposit_minor > 0 and deposit_from_party <= $2",
+    // the policy a booking of this party copies: shown before paying
+    #[derive(sqlx::FromRow)]
+    struct Policy {
+        deposit_minor: i64,
+        cancel_hours: i32,
+    }
+    let policy = retry("dining_read", Bound::Shopper, || {
+        sqlx::query_as::<_, Policy>(
+            "select deposit_minor, cancel_hours from dining_periods \
+              where room = $1 and deposit_minor > 0 and deposit_from_party <= $2 \
+              order by deposit_minor desc, cancel_hours desc limit 1",
         )
         .bind(room_id.as_str())
         .bind(party_i32)
-        .fetch_one(&shop.pool)
+        .fetch_optional(&shop.pool)
     })
     .await?;
+    let (deposit, cancel_hours) = policy.map_or((0, 0), |p| (p.deposit_minor, p.cancel_hours));
     let clock = |at| shop.zone.local(at).format("%H:%M").to_string();
     let page = DiningPage {
         basket_count: basket_count(&shop, &request).await?,
@@ -164,6 +175,7 @@ pub async fn times(
         last_day: last.format("%Y-%m-%d").to_string(),
         party,
         largest_party: room.largest_party,
+        cancel_hours,
         deposit: if deposit > 0 {
             money::format(deposit, &room.currency)
         } else {

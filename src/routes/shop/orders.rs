@@ -47,6 +47,10 @@ struct OrderPage {
     token: String,
     /// Some line goes in a calendar (an event, a pickup slot).
     has_calendar: bool,
+    /// Its bookings' cancellation policy in words; empty: none stands.
+    cancel_words: String,
+    /// The guest may cancel now.
+    can_cancel: bool,
 }
 
 impl OrderPage {
@@ -120,6 +124,8 @@ pub async fn order_page(
     let staff_explanation = staff_refund.as_ref().map(|(reason, _)| {
         format!("The shop refunded it: {reason}. The money is on its way back to you.")
     });
+    let (cancel_words, can_cancel) = super::cancel::order_words(&shop, &order).await?;
+    let guest_cancelled = super::cancel::cancelled_words(&shop, &order).await?;
     let settling = match order.state {
         OrderState::Settling => {
             let view = retry("order_read", Bound::Shopper, || {
@@ -141,6 +147,10 @@ pub async fn order_page(
         _ => String::new(),
     };
     let (headline, explanation) = match order.state {
+        OrderState::RefundPending | OrderState::Refunded if guest_cancelled.is_some() => (
+            "Your booking is cancelled",
+            guest_cancelled.as_deref().unwrap_or_default(),
+        ),
         OrderState::RefundPending | OrderState::Refunded if staff_explanation.is_some() => (
             "Your order was refunded",
             staff_explanation.as_deref().unwrap_or_default(),
@@ -188,6 +198,8 @@ pub async fn order_page(
         explanation: explanation.into(),
         lines,
         has_calendar,
+        cancel_words,
+        can_cancel,
         occasions,
         currency: order.currency.clone(),
         token: order.token.clone(),

@@ -2,7 +2,9 @@
 //! and a desk's (1280×900): the catalogue links to the restaurant's page,
 //! which answers a day and a party with the times that can seat it; a
 //! time goes into the basket as the party's booking, its deposit is paid
-//! at the provider, and the order page says the booking in its own words;
+//! at the provider, and the order page says the booking in its own words
+//! and its cancellation policy; the guest cancels (asked first) and the
+//! deposit goes back;
 //! the demo's restaurant seats two for nothing, confirmed without a
 //! provider. No horizontal scroll; axe-core finds nothing.
 
@@ -122,6 +124,23 @@ async fn a_guest_chooses_a_time_for_four_on_a_phone_and_a_desk() {
         assert!(fits(&guest).await, "order ({size}) scrolls sideways");
         let violations = guest.axe_violations().await;
         assert!(violations.is_empty(), "order: {violations:#?}");
+        // the policy copied onto the booking, and the cancel: asked first,
+        // then the deposit goes back
+        let policy = guest.text("#cancel-policy").await;
+        assert!(policy.contains("refunded in full"), "{policy}");
+        guest.click("#cancel-policy a").await;
+        guest.wait_for_text("h1", "Cancel your booking?").await;
+        guest.screenshot(&format!("cancel-{size}")).await;
+        assert!(fits(&guest).await, "cancel ({size}) scrolls sideways");
+        let violations = guest.axe_violations().await;
+        assert!(violations.is_empty(), "cancel: {violations:#?}");
+        guest.click("form button[type=submit]").await;
+        guest.wait_for_text("h1", "Your booking is cancelled").await;
+        let body = guest.body().await;
+        assert!(body.contains("€40.00 is on its way back"), "{body}");
+        guest.screenshot(&format!("cancelled-{size}")).await;
+        let violations = guest.axe_violations().await;
+        assert!(violations.is_empty(), "cancelled: {violations:#?}");
         // the demo's restaurant seats two tomorrow for nothing: the form
         // confirms, with no provider, and the order page says so
         let tomorrow = (chrono::Utc::now() + chrono::Duration::days(1)).date_naive();
