@@ -16,6 +16,7 @@ mod cli_api_keys;
 mod combined_checkout;
 mod combining;
 mod crowd;
+mod dining_admin;
 mod dining_pages;
 mod door;
 mod exports;
