@@ -21,6 +21,7 @@ mod admin_pages;
 mod basket_pay;
 mod dining;
 mod door;
+mod host_stand;
 mod pickup_days;
 mod storefront;
 mod tickets;
