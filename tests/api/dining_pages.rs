@@ -422,3 +422,122 @@ async fn a_booking_asks_the_guests_phone_and_refuses_one_that_is_not_a_number() 
         .unwrap();
     assert_eq!(phone.as_deref(), Some("+44 (20) 7946-0000"));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn the_api_books_a_party_at_a_time_and_a_crowd_for_the_last_table_is_offered_other_times() {
+    use futures::future::join_all;
+    use holdfast::staff::api_keys::Scope;
+    let app = spawn_app().await;
+    app.add_staff().await;
+    let mut spec = room(
+        40,
+        vec![table("T1", 1, 4, 100), table("T2", 1, 4, 110)],
+        vec![],
+    );
+    spec.periods[0].deposit_minor = 1000;
+    set_up(&app.db, &spec).await;
+    app.settled().await;
+    let key = crate::api_v1::key_with(&app, &[Scope::StartCheckouts]).await;
+    let at = crate::tables::at(19, 30);
+    // in Berlin's words, as a client may send it
+    let berlin = at
+        .with_timezone(&chrono::FixedOffset::east_opt(3600).unwrap())
+        .to_rfc3339();
+    let post = |idem: String, line: serde_json::Value| {
+        let key = key.clone();
+        let url = format!("{}/api/v1/checkouts", app.address);
+        async move {
+            let response = http_client()
+                .post(url)
+                .bearer_auth(key)
+                .header("idempotency-key", idem)
+                .json(&serde_json::json!({
+                    "lines": [line], "name": "Ada", "email": "ada@example.com",
+                    "phone": "+44 20 7946 0000"
+                }))
+                .send()
+                .await
+                .unwrap();
+            let status = response.status().as_u16();
+            (status, response.json::<serde_json::Value>().await.unwrap())
+        }
+    };
+    // the room and the moment: 201 with the table and the stay
+    let (status, body) = post(
+        "first".into(),
+        serde_json::json!({ "product_id": ROOM, "party": 4, "at": berlin }),
+    )
+    .await;
+    assert_eq!(status, 201, "{body}");
+    assert_eq!(body["amount_minor"], 4000, "{body}");
+    let booking = &body["bookings"][0];
+    assert_eq!(booking["product_id"], time_id(19, 30), "{body}");
+    assert_eq!(booking["party"], 4);
+    assert_eq!(booking["tables"], serde_json::json!(["T1"]));
+    let stay = |field: &str| {
+        booking[field]
+            .as_str()
+            .unwrap()
+            .parse::<chrono::DateTime<chrono::Utc>>()
+            .unwrap()
+    };
+    assert_eq!(
+        (stay("starts_at"), stay("ends_at")),
+        (at, crate::tables::at(21, 30))
+    );
+    // thirty clients race for the last table at 19:30: one gets it, the
+    // rest are answered 409 with the nearest times that seat four
+    let answers = join_all((0..30).map(|i| {
+        post(
+            format!("race-{i}"),
+            serde_json::json!({ "product_id": time_id(19, 30), "party": 4, "at": at.to_rfc3339() }),
+        )
+    }))
+    .await;
+    let won: Vec<&serde_json::Value> = answers
+        .iter()
+        .filter(|(s, _)| *s == 201)
+        .map(|(_, b)| b)
+        .collect();
+    assert_eq!(won.len(), 1, "{answers:?}");
+    assert_eq!(won[0]["bookings"][0]["tables"], serde_json::json!(["T2"]));
+    for (status, body) in answers.iter().filter(|(s, _)| *s != 201) {
+        assert_eq!(*status, 409, "{body}");
+        let message = body["error"]["message"].as_str().unwrap();
+        assert!(
+            message.contains(&format!(
+                "{} at {}",
+                time_id(21, 30),
+                crate::tables::at(21, 30).to_rfc3339()
+            )),
+            "{message}"
+        );
+    }
+    assert_eq!(crate::tables::live_pins(&app.db).await, 2);
+    // what is not a booking's line: said, nothing done
+    for (line, words) in [
+        (
+            serde_json::json!({ "product_id": ROOM, "party": 2, "at": berlin, "qty": 2 }),
+            "not qty",
+        ),
+        (
+            serde_json::json!({ "product_id": ROOM, "party": 2 }),
+            "party and at",
+        ),
+        (
+            serde_json::json!({ "product_id": ROOM, "party": 2, "at": crate::tables::at(19, 40).to_rfc3339() }),
+            "no bookable time",
+        ),
+        (
+            serde_json::json!({ "product_id": ROOM, "party": 0, "at": berlin }),
+            "1 to 100 guests",
+        ),
+    ] {
+        let (status, body) = post(format!("bad-{words}").replace(' ', "-"), line).await;
+        assert_eq!(status, 422, "{body}");
+        let message = body["error"]["message"].as_str().unwrap();
+        assert!(message.contains(words), "{words}: {message}");
+    }
+    assert_eq!(crate::tables::live_pins(&app.db).await, 2);
+    engine::assert_no_drift(&app.db.inventory()).await;
+}
