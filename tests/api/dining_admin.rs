@@ -235,4 +235,44 @@ async fn the_rooms_set_up_is_changed_whole_and_a_set_up_that_does_not_hold_is_re
         .unwrap()
         .unwrap();
     assert_eq!(stored, spec);
+    // the day is closed: its 19 unbooked times leave the shop, one booked
+    // time stays for staff to settle
+    crate::tables::book(&app.db, "kept", 2, 19, 30)
+        .await
+        .unwrap();
+    spec.closed_days = vec![day()];
+    let saved = save(serde_json::to_string(&spec).unwrap()).await;
+    assert_eq!(saved.status(), 303);
+    let active: Vec<(String, bool)> = sqlx::query_as(
+        "select t.product_id, p.active from dining_times t join products p on p.id = t.product_id \
+          order by t.starts_at",
+    )
+    .fetch_all(&app.db.pool)
+    .await
+    .unwrap();
+    assert_eq!(active.len(), 19);
+    let left: Vec<&str> = active
+        .iter()
+        .filter(|(_, a)| *a)
+        .map(|(p, _)| p.as_str())
+        .collect();
+    assert_eq!(left, [crate::tables::time_id(19, 30)]);
+    assert_eq!(
+        holdfast::catalogue::dining::read_room(&app.db.pool, ROOM)
+            .await
+            .unwrap()
+            .unwrap()
+            .closed_days,
+        [day()]
+    );
+    // and nothing is published for it again
+    let made = holdfast::catalogue::dining::times::publish_day(
+        &app.db.pool,
+        holdfast::clock::ShopZone::UTC,
+        ROOM,
+        day(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(made, 0);
 }

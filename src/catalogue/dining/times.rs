@@ -192,3 +192,23 @@ pub async fn nearest(
     times.truncate(n);
     Ok(times)
 }
+
+/// Withdraw the room's times on its closed days that nobody holds or
+/// bought (taken off sale, kept for the record); a time with a booking
+/// stays for staff to settle with its guests. The number withdrawn.
+pub async fn close_days(pool: &PgPool, zone: ShopZone, room_id: &str) -> sqlx::Result<u64> {
+    let withdrawn = sqlx::query(
+        "update products p set active = false \
+           from dining_times t, dining_rooms r \
+          where t.product_id = p.id and r.collection = t.room \
+            and t.room = $1 and p.active \
+            and (t.starts_at at time zone $2)::date = any (r.closed_days) \
+            and not exists (select 1 from bookings b where b.product_id = p.id)",
+    )
+    .bind(room_id)
+    .bind(zone.name())
+    .execute(pool)
+    .await?
+    .rows_affected();
+    Ok(withdrawn)
+}

@@ -16,6 +16,7 @@ use uuid::Uuid;
 
 use super::notices::NoticeQuery;
 use super::pages::{Nav, nav, render, see_other};
+use crate::catalogue::dining::times::close_days;
 use crate::catalogue::dining::{RoomSpec, read_room, save_room};
 use crate::redemption::{self, Door, Outcome};
 use crate::routes::ShopError;
@@ -367,7 +368,10 @@ pub async fn save_setup(
     // what the database refuses is said too, and nothing is stored
     let saved = match checked {
         Ok(spec) => match save_room(&shop.pool, &spec).await {
-            Ok(()) => Ok(()),
+            Ok(()) => {
+                close_days(&shop.pool, shop.zone, &spec.id).await?;
+                Ok(())
+            }
             Err(sqlx::Error::Database(refused)) => Err(format!(
                 "the database refused the set-up: {}",
                 refused.message()
