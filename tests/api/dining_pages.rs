@@ -541,3 +541,49 @@ async fn the_api_books_a_party_at_a_time_and_a_crowd_for_the_last_table_is_offer
     assert_eq!(crate::tables::live_pins(&app.db).await, 2);
     engine::assert_no_drift(&app.db.inventory()).await;
 }
+
+#[tokio::test]
+async fn the_crowd_is_answered_from_memory_until_a_time_of_the_day_changes() {
+    let app = spawn_app().await;
+    set_up(&app.db, &room(10, vec![table("T1", 1, 4, 100)], vec![])).await;
+    app.settled().await;
+    let url = format!(
+        "{}/dining/{ROOM}?date={}&party=4",
+        app.address,
+        day().format("%Y-%m-%d")
+    );
+    let bookable =
+        |page: &str, hh: u32, mm: u32| page.contains(&format!("value=\"{}\"", time_id(hh, mm)));
+    let page = read_page(&browser(), &url).await;
+    assert!(bookable(&page, 21, 30), "{page}");
+    // a change the shop's memory cannot see (the table taken out behind
+    // its back): the crowd is answered as before, for a second at most
+    sqlx::query("update dining_tables set archived_at = now() where id = 'T1'")
+        .execute(&app.db.pool)
+        .await
+        .unwrap();
+    let page = read_page(&browser(), &url).await;
+    assert!(bookable(&page, 21, 30), "memory answers: {page}");
+    tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
+    let page = read_page(&browser(), &url).await;
+    assert!(
+        !bookable(&page, 21, 30),
+        "the database answers again: {page}"
+    );
+    sqlx::query("update dining_tables set archived_at = null where id = 'T1'")
+        .execute(&app.db.pool)
+        .await
+        .unwrap();
+    tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
+    let page = read_page(&browser(), &url).await;
+    assert!(bookable(&page, 21, 30), "{page}");
+    // a booking of the day changes one of its times: memory reads again
+    assert_eq!(book(&app.db, "quick", 4, 21, 30).await.unwrap(), ["T1"]);
+    app.settled().await;
+    let page = read_page(&browser(), &url).await;
+    assert!(
+        !bookable(&page, 21, 30) && !bookable(&page, 20, 0),
+        "{page}"
+    );
+    assert!(bookable(&page, 19, 30), "{page}");
+}

@@ -13,7 +13,7 @@ use crate::catalogue::ProductKind;
 use crate::clock::ShopZone;
 
 /// A time a party could be offered.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, sqlx::FromRow)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize, sqlx::FromRow)]
 pub struct BookableTime {
     pub product_id: String,
     pub starts_at: DateTime<Utc>,

@@ -481,15 +481,8 @@ pub(super) async fn basket_page_of(
     {
         told.voucher = applied.code.to_string();
     }
-    let ids: Vec<String> = rows.iter().map(|r| r.product_id.clone()).collect();
-    let kinds = retry("basket_read", Bound::Shopper, || {
-        catalogue::kinds_of(&shop.pool, &ids)
-    })
-    .await?;
     let page = BasketPage {
-        asks_phone: kinds
-            .iter()
-            .any(|kind| kind.choice() == catalogue::ChoiceKind::Party),
+        asks_phone: asks_phone(shop, &rows).await?,
         free: !rows.is_empty() && subtotal - off == 0,
         basket_count: rows.iter().map(|r| i64::from(r.qty)).sum(),
         lines: rows
@@ -520,6 +513,28 @@ pub(super) async fn basket_page_of(
         providers: shop.payments.kinds().iter().map(|p| p.as_str()).collect(),
     };
     render(status, &page)
+}
+
+/// A line is a booking, whose guest gives a phone: memory knows each
+/// product's kind (a refusal from memory reads nothing else), the
+/// database when memory does not.
+async fn asks_phone(shop: &Shop, rows: &[basket::BasketLine]) -> Result<bool, ShopError> {
+    let party = |kind: catalogue::ProductKind| kind.choice() == catalogue::ChoiceKind::Party;
+    let known: Option<bool> = shop.live.now().and_then(|snapshot| {
+        rows.iter()
+            .map(|r| snapshot.product(&r.product_id).map(|(p, _)| party(p.kind)))
+            .collect::<Option<Vec<bool>>>()
+            .map(|parties| parties.into_iter().any(|p| p))
+    });
+    if let Some(known) = known {
+        return Ok(known);
+    }
+    let ids: Vec<String> = rows.iter().map(|r| r.product_id.clone()).collect();
+    let kinds = retry("basket_read", Bound::Shopper, || {
+        catalogue::kinds_of(&shop.pool, &ids)
+    })
+    .await?;
+    Ok(kinds.into_iter().any(party))
 }
 
 #[derive(Deserialize)]
