@@ -528,6 +528,7 @@ impl CatalogueFile {
             dining::save_room(pool, room)
                 .await
                 .with_context(|| format!("cannot store dining room {}", room.id))?;
+            dining::times::close_days(pool, zone, &room.id).await?;
             let today = zone.today(now);
             for ahead in 0..=i64::from(room.days_ahead) {
                 report.times_published +=

@@ -267,3 +267,15 @@ pub async fn stock(pool: &PgPool, ids: &[String]) -> sqlx::Result<Vec<Stock>> {
     .fetch_all(pool)
     .await
 }
+
+/// The kinds of these products, each once: what a page of their lines
+/// must ask (a booking's guest gives a phone).
+pub async fn kinds_of(pool: &PgPool, ids: &[String]) -> sqlx::Result<Vec<ProductKind>> {
+    if ids.is_empty() {
+        return Ok(Vec::new());
+    }
+    sqlx::query_scalar("select distinct kind from products where id = any($1)")
+        .bind(ids)
+        .fetch_all(pool)
+        .await
+}

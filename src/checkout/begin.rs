@@ -14,8 +14,8 @@ use sqlx::PgPool;
 use super::basket::{self, BasketLine, FormLines};
 use super::short::{ShortLine, Supply, Wanted, short_lines};
 use super::{
-    AttachOutcome, CheckoutRead, CheckoutStart, Checkouts, Customer, Order, OrderLine, OrderState,
-    Release, Result, StartLimits, StartOutcome, WantedLine, codes,
+    AttachOutcome, CheckoutRead, CheckoutStart, Checkouts, Customer, Fulfilment, Order, OrderLine,
+    OrderState, Release, Result, StartLimits, StartOutcome, WantedLine, codes,
 };
 use super::{OffSaleLine, VoucherUse};
 use crate::catalogue::{Sale, Stock};
@@ -53,6 +53,9 @@ pub struct BeginRequest {
     pub basket_id: Option<String>,
     pub name: String,
     pub email: String,
+    /// The guest's phone, as typed: kept (and required) only when the
+    /// basket holds a booking.
+    pub phone: Option<String>,
     /// The way of paying the shopper chose; the shop's default when `None`.
     pub provider: Option<String>,
     /// The basket as its page showed it: lets a sold-out answer come from
@@ -73,6 +76,9 @@ pub enum Begun {
     /// Everything is held and the provider's page is open: send the
     /// shopper there.
     Pay { url: String },
+    /// The order owed nothing and is confirmed, with no provider: send the
+    /// shopper to its page.
+    Confirmed { order: Box<Order> },
     /// The form was submitted before: its order, as it is now (once its
     /// first submit has its page, or a few seconds have passed).
     Again { order: Box<Order> },
@@ -214,7 +220,14 @@ async fn prepare(
     .filter(|kind| desk.payments.get(*kind).is_some()) else {
         return Ok(Err(Begun::UnknownProvider));
     };
-    let customer = match Customer::parse(&request.name, &request.email) {
+    // a booking's guest gives a phone; anyone else's is not kept
+    let asks_phone = read
+        .lines
+        .iter()
+        .any(|line| line.kind.choice() == crate::catalogue::ChoiceKind::Party);
+    let customer = match Customer::parse(&request.name, &request.email).and_then(|customer| {
+        customer.with_phone(request.phone.as_deref().filter(|_| asks_phone), asks_phone)
+    }) {
         Ok(customer) => customer,
         Err(error) => return Ok(Err(Begun::BadCustomer { reason: error.0 })),
     };
@@ -349,6 +362,9 @@ async fn pay(
     method: Option<crate::payments::methods::PayMethod>,
 ) -> Result<Begun> {
     crate::faults::crash_point("after_checkout_commit");
+    if order.amount_minor == 0 {
+        return confirm_free(desk, order, basket_id).await;
+    }
     let page = match open_page(desk, &order, lines, method).await {
         Ok(page) => page,
         Err(error) => {
@@ -378,6 +394,39 @@ async fn pay(
         // the basket was emptied with the payment phase
         AttachOutcome::Paying { .. } => Begun::Pay { url: page.url },
         AttachOutcome::Ended { .. } => Begun::RanOut,
+    })
+}
+
+/// An order of nothing, confirmed at once by the one confirm routine
+/// without a provider (docs/design.md, "An order of nothing"); its basket
+/// is emptied as a paying one's is. Holds that ended meanwhile leave it
+/// unsold, as [`Begun::RanOut`].
+async fn confirm_free(desk: Desk<'_>, order: Order, basket_id: &str) -> Result<Begun> {
+    let order_id = order.id;
+    let confirmed = retry("checkout_free", Bound::Shopper, || {
+        super::confirm_free(desk.pool, order_id)
+    })
+    .await?;
+    if !matches!(
+        confirmed,
+        Fulfilment::Fulfilled { .. } | Fulfilment::AlreadyFulfilled { .. }
+    ) {
+        release(desk.pool, order_id, Release::PaymentPhaseFailed).await?;
+        return Ok(Begun::RanOut);
+    }
+    if !basket_id.is_empty() {
+        retry("basket_clear", Bound::Shopper, || {
+            basket::clear(desk.pool, basket_id)
+        })
+        .await?;
+    }
+    let order = retry("order_read", Bound::Shopper, || {
+        super::order_by_id(desk.pool, order_id)
+    })
+    .await?
+    .unwrap_or(order);
+    Ok(Begun::Confirmed {
+        order: Box::new(order),
     })
 }
 

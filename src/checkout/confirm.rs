@@ -474,7 +474,10 @@ async fn flag(tx: &mut Transaction<'_, Postgres>, order_id: Uuid, note: &str) ->
 
 /// Mark the orders paid (each by its payment), issue their codes and queue
 /// their confirmation messages: a few statements for all of them.
-async fn fulfil(tx: &mut Transaction<'_, Postgres>, sold: &[(Uuid, &PaymentRef)]) -> Result<()> {
+pub(super) async fn fulfil(
+    tx: &mut Transaction<'_, Postgres>,
+    sold: &[(Uuid, &PaymentRef)],
+) -> Result<()> {
     if sold.is_empty() {
         return Ok(());
     }

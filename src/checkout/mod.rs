@@ -16,7 +16,8 @@
 //! - [`release`]: units going back before payment;
 //! - [`confirm`]: [`confirm_payments_in`], the only place that turns a
 //!   payment into a sale, whichever path (return, webhook, reconciliation)
-//!   reported it;
+//!   reported it; [`free`]: its way for an order that owes nothing, which
+//!   no provider sees;
 //! - [`confirmations`]: the payments for one resource confirmed together
 //!   ([`Confirmations`], the shop's way in);
 //! - [`settling`]: a payment committed but not yet money (a bank debit)
@@ -31,6 +32,7 @@ mod begin;
 pub mod codes;
 pub mod confirm;
 mod confirmations;
+pub mod free;
 mod issued;
 mod late;
 pub mod order;
@@ -50,6 +52,7 @@ pub use confirm::{
     payment_matches,
 };
 pub use confirmations::{Confirmations, Seen};
+pub use free::confirm_free;
 pub use issued::{CodeCard, CodeGroup, IssuedCodes, issued_codes, line_days, line_occasions};
 pub use order::{
     Customer, Order, OrderLine, OrderState, order_by_checkout_key, order_by_id, order_by_id_in,

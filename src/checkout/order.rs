@@ -70,6 +70,8 @@ impl std::fmt::Display for OrderState {
 pub struct Customer {
     name: String,
     email: String,
+    /// A phone to call about a booking, as typed; `None`: not given.
+    phone: Option<String>,
 }
 
 impl Customer {
@@ -94,7 +96,50 @@ impl Customer {
         Ok(Self {
             name: name.to_owned(),
             email: email.to_owned(),
+            phone: None,
         })
+    }
+
+    /// The customer with a phone, if one was typed: digits with spaces and
+    /// `( ) . / -` as people write them, a `+` first, 6 to 15 digits
+    /// (E.164's most), at most 30 characters; blank is none. `required`: a booking's guest must give one.
+    pub fn with_phone(
+        self,
+        phone: Option<&str>,
+        required: bool,
+    ) -> std::result::Result<Self, InvalidInput> {
+        let typed = phone.map(str::trim).filter(|p| !p.is_empty());
+        let Some(typed) = typed else {
+            if required {
+                return Err(InvalidInput(
+                    "please give a phone number, so the restaurant can call you about your table"
+                        .into(),
+                ));
+            }
+            return Ok(self);
+        };
+        // as `orders.customer_phone`'s check (0160) takes it, and a number
+        let digits = typed.chars().filter(char::is_ascii_digit).count();
+        let rest = typed.strip_prefix('+').unwrap_or(typed);
+        let plausible = typed.len() <= 30
+            && (6..=15).contains(&digits)
+            && rest.starts_with(|c: char| c.is_ascii_digit())
+            && rest
+                .chars()
+                .all(|c| c.is_ascii_digit() || " ()./-".contains(c));
+        if !plausible {
+            return Err(InvalidInput(
+                "please give a phone number like +44 20 7946 0000".into(),
+            ));
+        }
+        Ok(Self {
+            phone: Some(typed.to_owned()),
+            ..self
+        })
+    }
+
+    pub fn phone(&self) -> Option<&str> {
+        self.phone.as_deref()
     }
 
     pub fn name(&self) -> &str {
@@ -132,6 +177,9 @@ pub struct Order {
     /// The voucher the order was started with, and what it took off.
     pub voucher_code: Option<String>,
     pub discount_minor: i64,
+    /// The guest's phone, for a booking (migration 0160).
+    #[sqlx(default)]
+    pub customer_phone: Option<String>,
 }
 
 /// An order's line, with what the provider's line items need.

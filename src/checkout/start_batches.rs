@@ -316,6 +316,7 @@ async fn one_outcome(
                 state: OrderState::Pending,
                 customer_name: one.name,
                 customer_email: one.email,
+                customer_phone: None,
                 amount_minor: one.unit_price * i64::from(one.qty),
                 currency: one.currency,
                 hold_id: row.hold_id,

@@ -1,7 +1,7 @@
 //! Answers memory may give again while what they show is unchanged: a
-//! checkout form the database refused as short, and a page the database
-//! answered, each kept until its resource changes (or, for a page, a
-//! while). A full memory of them starts again.
+//! checkout form the database refused as short, and a page (or a dining
+//! room's day) the database answered, each kept until its resources
+//! change (or, for a page, a while). A full memory of them starts again.
 
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
@@ -14,8 +14,8 @@ use super::LiveStock;
 #[derive(Debug, Clone)]
 pub(super) struct KeptPage {
     html: bytes::Bytes,
-    /// The resource whose changes make it stale.
-    resource: String,
+    /// The resources whose changes make it stale.
+    resources: Vec<String>,
     /// When the reads behind it began.
     read_at: DateTime<Utc>,
     kept_at: Instant,
@@ -54,9 +54,22 @@ impl LiveStock {
     /// Keep a page the database answered (its reads began at `read_at`),
     /// to answer again while `resource` is unchanged.
     pub fn keep_page(&self, key: &str, resource: &str, read_at: DateTime<Utc>, html: bytes::Bytes) {
+        self.keep_answer(key, vec![resource.to_owned()], read_at, html);
+    }
+
+    /// Keep an answer the database gave (its reads began at `read_at`),
+    /// to give again while none of `resources` changed: a dining room's
+    /// day, stale when any of its times is booked or let go.
+    pub fn keep_answer(
+        &self,
+        key: &str,
+        resources: Vec<String>,
+        read_at: DateTime<Utc>,
+        answer: bytes::Bytes,
+    ) {
         let kept = KeptPage {
-            html,
-            resource: resource.to_owned(),
+            html: answer,
+            resources,
             read_at,
             kept_at: Instant::now(),
         };
@@ -78,15 +91,23 @@ impl LiveStock {
             answer("not_kept");
             return None;
         };
-        let Some(level) = self.now().and_then(|s| s.level(&kept.resource).cloned()) else {
+        let Some(snapshot) = self.now() else {
             answer("untrusted");
             return None;
         };
+        let mut changed = false;
+        for resource in &kept.resources {
+            let Some(level) = snapshot.level(resource) else {
+                answer("untrusted");
+                return None;
+            };
+            changed |= level.changed_at >= kept.read_at;
+        }
         if kept.kept_at.elapsed() >= fresh_for {
             answer("stale");
             return None;
         }
-        if level.changed_at >= kept.read_at {
+        if changed {
             answer("changed");
             return None;
         }

@@ -115,7 +115,7 @@ impl ErrorCode {
 /// form was submitted before and goes where its first submit went).
 pub fn checkout_code(begun: &Begun) -> Option<ErrorCode> {
     Some(match begun {
-        Begun::Pay { .. } | Begun::Again { .. } => return None,
+        Begun::Pay { .. } | Begun::Confirmed { .. } | Begun::Again { .. } => return None,
         Begun::EmptyBasket => ErrorCode::BadLines,
         Begun::BadCustomer { .. } => ErrorCode::BadCustomer,
         Begun::UnknownProvider => ErrorCode::UnknownProvider,

@@ -13,6 +13,7 @@ pub mod accounts;
 pub mod actions;
 pub mod api_keys;
 pub mod archived;
+pub mod cancellations;
 pub mod catalogue;
 pub mod exports;
 pub mod home;

@@ -22,6 +22,7 @@ mod basket_pay;
 mod dining;
 mod door;
 mod goals;
+mod host_stand;
 mod pickup_days;
 mod storefront;
 mod tickets;

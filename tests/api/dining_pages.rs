@@ -277,3 +277,313 @@ async fn the_api_answers_the_times_that_seat_a_party_and_refuses_a_bad_question(
         .unwrap();
     assert_eq!(unknown.status(), 404);
 }
+
+/// The first bookable time a room's page offers, by its product id.
+fn first_time_offered(page: &str, room: &str) -> String {
+    let marker = format!("value=\"{room}-");
+    let at = page
+        .find(&marker)
+        .unwrap_or_else(|| panic!("no time offered in {page}"));
+    let id = &page[at + "value=\"".len()..];
+    id[..id.find('"').unwrap()].to_owned()
+}
+
+#[tokio::test]
+async fn the_demo_restaurant_seats_two_for_nothing_and_asks_six_for_their_deposit() {
+    let app = spawn_app().await;
+    app.load_demo().await;
+    app.settled().await;
+    let home = read_page(&browser(), &format!("{}/", app.address)).await;
+    assert!(home.contains("href=\"/dining/harbour-bistro\""), "{home}");
+    let tomorrow = (chrono::Utc::now() + chrono::Duration::days(1)).date_naive();
+    let times = |party: i64| {
+        format!(
+            "{}/dining/harbour-bistro?date={}&party={party}",
+            app.address,
+            tomorrow.format("%Y-%m-%d")
+        )
+    };
+    // a party of two: lunch from 12:00, nothing to pay, confirmed at once
+    let page = read_page(&browser(), &times(2)).await;
+    assert!(!page.contains("A deposit of"), "{page}");
+    let time = first_time_offered(&page, "harbour-bistro");
+    assert!(time.ends_with("-1200"), "{time}");
+    let two = browser();
+    app.add(&two, &time, 2).await;
+    let answer = app.checkout(&two).await;
+    assert_eq!(answer.status(), 303);
+    let location = answer.headers()["location"].to_str().unwrap().to_owned();
+    assert!(location.starts_with("/orders/"), "{location}");
+    let (state, amount, tables): (String, i64, Vec<String>) = sqlx::query_as(
+        "select o.state::text, o.amount_minor, b.tables from orders o \
+           join bookings b on b.order_id = o.id where o.token = $1",
+    )
+    .bind(location.trim_start_matches("/orders/"))
+    .fetch_one(&app.db.pool)
+    .await
+    .unwrap();
+    // the smallest table that seats two, by priority: a window two-top
+    assert_eq!(
+        (state.as_str(), amount, tables),
+        ("paid", 0, vec!["W1".into()])
+    );
+    // a party of six: told of the deposit before paying, and sent to pay it
+    let page = read_page(&browser(), &times(6)).await;
+    assert!(page.contains("A deposit of"), "{page}");
+    let six = browser();
+    app.add(&six, &first_time_offered(&page, "harbour-bistro"), 6)
+        .await;
+    let basket = read_page(&six, &format!("{}/basket", app.address)).await;
+    assert!(basket.contains("€60.00"), "{basket}");
+    let answer = app.checkout(&six).await;
+    assert_eq!(answer.status(), 303);
+    let location = answer.headers()["location"].to_str().unwrap();
+    assert!(!location.starts_with("/orders/"), "{location}");
+    engine::assert_no_drift(&app.db.inventory()).await;
+}
+
+#[tokio::test]
+async fn a_booking_asks_the_guests_phone_and_refuses_one_that_is_not_a_number() {
+    let app = spawn_app().await;
+    app.load_demo().await;
+    set_up(&app.db, &room(10, vec![table("T1", 1, 4, 100)], vec![])).await;
+    app.settled().await;
+    // a basket of tickets asks no phone
+    let shopper = browser();
+    app.add(&shopper, "harbour-lights-general", 1).await;
+    let basket = read_page(&shopper, &format!("{}/basket", app.address)).await;
+    assert!(!basket.contains("name=\"phone\""), "{basket}");
+    // a booking does
+    let guest = browser();
+    app.add(&guest, &time_id(19, 30), 2).await;
+    let basket = read_page(&guest, &format!("{}/basket", app.address)).await;
+    assert!(
+        basket.contains("<input name=\"phone\" type=\"tel\""),
+        "{basket}"
+    );
+    let (key, lines) = (checkout_key(&basket), form_lines(&basket));
+    let submit = |phone: &'static str| {
+        let (guest, key, lines) = (guest.clone(), key.clone(), lines.clone());
+        let url = format!("{}/checkout", app.address);
+        async move {
+            guest
+                .post(url)
+                .form(&[
+                    ("checkout_key", key.as_str()),
+                    ("lines", lines.as_str()),
+                    ("name", "Ada Shopper"),
+                    ("email", "ada@example.com"),
+                    ("phone", phone),
+                ])
+                .send()
+                .await
+                .unwrap()
+        }
+    };
+    for (bad, words) in [
+        (
+            "",
+            "please give a phone number, so the restaurant can call you",
+        ),
+        (
+            "call me",
+            "please give a phone number like +44 20 7946 0000",
+        ),
+        ("12345", "please give a phone number like"),
+        (
+            "+44 20 7946 0000 0000 0000 00",
+            "please give a phone number like",
+        ),
+    ] {
+        let refused = submit(bad).await;
+        assert_eq!(refused.status(), 400, "{bad:?}");
+        let page = refused.text().await.unwrap();
+        assert!(page.to_lowercase().contains(words), "{bad:?}: {page}");
+        // what was typed stays in the form
+        assert!(
+            page.contains(&format!("value=\"{bad}\"")),
+            "{bad:?}: {page}"
+        );
+    }
+    let orders: i64 = sqlx::query_scalar("select count(*) from orders")
+        .fetch_one(&app.db.pool)
+        .await
+        .unwrap();
+    assert_eq!(orders, 0);
+    assert_eq!(
+        engine::held_and_sold(&app.db, &time_id(19, 30)).await,
+        (0, 0)
+    );
+    let booked = submit(" +44 (20) 7946-0000 ").await;
+    assert_eq!(booked.status(), 303);
+    let phone: Option<String> = sqlx::query_scalar("select customer_phone from orders")
+        .fetch_one(&app.db.pool)
+        .await
+        .unwrap();
+    assert_eq!(phone.as_deref(), Some("+44 (20) 7946-0000"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn the_api_books_a_party_at_a_time_and_a_crowd_for_the_last_table_is_offered_other_times() {
+    use futures::future::join_all;
+    use holdfast::staff::api_keys::Scope;
+    let app = spawn_app().await;
+    app.add_staff().await;
+    let mut spec = room(
+        40,
+        vec![table("T1", 1, 4, 100), table("T2", 1, 4, 110)],
+        vec![],
+    );
+    spec.periods[0].deposit_minor = 1000;
+    set_up(&app.db, &spec).await;
+    app.settled().await;
+    let key = crate::api_v1::key_with(&app, &[Scope::StartCheckouts]).await;
+    let at = crate::tables::at(19, 30);
+    // in Berlin's words, as a client may send it
+    let berlin = at
+        .with_timezone(&chrono::FixedOffset::east_opt(3600).unwrap())
+        .to_rfc3339();
+    let post = |idem: String, line: serde_json::Value| {
+        let key = key.clone();
+        let url = format!("{}/api/v1/checkouts", app.address);
+        async move {
+            let response = http_client()
+                .post(url)
+                .bearer_auth(key)
+                .header("idempotency-key", idem)
+                .json(&serde_json::json!({
+                    "lines": [line], "name": "Ada", "email": "ada@example.com",
+                    "phone": "+44 20 7946 0000"
+                }))
+                .send()
+                .await
+                .unwrap();
+            let status = response.status().as_u16();
+            (status, response.json::<serde_json::Value>().await.unwrap())
+        }
+    };
+    // the room and the moment: 201 with the table and the stay
+    let (status, body) = post(
+        "first".into(),
+        serde_json::json!({ "product_id": ROOM, "party": 4, "at": berlin }),
+    )
+    .await;
+    assert_eq!(status, 201, "{body}");
+    assert_eq!(body["amount_minor"], 4000, "{body}");
+    let booking = &body["bookings"][0];
+    assert_eq!(booking["product_id"], time_id(19, 30), "{body}");
+    assert_eq!(booking["party"], 4);
+    assert_eq!(booking["tables"], serde_json::json!(["T1"]));
+    let stay = |field: &str| {
+        booking[field]
+            .as_str()
+            .unwrap()
+            .parse::<chrono::DateTime<chrono::Utc>>()
+            .unwrap()
+    };
+    assert_eq!(
+        (stay("starts_at"), stay("ends_at")),
+        (at, crate::tables::at(21, 30))
+    );
+    // thirty clients race for the last table at 19:30: one gets it, the
+    // rest are answered 409 with the nearest times that seat four
+    let answers = join_all((0..30).map(|i| {
+        post(
+            format!("race-{i}"),
+            serde_json::json!({ "product_id": time_id(19, 30), "party": 4, "at": at.to_rfc3339() }),
+        )
+    }))
+    .await;
+    let won: Vec<&serde_json::Value> = answers
+        .iter()
+        .filter(|(s, _)| *s == 201)
+        .map(|(_, b)| b)
+        .collect();
+    assert_eq!(won.len(), 1, "{answers:?}");
+    assert_eq!(won[0]["bookings"][0]["tables"], serde_json::json!(["T2"]));
+    for (status, body) in answers.iter().filter(|(s, _)| *s != 201) {
+        assert_eq!(*status, 409, "{body}");
+        let message = body["error"]["message"].as_str().unwrap();
+        assert!(
+            message.contains(&format!(
+                "{} at {}",
+                time_id(21, 30),
+                crate::tables::at(21, 30).to_rfc3339()
+            )),
+            "{message}"
+        );
+    }
+    assert_eq!(crate::tables::live_pins(&app.db).await, 2);
+    // what is not a booking's line: said, nothing done
+    for (line, words) in [
+        (
+            serde_json::json!({ "product_id": ROOM, "party": 2, "at": berlin, "qty": 2 }),
+            "not qty",
+        ),
+        (
+            serde_json::json!({ "product_id": ROOM, "party": 2 }),
+            "party and at",
+        ),
+        (
+            serde_json::json!({ "product_id": ROOM, "party": 2, "at": crate::tables::at(19, 40).to_rfc3339() }),
+            "no bookable time",
+        ),
+        (
+            serde_json::json!({ "product_id": ROOM, "party": 0, "at": berlin }),
+            "1 to 100 guests",
+        ),
+    ] {
+        let (status, body) = post(format!("bad-{words}").replace(' ', "-"), line).await;
+        assert_eq!(status, 422, "{body}");
+        let message = body["error"]["message"].as_str().unwrap();
+        assert!(message.contains(words), "{words}: {message}");
+    }
+    assert_eq!(crate::tables::live_pins(&app.db).await, 2);
+    engine::assert_no_drift(&app.db.inventory()).await;
+}
+
+#[tokio::test]
+async fn the_crowd_is_answered_from_memory_until_a_time_of_the_day_changes() {
+    let app = spawn_app().await;
+    set_up(&app.db, &room(10, vec![table("T1", 1, 4, 100)], vec![])).await;
+    app.settled().await;
+    let url = format!(
+        "{}/dining/{ROOM}?date={}&party=4",
+        app.address,
+        day().format("%Y-%m-%d")
+    );
+    let bookable =
+        |page: &str, hh: u32, mm: u32| page.contains(&format!("value=\"{}\"", time_id(hh, mm)));
+    let page = read_page(&browser(), &url).await;
+    assert!(bookable(&page, 21, 30), "{page}");
+    // a change the shop's memory cannot see (the table taken out behind
+    // its back): the crowd is answered as before, for a second at most
+    sqlx::query("update dining_tables set archived_at = now() where id = 'T1'")
+        .execute(&app.db.pool)
+        .await
+        .unwrap();
+    let page = read_page(&browser(), &url).await;
+    assert!(bookable(&page, 21, 30), "memory answers: {page}");
+    tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
+    let page = read_page(&browser(), &url).await;
+    assert!(
+        !bookable(&page, 21, 30),
+        "the database answers again: {page}"
+    );
+    sqlx::query("update dining_tables set archived_at = null where id = 'T1'")
+        .execute(&app.db.pool)
+        .await
+        .unwrap();
+    tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
+    let page = read_page(&browser(), &url).await;
+    assert!(bookable(&page, 21, 30), "{page}");
+    // a booking of the day changes one of its times: memory reads again
+    assert_eq!(book(&app.db, "quick", 4, 21, 30).await.unwrap(), ["T1"]);
+    app.settled().await;
+    let page = read_page(&browser(), &url).await;
+    assert!(
+        !bookable(&page, 21, 30) && !bookable(&page, 20, 0),
+        "{page}"
+    );
+    assert!(bookable(&page, 19, 30), "{page}");
+}

@@ -44,6 +44,7 @@ pub(crate) fn room(pacing: i32, tables: Vec<TableSpec>, joins: Vec<JoinSpec>) ->
         days_ahead: 30,
         book_until_minutes: 60,
         largest_party: 10,
+        closed_days: Vec::new(),
         tables,
         joins,
         periods: vec![PeriodSpec {

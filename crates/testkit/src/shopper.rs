@@ -126,10 +126,15 @@ impl TestApp {
         self.post_checkout(shopper, &[("checkout_key", key)]).await
     }
 
-    /// The checkout form: `fields`, and Ada Shopper's name and e-mail.
+    /// The checkout form: `fields`, and Ada Shopper's name, e-mail and
+    /// phone (kept only for a booking).
     async fn post_checkout(&self, shopper: &reqwest::Client, fields: &[(&str, &str)]) -> Response {
         let mut form = fields.to_vec();
-        form.extend([("name", "Ada Shopper"), ("email", "ada@example.com")]);
+        form.extend([
+            ("name", "Ada Shopper"),
+            ("email", "ada@example.com"),
+            ("phone", "+44 20 7946 0000"),
+        ]);
         shopper
             .post(format!("{}/checkout", self.address))
             .form(&form)

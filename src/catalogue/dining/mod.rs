@@ -42,6 +42,11 @@ pub struct RoomSpec {
     pub joins: Vec<JoinSpec>,
     pub periods: Vec<PeriodSpec>,
     pub turns: Vec<TurnSpec>,
+    /// Days the room does not open (a holiday), in the shop's zone: no
+    /// times are published for them, and unbooked ones already published
+    /// are withdrawn ([`times::close_days`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub closed_days: Vec<chrono::NaiveDate>,
 }
 
 /// A table: its name, the parties it seats, where it is, its priority.
@@ -133,13 +138,15 @@ pub async fn save_room(pool: &PgPool, room: &RoomSpec) -> sqlx::Result<()> {
     .await?;
     sqlx::query(
         "insert into dining_rooms (collection, name, description, currency, interval_minutes, \
-                                   pacing, days_ahead, book_until_minutes, largest_party) \
-         values ($1, $2, $3, $4, $5, $6, $7, $8, $9) \
+                                   pacing, days_ahead, book_until_minutes, largest_party, \
+                                   closed_days) \
+         values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) \
          on conflict (collection) do update set name = excluded.name, \
              description = excluded.description, currency = excluded.currency, \
              interval_minutes = excluded.interval_minutes, pacing = excluded.pacing, \
              days_ahead = excluded.days_ahead, book_until_minutes = excluded.book_until_minutes, \
-             largest_party = excluded.largest_party, updated_at = now()",
+             largest_party = excluded.largest_party, closed_days = excluded.closed_days, \
+             updated_at = now()",
     )
     .bind(&room.id)
     .bind(&room.name)
@@ -150,6 +157,7 @@ pub async fn save_room(pool: &PgPool, room: &RoomSpec) -> sqlx::Result<()> {
     .bind(room.days_ahead)
     .bind(room.book_until_minutes)
     .bind(room.largest_party)
+    .bind(&room.closed_days)
     .execute(&mut *tx)
     .await?;
     save_tables(&mut tx, room).await?;
@@ -319,6 +327,7 @@ pub async fn read_room(pool: &PgPool, id: &str) -> sqlx::Result<Option<RoomSpec>
         days_ahead: i32,
         book_until_minutes: i32,
         largest_party: i32,
+        closed_days: Vec<chrono::NaiveDate>,
     }
     #[derive(sqlx::FromRow)]
     struct Table {
@@ -353,7 +362,7 @@ pub async fn read_room(pool: &PgPool, id: &str) -> sqlx::Result<Option<RoomSpec>
     }
     let Some(room): Option<Room> = sqlx::query_as(
         "select name, description, currency, interval_minutes, pacing, days_ahead, \
-                book_until_minutes, largest_party \
+                book_until_minutes, largest_party, closed_days \
            from dining_rooms where collection = $1 and archived_at is null",
     )
     .bind(id)
@@ -400,6 +409,7 @@ pub async fn read_room(pool: &PgPool, id: &str) -> sqlx::Result<Option<RoomSpec>
         days_ahead: room.days_ahead,
         book_until_minutes: room.book_until_minutes,
         largest_party: room.largest_party,
+        closed_days: room.closed_days,
         tables: tables
             .into_iter()
             .map(|t| TableSpec {

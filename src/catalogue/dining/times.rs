@@ -13,7 +13,7 @@ use crate::catalogue::ProductKind;
 use crate::clock::ShopZone;
 
 /// A time a party could be offered.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, sqlx::FromRow)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize, sqlx::FromRow)]
 pub struct BookableTime {
     pub product_id: String,
     pub starts_at: DateTime<Utc>,
@@ -191,4 +191,24 @@ pub async fn nearest(
     times.sort_by_key(|t| ((t.starts_at - at).num_seconds().abs(), t.starts_at));
     times.truncate(n);
     Ok(times)
+}
+
+/// Withdraw the room's times on its closed days that nobody holds or
+/// bought (taken off sale, kept for the record); a time with a booking
+/// stays for staff to settle with its guests. The number withdrawn.
+pub async fn close_days(pool: &PgPool, zone: ShopZone, room_id: &str) -> sqlx::Result<u64> {
+    let withdrawn = sqlx::query(
+        "update products p set active = false \
+           from dining_times t, dining_rooms r \
+          where t.product_id = p.id and r.collection = t.room \
+            and t.room = $1 and p.active \
+            and (t.starts_at at time zone $2)::date = any (r.closed_days) \
+            and not exists (select 1 from bookings b where b.product_id = p.id)",
+    )
+    .bind(room_id)
+    .bind(zone.name())
+    .execute(pool)
+    .await?
+    .rows_affected();
+    Ok(withdrawn)
 }

@@ -136,8 +136,8 @@ const SHELF: CollectionSheet = CollectionSheet {
 const DINING_ROOM: CollectionSheet = CollectionSheet {
     name: "dining_room",
     noun: "dining room",
-    // its admin pages are not built yet (issue 36): no link to them
-    editor: None,
+    // the host stand's day; its set-up is linked from there
+    editor: Some("/admin/dining/{collection}"),
     product_editor: None,
     add_product: None,
     create: None,

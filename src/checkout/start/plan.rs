@@ -305,7 +305,7 @@ fn short_of_read(priced: &Priced) -> Vec<ShortLine> {
     })
 }
 
-/// One product without a voucher: order, line and hold in one call,
+/// One product without a voucher or phone: order, line and hold in one call,
 /// combined with the other checkouts of its resource waiting at the same
 /// moment. Anything else: the one-transaction path, where a voucher's use
 /// is held with the units as a basket's line.
@@ -317,8 +317,9 @@ fn shape(start: &CheckoutStart, priced: Priced) -> Plan {
     ) else {
         return Plan::Basket(priced);
     };
-    // what pins beside its units (a table) is made by the one transaction
-    if claim.pins() {
+    // what pins beside its units (a table) is made by the one transaction,
+    // and so is an order that keeps a phone
+    if claim.pins() || start.customer.phone().is_some() {
         return Plan::Basket(priced);
     }
     let p = product(&priced.products, &line.product_id);

@@ -139,8 +139,8 @@ async fn write_order(
     let inserted: Option<Uuid> = sqlx::query_scalar(
         "insert into orders (token, checkout_key, customer_name, customer_email, currency, \
                              amount_minor, provider, email_key, client_address, voucher_code, \
-                             discount_minor) \
-         values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) \
+                             discount_minor, customer_phone) \
+         values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) \
          on conflict (checkout_key) do nothing \
          returning id",
     )
@@ -155,6 +155,7 @@ async fn write_order(
     .bind(start.limits.address.as_ref().map(|(a, _)| a.as_str()))
     .bind(start.voucher.as_ref().map(|v| v.voucher.code.as_str()))
     .bind(discount)
+    .bind(start.customer.phone())
     .fetch_optional(&mut **tx)
     .await?;
     let Some(order_id) = inserted else {

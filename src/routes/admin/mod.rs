@@ -12,6 +12,7 @@
 mod activity;
 mod api_keys;
 mod catalogue;
+mod dining;
 mod exports;
 mod form;
 mod guard;

@@ -8,7 +8,7 @@ use actix_web::web;
 
 use super::home::home;
 use super::{
-    activity, api_keys, catalogue, exports, holds, images, orders, records, redeem, refunds,
+    activity, api_keys, catalogue, exports, dining, holds, images, orders, records, redeem, refunds,
     resources, session, staff_accounts, storefront, two_factor, vouchers, waitlist, webhooks,
 };
 use crate::staff::roles::Permission;
@@ -137,6 +137,12 @@ pub static ROUTES: &[AdminRoute] = &[
     route!(Post "/catalogue/products/{id}/image", Catalogue => images::product_image),
     route!(Post "/catalogue/products/{id}/restore", Catalogue => catalogue::restore_product),
     route!(Post "/catalogue/collections/{id}/restore", Catalogue => catalogue::restore_collection),
+    route!(Get "/dining/{room}", Redeem => dining::day_page),
+    route!(Post "/dining/{room}/seat", Redeem => dining::seat),
+    route!(Post "/dining/{room}/no-show", Redeem => dining::no_show),
+    route!(Post "/dining/{room}/move", Redeem => dining::move_booking),
+    route!(Get "/dining/{room}/setup", Catalogue => dining::setup_page),
+    route!(Post "/dining/{room}/setup", Catalogue => dining::save_setup),
     route!(Get "/vouchers", Vouchers => vouchers::vouchers_page),
     route!(Get "/vouchers/new", Vouchers => vouchers::new_voucher),
     route!(Post "/vouchers", Vouchers => vouchers::create_voucher),

@@ -9,8 +9,8 @@ use actix_web::{HttpRequest, HttpResponse, web};
 use serde::Deserialize;
 use sha2::{Digest, Sha256};
 
-use super::{ApiError, ErrorCode, json_body, key_of};
-use crate::catalogue::{Choice, ChoiceFields};
+use super::{ApiError, ErrorCode, booking_lines, json_body, key_of};
+use crate::catalogue::Choice;
 use crate::checkout::{self, BeginRequest, Begun, basket};
 use crate::inventory::IdempotencyKey;
 use crate::retry::{Bound, retry};
@@ -25,6 +25,10 @@ pub struct CheckoutBody {
     lines: Vec<CheckoutLine>,
     name: String,
     email: String,
+    /// The guest's phone: required when a line is a booking, not kept
+    /// otherwise.
+    #[serde(default)]
+    phone: Option<String>,
     /// `stripe` or `razorpay`; the shop's default when absent.
     #[serde(default)]
     provider: Option<String>,
@@ -40,8 +44,18 @@ pub struct CheckoutBody {
 #[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CheckoutLine {
+    /// A product; for a table, its dining room (or one of its times).
     product_id: String,
-    qty: i32,
+    /// Units of the product (1 to 100).
+    #[serde(default)]
+    qty: Option<i32>,
+    /// A table's party (1 to 100), with `at` and without `qty`.
+    #[serde(default)]
+    party: Option<i32>,
+    /// A table's time, RFC 3339 with its offset: one the room offers.
+    #[serde(default)]
+    #[schema(value_type = Option<String>, format = DateTime)]
+    at: Option<chrono::DateTime<chrono::FixedOffset>>,
 }
 
 /// Whether an answer is kept under its `Idempotency-Key`: not a failure
@@ -95,19 +109,6 @@ pub async fn start(
     let key = key_of(&request).expect("the guard let a key through");
     let idem = idempotency_key(&request)?;
     let (body, raw): (CheckoutBody, Vec<u8>) = json_body(payload).await?;
-    let choices: Result<Vec<Choice>, _> = body
-        .lines
-        .iter()
-        .map(|l| {
-            Choice::from_fields(ChoiceFields {
-                qty: Some(i64::from(l.qty)),
-                ..ChoiceFields::default()
-            })
-        })
-        .collect();
-    let Ok(choices) = choices else {
-        return Err(ApiError::of(ErrorCode::BadLines));
-    };
     if body.lines.is_empty()
         || body.lines.len() > 20
         || body
@@ -119,6 +120,12 @@ pub async fn start(
             ErrorCode::BadLines,
             "give 1 to 20 lines of 1 to 100 units of a product id; nothing was done",
         ));
+    }
+    // each line as the basket takes it: a table's time found from its room
+    let mut choices: Vec<(String, Choice)> = Vec::with_capacity(body.lines.len());
+    for l in &body.lines {
+        choices
+            .push(booking_lines::resolve(&shop.pool, &l.product_id, l.qty, l.party, l.at).await?);
     }
     match api_keys::claim(&shop.pool, &key, &idem, "checkout", &raw).await? {
         Idempotent::Answered { status, body } => {
@@ -177,7 +184,7 @@ async fn run(
     key: &api_keys::ApiKey,
     idem: &str,
     body: CheckoutBody,
-    choices: &[Choice],
+    choices: &[(String, Choice)],
 ) -> Result<serde_json::Value, ApiError> {
     // whose address the limits count: the shopper's, when the storefront
     // says it, else the client's own
@@ -198,13 +205,12 @@ async fn run(
     let checkout_key = IdempotencyKey::parse(&format!("api-{}", &digest[..40]))
         .map_err(|e| ApiError::new(ErrorCode::InvalidInput, e.0))?;
     let basket_id = format!("api-{}", &digest[..40]);
-    for (line, choice) in body.lines.iter().zip(choices) {
-        let add = uuid::Uuid::from_slice(
-            &Sha256::digest(format!("{basket_id}:{}", line.product_id))[..16],
-        )
-        .expect("16 bytes");
+    for (product_id, choice) in choices {
+        let add =
+            uuid::Uuid::from_slice(&Sha256::digest(format!("{basket_id}:{product_id}"))[..16])
+                .expect("16 bytes");
         let added = retry("basket_add", Bound::Shopper, || {
-            basket::add(&shop.pool, &basket_id, &line.product_id, choice, add, None)
+            basket::add(&shop.pool, &basket_id, product_id, choice, add, None)
         })
         .await?;
         match added {
@@ -212,7 +218,7 @@ async fn run(
             basket::Added::Unknown => {
                 return Err(ApiError::new(
                     ErrorCode::UnknownProduct,
-                    format!("{} is not for sale; nothing was held", line.product_id),
+                    format!("{} is not for sale; nothing was held", product_id),
                 ));
             }
             basket::Added::TooMany { max_per_order, .. } => {
@@ -220,7 +226,7 @@ async fn run(
                     ErrorCode::OverLimit,
                     format!(
                         "one order takes at most {max_per_order} of {}; nothing was held",
-                        line.product_id
+                        product_id
                     ),
                 ));
             }
@@ -233,6 +239,7 @@ async fn run(
             basket_id: Some(basket_id),
             name: body.name,
             email: body.email,
+            phone: body.phone,
             provider: body.provider,
             form_lines: None,
             address,
@@ -242,19 +249,23 @@ async fn run(
     )
     .await?;
     let Some(code) = checkout_code(&begun) else {
-        let order = checkout::order_by_checkout_key(&shop.pool, checkout_key.as_str()).await?;
-        return order
-            .map(|order| {
-                serde_json::json!({
-                    "order_token": order.token,
-                    "state": order.state,
-                    "payment_url": order.provider_url,
-                    "order_url": format!("{}/orders/{}", shop.base_url, order.token),
-                    "amount_minor": order.amount_minor,
-                    "currency": order.currency,
-                })
-            })
-            .ok_or_else(|| ApiError::new(ErrorCode::Unavailable, "try again in a moment"));
+        let order = checkout::order_by_checkout_key(&shop.pool, checkout_key.as_str())
+            .await?
+            .ok_or_else(|| ApiError::new(ErrorCode::Unavailable, "try again in a moment"))?;
+        let mut answer = serde_json::json!({
+            "order_token": order.token,
+            "state": order.state,
+            "payment_url": order.provider_url,
+            "order_url": format!("{}/orders/{}", shop.base_url, order.token),
+            "amount_minor": order.amount_minor,
+            "currency": order.currency,
+        });
+        // a booking says its tables and its stay
+        let bookings = booking_lines::bookings_of(&shop.pool, order.id).await?;
+        if !bookings.is_empty() {
+            answer["bookings"] = serde_json::Value::Array(bookings);
+        }
+        return Ok(answer);
     };
     Err(match begun {
         Begun::BadCustomer { reason } => ApiError::new(code, reason),
@@ -268,9 +279,19 @@ async fn run(
                     )
                 })
                 .collect();
+            // a table taken: the nearest times that seat the party
+            let nearest = booking_lines::nearest_words(&shop.pool, &lines).await?;
+            let nearest = if nearest.is_empty() {
+                String::new()
+            } else {
+                format!("; {nearest}")
+            };
             ApiError::new(
                 code,
-                format!("not enough left ({}); nothing was held", words.join("; ")),
+                format!(
+                    "not enough left ({}){nearest}; nothing was held",
+                    words.join("; ")
+                ),
             )
         }
         Begun::BadVoucher { code: typed, .. } => ApiError::new(

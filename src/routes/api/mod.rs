@@ -6,6 +6,7 @@
 //! Every error is `{"error": {"code", "message"}}` with a stable code;
 //! every POST needs an `Idempotency-Key`.
 
+mod booking_lines;
 mod checkout;
 mod dining;
 mod exports;

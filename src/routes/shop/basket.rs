@@ -8,7 +8,7 @@ use askama::Template;
 use serde::Deserialize;
 
 use super::{BASKET_COOKIE, basket_id, too_fast};
-use crate::catalogue::{Choice, ChoiceFields};
+use crate::catalogue::{self, Choice, ChoiceFields};
 use crate::checkout::{self, basket};
 use crate::money;
 use crate::retry::{Bound, retry};
@@ -351,6 +351,10 @@ struct BasketPage {
     /// The ways to pay a shopper may choose for this basket: (form value,
     /// label, hint) ([`crate::payments::methods`]).
     ways: Vec<(&'static str, &'static str, &'static str)>,
+    /// A line is a booking: its guest gives a phone.
+    asks_phone: bool,
+    /// Nothing to pay: the form confirms.
+    free: bool,
 }
 
 /// What the basket page tells the shopper above its form, and what it
@@ -362,6 +366,8 @@ pub(super) struct Told {
     pub(super) error: String,
     pub(super) name: String,
     pub(super) email: String,
+    /// A booking's phone, filled in again.
+    pub(super) phone: String,
     /// The voucher code, filled in again, and what was wrong with it.
     pub(super) voucher: String,
     pub(super) voucher_problem: String,
@@ -478,6 +484,8 @@ pub(super) async fn basket_page_of(
         told.voucher = applied.code.to_string();
     }
     let page = BasketPage {
+        asks_phone: asks_phone(shop, &rows).await?,
+        free: !rows.is_empty() && subtotal - off == 0,
         basket_count: rows.iter().map(|r| i64::from(r.qty)).sum(),
         lines: rows
             .iter()
@@ -512,6 +520,28 @@ pub(super) async fn basket_page_of(
             .collect(),
     };
     render(status, &page)
+}
+
+/// A line is a booking, whose guest gives a phone: memory knows each
+/// product's kind (a refusal from memory reads nothing else), the
+/// database when memory does not.
+async fn asks_phone(shop: &Shop, rows: &[basket::BasketLine]) -> Result<bool, ShopError> {
+    let party = |kind: catalogue::ProductKind| kind.choice() == catalogue::ChoiceKind::Party;
+    let known: Option<bool> = shop.live.now().and_then(|snapshot| {
+        rows.iter()
+            .map(|r| snapshot.product(&r.product_id).map(|(p, _)| party(p.kind)))
+            .collect::<Option<Vec<bool>>>()
+            .map(|parties| parties.into_iter().any(|p| p))
+    });
+    if let Some(known) = known {
+        return Ok(known);
+    }
+    let ids: Vec<String> = rows.iter().map(|r| r.product_id.clone()).collect();
+    let kinds = retry("basket_read", Bound::Shopper, || {
+        catalogue::kinds_of(&shop.pool, &ids)
+    })
+    .await?;
+    Ok(kinds.into_iter().any(party))
 }
 
 #[derive(Deserialize)]

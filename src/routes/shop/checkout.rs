@@ -22,6 +22,9 @@ pub struct CheckoutForm {
     checkout_key: String,
     name: String,
     email: String,
+    /// A booking's guest's phone.
+    #[serde(default)]
+    phone: Option<String>,
     /// `stripe` or `razorpay`; the shop's default when absent.
     provider: Option<String>,
     /// The way of paying the shopper chose (`card`, `sepa_debit` …): the
@@ -34,6 +37,16 @@ pub struct CheckoutForm {
     /// A voucher code, if the shopper has one.
     #[serde(default)]
     pub(super) voucher: Option<String>,
+}
+
+impl CheckoutForm {
+    /// The form as typed, to fill the basket's form in with again.
+    fn refilled(&self) -> Told {
+        Told {
+            phone: self.phone.clone().unwrap_or_default(),
+            ..Told::refilled(&self.name, &self.email)
+        }
+    }
 }
 
 /// The lines a checkout could not hold; a sold-out one says what is
@@ -139,6 +152,7 @@ pub async fn start_checkout(
             basket_id: basket_id(&request),
             name: form.name.clone(),
             email: form.email.clone(),
+            phone: form.phone.clone(),
             provider,
             pay_method,
             form_lines: form.lines.as_deref().and_then(FormLines::parse),
@@ -200,7 +214,7 @@ async fn tell(
     match begun {
         // the basket was emptied with the payment phase
         Begun::Pay { url } => Ok(see_other(&url)),
-        Begun::Again { order } => Ok(see_other(&redirect_for(&order))),
+        Begun::Confirmed { order } | Begun::Again { order } => Ok(see_other(&redirect_for(&order))),
         Begun::EmptyBasket => Ok(see_other("/basket")),
         Begun::UnknownProvider => Err(ShopError::bad_request(
             "That way of paying is not offered here.",
@@ -208,7 +222,7 @@ async fn tell(
         Begun::BadCustomer { reason } => {
             let told = Told {
                 error: reason,
-                ..Told::refilled(&form.name, &form.email)
+                ..form.refilled()
             };
             basket_page(shop, request, status, told).await
         }
@@ -330,7 +344,8 @@ async fn tell(
     }
 }
 
-/// Where a started order's shopper should go now.
+/// Where a started order's shopper should go now: its page once it is
+/// paid (an order of nothing is, at once), else the provider's.
 fn redirect_for(order: &checkout::Order) -> String {
     match (&order.provider_url, order.state) {
         (Some(url), OrderState::Pending) => url.clone(),

@@ -51,6 +51,9 @@ struct DiningPage {
     largest_party: i32,
     /// The deposit the party pays per cover, in words, or empty.
     deposit: String,
+    /// Cancelled so many hours before its time, a booking's deposit is
+    /// refunded in full.
+    cancel_hours: i32,
     times: Vec<TimeRow>,
     /// The times full for the party, "18:00, 18:15", or empty.
     full: String,
@@ -132,26 +135,25 @@ pub async fn times(
         .at(date, NaiveTime::MIN)
         .map_err(|e| ShopError::internal(anyhow::anyhow!(e)))?;
     let party_i32 = i32::try_from(party).unwrap_or(2);
-    let rows = retry("dining_read", Bound::Shopper, || {
-        bookable(
-            &shop.pool,
-            room_id.as_str(),
-            from,
-            from + Duration::days(1),
-            party_i32,
-        )
-    })
-    .await?;
-    let deposit = retry("dining_read", Bound::Shopper, || {
-        sqlx::query_scalar::<_, i64>(
-            "select coalesce(max(deposit_minor), 0) from dining_periods \
-              where room = $1 and deposit_minor > 0 and deposit_from_party <= $2",
+    let rows = day_times(&shop, room_id.as_str(), from, party_i32).await?;
+    // the policy a booking of this party copies: shown before paying
+    #[derive(sqlx::FromRow)]
+    struct Policy {
+        deposit_minor: i64,
+        cancel_hours: i32,
+    }
+    let policy = retry("dining_read", Bound::Shopper, || {
+        sqlx::query_as::<_, Policy>(
+            "select deposit_minor, cancel_hours from dining_periods \
+              where room = $1 and deposit_minor > 0 and deposit_from_party <= $2 \
+              order by deposit_minor desc, cancel_hours desc limit 1",
         )
         .bind(room_id.as_str())
         .bind(party_i32)
-        .fetch_one(&shop.pool)
+        .fetch_optional(&shop.pool)
     })
     .await?;
+    let (deposit, cancel_hours) = policy.map_or((0, 0), |p| (p.deposit_minor, p.cancel_hours));
     let clock = |at| shop.zone.local(at).format("%H:%M").to_string();
     let page = DiningPage {
         basket_count: basket_count(&shop, &request).await?,
@@ -164,6 +166,7 @@ pub async fn times(
         last_day: last.format("%Y-%m-%d").to_string(),
         party,
         largest_party: room.largest_party,
+        cancel_hours,
         deposit: if deposit > 0 {
             money::format(deposit, &room.currency)
         } else {
@@ -192,4 +195,51 @@ pub async fn times(
         StatusCode::BAD_REQUEST
     };
     render(status, &page)
+}
+
+/// How long memory answers a day's times without the database: a change
+/// of any of the day's times (a booking, a release) ends it sooner; a
+/// table moved by staff, which changes no count, at the latest then.
+const DAY_FRESH_FOR: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// A day's times for a party: the crowd is answered from memory (the
+/// database's last answer) while none of the day's times changed since
+/// its read began, for a second at most; the database decides every
+/// booking all the same, and a time gone meanwhile is refused at checkout
+/// with the nearest that seat the party.
+async fn day_times(
+    shop: &Shop,
+    room_id: &str,
+    from: chrono::DateTime<chrono::Utc>,
+    party: i32,
+) -> Result<Vec<crate::catalogue::dining::times::BookableTime>, ShopError> {
+    let key = format!("dining:{room_id}:{}:{party}", from.timestamp());
+    if let Some(kept) = shop.live.kept_page(&key, DAY_FRESH_FOR)
+        && let Ok(rows) = serde_json::from_slice(&kept)
+    {
+        return Ok(rows);
+    }
+    // every change committed before this moment is in the read below
+    let read_at = chrono::Utc::now();
+    let rows = retry("dining_read", Bound::Shopper, || {
+        bookable(&shop.pool, room_id, from, from + Duration::days(1), party)
+    })
+    .await?;
+    // kept only when memory knows every time of the day
+    let resources: Option<Vec<String>> = shop.live.now().and_then(|snapshot| {
+        rows.iter()
+            .map(|t| {
+                snapshot
+                    .product(&t.product_id)
+                    .map(|(p, _)| p.resource_id.clone())
+            })
+            .collect()
+    });
+    if let (Some(resources), Ok(answer)) = (resources, serde_json::to_vec(&rows))
+        && !resources.is_empty()
+    {
+        shop.live
+            .keep_answer(&key, resources, read_at, bytes::Bytes::from(answer));
+    }
+    Ok(rows)
 }

@@ -5,6 +5,7 @@
 mod assets;
 mod availability;
 mod basket;
+mod cancel;
 pub(crate) mod catalogue;
 mod checkout;
 mod dining;
@@ -250,5 +251,7 @@ pub fn routes(config: &mut web::ServiceConfig) {
         .route(
             "/orders/{token}/calendar.ics",
             web::get().to(orders::calendar),
-        );
+        )
+        .route("/orders/{token}/cancel", web::get().to(cancel::ask))
+        .route("/orders/{token}/cancel", web::post().to(cancel::cancel));
 }

@@ -25,6 +25,8 @@ struct OrderPage {
     number: String,
     waiting: bool,
     paid: bool,
+    /// Paid, and it owed nothing: confirmed without a payment.
+    free: bool,
     name: String,
     total: String,
     /// What a voucher took off, in words; empty: nothing.
@@ -47,6 +49,10 @@ struct OrderPage {
     has_calendar: bool,
     /// Each line's picture, by product id.
     pictures: HashMap<String, String>,
+    /// Its bookings' cancellation policy in words; empty: none stands.
+    cancel_words: String,
+    /// The guest may cancel now.
+    can_cancel: bool,
 }
 
 impl OrderPage {
@@ -132,6 +138,8 @@ pub async fn order_page(
     let staff_explanation = staff_refund.as_ref().map(|(reason, _)| {
         format!("The shop refunded it: {reason}. The money is on its way back to you.")
     });
+    let (cancel_words, can_cancel) = super::cancel::order_words(&shop, &order).await?;
+    let guest_cancelled = super::cancel::cancelled_words(&shop, &order).await?;
     let settling = match order.state {
         OrderState::Settling => {
             let view = retry("order_read", Bound::Shopper, || {
@@ -153,6 +161,10 @@ pub async fn order_page(
         _ => String::new(),
     };
     let (headline, explanation) = match order.state {
+        OrderState::RefundPending | OrderState::Refunded if guest_cancelled.is_some() => (
+            "Your booking is cancelled",
+            guest_cancelled.as_deref().unwrap_or_default(),
+        ),
         OrderState::RefundPending | OrderState::Refunded if staff_explanation.is_some() => (
             "Your order was refunded",
             staff_explanation.as_deref().unwrap_or_default(),
@@ -186,6 +198,7 @@ pub async fn order_page(
         number: order.number.clone(),
         waiting: order.state == OrderState::Pending,
         paid: order.state == OrderState::Paid,
+        free: order.state == OrderState::Paid && order.amount_minor == 0,
         name: order.customer_name.clone(),
         total: money::format(order.amount_minor, &order.currency),
         discount: crate::vouchers::discount_words(
@@ -200,6 +213,8 @@ pub async fn order_page(
         explanation: explanation.into(),
         lines,
         has_calendar,
+        cancel_words,
+        can_cancel,
         occasions,
         currency: order.currency.clone(),
         token: order.token.clone(),

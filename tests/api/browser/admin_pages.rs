@@ -34,6 +34,8 @@ fn concrete(pattern: &str, things: &Things) -> String {
         "/catalogue/stock/{id}" => "/catalogue/stock/wild-honey".to_owned(),
         "/catalogue/preview/{id}" => "/catalogue/preview/harbour-lights".to_owned(),
         "/webhooks/{id}" => format!("/webhooks/{}", things.endpoint),
+        "/dining/{room}" => "/dining/harbour-bistro".to_owned(),
+        "/dining/{room}/setup" => "/dining/harbour-bistro/setup".to_owned(),
         other => {
             assert!(!other.contains('{'), "no value for {other}: add one");
             other.to_owned()

@@ -2,8 +2,11 @@
 //! and a desk's (1280×900): the catalogue links to the restaurant's page,
 //! which answers a day and a party with the times that can seat it; a
 //! time goes into the basket as the party's booking, its deposit is paid
-//! at the provider, and the order page says the booking in its own words.
-//! No horizontal scroll; axe-core finds nothing.
+//! at the provider, and the order page says the booking in its own words
+//! and its cancellation policy; the guest cancels (asked first) and the
+//! deposit goes back;
+//! the demo's restaurant seats two for nothing, confirmed without a
+//! provider. No horizontal scroll; axe-core finds nothing.
 
 use super::*;
 use crate::tables::{ROOM, book, day, room, set_up, table, time_id};
@@ -108,6 +111,7 @@ async fn a_guest_chooses_a_time_for_four_on_a_phone_and_a_desk() {
         // booking in its own words, with its code for the host stand
         guest.fill("input[name=name]", "Ada Lovelace").await;
         guest.fill("input[name=email]", "ada@example.com").await;
+        guest.fill("input[name=phone]", "+44 20 7946 0000").await;
         guest.click("form.checkout button[type=submit]").await;
         guest.find("#pay").await;
         guest.click("#pay").await;
@@ -120,6 +124,58 @@ async fn a_guest_chooses_a_time_for_four_on_a_phone_and_a_desk() {
         assert!(fits(&guest).await, "order ({size}) scrolls sideways");
         let violations = guest.axe_violations().await;
         assert!(violations.is_empty(), "order: {violations:#?}");
+        // the policy copied onto the booking, and the cancel: asked first,
+        // then the deposit goes back
+        let policy = guest.text("#cancel-policy").await;
+        assert!(policy.contains("refunded in full"), "{policy}");
+        guest.click("#cancel-policy a").await;
+        guest.wait_for_text("h1", "Cancel your booking?").await;
+        guest.screenshot(&format!("cancel-{size}")).await;
+        assert!(fits(&guest).await, "cancel ({size}) scrolls sideways");
+        let violations = guest.axe_violations().await;
+        assert!(violations.is_empty(), "cancel: {violations:#?}");
+        guest.click("form button[type=submit]").await;
+        guest.wait_for_text("h1", "Your booking is cancelled").await;
+        let body = guest.body().await;
+        assert!(body.contains("€40.00 is on its way back"), "{body}");
+        guest.screenshot(&format!("cancelled-{size}")).await;
+        let violations = guest.axe_violations().await;
+        assert!(violations.is_empty(), "cancelled: {violations:#?}");
+        // the demo's restaurant seats two tomorrow for nothing: the form
+        // confirms, with no provider, and the order page says so
+        let tomorrow = (chrono::Utc::now() + chrono::Duration::days(1)).date_naive();
+        guest
+            .go(&format!(
+                "{}/dining/harbour-bistro?date={}&party=2",
+                app.address,
+                tomorrow.format("%Y-%m-%d")
+            ))
+            .await;
+        guest.wait_for_text("#times-heading", "Times for 2").await;
+        guest
+            .click("ul.times li:first-child button[type=submit]")
+            .await;
+        guest.wait_for_path("/basket").await;
+        let confirm = guest.text("form.checkout button[type=submit]").await;
+        assert_eq!(confirm.trim(), "Confirm");
+        guest.fill("input[name=name]", "Ada Lovelace").await;
+        guest.fill("input[name=email]", "ada@example.com").await;
+        guest.fill("input[name=phone]", "+44 20 7946 0000").await;
+        guest.screenshot(&format!("basket-free-{size}")).await;
+        let violations = guest.axe_violations().await;
+        assert!(violations.is_empty(), "free basket: {violations:#?}");
+        guest.click("form.checkout button[type=submit]").await;
+        guest.wait_for_path("/orders/").await;
+        let body = guest.body().await;
+        assert!(
+            body.contains("Your order is confirmed. There was nothing to pay."),
+            "{body}"
+        );
+        assert!(body.contains("Table for 2,"), "{body}");
+        guest.screenshot(&format!("order-free-{size}")).await;
+        assert!(fits(&guest).await, "free order ({size}) scrolls sideways");
+        let violations = guest.axe_violations().await;
+        assert!(violations.is_empty(), "free order: {violations:#?}");
         guest.close().await;
     }
 }

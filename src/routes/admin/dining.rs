@@ -1,0 +1,396 @@
+//! A dining room at the host stand (issue 36): the day's bookings by time
+//! (party, guest and phone, table, where each stands), and what the stand
+//! does with one: seated (the booking code redeemed once, as at a door),
+//! a no-show (recorded, the deposit kept), or moved to another free table
+//! or joined set that seats the party (`hf_move_booking`, under the
+//! engine's locks). And the room's set-up: its tables, joins, periods,
+//! turns and pacing as they stand, changed as a whole in the catalogue
+//! file's words (`RoomSpec`), checked before anything is stored.
+
+use actix_web::http::StatusCode;
+use actix_web::{HttpResponse, web};
+use askama::Template;
+use chrono::{DateTime, Duration, NaiveDate, Utc};
+use serde::Deserialize;
+use uuid::Uuid;
+
+use super::notices::NoticeQuery;
+use super::pages::{Nav, nav, render, see_other};
+use crate::catalogue::dining::times::close_days;
+use crate::catalogue::dining::{RoomSpec, read_room, save_room};
+use crate::redemption::{self, Door, Outcome};
+use crate::routes::ShopError;
+use crate::staff::Session;
+use crate::state::Shop;
+
+#[derive(Deserialize)]
+pub struct DayQuery {
+    /// `YYYY-MM-DD` in the shop's zone; today when absent.
+    date: Option<String>,
+    /// What the last action did ([`said`]).
+    said: Option<String>,
+}
+
+/// A booking of the day, as the stand reads it.
+#[derive(sqlx::FromRow)]
+struct Booked {
+    hold_id: Uuid,
+    number: String,
+    name: String,
+    phone: Option<String>,
+    party: i32,
+    starts_at: DateTime<Utc>,
+    ends_at: DateTime<Utc>,
+    tables: Vec<String>,
+    /// booked, seated, no-show, cancelled
+    state: String,
+    /// The free tables and joined sets that seat the party for its stay.
+    moves: Vec<String>,
+}
+
+impl Booked {
+    fn standing(&self) -> bool {
+        self.state == "booked"
+    }
+}
+
+#[derive(Template)]
+#[template(path = "admin/dining_day.html")]
+struct DayPage {
+    nav: Nav,
+    room: String,
+    name: String,
+    date: String,
+    day: String,
+    bookings: Vec<Booked>,
+    covers: i64,
+}
+
+impl DayPage {
+    fn hhmm(&self, at: &DateTime<Utc>) -> String {
+        self.nav.zone.local(*at).format("%H:%M").to_string()
+    }
+}
+
+/// The words an action's `said` names; nothing else is shown.
+fn said(word: Option<&str>) -> (&'static str, &'static str) {
+    match word.unwrap_or_default() {
+        "seated" => ("The party is seated; its code is used.", "ok"),
+        "seated_before" => ("That party was seated before; nothing changed.", "refused"),
+        "no_show" => ("Marked as a no-show; the deposit is kept.", "ok"),
+        "moved" => ("The booking moved to its new table.", "ok"),
+        "not_free" => ("That table is taken then; the booking stayed.", "refused"),
+        "does_not_fit" => (
+            "That table does not seat the party; the booking stayed.",
+            "refused",
+        ),
+        "not_standing" => (
+            "That booking is no longer standing; nothing changed.",
+            "refused",
+        ),
+        "saved" => ("The room's set-up is saved.", "ok"),
+        _ => ("", "ok"),
+    }
+}
+
+/// The room's name, or 404.
+async fn room_name(shop: &Shop, room: &str) -> Result<String, ShopError> {
+    sqlx::query_scalar::<_, String>("select name from dining_rooms where collection = $1")
+        .bind(room)
+        .fetch_optional(&shop.pool)
+        .await?
+        .ok_or_else(|| ShopError::not_found("no such dining room"))
+}
+
+/// `GET /admin/dining/{room}[?date=YYYY-MM-DD]`: the day's bookings.
+pub async fn day_page(
+    shop: web::Data<Shop>,
+    session: web::ReqData<Session>,
+    room: web::Path<String>,
+    query: web::Query<DayQuery>,
+) -> Result<HttpResponse, ShopError> {
+    let name = room_name(&shop, &room).await?;
+    let today = shop.zone.local(Utc::now()).date_naive();
+    let date = match query.date.as_deref().filter(|d| !d.is_empty()) {
+        None => today,
+        Some(text) => NaiveDate::parse_from_str(text, "%Y-%m-%d")
+            .map_err(|_| ShopError::bad_request("give the day as YYYY-MM-DD"))?,
+    };
+    let midnight = chrono::NaiveTime::MIN;
+    let (from, to) = (
+        shop.zone.at(date, midnight),
+        shop.zone.at(date + Duration::days(1), midnight),
+    );
+    let (Ok(from), Ok(to)) = (from, to) else {
+        return Err(ShopError::bad_request("that day has no midnight here"));
+    };
+    let bookings: Vec<Booked> = sqlx::query_as(
+        "select b.hold_id, o.number, o.customer_name as name, o.customer_phone as phone, \
+                b.party, b.starts_at, b.ends_at, b.tables, \
+                case when l.refunded_qty >= l.qty then 'cancelled' \
+                     when b.no_show_at is not null then 'no-show' \
+                     when exists (select 1 from redemptions r where r.code = o.pickup_code) \
+                       then 'seated' \
+                     else 'booked' end as state, \
+                array(select f.set_id from hf_free_sets(b.room, b.party, \
+                                                        tstzrange(b.starts_at, b.ends_at, '[)'), \
+                                                        b.hold_id) f \
+                       where f.tables <> b.tables order by f.set_id) as moves \
+           from bookings b join orders o on o.id = b.order_id \
+           join order_lines l on l.order_id = b.order_id and l.product_id = b.product_id \
+          where b.room = $1 and b.starts_at >= $2 and b.starts_at < $3 \
+            and o.state in ('paid', 'refund_pending', 'refunded') \
+          order by b.starts_at, b.tables",
+    )
+    .bind(room.as_str())
+    .bind(from)
+    .bind(to)
+    .fetch_all(&shop.pool)
+    .await?;
+    let mut nav = nav(&shop, &session, &NoticeQuery::default()).await?;
+    let (words, kind) = said(query.said.as_deref());
+    nav.notice = words.to_owned();
+    nav.notice_kind = kind;
+    let page = DayPage {
+        nav,
+        covers: bookings
+            .iter()
+            .filter(|b| b.state != "cancelled")
+            .map(|b| i64::from(b.party))
+            .sum(),
+        room: room.into_inner(),
+        name,
+        date: date.format("%Y-%m-%d").to_string(),
+        day: date.format("%A %-d %B").to_string(),
+        bookings,
+    };
+    render(StatusCode::OK, &page)
+}
+
+#[derive(Deserialize)]
+pub struct BookingForm {
+    hold: Uuid,
+    date: String,
+    /// A move's table or joined set.
+    #[serde(default)]
+    to: String,
+}
+
+/// Back to the day, saying what happened.
+fn back(room: &str, form: &BookingForm, said: &str) -> HttpResponse {
+    let date: String = form
+        .date
+        .chars()
+        .filter(|c| c.is_ascii_digit() || *c == '-')
+        .collect();
+    see_other(&format!("/admin/dining/{room}?date={date}&said={said}"))
+}
+
+/// A standing booking of the room: its order's code, or `None`.
+async fn standing(shop: &Shop, room: &str, hold: Uuid) -> Result<Option<String>, ShopError> {
+    let code: Option<Option<String>> = sqlx::query_scalar(
+        "select o.pickup_code from bookings b join orders o on o.id = b.order_id \
+          where b.hold_id = $1 and b.room = $2 and o.state = 'paid' and b.no_show_at is null",
+    )
+    .bind(hold)
+    .bind(room)
+    .fetch_optional(&shop.pool)
+    .await?;
+    Ok(code.flatten())
+}
+
+/// `POST /admin/dining/{room}/seat`: the party is here; its booking code
+/// is redeemed, once, by the member at the host stand.
+pub async fn seat(
+    shop: web::Data<Shop>,
+    session: web::ReqData<Session>,
+    room: web::Path<String>,
+    form: web::Form<BookingForm>,
+) -> Result<HttpResponse, ShopError> {
+    let Some(code) = standing(&shop, &room, form.hold).await? else {
+        return Ok(back(&room, &form, "not_standing"));
+    };
+    let redeemed = redemption::redeem(
+        &shop.pool,
+        &code,
+        &Door {
+            by: &session.staff.email,
+            place: "host stand",
+            checks: None,
+            overrule: false,
+            attempt: Uuid::new_v4(),
+        },
+    )
+    .await?;
+    Ok(back(
+        &room,
+        &form,
+        match redeemed.outcome {
+            Outcome::Redeemed { .. } => "seated",
+            Outcome::AlreadyUsed { .. } => "seated_before",
+            _ => "not_standing",
+        },
+    ))
+}
+
+/// `POST /admin/dining/{room}/no-show`: the party did not come; recorded
+/// with who said so, the deposit kept. A seated party cannot be one.
+pub async fn no_show(
+    shop: web::Data<Shop>,
+    session: web::ReqData<Session>,
+    room: web::Path<String>,
+    form: web::Form<BookingForm>,
+) -> Result<HttpResponse, ShopError> {
+    let marked = sqlx::query(
+        "update bookings b set no_show_at = now(), no_show_by = $3 \
+           from orders o \
+          where b.hold_id = $1 and b.room = $2 and o.id = b.order_id and o.state = 'paid' \
+            and b.no_show_at is null \
+            and not exists (select 1 from redemptions r where r.code = o.pickup_code)",
+    )
+    .bind(form.hold)
+    .bind(room.as_str())
+    .bind(&session.staff.email)
+    .execute(&shop.pool)
+    .await?
+    .rows_affected();
+    Ok(back(
+        &room,
+        &form,
+        if marked == 1 {
+            "no_show"
+        } else {
+            "not_standing"
+        },
+    ))
+}
+
+/// `POST /admin/dining/{room}/move`: to another free table or joined set
+/// that seats the party for the same stay; the database decides.
+pub async fn move_booking(
+    shop: web::Data<Shop>,
+    room: web::Path<String>,
+    form: web::Form<BookingForm>,
+) -> Result<HttpResponse, ShopError> {
+    if standing(&shop, &room, form.hold).await?.is_none() {
+        return Ok(back(&room, &form, "not_standing"));
+    }
+    let outcome: String = sqlx::query_scalar("select hf_move_booking($1, $2)")
+        .bind(form.hold)
+        .bind(form.to.trim())
+        .fetch_one(&shop.pool)
+        .await?;
+    Ok(back(
+        &room,
+        &form,
+        match outcome.as_str() {
+            "moved" | "same" => "moved",
+            "not_free" => "not_free",
+            "does_not_fit" | "unknown_set" => "does_not_fit",
+            _ => "not_standing",
+        },
+    ))
+}
+
+#[derive(Template)]
+#[template(path = "admin/dining_setup.html")]
+struct SetupPage {
+    nav: Nav,
+    room: String,
+    spec: RoomSpec,
+    /// The set-up in the catalogue file's words, as typed when refused.
+    text: String,
+    error: String,
+}
+
+impl SetupPage {
+    /// A deposit, in the room's currency.
+    fn money(&self, minor: &i64) -> String {
+        crate::money::format(*minor, &self.spec.currency)
+    }
+}
+
+/// `GET /admin/dining/{room}/setup`.
+pub async fn setup_page(
+    shop: web::Data<Shop>,
+    session: web::ReqData<Session>,
+    room: web::Path<String>,
+    query: web::Query<DayQuery>,
+) -> Result<HttpResponse, ShopError> {
+    let spec = read_room(&shop.pool, &room)
+        .await?
+        .ok_or_else(|| ShopError::not_found("no such dining room"))?;
+    let mut nav = nav(&shop, &session, &NoticeQuery::default()).await?;
+    let (words, kind) = said(query.said.as_deref());
+    nav.notice = words.to_owned();
+    nav.notice_kind = kind;
+    let text = serde_json::to_string_pretty(&spec).unwrap_or_default();
+    render(
+        StatusCode::OK,
+        &SetupPage {
+            nav,
+            room: room.into_inner(),
+            spec,
+            text,
+            error: String::new(),
+        },
+    )
+}
+
+#[derive(Deserialize)]
+pub struct SetupForm {
+    room: String,
+}
+
+/// `POST /admin/dining/{room}/setup`: the whole set-up, in the catalogue
+/// file's words; refused beside the field (what was typed kept) when it
+/// does not read or does not hold together, and then nothing is stored.
+pub async fn save_setup(
+    shop: web::Data<Shop>,
+    session: web::ReqData<Session>,
+    room: web::Path<String>,
+    form: web::Form<SetupForm>,
+) -> Result<HttpResponse, ShopError> {
+    let current = read_room(&shop.pool, &room)
+        .await?
+        .ok_or_else(|| ShopError::not_found("no such dining room"))?;
+    let checked = serde_json::from_str::<RoomSpec>(&form.room)
+        .map_err(|e| format!("the set-up does not read: {e}"))
+        .and_then(|spec| {
+            if spec.id != current.id {
+                return Err(format!(
+                    "the set-up is the room {}'s; keep its id",
+                    current.id
+                ));
+            }
+            spec.check().map(|()| spec)
+        });
+    // what the database refuses is said too, and nothing is stored
+    let saved = match checked {
+        Ok(spec) => match save_room(&shop.pool, &spec).await {
+            Ok(()) => {
+                close_days(&shop.pool, shop.zone, &spec.id).await?;
+                Ok(())
+            }
+            Err(sqlx::Error::Database(refused)) => Err(format!(
+                "the database refused the set-up: {}",
+                refused.message()
+            )),
+            Err(other) => return Err(other.into()),
+        },
+        Err(error) => Err(error),
+    };
+    match saved {
+        Ok(()) => Ok(see_other(&format!("/admin/dining/{room}/setup?said=saved"))),
+        Err(error) => render(
+            StatusCode::BAD_REQUEST,
+            &SetupPage {
+                nav: nav(&shop, &session, &NoticeQuery::default()).await?,
+                room: room.into_inner(),
+                spec: current,
+                text: form.room.clone(),
+                error,
+            },
+        ),
+    }
+}

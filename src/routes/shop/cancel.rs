@@ -1,0 +1,147 @@
+//! A guest cancels their booking from the order page (issue 36): the
+//! order page says the policy copied onto the booking ("cancel until Fri
+//! 4 Dec 19:30 and your deposit of €40.00 is refunded in full; after that
+//! it is kept") with a link to `GET /orders/{token}/cancel`, which asks
+//! first; only its button's POST cancels (a link prefetcher changes
+//! nothing). The cancel itself is [`crate::staff::cancellations`].
+
+use actix_web::http::StatusCode;
+use actix_web::{HttpResponse, web};
+use askama::Template;
+
+use super::{message, order_of_link};
+use crate::checkout::Order;
+use crate::money;
+use crate::retry::{Bound, retry};
+use crate::routes::ShopError;
+use crate::routes::render::{render, see_other};
+use crate::staff::cancellations::{self, Cancelled, Policy};
+use crate::state::Shop;
+
+/// What the order page says of an order's bookings: the policy in words,
+/// and whether it offers the cancel link now. Empty words: no booking
+/// stands.
+pub(super) async fn order_words(shop: &Shop, order: &Order) -> Result<(String, bool), ShopError> {
+    let policy = retry("order_read", Bound::Shopper, || {
+        cancellations::policy(&shop.pool, order.id)
+    })
+    .await?;
+    Ok(match policy {
+        None => (String::new(), false),
+        Some(policy) => (policy_words(shop, &policy), policy.open),
+    })
+}
+
+/// The policy as the guest reads it, before the cut-off or after.
+fn policy_words(shop: &Shop, policy: &Policy) -> String {
+    let until = shop.zone.long(policy.cancel_until);
+    let deposit = money::format(policy.deposit_minor, &policy.currency);
+    match (policy.open, policy.deposit_minor > 0) {
+        (true, true) => format!(
+            "You can cancel until {until} and your deposit of {deposit} is refunded in full; \
+             after that it is kept."
+        ),
+        (true, false) => format!("You can cancel until {until}; there is nothing to pay."),
+        (false, true) => format!(
+            "It was possible to cancel until {until}; your deposit of {deposit} is kept. \
+             Please call the restaurant if your plans change."
+        ),
+        (false, false) => "Please call the restaurant if your plans change.".to_owned(),
+    }
+}
+
+#[derive(Template)]
+#[template(path = "dining_cancel.html")]
+struct CancelPage {
+    basket_count: i64,
+    token: String,
+    /// What the guest is told happens.
+    words: String,
+    /// "Table for 4, Fri 18 Dec 19:30, 2 h", one per booking.
+    bookings: Vec<String>,
+}
+
+/// `GET /orders/{token}/cancel`: asks first, says what happens.
+pub async fn ask(
+    shop: web::Data<Shop>,
+    token: web::Path<String>,
+) -> Result<HttpResponse, ShopError> {
+    let order = order_of_link(&shop, &token).await?;
+    let policy = retry("order_read", Bound::Shopper, || {
+        cancellations::policy(&shop.pool, order.id)
+    })
+    .await?;
+    let Some(policy) = policy.filter(|p| p.open) else {
+        return Ok(see_other(&format!("/orders/{}", order.token)));
+    };
+    let occasions = retry("order_read", Bound::Shopper, || {
+        crate::checkout::line_occasions(&shop.pool, order.id, shop.zone)
+    })
+    .await?;
+    let words = if policy.deposit_minor > 0 {
+        format!(
+            "Your table goes to other guests and your deposit of {} is refunded in full.",
+            money::format(policy.deposit_minor, &policy.currency)
+        )
+    } else {
+        "Your table goes to other guests.".to_owned()
+    };
+    let mut bookings: Vec<String> = occasions.into_values().collect();
+    bookings.sort();
+    render(
+        StatusCode::OK,
+        &CancelPage {
+            basket_count: 0,
+            token: order.token,
+            words,
+            bookings,
+        },
+    )
+}
+
+/// `POST /orders/{token}/cancel`: cancels, then the order page says how
+/// it stands; past the cut-off nothing changes and the guest is told.
+pub async fn cancel(
+    shop: web::Data<Shop>,
+    token: web::Path<String>,
+) -> Result<HttpResponse, ShopError> {
+    let order = order_of_link(&shop, &token).await?;
+    // keyed by the order: a second POST is the first cancel again
+    let cancelled = cancellations::cancel(&shop.pool, order.id)
+        .await
+        .map_err(|e| ShopError::internal(e.into()))?;
+    let order_page = format!("/orders/{}", order.token);
+    match cancelled {
+        Cancelled::Cancelled { .. } | Cancelled::Nothing => Ok(see_other(&order_page)),
+        Cancelled::TooLate { cancel_until } => message(
+            StatusCode::CONFLICT,
+            "It is too late to cancel here",
+            &format!(
+                "Bookings could be cancelled until {}. Nothing changed; please call the \
+                 restaurant.",
+                shop.zone.long(cancel_until)
+            ),
+            &order_page,
+            "Back to your order",
+        ),
+    }
+}
+
+/// The order page's words for an order its guest cancelled; `None`: they
+/// did not.
+pub(super) async fn cancelled_words(
+    shop: &Shop,
+    order: &Order,
+) -> Result<Option<String>, ShopError> {
+    let refunded = retry("order_read", Bound::Shopper, || {
+        cancellations::cancelled(&shop.pool, order.id)
+    })
+    .await?;
+    Ok(refunded.map(|amount| match amount {
+        0 => "You cancelled it in time. Nothing was charged.".to_owned(),
+        _ => format!(
+            "You cancelled it in time: your deposit of {} is on its way back to you.",
+            money::format(amount, &order.currency)
+        ),
+    }))
+}

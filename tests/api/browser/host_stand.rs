@@ -1,0 +1,78 @@
+//! The host stand's day in a real browser at a phone's size (390×844) and
+//! a desk's (1280×900): the day's bookings by time, a party seated with
+//! one tap, and the room's set-up. No horizontal scroll; axe-core finds
+//! nothing.
+
+use super::*;
+use crate::tables::{ROOM, day, paid_booking, room, set_up, table};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_host_stand_seats_a_party_on_a_phone_and_a_desk() {
+    let (app, driver, _turn) = shop_and_driver().await;
+    app.add_staff().await;
+    let mut spec = room(
+        40,
+        vec![
+            table("T1", 1, 4, 100),
+            table("T2", 1, 4, 110),
+            table("T3", 1, 4, 120),
+            table("T8", 5, 8, 100),
+        ],
+        vec![],
+    );
+    spec.name = "Dinner at the Bistro".into();
+    spec.periods[0].deposit_minor = 1000;
+    set_up(&app.db, &spec).await;
+    for (key, party, hh, mm) in [
+        ("a", 4, 19, 30),
+        ("b", 2, 19, 30),
+        ("c", 6, 20, 0),
+        ("d", 3, 21, 0),
+    ] {
+        paid_booking(&app.db, key, party, hh, mm).await;
+    }
+    let shots = target_screenshots().join("host-stand");
+    let _ = std::fs::remove_dir_all(&shots);
+    for (width, height, size) in [(390, 844, "phone"), (1280, 900, "desk")] {
+        let mut staff = Browser::open(&driver, shots.clone()).await;
+        staff.client.set_window_size(width, height).await.unwrap();
+        staff.go(&format!("{}/admin/login", app.address)).await;
+        staff.fill("input[name=email]", STAFF_EMAIL).await;
+        staff.fill("input[name=password]", STAFF_PASSWORD).await;
+        staff.click("#login button[type=submit]").await;
+        for _ in 0..200 {
+            if !staff.path().await.starts_with("/admin/login") {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        staff
+            .go(&format!(
+                "{}/admin/dining/{ROOM}?date={}",
+                app.address,
+                day().format("%Y-%m-%d")
+            ))
+            .await;
+        let heading = staff.wait_for_text("#day-heading", "4 bookings").await;
+        assert!(heading.contains("15 guests"), "{heading}");
+        staff.screenshot(&format!("day-{size}")).await;
+        let violations = staff.axe_violations().await;
+        assert!(violations.is_empty(), "day: {violations:#?}");
+        // the first standing party at 19:30 is seated with one tap
+        staff
+            .click("tr[data-booking] form[action$='/seat'] button")
+            .await;
+        staff.wait_for_text("#notice", "seated").await;
+        staff.screenshot(&format!("seated-{size}")).await;
+        let violations = staff.axe_violations().await;
+        assert!(violations.is_empty(), "seated: {violations:#?}");
+        staff
+            .go(&format!("{}/admin/dining/{ROOM}/setup", app.address))
+            .await;
+        staff.wait_for_text("h1", "set-up").await;
+        staff.screenshot(&format!("setup-{size}")).await;
+        let violations = staff.axe_violations().await;
+        assert!(violations.is_empty(), "setup: {violations:#?}");
+        staff.close().await;
+    }
+}

@@ -1,0 +1,278 @@
+//! The host stand's day of a dining room (issue 36, part 4): the day's
+//! bookings by time with party, guest and table; seated redeems the
+//! booking code once (twenty taps at once seat the party once); a no-show
+//! is recorded and cannot then be seated; a booking moves only to a free
+//! table that seats its party; the room's set-up is shown and changed as a
+//! whole, a set-up that does not hold together refused beside the field
+//! with nothing stored.
+
+use futures::future::join_all;
+use holdfast_testkit::*;
+
+use crate::tables::{ROOM, day, paid_booking, room, set_up, table, tables_of};
+
+async fn hold_of(app: &TestApp, order: uuid::Uuid) -> String {
+    sqlx::query_scalar::<_, uuid::Uuid>("select hold_id from bookings where order_id = $1")
+        .bind(order)
+        .fetch_one(&app.db.pool)
+        .await
+        .unwrap()
+        .to_string()
+}
+
+async fn count(app: &TestApp, sql: &str) -> i64 {
+    sqlx::query_scalar(sql)
+        .fetch_one(&app.db.pool)
+        .await
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn the_host_stand_seats_marks_a_no_show_and_moves_a_booking_to_a_free_table_that_fits() {
+    let app = spawn_app().await;
+    app.add_staff().await;
+    let mut spec = room(
+        40,
+        vec![
+            table("T1", 1, 4, 100),
+            table("T2", 1, 4, 110),
+            table("T3", 1, 4, 120),
+            table("T8", 5, 8, 100),
+        ],
+        vec![],
+    );
+    spec.periods[0].deposit_minor = 1000;
+    set_up(&app.db, &spec).await;
+    let four = paid_booking(&app.db, "four", 4, 19, 30).await;
+    let two = paid_booking(&app.db, "two", 2, 19, 30).await;
+    let six = paid_booking(&app.db, "six", 6, 20, 0).await;
+    assert_eq!(tables_of(&app.db, two.id).await, ["T2"]);
+    let (staff, csrf) = app.staff_browser().await;
+    let date = day().format("%Y-%m-%d").to_string();
+    let day_path = format!("/admin/dining/{ROOM}?date={date}");
+    let page = app.admin_page(&staff, &day_path).await;
+    assert!(page.contains("3 bookings, 12 guests"), "{page}");
+    assert!(
+        page.contains("19:30–21:30") && page.contains("20:00–22:30"),
+        "{page}"
+    );
+    // the two may move to T3 (free, seats two), never to T1 or T8
+    let row = page
+        .split(&format!("data-booking=\"{}\"", two.number))
+        .nth(1)
+        .unwrap();
+    let row = &row[..row.find("</tr>").unwrap()];
+    assert!(row.contains("<option>T3</option>"), "{row}");
+    assert!(!row.contains("<option>T1</option>") && !row.contains("<option>T8</option>"));
+    let post = |path: &'static str, hold: String, to: &'static str| {
+        let (staff, csrf, date) = (staff.clone(), csrf.clone(), date.clone());
+        let app = &app;
+        async move {
+            app.admin_post(
+                &staff,
+                &format!("/admin/dining/{ROOM}/{path}"),
+                &[
+                    ("csrf", csrf.as_str()),
+                    ("hold", hold.as_str()),
+                    ("date", date.as_str()),
+                    ("to", to),
+                ],
+            )
+            .await
+        }
+    };
+    let said = |response: &reqwest::Response| {
+        location(response)
+            .split("said=")
+            .nth(1)
+            .unwrap_or_default()
+            .to_owned()
+    };
+    // twenty taps on "seated" at once: one redemption, the rest told
+    let hold_four = hold_of(&app, four.id).await;
+    let taps = join_all((0..20).map(|_| post("seat", hold_four.clone(), ""))).await;
+    let seated: Vec<String> = taps.iter().map(said).collect();
+    assert_eq!(seated.iter().filter(|s| *s == "seated").count(), 1);
+    assert_eq!(seated.iter().filter(|s| *s == "seated_before").count(), 19);
+    assert_eq!(count(&app, "select count(*) from redemptions").await, 1);
+    // the six did not come: recorded once, and then cannot be seated
+    let hold_six = hold_of(&app, six.id).await;
+    assert_eq!(
+        said(&post("no-show", hold_six.clone(), "").await),
+        "no_show"
+    );
+    assert_eq!(
+        said(&post("no-show", hold_six.clone(), "").await),
+        "not_standing"
+    );
+    assert_eq!(said(&post("seat", hold_six, "").await), "not_standing");
+    assert_eq!(count(&app, "select count(*) from redemptions").await, 1);
+    let no_show_by: String =
+        sqlx::query_scalar("select no_show_by from bookings where order_id = $1")
+            .bind(six.id)
+            .fetch_one(&app.db.pool)
+            .await
+            .unwrap();
+    assert_eq!(no_show_by, STAFF_EMAIL);
+    // a seated party cannot be a no-show
+    assert_eq!(
+        said(&post("no-show", hold_of(&app, four.id).await, "").await),
+        "not_standing"
+    );
+    // moves: T1 is taken, T8 does not seat two, T3 does
+    let hold_two = hold_of(&app, two.id).await;
+    assert_eq!(
+        said(&post("move", hold_two.clone(), "T1").await),
+        "not_free"
+    );
+    assert_eq!(
+        said(&post("move", hold_two.clone(), "T8").await),
+        "does_not_fit"
+    );
+    assert_eq!(
+        said(&post("move", hold_two.clone(), "T9").await),
+        "does_not_fit"
+    );
+    assert_eq!(tables_of(&app.db, two.id).await, ["T2"]);
+    assert_eq!(said(&post("move", hold_two, "T3").await), "moved");
+    assert_eq!(tables_of(&app.db, two.id).await, ["T3"]);
+    let page = app.admin_page(&staff, &day_path).await;
+    for state in ["seated", "no-show", "booked"] {
+        assert!(
+            page.contains(&format!("<td class=\"state\">{state}</td>")),
+            "{page}"
+        );
+    }
+    // without the session's token, nothing
+    let forged = app
+        .admin_post(
+            &staff,
+            &format!("/admin/dining/{ROOM}/move"),
+            &[
+                ("hold", &hold_of(&app, two.id).await),
+                ("date", &date),
+                ("to", "T2"),
+            ],
+        )
+        .await;
+    assert_eq!(forged.status(), 403);
+    assert_eq!(tables_of(&app.db, two.id).await, ["T3"]);
+    engine::assert_no_drift(&app.db.inventory()).await;
+}
+
+#[tokio::test]
+async fn the_rooms_set_up_is_changed_whole_and_a_set_up_that_does_not_hold_is_refused() {
+    let app = spawn_app().await;
+    app.add_staff().await;
+    set_up(&app.db, &room(10, vec![table("T1", 1, 4, 100)], vec![])).await;
+    let (staff, csrf) = app.staff_browser().await;
+    let setup = format!("/admin/dining/{ROOM}/setup");
+    let page = app.admin_page(&staff, &setup).await;
+    assert!(
+        page.contains("at most 10 guests start in any quarter hour"),
+        "{page}"
+    );
+    let save = |text: String| {
+        let (staff, csrf, setup) = (staff.clone(), csrf.clone(), setup.clone());
+        let app = &app;
+        async move {
+            app.admin_post(
+                &staff,
+                &setup,
+                &[("csrf", csrf.as_str()), ("room", text.as_str())],
+            )
+            .await
+        }
+    };
+    let mut spec = holdfast::catalogue::dining::read_room(&app.db.pool, ROOM)
+        .await
+        .unwrap()
+        .unwrap();
+    // a join of a table the room lacks: said beside the field, kept, nothing stored
+    let mut bad = spec.clone();
+    bad.joins.push(holdfast::catalogue::dining::JoinSpec {
+        id: "T1+T9".into(),
+        tables: vec!["T1".into(), "T9".into()],
+        min_party: 5,
+        max_party: 8,
+        priority: 100,
+    });
+    bad.pacing = 99;
+    let refused = save(serde_json::to_string(&bad).unwrap()).await;
+    assert_eq!(refused.status(), 400);
+    let text = refused.text().await.unwrap();
+    assert!(text.contains("join T1+T9: no table T9"), "{text}");
+    assert!(text.contains("aria-invalid=\"true\""), "{text}");
+    let refused = save("{ not a room".into()).await;
+    assert_eq!(refused.status(), 400);
+    assert!(
+        refused
+            .text()
+            .await
+            .unwrap()
+            .contains("the set-up does not read")
+    );
+    let stored = holdfast::catalogue::dining::read_room(&app.db.pool, ROOM)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(stored, spec);
+    // a second table, joinable with the first, and more covers a quarter hour
+    spec.tables.push(table("T2", 1, 4, 100));
+    spec.joins.push(holdfast::catalogue::dining::JoinSpec {
+        id: "T1+T2".into(),
+        tables: vec!["T1".into(), "T2".into()],
+        min_party: 5,
+        max_party: 8,
+        priority: 100,
+    });
+    spec.pacing = 16;
+    let saved = save(serde_json::to_string(&spec).unwrap()).await;
+    assert_eq!(saved.status(), 303);
+    assert!(location(&saved).ends_with("said=saved"));
+    let stored = holdfast::catalogue::dining::read_room(&app.db.pool, ROOM)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(stored, spec);
+    // the day is closed: its 19 unbooked times leave the shop, one booked
+    // time stays for staff to settle
+    crate::tables::book(&app.db, "kept", 2, 19, 30)
+        .await
+        .unwrap();
+    spec.closed_days = vec![day()];
+    let saved = save(serde_json::to_string(&spec).unwrap()).await;
+    assert_eq!(saved.status(), 303);
+    let active: Vec<(String, bool)> = sqlx::query_as(
+        "select t.product_id, p.active from dining_times t join products p on p.id = t.product_id \
+          order by t.starts_at",
+    )
+    .fetch_all(&app.db.pool)
+    .await
+    .unwrap();
+    assert_eq!(active.len(), 19);
+    let left: Vec<&str> = active
+        .iter()
+        .filter(|(_, a)| *a)
+        .map(|(p, _)| p.as_str())
+        .collect();
+    assert_eq!(left, [crate::tables::time_id(19, 30)]);
+    assert_eq!(
+        holdfast::catalogue::dining::read_room(&app.db.pool, ROOM)
+            .await
+            .unwrap()
+            .unwrap()
+            .closed_days,
+        [day()]
+    );
+    // and nothing is published for it again
+    let made = holdfast::catalogue::dining::times::publish_day(
+        &app.db.pool,
+        holdfast::clock::ShopZone::UTC,
+        ROOM,
+        day(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(made, 0);
+}
