@@ -254,6 +254,7 @@ async fn prepare(
                     qty: Some(i64::from(line.qty)),
                     party: None,
                     at: line.starts_at,
+                    ..crate::catalogue::ChoiceFields::default()
                 })
                 .map_err(|e| InvalidInput(e.to_string()))?;
             Ok(WantedLine {

@@ -44,6 +44,7 @@ mod roles;
 mod sale_windows;
 mod scale_out;
 mod schema;
+mod seats;
 mod settling;
 mod soak;
 mod staff_accounts;

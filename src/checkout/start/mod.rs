@@ -14,6 +14,7 @@
 
 mod plan;
 mod read;
+mod seats;
 mod several;
 
 use serde::Serialize;

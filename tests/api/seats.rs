@@ -1,0 +1,176 @@
+//! Reserved seating through the checkout (docs/design.md, "Reserved
+//! seating"): a line of a seated section claims its units and pins its
+//! seats in the checkout's one transaction (`hf_seat_claim` after the
+//! basket's hold), the best together or seats by label, all or none; a
+//! seat taken refuses the line and nothing is held. The section is made in
+//! SQL (`hf_seat_plan`) until the catalogue loads plans; the database's
+//! own rules are proved by bench/seats-db.
+
+use futures::future::join_all;
+use holdfast::catalogue::{Choice, ChoiceFields};
+use holdfast::checkout::{self, CheckoutStart, Customer, StartOutcome, WantedLine};
+use holdfast::inventory::IdempotencyKey;
+
+use holdfast_testkit::*;
+
+/// A hall with one section of `rows` rows of 20 seats (an aisle after 10),
+/// sold at 40.00.
+async fn hall(db: &TestDb, rows: i32) {
+    sqlx::raw_sql(
+        "insert into collections (id, kind, title) values ('hall', 'event', 'The Hall'); \
+         insert into seat_categories (collection, id, name, price_minor) \
+              values ('hall', 'stalls', 'Stalls', 4000); \
+         select hf_upsert_resource('hall-stalls', 0); \
+         insert into products (id, resource_id, kind, name, price_minor, currency, collection) \
+              values ('hall-stalls', 'hall-stalls', 'seat', 'Stalls', 4000, 'eur', 'hall'); \
+         insert into seat_sections (product_id, resource_id, collection, category, name) \
+              values ('hall-stalls', 'hall-stalls', 'hall', 'stalls', 'Stalls');",
+    )
+    .execute(&db.pool)
+    .await
+    .unwrap();
+    sqlx::query(
+        "select hf_seat_plan('hall-stalls', (select jsonb_agg(jsonb_build_object( \
+                 'row', chr(64 + r), 'rank', r, 'seats', jsonb_build_array(1, 20), \
+                 'aisles_after', jsonb_build_array(10))) \
+            from generate_series(1, $1) r))",
+    )
+    .bind(rows)
+    .execute(&db.pool)
+    .await
+    .unwrap();
+}
+
+fn start(key: &str, fields: ChoiceFields) -> CheckoutStart {
+    CheckoutStart {
+        checkout_key: IdempotencyKey::parse(key).unwrap(),
+        order_token: holdfast::checkout::codes::order_token(),
+        voucher: None,
+        account: account(&format!("basket:{key}")),
+        lines: vec![WantedLine {
+            product_id: "hall-stalls".into(),
+            choice: Choice::from_fields(fields).unwrap(),
+        }],
+        customer: Customer::parse("Ada Shopper", "ada@example.com").unwrap(),
+        provider: holdfast::payments::ProviderKind::Stripe,
+        limits: Default::default(),
+    }
+}
+
+fn best(qty: i64) -> ChoiceFields {
+    ChoiceFields {
+        qty: Some(qty),
+        together: Some(true),
+        ..ChoiceFields::default()
+    }
+}
+
+fn named(seats: &[&str]) -> ChoiceFields {
+    ChoiceFields {
+        seats: Some(seats.iter().map(|s| (*s).to_owned()).collect()),
+        ..ChoiceFields::default()
+    }
+}
+
+/// The section's held units, its live pins, and whether hf_check sees drift.
+async fn books(db: &TestDb) -> (i32, i64, bool) {
+    sqlx::query_as(
+        "select r.held, \
+                (select count(*) from seat_pins p join seats s on s.id = p.seat_id \
+                  where s.section = 'hall-stalls' and p.live), \
+                (select bool_or(drift) from hf_check('hall-stalls')) \
+           from resources r where r.id = 'hall-stalls'",
+    )
+    .fetch_one(&db.pool)
+    .await
+    .unwrap()
+}
+
+#[tokio::test]
+async fn a_seat_line_holds_the_best_seats_together_or_the_named_ones_all_or_none() {
+    let db = TestDb::new().await;
+    hall(&db, 1).await;
+    let StartOutcome::Started { order, .. } =
+        checkout::start_checkout(&db.pool, &start("k1", best(2)))
+            .await
+            .unwrap()
+    else {
+        panic!("best 2 together: started");
+    };
+    let line: String = sqlx::query_scalar("select name from order_lines where order_id = $1")
+        .bind(order.id)
+        .fetch_one(&db.pool)
+        .await
+        .unwrap();
+    // row A is A-1..A-10, an aisle, A-11..A-20: the pair by the aisle is
+    // the middle of the house, and leaves no seat alone
+    assert_eq!(line, "The Hall — Stalls — A-9, A-10");
+    assert_eq!(books(&db).await, (2, 2, false));
+
+    // A-10 is taken: the line is refused and nothing is held or ordered
+    let outcome = checkout::start_checkout(&db.pool, &start("k2", named(&["A-10", "A-11"])))
+        .await
+        .unwrap();
+    assert!(
+        matches!(&outcome, StartOutcome::Unavailable { lines } if lines[0].product_id == "hall-stalls"),
+        "{outcome:?}"
+    );
+    let orders: i64 = sqlx::query_scalar("select count(*) from orders where checkout_key = 'k2'")
+        .fetch_one(&db.pool)
+        .await
+        .unwrap();
+    assert_eq!(orders, 0);
+    assert_eq!(books(&db).await, (2, 2, false));
+
+    // free seats by label, as many as named
+    let StartOutcome::Started { order, .. } =
+        checkout::start_checkout(&db.pool, &start("k3", named(&["A-8", "A-6", "A-7"])))
+            .await
+            .unwrap()
+    else {
+        panic!("A-6..A-8 started");
+    };
+    assert_eq!(order.amount_minor, 3 * 4000);
+    let line: String = sqlx::query_scalar("select name from order_lines where order_id = $1")
+        .bind(order.id)
+        .fetch_one(&db.pool)
+        .await
+        .unwrap();
+    assert_eq!(line, "The Hall — Stalls — A-6, A-7, A-8");
+    assert_eq!(books(&db).await, (5, 5, false));
+}
+
+#[tokio::test]
+async fn two_hundred_shoppers_for_a_hundred_seats_get_fifty_pairs_together_and_no_seat_twice() {
+    let db = TestDb::with_connections(40).await;
+    hall(&db, 5).await;
+    let outcomes = join_all((0..200).map(|i| {
+        let pool = db.pool.clone();
+        async move {
+            checkout::start_checkout(&pool, &start(&format!("crowd-{i}"), best(2)))
+                .await
+                .unwrap()
+        }
+    }))
+    .await;
+    let started = outcomes
+        .iter()
+        .filter(|o| matches!(o, StartOutcome::Started { .. }))
+        .count();
+    let refused = outcomes
+        .iter()
+        .filter(|o| matches!(o, StartOutcome::Unavailable { .. }))
+        .count();
+    assert_eq!((started, refused), (50, 150));
+    assert_eq!(books(&db).await, (100, 100, false));
+    // every pair is two seats next to each other in one run
+    let apart: i64 = sqlx::query_scalar(
+        "select count(*) from (select p.hold_id from seat_pins p join seats s on s.id = p.seat_id \
+                                where s.section = 'hall-stalls' and p.live group by p.hold_id \
+                               having count(distinct s.run) <> 1 or max(s.pos) - min(s.pos) <> 1) x",
+    )
+    .fetch_one(&db.pool)
+    .await
+    .unwrap();
+    assert_eq!(apart, 0);
+}
