@@ -7,15 +7,22 @@
 //! own rules are proved by bench/seats-db.
 
 use futures::future::join_all;
+use holdfast::catalogue::kinds::seat_choice::SeatReason;
 use holdfast::catalogue::{Choice, ChoiceFields};
 use holdfast::checkout::{self, CheckoutStart, Customer, StartOutcome, WantedLine};
 use holdfast::inventory::IdempotencyKey;
+use holdfast::staff::api_keys::Scope;
+use serde_json::{Value, json};
 
 use holdfast_testkit::*;
 
 /// A hall with one section of `rows` rows of 20 seats (an aisle after 10),
 /// sold at 40.00.
 async fn hall(db: &TestDb, rows: i32) {
+    hall_in(&db.pool, rows).await
+}
+
+async fn hall_in(pool: &sqlx::PgPool, rows: i32) {
     sqlx::raw_sql(
         "insert into collections (id, kind, title) values ('hall', 'event', 'The Hall'); \
          insert into seat_categories (collection, id, name, price_minor) \
@@ -26,7 +33,7 @@ async fn hall(db: &TestDb, rows: i32) {
          insert into seat_sections (product_id, resource_id, collection, category, name) \
               values ('hall-stalls', 'hall-stalls', 'hall', 'stalls', 'Stalls');",
     )
-    .execute(&db.pool)
+    .execute(pool)
     .await
     .unwrap();
     sqlx::query(
@@ -36,7 +43,7 @@ async fn hall(db: &TestDb, rows: i32) {
             from generate_series(1, $1) r))",
     )
     .bind(rows)
-    .execute(&db.pool)
+    .execute(pool)
     .await
     .unwrap();
 }
@@ -107,14 +114,18 @@ async fn a_seat_line_holds_the_best_seats_together_or_the_named_ones_all_or_none
     assert_eq!(line, "The Hall — Stalls — A-9, A-10");
     assert_eq!(books(&db).await, (2, 2, false));
 
-    // A-10 is taken: the line is refused and nothing is held or ordered
+    // A-10 is taken: the line is refused naming it, the nearest pair
+    // together offered, and nothing is held or ordered
     let outcome = checkout::start_checkout(&db.pool, &start("k2", named(&["A-10", "A-11"])))
         .await
         .unwrap();
-    assert!(
-        matches!(&outcome, StartOutcome::Unavailable { lines } if lines[0].product_id == "hall-stalls"),
-        "{outcome:?}"
-    );
+    let StartOutcome::SeatsRefused { refusal } = outcome else {
+        panic!("A-10 taken: {outcome:?}");
+    };
+    assert_eq!(refusal.reason, SeatReason::Taken);
+    assert_eq!(refusal.seats, ["A-10"]);
+    assert_eq!(refusal.words(), "A-10 was just taken.");
+    assert_eq!(refusal.offers[0], ["A-11", "A-12"], "{refusal:?}");
     let orders: i64 = sqlx::query_scalar("select count(*) from orders where checkout_key = 'k2'")
         .fetch_one(&db.pool)
         .await
@@ -173,4 +184,86 @@ async fn two_hundred_shoppers_for_a_hundred_seats_get_fifty_pairs_together_and_n
     .await
     .unwrap();
     assert_eq!(apart, 0);
+}
+
+/// A checkout through the JSON API: its status and answer.
+async fn api_checkout(app: &TestApp, token: &str, idem: &str, body: Value) -> (u16, Value) {
+    let response = holdfast::payments::http::client(std::time::Duration::from_secs(60))
+        .post(format!("{}/api/v1/checkouts", app.address))
+        .bearer_auth(token)
+        .header("idempotency-key", idem)
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    let status = response.status().as_u16();
+    (status, response.json().await.unwrap_or(Value::Null))
+}
+
+#[tokio::test]
+async fn three_hundred_shoppers_race_for_twenty_named_seats_each_sold_once_and_losers_told_why() {
+    let app = spawn_app().await;
+    app.add_staff().await;
+    hall_in(&app.db.pool, 5).await;
+    app.settled().await;
+    let token = crate::api_v1::key_with(&app, &[Scope::StartCheckouts]).await;
+    // row C's first 20 seats as ten pairs: thirty shoppers name each pair
+    let pair = |k: usize| [format!("C-{}", 2 * k + 1), format!("C-{}", 2 * k + 2)];
+    let answers = join_all((0..300).map(|i| {
+        let (app, token) = (&app, &token);
+        let body = json!({
+            "lines": [{ "product_id": "hall-stalls", "seats": pair(i % 10) }],
+            "name": "Ada Shopper",
+            "email": format!("seat{i}@example.com"),
+            "shopper_address": format!("10.0.{}.{}", i / 250, i % 250 + 1),
+        });
+        async move {
+            (
+                i,
+                api_checkout(app, token, &format!("seat-{i}"), body).await,
+            )
+        }
+    }))
+    .await;
+    let mut won = [0; 10];
+    let mut refused = 0;
+    for (i, (status, body)) in &answers {
+        match status {
+            201 => won[i % 10] += 1,
+            409 => {
+                let error = &body["error"];
+                assert_eq!(error["code"], "seats_taken", "{body}");
+                // the pair named, both taken by its winner, and others offered
+                let taken: Vec<&str> = error["seats"]["seats"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|s| s.as_str().unwrap())
+                    .collect();
+                assert_eq!(taken, pair(i % 10), "{body}");
+                let message = error["message"].as_str().unwrap();
+                assert!(message.contains(" were just taken."), "{message}");
+                let offers = error["seats"]["offers"].as_array().unwrap();
+                assert!(!offers.is_empty(), "{body}");
+                for offer in offers {
+                    let offer = offer.as_array().unwrap();
+                    assert_eq!(offer.len(), 2, "as many as asked for: {body}");
+                    assert!(!offer.iter().any(|s| taken.contains(&s.as_str().unwrap())));
+                }
+                refused += 1;
+            }
+            _ => panic!("{status} {body}"),
+        }
+    }
+    assert_eq!(won, [1; 10], "each pair sold once");
+    assert_eq!(refused, 290);
+    let twice: i64 = sqlx::query_scalar(
+        "select count(*) from (select seat_id from seat_pins where live \
+                                group by seat_id having count(*) > 1) x",
+    )
+    .fetch_one(&app.db.pool)
+    .await
+    .unwrap();
+    assert_eq!(twice, 0);
+    assert_eq!(books(&app.db).await, (20, 20, false));
 }

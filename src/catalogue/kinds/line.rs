@@ -107,7 +107,8 @@ impl Choice {
 impl ChoiceKind {
     /// A line's fields as a choice of this kind: `qty` for a number of
     /// units; `party` (or, as a basket's row keeps it, `qty`) and `at`
-    /// for a party at a time; `qty` for the best seats together.
+    /// for a party at a time; for seats, `seats` by label, else the best
+    /// `qty` (together unless `together` is false).
     pub fn parse(self, fields: ChoiceFields) -> Result<Choice, ChoiceError> {
         match self {
             ChoiceKind::Quantity => {
@@ -129,7 +130,7 @@ impl ChoiceKind {
                 Ok(Choice::Party { party, at })
             }
             ChoiceKind::Seats => Ok(Choice::Seats {
-                pick: SeatPick::parse(fields.qty, None, None)?,
+                pick: SeatPick::parse(fields.qty, fields.seats.as_deref(), fields.together)?,
             }),
         }
     }

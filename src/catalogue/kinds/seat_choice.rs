@@ -151,6 +151,69 @@ impl SeatPick {
     }
 }
 
+/// Why a seat line could not have its seats, in the database's answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SeatReason {
+    /// Seats named were taken meanwhile (or are off sale).
+    Taken,
+    /// Seats named that the section does not have.
+    Unknown,
+    /// No stretch of a row has the best so many together (and a split was
+    /// not asked for, or the shop does not sell one).
+    NotTogether,
+}
+
+/// A seat line refused, with what the database offers instead: the seats
+/// nearest those asked for, as many together (taken), or the best split
+/// (not together). Nothing was held.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SeatRefusal {
+    pub product_id: String,
+    /// The line's name ("Winter Gala — Stalls").
+    pub name: String,
+    pub reason: SeatReason,
+    /// The seats taken or unknown, as the plan labels them.
+    pub seats: Vec<String>,
+    /// Other seats to take instead, each a set, best first.
+    pub offers: Vec<Vec<String>>,
+    /// Whether the split offered may be sold (not together).
+    pub split_allowed: bool,
+}
+
+impl SeatRefusal {
+    /// The refusal in a shopper's words: "C-12 was just taken."
+    pub fn words(&self) -> String {
+        let seats = join_and(&self.seats);
+        match self.reason {
+            SeatReason::Taken if self.seats.len() == 1 => format!("{seats} was just taken."),
+            SeatReason::Taken => format!("{seats} were just taken."),
+            SeatReason::Unknown => format!("{} has no seat {seats}.", self.name),
+            SeatReason::NotTogether => format!("{} has no seats together for you now.", self.name),
+        }
+    }
+
+    /// What is offered instead, in a shopper's words ("" when nothing is).
+    pub fn offer_words(&self) -> String {
+        let sets: Vec<String> = self.offers.iter().map(|set| set.join(", ")).collect();
+        match (self.reason, sets.as_slice()) {
+            (_, []) => String::new(),
+            (SeatReason::NotTogether, [split, ..]) => format!("Seats apart instead: {split}."),
+            (_, [one]) => format!("Nearest seats together: {one}."),
+            (_, sets) => format!("Nearest seats together: {}.", sets.join("; or ")),
+        }
+    }
+}
+
+/// "C-12", "C-12 and C-13", "C-12, C-13 and C-14".
+fn join_and(labels: &[String]) -> String {
+    match labels {
+        [] => String::new(),
+        [one] => one.clone(),
+        [rest @ .., last] => format!("{} and {last}", rest.join(", ")),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -211,5 +274,43 @@ mod tests {
         );
         assert_eq!(c12.merge(&c12), None, "a seat named twice");
         assert_eq!(c12.merge(&two), None);
+    }
+
+    #[test]
+    fn a_refusal_names_the_seats_taken_and_the_seats_offered() {
+        let refusal = SeatRefusal {
+            product_id: "hall-stalls".into(),
+            name: "The Hall — Stalls".into(),
+            reason: SeatReason::Taken,
+            seats: vec!["C-12".into()],
+            offers: vec![
+                vec!["C-14".into(), "C-15".into()],
+                vec!["D-3".into(), "D-4".into()],
+            ],
+            split_allowed: false,
+        };
+        assert_eq!(refusal.words(), "C-12 was just taken.");
+        assert_eq!(
+            refusal.offer_words(),
+            "Nearest seats together: C-14, C-15; or D-3, D-4."
+        );
+        let two = SeatRefusal {
+            seats: vec!["C-12".into(), "C-13".into(), "C-14".into()],
+            offers: vec![],
+            ..refusal.clone()
+        };
+        assert_eq!(two.words(), "C-12, C-13 and C-14 were just taken.");
+        assert_eq!(two.offer_words(), "");
+        let apart = SeatRefusal {
+            reason: SeatReason::NotTogether,
+            seats: vec![],
+            offers: vec![vec!["A-1".into(), "B-7".into()]],
+            ..refusal
+        };
+        assert_eq!(
+            apart.words(),
+            "The Hall — Stalls has no seats together for you now."
+        );
+        assert_eq!(apart.offer_words(), "Seats apart instead: A-1, B-7.");
     }
 }

@@ -41,7 +41,18 @@ pub struct CheckoutBody {
 #[serde(deny_unknown_fields)]
 pub struct CheckoutLine {
     product_id: String,
-    qty: i32,
+    /// Units; for a seated section, the best so many seats (or, beside
+    /// `seats`, how many they are).
+    #[serde(default)]
+    qty: Option<i32>,
+    /// A seated section's seats by label, all or none: `["C-12", "C-13"]`.
+    #[serde(default)]
+    seats: Option<Vec<String>>,
+    /// For the best seats: next to each other in one row (the default), or
+    /// `false` to take them apart when no row has them together and the
+    /// shop sells a split.
+    #[serde(default)]
+    together: Option<bool>,
 }
 
 /// Whether an answer is kept under its `Idempotency-Key`: not a failure
@@ -82,7 +93,7 @@ pub fn idempotency_key(request: &HttpRequest) -> Result<String, ApiError> {
               (status = 400, description = "Bad JSON, or no Idempotency-Key", body = super::ErrorBody),
               (status = 401, description = "No live key", body = super::ErrorBody),
               (status = 403, description = "The key lacks start_checkouts", body = super::ErrorBody),
-              (status = 409, description = "Sold out, over a limit, not on sale", body = super::ErrorBody),
+              (status = 409, description = "Sold out, over a limit, not on sale, seats taken (`error.seats` names them and offers others) or not together", body = super::ErrorBody),
               (status = 413, description = "The body is too large", body = super::ErrorBody),
               (status = 422, description = "Lines, customer or provider that cannot be used, or the Idempotency-Key used with another body", body = super::ErrorBody),
               (status = 429, description = "Too many from this address", body = super::ErrorBody),
@@ -100,7 +111,9 @@ pub async fn start(
         .iter()
         .map(|l| {
             Choice::from_fields(ChoiceFields {
-                qty: Some(i64::from(l.qty)),
+                qty: l.qty.map(i64::from),
+                seats: l.seats.clone(),
+                together: l.together,
                 ..ChoiceFields::default()
             })
         })
@@ -277,6 +290,16 @@ async fn run(
             format!("the code {typed} cannot be used; nothing was held"),
         ),
         Begun::EmptyBasket => ApiError::new(code, "nothing to check out"),
+        Begun::SeatsRefused { refusal, .. } => {
+            let mut error = ApiError::new(code, format!("{} Nothing was held.", refusal.words()));
+            error.seats = Some(serde_json::json!({
+                "product_id": refusal.product_id,
+                "seats": refusal.seats,
+                "offers": refusal.offers,
+                "split_allowed": refusal.split_allowed,
+            }));
+            error
+        }
         _ => ApiError::of(code),
     })
 }
