@@ -22,6 +22,7 @@ mod basket_pay;
 mod dining;
 mod door;
 mod pickup_days;
+mod seats;
 mod storefront;
 mod tickets;
 

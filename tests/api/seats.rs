@@ -49,13 +49,29 @@ async fn hall_in(pool: &sqlx::PgPool, rows: i32) {
 }
 
 fn start(key: &str, fields: ChoiceFields) -> CheckoutStart {
+    start_for(key, "hall-stalls", fields)
+}
+
+/// Another shopper holds these seats of `section` (a started checkout):
+/// they are taken.
+pub(crate) async fn take(pool: &sqlx::PgPool, key: &str, section: &str, seats: &[&str]) {
+    let outcome = checkout::start_checkout(pool, &start_for(key, section, named(seats)))
+        .await
+        .unwrap();
+    assert!(
+        matches!(outcome, StartOutcome::Started { .. }),
+        "{outcome:?}"
+    );
+}
+
+fn start_for(key: &str, product: &str, fields: ChoiceFields) -> CheckoutStart {
     CheckoutStart {
         checkout_key: IdempotencyKey::parse(key).unwrap(),
         order_token: holdfast::checkout::codes::order_token(),
         voucher: None,
         account: account(&format!("basket:{key}")),
         lines: vec![WantedLine {
-            product_id: "hall-stalls".into(),
+            product_id: product.into(),
             choice: Choice::from_fields(fields).unwrap(),
         }],
         customer: Customer::parse("Ada Shopper", "ada@example.com").unwrap(),
@@ -266,4 +282,92 @@ async fn three_hundred_shoppers_race_for_twenty_named_seats_each_sold_once_and_l
     .unwrap();
     assert_eq!(twice, 0);
     assert_eq!(books(&app.db).await, (20, 20, false));
+}
+
+#[tokio::test]
+async fn the_demo_seats_a_hall_from_its_compact_plan_and_a_bad_plan_writes_nothing() {
+    let db = TestDb::new().await;
+    db.load_demo().await;
+    // the stalls: 5 rows of 14, two blocked (a camera position); the
+    // balcony: 2 rows of 10, one blocked; standing beside them
+    let sections: Vec<(String, i32, i64, i64, i64)> = sqlx::query_as(
+        "select x.product_id, r.total, \
+                (select count(*) from seats s where s.section = x.product_id), \
+                (select count(*) from seats s where s.section = x.product_id \
+                    and s.state = 'blocked'), \
+                (select count(*) from seats s where s.section = x.product_id \
+                    and s.access <> 'none') \
+           from seat_sections x join resources r on r.id = x.resource_id \
+          where x.collection = 'winter-gala' order by x.position",
+    )
+    .fetch_all(&db.pool)
+    .await
+    .unwrap();
+    assert_eq!(
+        sections,
+        [
+            ("winter-gala-stalls".into(), 68, 70, 2, 4),
+            ("winter-gala-balcony".into(), 19, 20, 1, 0),
+        ]
+    );
+    let standing: (String, i32) = sqlx::query_as(
+        "select p.kind::text, r.total from products p join resources r on r.id = p.resource_id \
+          where p.id = 'winter-gala-standing'",
+    )
+    .fetch_one(&db.pool)
+    .await
+    .unwrap();
+    assert_eq!(standing, ("ticket".into(), 40));
+    // the aisle after 7 ends a run; D-7 is off sale
+    let (runs, d7): (i64, String) = sqlx::query_as(
+        "select (select count(distinct run) from seats where section = 'winter-gala-stalls' \
+                    and row_label = 'C'), \
+                (select state from seats where section = 'winter-gala-stalls' and label = 'D-7')",
+    )
+    .fetch_one(&db.pool)
+    .await
+    .unwrap();
+    assert_eq!((runs, d7.as_str()), (2, "blocked"));
+    assert_eq!(books_of(&db, "winter-gala-stalls").await, (0, 0, false));
+
+    // loaded again: the same seats
+    db.load_demo().await;
+    let seats: i64 = sqlx::query_scalar("select count(*) from seats")
+        .fetch_one(&db.pool)
+        .await
+        .unwrap();
+    assert_eq!(seats, 90);
+
+    // a plan that names a category the event lacks is refused, naming it,
+    // and nothing of the file is written
+    let fresh = TestDb::new().await;
+    let mut file: holdfast::catalogue::CatalogueFile =
+        serde_json::from_str(include_str!("../../fixtures/catalogue.json")).unwrap();
+    let seating = file.events[1].seating.as_mut().unwrap();
+    seating.sections[1].category = "boxes".into();
+    let error = format!("{:#}", file.load(&fresh.pool).await.unwrap_err());
+    assert!(
+        error.contains("section \"winter-gala-balcony\": category \"boxes\" is not one of"),
+        "{error}"
+    );
+    let products: i64 = sqlx::query_scalar("select count(*) from products")
+        .fetch_one(&fresh.pool)
+        .await
+        .unwrap();
+    assert_eq!(products, 0);
+}
+
+/// A section's held units, its live pins, and whether hf_check sees drift.
+async fn books_of(db: &TestDb, section: &str) -> (i32, i64, bool) {
+    sqlx::query_as(
+        "select r.held, \
+                (select count(*) from seat_pins p join seats s on s.id = p.seat_id \
+                  where s.section = $1 and p.live), \
+                (select bool_or(drift) from hf_check(r.id)) \
+           from seat_sections x join resources r on r.id = x.resource_id where x.product_id = $1",
+    )
+    .bind(section)
+    .fetch_one(&db.pool)
+    .await
+    .unwrap()
 }

@@ -239,11 +239,12 @@ async fn tell(
         }
         Begun::SeatsRefused { refusal, basket } => {
             // the seats taken, and the nearest together instead
-            let problems = vec![Problem {
-                text: format!("{} Nothing was reserved.", refusal.words()),
-                product: String::new(),
-                note: refusal.offer_words(),
-            }];
+            let offer = refusal.offer_words();
+            let problems = vec![Problem::plain(if offer.is_empty() {
+                format!("{} Nothing was reserved.", refusal.words())
+            } else {
+                format!("{} {offer} Nothing was reserved.", refusal.words())
+            })];
             refused_lines(shop, form, status, basket, problems).await
         }
         Begun::BadVoucher {
