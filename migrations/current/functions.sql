@@ -1746,7 +1746,7 @@ AS $function$
      where purchase_id = p_purchase;
 $function$;
 
--- hf_redeem (last written by 0100_the_door_admits_its_own.sql)
+-- hf_redeem (last written by 0180_seating.sql)
 CREATE OR REPLACE FUNCTION public.hf_redeem(p_code text, p_by text, p_place text, p_attempt uuid DEFAULT NULL::uuid, p_checks text[] DEFAULT NULL::text[], p_override boolean DEFAULT false)
  RETURNS TABLE(outcome text, kind text, product_kind text, order_id uuid, customer_name text, what text, redeemed_at timestamp with time zone, redeemed_by text, place text, for_title text, for_tier text, for_starts timestamp with time zone, overridden boolean)
  LANGUAGE plpgsql
@@ -1800,12 +1800,14 @@ begin
     -- lock: the order, shared
     select o.state, o.customer_name into v_state, v_name from orders o where o.id = v_order for share;
     if v_kind = 'ticket' then
-        select c.refunded_at is not null, p.name, p.kind,
+        select c.refunded_at is not null, p.name || coalesce(', seat ' || s.label, ''), p.kind,
                p_checks is null or p.id = any (p_checks),
-               co.title, p.name, coalesce(p.starts_at, co.starts_at)
+               co.title, p.name || coalesce(', seat ' || s.label, ''),
+               coalesce(p.starts_at, co.starts_at)
           into v_refunded, v_what, v_product_kind, v_here, v_title, v_tier, v_starts
           from order_codes c join products p on p.id = c.product_id
           join collections co on co.id = p.collection
+          left join seats s on s.id = c.seat_id
          where c.code = p_code;
     else
         select coalesce(bool_and(l.refunded_qty = l.qty), true),

@@ -371,3 +371,93 @@ async fn books_of(db: &TestDb, section: &str) -> (i32, i64, bool) {
     .await
     .unwrap()
 }
+
+#[tokio::test]
+async fn each_ticket_names_its_seat_on_the_order_page_in_the_calendar_and_at_the_door() {
+    let app = spawn_app().await;
+    app.load_demo().await;
+    app.settled().await;
+    let paid = app
+        .buy(&browser(), &Purchase::of("winter-gala-stalls", 2))
+        .await;
+    let order = paid.started.order_id;
+    let mut codes: Vec<(String, String)> = Vec::new();
+    for _ in 0..200 {
+        codes = sqlx::query_as(
+            "select c.code, s.label from order_codes c join seats s on s.id = c.seat_id \
+              where c.order_id = $1 order by s.row_rank, s.run, s.pos",
+        )
+        .bind(order)
+        .fetch_all(&app.db.pool)
+        .await
+        .unwrap();
+        if codes.len() == 2 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    assert_eq!(codes.len(), 2, "two tickets, each with its seat");
+    let (first, second) = (&codes[0].1, &codes[1].1);
+    // the order's line names both; each ticket its own
+    let issued = holdfast::checkout::issued_codes(&app.db.pool, order, None)
+        .await
+        .unwrap();
+    let labels: Vec<&str> = issued.units[0]
+        .cards
+        .iter()
+        .map(|c| c.label.as_str())
+        .collect();
+    assert_eq!(
+        labels,
+        [
+            format!("Winter Gala — the Chamber Orchestra — Stalls, seat {first}"),
+            format!("Winter Gala — the Chamber Orchestra — Stalls, seat {second}"),
+        ]
+    );
+    let page = browser()
+        .get(format!("{}/orders/{}", app.address, paid.started.token))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(page.contains(&format!("Stalls, seat {first}")), "{page}");
+    assert!(page.contains(&format!("Stalls, seat {second}")), "{page}");
+    let ics = browser()
+        .get(format!(
+            "{}/orders/{}/calendar.ics",
+            app.address, paid.started.token
+        ))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    // the calendar's summary names the seats (a comma escaped, RFC 5545)
+    assert!(
+        ics.contains(&format!(
+            "SUMMARY:Winter Gala — the Chamber Orchestra — Stalls — {first}\\, {second}"
+        )),
+        "{ics}"
+    );
+    // the attendees' export says each ticket's seat
+    app.add_staff().await;
+    let (staff, _) = app.staff_browser().await;
+    let csv = app.admin_page(&staff, "/admin/exports/attendees.csv").await;
+    for seat in [first, second] {
+        assert!(csv.contains(&format!("Stalls, seat {seat}")), "{csv}");
+    }
+    // the door says the seat, so the guest is sent to it
+    let (outcome, what, tier): (String, String, String) = sqlx::query_as(
+        "select outcome, what, for_tier from hf_redeem($1, 'door@example.com', 'main door')",
+    )
+    .bind(&codes[0].0)
+    .fetch_one(&app.db.pool)
+    .await
+    .unwrap();
+    assert_eq!(outcome, "redeemed");
+    assert_eq!(what, format!("Stalls, seat {first}"));
+    assert_eq!(tier, format!("Stalls, seat {first}"));
+}
