@@ -199,6 +199,7 @@ pub fn routes(config: &mut web::ServiceConfig) {
         )
         .route("/static/shop.css", web::get().to(assets::stylesheet))
         .route("/static/seats.css", web::get().to(assets::seats_stylesheet))
+        .route("/static/seats.js", web::get().to(assets::seats_script))
         .route("/static/theme/{digits}", web::get().to(assets::theme))
         .route("/availability", web::get().to(availability::availability))
         .route(
