@@ -461,3 +461,60 @@ async fn each_ticket_names_its_seat_on_the_order_page_in_the_calendar_and_at_the
     assert_eq!(what, format!("Stalls, seat {first}"));
     assert_eq!(tier, format!("Stalls, seat {first}"));
 }
+
+#[tokio::test]
+async fn the_api_lists_a_sections_seats_with_their_state() {
+    let app = spawn_app().await;
+    app.load_demo().await;
+    app.add_staff().await;
+    take(&app.db.pool, "held", "winter-gala-stalls", &["C-1", "C-2"]).await;
+    let token = crate::api_v1::key_with(&app, &[Scope::ReadCatalogue]).await;
+    let get = |path: String| {
+        let token = token.clone();
+        async move {
+            let response = holdfast::payments::http::client(std::time::Duration::from_secs(30))
+                .get(path)
+                .bearer_auth(token)
+                .send()
+                .await
+                .unwrap();
+            let status = response.status().as_u16();
+            (
+                status,
+                response.json::<Value>().await.unwrap_or(Value::Null),
+            )
+        }
+    };
+    let (status, body) = get(format!(
+        "{}/api/v1/products/winter-gala-stalls/seats",
+        app.address
+    ))
+    .await;
+    assert_eq!(status, 200, "{body}");
+    let seats = body["seats"].as_array().unwrap();
+    assert_eq!(seats.len(), 70);
+    let seat = |label: &str| seats.iter().find(|s| s["label"] == label).unwrap().clone();
+    assert_eq!(
+        seat("A-1"),
+        json!({ "id": seat("A-1")["id"], "label": "A-1", "section": "Stalls", "row": "A",
+                "number": 1, "category": "stalls", "price_minor": 4500,
+                "accessible": "wheelchair", "state": "free" })
+    );
+    assert_eq!(seat("C-1")["state"], "taken");
+    assert_eq!(seat("D-7")["state"], "blocked");
+    let counts = |state: &str| seats.iter().filter(|s| s["state"] == state).count();
+    assert_eq!(
+        (counts("free"), counts("taken"), counts("blocked")),
+        (66, 2, 2)
+    );
+    // a product that is not a seated section
+    let (status, body) = get(format!(
+        "{}/api/v1/products/winter-gala-standing/seats",
+        app.address
+    ))
+    .await;
+    assert_eq!(
+        (status, body["error"]["code"].as_str()),
+        (404, Some("not_found"))
+    );
+}

@@ -10,6 +10,7 @@ mod checkout;
 mod dining;
 mod exports;
 mod reads;
+mod seats;
 mod staff;
 
 use actix_web::body::{BoxBody, MessageBody};
@@ -265,6 +266,7 @@ pub static ROUTES: &[ApiRoute] = &[
     route!(Get "/catalogue", Some(Scope::ReadCatalogue) => reads::catalogue),
     route!(Get "/availability", Some(Scope::ReadCatalogue) => reads::availability),
     route!(Get "/dining/{room}/times", Some(Scope::ReadCatalogue) => dining::times),
+    route!(Get "/products/{id}/seats", Some(Scope::ReadCatalogue) => seats::seats),
     route!(Post "/checkouts", Some(Scope::StartCheckouts) => checkout::start),
     route!(Get "/orders/by-token/{token}", Some(Scope::StartCheckouts) => reads::order_by_token),
     route!(Get "/orders", Some(Scope::ReadOrders) => reads::orders),
@@ -407,6 +409,7 @@ impl utoipa::Modify for BearerKeys {
         reads::catalogue,
         reads::availability,
         dining::times,
+        seats::seats,
         checkout::start,
         reads::order_by_token,
         reads::orders,
