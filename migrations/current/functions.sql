@@ -297,7 +297,7 @@ AS $function$
      order by t.starts_at;
 $function$;
 
--- hf_check (last written by 0160_tables.sql)
+-- hf_check (last written by 0180_seating.sql)
 CREATE OR REPLACE FUNCTION public.hf_check(p_resource text DEFAULT NULL::text)
  RETURNS TABLE(resource_id text, total integer, held integer, sold integer, rows_held integer, rows_sold integer, drift boolean)
  LANGUAGE sql
@@ -315,7 +315,10 @@ AS $function$
                     or exists (select 1 from table_pins p join holds h on h.id = p.hold_id
                                 where h.resource_id = r.id and p.live
                                   and not (h.state in ('held', 'awaiting_payment')
-                                           or h.state = 'confirmed' and h.returned < h.qty))))
+                                           or h.state = 'confirmed' and h.returned < h.qty)))
+            or (s.product_id is not null
+                and (r.held + r.sold <> coalesce(pins.live, 0)
+                     or r.total <> coalesce(pins.open, 0))))
       from resources r
       left join (
             select h.resource_id,
@@ -325,11 +328,19 @@ AS $function$
              where p_resource is null or h.resource_id = p_resource
              group by h.resource_id
       ) x on x.resource_id = r.id
+      left join seat_sections s on s.resource_id = r.id
+      left join lateral (
+            select (select count(*) from seat_pins p join seats t on t.id = p.seat_id
+                     where t.section = s.product_id and p.live) as live,
+                   (select count(*) from seats t
+                     where t.section = s.product_id and t.state = 'open') as open
+             where s.product_id is not null
+      ) pins on true
      where p_resource is null or r.id = p_resource
      order by r.id;
 $function$;
 
--- hf_claim_again (last written by 0090_settling.sql)
+-- hf_claim_again (last written by 0180_seating.sql)
 CREATE OR REPLACE FUNCTION public.hf_claim_again(p_id uuid, p_payment_ref text, p_actor text DEFAULT 'payment'::text)
  RETURNS TABLE(status text, purchase_id uuid, resource_id text, available integer)
  LANGUAGE plpgsql
@@ -380,12 +391,16 @@ begin
         return;
     end if;
 
-    for l in select h.resource_id, h.qty from holds h
+    for l in select h.id, h.resource_id, h.qty from holds h
               where h.purchase_id = v_purchase order by h.resource_id loop
         select * into r from resources x where x.id = l.resource_id;
         -- expired plain holds count as free, as for any hold (their units
         -- go to the line first, in this transaction)
-        if r.total - r.held - r.sold < l.qty and r.next_expiry <= v_now then
+        if (r.total - r.held - r.sold < l.qty
+            or exists (select 1 from seat_pins p
+                        where p.hold_id = l.id
+                          and exists (select 1 from seat_pins q where q.seat_id = p.seat_id and q.live)))
+           and r.next_expiry <= v_now then
             perform hf_expire_due_plain(l.resource_id, v_now, 'lazy-expiry', null);
             select * into r from resources x where x.id = l.resource_id;
         end if;
@@ -394,6 +409,14 @@ begin
             return;
         end if;
         if r.total - r.held - r.sold < l.qty then
+            return query select 'sold_out', v_purchase, l.resource_id, r.total - r.held - r.sold;
+            return;
+        end if;
+        -- its seats, each free and on sale again
+        if exists (select 1 from seat_pins p join seats s on s.id = p.seat_id
+                    where p.hold_id = l.id
+                      and (s.state <> 'open'
+                           or exists (select 1 from seat_pins q where q.seat_id = p.seat_id and q.live))) then
             return query select 'sold_out', v_purchase, l.resource_id, r.total - r.held - r.sold;
             return;
         end if;
@@ -419,11 +442,15 @@ begin
        set sold = x.sold + c.qty, updated_at = v_now
       from claimed c
      where x.id = c.resource_id;
+    -- the same seats, pinned to the sale
+    insert into seat_pins (seat_id, hold_id)
+    select p.seat_id, h.id from holds h join seat_pins p on p.hold_id = h.reclaims
+     where h.basket_id = v_new;
     return query select 'claimed', v_new, null::text, null::integer;
 end;
 $function$;
 
--- hf_claimable (last written by 0090_settling.sql)
+-- hf_claimable (last written by 0180_seating.sql)
 CREATE OR REPLACE FUNCTION public.hf_claimable(p_purchase uuid)
  RETURNS boolean
  LANGUAGE sql
@@ -435,7 +462,15 @@ AS $function$
                and (select r.total - r.held - r.sold
                            + (select coalesce(sum(d.qty), 0) from holds d
                                where d.resource_id = r.id and d.state = 'held' and d.expires_at <= now())
-                      from resources r where r.id = h.resource_id) >= h.qty), false)
+                      from resources r where r.id = h.resource_id) >= h.qty
+               and not exists (select 1 from seat_pins p join seats s on s.id = p.seat_id
+                                where p.hold_id = h.id
+                                  and (s.state <> 'open'
+                                       or exists (select 1 from seat_pins q
+                                                   join holds o on o.id = q.hold_id
+                                                  where q.seat_id = p.seat_id and q.live
+                                                    and not (o.state = 'held' and o.expires_at <= now()))))),
+           false)
       from holds h
      where h.purchase_id = p_purchase;
 $function$;
@@ -834,7 +869,7 @@ AS $function$
               f.max_party, f.joined, idle, f.priority, f.set_id;
 $function$;
 
--- hf_hand_over (last written by 0160_tables.sql)
+-- hf_hand_over (last written by 0180_seating.sql)
 CREATE OR REPLACE FUNCTION public.hf_hand_over(p_resource text, p_now timestamp with time zone)
  RETURNS integer
  LANGUAGE plpgsql
@@ -850,6 +885,9 @@ declare
     v_waiting boolean;
     -- products served strictly in order whose first entry did not fit
     v_blocked text[] := '{}';
+    -- a seated section: the seats of each offer
+    v_seated  boolean;
+    v_seats   bigint[];
 begin
     if exists (select 1 from dining_times where resource_id = p_resource) then
         return hf_hand_over_tables(p_resource, p_now);
@@ -870,6 +908,7 @@ begin
     if v_left <= 0 or not v_waiting then
         return 0;
     end if;
+    v_seated := (hf_seat_section(p_resource)).product_id is not null;
     for e in
         select w.id, w.qty, w.name, w.email, w.email_key, w.provider, w.token, w.client_address,
                p.id as product_id, p.name as product_name, p.price_minor, p.currency,
@@ -884,7 +923,13 @@ begin
     loop
         exit when v_left <= 0;
         continue when e.product_id = any (v_blocked);
-        if e.qty > v_left then
+        v_seats := null;
+        if e.qty <= v_left and v_seated then
+            select c.seat_ids into v_seats
+              from hf_seat_choose(p_resource, null, e.qty, true, '{}') c
+             where c.status = 'chosen';
+        end if;
+        if e.qty > v_left or (v_seated and v_seats is null) then
             -- strictly in order: nobody behind this group, of its product,
             -- is served before it
             if e.waitlist_in_order then
@@ -914,6 +959,10 @@ begin
                 e.provider, e.email_key, e.client_address, v_hold);
         insert into order_lines (order_id, product_id, name, qty, unit_price_minor)
         values (v_order, e.product_id, e.product_name, e.qty, e.price_minor);
+        if v_seats is not null then
+            perform hf_seat_pin(v_hold, v_seats);
+            perform hf_seat_name_line(v_order, e.product_id, v_seats);
+        end if;
         update waitlist_entries
            set state = 'offered', offered_at = p_now, offer_expires_at = v_until, order_id = v_order
          where id = e.id;
@@ -941,6 +990,16 @@ begin
         update resources
            set held = held + v_left, next_expiry = least(next_expiry, v_until), updated_at = p_now
          where id = p_resource;
+        if v_seated then
+            -- every free seat: what is set aside is what nobody holds
+            perform hf_seat_pin(v_hold, array(
+                select s.id from seats s
+                  join seat_sections x on x.product_id = s.section
+                 where x.resource_id = p_resource and s.state = 'open'
+                   and not exists (select 1 from seat_pins p where p.seat_id = s.id and p.live)
+                 order by s.row_rank, s.run, s.pos
+                 limit v_left));
+        end if;
     end if;
     return v_offered;
 end;
@@ -1701,7 +1760,7 @@ AS $function$
      where purchase_id = p_purchase;
 $function$;
 
--- hf_redeem (last written by 0100_the_door_admits_its_own.sql)
+-- hf_redeem (last written by 0180_seating.sql)
 CREATE OR REPLACE FUNCTION public.hf_redeem(p_code text, p_by text, p_place text, p_attempt uuid DEFAULT NULL::uuid, p_checks text[] DEFAULT NULL::text[], p_override boolean DEFAULT false)
  RETURNS TABLE(outcome text, kind text, product_kind text, order_id uuid, customer_name text, what text, redeemed_at timestamp with time zone, redeemed_by text, place text, for_title text, for_tier text, for_starts timestamp with time zone, overridden boolean)
  LANGUAGE plpgsql
@@ -1755,12 +1814,14 @@ begin
     -- lock: the order, shared
     select o.state, o.customer_name into v_state, v_name from orders o where o.id = v_order for share;
     if v_kind = 'ticket' then
-        select c.refunded_at is not null, p.name, p.kind,
+        select c.refunded_at is not null, p.name || coalesce(', seat ' || s.label, ''), p.kind,
                p_checks is null or p.id = any (p_checks),
-               co.title, p.name, coalesce(p.starts_at, co.starts_at)
+               co.title, p.name || coalesce(', seat ' || s.label, ''),
+               coalesce(p.starts_at, co.starts_at)
           into v_refunded, v_what, v_product_kind, v_here, v_title, v_tier, v_starts
           from order_codes c join products p on p.id = c.product_id
           join collections co on co.id = p.collection
+          left join seats s on s.id = c.seat_id
          where c.code = p_code;
     else
         select coalesce(bool_and(l.refunded_qty = l.qty), true),
@@ -1966,6 +2027,272 @@ begin
 end;
 $function$;
 
+-- hf_seat_best (last written by 0180_seating.sql)
+CREATE OR REPLACE FUNCTION public.hf_seat_best(p_section text, p_qty integer, p_exclude bigint[])
+ RETURNS bigint[]
+ LANGUAGE plpgsql
+ STABLE
+AS $function$
+declare
+    v_last integer;
+    v_from integer := 1;
+    v_depth integer := 4;
+    v_best bigint[];
+    v_orphans integer;
+    v_ids bigint[];
+    v_left integer;
+begin
+    select max(row_rank) into v_last from seats where section = p_section;
+    while v_from <= coalesce(v_last, 0) loop
+        select w.seat_ids, w.orphans into v_ids, v_left
+          from hf_seat_stretches(p_section, p_qty, p_exclude, null, 1, v_from, v_from + v_depth - 1) w;
+        if v_ids is not null and (v_best is null or v_left < v_orphans) then
+            v_best := v_ids;
+            v_orphans := v_left;
+        end if;
+        exit when v_orphans = 0;
+        v_from := v_from + v_depth;
+        v_depth := v_depth * 2;
+    end loop;
+    return v_best;
+end;
+$function$;
+
+-- hf_seat_choose (last written by 0180_seating.sql)
+CREATE OR REPLACE FUNCTION public.hf_seat_choose(p_resource text, p_labels text[], p_qty integer, p_together boolean, p_exclude bigint[], p_own integer DEFAULT 0)
+ RETURNS TABLE(status text, seat_ids bigint[], labels text[], taken text[], offers jsonb, split_allowed boolean, free integer)
+ LANGUAGE plpgsql
+ STABLE
+AS $function$
+declare
+    v_section seat_sections;
+    v_ids bigint[];
+    v_free integer;
+    v_split boolean;
+    v_need integer;
+    v_piece bigint[];
+    v_pieces bigint[] := '{}';
+    v_size integer;
+    v_near point;
+    v_unknown text[];
+    v_taken text[];
+begin
+    v_section := hf_seat_section(p_resource);
+    if v_section.product_id is null then
+        perform hf_bad_input(format('%s is not a seated section', p_resource));
+    end if;
+    -- the section's free seats are its counters' (held + sold: its live
+    -- pins; the drift check holds them to it), less what the caller chose,
+    -- and with the units the caller holds already for these seats
+    -- (`p_own`: a basket holds its units before it pins its seats)
+    select r.total - r.held - r.sold - coalesce(cardinality(p_exclude), 0) + coalesce(p_own, 0) into v_free
+      from resources r where r.id = p_resource;
+    if p_labels is not null then
+        if cardinality(p_labels) not between 1 and 100 then
+            perform hf_bad_input('name 1 to 100 seats');
+        end if;
+        select array_agg(l order by l) into v_unknown
+          from unnest(p_labels) l
+         where not exists (select 1 from seats s where s.section = v_section.product_id and s.label = l);
+        if v_unknown is not null then
+            return query select 'unknown', null::bigint[], null::text[], v_unknown, '[]'::jsonb,
+                                null::boolean, v_free;
+            return;
+        end if;
+        select array_agg(s.id order by s.row_rank, s.run, s.pos),
+               array_agg(s.label order by s.row_rank, s.run, s.pos)
+                   filter (where s.state <> 'open' or s.id = any (coalesce(p_exclude, '{}'))
+                                 or exists (select 1 from seat_pins p
+                                             where p.seat_id = s.id and p.live))
+          into v_ids, v_taken
+          from seats s
+         where s.section = v_section.product_id and s.label = any (p_labels);
+        if v_taken is null then
+            return query select 'chosen', v_ids, (select array_agg(s.label order by s.row_rank, s.run, s.pos)
+                                                    from seats s where s.id = any (v_ids)),
+                                null::text[], null::jsonb, null::boolean, v_free;
+            return;
+        end if;
+        -- the nearest seats together instead, as many as were asked for
+        select point(avg(s.x), avg(s.y)) into v_near from seats s where s.id = any (v_ids);
+        return query
+            select 'taken', null::bigint[], null::text[], v_taken,
+                   coalesce((select jsonb_agg(to_jsonb((select array_agg(s.label order by s.pos)
+                                                          from seats s where s.id = any (w.seat_ids))))
+                               from hf_seat_stretches(v_section.product_id, cardinality(v_ids),
+                                                      p_exclude, v_near, 3) w), '[]'::jsonb),
+                   null::boolean, v_free;
+        return;
+    end if;
+
+    if p_qty is null or p_qty not between 1 and 100 then
+        perform hf_bad_input('ask for 1 to 100 seats');
+    end if;
+    if v_free < p_qty then
+        return query select 'sold_out', null::bigint[], null::text[], null::text[], '[]'::jsonb,
+                            null::boolean, v_free;
+        return;
+    end if;
+    v_ids := hf_seat_best(v_section.product_id, p_qty, p_exclude);
+    if v_ids is not null then
+        return query select 'chosen', v_ids,
+                            (select array_agg(s.label order by s.row_rank, s.run, s.pos)
+                               from seats s where s.id = any (v_ids)),
+                            null::text[], null::jsonb, null::boolean, v_free;
+        return;
+    end if;
+    -- no stretch holds them all: the best split, as few groups as can be,
+    -- each the longest stretch left (the best way, when it is longer)
+    v_need := p_qty;
+    while v_need > 0 loop
+        select max(cnt) into v_size
+          from (select count(*) as cnt
+                  from (select s.run, s.pos - row_number() over (partition by s.run order by s.pos) as grp
+                          from seats s
+                         where s.section = v_section.product_id and s.state = 'open'
+                           and s.access = 'none'
+                           and s.id not in (select unnest(coalesce(p_exclude, '{}') || v_pieces))
+                           and not exists (select 1 from seat_pins p
+                                            where p.seat_id = s.id and p.live)) f
+                 group by run, grp) g;
+        exit when v_size is null;
+        v_piece := hf_seat_best(v_section.product_id, least(v_size, v_need),
+                                coalesce(p_exclude, '{}') || v_pieces);
+        exit when v_piece is null;
+        v_pieces := v_pieces || v_piece;
+        v_need := v_need - cardinality(v_piece);
+    end loop;
+    if v_need > 0 then
+        return query select 'sold_out', null::bigint[], null::text[], null::text[], '[]'::jsonb,
+                            null::boolean, v_free;
+        return;
+    end if;
+    select s.splits into v_split from seating_settings s;
+    v_split := coalesce(v_split, false);
+    if v_split and not p_together then
+        return query select 'chosen', v_pieces,
+                            (select array_agg(s.label order by s.row_rank, s.run, s.pos)
+                               from seats s where s.id = any (v_pieces)),
+                            null::text[], null::jsonb, true, v_free;
+        return;
+    end if;
+    return query select 'not_together', null::bigint[], null::text[], null::text[],
+                        jsonb_build_array((select jsonb_agg(s.label order by s.row_rank, s.run, s.pos)
+                                             from seats s where s.id = any (v_pieces))),
+                        v_split, v_free;
+end;
+$function$;
+
+-- hf_seat_claim (last written by 0180_seating.sql)
+CREATE OR REPLACE FUNCTION public.hf_seat_claim(p_basket uuid, p_resource text, p_labels text[], p_qty integer, p_together boolean, p_order uuid, p_product text)
+ RETURNS TABLE(status text, labels text[], taken text[], offers jsonb, split_allowed boolean, free integer)
+ LANGUAGE plpgsql
+AS $function$
+declare
+    c record;
+    v_hold uuid;
+begin
+    select h.id into v_hold from holds h
+     where h.basket_id = p_basket and h.resource_id = p_resource and h.state = 'held';
+    if v_hold is null then
+        perform hf_bad_input(format('the basket holds nothing of %s', p_resource));
+    end if;
+    -- the hold has its seats already (the same start run again): they are
+    -- the answer, and nothing more is pinned or named
+    if exists (select 1 from seat_pins p where p.hold_id = v_hold and p.live) then
+        return query
+            select 'chosen', array(select s.label from seat_pins p join seats s on s.id = p.seat_id
+                                    where p.hold_id = v_hold and p.live
+                                    order by s.row_rank, s.run, s.pos),
+                   null::text[], null::jsonb, null::boolean, null::integer;
+        return;
+    end if;
+    perform hf_seat_expire_due(p_resource);
+    select * into c from hf_seat_choose(p_resource, p_labels, p_qty, p_together, '{}',
+                                        (select qty from holds where id = v_hold));
+    if c.status = 'chosen' then
+        if cardinality(c.seat_ids) <> (select qty from holds where id = v_hold) then
+            perform hf_bad_input('the seats chosen are not the units held');
+        end if;
+        perform hf_seat_pin(v_hold, c.seat_ids);
+        perform hf_seat_name_line(p_order, p_product, c.seat_ids);
+    end if;
+    return query select c.status, c.labels, c.taken, c.offers, c.split_allowed, c.free;
+end;
+$function$;
+
+-- hf_seat_codes (last written by 0180_seating.sql)
+CREATE OR REPLACE FUNCTION public.hf_seat_codes()
+ RETURNS trigger
+ LANGUAGE plpgsql
+AS $function$
+begin
+    if not exists (select 1 from inserted i join seat_sections s on s.product_id = i.product_id) then
+        return null;
+    end if;
+    update order_codes c
+       set seat_id = x.seat_id
+      from (select i.code, s.seat_id
+              from (select i.code, i.order_id, i.product_id,
+                           row_number() over (partition by i.order_id, i.product_id order by i.code) as n
+                      from inserted i
+                      join seat_sections sec on sec.product_id = i.product_id
+                     where i.seat_id is null) i
+              join (select o.id as order_id, sec.product_id, p.seat_id,
+                           row_number() over (partition by o.id, sec.product_id
+                                              order by st.row_rank, st.run, st.pos) as n
+                      from orders o
+                      join holds h on h.purchase_id = o.hold_id
+                      join seat_sections sec on sec.resource_id = h.resource_id
+                      join seat_pins p on p.hold_id = h.id and p.live
+                      join seats st on st.id = p.seat_id
+                     where o.id in (select order_id from inserted)
+                       and not exists (select 1 from order_codes c2 where c2.seat_id = p.seat_id
+                                          and c2.order_id = o.id and c2.refunded_at is null)) s
+                on s.order_id = i.order_id and s.product_id = i.product_id and s.n = i.n) x
+     where c.code = x.code;
+    return null;
+end;
+$function$;
+
+-- hf_seat_expire_due (last written by 0180_seating.sql)
+CREATE OR REPLACE FUNCTION public.hf_seat_expire_due(p_resource text)
+ RETURNS void
+ LANGUAGE plpgsql
+AS $function$
+declare
+    v_now timestamptz := clock_timestamp();
+begin
+    if (select r.next_expiry <= v_now from resources r where r.id = p_resource) then
+        perform hf_expire_due_plain(p_resource, v_now, 'lazy-expiry', null);
+    end if;
+end;
+$function$;
+
+-- hf_seat_keep_pinned (last written by 0180_seating.sql)
+CREATE OR REPLACE FUNCTION public.hf_seat_keep_pinned()
+ RETURNS trigger
+ LANGUAGE plpgsql
+AS $function$
+begin
+    if exists (select 1 from seat_pins p where p.seat_id = old.id and p.live) then
+        raise exception 'seat % is held or sold: it keeps its place on sale', old.label
+            using errcode = 'check_violation', constraint = 'seat_pinned_stays';
+    end if;
+    return new;
+end;
+$function$;
+
+-- hf_seat_name_line (last written by 0180_seating.sql)
+CREATE OR REPLACE FUNCTION public.hf_seat_name_line(p_order uuid, p_product text, p_seat_ids bigint[])
+ RETURNS void
+ LANGUAGE sql
+AS $function$
+    update order_lines
+       set name = name || ' — ' || hf_seat_words(p_seat_ids)
+     where order_id = p_order and product_id = p_product
+$function$;
+
 -- hf_seat_party (last written by 0160_tables.sql)
 CREATE OR REPLACE FUNCTION public.hf_seat_party(p_order uuid, p_purchase uuid, p_resource text, p_product text, p_party integer)
  RETURNS TABLE(tables text[], starts_at timestamp with time zone, ends_at timestamp with time zone)
@@ -2004,6 +2331,346 @@ begin
             v_set.tables, v.deposit_per_cover, v.cancel_until);
     return query select v_set.tables, lower(v_during), upper(v_during);
 end;
+$function$;
+
+-- hf_seat_pin (last written by 0180_seating.sql)
+CREATE OR REPLACE FUNCTION public.hf_seat_pin(p_hold uuid, p_seat_ids bigint[])
+ RETURNS void
+ LANGUAGE sql
+AS $function$
+    insert into seat_pins (seat_id, hold_id) select unnest(p_seat_ids), p_hold
+$function$;
+
+-- hf_seat_pin_guard (last written by 0180_seating.sql)
+CREATE OR REPLACE FUNCTION public.hf_seat_pin_guard()
+ RETURNS trigger
+ LANGUAGE plpgsql
+AS $function$
+declare
+    v_seat seats;
+    v_hold holds;
+begin
+    select * into v_seat from seats where id = new.seat_id;
+    select * into v_hold from holds where id = new.hold_id;
+    if v_seat.state <> 'open' then
+        raise exception 'seat % is not on sale (%)', v_seat.label, v_seat.state
+            using errcode = 'check_violation', constraint = 'seat_pin_on_sale';
+    end if;
+    if not exists (select 1 from seat_sections s
+                    where s.product_id = v_seat.section and s.resource_id = v_hold.resource_id) then
+        raise exception 'seat % is not of the section its hold holds', v_seat.label
+            using errcode = 'check_violation', constraint = 'seat_pin_section';
+    end if;
+    if v_hold.state not in ('held', 'awaiting_payment', 'confirmed') or not new.live then
+        raise exception 'a pin is made live, on a live hold'
+            using errcode = 'check_violation', constraint = 'seat_pin_live_hold';
+    end if;
+    return new;
+end;
+$function$;
+
+-- hf_seat_pins_end (last written by 0180_seating.sql)
+CREATE OR REPLACE FUNCTION public.hf_seat_pins_end()
+ RETURNS trigger
+ LANGUAGE plpgsql
+AS $function$
+begin
+    update seat_pins
+       set live = false, ended_at = coalesce(new.ended_at, clock_timestamp()),
+           end_reason = new.state
+     where hold_id = new.id and live;
+    return null;
+end;
+$function$;
+
+-- hf_seat_plan (last written by 0180_seating.sql)
+CREATE OR REPLACE FUNCTION public.hf_seat_plan(p_section text, p_rows jsonb)
+ RETURNS TABLE(status text, added integer, placed integer, removed integer, refused text[], total integer)
+ LANGUAGE plpgsql
+AS $function$
+declare
+    v_section seat_sections;
+    v_refused text[];
+    v_added integer;
+    v_placed integer;
+    v_removed integer;
+    v_blocked integer;
+    v_total integer;
+begin
+    select * into v_section from seat_sections where product_id = p_section;
+    if not found then
+        perform hf_bad_input(format('%s is not a seated section', p_section));
+    end if;
+    if p_rows is null or jsonb_typeof(p_rows) <> 'array' or jsonb_array_length(p_rows) not between 1 and 999 then
+        perform hf_bad_input('a plan is 1 to 999 rows');
+    end if;
+    -- each row's shape, read as JSON before anything is cast
+    if exists (
+        select 1 from jsonb_array_elements(p_rows) e
+         where jsonb_typeof(e) <> 'object'
+            or jsonb_typeof(e -> 'row') is distinct from 'string'
+            or (e ->> 'row') !~ '^[A-Za-z0-9][A-Za-z0-9 ._-]{0,11}$'
+            or jsonb_typeof(e -> 'rank') is distinct from 'number'
+            or (e ->> 'rank') !~ '^0*[1-9][0-9]{0,2}$'
+            or jsonb_typeof(e -> 'seats') is distinct from 'array'
+            or jsonb_array_length(e -> 'seats') <> 2
+            or exists (select 1 from jsonb_array_elements(e -> 'seats') n
+                        where (n #>> '{}') !~ '^[0-9]{1,4}$')
+            or exists (select 1 from jsonb_array_elements(coalesce(e -> 'aisles_after', '[]')
+                                                          || coalesce(e -> 'wheelchair', '[]')
+                                                          || coalesce(e -> 'companion', '[]')) n
+                        where (n #>> '{}') !~ '^[0-9]{1,4}$')
+            or case when (e #>> '{seats,0}') ~ '^[0-9]{1,4}$' and (e #>> '{seats,1}') ~ '^[0-9]{1,4}$'
+                    then (e #>> '{seats,0}')::int > (e #>> '{seats,1}')::int
+                         or (e #>> '{seats,1}')::int - (e #>> '{seats,0}')::int >= 1000
+                    else true end)
+       or (select count(distinct e ->> 'row') from jsonb_array_elements(p_rows) e) <> jsonb_array_length(p_rows)
+       or (select count(distinct e ->> 'rank') from jsonb_array_elements(p_rows) e) <> jsonb_array_length(p_rows) then
+        perform hf_bad_input('each row has a label (a letter or digit first, at most 12), a rank 1 to 999 '
+                             'and its first and last seat numbers (at most 1,000 seats), each label and '
+                             'rank once; aisles and accessible places are seat numbers');
+    end if;
+    if to_regclass('pg_temp.plan_seats') is not null then
+        drop table pg_temp.plan_seats;
+    end if;
+    create temporary table plan_seats (
+        label text primary key, row_label text, number integer, row_rank integer, run integer,
+        pos integer, x integer, y integer, access text
+    ) on commit drop;
+    insert into plan_seats
+    select r.row_label || '-' || n, r.row_label, n, r.row_rank,
+           r.row_rank * 1000 + (select count(*) from unnest(r.aisles) a where a < n)::int,
+           n,
+           n * 10 + 20 * (select count(*) from unnest(r.aisles) a where a < n)::int
+               - (10 * (r.first + r.last) + 20 * cardinality(r.aisles)) / 2,
+           r.row_rank * 12,
+           case when n = any (r.wheelchair) then 'wheelchair'
+                when n = any (r.companion) then 'companion' else 'none' end
+      from (select e ->> 'row' as row_label, (e ->> 'rank')::int as row_rank,
+                   (e #>> '{seats,0}')::int as first, (e #>> '{seats,1}')::int as last,
+                   array(select x::int from jsonb_array_elements_text(coalesce(e -> 'aisles_after', '[]')) x
+                          where x::int >= (e #>> '{seats,0}')::int
+                            and x::int < (e #>> '{seats,1}')::int) as aisles,
+                   array(select jsonb_array_elements_text(coalesce(e -> 'wheelchair', '[]'))::int) as wheelchair,
+                   array(select jsonb_array_elements_text(coalesce(e -> 'companion', '[]'))::int) as companion
+              from jsonb_array_elements(p_rows) e) r,
+           generate_series(r.first, r.last) n;
+
+    -- lock: the section
+    perform 1 from resources where id = v_section.resource_id for no key update;
+    perform hf_release_aside(v_section.resource_id, clock_timestamp());
+    perform hf_seat_expire_due(v_section.resource_id);
+    select array_agg(s.label order by s.row_rank, s.run, s.pos) into v_refused
+      from seats s
+     where s.section = p_section and not exists (select 1 from plan_seats p where p.label = s.label)
+       and exists (select 1 from seat_pins p where p.seat_id = s.id and p.live);
+    if v_refused is not null then
+        perform hf_hand_over(v_section.resource_id, clock_timestamp());
+        return query select 'refused', 0, 0, 0, v_refused, null::integer;
+        return;
+    end if;
+
+    -- gone from the plan: removed, or blocked when a pin or a code ever named it
+    with gone as (
+        select s.id from seats s
+         where s.section = p_section and not exists (select 1 from plan_seats p where p.label = s.label)
+    ), named as (
+        select g.id from gone g
+         where exists (select 1 from seat_pins p where p.seat_id = g.id)
+            or exists (select 1 from order_codes c where c.seat_id = g.id)
+    ), blocked as (
+        update seats s set state = 'blocked', note = 'off the plan', run = -s.id, pos = 0
+          from named n where s.id = n.id and (s.state <> 'blocked' or s.note <> 'off the plan')
+        returning 1
+    )
+    select count(*)::int into v_blocked from blocked;
+    delete from seats s
+     where s.section = p_section and not exists (select 1 from plan_seats p where p.label = s.label)
+       and not exists (select 1 from seat_pins p where p.seat_id = s.id)
+       and not exists (select 1 from order_codes c where c.seat_id = s.id);
+    get diagnostics v_removed = row_count;
+    -- still in it: its new place (moved aside first, so no two share a
+    -- place on the way)
+    update seats s set run = -1000000 - s.id
+      from plan_seats p
+     where s.section = p_section and s.label = p.label
+       and (s.run, s.pos) is distinct from (p.run, p.pos);
+    update seats s
+       set row_label = p.row_label, number = p.number, row_rank = p.row_rank, run = p.run,
+           pos = p.pos, x = p.x, y = p.y, access = p.access,
+           -- back in the plan: on sale again
+           state = case when s.note = 'off the plan' then 'open' else s.state end,
+           note = case when s.note = 'off the plan' then '' else s.note end
+      from plan_seats p
+     where s.section = p_section and s.label = p.label
+       and ((s.row_label, s.number, s.row_rank, s.run, s.pos, s.x, s.y, s.access)
+            is distinct from (p.row_label, p.number, p.row_rank, p.run, p.pos, p.x, p.y, p.access)
+            or s.note = 'off the plan');
+    get diagnostics v_placed = row_count;
+    insert into seats (section, label, row_label, number, row_rank, run, pos, x, y, access)
+    select p_section, p.label, p.row_label, p.number, p.row_rank, p.run, p.pos, p.x, p.y, p.access
+      from plan_seats p
+     where not exists (select 1 from seats s where s.section = p_section and s.label = p.label);
+    get diagnostics v_added = row_count;
+
+    select count(*)::int into v_total from seats s where s.section = p_section and s.state = 'open';
+    perform 1 from hf_upsert_resource(v_section.resource_id, v_total);
+    perform hf_hand_over(v_section.resource_id, clock_timestamp());
+    return query select 'changed', v_added, v_placed, v_removed + v_blocked, null::text[], v_total;
+end;
+$function$;
+
+-- hf_seat_return (last written by 0180_seating.sql)
+CREATE OR REPLACE FUNCTION public.hf_seat_return(p_purchase uuid, p_codes text[], p_restock boolean)
+ RETURNS integer
+ LANGUAGE plpgsql
+AS $function$
+declare
+    v_seats bigint[];
+begin
+    with ended as (
+        update seat_pins p
+           set live = false, ended_at = clock_timestamp(), end_reason = 'returned'
+          from order_codes c, holds h
+         where c.code = any (p_codes) and c.seat_id = p.seat_id
+           and p.hold_id = h.id and h.purchase_id = p_purchase and p.live
+        returning p.seat_id
+    )
+    select array_agg(seat_id) into v_seats from ended;
+    if v_seats is not null and not p_restock then
+        update seats set state = 'blocked', note = 'taken off sale with a refund'
+         where id = any (v_seats);
+    end if;
+    return coalesce(cardinality(v_seats), 0);
+end;
+$function$;
+
+-- hf_seat_section (last written by 0180_seating.sql)
+CREATE OR REPLACE FUNCTION public.hf_seat_section(p_resource text)
+ RETURNS seat_sections
+ LANGUAGE sql
+ STABLE
+AS $function$
+    select * from seat_sections where resource_id = p_resource
+$function$;
+
+-- hf_seat_set_state (last written by 0180_seating.sql)
+CREATE OR REPLACE FUNCTION public.hf_seat_set_state(p_section text, p_labels text[], p_state text, p_note text)
+ RETURNS TABLE(status text, changed integer, refused text[], total integer)
+ LANGUAGE plpgsql
+AS $function$
+declare
+    v_section seat_sections;
+    v_refused text[];
+    v_unknown text[];
+    v_changed integer;
+    v_total integer;
+    v_now timestamptz := clock_timestamp();
+begin
+    select * into v_section from seat_sections where product_id = p_section;
+    if not found then
+        perform hf_bad_input(format('%s is not a seated section', p_section));
+    end if;
+    if p_state not in ('open', 'blocked', 'held_back') then
+        perform hf_bad_input('a seat is open, blocked or held_back');
+    end if;
+    if p_labels is null or cardinality(p_labels) not between 1 and 10000 then
+        perform hf_bad_input('name 1 to 10,000 seats');
+    end if;
+    if p_note is null or length(p_note) > 200 then
+        perform hf_bad_input('a note is at most 200 characters');
+    end if;
+    -- lock: the section
+    perform 1 from resources where id = v_section.resource_id for no key update;
+    select array_agg(l order by l) into v_unknown
+      from unnest(p_labels) l
+     where not exists (select 1 from seats s where s.section = p_section and s.label = l);
+    if v_unknown is not null then
+        return query select 'unknown', 0, v_unknown, null::integer;
+        return;
+    end if;
+    if p_state <> 'open' then
+        -- what is set aside for the line is given back first: only a
+        -- shopper's seat is refused
+        perform hf_release_aside(v_section.resource_id, v_now);
+        perform hf_seat_expire_due(v_section.resource_id);
+        select array_agg(s.label order by s.row_rank, s.run, s.pos) into v_refused
+          from seats s
+         where s.section = p_section and s.label = any (p_labels) and s.state <> p_state
+           and exists (select 1 from seat_pins p where p.seat_id = s.id and p.live);
+        if v_refused is not null then
+            perform hf_hand_over(v_section.resource_id, v_now);
+            return query select 'refused', 0, v_refused, null::integer;
+            return;
+        end if;
+    end if;
+    update seats s set state = p_state, note = case when p_state = 'open' then '' else p_note end
+     where s.section = p_section and s.label = any (p_labels)
+       and (s.state <> p_state or s.note <> p_note);
+    get diagnostics v_changed = row_count;
+    select count(*)::int into v_total from seats s where s.section = p_section and s.state = 'open';
+    perform 1 from hf_upsert_resource(v_section.resource_id, v_total);
+    perform hf_hand_over(v_section.resource_id, v_now);
+    return query select 'changed', v_changed, null::text[], v_total;
+end;
+$function$;
+
+-- hf_seat_stretches (last written by 0180_seating.sql)
+CREATE OR REPLACE FUNCTION public.hf_seat_stretches(p_section text, p_qty integer, p_exclude bigint[], p_near point, p_limit integer, p_from integer DEFAULT 1, p_to integer DEFAULT 999)
+ RETURNS TABLE(seat_ids bigint[], orphans integer)
+ LANGUAGE sql
+ STABLE
+AS $function$
+    with free as (
+        select s.id, s.row_rank, s.run, s.pos, s.x, s.y,
+               s.pos - row_number() over (partition by s.run order by s.pos) as grp
+          from seats s
+         where s.section = p_section and s.row_rank between p_from and p_to
+           and s.state = 'open' and s.access = 'none'
+           -- a set, hashed: a combined start excludes up to every seat
+           and s.id not in (select unnest(coalesce(p_exclude, '{}')))
+           and not exists (select 1 from seat_pins p where p.seat_id = s.id and p.live)
+    ), middle as (
+        select (min(x) + max(x)) / 2.0::float8 as x from seats where section = p_section
+    ), start as (
+        -- every free seat as the first of a way: the seat p_qty - 1 further
+        -- along its stretch is the last (none: no way starts here), and the
+        -- stretch's ends; one sort, no join of the seats with themselves
+        select f.run, f.row_rank, f.pos as first,
+               lead(f.pos, p_qty - 1) over along as last,
+               (f.x + lead(f.x, p_qty - 1) over along) / 2.0::float8 as mid_x,
+               (f.y + lead(f.y, p_qty - 1) over along) / 2.0::float8 as mid_y,
+               min(f.pos) over whole as lo, max(f.pos) over whole as hi
+          from free f
+        window along as (partition by f.run, f.grp order by f.pos),
+               whole as (partition by f.run, f.grp)
+    ), way as (
+        select w.run, w.first, w.last, w.row_rank,
+               ((w.first - w.lo = 1)::int + (w.hi - w.last = 1)::int) as orphans,
+               abs(w.mid_x - (select x from middle)) as off_middle,
+               case when p_near is null then 0 else point(w.mid_x, w.mid_y) <-> p_near end as off_near
+          from start w
+         where w.last is not null
+    ), best as (
+        select * from way
+         order by off_near, orphans, row_rank, off_middle, run, first
+         limit p_limit
+    )
+    select (select array_agg(f.id order by f.pos) from free f
+             where f.run = b.run and f.pos between b.first and b.last),
+           b.orphans
+      from best b
+     order by b.off_near, b.orphans, b.row_rank, b.off_middle, b.run, b.first
+$function$;
+
+-- hf_seat_words (last written by 0180_seating.sql)
+CREATE OR REPLACE FUNCTION public.hf_seat_words(p_ids bigint[])
+ RETURNS text
+ LANGUAGE sql
+ STABLE
+AS $function$
+    select string_agg(s.label, ', ' order by s.row_rank, s.run, s.pos)
+      from seats s where s.id = any (p_ids)
 $function$;
 
 -- hf_settle_deadline (last written by 0090_settling.sql)
@@ -2377,6 +3044,157 @@ begin
 end;
 $function$;
 
+-- hf_start_seat_checkouts (last written by 0180_seating.sql)
+CREATE OR REPLACE FUNCTION public.hf_start_seat_checkouts(p_resource text, p_keys text[], p_accounts text[], p_qtys integer[], p_products text[], p_product_names text[], p_unit_prices bigint[], p_currencies text[], p_tokens text[], p_names text[], p_emails text[], p_providers text[], p_email_keys text[], p_addresses text[], p_email_caps integer[], p_address_caps integer[], p_seats text[], p_together boolean[])
+ RETURNS TABLE(status text, order_id uuid, hold_id uuid, available integer, created_at timestamp with time zone, seats text[], taken text[], offers jsonb, split_allowed boolean)
+ LANGUAGE plpgsql
+AS $function$
+declare
+    v_n integer := coalesce(cardinality(p_keys), 0);
+    v_status text[] := array_fill(null::text, array[greatest(v_n, 1)]);
+    v_order uuid[] := array_fill(null::uuid, array[greatest(v_n, 1)]);
+    v_hold uuid[] := array_fill(null::uuid, array[greatest(v_n, 1)]);
+    v_avail integer[] := array_fill(null::integer, array[greatest(v_n, 1)]);
+    v_at timestamptz[] := array_fill(null::timestamptz, array[greatest(v_n, 1)]);
+    v_pick jsonb[] := array_fill(null::jsonb, array[greatest(v_n, 1)]);
+    v_labels jsonb[] := array_fill(null::jsonb, array[greatest(v_n, 1)]);
+    v_taken jsonb[] := array_fill(null::jsonb, array[greatest(v_n, 1)]);
+    v_offers jsonb[] := array_fill(null::jsonb, array[greatest(v_n, 1)]);
+    v_split boolean[] := array_fill(null::boolean, array[greatest(v_n, 1)]);
+    -- this round: who is chosen for, and who goes on to the holds
+    v_decide integer[];
+    v_go integer[];
+    v_chosen bigint[];
+    v_gave_back boolean;
+    v_named text[];
+    c record;
+    x record;
+begin
+    if v_n not between 1 and 1000 then
+        perform hf_bad_input(format('a batch starts 1 to 1000 checkouts, got %s', v_n));
+    end if;
+    if coalesce(cardinality(p_seats), -1) <> v_n or coalesce(cardinality(p_together), -1) <> v_n then
+        perform hf_bad_input('every checkout needs its seats or its together: arrays of one length');
+    end if;
+    if (hf_seat_section(p_resource)).product_id is null then
+        perform hf_bad_input(format('%s is not a seated section', p_resource));
+    end if;
+    -- lock: every e-mail and address of the batch, in one order, then the
+    -- section (hf_start_checkouts takes both again, as they are held)
+    perform hf_limit_lock(k.k)
+       from (select distinct k from unnest(p_email_keys || p_addresses) k
+              where k is not null order by k) k;
+    perform 1 from resources where id = p_resource for no key update;
+    perform hf_seat_expire_due(p_resource);
+
+    -- the checkouts that choose seats: new forms (a form seen before, here
+    -- or earlier, goes on to be answered as the order it has)
+    v_decide := '{}';
+    v_go := '{}';
+    for i in 1 .. v_n loop
+        if p_keys[i] = any (p_keys[1 : i - 1])
+           or exists (select 1 from orders o where o.checkout_key = p_keys[i]) then
+            v_go := v_go || i;
+        else
+            v_decide := v_decide || i;
+        end if;
+    end loop;
+
+    for v_round in 1 .. 3 loop
+        -- seats granted in an earlier round are pinned now
+        v_chosen := '{}';
+        for k in 1 .. coalesce(cardinality(v_decide), 0) loop
+            declare
+                i integer := v_decide[k];
+            begin
+                v_named := case when p_seats[i] is null then null
+                                else string_to_array(p_seats[i], ',') end;
+                select * into c
+                  from hf_seat_choose(p_resource, v_named, p_qtys[i],
+                                      coalesce(p_together[i], true), v_chosen);
+                if c.status = 'chosen' then
+                    v_pick[i] := to_jsonb(c.seat_ids);
+                    v_labels[i] := to_jsonb(c.labels);
+                    v_chosen := v_chosen || c.seat_ids;
+                    v_status[i] := null;
+                    v_go := v_go || i;
+                else
+                    v_status[i] := case c.status when 'taken' then 'seats_taken'
+                                                 when 'unknown' then 'unknown_seats'
+                                                 else c.status end;
+                    v_taken[i] := to_jsonb(c.taken);
+                    v_offers[i] := c.offers;
+                    v_split[i] := c.split_allowed;
+                    v_avail[i] := c.free;
+                end if;
+            end;
+        end loop;
+        exit when coalesce(cardinality(v_go), 0) = 0;
+
+        -- the chosen (and the forms seen before) to the holds, in arrival order
+        select array_agg(g order by g) into v_go from unnest(v_go) g;
+        v_gave_back := false;
+        for x in
+            select r.status, r.order_id, r.hold_id, r.available, r.created_at, u.n
+              from hf_start_checkouts(
+                       p_resource,
+                       array(select p_keys[g] from unnest(v_go) with ordinality u(g, o) order by o),
+                       array(select p_accounts[g] from unnest(v_go) with ordinality u(g, o) order by o),
+                       array(select case when v_pick[g] is null then p_qtys[g]
+                                         else jsonb_array_length(v_pick[g]) end
+                               from unnest(v_go) with ordinality u(g, o) order by o),
+                       array(select p_products[g] from unnest(v_go) with ordinality u(g, o) order by o),
+                       array(select p_product_names[g] from unnest(v_go) with ordinality u(g, o) order by o),
+                       array(select p_unit_prices[g] from unnest(v_go) with ordinality u(g, o) order by o),
+                       array(select p_currencies[g] from unnest(v_go) with ordinality u(g, o) order by o),
+                       array(select p_tokens[g] from unnest(v_go) with ordinality u(g, o) order by o),
+                       array(select p_names[g] from unnest(v_go) with ordinality u(g, o) order by o),
+                       array(select p_emails[g] from unnest(v_go) with ordinality u(g, o) order by o),
+                       array(select p_providers[g] from unnest(v_go) with ordinality u(g, o) order by o),
+                       array(select p_email_keys[g] from unnest(v_go) with ordinality u(g, o) order by o),
+                       array(select p_addresses[g] from unnest(v_go) with ordinality u(g, o) order by o),
+                       array(select p_email_caps[g] from unnest(v_go) with ordinality u(g, o) order by o),
+                       array(select p_address_caps[g] from unnest(v_go) with ordinality u(g, o) order by o))
+                   with ordinality as r(status, order_id, hold_id, available, created_at, n)
+              join lateral (select v_go[r.n::int] as n) u on true
+        loop
+            v_status[x.n] := x.status;
+            v_order[x.n] := x.order_id;
+            v_hold[x.n] := x.hold_id;
+            v_avail[x.n] := x.available;
+            v_at[x.n] := x.created_at;
+            if x.status = 'started' and v_pick[x.n] is not null then
+                perform hf_seat_pin(x.hold_id,
+                                    array(select jsonb_array_elements_text(v_pick[x.n])::bigint));
+                perform hf_seat_name_line(x.order_id, p_products[x.n],
+                                          array(select jsonb_array_elements_text(v_pick[x.n])::bigint));
+            elsif v_pick[x.n] is not null then
+                -- refused after all: its seats go back
+                v_pick[x.n] := null;
+                v_labels[x.n] := null;
+                v_gave_back := true;
+            end if;
+        end loop;
+        -- choose again for those refused for want of seats, only if seats
+        -- came back
+        v_decide := array(select i from generate_series(1, v_n) i
+                           where v_status[i] in ('seats_taken', 'not_together', 'sold_out'));
+        v_go := '{}';
+        exit when not v_gave_back or cardinality(v_decide) = 0;
+    end loop;
+
+    return query
+        select v_status[i], v_order[i], v_hold[i], v_avail[i], coalesce(v_at[i], now()),
+               case when v_status[i] = 'started' and v_labels[i] is not null
+                    then array(select jsonb_array_elements_text(v_labels[i])) end,
+               case when v_taken[i] is not null and jsonb_typeof(v_taken[i]) = 'array'
+                    then array(select jsonb_array_elements_text(v_taken[i])) end,
+               v_offers[i], v_split[i]
+          from generate_series(1, v_n) i
+         order by i;
+end;
+$function$;
+
 -- hf_status (last written by 0002_inventory_functions.sql)
 CREATE OR REPLACE FUNCTION public.hf_status(p_resource text)
  RETURNS TABLE(resource_id text, total integer, held integer, sold integer, available integer, held_plain integer, held_paying integer, due integer, available_now integer)
@@ -2707,7 +3525,7 @@ begin
 end;
 $function$;
 
--- hf_webhook_order (last written by 0060_outgoing_webhooks.sql)
+-- hf_webhook_order (last written by 0180_seating.sql)
 CREATE OR REPLACE FUNCTION public.hf_webhook_order(p_order uuid)
  RETURNS jsonb
  LANGUAGE sql
@@ -2732,8 +3550,20 @@ AS $function$
                                      'unit_price_minor', l.unit_price_minor,
                                      'paid_minor', coalesce(l.paid_minor,
                                                             l.unit_price_minor * l.qty))
+                                     || case when sec.product_id is null then '{}'::jsonb
+                                             else jsonb_build_object('seats', coalesce((
+                                                 select jsonb_agg(st.label order by st.row_rank, st.run, st.pos)
+                                                   from holds h
+                                                   join seat_pins p on p.hold_id = h.id
+                                                   join seats st on st.id = p.seat_id
+                                                  where h.purchase_id = o.hold_id
+                                                    and h.resource_id = sec.resource_id
+                                                    and (p.live or o.state not in ('pending', 'paid', 'settling'))),
+                                                 '[]'::jsonb)) end
                                      order by l.product_id), '[]'::jsonb)
-                           from order_lines l where l.order_id = o.id))
+                           from order_lines l
+                           left join seat_sections sec on sec.product_id = l.product_id
+                          where l.order_id = o.id))
       from orders o where o.id = p_order
 $function$;
 

@@ -44,7 +44,7 @@ create table api_keys (
 );
 
 -- table basket_lines (made by 0004_shop.sql; changed by 0017_known_outcomes.sql,
---   0019_staff_run_the_sale.sql)
+--   0019_staff_run_the_sale.sql, 0180_seating.sql)
 create table basket_lines (
     basket_id   text not null,
     product_id  text not null,
@@ -52,9 +52,12 @@ create table basket_lines (
     added_at    timestamp with time zone not null default now(),
     last_add    uuid,
     unlocked_by text,
+    seat_labels text[],
+    seat_best   text,
     constraint basket_lines_pkey PRIMARY KEY (basket_id, product_id),
     constraint basket_id_shape CHECK (((length(basket_id) >= 16) AND (length(basket_id) <= 128))),
     constraint basket_lines_qty_check CHECK (((qty >= 1) AND (qty <= 100))),
+    constraint basket_seat_choice CHECK ((((seat_labels IS NULL) OR (seat_best IS NULL)) AND ((seat_best IS NULL) OR (seat_best = ANY (ARRAY['together'::text, 'split'::text]))) AND ((seat_labels IS NULL) OR (cardinality(seat_labels) = qty)))),
     constraint basket_lines_product_id_fkey FOREIGN KEY (product_id) REFERENCES products(id),
     constraint basket_lines_unlocked_by_fkey FOREIGN KEY (unlocked_by) REFERENCES vouchers(code)
 );
@@ -302,6 +305,7 @@ CREATE INDEX holds_purchase ON public.holds USING btree (purchase_id);
 CREATE INDEX holds_settling ON public.holds USING btree (resource_id, settle_deadline) WHERE ((state = 'awaiting_payment'::text) AND (settle_deadline IS NOT NULL));
 CREATE INDEX holds_state_created ON public.holds USING btree (state, created_at);
 CREATE TRIGGER holds_end_pins AFTER UPDATE OF state ON public.holds FOR EACH ROW WHEN (((new.state = ANY (ARRAY['released'::text, 'expired'::text])) AND (old.state IS DISTINCT FROM new.state))) EXECUTE FUNCTION hf_end_pins();
+CREATE TRIGGER holds_end_seat_pins AFTER UPDATE OF state ON public.holds FOR EACH ROW WHEN (((new.state = ANY (ARRAY['released'::text, 'expired'::text])) AND (old.state = ANY (ARRAY['held'::text, 'awaiting_payment'::text])))) EXECUTE FUNCTION hf_seat_pins_end();
 CREATE TRIGGER holds_lines_immutable BEFORE UPDATE OF resource_id, basket_id, account_id, qty ON public.holds FOR EACH ROW WHEN (((old.resource_id IS DISTINCT FROM new.resource_id) OR (old.basket_id IS DISTINCT FROM new.basket_id) OR (old.account_id IS DISTINCT FROM new.account_id) OR (old.qty IS DISTINCT FROM new.qty))) EXECUTE FUNCTION holds_lines_immutable();
 CREATE TRIGGER holds_returned_end_pins AFTER UPDATE OF returned ON public.holds FOR EACH ROW WHEN (((new.returned = new.qty) AND (old.returned < new.qty))) EXECUTE FUNCTION hf_end_pins();
 
@@ -366,18 +370,21 @@ create table login_throttle (
     constraint throttle_key_shape CHECK (((length(key) >= 1) AND (length(key) <= 320)))
 );
 
--- table order_codes (made by 0004_shop.sql; changed by 0012_after_the_sale.sql)
+-- table order_codes (made by 0004_shop.sql; changed by 0012_after_the_sale.sql, 0180_seating.sql)
 create table order_codes (
     code        text not null,
     order_id    uuid not null,
     product_id  text not null,
     created_at  timestamp with time zone not null default now(),
     refunded_at timestamp with time zone,
+    seat_id     bigint,
     constraint order_codes_pkey PRIMARY KEY (code),
     constraint order_codes_order_id_fkey FOREIGN KEY (order_id) REFERENCES orders(id),
-    constraint order_codes_product_id_fkey FOREIGN KEY (product_id) REFERENCES products(id)
+    constraint order_codes_product_id_fkey FOREIGN KEY (product_id) REFERENCES products(id),
+    constraint order_codes_seat_id_fkey FOREIGN KEY (seat_id) REFERENCES seats(id)
 );
 CREATE INDEX order_codes_by_order ON public.order_codes USING btree (order_id);
+CREATE TRIGGER order_codes_seats AFTER INSERT ON public.order_codes REFERENCING NEW TABLE AS inserted FOR EACH STATEMENT EXECUTE FUNCTION hf_seat_codes();
 
 -- table order_lines (made by 0004_shop.sql; changed by 0012_after_the_sale.sql,
 --   0019_staff_run_the_sale.sql)
@@ -691,6 +698,93 @@ create table schedules (
     constraint pickup_schedules_collection_fkey FOREIGN KEY (collection) REFERENCES collections(id),
     constraint schedules_kind_fkey FOREIGN KEY (kind) REFERENCES product_kinds(kind)
 );
+
+-- table seat_categories (made by 0180_seating.sql)
+create table seat_categories (
+    collection  text not null,
+    id          text not null,
+    name        text not null,
+    colour      text not null default '#2f6f4f'::text,
+    price_minor bigint not null,
+    "position"  integer not null default 0,
+    constraint seat_categories_pkey PRIMARY KEY (collection, id),
+    constraint seat_category_colour_shape CHECK ((colour ~ '^#[0-9a-f]{6}$'::text)),
+    constraint seat_category_id_shape CHECK ((id ~ '^[a-z0-9][a-z0-9-]{0,99}$'::text)),
+    constraint seat_category_name_shape CHECK (((length(name) >= 1) AND (length(name) <= 100))),
+    constraint seat_category_price CHECK ((price_minor >= 0)),
+    constraint seat_categories_collection_fkey FOREIGN KEY (collection) REFERENCES collections(id)
+);
+
+-- table seat_pins (made by 0180_seating.sql)
+create table seat_pins (
+    seat_id    bigint not null,
+    hold_id    uuid not null,
+    live       boolean not null default true,
+    pinned_at  timestamp with time zone not null default now(),
+    ended_at   timestamp with time zone,
+    end_reason text,
+    constraint seat_pins_pkey PRIMARY KEY (hold_id, seat_id),
+    constraint seat_pin_end_shape CHECK (((live = (ended_at IS NULL)) AND (live = (end_reason IS NULL)))),
+    constraint seat_pins_hold_id_fkey FOREIGN KEY (hold_id) REFERENCES holds(id),
+    constraint seat_pins_seat_id_fkey FOREIGN KEY (seat_id) REFERENCES seats(id)
+);
+CREATE UNIQUE INDEX seat_pins_live ON public.seat_pins USING btree (seat_id) WHERE live;
+CREATE TRIGGER seat_pins_guard BEFORE INSERT ON public.seat_pins FOR EACH ROW EXECUTE FUNCTION hf_seat_pin_guard();
+
+-- table seat_sections (made by 0180_seating.sql)
+create table seat_sections (
+    product_id  text not null,
+    resource_id text not null,
+    collection  text not null,
+    category    text not null,
+    name        text not null,
+    "position"  integer not null default 0,
+    constraint seat_sections_pkey PRIMARY KEY (product_id),
+    constraint seat_sections_resource_id_key UNIQUE (resource_id),
+    constraint seat_section_name_shape CHECK (((length(name) >= 1) AND (length(name) <= 100))),
+    constraint seat_sections_collection_category_fkey FOREIGN KEY (collection, category) REFERENCES seat_categories(collection, id),
+    constraint seat_sections_collection_fkey FOREIGN KEY (collection) REFERENCES collections(id),
+    constraint seat_sections_product_id_fkey FOREIGN KEY (product_id) REFERENCES products(id),
+    constraint seat_sections_resource_id_fkey FOREIGN KEY (resource_id) REFERENCES resources(id)
+);
+
+-- table seating_settings (made by 0180_seating.sql)
+create table seating_settings (
+    only_row   boolean not null default true,
+    splits     boolean not null default true,
+    updated_at timestamp with time zone not null default now(),
+    constraint seating_settings_pkey PRIMARY KEY (only_row),
+    constraint seating_settings_one_row CHECK (only_row)
+);
+
+-- table seats (made by 0180_seating.sql)
+create table seats (
+    id        bigint not null generated always as identity,
+    section   text not null,
+    label     text not null,
+    row_label text not null,
+    number    integer not null,
+    row_rank  integer not null,
+    run       integer not null,
+    pos       integer not null,
+    x         integer not null,
+    y         integer not null,
+    access    text not null default 'none'::text,
+    state     text not null default 'open'::text,
+    note      text not null default ''::text,
+    constraint seats_pkey PRIMARY KEY (id),
+    constraint seats_section_label_key UNIQUE (section, label),
+    constraint seats_section_run_pos_key UNIQUE (section, run, pos),
+    constraint seat_access_known CHECK ((access = ANY (ARRAY['none'::text, 'wheelchair'::text, 'companion'::text]))),
+    constraint seat_label_shape CHECK ((label ~ '^[A-Za-z0-9][A-Za-z0-9 ._-]{0,23}$'::text)),
+    constraint seat_note_shape CHECK ((length(note) <= 200)),
+    constraint seat_number_shape CHECK ((((number >= 0) AND (number <= 9999)) AND ((row_rank >= 1) AND (row_rank <= 999)) AND ((pos >= 0) AND (pos <= 9999)))),
+    constraint seat_row_shape CHECK ((row_label ~ '^[A-Za-z0-9][A-Za-z0-9 ._-]{0,11}$'::text)),
+    constraint seat_state_known CHECK ((state = ANY (ARRAY['open'::text, 'blocked'::text, 'held_back'::text]))),
+    constraint seats_section_fkey FOREIGN KEY (section) REFERENCES seat_sections(product_id)
+);
+CREATE INDEX seats_by_section ON public.seats USING btree (section, row_rank, run, pos);
+CREATE TRIGGER seats_keep_pinned BEFORE UPDATE OF state, section ON public.seats FOR EACH ROW WHEN (((new.state <> 'open'::text) OR (new.section <> old.section))) EXECUTE FUNCTION hf_seat_keep_pinned();
 
 -- table settle_windows (made by 0090_settling.sql)
 create table settle_windows (

@@ -20,6 +20,7 @@ use super::dining::{self, RoomSpec};
 use super::edit::{CollectionEdit, DEFAULT_MAX_PER_ORDER, ProductEdit, PutProduct};
 use super::kinds::{CollectionKind, InFile};
 use super::schedules::{self, Schedule};
+use super::seating::{self, SeatingSpec};
 use crate::clock::ShopZone;
 use crate::vouchers::{self, NewVoucher};
 
@@ -145,6 +146,10 @@ pub struct EventSpec {
     #[serde(default)]
     pub venue: String,
     pub tiers: Vec<TierSpec>,
+    /// Reserved seating: price categories and sections of seats, beside
+    /// the tiers (general admission).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seating: Option<SeatingSpec>,
 }
 
 impl EventSpec {
@@ -409,6 +414,13 @@ impl CatalogueFile {
                     position: None,
                 });
             }
+            if let Some(seating) = &event.seating {
+                seating
+                    .check()
+                    .map_err(anyhow::Error::msg)
+                    .with_context(|| format!("event {:?} seating", event.id))?;
+                products.extend(seating.products(&event.id, starts, ends, &currency));
+            }
         }
         if let Some(slots) = &self.pickup_slots {
             products.extend(slots.products(now, zone, &currency)?);
@@ -520,6 +532,14 @@ impl CatalogueFile {
                 report.vouchers_created += 1;
             }
         }
+        for event in &self.events {
+            if let Some(seating) = &event.seating {
+                seating
+                    .save(pool, &event.id)
+                    .await
+                    .with_context(|| format!("cannot store the seating of event {}", event.id))?;
+            }
+        }
         if !plan.schedules.is_empty() {
             let published = schedules::publish(pool, zone, now).await?;
             report.slots_published = published.created;
@@ -601,8 +621,10 @@ impl CatalogueFile {
                     ends_at: collection.ends_at.map(|at| iso(at, zone)),
                     lasts_minutes: None,
                     venue: collection.venue.clone(),
+                    seating: seating::read(pool, &collection.id).await?,
                     tiers: own
                         .iter()
+                        .filter(|p| p.kind != ProductKind::Seat)
                         .map(|p| TierSpec {
                             id: p.id.clone(),
                             name: p.name.clone(),

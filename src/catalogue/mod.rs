@@ -8,6 +8,7 @@ pub mod edit;
 mod file;
 pub mod kinds;
 pub mod schedules;
+pub mod seating;
 
 use chrono::{DateTime, Utc};
 use serde::Serialize;

@@ -85,6 +85,10 @@ pub enum Added {
 ///
 /// A hidden product goes in only with `code`, a voucher valid now (by the
 /// database's clock) that unlocks it; the line remembers the code.
+///
+/// Seats chosen (named, or the best so many) replace the section's line
+/// rather than add to it: a shopper picks a section's seats as a whole.
+/// Units added to a seat line make it the best seats together.
 pub async fn add(
     pool: &PgPool,
     basket: &str,
@@ -94,6 +98,7 @@ pub async fn add(
     code: Option<&str>,
 ) -> sqlx::Result<Added> {
     let qty = choice.qty().get();
+    let (labels, best) = seat_columns(choice);
     let (max, in_basket, added, again): (Option<i32>, Option<i32>, Option<i32>, bool) =
         sqlx::query_as(
             "with p as (select id, max_per_order, \
@@ -109,16 +114,18 @@ pub async fn add(
                   had as (select qty, last_add from basket_lines \
                            where basket_id = $1 and product_id = $2), \
                   put as (insert into basket_lines (basket_id, product_id, qty, last_add, \
-                                                    unlocked_by) \
-                          select $1, p.id, $3, $4, p.unlocked_by from p \
+                                                    unlocked_by, seat_labels, seat_best) \
+                          select $1, p.id, $3, $4, p.unlocked_by, $6, $7 from p \
                            where $3 <= p.max_per_order \
                              and not exists (select 1 from had where had.last_add = $4) \
                           on conflict (basket_id, product_id) \
-                          do update set qty = basket_lines.qty + excluded.qty, \
+                          do update set qty = basket_lines.qty * (not $8)::int + excluded.qty, \
                                         last_add = excluded.last_add, \
                                         unlocked_by = coalesce(excluded.unlocked_by, \
-                                                               basket_lines.unlocked_by) \
-                           where basket_lines.qty + excluded.qty \
+                                                               basket_lines.unlocked_by), \
+                                        seat_labels = excluded.seat_labels, \
+                                        seat_best = excluded.seat_best \
+                           where basket_lines.qty * (not $8)::int + excluded.qty \
                                  <= (select max_per_order from products \
                                       where id = excluded.product_id) \
                           returning qty) \
@@ -130,6 +137,9 @@ pub async fn add(
         .bind(qty)
         .bind(add)
         .bind(code)
+        .bind(labels.as_deref())
+        .bind(best)
+        .bind(matches!(choice, Choice::Seats { .. }))
         .fetch_one(pool)
         .await?;
     if again && max.is_some() {
@@ -147,6 +157,19 @@ pub async fn add(
     })
 }
 
+/// How a basket line keeps a seat choice: the labels named, or whether the
+/// best must be together (`together` / `split`); neither for units.
+fn seat_columns(choice: &Choice) -> (Option<Vec<String>>, Option<&'static str>) {
+    let Choice::Seats { pick } = choice else {
+        return (None, None);
+    };
+    match pick.labels() {
+        Some(labels) => (Some(labels.into_iter().map(str::to_owned).collect()), None),
+        None if pick.together() => (None, Some("together")),
+        None => (None, Some("split")),
+    }
+}
+
 /// Change how many of a product the basket has: 0 takes it out; more
 /// than one order may take leaves the line as it was.
 pub async fn set_qty(pool: &PgPool, basket: &str, product: &str, qty: i32) -> sqlx::Result<Added> {
@@ -162,7 +185,9 @@ pub async fn set_qty(pool: &PgPool, basket: &str, product: &str, qty: i32) -> sq
     }
     let row: Row = sqlx::query_as(
         "with p as (select id, max_per_order from products where id = $2), \
-              put as (update basket_lines b set qty = $3 \
+              put as (update basket_lines b set qty = $3, \
+                             seat_labels = case when cardinality(b.seat_labels) = $3 \
+                                                then b.seat_labels end \
                         from p \
                        where b.basket_id = $1 and b.product_id = p.id \
                          and $3 <= p.max_per_order \
@@ -206,7 +231,10 @@ pub async fn restore(pool: &PgPool, basket: &str, order: uuid::Uuid) -> sqlx::Re
            join products p on p.id = l.product_id \
           where l.order_id = $2 and p.active \
          on conflict (basket_id, product_id) \
-         do update set qty = greatest(basket_lines.qty, excluded.qty)",
+         do update set qty = greatest(basket_lines.qty, excluded.qty), \
+                       seat_labels = case when cardinality(basket_lines.seat_labels) \
+                                               = greatest(basket_lines.qty, excluded.qty) \
+                                          then basket_lines.seat_labels end",
     )
     .bind(basket)
     .bind(order)

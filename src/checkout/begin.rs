@@ -123,6 +123,12 @@ pub enum Begun {
         ids: Vec<String>,
         basket: Vec<BasketLine>,
     },
+    /// A seat line's seats were taken meanwhile (or are unknown, or not
+    /// together), with others offered; nothing was held.
+    SeatsRefused {
+        refusal: crate::catalogue::kinds::seat_choice::SeatRefusal,
+        basket: Vec<BasketLine>,
+    },
     /// The provider could not open a page: the units went back.
     ProviderFailed,
     /// The page opened but the payment phase could not start: the units
@@ -270,6 +276,8 @@ async fn prepare(
                     qty: Some(i64::from(line.qty)),
                     party: None,
                     at: line.starts_at,
+                    seats: line.seat_labels.clone(),
+                    together: line.seat_best.as_deref().map(|b| b == "together"),
                 })
                 .map_err(|e| InvalidInput(e.to_string()))?;
             Ok(WantedLine {
@@ -338,6 +346,7 @@ async fn not_started(
         }
         StartOutcome::NotOnSale { lines } => Begun::NotOnSale { lines, basket },
         StartOutcome::Locked { ids } => Begun::Locked { ids, basket },
+        StartOutcome::SeatsRefused { refusal } => Begun::SeatsRefused { refusal, basket },
         StartOutcome::VoucherRefused { refusal } => Begun::BadVoucher {
             code: start
                 .voucher

@@ -199,15 +199,20 @@ pub async fn issued_codes(
         code: String,
         refunded: bool,
     }
-    // the units' codes, named as their order line was; and the kind of the
-    // lines the order's code covers
+    // the units' codes, named as their order line was (a seat's code with
+    // its own seat: "… — Stalls, seat C-12"); and the kind of the lines
+    // the order's code covers
     let units: Vec<Row> = sqlx::query_as(
-        "select p.kind, c.product_id, coalesce(l.name, p.name) as label, c.code, \
-                c.refunded_at is not null as refunded \
+        "select p.kind, c.product_id, \
+                case when st.label is null then coalesce(l.name, p.name) \
+                     else regexp_replace(coalesce(l.name, p.name), ' — [^—]*$', '') \
+                          || ', seat ' || st.label end as label, \
+                c.code, c.refunded_at is not null as refunded \
            from order_codes c join products p on p.id = c.product_id \
            left join order_lines l on l.order_id = c.order_id and l.product_id = c.product_id \
+           left join seats st on st.id = c.seat_id \
           where c.order_id = $1 \
-          order by p.kind, c.product_id, c.code",
+          order by p.kind, c.product_id, st.row_rank, st.run, st.pos, c.code",
     )
     .bind(order_id)
     .fetch_all(pool)

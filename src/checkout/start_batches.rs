@@ -179,6 +179,7 @@ async fn start_checkout_via(
         StartOutcome::NotOnSale { .. } => "not_on_sale",
         StartOutcome::Locked { .. } => "locked",
         StartOutcome::VoucherRefused { .. } => "voucher_refused",
+        StartOutcome::SeatsRefused { .. } => "seats_refused",
     });
     Ok(outcome)
 }

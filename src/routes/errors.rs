@@ -9,6 +9,7 @@
 
 use actix_web::http::StatusCode;
 
+use crate::catalogue::kinds::seat_choice::SeatReason;
 use crate::checkout::Begun;
 
 macro_rules! error_codes {
@@ -72,6 +73,7 @@ error_codes! {
     NotInOrder = "not_in_order", UNPROCESSABLE_ENTITY, "That product is not in the order";
     UnknownProducts = "unknown_products", UNPROCESSABLE_ENTITY, "A product named is not sold here";
     NotHidden = "not_hidden", UNPROCESSABLE_ENTITY, "A voucher unlocks only hidden products";
+    UnknownSeats = "unknown_seats", UNPROCESSABLE_ENTITY, "A seat named is not in that section; nothing was held";
     IdempotencyKeyReused = "idempotency_key_reused", UNPROCESSABLE_ENTITY, "This Idempotency-Key was used with another body; nothing was done";
     // 409: it clashes with what is there now
     NotPaid = "not_paid", CONFLICT, "The order is not paid, so nothing can be refunded";
@@ -86,6 +88,8 @@ error_codes! {
     Locked = "locked", CONFLICT, "A product is sold only with the code that unlocks it";
     Withdrawn = "withdrawn", CONFLICT, "A product is no longer sold";
     RanOut = "ran_out", CONFLICT, "The reservation ran out; nothing was charged";
+    SeatsTaken = "seats_taken", CONFLICT, "A seat asked for was taken meanwhile; nothing was held";
+    NotTogether = "not_together", CONFLICT, "No row has that many seats together now; nothing was held";
     // 429, 5xx
     TooFast = "too_fast", TOO_MANY_REQUESTS, "Too many from this address; try again shortly";
     ProviderUnavailable = "provider_unavailable", SERVICE_UNAVAILABLE, "The payment provider did not answer; nothing was held; try again";
@@ -126,6 +130,11 @@ pub fn checkout_code(begun: &Begun) -> Option<ErrorCode> {
         Begun::NotOnSale { .. } => ErrorCode::NotOnSale,
         Begun::BadVoucher { .. } => ErrorCode::BadVoucher,
         Begun::Locked { .. } => ErrorCode::Locked,
+        Begun::SeatsRefused { refusal, .. } => match refusal.reason {
+            SeatReason::Taken => ErrorCode::SeatsTaken,
+            SeatReason::Unknown => ErrorCode::UnknownSeats,
+            SeatReason::NotTogether => ErrorCode::NotTogether,
+        },
         Begun::ProviderFailed | Begun::PaymentPhaseFailed => ErrorCode::ProviderUnavailable,
         Begun::RanOut => ErrorCode::RanOut,
     })

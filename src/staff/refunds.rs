@@ -570,6 +570,14 @@ impl Refund<'_> {
             .bind(&resources)
             .execute(&mut **tx)
             .await?;
+        // the stopped tickets' seats come back before their units do
+        let stopped: Vec<&str> = self
+            .stopped
+            .iter()
+            .flat_map(|(_, c)| c.iter())
+            .map(String::as_str)
+            .collect();
+        crate::catalogue::seating::give_back(tx, purchase, &stopped, request.restock).await?;
         walk.sort_by(|a, b| a.0.cmp(b.0));
         let actor = format!("refund:{}", request.by);
         for (resource, n, restock) in walk {

@@ -130,7 +130,7 @@ async fn an_exported_catalogue_loads_into_the_same_catalogue() {
     ));
     assert_eq!(
         (said["events"].as_i64(), said["vouchers"].as_i64()),
-        (Some(2), Some(2))
+        (Some(3), Some(2))
     );
     let file: Value = serde_json::from_str(&std::fs::read_to_string(&exported).unwrap()).unwrap();
     // absolute times with the shop's offset, never "days ahead"

@@ -18,12 +18,12 @@ async fn demo(db: &TestDb) {
     let report = file.load(&db.pool).await.expect("load");
     assert_eq!(
         report.products,
-        8 + 3,
-        "eight pickup slots, two ticket tiers, one jar"
+        8 + 3 + 3,
+        "eight pickup slots, two ticket tiers, one jar, and the gala's standing and two sections"
     );
     // loading again changes nothing
     let again = file.load(&db.pool).await.unwrap();
-    assert_eq!((again.products, again.resources_created), (11, 0));
+    assert_eq!((again.products, again.resources_created), (14, 0));
 }
 
 async fn jobs(db: &TestDb, kind: &str) -> Vec<serde_json::Value> {

@@ -2,16 +2,18 @@
 //! claims (docs/design.md, "What a line claims").
 //!
 //! A kind says what a shopper may choose for one line of it
-//! ([`ChoiceKind`]): a number of units, or a party at a time (a table).
-//! A choice is parsed once, at the edge (the basket form, the basket's
-//! rows, the JSON API), into a [`Choice`], and the kind turns it into the
-//! [`Claim`] the checkout's one transaction makes in the engine. Every
-//! claim is units of one resource (what the shop and the crowd count); a
-//! party's claim also pins a table beside them, in the database.
+//! ([`ChoiceKind`]): a number of units, a party at a time (a table), or
+//! seats of a section ([`super::seat_choice`]). A choice is parsed once,
+//! at the edge (the basket form, the basket's rows, the JSON API), into a
+//! [`Choice`], and the kind turns it into the [`Claim`] the checkout's one
+//! transaction makes in the engine. Every claim is units of one resource
+//! (what the shop and the crowd count); a party's claim also pins a table
+//! beside them, and a seat line a pin per seat, in the database.
 
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 
+use super::seat_choice::{SeatPick, SeatsError};
 use crate::inventory::{BasketLine, Quantity, ResourceId};
 
 /// Most units one line may ask for, at any edge.
@@ -29,16 +31,20 @@ pub enum ChoiceKind {
     /// A party of 1 to the product's most per order, at the product's
     /// time: a table for them.
     Party,
+    /// Seats of a section: the best so many, or seats by label.
+    Seats,
 }
 
 /// What a shopper chose for one line.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "choice", rename_all = "snake_case")]
 pub enum Choice {
     /// So many units of the product.
     Units { qty: Quantity },
     /// A table for a party at a time.
     Party { party: Quantity, at: DateTime<Utc> },
+    /// Seats of a section.
+    Seats { pick: SeatPick },
 }
 
 /// Why a line's fields are not a choice the product's kind takes.
@@ -52,25 +58,48 @@ pub enum ChoiceError {
     PartyAndTime,
     #[error("give a quantity or a party at a time, not both")]
     Both,
+    #[error(
+        "seats are 1 to {MAX_LINE_UNITS} labels as the plan names them (\"C-12\"), each once, \
+         as many as the quantity beside them"
+    )]
+    Seats,
 }
 
 /// A line's fields, as the basket form, the basket's row and the JSON
-/// API give them: a number of units, or a party at a time.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+/// API give them: a number of units, a party at a time, or for seats the
+/// labels asked for or whether the best must be together.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ChoiceFields {
     pub qty: Option<i64>,
     pub party: Option<i64>,
     pub at: Option<DateTime<Utc>>,
+    pub seats: Option<Vec<String>>,
+    pub together: Option<bool>,
+}
+
+impl From<SeatsError> for ChoiceError {
+    fn from(error: SeatsError) -> Self {
+        match error {
+            SeatsError::Quantity => ChoiceError::Quantity,
+            SeatsError::Seats => ChoiceError::Seats,
+        }
+    }
 }
 
 impl Choice {
     /// The choice a line's fields make, at any edge; the product's kind
     /// then says whether it takes it ([`ChoiceKind::accepts`]).
     pub fn from_fields(fields: ChoiceFields) -> Result<Choice, ChoiceError> {
-        match (fields.qty, fields.party.is_some() || fields.at.is_some()) {
-            (Some(_), true) => Err(ChoiceError::Both),
-            (_, true) => ChoiceKind::Party.parse(fields),
-            (_, false) => ChoiceKind::Quantity.parse(fields),
+        let party = fields.party.is_some() || fields.at.is_some();
+        let seats = fields.seats.is_some() || fields.together.is_some();
+        match (fields.qty, party, seats) {
+            (_, true, true) | (Some(_), true, false) => Err(ChoiceError::Both),
+            (_, true, false) => ChoiceKind::Party.parse(fields),
+            (_, false, true) => {
+                let pick = SeatPick::parse(fields.qty, fields.seats.as_deref(), fields.together)?;
+                Ok(Choice::Seats { pick })
+            }
+            (_, false, false) => ChoiceKind::Quantity.parse(fields),
         }
     }
 }
@@ -78,7 +107,8 @@ impl Choice {
 impl ChoiceKind {
     /// A line's fields as a choice of this kind: `qty` for a number of
     /// units; `party` (or, as a basket's row keeps it, `qty`) and `at`
-    /// for a party at a time.
+    /// for a party at a time; for seats, `seats` by label, else the best
+    /// `qty` (together unless `together` is false).
     pub fn parse(self, fields: ChoiceFields) -> Result<Choice, ChoiceError> {
         match self {
             ChoiceKind::Quantity => {
@@ -99,16 +129,34 @@ impl ChoiceKind {
                 let party = Quantity::parse(party).map_err(|_| ChoiceError::Party)?;
                 Ok(Choice::Party { party, at })
             }
+            ChoiceKind::Seats => Ok(Choice::Seats {
+                pick: SeatPick::parse(fields.qty, fields.seats.as_deref(), fields.together)?,
+            }),
         }
     }
 
     /// Whether a choice is one a kind of this choice takes.
     pub fn accepts(self, choice: &Choice) -> bool {
+        matches!(
+            (self, choice),
+            (ChoiceKind::Quantity, Choice::Units { .. })
+                | (ChoiceKind::Party, Choice::Party { .. })
+                | (ChoiceKind::Seats, Choice::Seats { .. })
+        )
+    }
+
+    /// A choice as a kind of this choice takes it: a number of units of a
+    /// seated section is its best seats together. `None`: not chosen that
+    /// way.
+    pub fn adopt(self, choice: Choice) -> Option<Choice> {
         match (self, choice) {
-            (ChoiceKind::Quantity, Choice::Units { .. }) => true,
-            (ChoiceKind::Party, Choice::Party { .. }) => true,
-            (ChoiceKind::Quantity, Choice::Party { .. })
-            | (ChoiceKind::Party, Choice::Units { .. }) => false,
+            (ChoiceKind::Seats, Choice::Units { qty }) => Some(Choice::Seats {
+                pick: SeatPick::Best {
+                    qty,
+                    together: true,
+                },
+            }),
+            (kind, choice) => kind.accepts(&choice).then_some(choice),
         }
     }
 }
@@ -122,6 +170,9 @@ impl Choice {
             (Choice::Units { qty: a }, Choice::Units { qty: b }) => {
                 let sum = i64::from(a.get()) + i64::from(b.get());
                 Quantity::parse(sum).ok().map(Choice::units)
+            }
+            (Choice::Seats { pick: a }, Choice::Seats { pick: b }) => {
+                a.merge(b).map(|pick| Choice::Seats { pick })
             }
             _ => None,
         }
@@ -138,6 +189,7 @@ impl Choice {
         match self {
             Choice::Units { qty } => *qty,
             Choice::Party { party, .. } => *party,
+            Choice::Seats { pick } => pick.qty(),
         }
     }
 
@@ -145,7 +197,7 @@ impl Choice {
     /// product's.
     pub fn at(&self) -> Option<DateTime<Utc>> {
         match self {
-            Choice::Units { .. } => None,
+            Choice::Units { .. } | Choice::Seats { .. } => None,
             Choice::Party { at, .. } => Some(*at),
         }
     }
@@ -162,6 +214,10 @@ impl Choice {
                 resource,
                 covers: *party,
                 product: product.to_owned(),
+            },
+            Choice::Seats { pick } => Claim::Seats {
+                resource,
+                pick: pick.clone(),
             },
         }
     }
@@ -181,6 +237,12 @@ pub enum Claim {
         covers: Quantity,
         product: String,
     },
+    /// A unit of a section's resource per seat, and the seats pinned to
+    /// the hold beside them (`hf_seat_claim`).
+    Seats {
+        resource: ResourceId,
+        pick: SeatPick,
+    },
 }
 
 impl Claim {
@@ -188,7 +250,9 @@ impl Claim {
     /// crowd and the drift check count).
     pub fn resource(&self) -> &ResourceId {
         match self {
-            Claim::Units { resource, .. } | Claim::Table { resource, .. } => resource,
+            Claim::Units { resource, .. }
+            | Claim::Table { resource, .. }
+            | Claim::Seats { resource, .. } => resource,
         }
     }
 
@@ -205,6 +269,10 @@ impl Claim {
                 resource: resource.clone(),
                 qty: *covers,
             },
+            Claim::Seats { resource, pick } => BasketLine {
+                resource: resource.clone(),
+                qty: pick.qty(),
+            },
         }
     }
 
@@ -214,7 +282,7 @@ impl Claim {
     pub fn pins(&self) -> bool {
         match self {
             Claim::Units { .. } => false,
-            Claim::Table { .. } => true,
+            Claim::Table { .. } | Claim::Seats { .. } => true,
         }
     }
 }
@@ -259,6 +327,38 @@ mod tests {
     }
 
     #[test]
+    fn seats_are_chosen_by_their_fields_and_a_seated_kind_takes_units_as_its_best() {
+        let fields = ChoiceFields {
+            qty: Some(2),
+            together: Some(true),
+            ..ChoiceFields::default()
+        };
+        let best = Choice::from_fields(fields).unwrap();
+        assert!(ChoiceKind::Seats.accepts(&best));
+        assert!(!ChoiceKind::Quantity.accepts(&best));
+        let units = Choice::from_fields(units(2)).unwrap();
+        assert_eq!(ChoiceKind::Seats.adopt(units.clone()), Some(best.clone()));
+        assert_eq!(ChoiceKind::Quantity.adopt(best), None);
+        let named = Choice::from_fields(ChoiceFields {
+            seats: Some(vec!["C-12".into(), "C-13".into()]),
+            ..ChoiceFields::default()
+        })
+        .unwrap();
+        assert_eq!(named.qty().get(), 2);
+        let claim = named.claim("hall-stalls", ResourceId::parse("hall-stalls").unwrap());
+        assert_eq!(claim.basket_line().qty.get(), 2);
+        assert!(claim.pins());
+        assert_eq!(named.merge(&units), None);
+        let both = ChoiceFields {
+            seats: Some(vec!["C-12".into()]),
+            party: Some(2),
+            at: Some(at()),
+            ..ChoiceFields::default()
+        };
+        assert_eq!(Choice::from_fields(both), Err(ChoiceError::Both));
+    }
+
+    #[test]
     fn units_claim_their_resource() {
         let choice = ChoiceKind::Quantity.parse(units(3)).unwrap();
         let claim = choice.claim(
@@ -288,7 +388,7 @@ mod tests {
             at: Some(at()),
             ..ChoiceFields::default()
         };
-        assert_eq!(ChoiceKind::Party.parse(row), Ok(choice));
+        assert_eq!(ChoiceKind::Party.parse(row), Ok(choice.clone()));
         // two parties at one time are two bookings
         assert_eq!(choice.merge(&choice), None);
         let claim = choice.claim("bistro-2026-12-05-1830", ResourceId::parse("r").unwrap());
@@ -301,9 +401,9 @@ mod tests {
             (None, Some(at()), ChoiceError::PartyAndTime),
         ] {
             let fields = ChoiceFields {
-                qty: None,
                 party,
                 at,
+                ..ChoiceFields::default()
             };
             assert_eq!(Choice::from_fields(fields), Err(error), "{party:?} {at:?}");
         }
@@ -311,6 +411,7 @@ mod tests {
             qty: Some(2),
             party: Some(2),
             at: Some(at()),
+            ..ChoiceFields::default()
         };
         assert_eq!(Choice::from_fields(both), Err(ChoiceError::Both));
     }

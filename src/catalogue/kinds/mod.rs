@@ -1,7 +1,7 @@
 //! What a product is, and everything that differs between kinds
 //! (docs/contract.md §15). This folder is the room: each kind's answers are
 //! one [`Sheet`] in a file of its own ([`pickup`], [`ticket`], [`stock`],
-//! [`table`]),
+//! [`table`], [`seat`]),
 //! and [`ProductKind::sheet`] is the one `match` that maps a stored kind to
 //! its sheet. A new kind is a variant below, a file with its sheet, and an
 //! arm in that match: the compiler names every answer it still owes
@@ -24,6 +24,8 @@
 mod collections;
 pub mod line;
 mod pickup;
+mod seat;
+pub mod seat_choice;
 mod stock;
 mod table;
 mod ticket;
@@ -50,6 +52,8 @@ pub enum ProductKind {
     /// A party's table in a dining room at a time: one code covers the
     /// order's table, given at the host stand once.
     Table,
+    /// A seat at a seated event, sold by section: one code per seat.
+    Seat,
 }
 
 /// Everything one kind answers. Each kind's file holds one, as a constant.
@@ -166,11 +170,12 @@ pub struct CalendarEntry {
 
 impl ProductKind {
     /// Every kind, as `product_kinds` is written from.
-    pub const ALL: [ProductKind; 4] = [
+    pub const ALL: [ProductKind; 5] = [
         ProductKind::PickupSlot,
         ProductKind::Ticket,
         ProductKind::Stock,
         ProductKind::Table,
+        ProductKind::Seat,
     ];
 
     /// The kind's answers: the one place a kind is matched.
@@ -180,6 +185,7 @@ impl ProductKind {
             ProductKind::Ticket => &ticket::SHEET,
             ProductKind::Stock => &stock::SHEET,
             ProductKind::Table => &table::SHEET,
+            ProductKind::Seat => &seat::SHEET,
         }
     }
 

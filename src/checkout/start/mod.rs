@@ -14,6 +14,7 @@
 
 mod plan;
 mod read;
+mod seats;
 mod several;
 
 use serde::Serialize;
@@ -137,4 +138,9 @@ pub enum StartOutcome {
     Locked { ids: Vec<String> },
     /// The voucher's last use is taken, or this buyer used it: nothing held.
     VoucherRefused { refusal: crate::vouchers::Refusal },
+    /// A seat line's seats were taken meanwhile (or are unknown, or not
+    /// together), with other seats offered: nothing held.
+    SeatsRefused {
+        refusal: crate::catalogue::kinds::seat_choice::SeatRefusal,
+    },
 }

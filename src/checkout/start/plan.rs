@@ -197,13 +197,13 @@ fn price(
     let mut amount: i64 = 0;
     for line in wanted {
         let p = product(&products, &line.product_id);
-        if !p.kind.choice().accepts(&line.choice) {
+        let Some(choice) = p.kind.choice().adopt(line.choice.clone()) else {
             return Err(CheckoutError::InvalidInput(format!(
                 "{} is not chosen that way",
                 p.name
             )));
-        }
-        let qty = line.choice.qty().get();
+        };
+        let qty = choice.qty().get();
         // a party below its deposit's size pays nothing
         let unit_price = match p.priced_from {
             Some(from) if qty < from => 0,
@@ -217,13 +217,13 @@ fn price(
             .ok_or_else(|| CheckoutError::InvalidInput("the order total is too large".into()))?;
         // a time the line names is its product's: a form or a call for a
         // time that is not this product's is refused
-        if line.choice.at().is_some() && line.choice.at() != p.starts_at {
+        if choice.at().is_some() && choice.at() != p.starts_at {
             return Err(CheckoutError::InvalidInput(format!(
                 "{} is not at the time asked for",
                 p.name
             )));
         }
-        claims.push(line.choice.claim(&p.id, ResourceId::parse(&p.resource_id)?));
+        claims.push(choice.claim(&p.id, ResourceId::parse(&p.resource_id)?));
         lines.push(OrderLine {
             product_id: p.id.clone(),
             name: p.name.clone(),
@@ -308,7 +308,8 @@ fn short_of_read(priced: &Priced) -> Vec<ShortLine> {
 /// One product without a voucher or phone: order, line and hold in one call,
 /// combined with the other checkouts of its resource waiting at the same
 /// moment. Anything else: the one-transaction path, where a voucher's use
-/// is held with the units as a basket's line.
+/// is held with the units as a basket's line, and a table or seats are
+/// pinned beside their units.
 fn shape(start: &CheckoutStart, priced: Priced) -> Plan {
     let ([line], [claim], None) = (
         priced.lines.as_slice(),
@@ -317,8 +318,8 @@ fn shape(start: &CheckoutStart, priced: Priced) -> Plan {
     ) else {
         return Plan::Basket(priced);
     };
-    // what pins beside its units (a table) is made by the one transaction,
-    // and so is an order that keeps a phone
+    // what pins beside its units (a table, seats) is made by the one
+    // transaction, and so is an order that keeps a phone
     if claim.pins() || start.customer.phone().is_some() {
         return Plan::Basket(priced);
     }

@@ -48,6 +48,10 @@ pub struct ReadLine {
     pub closed_at: Option<DateTime<Utc>>,
     /// The voucher that let a hidden product into the basket.
     pub unlocked_by: Option<String>,
+    /// A seat line's seats by label, or whether its best must be together
+    /// (`together` / `split`); neither: units (a seat line's best together).
+    pub seat_labels: Option<Vec<String>>,
+    pub seat_best: Option<String>,
     pub(super) left: i32,
     pub(super) settled: bool,
 }
@@ -96,20 +100,22 @@ pub async fn read_checkout(
         opens_later: Option<DateTime<Utc>>,
         closed_at: Option<DateTime<Utc>>,
         unlocked_by: Option<String>,
+        seat_labels: Option<Vec<String>>,
+        seat_best: Option<String>,
         left: Option<i32>,
         settled: Option<bool>,
     }
     let rows: Vec<Row> = sqlx::query_as(&format!(
         "select k.existing, l.product_id, l.name, l.collection_title, l.qty, l.price_minor, l.currency, \
                 l.resource_id, l.kind, l.starts_at, l.priced_from, l.active, l.max_per_order, l.hidden, \
-                l.opens_later, l.closed_at, l.unlocked_by, l.left, l.settled \
+                l.opens_later, l.closed_at, l.unlocked_by, l.seat_labels, l.seat_best, l.left, l.settled \
            from (select (select id from orders where checkout_key = $1) as existing) k \
            left join lateral ( \
                 select b.product_id, p.name, c.title as collection_title, b.qty, p.price_minor, p.currency, p.resource_id, p.kind, \
                        p.starts_at, {PRICED_FROM}, p.active, p.max_per_order, p.hidden, \
                        case when p.sale_opens_at > now() then p.sale_opens_at end as opens_later, \
                        case when p.sale_closes_at <= now() then p.sale_closes_at end as closed_at, \
-                       b.unlocked_by, r.total - r.held - r.sold as left, \
+                       b.unlocked_by, b.seat_labels, b.seat_best, r.total - r.held - r.sold as left, \
                        coalesce(r.next_expiry > now(), true) as settled, b.added_at \
                   from basket_lines b \
                   join products p on p.id = b.product_id \
@@ -144,6 +150,8 @@ pub async fn read_checkout(
                 opens_later: r.opens_later,
                 closed_at: r.closed_at,
                 unlocked_by: r.unlocked_by,
+                seat_labels: r.seat_labels,
+                seat_best: r.seat_best,
                 left: r.left?,
                 settled: r.settled?,
             })

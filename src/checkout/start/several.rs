@@ -1,8 +1,9 @@
 //! A checkout of several products (or of one with a voucher's use beside
-//! it), in one transaction: the fair-sale limits under their locks, the
+//! it, or of seats), in one transaction: the fair-sale limits under their locks, the
 //! sale window by the transaction's clock, the pending order and its
 //! lines, and one all-or-nothing hold of every claim, in the engine's lock
-//! order. Nothing is written when anything is refused.
+//! order, then each seat line's seats pinned beside its units
+//! ([`super::seats`]). Nothing is written when anything is refused.
 
 use chrono::{DateTime, Utc};
 use sqlx::{PgPool, Postgres, Transaction};
@@ -58,11 +59,16 @@ pub(in crate::checkout) async fn start_basket(
         }
     };
     // what pins beside its units, in this transaction, after every
-    // resource lock: nothing is held when a party has no table
+    // resource lock: nothing is held when a party has no table or a
+    // seat line its seats
     let unseated = seat_parties(&mut tx, order_id, hold_id, &priced).await?;
     if !unseated.is_empty() {
         tx.rollback().await?;
         return Ok(StartOutcome::Unavailable { lines: unseated });
+    }
+    if let Some(refused) = super::seats::pin(&mut tx, &priced, hold_id, order_id).await? {
+        tx.rollback().await?;
+        return Ok(refused);
     }
     let order: Order = sqlx::query_as(
         "update orders set hold_id = $2, updated_at = now() where id = $1 returning *",

@@ -8,8 +8,9 @@ use actix_web::web;
 
 use super::home::home;
 use super::{
-    activity, api_keys, catalogue, exports, dining, holds, images, orders, records, redeem, refunds,
-    resources, session, staff_accounts, storefront, two_factor, vouchers, waitlist, webhooks,
+    activity, api_keys, catalogue, dining, exports, holds, images, orders, records, redeem,
+    refunds, resources, session, staff_accounts, storefront, two_factor, vouchers, waitlist,
+    webhooks,
 };
 use crate::staff::roles::Permission;
 

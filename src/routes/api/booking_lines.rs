@@ -12,29 +12,44 @@ use super::{ApiError, ErrorCode};
 use crate::catalogue::{Choice, ChoiceFields};
 use crate::checkout::ShortLine;
 
+/// What a line asks of a product that is not a table: so many units, or a
+/// seated section's seats (by label, or the best so many, together or not).
+pub(super) struct Units {
+    pub qty: Option<i32>,
+    pub seats: Option<Vec<String>>,
+    pub together: Option<bool>,
+}
+
 /// A line's product and choice as the basket takes them: a booking's time
 /// found from its room (or time) and moment, or so many units.
 pub(super) async fn resolve(
     pool: &PgPool,
     product_id: &str,
-    qty: Option<i32>,
+    units: Units,
     party: Option<i32>,
     at: Option<DateTime<FixedOffset>>,
 ) -> Result<(String, Choice), ApiError> {
+    let Units {
+        qty,
+        seats,
+        together,
+    } = units;
     let bad = |words: String| ApiError::new(ErrorCode::BadLines, words);
     if party.is_none() && at.is_none() {
         let choice = Choice::from_fields(ChoiceFields {
             qty: qty.map(i64::from),
+            seats: seats.clone(),
+            together,
             ..ChoiceFields::default()
         })
         .map_err(|_| {
             bad(format!(
-                "{product_id}: give qty, 1 to 100 units (or party and at for a table); nothing was done"
+                "{product_id}: give qty, 1 to 100 units, or seats by label (or party and at for a table); nothing was done"
             ))
         })?;
         return Ok((product_id.to_owned(), choice));
     }
-    let (Some(party), Some(at), None) = (party, at, qty) else {
+    let (Some(party), Some(at), None, None) = (party, at, qty, seats) else {
         return Err(bad(format!(
             "{product_id}: a table takes party and at (a time with its offset), not qty; nothing was done"
         )));

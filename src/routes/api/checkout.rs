@@ -56,6 +56,14 @@ pub struct CheckoutLine {
     #[serde(default)]
     #[schema(value_type = Option<String>, format = DateTime)]
     at: Option<chrono::DateTime<chrono::FixedOffset>>,
+    /// A seated section's seats by label, all or none: `["C-12", "C-13"]`.
+    #[serde(default)]
+    seats: Option<Vec<String>>,
+    /// For the best seats: next to each other in one row (the default), or
+    /// `false` to take them apart when no row has them together and the
+    /// shop sells a split.
+    #[serde(default)]
+    together: Option<bool>,
 }
 
 /// Whether an answer is kept under its `Idempotency-Key`: not a failure
@@ -96,7 +104,7 @@ pub fn idempotency_key(request: &HttpRequest) -> Result<String, ApiError> {
               (status = 400, description = "Bad JSON, or no Idempotency-Key", body = super::ErrorBody),
               (status = 401, description = "No live key", body = super::ErrorBody),
               (status = 403, description = "The key lacks start_checkouts", body = super::ErrorBody),
-              (status = 409, description = "Sold out, over a limit, not on sale", body = super::ErrorBody),
+              (status = 409, description = "Sold out, over a limit, not on sale, seats taken (`error.seats` names them and offers others) or not together", body = super::ErrorBody),
               (status = 413, description = "The body is too large", body = super::ErrorBody),
               (status = 422, description = "Lines, customer or provider that cannot be used, or the Idempotency-Key used with another body", body = super::ErrorBody),
               (status = 429, description = "Too many from this address", body = super::ErrorBody),
@@ -124,8 +132,20 @@ pub async fn start(
     // each line as the basket takes it: a table's time found from its room
     let mut choices: Vec<(String, Choice)> = Vec::with_capacity(body.lines.len());
     for l in &body.lines {
-        choices
-            .push(booking_lines::resolve(&shop.pool, &l.product_id, l.qty, l.party, l.at).await?);
+        choices.push(
+            booking_lines::resolve(
+                &shop.pool,
+                &l.product_id,
+                booking_lines::Units {
+                    qty: l.qty,
+                    seats: l.seats.clone(),
+                    together: l.together,
+                },
+                l.party,
+                l.at,
+            )
+            .await?,
+        );
     }
     match api_keys::claim(&shop.pool, &key, &idem, "checkout", &raw).await? {
         Idempotent::Answered { status, body } => {
@@ -299,6 +319,16 @@ async fn run(
             format!("the code {typed} cannot be used; nothing was held"),
         ),
         Begun::EmptyBasket => ApiError::new(code, "nothing to check out"),
+        Begun::SeatsRefused { refusal, .. } => {
+            let mut error = ApiError::new(code, format!("{} Nothing was held.", refusal.words()));
+            error.seats = Some(serde_json::json!({
+                "product_id": refusal.product_id,
+                "seats": refusal.seats,
+                "offers": refusal.offers,
+                "split_allowed": refusal.split_allowed,
+            }));
+            error
+        }
         _ => ApiError::of(code),
     })
 }

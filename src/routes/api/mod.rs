@@ -11,6 +11,7 @@ mod checkout;
 mod dining;
 mod exports;
 mod reads;
+mod seats;
 mod staff;
 
 use actix_web::body::{BoxBody, MessageBody};
@@ -39,6 +40,8 @@ pub struct ApiError {
     pub status: StatusCode,
     pub code: ErrorCode,
     pub message: String,
+    /// A seat line refused: the seats taken and the seats offered instead.
+    pub seats: Option<serde_json::Value>,
 }
 
 #[derive(Serialize, utoipa::ToSchema)]
@@ -53,6 +56,23 @@ pub struct ErrorDetail {
     message: String,
     /// Where docs/errors.md explains the code (`docs/errors.md#sold_out`).
     doc: String,
+    /// `seats_taken`, `unknown_seats`, `not_together`: the line's section,
+    /// the seats taken or unknown, and others offered instead.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    seats: Option<SeatsRefused>,
+}
+
+/// A seat line refused (`error.seats`).
+#[derive(Serialize, utoipa::ToSchema)]
+pub struct SeatsRefused {
+    product_id: String,
+    /// The seats taken or unknown, as the plan labels them.
+    seats: Vec<String>,
+    /// Other seats to ask for instead, each set as many as were asked
+    /// for, the nearest first (not together: the best split).
+    offers: Vec<Vec<String>>,
+    /// Whether the split offered may be sold (`"together": false`).
+    split_allowed: bool,
 }
 
 impl ApiError {
@@ -62,6 +82,7 @@ impl ApiError {
             status: code.status(),
             code,
             message: message.into(),
+            seats: None,
         }
     }
 
@@ -71,11 +92,15 @@ impl ApiError {
     }
 
     pub fn body(&self) -> serde_json::Value {
-        serde_json::json!({ "error": {
+        let mut body = serde_json::json!({ "error": {
             "code": self.code.name(),
             "message": self.message,
             "doc": self.code.doc(),
-        } })
+        } });
+        if let Some(seats) = &self.seats {
+            body["error"]["seats"] = seats.clone();
+        }
+        body
     }
 }
 
@@ -242,6 +267,7 @@ pub static ROUTES: &[ApiRoute] = &[
     route!(Get "/catalogue", Some(Scope::ReadCatalogue) => reads::catalogue),
     route!(Get "/availability", Some(Scope::ReadCatalogue) => reads::availability),
     route!(Get "/dining/{room}/times", Some(Scope::ReadCatalogue) => dining::times),
+    route!(Get "/products/{id}/seats", Some(Scope::ReadCatalogue) => seats::seats),
     route!(Post "/checkouts", Some(Scope::StartCheckouts) => checkout::start),
     route!(Get "/orders/by-token/{token}", Some(Scope::StartCheckouts) => reads::order_by_token),
     route!(Get "/orders", Some(Scope::ReadOrders) => reads::orders),
@@ -384,6 +410,7 @@ impl utoipa::Modify for BearerKeys {
         reads::catalogue,
         reads::availability,
         dining::times,
+        seats::seats,
         checkout::start,
         reads::order_by_token,
         reads::orders,
@@ -395,7 +422,7 @@ impl utoipa::Modify for BearerKeys {
         exports::orders_csv,
         exports::attendees_csv,
     ),
-    components(schemas(ErrorBody, ErrorDetail)),
+    components(schemas(ErrorBody, ErrorDetail, SeatsRefused)),
     modifiers(&BearerKeys)
 )]
 pub struct ApiDoc;

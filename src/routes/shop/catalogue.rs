@@ -7,7 +7,7 @@ use askama::Template;
 use serde::Deserialize;
 
 use super::{basket_count, pending_note};
-use crate::catalogue::Sale;
+use crate::catalogue::{ChoiceKind, Sale};
 use crate::money;
 use crate::retry::{Bound, retry};
 use crate::routes::ShopError;
@@ -45,6 +45,9 @@ pub struct CatalogueItem {
     pub starts_at: Option<chrono::DateTime<chrono::Utc>>,
     /// On a day's page, its time alone ("09:30 CET"): the day says the rest.
     pub time: String,
+    /// Its seat map, where seats are picked (a seated section); the add
+    /// form's quantity is then the best seats together.
+    pub map_href: String,
 }
 
 /// A day of a collection offered a day at a time, as its link says it.
@@ -269,6 +272,7 @@ async fn catalogue_page(
             added: query.added.as_deref() == Some(row.id.as_str()),
             starts_at: row.starts_at,
             time: String::new(),
+            map_href: seat_map(row.kind.choice(), &row.id),
             id: row.id,
         });
     }
@@ -403,4 +407,12 @@ pub fn doors_and_venue(
         .flatten()
         .collect::<Vec<_>>()
         .join(" · ")
+}
+
+/// A seated section's seat map (`/seats/{id}`); empty for other kinds.
+fn seat_map(choice: ChoiceKind, id: &str) -> String {
+    match choice {
+        ChoiceKind::Seats => format!("/seats/{id}"),
+        ChoiceKind::Quantity | ChoiceKind::Party => String::new(),
+    }
 }

@@ -190,6 +190,18 @@ async fn way_to_pay(
     Ok((kind, method))
 }
 
+/// The basket as it was read, with the lines that refused its checkout.
+async fn refused_lines(
+    shop: &Shop,
+    form: &CheckoutForm,
+    status: StatusCode,
+    basket: Vec<crate::checkout::basket::BasketLine>,
+    problems: Vec<Problem>,
+) -> Result<HttpResponse, ShopError> {
+    let told = Told::problems(problems, &form.name, &form.email);
+    basket_page_of(shop, basket, form.voucher.clone(), status, told).await
+}
+
 /// Where a checkout ended, said to the shopper: the provider's page, or
 /// the basket (or a message) with what refused it, under the status of
 /// its code in the one table.
@@ -234,29 +246,18 @@ async fn tell(
         } => {
             let mut problems = describe_short(&lines, &sold_out, shop.zone);
             offer_other_times(shop, &lines, &mut problems).await?;
-            basket_page_of(
-                shop,
-                basket,
-                form.voucher.clone(),
-                status,
-                Told::problems(problems, &form.name, &form.email),
-            )
-            .await
+            refused_lines(shop, form, status, basket, problems).await
         }
         Begun::OverLimit { lines, basket } => {
-            basket_page_of(
+            refused_lines(
                 shop,
-                basket,
-                form.voucher.clone(),
+                form,
                 status,
-                Told::problems(
-                    describe_limited(&lines)
-                        .into_iter()
-                        .map(Problem::plain)
-                        .collect(),
-                    &form.name,
-                    &form.email,
-                ),
+                basket,
+                describe_limited(&lines)
+                    .into_iter()
+                    .map(Problem::plain)
+                    .collect(),
             )
             .await
         }
@@ -286,14 +287,17 @@ async fn tell(
                     })
                 })
                 .collect();
-            basket_page_of(
-                shop,
-                basket,
-                form.voucher.clone(),
-                status,
-                Told::problems(problems, &form.name, &form.email),
-            )
-            .await
+            refused_lines(shop, form, status, basket, problems).await
+        }
+        Begun::SeatsRefused { refusal, basket } => {
+            // the seats taken, and the nearest together instead
+            let offer = refusal.offer_words();
+            let problems = vec![Problem::plain(if offer.is_empty() {
+                format!("{} Nothing was reserved.", refusal.words())
+            } else {
+                format!("{} {offer} Nothing was reserved.", refusal.words())
+            })];
+            refused_lines(shop, form, status, basket, problems).await
         }
         Begun::BadVoucher {
             code,
@@ -320,14 +324,7 @@ async fn tell(
                 "{} can be bought only with the code that unlocks it: enter it as your voucher.",
                 names.join(", ")
             ))];
-            basket_page_of(
-                shop,
-                basket,
-                form.voucher.clone(),
-                status,
-                Told::problems(problems, &form.name, &form.email),
-            )
-            .await
+            refused_lines(shop, form, status, basket, problems).await
         }
         Begun::ProviderFailed => back(
             "We could not reach the payment provider",

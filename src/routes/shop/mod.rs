@@ -12,6 +12,7 @@ mod dining;
 mod orders;
 mod queue;
 mod returns;
+mod seats;
 mod waitlist;
 
 use actix_web::http::StatusCode;
@@ -198,6 +199,8 @@ pub fn routes(config: &mut web::ServiceConfig) {
             web::get().to(queue::order_json),
         )
         .route("/static/shop.css", web::get().to(assets::stylesheet))
+        .route("/static/seats.css", web::get().to(assets::seats_stylesheet))
+        .route("/static/seats.js", web::get().to(assets::seats_script))
         .route("/static/theme/{digits}", web::get().to(assets::theme))
         .route("/images/{id}/{width}", web::get().to(assets::image))
         .route("/availability", web::get().to(availability::availability))
@@ -231,6 +234,8 @@ pub fn routes(config: &mut web::ServiceConfig) {
             web::post().to(returns::checkout_leave),
         )
         .route("/dining/{room}", web::get().to(dining::times))
+        .route("/seats/{section}", web::get().to(seats::map))
+        .route("/seats/{section}", web::post().to(seats::choose))
         .route("/waitlist/{product}", web::get().to(waitlist::join_form))
         .route("/waitlist/{product}", web::post().to(waitlist::join))
         .route("/waitlist/entry/{token}", web::get().to(waitlist::entry))

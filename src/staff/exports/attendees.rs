@@ -87,10 +87,13 @@ impl CsvRow for AttendeeLine {
 const ATTENDEES_SQL: &str = "-- holdfast export: attendees
 with codes as (
     -- a ticket: one code per unit
-    select c.code, 'ticket' as kind, c.order_id, p.name as admits, p.id as product_id,
+    -- (a seat's ticket admits to its seat: \"Stalls, seat C-12\")
+    select c.code, 'ticket' as kind, c.order_id,
+           p.name || coalesce(', seat ' || st.label, '') as admits, p.id as product_id,
            p.starts_at, c.refunded_at is not null as unit_refunded
       from order_codes c
       join products p on p.id = c.product_id
+      left join seats st on st.id = c.seat_id
      where ($4::text is null or p.id = $4)
        and ($5::text is null or p.collection = $5)
        and ($6::timestamptz is null or p.starts_at >= $6)
