@@ -812,8 +812,14 @@ async fn templates_carry_no_inline_script_or_style_for_the_policy_to_refuse() {
             }
             let text = std::fs::read_to_string(&path).unwrap();
             let name = path.display();
-            assert!(!text.contains("style="), "{name}: inline style attribute");
-            assert!(!text.contains("<style"), "{name}: inline style element");
+            // a mail is never served under the policy, and mail programs
+            // read styles only inline: its templates style inline, and
+            // still carry no script or handler
+            let mail = path.parent().is_some_and(|p| p.ends_with("mail"));
+            if !mail {
+                assert!(!text.contains("style="), "{name}: inline style attribute");
+                assert!(!text.contains("<style"), "{name}: inline style element");
+            }
             for attribute in [
                 " onclick=",
                 " onload=",

@@ -305,6 +305,19 @@ async fn shop_and_driver() -> (TestApp, Driver, tokio::sync::MutexGuard<'static,
 /// Basket to checkout form, as a shopper does it. Ends on the provider's
 /// hosted page.
 async fn check_out(browser: &mut Browser, app: &TestApp, product: &str, qty: &str, shot: &str) {
+    check_out_paying(browser, app, product, qty, shot, None).await
+}
+
+/// [`check_out`], choosing a way to pay (`sepa_debit` …) in the basket
+/// rather than the first offered.
+async fn check_out_paying(
+    browser: &mut Browser,
+    app: &TestApp,
+    product: &str,
+    qty: &str,
+    shot: &str,
+    way: Option<&str>,
+) {
     app.settled().await;
     // its collection's page: a schedule's shows its first day's times
     let collection: String = sqlx::query_scalar("select collection from products where id = $1")
@@ -319,6 +332,11 @@ async fn check_out(browser: &mut Browser, app: &TestApp, product: &str, qty: &st
     browser.to_basket_after_adding(&card).await;
     browser.fill("input[name=name]", "Ada Lovelace").await;
     browser.fill("input[name=email]", "ada@example.com").await;
+    if let Some(way) = way {
+        browser
+            .click(&format!("input[name=method][value={way}]"))
+            .await;
+    }
     browser.screenshot(shot).await;
     browser.click("form.checkout button[type=submit]").await;
     browser.find("#pay").await;
@@ -1787,12 +1805,13 @@ async fn a_debit_that_takes_days_is_seen_by_shopper_and_staff_on_a_phone_and_a_d
     {
         shopper.client.set_window_size(width, height).await.unwrap();
         staff.client.set_window_size(width, height).await.unwrap();
-        check_out(
+        check_out_paying(
             &mut shopper,
             &app,
             "wild-honey",
             "1",
             &format!("basket-{size}"),
+            Some("sepa_debit"),
         )
         .await;
         let stripe_page = shopper.client.current_url().await.unwrap().to_string();

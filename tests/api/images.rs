@@ -179,6 +179,15 @@ async fn owner_with_event(app: &TestApp) -> (reqwest::Client, String) {
         )
         .await;
     assert_eq!(tier.status(), StatusCode::SEE_OTHER);
+    // a new event starts as a draft (drafts::): published, the shop shows it
+    let published = app
+        .admin_post(
+            &staff,
+            &format!("/admin/catalogue/collections/{EVENT}/publish"),
+            &[("csrf", csrf.as_str())],
+        )
+        .await;
+    assert_eq!(published.status(), StatusCode::SEE_OTHER);
     (staff, csrf)
 }
 

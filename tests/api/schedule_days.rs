@@ -36,6 +36,15 @@ async fn the_schedule_page_lists_its_slots_a_day_at_a_time_with_what_is_left() {
         .admin_post(&staff, "/admin/catalogue/schedules", &fields)
         .await;
     assert_eq!(answer.status(), StatusCode::SEE_OTHER);
+    // a new schedule starts as a draft (drafts::): published, it sells
+    let published = app
+        .admin_post(
+            &staff,
+            "/admin/catalogue/collections/bread/publish",
+            &[("csrf", csrf.as_str())],
+        )
+        .await;
+    assert_eq!(published.status(), StatusCode::SEE_OTHER);
     app.settled().await;
 
     #[derive(sqlx::FromRow)]

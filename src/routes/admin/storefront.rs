@@ -70,22 +70,34 @@ pub async fn save_pay_ways(
     form: web::Form<Vec<(String, String)>>,
 ) -> Result<HttpResponse, ShopError> {
     let mut choices = Vec::new();
+    // a provider not in the list is said beside its way, nothing saved
+    let mut unknown = Vec::new();
     for (name, value) in form.iter() {
         let Some(method) = PayMethod::parse(name) else {
             continue;
         };
         let provider = match value.as_str() {
             "off" => None,
-            other => Some(ProviderKind::parse(other).ok_or_else(|| {
-                ShopError::bad_request(
-                    "That provider is not one Holdfast knows. Nothing was saved.",
-                )
-            })?),
+            other => match ProviderKind::parse(other) {
+                Some(kind) => Some(kind),
+                None => {
+                    unknown.push(methods::Refused {
+                        method,
+                        reason: "Choose a provider from the list.".into(),
+                    });
+                    None
+                }
+            },
         };
         choices.push(Choice { method, provider });
     }
     let currency = crate::staff::catalogue::shop_currency(&shop.pool).await?;
-    match methods::save(&shop.pool, (&session.staff).into(), &currency, &choices).await? {
+    let saved = if unknown.is_empty() {
+        methods::save(&shop.pool, (&session.staff).into(), &currency, &choices).await?
+    } else {
+        Err(unknown)
+    };
+    match saved {
         Ok(()) => Ok(see_other("/admin/settings?notice=pay_saved#pay")),
         Err(refused) => {
             let page = SettingsPage {

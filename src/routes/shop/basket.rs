@@ -512,12 +512,14 @@ pub(super) async fn basket_page_of(
         checkout_key: checkout::codes::checkout_key(),
         form_lines: basket::FormLines::of(&rows),
         told,
-        ways: crate::payments::methods::read(&shop.pool)
-            .await?
-            .offered(&shop.payments, &currency)
-            .into_iter()
-            .map(|(method, _)| (method.as_str(), method.label(), method.hint()))
-            .collect(),
+        ways: retry("pay_methods_read", Bound::Shopper, || {
+            crate::payments::methods::read(&shop.pool)
+        })
+        .await?
+        .offered(&shop.payments, &currency)
+        .into_iter()
+        .map(|(method, _)| (method.as_str(), method.label(), method.hint()))
+        .collect(),
     };
     render(status, &page)
 }

@@ -12,6 +12,7 @@ use crate::catalogue::Sale;
 use crate::checkout::{self, OrderState, ShortLine};
 use crate::checkout::{BeginRequest, Begun, basket::FormLines};
 use crate::inventory::IdempotencyKey;
+use crate::retry::{Bound, retry};
 use crate::routes::ShopError;
 use crate::routes::errors::{ErrorCode, checkout_code};
 use crate::routes::render::see_other;
@@ -179,14 +180,19 @@ async fn way_to_pay(
     let not_offered =
         || ShopError::bad_request("That way of paying is not offered. Choose another one.");
     let method = crate::payments::methods::PayMethod::parse(name).ok_or_else(not_offered)?;
-    let currency = crate::staff::catalogue::shop_currency(&shop.pool).await?;
-    let kind = crate::payments::methods::read(&shop.pool)
-        .await?
-        .offered(&shop.payments, &currency)
-        .into_iter()
-        .find(|(offered, _)| *offered == method)
-        .map(|(_, kind)| kind)
-        .ok_or_else(not_offered)?;
+    let currency = retry("shop_currency_read", Bound::Shopper, || {
+        crate::staff::catalogue::shop_currency(&shop.pool)
+    })
+    .await?;
+    let kind = retry("pay_methods_read", Bound::Shopper, || {
+        crate::payments::methods::read(&shop.pool)
+    })
+    .await?
+    .offered(&shop.payments, &currency)
+    .into_iter()
+    .find(|(offered, _)| *offered == method)
+    .map(|(_, kind)| kind)
+    .ok_or_else(not_offered)?;
     Ok((kind, method))
 }
 
