@@ -178,16 +178,10 @@ async fn way_to_pay(
 > {
     let not_offered =
         || ShopError::bad_request("That way of paying is not offered. Choose another one.");
-    let method = crate::payments::methods::PayMethod::parse(name).ok_or_else(not_offered)?;
     let currency = crate::staff::catalogue::shop_currency(&shop.pool).await?;
-    let kind = crate::payments::methods::read(&shop.pool)
+    crate::payments::methods::serving(&shop.pool, &shop.payments, &currency, name)
         .await?
-        .offered(&shop.payments, &currency)
-        .into_iter()
-        .find(|(offered, _)| *offered == method)
-        .map(|(_, kind)| kind)
-        .ok_or_else(not_offered)?;
-    Ok((kind, method))
+        .ok_or_else(not_offered)
 }
 
 /// The basket as it was read, with the lines that refused its checkout.
