@@ -431,7 +431,7 @@ CREATE TRIGGER order_refunds_webhook AFTER INSERT ON public.order_refunds FOR EA
 
 -- table orders (made by 0004_shop.sql; changed by 0007_reconciliation.sql, 0011_fair_sale.sql,
 --   0012_after_the_sale.sql, 0019_staff_run_the_sale.sql, 0090_settling.sql,
---   0102_order_numbers.sql, 0160_tables.sql)
+--   0102_order_numbers.sql, 0105_order_pay_method.sql, 0160_tables.sql)
 create table orders (
     id                  uuid not null default gen_random_uuid(),
     token               text not null,
@@ -466,6 +466,7 @@ create table orders (
     late_money          text,
     late_money_at       timestamp with time zone,
     number              text not null default hf_order_number(),
+    pay_method          text,
     customer_phone      text,
     constraint orders_pkey PRIMARY KEY (id),
     constraint orders_checkout_key_key UNIQUE (checkout_key),
@@ -480,6 +481,7 @@ create table orders (
     constraint order_late_money_when CHECK (((late_money IS NULL) = (late_money_at IS NULL))),
     constraint order_limit_keys_shape CHECK (((length(email_key) <= 254) AND (length(client_address) <= 64))),
     constraint order_number_shape CHECK ((number ~ '^[0-9A-F]{4}-[0-9A-F]{4}-[0-9A-F]{4}$'::text)),
+    constraint order_pay_method_known CHECK ((pay_method = ANY (ARRAY['card'::text, 'upi'::text, 'netbanking'::text, 'sepa_debit'::text]))),
     constraint order_phone_shape CHECK ((customer_phone ~ '^\+?[0-9][0-9 ()./-]{4,29}$'::text)),
     constraint order_provider_known CHECK ((provider = ANY (ARRAY['stripe'::text, 'razorpay'::text]))),
     constraint order_refunded_within_paid CHECK (((refunded_minor >= 0) AND (refunded_minor <= amount_minor))),

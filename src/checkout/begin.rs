@@ -374,6 +374,12 @@ async fn pay(
     if order.amount_minor == 0 {
         return confirm_free(desk, order, basket_id).await;
     }
+    if let Some(method) = method {
+        retry("order_pay_method", Bound::Shopper, || {
+            super::order::keep_pay_method(desk.pool, order.id, method)
+        })
+        .await?;
+    }
     let page = match open_page(desk, &order, lines, method).await {
         Ok(page) => page,
         Err(error) => {

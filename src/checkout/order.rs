@@ -7,6 +7,7 @@ use uuid::Uuid;
 
 use crate::inventory::InvalidInput;
 use crate::payments::ProviderKind;
+use crate::payments::methods::PayMethod;
 
 /// Where an order stands. Stored in `orders.state` as text.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, sqlx::Type)]
@@ -280,4 +281,26 @@ pub async fn held_until(pool: &PgPool, order: &Order) -> sqlx::Result<Option<Dat
     .bind(purchase)
     .fetch_one(pool)
     .await
+}
+
+/// Keep the way the shopper chose to pay on the order, for the pay page
+/// (migration 0105).
+pub async fn keep_pay_method(pool: &PgPool, order_id: Uuid, method: PayMethod) -> sqlx::Result<()> {
+    sqlx::query("update orders set pay_method = $2 where id = $1")
+        .bind(order_id)
+        .bind(method.as_str())
+        .execute(pool)
+        .await?;
+    Ok(())
+}
+
+/// The way the shopper chose to pay for an order; `None`: none was chosen,
+/// or one this build does not know.
+pub async fn pay_method(pool: &PgPool, order_id: Uuid) -> sqlx::Result<Option<PayMethod>> {
+    let kept: Option<String> = sqlx::query_scalar("select pay_method from orders where id = $1")
+        .bind(order_id)
+        .fetch_optional(pool)
+        .await?
+        .flatten();
+    Ok(kept.as_deref().and_then(PayMethod::parse))
 }

@@ -195,6 +195,26 @@ pub async fn read(pool: &PgPool) -> sqlx::Result<Ways> {
     ))
 }
 
+/// The way named `name` and the provider that serves it in this shop, for
+/// a basket in `currency`, as its owner chose; `None`: no such way, or not
+/// offered here (the checkout form's and the API's one rule).
+pub async fn serving(
+    pool: &PgPool,
+    providers: &Providers,
+    currency: &str,
+    name: &str,
+) -> sqlx::Result<Option<(ProviderKind, PayMethod)>> {
+    let Some(method) = PayMethod::parse(name) else {
+        return Ok(None);
+    };
+    Ok(read(pool)
+        .await?
+        .offered(providers, currency)
+        .into_iter()
+        .find(|(offered, _)| *offered == method)
+        .map(|(method, kind)| (kind, method)))
+}
+
 /// Why a choice was not saved: the provider does not take that way.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Refused {

@@ -425,6 +425,8 @@ pub struct EmbedRequest {
     pub customer_email: String,
     pub return_url: String,
     pub cancel_url: String,
+    /// The way the shopper chose to pay: the checkout shows it alone.
+    pub method: Option<methods::PayMethod>,
 }
 
 /// One payment provider. Stripe and Razorpay implement it; the sandbox is

@@ -4,6 +4,9 @@
 //! provider serves each, among those that take it in the shop's currency;
 //! the adapter asks the provider for that way alone, and the sandbox
 //! refuses what Stripe refuses (SEPA Direct Debit in anything but euros).
+//! Razorpay's embedded checkout is told the way through the options the
+//! pay page hands its script (`config.display`), and the JSON API takes a
+//! `method` as the form does.
 
 use reqwest::StatusCode;
 
@@ -206,4 +209,185 @@ async fn stripe_is_asked_for_the_way_alone_and_refuses_sepa_debit_but_in_euros()
     // a card, in dollars, is fine
     in_dollars.method = Some(PayMethod::Card);
     stripe.open_page(&in_dollars).await.unwrap();
+}
+
+/// The options the pay page hands Razorpay's script (its JSON block).
+async fn embed_options(app: &TestApp, shopper: &reqwest::Client, token: &str) -> serde_json::Value {
+    let page = read_page(shopper, &format!("{}/pay/{token}", app.address)).await;
+    let start = page
+        .find("<script id=\"pay-options\" type=\"application/json\">")
+        .unwrap_or_else(|| panic!("{page}"));
+    let json = page[start..].split_once('>').unwrap().1;
+    serde_json::from_str(json.split("</script>").next().unwrap()).unwrap()
+}
+
+/// The newest order's token and the way kept on it.
+async fn newest_way(app: &TestApp) -> (String, Option<String>) {
+    sqlx::query_as("select token, pay_method from orders order by created_at desc limit 1")
+        .fetch_one(&app.db.pool)
+        .await
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn upi_in_rupees_goes_to_razorpay_whose_checkout_shows_upi_alone() {
+    let app = spawn_app().await;
+    app.load_demo().await;
+    // a shop in rupees: UPI and net banking offered, served by Razorpay
+    // (Stripe takes neither), a card by Stripe; no SEPA Direct Debit
+    for table in ["products", "schedules"] {
+        sqlx::query(&format!("update {table} set currency = 'inr'"))
+            .execute(&app.db.pool)
+            .await
+            .unwrap();
+    }
+    app.settled().await;
+    assert_eq!(ways_offered(&app).await, ["card", "upi", "netbanking"]);
+
+    let shopper = browser();
+    app.add(&shopper, VIP, 1).await;
+    let basket = read_page(&shopper, &format!("{}/basket", app.address)).await;
+    let answer = shopper
+        .post(format!("{}/checkout", app.address))
+        .form(&[
+            ("checkout_key", checkout_key(&basket).as_str()),
+            ("lines", form_lines(&basket).as_str()),
+            ("name", "Ravi Shopper"),
+            ("email", "ravi@example.com"),
+            ("method", "upi"),
+        ])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answer.status(), StatusCode::SEE_OTHER);
+    assert_eq!(newest_order(&app).await.0, "razorpay");
+    let (token, kept) = newest_way(&app).await;
+    assert_eq!(kept.as_deref(), Some("upi"), "the way is kept on the order");
+    assert_eq!(location(&answer), format!("{}/pay/{token}", app.address));
+    // Razorpay Checkout's config.display: one block of UPI, its own
+    // blocks (every other method) hidden
+    let options = embed_options(&app, &shopper, &token).await;
+    assert_eq!(options["currency"], "INR");
+    assert_eq!(
+        options["config"],
+        serde_json::json!({ "display": {
+            "blocks": { "chosen": { "name": "UPI", "instruments": [{ "method": "upi" }] } },
+            "sequence": ["block.chosen"],
+            "preferences": { "show_default_blocks": false },
+        } })
+    );
+
+    // a Razorpay order started by naming the provider (an older form)
+    // chose no way: Checkout shows all of its own
+    let shopper = browser();
+    app.add(&shopper, VIP, 1).await;
+    let basket = read_page(&shopper, &format!("{}/basket", app.address)).await;
+    let answer = shopper
+        .post(format!("{}/checkout", app.address))
+        .form(&[
+            ("checkout_key", checkout_key(&basket).as_str()),
+            ("lines", form_lines(&basket).as_str()),
+            ("name", "Old Form"),
+            ("email", "old@example.com"),
+            ("provider", "razorpay"),
+        ])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answer.status(), StatusCode::SEE_OTHER);
+    let (token, kept) = newest_way(&app).await;
+    assert_eq!(kept, None);
+    let options = embed_options(&app, &shopper, &token).await;
+    assert!(options.get("config").is_none(), "{options}");
+    assert_eq!(options["currency"], "INR");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_api_takes_a_way_to_pay_and_refuses_one_not_offered() {
+    let app = spawn_app().await;
+    app.load_demo().await;
+    app.add_staff().await;
+    let token =
+        crate::api_v1::key_with(&app, &[holdfast::staff::api_keys::Scope::StartCheckouts]).await;
+    app.settled().await;
+    let checkout = |idem: &'static str, body: serde_json::Value| {
+        let (app, token) = (&app, &token);
+        async move {
+            let answer = http_client()
+                .post(format!("{}/api/v1/checkouts", app.address))
+                .bearer_auth(token)
+                .header("idempotency-key", idem)
+                .json(&body)
+                .send()
+                .await
+                .unwrap();
+            let status = answer.status();
+            (status, answer.json::<serde_json::Value>().await.unwrap())
+        }
+    };
+    let line = serde_json::json!([{ "product_id": "wild-honey", "qty": 1 }]);
+    let orders = || async {
+        sqlx::query_scalar::<_, i64>("select count(*) from orders")
+            .fetch_one(&app.db.pool)
+            .await
+            .unwrap()
+    };
+
+    // SEPA Direct Debit in a shop in euros: Stripe, asked for it alone
+    let (status, body) = checkout(
+        "sepa-1",
+        serde_json::json!({ "lines": line, "name": "Ada", "email": "ada@example.com",
+                            "method": "sepa_debit" }),
+    )
+    .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    assert_eq!(
+        newest_order(&app).await,
+        ("stripe".to_owned(), vec!["sepa_debit".to_owned()])
+    );
+    assert_eq!(newest_way(&app).await.1.as_deref(), Some("sepa_debit"));
+
+    // a provider alone, as older storefronts send: still taken
+    let (status, body) = checkout(
+        "old-1",
+        serde_json::json!({ "lines": line, "name": "Ada", "email": "ada@example.com",
+                            "provider": "razorpay" }),
+    )
+    .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    assert_eq!(newest_order(&app).await.0, "razorpay");
+
+    // no such way, a way not offered in euros, or a provider that does not
+    // serve the way: 422 unknown_provider, nothing held, no order
+    let before = orders().await;
+    for (idem, body) in [
+        ("bad-1", serde_json::json!({ "method": "cash" })),
+        ("bad-2", serde_json::json!({ "method": "upi" })),
+        (
+            "bad-3",
+            serde_json::json!({ "method": "sepa_debit", "provider": "razorpay" }),
+        ),
+    ] {
+        let mut body = body;
+        body["lines"] = line.clone();
+        body["name"] = "Ada".into();
+        body["email"] = "ada@example.com".into();
+        let (status, answer) = checkout(idem, body.clone()).await;
+        assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{body}: {answer}");
+        assert_eq!(answer["error"]["code"], "unknown_provider", "{answer}");
+        assert!(
+            answer["error"]["message"]
+                .as_str()
+                .unwrap()
+                .starts_with("That way of paying is not offered here"),
+            "{answer}"
+        );
+    }
+    assert_eq!(orders().await, before, "nothing made");
+    let held: i64 =
+        sqlx::query_scalar("select count(*) from basket_lines where basket_id like 'api-%'")
+            .fetch_one(&app.db.pool)
+            .await
+            .unwrap();
+    assert_eq!(held, 0, "no basket for a refused way");
 }

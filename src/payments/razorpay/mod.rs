@@ -379,9 +379,7 @@ impl PaymentProvider for RazorpayProvider {
         let origin = reqwest::Url::parse(&self.settings.checkout_script)
             .map(|url| url.origin().ascii_serialization())
             .unwrap_or_default();
-        Some(EmbeddedCheckout {
-            script_url: self.settings.checkout_script.clone(),
-            options: json!({
+        let mut options = json!({
                 "key": self.settings.key_id,
                 "order_id": order.page_id,
                 "amount": order.amount_minor,
@@ -391,7 +389,13 @@ impl PaymentProvider for RazorpayProvider {
                 "redirect": true,
                 "prefill": { "name": order.customer_name, "email": order.customer_email },
                 "modal": { "cancel_url": order.cancel_url },
-            }),
+        });
+        if let Some(method) = order.method {
+            options["config"] = display_only(method.as_str(), method.label());
+        }
+        Some(EmbeddedCheckout {
+            script_url: self.settings.checkout_script.clone(),
+            options,
             origins: vec![
                 origin,
                 "https://api.razorpay.com".into(),
@@ -400,6 +404,25 @@ impl PaymentProvider for RazorpayProvider {
             ],
         })
     }
+}
+
+/// Checkout's `config` that shows one way of paying alone: a block of
+/// that method's instruments, shown in `sequence`, with Checkout's own
+/// blocks (every other method) hidden by `preferences.show_default_blocks:
+/// false` — Razorpay's "Configure Payment Methods" for Standard Checkout.
+fn display_only(method: &str, label: &str) -> serde_json::Value {
+    json!({
+        "display": {
+            "blocks": {
+                "chosen": {
+                    "name": label,
+                    "instruments": [{ "method": method }],
+                },
+            },
+            "sequence": ["block.chosen"],
+            "preferences": { "show_default_blocks": false },
+        },
+    })
 }
 
 /// How long a Razorpay call may take before it is given up on (well under

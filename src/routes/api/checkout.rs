@@ -13,6 +13,7 @@ use super::{ApiError, ErrorCode, booking_lines, json_body, key_of};
 use crate::catalogue::Choice;
 use crate::checkout::{self, BeginRequest, Begun, basket};
 use crate::inventory::IdempotencyKey;
+use crate::payments::methods::PayMethod;
 use crate::retry::{Bound, retry};
 use crate::routes::errors::checkout_code;
 use crate::staff::api_keys::{self, Idempotent};
@@ -29,9 +30,16 @@ pub struct CheckoutBody {
     /// otherwise.
     #[serde(default)]
     phone: Option<String>,
-    /// `stripe` or `razorpay`; the shop's default when absent.
+    /// `stripe` or `razorpay`; the shop's default when absent. Older
+    /// storefronts name a provider; newer ones name a `method`.
     #[serde(default)]
     provider: Option<String>,
+    /// The way the shopper chose to pay: `card`, `upi`, `netbanking` or
+    /// `sepa_debit`, served by the provider the shop's owner chose for it
+    /// (with `provider` too, it must be that one); 422 `unknown_provider`
+    /// when the shop does not offer it in its currency.
+    #[serde(default)]
+    method: Option<String>,
     #[serde(default)]
     voucher: Option<String>,
     /// The shopper's IP address as a storefront's server saw it: the
@@ -106,7 +114,7 @@ pub fn idempotency_key(request: &HttpRequest) -> Result<String, ApiError> {
               (status = 403, description = "The key lacks start_checkouts", body = super::ErrorBody),
               (status = 409, description = "Sold out, over a limit, not on sale, seats taken (`error.seats` names them and offers others) or not together", body = super::ErrorBody),
               (status = 413, description = "The body is too large", body = super::ErrorBody),
-              (status = 422, description = "Lines, customer or provider that cannot be used, or the Idempotency-Key used with another body", body = super::ErrorBody),
+              (status = 422, description = "Lines, customer, provider or way to pay (`unknown_provider`) that cannot be used, or the Idempotency-Key used with another body", body = super::ErrorBody),
               (status = 429, description = "Too many from this address", body = super::ErrorBody),
               (status = 503, description = "The provider did not answer; nothing was held", body = super::ErrorBody)))]
 pub async fn start(
@@ -220,6 +228,8 @@ async fn run(
                 )
             })?,
     };
+    // the way to pay, before anything is held: the provider its owner chose
+    let (provider, pay_method) = way_to_pay(shop, &body).await?;
     // one checkout per API key and Idempotency-Key: its form key and basket
     let digest = hex::encode(Sha256::digest(format!("{}:{idem}", key.id)));
     let checkout_key = IdempotencyKey::parse(&format!("api-{}", &digest[..40]))
@@ -260,11 +270,11 @@ async fn run(
             name: body.name,
             email: body.email,
             phone: body.phone,
-            provider: body.provider,
+            provider,
             form_lines: None,
             address,
             voucher: body.voucher,
-            pay_method: None,
+            pay_method,
         },
     )
     .await?;
@@ -331,4 +341,29 @@ async fn run(
         }
         _ => ApiError::of(code),
     })
+}
+
+/// The provider named for a checkout and the way to pay: a `method` is
+/// served by the provider the shop's owner chose for it (and `provider`,
+/// if named too, must be that one); without one, `provider` as sent.
+async fn way_to_pay(
+    shop: &Shop,
+    body: &CheckoutBody,
+) -> Result<(Option<String>, Option<PayMethod>), ApiError> {
+    let Some(name) = body.method.as_deref() else {
+        return Ok((body.provider.clone(), None));
+    };
+    let currency = crate::staff::catalogue::shop_currency(&shop.pool).await?;
+    match crate::payments::methods::serving(&shop.pool, &shop.payments, &currency, name).await? {
+        Some((kind, method)) if body.provider.as_deref().is_none_or(|p| p == kind.as_str()) => {
+            Ok((Some(kind.as_str().to_owned()), Some(method)))
+        }
+        _ => Err(ApiError::new(
+            ErrorCode::UnknownProvider,
+            format!(
+                "That way of paying is not offered here ({}); nothing was held",
+                name.chars().take(40).collect::<String>()
+            ),
+        )),
+    }
 }

@@ -179,21 +179,15 @@ async fn way_to_pay(
 > {
     let not_offered =
         || ShopError::bad_request("That way of paying is not offered. Choose another one.");
-    let method = crate::payments::methods::PayMethod::parse(name).ok_or_else(not_offered)?;
     let currency = retry("shop_currency_read", Bound::Shopper, || {
         crate::staff::catalogue::shop_currency(&shop.pool)
     })
     .await?;
-    let kind = retry("pay_methods_read", Bound::Shopper, || {
-        crate::payments::methods::read(&shop.pool)
+    retry("pay_methods_read", Bound::Shopper, || {
+        crate::payments::methods::serving(&shop.pool, &shop.payments, &currency, name)
     })
     .await?
-    .offered(&shop.payments, &currency)
-    .into_iter()
-    .find(|(offered, _)| *offered == method)
-    .map(|(_, kind)| kind)
-    .ok_or_else(not_offered)?;
-    Ok((kind, method))
+    .ok_or_else(not_offered)
 }
 
 /// The basket as it was read, with the lines that refused its checkout.

@@ -300,6 +300,10 @@ pub async fn pay_page(
         .payments
         .for_order(order.provider)
         .map_err(|e| ShopError::unavailable(e.to_string()))?;
+    let method = retry("order_read", Bound::Shopper, || {
+        checkout::order::pay_method(&shop.pool, order.id)
+    })
+    .await?;
     let embed = EmbedRequest {
         page_id,
         shop_name: crate::storefront::shown().name.clone(),
@@ -309,6 +313,7 @@ pub async fn pay_page(
         customer_email: order.customer_email.clone(),
         return_url: format!("{}/checkout/return/{}", shop.base_url, order.token),
         cancel_url: format!("{}/checkout/cancel/{}", shop.base_url, order.token),
+        method,
     };
     let Some(checkout) = provider.embedded_checkout(&embed) else {
         return Ok(see_other(
