@@ -132,6 +132,9 @@ async fn a_booking_without_a_deposit_is_confirmed_without_a_provider() {
     let sent = mails(&app, 1).await;
     assert_eq!(sent.len(), 1);
     assert!(sent[0].contains(&words), "{words} in {}", sent[0]);
+    // confirmed, never "paid: €0.00"
+    assert!(sent[0].contains("is confirmed; there was nothing to pay"));
+    assert!(!sent[0].contains("is paid"), "{}", sent[0]);
     engine::assert_no_drift(&app.db.inventory()).await;
 }
 

@@ -28,6 +28,8 @@ pub(super) struct Confirmation {
     total: String,
     /// What the voucher took off, in words; empty: nothing.
     discount: String,
+    /// Nothing was paid (a booking without a deposit, a voucher for all).
+    free: bool,
     lines: Vec<Line>,
     /// When and where each line happens, by product id.
     occasions: std::collections::HashMap<String, String>,
@@ -57,6 +59,8 @@ pub(super) struct ConfirmationMail {
     pub(super) name: String,
     pub(super) number: String,
     pub(super) total: String,
+    /// Nothing was paid: the mail says confirmed, not paid.
+    pub(super) free: bool,
     pub(super) discount: String,
     pub(super) lines: Vec<MailLine>,
     pub(super) codes: IssuedCodes,
@@ -151,6 +155,7 @@ impl Confirmation {
             email: order.customer_email,
             token: order.token,
             total: money::format(order.amount_minor, &order.currency),
+            free: order.amount_minor == 0,
             discount: crate::vouchers::discount_words(
                 order.voucher_code.as_deref(),
                 order.discount_minor,
@@ -180,6 +185,7 @@ impl Confirmation {
             name: self.name.clone(),
             number: self.number.clone(),
             total: self.total.clone(),
+            free: self.free,
             discount: self.discount.clone(),
             lines: self
                 .lines
@@ -352,6 +358,7 @@ mod tests {
             number: "7F3A-91C2-E4B0".into(),
             name: "<Ada & \"Bo\">".into(),
             total: "€28.00".into(),
+            free: false,
             discount: "Voucher <FANS>: €2.00 off".into(),
             lines: vec![
                 MailLine {
