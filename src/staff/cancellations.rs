@@ -89,12 +89,18 @@ pub async fn cancel(pool: &PgPool, order_id: Uuid) -> super::Result<Cancelled> {
         "select l.product_id, l.qty - l.refunded_qty from order_lines l \
           where l.order_id = $1 and l.refunded_qty < l.qty \
             and exists (select 1 from bookings b \
-                         where b.order_id = l.order_id and b.product_id = l.product_id) \
+                         where b.order_id = l.order_id and b.product_id = l.product_id \
+                           and b.no_show_at is null) \
           order by l.product_id",
     )
     .bind(order_id)
     .fetch_all(pool)
     .await?;
+    // nothing of it left to give back (staff refunded it meanwhile): an
+    // empty list would ask the refund for the whole order
+    if units.is_empty() {
+        return Ok(Cancelled::Nothing);
+    }
     let outcome = refund_order(
         pool,
         &RefundRequest {

@@ -147,14 +147,17 @@ impl Outbox {
             Ok(done) => {
                 let mut tx = self.pool.begin().await?;
                 // a refund closes through its order (order lock, then job);
-                // other jobs touch only themselves
+                // other jobs touch only themselves; a sent invite's link
+                // token leaves the database with it (only its hash stays)
                 if let Done::Refund(provider, refund) = &done {
                     refund::refund_moved_in(&mut tx, *provider, refund, Some(&job.dedupe_key))
                         .await?;
                 }
                 sqlx::query(
                     "update outbox_jobs set state = 'done', done_at = coalesce(done_at, now()), \
-                            last_error = null \
+                            last_error = null, \
+                            payload = case when kind = 'staff_invite' \
+                                           then payload - 'token' else payload end \
                       where id = $1 and state = 'pending'",
                 )
                 .bind(job.id)

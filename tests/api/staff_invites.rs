@@ -110,6 +110,8 @@ async fn an_invitee_chooses_their_own_password_once_through_the_mailed_link() {
     let links = mailed_links(&app, NEW).await;
     assert_eq!(links.len(), 1);
     let link = &links[0];
+    // sent, its token is kept nowhere in clear, used or not
+    assert_eq!(tokens_in_outbox(&app).await, 0);
     let token = link.trim_start_matches("/admin/invite/");
     assert_eq!(token.len(), 64);
     // only the token's SHA-256 is stored; 72 hours
