@@ -29,9 +29,12 @@
 
 mod kept;
 mod refresh;
+mod seat_watch;
+mod seats;
 mod snapshot;
 mod watch;
 
+pub use seat_watch::{SeatChange, SeatWatch, SeatsWatched};
 pub use snapshot::{Level, Snapshot};
 pub use watch::{MAX_WATCHERS, WATCH_GAP, WATCH_KEEPALIVE, Watch, Watched};
 
@@ -44,6 +47,7 @@ use chrono::{DateTime, Utc};
 use sqlx::PgPool;
 use tokio::sync::{broadcast, mpsc, oneshot};
 
+use crate::catalogue::seating::SectionSeats;
 use crate::catalogue::{Availability, Stock};
 use kept::KeptPage;
 
@@ -157,6 +161,17 @@ impl LiveStock {
         }
     }
 
+    /// A seated section on sale and its seats: from memory if it may be
+    /// believed, else from the database. `None`: no such section on sale.
+    pub async fn section_seats(&self, product: &str) -> sqlx::Result<Option<Arc<SectionSeats>>> {
+        match self.now() {
+            Some(snapshot) => Ok(snapshot.section(product).cloned()),
+            None => Ok(crate::catalogue::seating::map::section(&self.pool, product)
+                .await?
+                .map(Arc::new)),
+        }
+    }
+
     /// Products whose stock changed, as memory learns of them.
     pub fn changes(&self) -> broadcast::Receiver<Arc<Vec<Stock>>> {
         self.inner.changes.subscribe()
@@ -206,9 +221,12 @@ impl Inner {
         &self,
         products: Option<(Vec<crate::catalogue::Product>, chrono::Duration)>,
         rows: Vec<snapshot::LevelRow>,
+        seats: seats::SeatRead,
     ) {
         let old = self.current();
-        let Some((snapshot, changes)) = Snapshot::merged(old.as_deref(), products, rows) else {
+        let sections = seats::merged_sections(old.as_deref(), seats);
+        let Some((snapshot, changes)) = Snapshot::merged(old.as_deref(), products, rows, sections)
+        else {
             return; // nothing to merge into before the first full read
         };
         *self.snapshot.write().expect("never poisoned") = Some(Arc::new(snapshot));

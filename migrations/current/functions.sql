@@ -3465,7 +3465,7 @@ begin
 end;
 $function$;
 
--- hf_webhook_code_redeemed (last written by 0060_outgoing_webhooks.sql)
+-- hf_webhook_code_redeemed (last written by 0190_seat_reaches_the_webhooks.sql)
 CREATE OR REPLACE FUNCTION public.hf_webhook_code_redeemed()
  RETURNS trigger
  LANGUAGE plpgsql
@@ -3478,7 +3478,9 @@ begin
         'order_token', (select token from orders where id = new.order_id),
         'redeemed_at', new.redeemed_at,
         'redeemed_by', new.redeemed_by,
-        'place', new.place));
+        'place', new.place,
+        'seat', (select s.label from order_codes c join seats s on s.id = c.seat_id
+                  where c.code = new.code)));
     return null;
 end;
 $function$;

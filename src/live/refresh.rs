@@ -13,6 +13,7 @@ use sqlx::PgPool;
 use sqlx::postgres::{PgListener, PgPoolOptions};
 use tokio::sync::{mpsc, oneshot};
 
+use super::seats::read_seats;
 use super::snapshot::{read_all, read_levels};
 use super::{Inner, LISTENER_NAME, REFRESH_EVERY};
 
@@ -82,10 +83,16 @@ pub(super) async fn keep_fresh(
         me.listening.store(listening, Ordering::Relaxed);
         if !full && !resources.is_empty() {
             let ids: Vec<&str> = resources.iter().map(String::as_str).collect();
-            match read_levels(&pool, &ids).await {
-                Ok(rows) => {
+            let old = me.current();
+            let read = async {
+                let rows = read_levels(&pool, &ids).await?;
+                let seats = read_seats(&pool, old.as_deref(), false, &rows).await?;
+                Ok::<_, sqlx::Error>((rows, seats))
+            };
+            match read.await {
+                Ok((rows, seats)) => {
                     me.notified_reads.fetch_add(1, Ordering::Relaxed);
-                    me.merge(None, rows);
+                    me.merge(None, rows, seats);
                 }
                 // the next tick reads everything
                 Err(error) => tracing::debug!(%error, "cannot read the notified stock"),
@@ -95,10 +102,16 @@ pub(super) async fn keep_fresh(
         if !full {
             continue;
         }
-        match read_all(&pool).await {
-            Ok((products, rows, clock_offset)) => {
+        let old = me.current();
+        let read = async {
+            let (products, rows, clock_offset) = read_all(&pool).await?;
+            let seats = read_seats(&pool, old.as_deref(), true, &rows).await?;
+            Ok::<_, sqlx::Error>((products, rows, clock_offset, seats))
+        };
+        match read.await {
+            Ok((products, rows, clock_offset, seats)) => {
                 me.full_reads.fetch_add(1, Ordering::Relaxed);
-                me.merge(Some((products, clock_offset)), rows);
+                me.merge(Some((products, clock_offset)), rows, seats);
                 complained = false;
                 for done in waiting {
                     let _ = done.send(());

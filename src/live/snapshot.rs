@@ -4,11 +4,13 @@
 //! merged into the last snapshot, with what changed.
 
 use std::collections::{BTreeSet, HashMap};
+use std::sync::Arc;
 use std::time::Instant;
 
 use chrono::{DateTime, Utc};
 use sqlx::PgPool;
 
+use crate::catalogue::seating::SectionSeats;
 use crate::catalogue::{Availability, Product, Stock};
 
 /// One resource as memory last read it.
@@ -43,6 +45,9 @@ pub struct Snapshot {
     by_id: HashMap<String, usize>,
     /// By resource id.
     levels: HashMap<String, Level>,
+    /// Seated sections on sale and their seats, by product id
+    /// ([`super::seats`]).
+    pub(super) sections: HashMap<String, Arc<SectionSeats>>,
     /// When everything was last read.
     pub(super) read_at: Instant,
     /// The database's clock less this process's, as the last full read saw
@@ -123,15 +128,21 @@ impl Snapshot {
     pub fn level(&self, resource: &str) -> Option<&Level> {
         self.levels.get(resource)
     }
+
+    /// A seated section on sale and its seats (`None`: no such section,
+    /// or not on sale).
+    pub fn section(&self, product: &str) -> Option<&Arc<SectionSeats>> {
+        self.sections.get(product)
+    }
 }
 
 #[derive(sqlx::FromRow)]
 pub(super) struct LevelRow {
-    resource_id: String,
+    pub(super) resource_id: String,
     available_now: i32,
     pending: i32,
     first_ends_at: Option<DateTime<Utc>>,
-    version: String,
+    pub(super) version: String,
 }
 
 const LEVELS: &str = "select r.id as resource_id, s.available_now, s.pending, s.first_ends_at, \
@@ -169,13 +180,16 @@ pub(super) async fn read_levels(pool: &PgPool, resources: &[&str]) -> sqlx::Resu
 
 impl Snapshot {
     /// A read merged into the last snapshot, `old`: `products` replaces the
-    /// catalogue (a full read), and the levels read replace theirs. The new
-    /// snapshot, and the stock of the products whose level changed; `None`
-    /// before the first full read (nothing to merge into).
+    /// catalogue (a full read), and the levels read replace theirs;
+    /// `sections` are the seated sections now, with the products whose
+    /// seats changed (as the seats' module merged them). The new snapshot,
+    /// and the stock of the products whose level (or seats) changed;
+    /// `None` before the first full read (nothing to merge into).
     pub(super) fn merged(
         old: Option<&Snapshot>,
         products: Option<(Vec<Product>, chrono::Duration)>,
         rows: Vec<LevelRow>,
+        (sections, seats_changed): (HashMap<String, Arc<SectionSeats>>, Vec<String>),
     ) -> Option<(Snapshot, Vec<Stock>)> {
         let now = Utc::now();
         let full = products.is_some();
@@ -224,13 +238,14 @@ impl Snapshot {
             products,
             by_id,
             levels,
+            sections,
             read_at,
             clock_offset,
         };
         let changes: Vec<Stock> = snapshot
             .products
             .iter()
-            .filter(|p| changed_resources.contains(&p.resource_id))
+            .filter(|p| changed_resources.contains(&p.resource_id) || seats_changed.contains(&p.id))
             .filter_map(|p| snapshot.stock_of(&p.id))
             .collect();
         Some((snapshot, changes))

@@ -246,22 +246,38 @@ impl Mailer {
         offer: bool,
     ) -> Result<(), MailError> {
         self.storefronts.current(pool).await;
-        /// name, e-mail, token, qty, product, offer's end
-        type EntryRow = (String, String, String, i32, String, Option<DateTime<Utc>>);
+        /// name, e-mail, token, qty, product, offer's end, its order
+        type EntryRow = (
+            String,
+            String,
+            String,
+            i32,
+            String,
+            Option<DateTime<Utc>>,
+            Option<Uuid>,
+        );
         let row: Option<EntryRow> = sqlx::query_as(
-            "select w.name, w.email, w.token, w.qty, p.name, w.offer_expires_at \
+            "select w.name, w.email, w.token, w.qty, p.name, w.offer_expires_at, w.order_id \
                    from waitlist_entries w join products p on p.id = w.product_id \
                   where w.id = $1",
         )
         .bind(entry_id)
         .fetch_optional(pool)
         .await?;
-        let Some((name, email, token, qty, product, until)) = row else {
+        let Some((name, email, token, qty, product, until, order)) = row else {
             return Err(MailError::Compose(format!(
                 "no waiting-list entry {entry_id}"
             )));
         };
+        // an offer of seats says them
+        let seats = match order.filter(|_| offer) {
+            Some(order) => crate::catalogue::seating::seats_words(pool, order)
+                .await?
+                .unwrap_or_default(),
+            None => String::new(),
+        };
         let mail = WaitlistMail {
+            seats,
             offer,
             link: format!("{}/waitlist/entry/{token}", self.base_url),
             until: until.map(|at| self.zone.minute(at)).unwrap_or_default(),
@@ -375,6 +391,9 @@ struct WaitlistMail {
     qty: i32,
     qty_word: &'static str,
     product: String,
+    /// An offer of seats: "Stalls — C-11, C-12, together"; empty
+    /// otherwise.
+    seats: String,
     until: String,
     link: String,
 }

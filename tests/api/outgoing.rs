@@ -995,3 +995,75 @@ async fn deliveries_to_a_dead_receiver_never_hold_up_the_shops_own_jobs() {
         "{jobs:?}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_seated_sale_names_each_tickets_seat_in_its_webhooks() {
+    let app = shop().await;
+    app.add_staff().await;
+    let (staff, csrf) = app.staff_browser().await;
+    let port = free_port();
+    let url = format!("http://127.0.0.1:{port}/hook");
+    let added = json_output(&add_by_command(
+        &app,
+        &[
+            &url,
+            "--events",
+            "order.paid,code.redeemed",
+            "--allow-private",
+        ],
+    ));
+    let receiver = Receiver::start(port, added["secret"].as_str().unwrap(), 0).await;
+    app.settled().await;
+    let paid = app
+        .buy(&browser(), &Purchase::of("winter-gala-stalls", 2))
+        .await;
+    let mut codes: Vec<(String, String)> = Vec::new();
+    for _ in 0..200 {
+        codes = sqlx::query_as(
+            "select c.code, s.label from order_codes c join seats s on s.id = c.seat_id \
+              where c.order_id = $1 order by s.row_rank, s.run, s.pos",
+        )
+        .bind(paid.started.order_id)
+        .fetch_all(&app.db.pool)
+        .await
+        .unwrap();
+        if codes.len() == 2 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(codes.len(), 2, "two tickets, each with its seat");
+    // the first ticket admitted at the door
+    let redeemed = app
+        .admin_post(
+            &staff,
+            "/admin/redeem",
+            &[("csrf", &csrf), ("code", &codes[0].0), ("place", "door 1")],
+        )
+        .await;
+    assert!(redeemed.status().is_success() || redeemed.status().is_redirection());
+    let outbox = worker(&app);
+    let bodies = |receiver: &Receiver| -> Vec<Value> {
+        receiver
+            .requests()
+            .iter()
+            .filter(|r| r["processed"] == true)
+            .map(|r| serde_json::from_str(r["body"].as_str().unwrap()).unwrap())
+            .collect()
+    };
+    deliver_until(&app, &outbox, || bodies(&receiver).len() == 2).await;
+    let bodies = bodies(&receiver);
+    let of = |kind: &str| bodies.iter().find(|b| b["type"] == kind).unwrap().clone();
+    // the order's line names its seats, from the stage back
+    let line = of("order.paid")["data"]["order"]["lines"][0].clone();
+    assert_eq!(line["product_id"], "winter-gala-stalls");
+    assert_eq!(
+        line["seats"],
+        serde_json::json!([codes[0].1, codes[1].1]),
+        "{line}"
+    );
+    // the ticket admitted names its own seat
+    let door = of("code.redeemed")["data"].clone();
+    assert_eq!(door["code"], codes[0].0.as_str());
+    assert_eq!(door["seat"], codes[0].1.as_str(), "{door}");
+}

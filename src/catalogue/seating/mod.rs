@@ -5,11 +5,13 @@
 //! names the calls other rooms make of it, so none of them writes a seat's
 //! SQL of its own.
 
+pub mod map;
 mod plan;
 
 use sqlx::{Postgres, Transaction};
 use uuid::Uuid;
 
+pub use map::{SeatShown, SeatState, SectionHead, SectionSeats};
 pub use plan::{CategorySpec, RowSpec, SeatingSpec, SectionSpec, read};
 
 /// A staff refund's stopped tickets give their seats back (or, not
@@ -29,4 +31,28 @@ pub async fn give_back(
         .execute(&mut **tx)
         .await?;
     Ok(())
+}
+
+/// The seats an order holds or bought, as an offer says them: "Stalls —
+/// C-11, C-12, together" (together: one stretch of a row, no aisle
+/// between), a section after another separated by "; ". `None` when it
+/// has no seats.
+pub async fn seats_words(pool: &sqlx::PgPool, order: Uuid) -> sqlx::Result<Option<String>> {
+    sqlx::query_scalar(
+        "select string_agg(w.words, '; ' order by w.name) \
+           from (select x.name, \
+                        x.name || ' — ' || string_agg(s.label, ', ' order by s.row_rank, s.run, s.pos) \
+                        || case when count(*) > 1 and count(distinct s.run) = 1 \
+                                     and max(s.pos) - min(s.pos) = count(*) - 1 \
+                                then ', together' else '' end as words \
+                   from orders o join holds h on h.purchase_id = o.hold_id \
+                   join seat_pins p on p.hold_id = h.id and p.live \
+                   join seats s on s.id = p.seat_id \
+                   join seat_sections x on x.product_id = s.section \
+                  where o.id = $1 \
+                  group by x.product_id, x.name) w",
+    )
+    .bind(order)
+    .fetch_one(pool)
+    .await
 }

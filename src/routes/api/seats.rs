@@ -1,30 +1,33 @@
 //! A seated section's seats over the API (issue 35):
 //! `GET /api/v1/products/{id}/seats`, every seat of the section with its
 //! label, row, number, category, price, access and state (free, taken or
-//! blocked), as the database holds them now: what a storefront draws its
-//! own seat map from, and names seats from in a checkout's line.
+//! blocked), from the shop's memory (as the seat map: a crowd polling it
+//! costs no read of the seats; the database when memory may not be
+//! believed): what a storefront draws its own seat map from, and names
+//! seats from in a checkout's line. The checkout's transaction decides.
 
 use actix_web::{HttpResponse, web};
 use serde::Serialize;
 
 use super::{ApiError, ErrorCode};
+use crate::catalogue::seating::SeatState;
 use crate::retry::{Bound, retry};
 use crate::state::Shop;
 
 /// One seat as the API says it.
-#[derive(Serialize, sqlx::FromRow)]
-struct Seat {
+#[derive(Serialize)]
+struct Seat<'a> {
     id: i64,
-    label: String,
-    section: String,
-    row: String,
+    label: &'a str,
+    section: &'a str,
+    row: &'a str,
     number: i32,
-    category: String,
+    category: &'a str,
     price_minor: i64,
     /// `none`, `wheelchair` or `companion`.
-    accessible: String,
+    accessible: &'a str,
     /// `free`, `taken` (held or sold) or `blocked` (off sale).
-    state: String,
+    state: SeatState,
 }
 
 /// `GET /api/v1/products/{id}/seats`
@@ -41,25 +44,29 @@ pub async fn seats(
     shop: web::Data<Shop>,
     product: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
-    let seats: Vec<Seat> = retry("seats_read", Bound::Shopper, || {
-        sqlx::query_as::<_, Seat>(
-            "select s.id, s.label, x.name as section, s.row_label as row, s.number, \
-                    x.category, p.price_minor, s.access as accessible, \
-                    case when exists (select 1 from seat_pins q where q.seat_id = s.id and q.live) \
-                         then 'taken' when s.state = 'open' then 'free' else 'blocked' end as state \
-               from seat_sections x join products p on p.id = x.product_id \
-               join seats s on s.section = x.product_id \
-              where x.product_id = $1 and p.active and not p.hidden \
-                and s.note <> 'off the plan' \
-              order by s.row_rank, s.run, s.pos",
-        )
-        .bind(product.as_str())
-        .fetch_all(&shop.pool)
+    let section = retry("seats_read", Bound::Shopper, || {
+        shop.live.section_seats(product.as_str())
     })
     .await?;
-    if seats.is_empty() {
+    let Some(section) = section.filter(|s| !s.seats.is_empty()) else {
         return Err(ApiError::new(ErrorCode::NotFound, "no such seated section"));
-    }
+    };
+    let head = &section.head;
+    let seats: Vec<Seat> = section
+        .seats
+        .iter()
+        .map(|s| Seat {
+            id: s.id,
+            label: &s.label,
+            section: &head.name,
+            row: &s.row_label,
+            number: s.number,
+            category: &head.category_id,
+            price_minor: head.price_minor,
+            accessible: &s.access,
+            state: s.state,
+        })
+        .collect();
     Ok(HttpResponse::Ok().json(serde_json::json!({
         "product_id": product.as_str(),
         "seats": seats,

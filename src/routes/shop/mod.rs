@@ -235,6 +235,7 @@ pub fn routes(config: &mut web::ServiceConfig) {
         )
         .route("/dining/{room}", web::get().to(dining::times))
         .route("/seats/{section}", web::get().to(seats::map))
+        .route("/seats/{section}/stream", web::get().to(seats::stream))
         .route("/seats/{section}", web::post().to(seats::choose))
         .route("/waitlist/{product}", web::get().to(waitlist::join_form))
         .route("/waitlist/{product}", web::post().to(waitlist::join))

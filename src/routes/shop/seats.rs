@@ -6,14 +6,16 @@
 //! basket as the line's choice (`POST /seats/{section}`), and the
 //! checkout's one transaction pins them or refuses naming those taken.
 
-use actix_web::http::StatusCode;
+use actix_web::http::{StatusCode, header};
 use actix_web::{HttpRequest, HttpResponse, web};
 use askama::Template;
 use serde::Deserialize;
 
 use super::basket_count;
+use crate::catalogue::seating::{SeatState, SectionSeats};
 use crate::catalogue::{Choice, ChoiceFields};
 use crate::checkout::{self, basket};
+use crate::live::SeatsWatched;
 use crate::money;
 use crate::retry::{Bound, retry};
 use crate::routes::ShopError;
@@ -35,30 +37,6 @@ pub struct SeatsForm {
     seats: Option<String>,
 }
 
-/// A section as its map heads it.
-#[derive(sqlx::FromRow)]
-struct SectionRow {
-    name: String,
-    event: String,
-    event_title: String,
-    category: String,
-    colour: String,
-    price_minor: i64,
-    currency: String,
-    max_per_order: i32,
-}
-
-/// A seat as the map draws it.
-#[derive(sqlx::FromRow)]
-struct SeatRow {
-    label: String,
-    row_label: String,
-    x: i32,
-    y: i32,
-    access: String,
-    free: bool,
-}
-
 /// One seat on the map.
 struct Seat {
     label: String,
@@ -68,8 +46,11 @@ struct Seat {
     picked: bool,
     /// Where a press goes: the map with this seat picked or put back.
     href: String,
-    /// What a screen reader says: "C-12, row C, Stalls, €45.00, free".
+    /// What a screen reader says: "C-12, row C, Stalls, €45.00, free";
+    /// and the same without its state, for the page's script to say a
+    /// change.
     words: String,
+    place: String,
     /// A wheelchair place or companion seat: its mark.
     mark: &'static str,
 }
@@ -105,6 +86,9 @@ struct SeatsPage {
     picked: String,
     picked_count: usize,
     picked_price: String,
+    /// The price of 1, 2, … seats, "€45.00|€90.00|…", for the page's
+    /// script when a seat picked is taken meanwhile.
+    totals: String,
 }
 
 /// `GET /seats/{section}`
@@ -115,81 +99,33 @@ pub async fn map(
     query: web::Query<MapQuery>,
 ) -> Result<HttpResponse, ShopError> {
     let id = path.into_inner();
-    let Some(section) = retry("seats_read", Bound::Shopper, || section(&shop, &id)).await? else {
+    // from memory: a crowd at the map costs no read of the seats
+    let Some(section) = retry("seats_read", Bound::Shopper, || {
+        shop.live.section_seats(&id)
+    })
+    .await?
+    else {
         return Err(ShopError::not_found("there is no such section"));
     };
-    let rows: Vec<SeatRow> = retry("seats_read", Bound::Shopper, || {
-        sqlx::query_as(
-            "select s.label, s.row_label, s.x, s.y, s.access, \
-                    s.state = 'open' and not exists (select 1 from seat_pins p \
-                                                      where p.seat_id = s.id and p.live) as free \
-               from seats s where s.section = $1 and s.note <> 'off the plan' \
-              order by s.row_rank, s.run, s.pos",
-        )
-        .bind(&id)
-        .fetch_all(&shop.pool)
-    })
-    .await?;
+    let head = &section.head;
+    let rows = &section.seats;
     // the seats picked so far that are still free, each once
     let mut picked: Vec<String> = Vec::new();
     for label in query.pick.as_deref().unwrap_or("").split(',') {
         let label = label.trim();
-        if rows.iter().any(|r| r.free && r.label == label) && !picked.iter().any(|p| p == label) {
+        let free = rows
+            .iter()
+            .any(|r| r.state == SeatState::Free && r.label == label);
+        if free && !picked.iter().any(|p| p == label) {
             picked.push(label.to_owned());
         }
     }
-    picked.truncate(section.max_per_order.max(1) as usize);
-    let price = money::format(section.price_minor, &section.currency);
-    let toggled = |label: &str| -> String {
-        let mut next: Vec<&str> = picked
-            .iter()
-            .map(String::as_str)
-            .filter(|p| *p != label)
-            .collect();
-        if next.len() == picked.len() {
-            next.push(label);
-        }
-        if next.is_empty() {
-            format!("/seats/{id}#map")
-        } else {
-            format!("/seats/{id}?pick={}#map", next.join(","))
-        }
-    };
-    let seats: Vec<Seat> = rows
-        .iter()
-        .map(|r| {
-            let is_picked = picked.contains(&r.label);
-            let state = match (r.free, is_picked) {
-                (_, true) => "picked: press to put it back",
-                (true, false) => "free",
-                (false, false) => "taken",
-            };
-            let access = match r.access.as_str() {
-                "wheelchair" => ", wheelchair place",
-                "companion" => ", companion seat",
-                _ => "",
-            };
-            Seat {
-                label: r.label.clone(),
-                x: r.x,
-                y: r.y,
-                free: r.free,
-                picked: is_picked,
-                href: toggled(&r.label),
-                words: format!(
-                    "{}, row {}, {}, {price}{access}, {state}",
-                    r.label, r.row_label, section.name
-                ),
-                mark: match r.access.as_str() {
-                    "wheelchair" => "W",
-                    "companion" => "C",
-                    _ => "",
-                },
-            }
-        })
-        .collect();
+    let most = head.max_per_order.max(1) as usize;
+    picked.truncate(most);
+    let price = money::format(head.price_minor, &head.currency);
+    let seats = draw(&section, &picked, &price);
     let mut labels: Vec<RowLabel> = Vec::new();
-    for r in &rows {
+    for r in rows {
         if labels.last().is_none_or(|l| l.label != r.row_label) {
             labels.push(RowLabel {
                 label: r.row_label.clone(),
@@ -204,18 +140,19 @@ pub async fn map(
         .iter()
         .fold((i32::MAX, 0), |(lo, hi), r| (lo.min(r.y), hi.max(r.y)));
     let min_y = if rows.is_empty() { 0 } else { min_y };
-    let free = rows.iter().filter(|r| r.free).count();
+    let free = section.free();
+    let total = |n: usize| money::format(head.price_minor * n as i64, &head.currency);
     let page = SeatsPage {
         basket_count: basket_count(&shop, &request).await?,
         section_id: id.clone(),
-        event: section.event,
-        name: section.name,
-        event_title: section.event_title,
-        category: section.category,
-        colour: section.colour,
-        price: price.clone(),
+        event: head.event.clone(),
+        name: head.name.clone(),
+        event_title: head.event_title.clone(),
+        category: head.category.clone(),
+        colour: head.colour.clone(),
+        price,
         free,
-        max_qty: i64::from(section.max_per_order).min(free as i64).max(1),
+        max_qty: i64::from(head.max_per_order).min(free as i64).max(1),
         // room for the stage above, and the row labels at the left
         view: format!(
             "{} {} {} {}",
@@ -231,24 +168,114 @@ pub async fn map(
         rows: labels,
         picked_words: picked.join(", "),
         picked_count: picked.len(),
-        picked_price: money::format(section.price_minor * picked.len() as i64, &section.currency),
+        picked_price: total(picked.len()),
         picked: picked.join(","),
+        totals: (0..=most).map(total).collect::<Vec<_>>().join("|"),
     };
     render(StatusCode::OK, &page)
 }
 
-async fn section(shop: &Shop, id: &str) -> sqlx::Result<Option<SectionRow>> {
-    sqlx::query_as(
-        "select x.name, c.id as event, c.title as event_title, k.name as category, k.colour, \
-                p.price_minor, p.currency, p.max_per_order \
-           from seat_sections x join products p on p.id = x.product_id \
-           join collections c on c.id = x.collection \
-           join seat_categories k on k.collection = x.collection and k.id = x.category \
-          where x.product_id = $1 and p.active and not p.hidden and c.archived_at is null",
-    )
-    .bind(id)
-    .fetch_optional(&shop.pool)
-    .await
+/// The section's seats as the map draws them, with `picked` picked.
+fn draw(section: &SectionSeats, picked: &[String], price: &str) -> Vec<Seat> {
+    let id = &section.head.product_id;
+    let toggled = |label: &str| -> String {
+        let mut next: Vec<&str> = picked
+            .iter()
+            .map(String::as_str)
+            .filter(|p| *p != label)
+            .collect();
+        if next.len() == picked.len() {
+            next.push(label);
+        }
+        if next.is_empty() {
+            format!("/seats/{id}#map")
+        } else {
+            format!("/seats/{id}?pick={}#map", next.join(","))
+        }
+    };
+    section
+        .seats
+        .iter()
+        .map(|r| {
+            let free = r.state == SeatState::Free;
+            let is_picked = picked.contains(&r.label);
+            let state = match (free, is_picked) {
+                (_, true) => "picked: press to put it back",
+                (true, false) => "free",
+                (false, false) => "taken",
+            };
+            let access = match r.access.as_str() {
+                "wheelchair" => ", wheelchair place",
+                "companion" => ", companion seat",
+                _ => "",
+            };
+            let place = format!(
+                "{}, row {}, {}, {price}{access}",
+                r.label, r.row_label, section.head.name
+            );
+            Seat {
+                label: r.label.clone(),
+                x: r.x,
+                y: r.y,
+                free,
+                picked: is_picked,
+                href: toggled(&r.label),
+                words: format!("{place}, {state}"),
+                place,
+                mark: match r.access.as_str() {
+                    "wheelchair" => "W",
+                    "companion" => "C",
+                    _ => "",
+                },
+            }
+        })
+        .collect()
+}
+
+/// `GET /seats/{section}/stream`: the map's seats as server-sent events,
+/// from memory: at once the seats not free, then what was taken and given
+/// back whenever that changes (at most one event per
+/// [`crate::live::WATCH_GAP`]), and a comment every
+/// [`crate::live::WATCH_KEEPALIVE`]. The page greys a seat taken and
+/// frees a seat given back where it is, keeping the seats picked.
+pub async fn stream(
+    shop: web::Data<Shop>,
+    path: web::Path<String>,
+) -> Result<HttpResponse, ShopError> {
+    let id = path.into_inner();
+    if retry("seats_read", Bound::Shopper, || {
+        shop.live.section_seats(&id)
+    })
+    .await?
+    .is_none()
+    {
+        return Err(ShopError::not_found("there is no such section"));
+    }
+    let Some(watch) = shop.live.watch_seats(id) else {
+        return Ok(HttpResponse::ServiceUnavailable()
+            .insert_header((header::RETRY_AFTER, "10"))
+            .insert_header((header::CACHE_CONTROL, "no-store"))
+            .body(
+                "too many pages are watching; the map shows the seats as they are when it is read",
+            ));
+    };
+    let events = futures::stream::unfold((true, watch), |(first, mut watch)| async move {
+        let bytes: bytes::Bytes = match watch.next().await? {
+            SeatsWatched::Quiet => bytes::Bytes::from_static(b": still here\n\n"),
+            SeatsWatched::Changed(change) => {
+                let retry = if first { "retry: 5000\n" } else { "" };
+                let body = serde_json::to_string(&change).unwrap_or_default();
+                format!("{retry}data: {body}\n\n").into()
+            }
+        };
+        Some((Ok::<_, std::convert::Infallible>(bytes), (false, watch)))
+    });
+    Ok(HttpResponse::Ok()
+        .content_type("text/event-stream")
+        .insert_header((header::CACHE_CONTROL, "no-store"))
+        // a proxy in front must pass each event on as it comes
+        .insert_header(("x-accel-buffering", "no"))
+        .streaming(events))
 }
 
 /// `POST /seats/{section}`: the best seats, or the seats picked, into the

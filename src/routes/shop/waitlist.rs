@@ -210,6 +210,9 @@ struct EntryPage {
     claim_minutes: i32,
     /// When the held units go to the next entry.
     until: String,
+    /// An offer of seats: the seats set aside ("Stalls — C-11, C-12,
+    /// together"); empty otherwise.
+    seats: String,
     total: String,
     order_href: String,
     notice: String,
@@ -284,11 +287,21 @@ async fn entry_html(
         waitlist::offer_order(&shop.pool, &entry)
     })
     .await?;
+    // the seats set aside for an offer of a seated section
+    let seats = match (&order, entry.state()) {
+        (Some(order), EntryState::Offered) => retry("order_read", Bound::Shopper, || {
+            crate::catalogue::seating::seats_words(&shop.pool, order.id)
+        })
+        .await?
+        .unwrap_or_default(),
+        _ => String::new(),
+    };
     let stock = shop
         .live
         .now()
         .and_then(|s| s.stock(std::slice::from_ref(&entry.product_id)).pop());
     let page = EntryPage {
+        seats,
         basket_count: basket_count(shop, request).await?,
         product: entry.product_name.clone(),
         qty: entry.qty,

@@ -1,0 +1,178 @@
+//! A seated section as the shop shows it: its head (name, event, category,
+//! colour, price) and every seat with its place and state, free, taken
+//! (held or sold) or blocked (off sale), as the database holds them now.
+//! The shop's memory keeps these for every section (`crate::live`, read
+//! here for many sections at once) and the pages read memory; these reads
+//! answer when memory may not be believed. Reads only: nothing here
+//! decides a seat.
+
+use serde::Serialize;
+use sqlx::PgPool;
+
+/// What a section's map and the API say of it beside its seats.
+#[derive(Debug, Clone, PartialEq, sqlx::FromRow)]
+pub struct SectionHead {
+    pub product_id: String,
+    pub resource_id: String,
+    pub name: String,
+    /// Its event (a collection) and the event's title.
+    pub event: String,
+    pub event_title: String,
+    /// Its category's id and name, and its colour on the map.
+    pub category_id: String,
+    pub category: String,
+    pub colour: String,
+    pub price_minor: i64,
+    pub currency: String,
+    pub max_per_order: i32,
+}
+
+/// A seat's state as a shopper sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SeatState {
+    Free,
+    /// Held by a shopper paying, or sold.
+    Taken,
+    /// Off sale: blocked or held back by staff.
+    Blocked,
+}
+
+/// A seat as the map draws it and the API lists it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SeatShown {
+    pub id: i64,
+    pub label: String,
+    pub row_label: String,
+    pub number: i32,
+    pub x: i32,
+    pub y: i32,
+    /// `none`, `wheelchair` or `companion`.
+    pub access: String,
+    pub state: SeatState,
+}
+
+/// A section's seats, from the stage back, as of one version of its
+/// resource row (its `xmin`): every change to a seat's state is made in a
+/// transaction that writes its section's resource (a pin with its hold's
+/// counters, a staff edit with the section's total), so an unchanged
+/// version is unchanged seats.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SectionSeats {
+    pub head: SectionHead,
+    pub seats: Vec<SeatShown>,
+    pub version: String,
+}
+
+impl SectionSeats {
+    /// Seats free now.
+    pub fn free(&self) -> usize {
+        self.seats
+            .iter()
+            .filter(|s| s.state == SeatState::Free)
+            .count()
+    }
+}
+
+/// The sections on sale (active, not hidden, their event not archived);
+/// of `ids` only when given.
+pub async fn heads(pool: &PgPool, ids: Option<&[String]>) -> sqlx::Result<Vec<SectionHead>> {
+    sqlx::query_as(
+        "select x.product_id, x.resource_id, x.name, c.id as event, c.title as event_title, \
+                x.category as category_id, k.name as category, k.colour, \
+                p.price_minor, p.currency, p.max_per_order \
+           from seat_sections x join products p on p.id = x.product_id \
+           join collections c on c.id = x.collection \
+           join seat_categories k on k.collection = x.collection and k.id = x.category \
+          where p.active and not p.hidden and c.archived_at is null \
+            and ($1::text[] is null or x.product_id = any ($1)) \
+          order by x.product_id",
+    )
+    .bind(ids)
+    .fetch_all(pool)
+    .await
+}
+
+#[derive(sqlx::FromRow)]
+struct SeatRow {
+    section: String,
+    version: String,
+    id: Option<i64>,
+    label: Option<String>,
+    row_label: Option<String>,
+    number: Option<i32>,
+    x: Option<i32>,
+    y: Option<i32>,
+    access: Option<String>,
+    state: Option<String>,
+}
+
+/// The seats of these sections (by product id), each section's with the
+/// version of its resource row they were read at, in one statement (one
+/// snapshot: the seats are those of that version). A section without
+/// seats is there, with none.
+pub async fn seats(
+    pool: &PgPool,
+    sections: &[&str],
+) -> sqlx::Result<Vec<(String, String, Vec<SeatShown>)>> {
+    let rows: Vec<SeatRow> = sqlx::query_as(
+        "select x.product_id as section, r.xmin::text as version, \
+                s.id, s.label, s.row_label, s.number, s.x, s.y, s.access, \
+                case when s.id is null then null \
+                     when exists (select 1 from seat_pins q where q.seat_id = s.id and q.live) \
+                     then 'taken' when s.state = 'open' then 'free' else 'blocked' end as state \
+           from seat_sections x join resources r on r.id = x.resource_id \
+           left join seats s on s.section = x.product_id and s.note <> 'off the plan' \
+          where x.product_id = any ($1) \
+          order by x.product_id, s.row_rank, s.run, s.pos",
+    )
+    .bind(sections)
+    .fetch_all(pool)
+    .await?;
+    let mut out: Vec<(String, String, Vec<SeatShown>)> = Vec::new();
+    for row in rows {
+        if out
+            .last()
+            .is_none_or(|(section, _, _)| *section != row.section)
+        {
+            out.push((row.section.clone(), row.version.clone(), Vec::new()));
+        }
+        let (Some(id), Some(label), Some(row_label), Some(number), Some(x), Some(y)) =
+            (row.id, row.label, row.row_label, row.number, row.x, row.y)
+        else {
+            continue; // a section with no seats
+        };
+        let state = match row.state.as_deref() {
+            Some("free") => SeatState::Free,
+            Some("taken") => SeatState::Taken,
+            _ => SeatState::Blocked,
+        };
+        let seat = SeatShown {
+            id,
+            label,
+            row_label,
+            number,
+            x,
+            y,
+            access: row.access.unwrap_or_default(),
+            state,
+        };
+        out.last_mut().expect("pushed above").2.push(seat);
+    }
+    Ok(out)
+}
+
+/// One section on sale and its seats, read from the database now.
+pub async fn section(pool: &PgPool, id: &str) -> sqlx::Result<Option<SectionSeats>> {
+    let Some(head) = heads(pool, Some(&[id.to_owned()])).await?.pop() else {
+        return Ok(None);
+    };
+    let Some((_, version, seats)) = seats(pool, &[id]).await?.pop() else {
+        return Ok(None);
+    };
+    Ok(Some(SectionSeats {
+        head,
+        seats,
+        version,
+    }))
+}
