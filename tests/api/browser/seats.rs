@@ -1,8 +1,10 @@
 //! A shopper picks seats on the seat map in a real browser at a phone's
 //! size (390×844) and a desk's (1280×900): the event's card links to its
 //! section's map, each free seat is a link that says its label, row,
-//! section, price and state; two seats picked, one of them taken by
-//! someone else meanwhile, and the checkout says so (409) with the nearest
+//! section, price and state; seats others take while the shopper looks go
+//! grey where they are (the page is not read again, the picks are kept, a
+//! picked seat taken is put back and said); two seats picked, one of them
+//! taken by someone else meanwhile, and the checkout says so (409) with the nearest
 //! seats together offered; then the best available, paid at the provider,
 //! and the order page names each ticket's seat. No horizontal scroll; axe-core
 //! finds nothing.
@@ -113,6 +115,55 @@ async fn a_shopper_picks_seats_on_the_map_and_is_told_when_one_is_taken() {
         shopper.screenshot(&format!("picked-{size}")).await;
         let violations = shopper.axe_violations().await;
         assert!(violations.is_empty(), "picked: {violations:#?}");
+
+        // a third seat picked; then, while the shopper looks, others take
+        // a seat nearby and that third seat: both go grey where they are,
+        // the page is not read again, the third is put back (the status
+        // line says so) and the first two stay picked
+        let (third, nearby) = if round == 0 {
+            ("E-7", "D-2")
+        } else {
+            ("E-11", "D-12")
+        };
+        shopper.click(&format!("a[aria-label^='{third},']")).await;
+        shopper
+            .wait_for_text(".picked-seats [role=status]", third)
+            .await;
+        shopper
+            .client
+            .execute("window.seatsKept = true;", vec![])
+            .await
+            .unwrap();
+        take(&app.db.pool, &format!("nearby-{size}"), SECTION, &[nearby]).await;
+        take(&app.db.pool, &format!("third-{size}"), SECTION, &[third]).await;
+        shopper
+            .find(&format!(
+                "g[aria-label='{nearby}, row D, Stalls, €45.00, taken']"
+            ))
+            .await;
+        shopper
+            .find(&format!(
+                "g[aria-label='{third}, row E, Stalls, €45.00, taken']"
+            ))
+            .await;
+        let said = shopper
+            .wait_for_text("#seats-changed", "which you picked")
+            .await;
+        assert!(
+            said.contains(&format!("{third}, which you picked, was just taken")),
+            "{said}"
+        );
+        let picked = shopper.text(".picked-seats [role=status]").await;
+        assert_eq!(picked, format!("Picked: {first}, {second} (€90.00)"));
+        let kept = shopper
+            .client
+            .execute("return window.seatsKept === true;", vec![])
+            .await
+            .unwrap();
+        assert_eq!(kept, serde_json::json!(true), "the map was read again");
+        shopper.screenshot(&format!("live-{size}")).await;
+        let violations = shopper.axe_violations().await;
+        assert!(violations.is_empty(), "live: {violations:#?}");
 
         // into the basket; then someone else takes the second seat
         // before the shopper checks out
