@@ -53,6 +53,16 @@ struct OrderPage {
     cancel_words: String,
     /// The guest may cancel now.
     can_cancel: bool,
+    /// After a refused cancel, why; empty otherwise.
+    cancel_refused: String,
+}
+
+/// The order page's query: `cancel=refused` after a cancel that changed
+/// nothing (anything else is ignored).
+#[derive(serde::Deserialize)]
+pub struct OrderQuery {
+    #[serde(default)]
+    cancel: Option<String>,
 }
 
 impl OrderPage {
@@ -97,6 +107,7 @@ impl OrderPage {
 pub async fn order_page(
     shop: web::Data<Shop>,
     token: web::Path<String>,
+    query: web::Query<OrderQuery>,
 ) -> Result<HttpResponse, ShopError> {
     let order = order_of_link(&shop, &token).await?;
     let lines = retry("order_read", Bound::Shopper, || {
@@ -139,6 +150,8 @@ pub async fn order_page(
         format!("The shop refunded it: {reason}. The money is on its way back to you.")
     });
     let (cancel_words, can_cancel) = super::cancel::order_words(&shop, &order).await?;
+    let asked = query.cancel.as_deref() == Some("refused");
+    let cancel_refused = super::cancel::refused_words(&shop, &order, asked).await?;
     let guest_cancelled = super::cancel::cancelled_words(&shop, &order).await?;
     let settling = match order.state {
         OrderState::Settling => {
@@ -214,6 +227,7 @@ pub async fn order_page(
         lines,
         has_calendar,
         cancel_words,
+        cancel_refused,
         can_cancel,
         occasions,
         currency: order.currency.clone(),
