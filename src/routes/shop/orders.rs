@@ -282,6 +282,8 @@ struct PayPage {
     total: String,
     /// What is being paid for: "2 × Winter Jazz — General".
     lines: Vec<checkout::OrderLine>,
+    /// The lines that are a party at a time, said "Party of 4".
+    parties: std::collections::HashSet<String>,
     discount: String,
     /// Until when the items are held, in the shop's time ("19:42 CET"),
     /// and as RFC 3339 for the countdown; empty: nothing is held any more.
@@ -292,6 +294,26 @@ struct PayPage {
     cancel_url: String,
     /// JSON for the provider's script; `<` is escaped so it cannot end the tag.
     options_json: String,
+}
+
+impl PayPage {
+    /// A line's count: "Party of 4" for a booking, else its quantity.
+    fn count(&self, line: &checkout::OrderLine) -> String {
+        if self.parties.contains(&line.product_id) {
+            super::dining::party_words(line.qty)
+        } else {
+            line.qty.to_string()
+        }
+    }
+
+    /// Every line is a booking: the column says "Party".
+    fn all_parties(&self) -> bool {
+        !self.lines.is_empty()
+            && self
+                .lines
+                .iter()
+                .all(|l| self.parties.contains(&l.product_id))
+    }
 }
 
 /// `GET /pay/{token}`: our page for a provider whose checkout runs in its
@@ -342,7 +364,10 @@ pub async fn pay_page(
         checkout::order::held_until(&shop.pool, &order)
     })
     .await?;
+    let ids: Vec<String> = lines.iter().map(|l| l.product_id.clone()).collect();
+    let parties = super::dining::party_products(&shop, &ids).await?;
     let page = PayPage {
+        parties,
         basket_count: 0,
         provider: order.provider.as_str(),
         total: money::format(order.amount_minor, &order.currency),
