@@ -183,6 +183,24 @@ async fn the_basket_says_a_booking_as_its_party_and_refuses_to_change_the_party_
 }
 
 #[tokio::test]
+async fn the_pay_page_says_a_booking_as_its_party() {
+    let app = spawn_app().await;
+    let mut spec = room(10, vec![table("T1", 1, 4, 100)], vec![]);
+    spec.periods[0].deposit_minor = 1000;
+    set_up(&app.db, &spec).await;
+    app.settled().await;
+    let guest = browser();
+    let purchase = Purchase::of(&time_id(19, 30), 4)
+        .with(holdfast::payments::ProviderKind::Razorpay)
+        .by("Ravi Guest", "ravi@example.com");
+    let started = app.start(&guest, &purchase).await;
+    let page = read_page(&guest, &started.location).await;
+    assert!(page.contains("Party of 4"), "{page}");
+    assert!(page.contains(">Party</th>"), "{page}");
+    assert!(page.contains("19:30"), "{page}");
+}
+
+#[tokio::test]
 async fn a_guest_whose_table_went_meanwhile_is_offered_the_nearest_times_that_seat_the_party() {
     let app = spawn_app().await;
     set_up(&app.db, &room(10, vec![table("T1", 1, 4, 100)], vec![])).await;
