@@ -816,14 +816,28 @@ begin
 end;
 $function$;
 
--- hf_free_sets (last written by 0160_tables.sql)
+-- hf_free_sets (last written by 0161_tables_fill.sql)
 CREATE OR REPLACE FUNCTION public.hf_free_sets(p_room text, p_party integer, p_during tstzrange, p_except uuid)
  RETURNS TABLE(set_id text, tables text[], max_party integer, joined boolean, idle interval, priority integer)
  LANGUAGE sql
  STABLE
 AS $function$
     with room as (
-        select chooser from dining_rooms where collection = p_room
+        select chooser, least_fill from dining_rooms where collection = p_room
+    ), period as (
+        -- the stay's service period that day: its first time, and its
+        -- last seating (a period is at most eleven hours here, so the
+        -- same period of the day before never counts)
+        select coalesce(min(t.starts_at), lower(p_during)) as opens,
+               coalesce(min(t.starts_at), lower(p_during))
+                 + coalesce(max(pe.last_seating - pe.opens), interval '0') as last_seating
+          from dining_times me
+          join dining_periods pe on pe.room = me.room and pe.name = me.period
+          join dining_times t on t.room = me.room and t.period = me.period
+                             and t.starts_at <= me.starts_at
+                             and t.starts_at >= me.starts_at
+                                 - least(pe.last_seating - pe.opens, interval '11 hours')
+         where me.room = p_room and me.starts_at = lower(p_during)
     ), sets as (
         select t.id as set_id, array[t.id] as tables, t.min_party, t.max_party, t.priority,
                t.position, false as joined
@@ -840,12 +854,46 @@ AS $function$
                  where t.room = p_room and t.id = any (j.tables) and t.archived_at is null)
                = cardinality(j.tables)
     ), fitting as (
-        select s.* from sets s
+        select s.*,
+               -- the shortest turn the set can take: its smallest party's
+               coalesce((select u.minutes from dining_turns u
+                          where u.room = p_room and u.up_to_party >= s.min_party
+                          order by u.up_to_party limit 1),
+                        (select u.minutes from dining_turns u
+                          where u.room = p_room order by u.up_to_party desc limit 1),
+                        120) as shortest
+          from sets s
          where p_party between s.min_party and s.max_party
            and not exists (select 1 from table_pins p
                             where p.room = p_room and p.table_id = any (s.tables) and p.live
                               and p.during && p_during
                               and p.hold_id is distinct from p_except)
+    ), gaps as (
+        -- per table of a set: the end of the stay before (or the period's
+        -- first time) and the start of the next one in the period
+        select f.set_id, f.joined, f.shortest, x.id,
+               greatest((select max(upper(p.during)) from table_pins p
+                          where p.room = p_room and p.table_id = x.id and p.live
+                            and p.hold_id is distinct from p_except
+                            and upper(p.during) <= lower(p_during)),
+                        (select opens from period)) as before,
+               (select min(lower(p.during)) from table_pins p
+                 where p.room = p_room and p.table_id = x.id and p.live
+                   and p.hold_id is distinct from p_except
+                   and lower(p.during) >= upper(p_during)
+                   and lower(p.during) <= (select last_seating from period)) as after
+          from fitting f, unnest(f.tables) as x(id)
+    ), lost as (
+        -- minutes of a gap no turn can use: what is left over after the
+        -- turns that fit in it; the stay's share is what its two gaps
+        -- lose beyond what the gap it splits lost already
+        select g.set_id, g.joined,
+               sum(hf_gap_lost(lower(p_during) - g.before, g.shortest)
+                   + hf_gap_lost(g.after - upper(p_during), g.shortest)
+                   - hf_gap_lost(g.after - g.before, g.shortest))
+                 / count(*) as minutes
+          from gaps g
+         group by g.set_id, g.joined
     )
     select f.set_id, f.tables, f.max_party, f.joined,
            (select sum(
@@ -863,10 +911,27 @@ AS $function$
                        - upper(p_during), interval '4 hours'), interval '4 hours'))
               from unnest(f.tables) as x(id)) as idle,
            f.priority
-      from fitting f, room
+      from fitting f
+      join lost l on l.set_id = f.set_id and l.joined = f.joined
+     cross join room
+     where p_except is not null
+        or room.least_fill = 0
+        -- the party's seat-time against the set's, with the time it loses
+        or 100 * p_party * hf_minutes(upper(p_during) - lower(p_during))
+           >= room.least_fill * f.max_party
+              * (hf_minutes(upper(p_during) - lower(p_during)) + greatest(l.minutes, 0))
      order by case when room.chooser = 'first_fit' then f.position end,
               case when room.chooser = 'first_fit' then f.set_id end,
-              f.max_party, f.joined, idle, f.priority, f.set_id;
+              f.max_party, f.joined, l.minutes, idle, f.priority, f.set_id;
+$function$;
+
+-- hf_gap_lost (last written by 0161_tables_fill.sql)
+CREATE OR REPLACE FUNCTION public.hf_gap_lost(p_gap interval, p_shortest integer)
+ RETURNS numeric
+ LANGUAGE sql
+ IMMUTABLE
+AS $function$
+    select coalesce(mod(hf_minutes(p_gap), p_shortest), 0);
 $function$;
 
 -- hf_hand_over (last written by 0180_seating.sql)
@@ -1581,6 +1646,15 @@ begin
       for no key update;
     return v_purchase;
 end;
+$function$;
+
+-- hf_minutes (last written by 0161_tables_fill.sql)
+CREATE OR REPLACE FUNCTION public.hf_minutes(p interval)
+ RETURNS numeric
+ LANGUAGE sql
+ IMMUTABLE
+AS $function$
+    select extract(epoch from p) / 60;
 $function$;
 
 -- hf_move_booking (last written by 0160_tables.sql)

@@ -159,7 +159,7 @@ create table dining_periods (
     constraint dining_periods_room_fkey FOREIGN KEY (room) REFERENCES dining_rooms(collection)
 );
 
--- table dining_rooms (made by 0160_tables.sql)
+-- table dining_rooms (made by 0160_tables.sql; changed by 0161_tables_fill.sql)
 create table dining_rooms (
     collection         text not null,
     name               text not null,
@@ -174,6 +174,7 @@ create table dining_rooms (
     chooser            text not null default 'smallest'::text,
     archived_at        timestamp with time zone,
     updated_at         timestamp with time zone not null default now(),
+    least_fill         integer not null default 0,
     constraint dining_rooms_pkey PRIMARY KEY (collection),
     constraint dining_room_book_until CHECK (((book_until_minutes >= 0) AND (book_until_minutes <= 10080))),
     constraint dining_room_chooser_known CHECK ((chooser = ANY (ARRAY['smallest'::text, 'first_fit'::text]))),
@@ -181,6 +182,7 @@ create table dining_rooms (
     constraint dining_room_days_ahead CHECK (((days_ahead >= 0) AND (days_ahead <= 366))),
     constraint dining_room_interval CHECK ((interval_minutes = ANY (ARRAY[15, 30, 45, 60]))),
     constraint dining_room_largest_party CHECK (((largest_party >= 1) AND (largest_party <= 100))),
+    constraint dining_room_least_fill CHECK (((least_fill >= 0) AND (least_fill <= 100))),
     constraint dining_room_name_shape CHECK ((((length(name) >= 1) AND (length(name) <= 200)) AND (length(description) <= 2000))),
     constraint dining_room_pacing CHECK (((pacing >= 1) AND (pacing <= 10000))),
     constraint dining_rooms_collection_fkey FOREIGN KEY (collection) REFERENCES collections(id)

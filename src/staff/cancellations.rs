@@ -14,7 +14,7 @@ use chrono::{DateTime, Utc};
 use sqlx::PgPool;
 use uuid::Uuid;
 
-use super::refunds::{RefundOutcome, RefundRequest, refund_order};
+use super::refunds::{RefundOutcome, RefundRequest, check, refund_in};
 
 /// A paid order's bookings, as the order page says their policy.
 #[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
@@ -33,18 +33,32 @@ pub struct Policy {
 
 /// The policy of an order's bookings still standing; `None`: it has none.
 pub async fn policy(pool: &PgPool, order_id: Uuid) -> sqlx::Result<Option<Policy>> {
+    policy_in(pool, order_id).await
+}
+
+/// [`policy`], read by any connection (the cancel's transaction reads it
+/// under the order's lock). A booking stands while its covers are not all
+/// given back, nobody marked it a no-show and it was not seated (its code
+/// redeemed). `open` compares with the statement's time, not the
+/// transaction's: a cancel that waited for the lock sees the time it
+/// decides at.
+async fn policy_in<'c, E>(db: E, order_id: Uuid) -> sqlx::Result<Option<Policy>>
+where
+    E: sqlx::Executor<'c, Database = sqlx::Postgres>,
+{
     sqlx::query_as(
         "with standing as ( \
              select b.starts_at, b.cancel_until, b.deposit_per_cover_minor, \
                     l.qty - l.refunded_qty as covers \
                from bookings b \
                join order_lines l on l.order_id = b.order_id and l.product_id = b.product_id \
-              where b.order_id = $1 and l.refunded_qty < l.qty and b.no_show_at is null) \
+              where b.order_id = $1 and l.refunded_qty < l.qty and b.no_show_at is null \
+                and not exists (select 1 from redemptions r where r.order_id = b.order_id)) \
          select sum(s.deposit_per_cover_minor * s.covers)::int8 as deposit_minor, \
                 o.currency, \
                 case when sum(s.deposit_per_cover_minor * s.covers) > 0 then min(s.cancel_until) \
                      else min(s.starts_at) end as cancel_until, \
-                now() < case when sum(s.deposit_per_cover_minor * s.covers) > 0 \
+                statement_timestamp() < case when sum(s.deposit_per_cover_minor * s.covers) > 0 \
                              then min(s.cancel_until) else min(s.starts_at) end as open, \
                 sum(s.covers)::int8 as covers \
            from standing s, orders o \
@@ -52,7 +66,7 @@ pub async fn policy(pool: &PgPool, order_id: Uuid) -> sqlx::Result<Option<Policy
           group by o.currency",
     )
     .bind(order_id)
-    .fetch_optional(pool)
+    .fetch_optional(db)
     .await
 }
 
@@ -60,31 +74,56 @@ pub async fn policy(pool: &PgPool, order_id: Uuid) -> sqlx::Result<Option<Policy
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Cancelled {
     /// The covers went back; `refunded_minor` is on its way to the guest
-    /// (0: there was nothing to give back).
+    /// (0: there was nothing to give back). A second cancel of the order
+    /// answers the first again.
     Cancelled { refunded_minor: i64 },
-    /// Past the cut-off: nothing changed, the deposit is kept.
-    TooLate { cancel_until: DateTime<Utc> },
-    /// The order has no booking standing (none, cancelled before, or not
-    /// paid): nothing changed.
-    Nothing,
+    /// Nothing changed, and why.
+    Refused(Refusal),
 }
 
-/// Cancel a paid order's bookings for its guest. Safe to send twice: the
-/// second finds the same refund (its key is the order's) and changes
-/// nothing.
+/// Why a guest's cancel changed nothing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Refusal {
+    /// Past the cut-off: the deposit is kept.
+    TooLate { cancel_until: DateTime<Utc> },
+    /// The party was seated at the host stand.
+    Seated,
+    /// The host stand recorded that nobody came.
+    NoShow,
+    /// The shop refunded the booking already.
+    Refunded,
+    /// No paid booking to cancel (not paid, or no booking in it).
+    NotBooked,
+}
+
+/// Cancel a paid order's bookings for its guest, in one transaction that
+/// first locks the order (as the refund routine, a seat at the host stand
+/// and a no-show do), then reads the cut-off and the booking's state, and
+/// refunds under that lock: a cancel racing the cut-off, a seat or a
+/// no-show is decided by one of them. Safe to send twice: the second finds
+/// the same refund (its key is the order's) and changes nothing.
 pub async fn cancel(pool: &PgPool, order_id: Uuid) -> super::Result<Cancelled> {
     let key = cancel_key(order_id);
-    let Some(policy) = policy(pool, order_id).await? else {
-        return Ok(match made_before(pool, &key).await? {
-            Some(refunded_minor) => Cancelled::Cancelled { refunded_minor },
-            None => Cancelled::Nothing,
-        });
+    let mut tx = pool.begin().await?;
+    // lock: the order
+    sqlx::query("select 1 from orders where id = $1 for no key update")
+        .bind(order_id)
+        .execute(&mut *tx)
+        .await?;
+    let policy = match policy_in(&mut *tx, order_id).await? {
+        Some(policy) if policy.open => policy,
+        Some(policy) => {
+            return Ok(Cancelled::Refused(Refusal::TooLate {
+                cancel_until: policy.cancel_until,
+            }));
+        }
+        None => {
+            if let Some(refunded_minor) = made_before(&mut *tx, &key).await? {
+                return Ok(Cancelled::Cancelled { refunded_minor });
+            }
+            return Ok(Cancelled::Refused(refusal(&mut tx, order_id).await?));
+        }
     };
-    if !policy.open {
-        return Ok(Cancelled::TooLate {
-            cancel_until: policy.cancel_until,
-        });
-    }
     let units: Vec<(String, i32)> = sqlx::query_as(
         "select l.product_id, l.qty - l.refunded_qty from order_lines l \
           where l.order_id = $1 and l.refunded_qty < l.qty \
@@ -94,35 +133,65 @@ pub async fn cancel(pool: &PgPool, order_id: Uuid) -> super::Result<Cancelled> {
           order by l.product_id",
     )
     .bind(order_id)
-    .fetch_all(pool)
+    .fetch_all(&mut *tx)
     .await?;
     // nothing of it left to give back (staff refunded it meanwhile): an
     // empty list would ask the refund for the whole order
-    if units.is_empty() {
-        return Ok(Cancelled::Nothing);
+    if units.is_empty() || policy.covers == 0 {
+        return Ok(Cancelled::Refused(Refusal::Refunded));
     }
-    let outcome = refund_order(
-        pool,
-        &RefundRequest {
-            order_id,
-            units,
-            reason: "cancelled by the guest before the cut-off".into(),
-            restock: true,
-            override_redeemed: false,
-            by: "guest".into(),
-            staff: None,
-            key: Some(key),
-        },
+    let request = RefundRequest {
+        order_id,
+        units,
+        reason: "cancelled by the guest before the cut-off".into(),
+        restock: true,
+        override_redeemed: false,
+        by: "guest".into(),
+        staff: None,
+        key: Some(key),
+    };
+    check(&request).map_err(super::StaffError::InvalidInput)?;
+    let outcome = refund_in(&mut tx, &request).await?;
+    let RefundOutcome::Queued { amount_minor, .. } = outcome else {
+        tracing::warn!(order = %order_id, outcome = outcome.as_str(), "a guest's cancel refunded nothing");
+        return Ok(Cancelled::Refused(refusal(&mut tx, order_id).await?));
+    };
+    tx.commit().await?;
+    Ok(Cancelled::Cancelled {
+        refunded_minor: amount_minor,
+    })
+}
+
+/// Why a guest's cancel of the order would change nothing now; `None`: it
+/// would cancel. What the order page says after a refused cancel.
+pub async fn why_not(pool: &PgPool, order_id: Uuid) -> sqlx::Result<Option<Refusal>> {
+    let mut conn = pool.acquire().await?;
+    Ok(match policy_in(&mut *conn, order_id).await? {
+        Some(policy) if policy.open => None,
+        Some(policy) => Some(Refusal::TooLate {
+            cancel_until: policy.cancel_until,
+        }),
+        None => Some(refusal(&mut conn, order_id).await?),
+    })
+}
+
+/// Why an order's bookings cannot be cancelled now (read under its lock).
+async fn refusal(tx: &mut sqlx::PgConnection, order_id: Uuid) -> sqlx::Result<Refusal> {
+    let (paid, booked, seated, no_show): (bool, bool, bool, bool) = sqlx::query_as(
+        "select coalesce((select state = 'paid' from orders where id = $1), false), \
+                exists (select 1 from bookings where order_id = $1), \
+                exists (select 1 from redemptions where order_id = $1), \
+                exists (select 1 from bookings where order_id = $1 and no_show_at is not null)",
     )
+    .bind(order_id)
+    .fetch_one(&mut *tx)
     .await?;
-    Ok(match outcome {
-        RefundOutcome::Queued { amount_minor, .. } => Cancelled::Cancelled {
-            refunded_minor: amount_minor,
-        },
-        other => {
-            tracing::warn!(order = %order_id, outcome = other.as_str(), "a guest's cancel refunded nothing");
-            Cancelled::Nothing
-        }
+    Ok(match (booked, seated, no_show) {
+        (false, _, _) => Refusal::NotBooked,
+        (true, true, _) => Refusal::Seated,
+        (true, false, true) => Refusal::NoShow,
+        (true, false, false) if paid => Refusal::Refunded,
+        _ => Refusal::NotBooked,
     })
 }
 
@@ -138,9 +207,12 @@ fn cancel_key(order_id: Uuid) -> String {
 }
 
 /// The amount a guest's cancel of this key refunded, if it was made.
-async fn made_before(pool: &PgPool, key: &str) -> sqlx::Result<Option<i64>> {
+async fn made_before<'c, E>(db: E, key: &str) -> sqlx::Result<Option<i64>>
+where
+    E: sqlx::Executor<'c, Database = sqlx::Postgres>,
+{
     sqlx::query_scalar("select amount_minor from order_refunds where request_key = $1")
         .bind(key)
-        .fetch_optional(pool)
+        .fetch_optional(db)
         .await
 }

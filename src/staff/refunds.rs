@@ -237,7 +237,7 @@ fn refund_detail(request: &RefundRequest, outcome: &RefundOutcome) -> serde_json
     detail
 }
 
-async fn refund_in(
+pub(super) async fn refund_in(
     tx: &mut Transaction<'_, Postgres>,
     request: &RefundRequest,
 ) -> super::Result<RefundOutcome> {

@@ -1,8 +1,9 @@
 //! Pickup schedules publish their rolling window on a schedule of their
 //! own: each pass adds the slots that came into the window (and takes off
 //! sale the ones a changed schedule no longer has, when they have no
-//! orders). One worker at a time publishes, under a transaction's
-//! advisory lock; the others skip the pass.
+//! orders). Dining rooms do the same with their bookable times
+//! ([`publish_dining_once`]). One worker at a time publishes, under a
+//! transaction's advisory lock; the others skip the pass.
 
 use std::time::Duration;
 
@@ -36,6 +37,27 @@ pub async fn publish_once(pool: &PgPool, zone: ShopZone) -> anyhow::Result<Optio
     Ok(Some(published))
 }
 
+/// The dining rooms' advisory lock's key ("hf_dining").
+const DINING_LOCK: i64 = 0x6866_5f64_696e_696e;
+
+/// Publish every dining room's times for its window of days as of the
+/// database's now (`catalogue::dining::times::publish_window`), unless
+/// another worker is doing it (then `None`): the number of times made.
+pub async fn publish_dining_once(pool: &PgPool, zone: ShopZone) -> anyhow::Result<Option<usize>> {
+    let mut lock = pool.begin().await?;
+    let (got, now): (bool, chrono::DateTime<chrono::Utc>) =
+        sqlx::query_as("select pg_try_advisory_xact_lock($1), now()")
+            .bind(DINING_LOCK)
+            .fetch_one(&mut *lock)
+            .await?;
+    if !got {
+        return Ok(None);
+    }
+    let made = crate::catalogue::dining::times::publish_window(pool, zone, now).await?;
+    lock.commit().await?;
+    Ok(Some(made))
+}
+
 /// Publish every [`EVERY`], from the first tick, until the task is dropped.
 pub async fn run_forever(pool: PgPool, zone: ShopZone) {
     let mut ticker = tokio::time::interval(EVERY);
@@ -48,6 +70,11 @@ pub async fn run_forever(pool: PgPool, zone: ShopZone) {
             }
             Ok(_) => {}
             Err(error) => tracing::warn!(%error, "could not publish pickup schedules"),
+        }
+        match publish_dining_once(&pool, zone).await {
+            Ok(Some(made)) if made > 0 => tracing::info!(made, "dining times published"),
+            Ok(_) => {}
+            Err(error) => tracing::warn!(%error, "could not publish dining times"),
         }
     }
 }

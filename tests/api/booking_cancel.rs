@@ -197,9 +197,21 @@ async fn past_the_cut_off_the_page_says_the_deposit_is_kept_and_a_cancel_changes
         .unwrap();
     assert_eq!(ask.status(), 303);
     let refused = post_cancel(&app, &token).await;
-    assert_eq!(refused.status(), 409);
-    let text = refused.text().await.unwrap();
-    assert!(text.contains("It is too late to cancel here"), "{text}");
+    assert_eq!(refused.status(), 303);
+    assert_eq!(
+        refused.headers()["location"],
+        format!("/orders/{token}?cancel=refused").as_str()
+    );
+    // the order page says why
+    let page = read_page(
+        &guest,
+        &format!("{}/orders/{token}?cancel=refused", app.address),
+    )
+    .await;
+    assert!(
+        page.contains("Your booking was not cancelled: bookings could be cancelled until"),
+        "{page}"
+    );
     assert_eq!(count(&app, "select count(*) from order_refunds").await, 0);
     assert_eq!(
         count(&app, "select count(*) from orders where state = 'paid'").await,
@@ -251,4 +263,205 @@ async fn a_booking_that_cost_nothing_is_cancelled_until_its_time_with_nothing_to
         (0, 0)
     );
     engine::assert_no_drift(&app.db.inventory()).await;
+}
+
+/// A paid booking of four at 19:30 (deposit €10 a guest, cancellable
+/// until 24 hours before): its order's token and id.
+async fn booked(app: &TestApp, guest: &reqwest::Client) -> (String, uuid::Uuid) {
+    let paid = app
+        .buy(
+            guest,
+            &Purchase::of(&time_id(19, 30), 4).by("Ada", "ada@example.com"),
+        )
+        .await;
+    let token = paid.started.token.clone();
+    let order = order_id(app, &token).await;
+    (token, order)
+}
+
+/// Nothing changed by a refused cancel: no refund, the order paid, its
+/// table still pinned.
+async fn nothing_changed(app: &TestApp) {
+    assert_eq!(count(app, "select count(*) from order_refunds").await, 0);
+    assert_eq!(
+        count(app, "select count(*) from orders where state = 'paid'").await,
+        1
+    );
+    assert_eq!(live_pins(&app.db).await, 1);
+    engine::assert_no_drift(&app.db.inventory()).await;
+}
+
+/// A cancel answered 303 to the order page with the refusal flag, and the
+/// page's words for it.
+async fn refused_page(app: &TestApp, guest: &reqwest::Client, token: &str) -> String {
+    let answer = post_cancel(app, token).await;
+    assert_eq!(answer.status(), 303);
+    assert_eq!(
+        answer.headers()["location"],
+        format!("/orders/{token}?cancel=refused").as_str()
+    );
+    read_page(
+        guest,
+        &format!("{}/orders/{token}?cancel=refused", app.address),
+    )
+    .await
+}
+
+#[tokio::test]
+async fn a_seated_or_no_show_booking_is_not_cancelled_and_the_order_page_says_why() {
+    let app = spawn_app().await;
+    bistro(&app, 1000, 24).await;
+    let guest = browser();
+    let (token, order) = booked(&app, &guest).await;
+    // nobody came: the host stand's mark (its statement)
+    sqlx::query("update bookings set no_show_at = now(), no_show_by = 'host@example.com' where order_id = $1")
+        .bind(order)
+        .execute(&app.db.pool)
+        .await
+        .unwrap();
+    let page = refused_page(&app, &guest, &token).await;
+    assert!(
+        page.contains("Your booking was not cancelled: the restaurant recorded that nobody came"),
+        "{page}"
+    );
+    nothing_changed(&app).await;
+    // the page without the flag says no refusal
+    let plain = read_page(&guest, &format!("{}/orders/{token}", app.address)).await;
+    assert!(!plain.contains("cancel-refused"), "{plain}");
+    // undo it, and seat the party at the host stand: its code redeemed
+    sqlx::query("update bookings set no_show_at = null, no_show_by = null where order_id = $1")
+        .bind(order)
+        .execute(&app.db.pool)
+        .await
+        .unwrap();
+    let code: String = sqlx::query_scalar("select pickup_code from orders where id = $1")
+        .bind(order)
+        .fetch_one(&app.db.pool)
+        .await
+        .unwrap();
+    let seated = holdfast::redemption::redeem(
+        &app.db.pool,
+        &code,
+        &holdfast::redemption::Door {
+            by: "host@example.com",
+            place: "host stand",
+            checks: None,
+            overrule: false,
+            attempt: uuid::Uuid::new_v4(),
+        },
+    )
+    .await
+    .unwrap();
+    assert!(
+        matches!(
+            seated.outcome,
+            holdfast::redemption::Outcome::Redeemed { .. }
+        ),
+        "{:?}",
+        seated.outcome
+    );
+    // seated: the page offers no cancel, and a POST anyway is refused
+    let plain = read_page(&guest, &format!("{}/orders/{token}", app.address)).await;
+    assert!(!plain.contains("/cancel\""), "{plain}");
+    let page = refused_page(&app, &guest, &token).await;
+    assert!(
+        page.contains("Your booking was not cancelled: your party was seated"),
+        "{page}"
+    );
+    nothing_changed(&app).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn the_cut_off_is_read_under_the_orders_lock_so_a_cancel_that_waited_past_it_changes_nothing()
+{
+    let app = spawn_app().await;
+    bistro(&app, 1000, 24).await;
+    let guest = browser();
+    let (token, order) = booked(&app, &guest).await;
+    // something else holds the order (a payment's news, a refund) while
+    // the guest presses Cancel, before the cut-off
+    let mut other = app.db.pool.begin().await.unwrap();
+    sqlx::query("select 1 from orders where id = $1 for update")
+        .bind(order)
+        .execute(&mut *other)
+        .await
+        .unwrap();
+    let cancelling = tokio::spawn({
+        let address = app.address.clone();
+        let token = token.clone();
+        async move {
+            browser()
+                .post(format!("{address}/orders/{token}/cancel"))
+                .send()
+                .await
+                .unwrap()
+        }
+    });
+    // the cancel waits for the order's lock
+    for _ in 0..200 {
+        let waiting: i64 = sqlx::query_scalar(
+            "select count(*) from pg_stat_activity \
+              where wait_event_type = 'Lock' and datname = current_database()",
+        )
+        .fetch_one(&app.db.pool)
+        .await
+        .unwrap();
+        if waiting > 0 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(25)).await;
+    }
+    // meanwhile the cut-off passes
+    sqlx::query(
+        "update bookings set cancel_until = clock_timestamp() - interval '1 second' \
+          where order_id = $1",
+    )
+    .bind(order)
+    .execute(&app.db.pool)
+    .await
+    .unwrap();
+    other.rollback().await.unwrap();
+    let answer = cancelling.await.unwrap();
+    assert_eq!(answer.status(), 303);
+    assert_eq!(
+        answer.headers()["location"],
+        format!("/orders/{token}?cancel=refused").as_str()
+    );
+    nothing_changed(&app).await;
+}
+
+#[tokio::test]
+async fn a_cancel_the_database_fails_says_nothing_changed_in_the_shops_words() {
+    let app = spawn_app().await;
+    bistro(&app, 1000, 24).await;
+    let guest = browser();
+    let (token, _) = booked(&app, &guest).await;
+    // the refund's row cannot be written: the cancel's transaction fails
+    sqlx::query(
+        "alter table order_refunds add constraint test_no_refunds check (amount_minor < 0) not valid",
+    )
+    .execute(&app.db.pool)
+    .await
+    .unwrap();
+    let answer = post_cancel(&app, &token).await;
+    assert_eq!(answer.status(), 503);
+    let page = answer.text().await.unwrap();
+    assert!(page.contains("Your booking is not cancelled yet"), "{page}");
+    assert!(
+        page.contains("Nothing changed: your booking stands and nothing was refunded."),
+        "{page}"
+    );
+    for engine_word in ["sqlstate", "constraint", "order_refunds"] {
+        assert!(
+            !page.to_lowercase().contains(engine_word),
+            "{engine_word}: {page}"
+        );
+    }
+    nothing_changed(&app).await;
+    // the order page still offers the cancel
+    let plain = read_page(&guest, &format!("{}/orders/{token}", app.address)).await;
+    assert!(
+        plain.contains(&format!("href=\"/orders/{token}/cancel\"")),
+        "{plain}"
+    );
 }

@@ -131,6 +131,76 @@ async fn a_party_below_the_deposits_size_sees_nothing_to_pay_in_the_basket() {
 }
 
 #[tokio::test]
+async fn the_basket_says_a_booking_as_its_party_and_refuses_to_change_the_party_there() {
+    let app = spawn_app().await;
+    let spec = room(10, vec![table("T1", 1, 4, 100)], vec![]);
+    set_up(&app.db, &spec).await;
+    app.settled().await;
+    let guest = browser();
+    app.add(&guest, &time_id(19, 30), 4).await;
+    let basket = read_page(&guest, &format!("{}/basket", app.address)).await;
+    assert!(basket.contains("Party of 4"), "{basket}");
+    assert!(basket.contains(">Party</th>"), "{basket}");
+    assert!(!basket.contains(">Quantity</th>"), "{basket}");
+    // the time is said, and no box changes the party
+    let when = day().format("%a %-d %b").to_string();
+    assert!(
+        basket.contains(&when) && basket.contains("19:30"),
+        "{basket}"
+    );
+    assert!(!basket.contains("name=\"qty\""), "{basket}");
+    // a forged change of the party is refused in the shop's words, and
+    // the basket keeps the party of four
+    let answer = guest
+        .post(format!("{}/basket/update", app.address))
+        .form(&[("product_id", time_id(19, 30)), ("qty", "9".to_owned())])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answer.status(), 409);
+    let page = answer.text().await.unwrap();
+    assert!(page.contains("party is chosen with its time"), "{page}");
+    assert!(page.contains("Nothing changed."), "{page}");
+    let qty: i32 = sqlx::query_scalar("select qty from basket_lines where product_id = $1")
+        .bind(time_id(19, 30))
+        .fetch_one(&app.db.pool)
+        .await
+        .unwrap();
+    assert_eq!(qty, 4);
+    // a quantity of 0 is the basket's Remove, as for any line
+    let removed = guest
+        .post(format!("{}/basket/update", app.address))
+        .form(&[("product_id", time_id(19, 30)), ("qty", "0".to_owned())])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(removed.status(), 303);
+    let left: i64 = sqlx::query_scalar("select count(*) from basket_lines")
+        .fetch_one(&app.db.pool)
+        .await
+        .unwrap();
+    assert_eq!(left, 0);
+}
+
+#[tokio::test]
+async fn the_pay_page_says_a_booking_as_its_party() {
+    let app = spawn_app().await;
+    let mut spec = room(10, vec![table("T1", 1, 4, 100)], vec![]);
+    spec.periods[0].deposit_minor = 1000;
+    set_up(&app.db, &spec).await;
+    app.settled().await;
+    let guest = browser();
+    let purchase = Purchase::of(&time_id(19, 30), 4)
+        .with(holdfast::payments::ProviderKind::Razorpay)
+        .by("Ravi Guest", "ravi@example.com");
+    let started = app.start(&guest, &purchase).await;
+    let page = read_page(&guest, &started.location).await;
+    assert!(page.contains("Party of 4"), "{page}");
+    assert!(page.contains(">Party</th>"), "{page}");
+    assert!(page.contains("19:30"), "{page}");
+}
+
+#[tokio::test]
 async fn a_guest_whose_table_went_meanwhile_is_offered_the_nearest_times_that_seat_the_party() {
     let app = spawn_app().await;
     set_up(&app.db, &room(10, vec![table("T1", 1, 4, 100)], vec![])).await;

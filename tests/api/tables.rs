@@ -44,6 +44,7 @@ pub(crate) fn room(pacing: i32, tables: Vec<TableSpec>, joins: Vec<JoinSpec>) ->
         days_ahead: 30,
         book_until_minutes: 60,
         largest_party: 10,
+        least_fill: 0,
         closed_days: Vec::new(),
         tables,
         joins,
@@ -746,4 +747,180 @@ async fn a_dining_room_in_the_catalogue_file_loads_publishes_and_exports_as_it_w
         .await
         .unwrap();
     assert_eq!(rooms, 1);
+}
+
+/// Whether a free table or set seats `party` at hh:mm now, as the booking
+/// page and the API say (`hf_bookable_times`).
+async fn seats_at(db: &TestDb, party: i32, hh: u32, mm: u32) -> bool {
+    let times = bookable(
+        &db.pool,
+        ROOM,
+        at(hh, mm),
+        at(hh, mm) + Duration::minutes(1),
+        party,
+    )
+    .await
+    .unwrap();
+    times.first().is_some_and(|t| t.seats)
+}
+
+#[tokio::test]
+async fn among_equal_tables_the_stay_that_leaves_no_unusable_gap_goes_first() {
+    let db = TestDb::new().await;
+    let spec = room(
+        100,
+        vec![table("T1", 1, 4, 100), table("T2", 1, 4, 100)],
+        vec![],
+    );
+    set_up(&db, &spec).await;
+    assert_eq!(book(&db, "seven", 4, 19, 0).await.unwrap(), ["T1"]);
+    // a four at 22:00: beside the 19:00 booking (idle 21:00–22:00, the
+    // least idle time, the plain smallest fit's choice) an hour is left
+    // that no two-hour turn fits; the empty T2 still holds 18:00–20:00
+    // and 20:00–22:00 before it. T2 it is
+    assert_eq!(book(&db, "ten", 4, 22, 0).await.unwrap(), ["T2"]);
+    assert_eq!(book(&db, "six", 4, 18, 0).await.unwrap(), ["T2"]);
+    assert_eq!(book(&db, "eight", 4, 20, 0).await.unwrap(), ["T2"]);
+    // T1 took 21:00 next (no gap after its booking), and is full till 23:00
+    assert_eq!(book(&db, "nine", 4, 21, 0).await.unwrap(), ["T1"]);
+    assert_eq!(book(&db, "half-nine", 2, 21, 30).await, None);
+    assert_eq!(live_pins(&db).await, 5);
+    assert_no_drift(&db.inventory()).await;
+}
+
+#[tokio::test]
+async fn a_room_that_holds_tables_for_fuller_parties_refuses_what_wastes_a_third() {
+    let db = TestDb::new().await;
+    let mut spec = room(
+        100,
+        vec![
+            table("T1", 1, 2, 100),
+            table("T2", 1, 2, 100),
+            table("T6", 4, 6, 100),
+        ],
+        vec![],
+    );
+    spec.least_fill = 66;
+    set_up(&db, &spec).await;
+    // a party of one fills half a two-top: refused, though it is free,
+    // and the page offers no time for one
+    assert!(!seats_at(&db, 1, 18, 0).await);
+    assert_eq!(book(&db, "one", 1, 18, 0).await, None);
+    // a couple at 19:15 would leave 18:00–19:15 on the table, shorter
+    // than a turn: refused while the page says so too; at 18:45 (45
+    // minutes lost: 120 of 165 minutes used) and at 20:00 (none) it sits
+    assert!(!seats_at(&db, 2, 19, 15).await);
+    assert_eq!(book(&db, "quarter-past-seven", 2, 19, 15).await, None);
+    assert!(seats_at(&db, 2, 20, 0).await);
+    assert_eq!(book(&db, "eight", 2, 20, 0).await.unwrap(), ["T1"]);
+    assert_eq!(
+        book(&db, "quarter-to-seven", 2, 18, 45).await.unwrap(),
+        ["T2"]
+    );
+    // beside the 20:00 booking, 18:00 loses nothing: the smallest fit
+    // still goes first, and the table is never booked twice
+    assert_eq!(book(&db, "six", 2, 18, 0).await.unwrap(), ["T1"]);
+    assert_eq!(book(&db, "six-again", 2, 18, 0).await, None);
+    // four of six seats is two thirds: the six-top takes a four
+    assert_eq!(book(&db, "four", 4, 18, 0).await.unwrap(), ["T6"]);
+    // the same party of one in a room that holds nothing back sits
+    sqlx::query("update dining_rooms set least_fill = 0 where collection = $1")
+        .bind(ROOM)
+        .execute(&db.pool)
+        .await
+        .unwrap();
+    assert!(seats_at(&db, 1, 22, 0).await);
+    assert_eq!(book(&db, "one-later", 1, 22, 0).await.unwrap(), ["T1"]);
+    let (held, _) = held_and_sold(&db, &time_id(18, 0)).await;
+    assert_eq!(held, 2 + 4, "a refusal holds no covers");
+    let overlapping: i64 = sqlx::query_scalar(
+        "select count(*) from table_pins a join table_pins b \
+           on a.room = b.room and a.table_id = b.table_id and a.hold_id < b.hold_id \
+          where a.live and b.live and a.during && b.during",
+    )
+    .fetch_one(&db.pool)
+    .await
+    .unwrap();
+    assert_eq!(overlapping, 0);
+    assert_no_drift(&db.inventory()).await;
+}
+
+async fn times_of(db: &TestDb, room: &str) -> i64 {
+    sqlx::query_scalar("select count(*) from dining_times where room = $1")
+        .bind(room)
+        .fetch_one(&db.pool)
+        .await
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn the_worker_publishes_the_days_that_come_into_each_rooms_window() {
+    use holdfast::catalogue::dining::times::publish_window;
+    use holdfast::worker::schedules::publish_dining_once;
+    let db = TestDb::new().await;
+    let zone = ShopZone::UTC;
+    let now = Utc::now();
+    let today = zone.today(now);
+    // two rooms, two days ahead; the first is closed in four days
+    let mut first = room(20, vec![table("T1", 1, 4, 100)], vec![]);
+    first.days_ahead = 2;
+    first.closed_days = vec![today + Duration::days(4)];
+    let mut second = first.clone();
+    second.id = "terrace".into();
+    second.closed_days.clear();
+    for spec in [&first, &second] {
+        holdfast::catalogue::dining::save_room(&db.pool, spec)
+            .await
+            .unwrap();
+    }
+    // four workers at once: today and the two days after, every time once
+    let passes = join_all((0..4).map(|_| publish_dining_once(&db.pool, zone))).await;
+    let made: usize = passes.into_iter().map(|p| p.unwrap().unwrap_or(0)).sum();
+    assert_eq!(made, 2 * 3 * 19);
+    assert_eq!(publish_dining_once(&db.pool, zone).await.unwrap(), Some(0));
+    // a time already published is never changed: the pacing changes, the
+    // times of the window keep theirs
+    first.pacing = 30;
+    holdfast::catalogue::dining::save_room(&db.pool, &first)
+        .await
+        .unwrap();
+    // a day passes: the third day after comes into the window
+    let made = publish_window(&db.pool, zone, now + Duration::days(1))
+        .await
+        .unwrap();
+    assert_eq!(made, 2 * 19);
+    // another: the fourth is closed for the first room
+    let made = publish_window(&db.pool, zone, now + Duration::days(2))
+        .await
+        .unwrap();
+    assert_eq!(made, 19);
+    assert_eq!(times_of(&db, ROOM).await, 4 * 19);
+    assert_eq!(times_of(&db, "terrace").await, 5 * 19);
+    let totals: Vec<(String, i32)> = sqlx::query_as(
+        "select to_char(t.starts_at, 'YYYY-MM-DD'), min(r.total) from dining_times t \
+           join resources r on r.id = t.resource_id \
+          where t.room = $1 group by 1 order by 1",
+    )
+    .bind(ROOM)
+    .fetch_all(&db.pool)
+    .await
+    .unwrap();
+    let days: Vec<(String, i32)> = [(0, 20), (1, 20), (2, 20), (3, 30)]
+        .into_iter()
+        .map(|(d, total)| {
+            (
+                (today + Duration::days(d)).format("%Y-%m-%d").to_string(),
+                total,
+            )
+        })
+        .collect();
+    assert_eq!(totals, days);
+    // again, nothing new
+    assert_eq!(
+        publish_window(&db.pool, zone, now + Duration::days(2))
+            .await
+            .unwrap(),
+        0
+    );
+    assert_no_drift(&db.inventory()).await;
 }

@@ -37,6 +37,12 @@ pub struct RoomSpec {
     pub book_until_minutes: i32,
     #[serde(default = "ten")]
     pub largest_party: i32,
+    /// Holding tables for fuller parties: a booking must use at least this
+    /// percentage of the seat-time it takes (its party and turn against
+    /// the table's seats and the turn with the time its stay leaves no
+    /// turn can use); 0, the default, seats any party a free table fits.
+    #[serde(default)]
+    pub least_fill: i32,
     pub tables: Vec<TableSpec>,
     #[serde(default)]
     pub joins: Vec<JoinSpec>,
@@ -139,14 +145,14 @@ pub async fn save_room(pool: &PgPool, room: &RoomSpec) -> sqlx::Result<()> {
     sqlx::query(
         "insert into dining_rooms (collection, name, description, currency, interval_minutes, \
                                    pacing, days_ahead, book_until_minutes, largest_party, \
-                                   closed_days) \
-         values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) \
+                                   closed_days, least_fill) \
+         values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) \
          on conflict (collection) do update set name = excluded.name, \
              description = excluded.description, currency = excluded.currency, \
              interval_minutes = excluded.interval_minutes, pacing = excluded.pacing, \
              days_ahead = excluded.days_ahead, book_until_minutes = excluded.book_until_minutes, \
              largest_party = excluded.largest_party, closed_days = excluded.closed_days, \
-             updated_at = now()",
+             least_fill = excluded.least_fill, updated_at = now()",
     )
     .bind(&room.id)
     .bind(&room.name)
@@ -158,6 +164,7 @@ pub async fn save_room(pool: &PgPool, room: &RoomSpec) -> sqlx::Result<()> {
     .bind(room.book_until_minutes)
     .bind(room.largest_party)
     .bind(&room.closed_days)
+    .bind(room.least_fill)
     .execute(&mut *tx)
     .await?;
     save_tables(&mut tx, room).await?;
@@ -282,6 +289,9 @@ impl RoomSpec {
         if ![15, 30, 45, 60].contains(&self.interval_minutes) {
             return Err("the interval between times is 15, 30, 45 or 60 minutes".into());
         }
+        if !(0..=100).contains(&self.least_fill) {
+            return Err("the share of a table a party must fill is 0 to 100 (per cent)".into());
+        }
         if self.tables.is_empty() || self.periods.is_empty() || self.turns.is_empty() {
             return Err("a room needs tables, service periods and turn times".into());
         }
@@ -328,6 +338,7 @@ pub async fn read_room(pool: &PgPool, id: &str) -> sqlx::Result<Option<RoomSpec>
         book_until_minutes: i32,
         largest_party: i32,
         closed_days: Vec<chrono::NaiveDate>,
+        least_fill: i32,
     }
     #[derive(sqlx::FromRow)]
     struct Table {
@@ -362,7 +373,7 @@ pub async fn read_room(pool: &PgPool, id: &str) -> sqlx::Result<Option<RoomSpec>
     }
     let Some(room): Option<Room> = sqlx::query_as(
         "select name, description, currency, interval_minutes, pacing, days_ahead, \
-                book_until_minutes, largest_party, closed_days \
+                book_until_minutes, largest_party, closed_days, least_fill \
            from dining_rooms where collection = $1 and archived_at is null",
     )
     .bind(id)
@@ -409,6 +420,7 @@ pub async fn read_room(pool: &PgPool, id: &str) -> sqlx::Result<Option<RoomSpec>
         days_ahead: room.days_ahead,
         book_until_minutes: room.book_until_minutes,
         largest_party: room.largest_party,
+        least_fill: room.least_fill,
         closed_days: room.closed_days,
         tables: tables
             .into_iter()

@@ -43,6 +43,32 @@ struct Period {
     deposit_minor: i64,
 }
 
+/// Publish every room's window as of `now`: today and its `days_ahead`
+/// days after, in the shop's zone. What the worker does on each pass, so
+/// the days that come into a window as time passes are published by
+/// themselves; a time already published is never changed, a closed day
+/// publishes nothing. The number of times made.
+pub async fn publish_window(
+    pool: &PgPool,
+    zone: ShopZone,
+    now: DateTime<Utc>,
+) -> sqlx::Result<usize> {
+    let rooms: Vec<(String, i32)> = sqlx::query_as(
+        "select collection, days_ahead from dining_rooms where archived_at is null \
+          order by collection",
+    )
+    .fetch_all(pool)
+    .await?;
+    let today = zone.today(now);
+    let mut made = 0;
+    for (room, days_ahead) in rooms {
+        for ahead in 0..=i64::from(days_ahead) {
+            made += publish_day(pool, zone, &room, today + Duration::days(ahead)).await?;
+        }
+    }
+    Ok(made)
+}
+
 /// Publish the room's times of `day` (in the shop's zone): every time of
 /// each service period open that weekday, unless the day is closed. A
 /// time already published is left as it is (it may have bookings). The

@@ -241,6 +241,16 @@ pub async fn no_show(
     room: web::Path<String>,
     form: web::Form<BookingForm>,
 ) -> Result<HttpResponse, ShopError> {
+    let mut tx = shop.pool.begin().await?;
+    // lock: the order, as a guest's cancel and a seat do, so a no-show
+    // and a cancel at the same moment are one after the other
+    sqlx::query(
+        "select 1 from orders o join bookings b on b.order_id = o.id \
+          where b.hold_id = $1 for no key update of o",
+    )
+    .bind(form.hold)
+    .execute(&mut *tx)
+    .await?;
     let marked = sqlx::query(
         "update bookings b set no_show_at = now(), no_show_by = $3 \
            from orders o \
@@ -251,9 +261,10 @@ pub async fn no_show(
     .bind(form.hold)
     .bind(room.as_str())
     .bind(&session.staff.email)
-    .execute(&shop.pool)
+    .execute(&mut *tx)
     .await?
     .rows_affected();
+    tx.commit().await?;
     Ok(back(
         &room,
         &form,

@@ -8,7 +8,7 @@ use askama::Template;
 use serde::Deserialize;
 
 use super::{BASKET_COOKIE, basket_id, too_fast};
-use crate::catalogue::{self, Choice, ChoiceFields};
+use crate::catalogue::{Choice, ChoiceFields};
 use crate::checkout::{self, basket};
 use crate::money;
 use crate::retry::{Bound, retry};
@@ -224,6 +224,20 @@ pub async fn update_basket(
     let Some(id) = basket_id(&request) else {
         return Ok(see_other("/basket"));
     };
+    // a party's size is chosen with its time (the room decides which
+    // tables seat it): the basket takes it away, never changes it
+    let parties =
+        super::dining::party_products(&shop, std::slice::from_ref(&form.product_id)).await?;
+    if qty > 0 && !parties.is_empty() {
+        let told = Told {
+            problems: vec![Problem::plain(
+                "A booking's party is chosen with its time: remove the booking and choose a \
+                 time for the new party on the restaurant's booking page. Nothing changed.",
+            )],
+            ..Told::default()
+        };
+        return basket_page(&shop, &request, StatusCode::CONFLICT, told).await;
+    }
     let changed = retry("basket_update", Bound::Shopper, || {
         basket::set_qty(&shop.pool, &id, &form.product_id, qty)
     })
@@ -327,6 +341,9 @@ pub struct BasketLineView {
     pub product_id: String,
     pub name: String,
     pub qty: i32,
+    /// A party at a time (a table booking): said as "Party of 4", its
+    /// size chosen with its time, not in the basket.
+    pub party: bool,
     pub total: String,
     /// When it happens ("Sun 20 Dec 19:30 CET"); empty: its name says.
     pub when: String,
@@ -353,6 +370,8 @@ struct BasketPage {
     ways: Vec<(&'static str, &'static str, &'static str)>,
     /// A line is a booking: its guest gives a phone.
     asks_phone: bool,
+    /// Every line is a booking: the column says "Party".
+    all_parties: bool,
     /// Nothing to pay: the form confirms.
     free: bool,
 }
@@ -483,8 +502,12 @@ pub(super) async fn basket_page_of(
     {
         told.voucher = applied.code.to_string();
     }
+    let ids: Vec<String> = rows.iter().map(|r| r.product_id.clone()).collect();
+    let parties = super::dining::party_products(shop, &ids).await?;
     let page = BasketPage {
-        asks_phone: asks_phone(shop, &rows).await?,
+        // a booking asks a phone
+        asks_phone: !parties.is_empty(),
+        all_parties: !rows.is_empty() && parties.len() == rows.len(),
         free: !rows.is_empty() && subtotal - off == 0,
         basket_count: rows.iter().map(|r| i64::from(r.qty)).sum(),
         lines: rows
@@ -493,6 +516,7 @@ pub(super) async fn basket_page_of(
                 product_id: r.product_id.clone(),
                 name: r.name.clone(),
                 qty: r.qty,
+                party: parties.contains(&r.product_id),
                 total: money::format(r.price_minor * i64::from(r.qty), &r.currency),
                 when: r.starts_at.map(|at| shop.zone.long(at)).unwrap_or_default(),
             })
@@ -522,28 +546,6 @@ pub(super) async fn basket_page_of(
         .collect(),
     };
     render(status, &page)
-}
-
-/// A line is a booking, whose guest gives a phone: memory knows each
-/// product's kind (a refusal from memory reads nothing else), the
-/// database when memory does not.
-async fn asks_phone(shop: &Shop, rows: &[basket::BasketLine]) -> Result<bool, ShopError> {
-    let party = |kind: catalogue::ProductKind| kind.choice() == catalogue::ChoiceKind::Party;
-    let known: Option<bool> = shop.live.now().and_then(|snapshot| {
-        rows.iter()
-            .map(|r| snapshot.product(&r.product_id).map(|(p, _)| party(p.kind)))
-            .collect::<Option<Vec<bool>>>()
-            .map(|parties| parties.into_iter().any(|p| p))
-    });
-    if let Some(known) = known {
-        return Ok(known);
-    }
-    let ids: Vec<String> = rows.iter().map(|r| r.product_id.clone()).collect();
-    let kinds = retry("basket_read", Bound::Shopper, || {
-        catalogue::kinds_of(&shop.pool, &ids)
-    })
-    .await?;
-    Ok(kinds.into_iter().any(party))
 }
 
 #[derive(Deserialize)]

@@ -15,7 +15,7 @@ use crate::money;
 use crate::retry::{Bound, retry};
 use crate::routes::ShopError;
 use crate::routes::render::{render, see_other};
-use crate::staff::cancellations::{self, Cancelled, Policy};
+use crate::staff::cancellations::{self, Cancelled, Policy, Refusal};
 use crate::state::Shop;
 
 /// What the order page says of an order's bookings: the policy in words,
@@ -100,31 +100,66 @@ pub async fn ask(
 }
 
 /// `POST /orders/{token}/cancel`: cancels, then the order page says how
-/// it stands; past the cut-off nothing changes and the guest is told.
+/// it stands; a refused cancel (past the cut-off, seated, a no-show,
+/// refunded meanwhile) changes nothing and the order page says why. A
+/// failure on our side says nothing changed, in the shop's words.
 pub async fn cancel(
     shop: web::Data<Shop>,
     token: web::Path<String>,
 ) -> Result<HttpResponse, ShopError> {
     let order = order_of_link(&shop, &token).await?;
-    // keyed by the order: a second POST is the first cancel again
-    let cancelled = cancellations::cancel(&shop.pool, order.id)
-        .await
-        .map_err(|e| ShopError::internal(e.into()))?;
     let order_page = format!("/orders/{}", order.token);
-    match cancelled {
-        Cancelled::Cancelled { .. } | Cancelled::Nothing => Ok(see_other(&order_page)),
-        Cancelled::TooLate { cancel_until } => message(
-            StatusCode::CONFLICT,
-            "It is too late to cancel here",
-            &format!(
-                "Bookings could be cancelled until {}. Nothing changed; please call the \
-                 restaurant.",
-                shop.zone.long(cancel_until)
-            ),
-            &order_page,
-            "Back to your order",
-        ),
+    // keyed by the order: a second POST is the first cancel again
+    match cancellations::cancel(&shop.pool, order.id).await {
+        Ok(Cancelled::Cancelled { .. }) => Ok(see_other(&order_page)),
+        Ok(Cancelled::Refused(_)) => Ok(see_other(&format!("{order_page}?cancel=refused"))),
+        Err(error) => {
+            tracing::error!(order = %order.id, %error, "a guest's cancel failed; nothing changed");
+            message(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "Your booking is not cancelled yet",
+                "Something went wrong on our side while cancelling. Nothing changed: your \
+                 booking stands and nothing was refunded. Please try again in a minute.",
+                &order_page,
+                "Back to your order",
+            )
+        }
     }
+}
+
+/// After a refused cancel (`?cancel=refused`), why the booking was not
+/// cancelled, as the database says now; empty when it was not asked or a
+/// cancel would go through.
+pub(super) async fn refused_words(
+    shop: &Shop,
+    order: &Order,
+    asked: bool,
+) -> Result<String, ShopError> {
+    if !asked {
+        return Ok(String::new());
+    }
+    let why = retry("order_read", Bound::Shopper, || {
+        cancellations::why_not(&shop.pool, order.id)
+    })
+    .await?;
+    Ok(match why {
+        None => String::new(),
+        Some(Refusal::TooLate { cancel_until }) => format!(
+            "Your booking was not cancelled: bookings could be cancelled until {}. Nothing \
+             changed; please call the restaurant.",
+            shop.zone.long(cancel_until)
+        ),
+        Some(Refusal::Seated) => "Your booking was not cancelled: your party was seated at the \
+                                  restaurant."
+            .to_owned(),
+        Some(Refusal::NoShow) => "Your booking was not cancelled: the restaurant recorded that \
+                                  nobody came for it. Please call the restaurant."
+            .to_owned(),
+        Some(Refusal::Refunded) => {
+            "Your booking was not cancelled here: the restaurant refunded it already.".to_owned()
+        }
+        Some(Refusal::NotBooked) => "There is no booking in this order to cancel.".to_owned(),
+    })
 }
 
 /// The order page's words for an order its guest cancelled; `None`: they

@@ -243,3 +243,46 @@ async fn day_times(
     }
     Ok(rows)
 }
+
+/// Which of these products are a party at a time (a table booking): from
+/// memory's kinds when it knows them all, else the database's. The basket
+/// and the pay page say such a line as its party, not a quantity.
+pub(super) async fn party_products(
+    shop: &Shop,
+    ids: &[String],
+) -> Result<std::collections::HashSet<String>, ShopError> {
+    use crate::catalogue::{ChoiceKind, ProductKind};
+    let party = |kind: ProductKind| kind.choice() == ChoiceKind::Party;
+    let known = shop.live.now().and_then(|snapshot| {
+        ids.iter()
+            .map(|id| {
+                snapshot
+                    .product(id)
+                    .map(|(p, _)| (id.clone(), party(p.kind)))
+            })
+            .collect::<Option<Vec<(String, bool)>>>()
+    });
+    let kinds = match known {
+        Some(kinds) => kinds,
+        None => {
+            let rows: Vec<(String, ProductKind)> = retry("basket_read", Bound::Shopper, || {
+                sqlx::query_as("select id, kind from products where id = any($1)")
+                    .bind(ids)
+                    .fetch_all(&shop.pool)
+            })
+            .await?;
+            rows.into_iter()
+                .map(|(id, kind)| (id, party(kind)))
+                .collect()
+        }
+    };
+    Ok(kinds
+        .into_iter()
+        .filter_map(|(id, is_party)| is_party.then_some(id))
+        .collect())
+}
+
+/// A line's count in the shop's words: "Party of 4" for a booking.
+pub(super) fn party_words(qty: i32) -> String {
+    format!("Party of {qty}")
+}

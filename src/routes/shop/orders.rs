@@ -53,6 +53,16 @@ struct OrderPage {
     cancel_words: String,
     /// The guest may cancel now.
     can_cancel: bool,
+    /// After a refused cancel, why; empty otherwise.
+    cancel_refused: String,
+}
+
+/// The order page's query: `cancel=refused` after a cancel that changed
+/// nothing (anything else is ignored).
+#[derive(serde::Deserialize)]
+pub struct OrderQuery {
+    #[serde(default)]
+    cancel: Option<String>,
 }
 
 impl OrderPage {
@@ -97,6 +107,7 @@ impl OrderPage {
 pub async fn order_page(
     shop: web::Data<Shop>,
     token: web::Path<String>,
+    query: web::Query<OrderQuery>,
 ) -> Result<HttpResponse, ShopError> {
     let order = order_of_link(&shop, &token).await?;
     let lines = retry("order_read", Bound::Shopper, || {
@@ -139,6 +150,8 @@ pub async fn order_page(
         format!("The shop refunded it: {reason}. The money is on its way back to you.")
     });
     let (cancel_words, can_cancel) = super::cancel::order_words(&shop, &order).await?;
+    let asked = query.cancel.as_deref() == Some("refused");
+    let cancel_refused = super::cancel::refused_words(&shop, &order, asked).await?;
     let guest_cancelled = super::cancel::cancelled_words(&shop, &order).await?;
     let settling = match order.state {
         OrderState::Settling => {
@@ -214,6 +227,7 @@ pub async fn order_page(
         lines,
         has_calendar,
         cancel_words,
+        cancel_refused,
         can_cancel,
         occasions,
         currency: order.currency.clone(),
@@ -268,6 +282,8 @@ struct PayPage {
     total: String,
     /// What is being paid for: "2 × Winter Jazz — General".
     lines: Vec<checkout::OrderLine>,
+    /// The lines that are a party at a time, said "Party of 4".
+    parties: std::collections::HashSet<String>,
     discount: String,
     /// Until when the items are held, in the shop's time ("19:42 CET"),
     /// and as RFC 3339 for the countdown; empty: nothing is held any more.
@@ -278,6 +294,26 @@ struct PayPage {
     cancel_url: String,
     /// JSON for the provider's script; `<` is escaped so it cannot end the tag.
     options_json: String,
+}
+
+impl PayPage {
+    /// A line's count: "Party of 4" for a booking, else its quantity.
+    fn count(&self, line: &checkout::OrderLine) -> String {
+        if self.parties.contains(&line.product_id) {
+            super::dining::party_words(line.qty)
+        } else {
+            line.qty.to_string()
+        }
+    }
+
+    /// Every line is a booking: the column says "Party".
+    fn all_parties(&self) -> bool {
+        !self.lines.is_empty()
+            && self
+                .lines
+                .iter()
+                .all(|l| self.parties.contains(&l.product_id))
+    }
 }
 
 /// `GET /pay/{token}`: our page for a provider whose checkout runs in its
@@ -328,7 +364,10 @@ pub async fn pay_page(
         checkout::order::held_until(&shop.pool, &order)
     })
     .await?;
+    let ids: Vec<String> = lines.iter().map(|l| l.product_id.clone()).collect();
+    let parties = super::dining::party_products(&shop, &ids).await?;
     let page = PayPage {
+        parties,
         basket_count: 0,
         provider: order.provider.as_str(),
         total: money::format(order.amount_minor, &order.currency),

@@ -104,6 +104,9 @@ async fn a_guest_chooses_a_time_for_four_on_a_phone_and_a_desk() {
         guest.wait_for_path("/basket").await;
         let basket = guest.body().await;
         assert!(basket.contains("Dinner at the Bistro"), "{basket}");
+        // the basket says the party, not a quantity to change
+        assert!(basket.contains("Party of 4"), "{basket}");
+        assert!(!basket.contains("name=\"qty\""), "{basket}");
         guest.screenshot(&format!("basket-{size}")).await;
         let violations = guest.axe_violations().await;
         assert!(violations.is_empty(), "basket: {violations:#?}");
