@@ -13,6 +13,7 @@ use sqlx::PgPool;
 use uuid::Uuid;
 
 use super::attach::payment_window_seconds;
+use super::seat_batches::{OneSeatStart, SeatCombiner, SeatStarts, start_seats};
 use super::start::{OffSaleLine, OneStart, Plan, plan, start_basket};
 use super::{
     AttachOutcome, CheckoutError, CheckoutRead, CheckoutStart, Order, OrderLine, OrderState,
@@ -30,6 +31,8 @@ pub const MAX_BATCH: usize = 256;
 pub struct Checkouts {
     pool: PgPool,
     starts: Combiner<Starts>,
+    /// A seated section's checkouts, their seats chosen in the call.
+    seats: SeatCombiner,
     attaches: Combiner<Attaches>,
 }
 
@@ -37,6 +40,7 @@ impl Checkouts {
     pub fn new(pool: PgPool) -> Self {
         Self {
             starts: Combiner::new(Starts { pool: pool.clone() }),
+            seats: Combiner::new(SeatStarts { pool: pool.clone() }),
             attaches: Combiner::new(Attaches { pool: pool.clone() }),
             pool,
         }
@@ -45,7 +49,7 @@ impl Checkouts {
     /// [`super::start_checkout`], combined with the other one-product
     /// checkouts of the same resource waiting at the same moment.
     pub async fn start(&self, start: &CheckoutStart) -> Result<StartOutcome> {
-        start_checkout_via(&self.pool, Some(&self.starts), start, None).await
+        start_checkout_via(&self.pool, Some(self), start, None).await
     }
 
     /// [`Checkouts::start`] with the prices and counters already read with
@@ -55,7 +59,7 @@ impl Checkouts {
         start: &CheckoutStart,
         read: &CheckoutRead,
     ) -> Result<StartOutcome> {
-        start_checkout_via(&self.pool, Some(&self.starts), start, Some(read)).await
+        start_checkout_via(&self.pool, Some(self), start, Some(read)).await
     }
 
     /// [`super::attach_payment`] for a started order, then the shopper's
@@ -124,6 +128,12 @@ impl Checkouts {
     pub fn calls(&self) -> (u64, u64) {
         (self.starts.calls(), self.attaches.calls())
     }
+
+    /// Calls of `hf_start_seat_checkouts` made so far (seated sections'
+    /// checkouts, combined).
+    pub fn seat_calls(&self) -> u64 {
+        self.seats.calls()
+    }
 }
 
 /// Step one of checkout: in one transaction, the pending order and a hold on
@@ -136,7 +146,7 @@ pub async fn start_checkout(pool: &PgPool, start: &CheckoutStart) -> Result<Star
 
 async fn start_checkout_via(
     pool: &PgPool,
-    starts: Option<&Combiner<Starts>>,
+    combined: Option<&Checkouts>,
     start: &CheckoutStart,
     read: Option<&CheckoutRead>,
 ) -> Result<StartOutcome> {
@@ -147,14 +157,23 @@ async fn start_checkout_via(
             lines,
             resource,
         } => {
-            let row = match starts {
-                Some(starts) => starts.call(&resource, one.clone()).await?,
+            let row = match combined {
+                Some(combined) => combined.starts.call(&resource, one.clone()).await?,
                 None => start_batch(pool, &resource, std::slice::from_ref(&one))
                     .await?
                     .pop()
                     .ok_or_else(|| CheckoutError::Database(sqlx::Error::RowNotFound))?,
             };
             one_outcome(pool, one, row, lines, resource).await?
+        }
+        Plan::OneSection {
+            one,
+            pick,
+            lines,
+            resource,
+        } => {
+            let seats = combined.map(|c| &c.seats);
+            start_seats(pool, seats, OneSeatStart { one, pick }, lines, resource).await?
         }
         Plan::Basket(priced) => start_basket(pool, start, priced).await?,
     };
@@ -186,16 +205,16 @@ async fn start_checkout_via(
 
 /// What `hf_start_checkouts` said about one checkout.
 #[derive(Debug, sqlx::FromRow)]
-struct StartRow {
-    status: String,
-    order_id: Option<Uuid>,
+pub(super) struct StartRow {
+    pub status: String,
+    pub order_id: Option<Uuid>,
     hold_id: Option<Uuid>,
-    available: Option<i32>,
+    pub available: Option<i32>,
     created_at: DateTime<Utc>,
     /// The started order's number (read after the call, which does not
     /// return it).
     #[sqlx(default)]
-    number: String,
+    pub number: String,
 }
 
 struct Starts {
@@ -293,7 +312,7 @@ async fn start_batch(
 }
 
 /// What one checkout's answer means for the shopper.
-async fn one_outcome(
+pub(super) async fn one_outcome(
     pool: &PgPool,
     one: OneStart,
     row: StartRow,
@@ -446,7 +465,7 @@ async fn attach_batch(
 
 /// A refusal raised by the functions (`hf_bad_input`) is bad input; any
 /// other failure stays a database error.
-fn classify(error: sqlx::Error) -> CheckoutError {
+pub(super) fn classify(error: sqlx::Error) -> CheckoutError {
     match error.as_database_error() {
         Some(db) if db.code().as_deref() == Some("22023") => {
             CheckoutError::InvalidInput(db.message().to_owned())
@@ -457,7 +476,7 @@ fn classify(error: sqlx::Error) -> CheckoutError {
 
 /// One answer for each of the `n` requests of a call: its own row, or the
 /// call's failure.
-fn each<T>(n: usize, answers: Result<Vec<T>>) -> Vec<Result<T>> {
+pub(super) fn each<T>(n: usize, answers: Result<Vec<T>>) -> Vec<Result<T>> {
     match answers {
         Ok(rows) if rows.len() == n => rows.into_iter().map(Ok).collect(),
         Ok(rows) => {
@@ -481,7 +500,7 @@ fn share(error: &CheckoutError) -> CheckoutError {
     }
 }
 
-fn lost() -> CheckoutError {
+pub(super) fn lost() -> CheckoutError {
     CheckoutError::Database(sqlx::Error::Protocol(
         "the combined checkout call ended without an answer".into(),
     ))

@@ -5,11 +5,13 @@
 //! names the calls other rooms make of it, so none of them writes a seat's
 //! SQL of its own.
 
+mod held;
 mod plan;
 
 use sqlx::{Postgres, Transaction};
 use uuid::Uuid;
 
+pub use held::{OrderSeats, order_seats};
 pub use plan::{CategorySpec, RowSpec, SeatingSpec, SectionSpec, read};
 
 /// A staff refund's stopped tickets give their seats back (or, not
