@@ -14,6 +14,7 @@
 //! - [`start_batches`]: both steps for the one-product checkouts of one
 //!   resource, sent together ([`Checkouts`], the shop's way in);
 //!   `seat_batches`: a seated section's, its seats chosen in the call;
+//!   `one_answer`: what both read of a one-product start's answer;
 //! - [`release`]: units going back before payment;
 //! - [`confirm`]: [`confirm_payments_in`], the only place that turns a
 //!   payment into a sale, whichever path (return, webhook, reconciliation)
@@ -36,6 +37,7 @@ mod confirmations;
 pub mod free;
 mod issued;
 mod late;
+mod one_answer;
 pub mod order;
 pub mod outbox;
 pub mod refund;

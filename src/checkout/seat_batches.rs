@@ -14,8 +14,8 @@
 
 use sqlx::PgPool;
 
+use super::one_answer::{StartRow, classify, each, lost, one_outcome};
 use super::start::{OneStart, StartOutcome};
-use super::start_batches::{StartRow, classify, each, lost, one_outcome};
 use super::{OrderLine, Result, ShortLine};
 use crate::batching::{Batch, Combiner};
 use crate::catalogue::kinds::seat_choice::{SeatPick, SeatReason, SeatRefusal};

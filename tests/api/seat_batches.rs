@@ -249,3 +249,71 @@ async fn a_shopper_refused_by_the_limit_per_buyer_inside_a_call_gives_the_seats_
     let calls = checkouts.seat_calls();
     assert!((1..249).contains(&calls), "took {calls} calls");
 }
+
+/// One call of `hf_start_seat_checkouts` with these forms (key, seats
+/// named or `None` for the best 2 together): each one's status, order and
+/// seats.
+async fn one_call(
+    db: &TestDb,
+    forms: &[(&str, Option<&str>)],
+) -> Vec<(String, Option<uuid::Uuid>, Option<Vec<String>>)> {
+    let n = forms.len();
+    let keys: Vec<&str> = forms.iter().map(|f| f.0).collect();
+    let texts = |v: &'static str| vec![v; n];
+    sqlx::query_as(
+        "select status, order_id, coalesce(seats, taken) \
+           from hf_start_seat_checkouts('hall-stalls', $1, $1, $2, $3, $3, $4, $5, $1, $6, $6, \
+                                        $7, $8, $8, $9, $9, $10, $11)",
+    )
+    .bind(&keys)
+    .bind(vec![2; n])
+    .bind(texts("hall-stalls"))
+    .bind(vec![4000_i64; n])
+    .bind(texts("eur"))
+    .bind(texts("ada@example.com"))
+    .bind(texts("stripe"))
+    .bind(vec![None::<String>; n])
+    .bind(vec![None::<i32>; n])
+    .bind(forms.iter().map(|f| f.1).collect::<Vec<_>>())
+    .bind(vec![true; n])
+    .fetch_all(&db.pool)
+    .await
+    .unwrap()
+}
+
+#[tokio::test]
+async fn a_form_sent_twice_in_one_call_gets_its_firsts_answer_and_never_units_without_seats() {
+    let db = TestDb::new().await;
+    hall_in(&db.pool, 1).await;
+    // A-1 and A-2 are someone else's
+    assert_eq!(
+        one_call(&db, &[("other", Some("A-1,A-2"))]).await[0].0,
+        "started"
+    );
+    // the same form twice, naming seats taken: refused twice, nothing held
+    // (0180 held the second's units with no seat pinned)
+    let twice = one_call(
+        &db,
+        &[("again", Some("A-1,A-2")), ("again", Some("A-1,A-2"))],
+    )
+    .await;
+    assert_eq!(
+        twice.iter().map(|t| t.0.as_str()).collect::<Vec<_>>(),
+        ["seats_taken", "seats_taken"]
+    );
+    assert_eq!(twice[1].2, Some(vec!["A-1".to_owned(), "A-2".to_owned()]));
+    assert_eq!(books(&db).await, (2, 2, false));
+    // granted, the second is the same order, and one pair is pinned
+    let twice = one_call(&db, &[("best", None), ("best", None)]).await;
+    assert_eq!(
+        (twice[0].0.as_str(), twice[1].0.as_str()),
+        ("started", "already_started")
+    );
+    assert_eq!(twice[0].1, twice[1].1);
+    assert_eq!(books(&db).await, (4, 4, false));
+    let orders: i64 = sqlx::query_scalar("select count(*) from orders")
+        .fetch_one(&db.pool)
+        .await
+        .unwrap();
+    assert_eq!(orders, 2);
+}
