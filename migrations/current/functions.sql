@@ -2101,7 +2101,7 @@ begin
 end;
 $function$;
 
--- hf_seat_best (last written by 0180_seating.sql)
+-- hf_seat_best (last written by 0181_seat_chooser.sql)
 CREATE OR REPLACE FUNCTION public.hf_seat_best(p_section text, p_qty integer, p_exclude bigint[])
  RETURNS bigint[]
  LANGUAGE plpgsql
@@ -2116,6 +2116,26 @@ declare
     v_ids bigint[];
     v_left integer;
 begin
+    if (select chooser from seat_sections where product_id = p_section) = 'first_fit' then
+        with free as (
+            select s.id, s.row_rank, s.run, s.pos,
+                   s.pos - row_number() over (partition by s.run order by s.pos) as grp
+              from seats s
+             where s.section = p_section and s.state = 'open' and s.access = 'none'
+               and s.id not in (select unnest(coalesce(p_exclude, '{}')))
+               and not exists (select 1 from seat_pins p where p.seat_id = s.id and p.live)
+        ), way as (
+            select f.run, f.row_rank, f.pos as first,
+                   lead(f.pos, p_qty - 1) over (partition by f.run, f.grp order by f.pos) as last
+              from free f
+        ), pick as (
+            select * from way where last is not null order by row_rank, run, first limit 1
+        )
+        select array_agg(f.id order by f.pos) into v_ids
+          from free f, pick w
+         where f.run = w.run and f.pos between w.first and w.last;
+        return v_ids;
+    end if;
     select max(row_rank) into v_last from seats where section = p_section;
     while v_from <= coalesce(v_last, 0) loop
         select w.seat_ids, w.orphans into v_ids, v_left
@@ -3118,7 +3138,7 @@ begin
 end;
 $function$;
 
--- hf_start_seat_checkouts (last written by 0180_seating.sql)
+-- hf_start_seat_checkouts (last written by 0182_seat_batches_once_per_form.sql)
 CREATE OR REPLACE FUNCTION public.hf_start_seat_checkouts(p_resource text, p_keys text[], p_accounts text[], p_qtys integer[], p_products text[], p_product_names text[], p_unit_prices bigint[], p_currencies text[], p_tokens text[], p_names text[], p_emails text[], p_providers text[], p_email_keys text[], p_addresses text[], p_email_caps integer[], p_address_caps integer[], p_seats text[], p_together boolean[])
  RETURNS TABLE(status text, order_id uuid, hold_id uuid, available integer, created_at timestamp with time zone, seats text[], taken text[], offers jsonb, split_allowed boolean)
  LANGUAGE plpgsql
@@ -3141,6 +3161,9 @@ declare
     v_chosen bigint[];
     v_gave_back boolean;
     v_named text[];
+    -- a form repeated in the batch: answered as its first, at the end
+    v_again integer[] := '{}';
+    v_first integer;
     c record;
     x record;
 begin
@@ -3166,15 +3189,21 @@ begin
     v_decide := '{}';
     v_go := '{}';
     for i in 1 .. v_n loop
-        if p_keys[i] = any (p_keys[1 : i - 1])
-           or exists (select 1 from orders o where o.checkout_key = p_keys[i]) then
+        if p_keys[i] = any (p_keys[1 : i - 1]) then
+            v_again := v_again || i;
+        elsif exists (select 1 from orders o where o.checkout_key = p_keys[i]) then
             v_go := v_go || i;
         else
             v_decide := v_decide || i;
         end if;
     end loop;
 
-    for v_round in 1 .. 3 loop
+    -- until no seats come back: a round that gives seats back has refused
+    -- at least one request for good (a limit), so rounds are at most the
+    -- requests (0180 stopped after three, and a batch with more buyers
+    -- over their limit than that left others told "sold out" beside seats
+    -- nobody got)
+    loop
         -- seats granted in an earlier round are pinned now
         v_chosen := '{}';
         for k in 1 .. coalesce(cardinality(v_decide), 0) loop
@@ -3255,6 +3284,25 @@ begin
                            where v_status[i] in ('seats_taken', 'not_together', 'sold_out'));
         v_go := '{}';
         exit when not v_gave_back or cardinality(v_decide) = 0;
+    end loop;
+
+    -- a form sent twice in one batch is its first's: the same order, or
+    -- the same refusal (never units without seats)
+    foreach v_first in array v_again loop
+        declare
+            i integer := v_first;
+            f integer := array_position(p_keys, p_keys[v_first]);
+        begin
+            v_status[i] := case when v_status[f] = 'started' then 'already_started'
+                                else v_status[f] end;
+            v_order[i] := v_order[f];
+            v_hold[i] := v_hold[f];
+            v_avail[i] := v_avail[f];
+            v_at[i] := v_at[f];
+            v_taken[i] := v_taken[f];
+            v_offers[i] := v_offers[f];
+            v_split[i] := v_split[f];
+        end;
     end loop;
 
     return query

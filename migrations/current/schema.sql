@@ -735,7 +735,7 @@ create table seat_pins (
 CREATE UNIQUE INDEX seat_pins_live ON public.seat_pins USING btree (seat_id) WHERE live;
 CREATE TRIGGER seat_pins_guard BEFORE INSERT ON public.seat_pins FOR EACH ROW EXECUTE FUNCTION hf_seat_pin_guard();
 
--- table seat_sections (made by 0180_seating.sql)
+-- table seat_sections (made by 0180_seating.sql; changed by 0181_seat_chooser.sql)
 create table seat_sections (
     product_id  text not null,
     resource_id text not null,
@@ -743,8 +743,10 @@ create table seat_sections (
     category    text not null,
     name        text not null,
     "position"  integer not null default 0,
+    chooser     text not null default 'best'::text,
     constraint seat_sections_pkey PRIMARY KEY (product_id),
     constraint seat_sections_resource_id_key UNIQUE (resource_id),
+    constraint seat_section_chooser_known CHECK ((chooser = ANY (ARRAY['best'::text, 'first_fit'::text]))),
     constraint seat_section_name_shape CHECK (((length(name) >= 1) AND (length(name) <= 100))),
     constraint seat_sections_collection_category_fkey FOREIGN KEY (collection, category) REFERENCES seat_categories(collection, id),
     constraint seat_sections_collection_fkey FOREIGN KEY (collection) REFERENCES collections(id),

@@ -13,6 +13,8 @@
 //!   payment phase, with a deadline that covers the provider's own expiry;
 //! - [`start_batches`]: both steps for the one-product checkouts of one
 //!   resource, sent together ([`Checkouts`], the shop's way in);
+//!   `seat_batches`: a seated section's, its seats chosen in the call;
+//!   `one_answer`: what both read of a one-product start's answer;
 //! - [`release`]: units going back before payment;
 //! - [`confirm`]: [`confirm_payments_in`], the only place that turns a
 //!   payment into a sale, whichever path (return, webhook, reconciliation)
@@ -35,10 +37,12 @@ mod confirmations;
 pub mod free;
 mod issued;
 mod late;
+mod one_answer;
 pub mod order;
 pub mod outbox;
 pub mod refund;
 pub mod release;
+mod seat_batches;
 pub mod settle;
 pub mod settling;
 mod short;

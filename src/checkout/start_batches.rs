@@ -13,13 +13,14 @@ use sqlx::PgPool;
 use uuid::Uuid;
 
 use super::attach::payment_window_seconds;
-use super::start::{OffSaleLine, OneStart, Plan, plan, start_basket};
+use super::one_answer::{StartRow, classify, each, lost, one_outcome};
+use super::seat_batches::{OneSeatStart, SeatCombiner, SeatStarts, start_seats};
+use super::start::{OneStart, Plan, plan, start_basket};
 use super::{
-    AttachOutcome, CheckoutError, CheckoutRead, CheckoutStart, Order, OrderLine, OrderState,
-    Result, ShortLine, StartOutcome, attach_payment, basket, order_by_id,
+    AttachOutcome, CheckoutError, CheckoutRead, CheckoutStart, Order, OrderState, Result,
+    StartOutcome, attach_payment, basket, order_by_id,
 };
-use crate::batching::{Batch, Combiner, share_error};
-use crate::catalogue::Sale;
+use crate::batching::{Batch, Combiner};
 use crate::payments::PaymentPage;
 
 /// Most checkouts one call carries.
@@ -30,6 +31,8 @@ pub const MAX_BATCH: usize = 256;
 pub struct Checkouts {
     pool: PgPool,
     starts: Combiner<Starts>,
+    /// A seated section's checkouts, their seats chosen in the call.
+    seats: SeatCombiner,
     attaches: Combiner<Attaches>,
 }
 
@@ -37,6 +40,7 @@ impl Checkouts {
     pub fn new(pool: PgPool) -> Self {
         Self {
             starts: Combiner::new(Starts { pool: pool.clone() }),
+            seats: Combiner::new(SeatStarts { pool: pool.clone() }),
             attaches: Combiner::new(Attaches { pool: pool.clone() }),
             pool,
         }
@@ -45,7 +49,7 @@ impl Checkouts {
     /// [`super::start_checkout`], combined with the other one-product
     /// checkouts of the same resource waiting at the same moment.
     pub async fn start(&self, start: &CheckoutStart) -> Result<StartOutcome> {
-        start_checkout_via(&self.pool, Some(&self.starts), start, None).await
+        start_checkout_via(&self.pool, Some(self), start, None).await
     }
 
     /// [`Checkouts::start`] with the prices and counters already read with
@@ -55,7 +59,7 @@ impl Checkouts {
         start: &CheckoutStart,
         read: &CheckoutRead,
     ) -> Result<StartOutcome> {
-        start_checkout_via(&self.pool, Some(&self.starts), start, Some(read)).await
+        start_checkout_via(&self.pool, Some(self), start, Some(read)).await
     }
 
     /// [`super::attach_payment`] for a started order, then the shopper's
@@ -124,6 +128,12 @@ impl Checkouts {
     pub fn calls(&self) -> (u64, u64) {
         (self.starts.calls(), self.attaches.calls())
     }
+
+    /// Calls of `hf_start_seat_checkouts` made so far (seated sections'
+    /// checkouts, combined).
+    pub fn seat_calls(&self) -> u64 {
+        self.seats.calls()
+    }
 }
 
 /// Step one of checkout: in one transaction, the pending order and a hold on
@@ -136,7 +146,7 @@ pub async fn start_checkout(pool: &PgPool, start: &CheckoutStart) -> Result<Star
 
 async fn start_checkout_via(
     pool: &PgPool,
-    starts: Option<&Combiner<Starts>>,
+    combined: Option<&Checkouts>,
     start: &CheckoutStart,
     read: Option<&CheckoutRead>,
 ) -> Result<StartOutcome> {
@@ -147,14 +157,23 @@ async fn start_checkout_via(
             lines,
             resource,
         } => {
-            let row = match starts {
-                Some(starts) => starts.call(&resource, one.clone()).await?,
+            let row = match combined {
+                Some(combined) => combined.starts.call(&resource, one.clone()).await?,
                 None => start_batch(pool, &resource, std::slice::from_ref(&one))
                     .await?
                     .pop()
                     .ok_or_else(|| CheckoutError::Database(sqlx::Error::RowNotFound))?,
             };
             one_outcome(pool, one, row, lines, resource).await?
+        }
+        Plan::OneSection {
+            one,
+            pick,
+            lines,
+            resource,
+        } => {
+            let seats = combined.map(|c| &c.seats);
+            start_seats(pool, seats, OneSeatStart { one, pick }, lines, resource).await?
         }
         Plan::Basket(priced) => start_basket(pool, start, priced).await?,
     };
@@ -182,20 +201,6 @@ async fn start_checkout_via(
         StartOutcome::SeatsRefused { .. } => "seats_refused",
     });
     Ok(outcome)
-}
-
-/// What `hf_start_checkouts` said about one checkout.
-#[derive(Debug, sqlx::FromRow)]
-struct StartRow {
-    status: String,
-    order_id: Option<Uuid>,
-    hold_id: Option<Uuid>,
-    available: Option<i32>,
-    created_at: DateTime<Utc>,
-    /// The started order's number (read after the call, which does not
-    /// return it).
-    #[sqlx(default)]
-    number: String,
 }
 
 struct Starts {
@@ -292,89 +297,6 @@ async fn start_batch(
     Ok(rows).map_err(classify)
 }
 
-/// What one checkout's answer means for the shopper.
-async fn one_outcome(
-    pool: &PgPool,
-    one: OneStart,
-    row: StartRow,
-    lines: Vec<OrderLine>,
-    resource: String,
-) -> Result<StartOutcome> {
-    let short = |available: Option<i32>| {
-        vec![ShortLine {
-            product_id: one.product.clone(),
-            name: one.product_name.clone(),
-            requested: one.qty,
-            available: available.unwrap_or(0).max(0),
-        }]
-    };
-    Ok(match (row.status.as_str(), row.order_id) {
-        ("started", Some(order_id)) => StartOutcome::Started {
-            order: Order {
-                id: order_id,
-                token: one.token,
-                number: row.number,
-                state: OrderState::Pending,
-                customer_name: one.name,
-                customer_email: one.email,
-                customer_phone: None,
-                amount_minor: one.unit_price * i64::from(one.qty),
-                currency: one.currency,
-                hold_id: row.hold_id,
-                provider: one.provider,
-                provider_session_id: None,
-                provider_url: None,
-                provider_expires_at: None,
-                payment_ref: None,
-                flag: None,
-                pickup_code: None,
-                created_at: row.created_at,
-                paid_at: None,
-                // a batch is of checkouts without a voucher
-                voucher_code: None,
-                discount_minor: 0,
-            },
-            lines,
-            resource: Some(resource),
-        },
-        ("already_started", Some(order_id)) => match order_by_id(pool, order_id).await? {
-            Some(order) => StartOutcome::AlreadyStarted { order },
-            None => return Err(CheckoutError::Database(sqlx::Error::RowNotFound)),
-        },
-        ("insufficient", _) => StartOutcome::Unavailable {
-            lines: short(row.available),
-        },
-        ("account_cap" | "over_limit", _) => StartOutcome::OverLimit {
-            lines: short(row.available),
-        },
-        ("unknown_resource", _) => StartOutcome::UnknownProducts {
-            ids: vec![one.product],
-        },
-        // the database's clock says the sale is not open
-        ("not_on_sale", _) => StartOutcome::NotOnSale {
-            lines: vec![OffSaleLine {
-                product_id: one.product.clone(),
-                name: one.product_name.clone(),
-                sale: match one.opens_at {
-                    Some(at) if at > row.created_at => Sale::Opens { at },
-                    Some(at) => Sale::Closed { at },
-                    None => Sale::Closed { at: row.created_at },
-                },
-            }],
-        },
-        ("key_in_use", _) => {
-            return Err(CheckoutError::InvalidInput(
-                "this checkout form was used before; please reload your basket".into(),
-            ));
-        }
-        (status, _) => {
-            return Err(CheckoutError::Database(sqlx::Error::Protocol(format!(
-                "a checkout answered {status:?}"
-            ))));
-        }
-    })
-}
-
 /// One started order's payment phase, as `hf_attach_payments` takes it.
 #[derive(Debug, Clone)]
 struct OneAttach {
@@ -442,47 +364,4 @@ async fn attach_batch(
         .fetch_all(pool)
         .await
         .map_err(classify)
-}
-
-/// A refusal raised by the functions (`hf_bad_input`) is bad input; any
-/// other failure stays a database error.
-fn classify(error: sqlx::Error) -> CheckoutError {
-    match error.as_database_error() {
-        Some(db) if db.code().as_deref() == Some("22023") => {
-            CheckoutError::InvalidInput(db.message().to_owned())
-        }
-        _ => CheckoutError::Database(error),
-    }
-}
-
-/// One answer for each of the `n` requests of a call: its own row, or the
-/// call's failure.
-fn each<T>(n: usize, answers: Result<Vec<T>>) -> Vec<Result<T>> {
-    match answers {
-        Ok(rows) if rows.len() == n => rows.into_iter().map(Ok).collect(),
-        Ok(rows) => {
-            let error = sqlx::Error::Protocol(format!("{} answers for {n} requests", rows.len()));
-            (0..n)
-                .map(|_| Err(CheckoutError::Database(share_error(&error))))
-                .collect()
-        }
-        Err(error) => (0..n).map(|_| Err(share(&error))).collect(),
-    }
-}
-
-/// One failure, told to every checkout of the call.
-fn share(error: &CheckoutError) -> CheckoutError {
-    match error {
-        CheckoutError::InvalidInput(message) => CheckoutError::InvalidInput(message.clone()),
-        CheckoutError::Database(error) => CheckoutError::Database(share_error(error)),
-        CheckoutError::Inventory(error) => {
-            CheckoutError::Database(sqlx::Error::Protocol(error.to_string()))
-        }
-    }
-}
-
-fn lost() -> CheckoutError {
-    CheckoutError::Database(sqlx::Error::Protocol(
-        "the combined checkout call ended without an answer".into(),
-    ))
 }

@@ -22,7 +22,7 @@ async fn hall(db: &TestDb, rows: i32) {
     hall_in(&db.pool, rows).await
 }
 
-async fn hall_in(pool: &sqlx::PgPool, rows: i32) {
+pub(crate) async fn hall_in(pool: &sqlx::PgPool, rows: i32) {
     sqlx::raw_sql(
         "insert into collections (id, kind, title) values ('hall', 'event', 'The Hall'); \
          insert into seat_categories (collection, id, name, price_minor) \
@@ -96,7 +96,7 @@ fn named(seats: &[&str]) -> ChoiceFields {
 }
 
 /// The section's held units, its live pins, and whether hf_check sees drift.
-async fn books(db: &TestDb) -> (i32, i64, bool) {
+pub(crate) async fn books(db: &TestDb) -> (i32, i64, bool) {
     sqlx::query_as(
         "select r.held, \
                 (select count(*) from seat_pins p join seats s on s.id = p.seat_id \
@@ -203,7 +203,12 @@ async fn two_hundred_shoppers_for_a_hundred_seats_get_fifty_pairs_together_and_n
 }
 
 /// A checkout through the JSON API: its status and answer.
-async fn api_checkout(app: &TestApp, token: &str, idem: &str, body: Value) -> (u16, Value) {
+pub(crate) async fn api_checkout(
+    app: &TestApp,
+    token: &str,
+    idem: &str,
+    body: Value,
+) -> (u16, Value) {
     let response = holdfast::payments::http::client(std::time::Duration::from_secs(60))
         .post(format!("{}/api/v1/checkouts", app.address))
         .bearer_auth(token)
@@ -218,7 +223,7 @@ async fn api_checkout(app: &TestApp, token: &str, idem: &str, body: Value) -> (u
 
 #[tokio::test]
 async fn three_hundred_shoppers_race_for_twenty_named_seats_each_sold_once_and_losers_told_why() {
-    let app = spawn_app().await;
+    let (app, checkouts) = crate::seat_batches::shop_counting_calls(None).await;
     app.add_staff().await;
     hall_in(&app.db.pool, 5).await;
     app.settled().await;
@@ -282,6 +287,10 @@ async fn three_hundred_shoppers_race_for_twenty_named_seats_each_sold_once_and_l
     .unwrap();
     assert_eq!(twice, 0);
     assert_eq!(books(&app.db).await, (20, 20, false));
+    // they went through the seats' combiner: requests for the section
+    // arriving together shared calls of hf_start_seat_checkouts
+    let calls = checkouts.seat_calls();
+    assert!((1..300).contains(&calls), "took {calls} calls");
 }
 
 #[tokio::test]

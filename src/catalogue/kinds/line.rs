@@ -276,9 +276,10 @@ impl Claim {
         }
     }
 
-    /// Whether the claim pins something beside its units, so that only
-    /// the one-transaction path can make it (the combined one-product
-    /// call pins nothing).
+    /// Whether the claim pins something beside its units, so that the
+    /// combined one-product call (which pins nothing) cannot make it: a
+    /// table goes by the one-transaction path, seats by the seats'
+    /// combined call or the one transaction.
     pub fn pins(&self) -> bool {
         match self {
             Claim::Units { .. } => false,

@@ -5,12 +5,14 @@
 //! names the calls other rooms make of it, so none of them writes a seat's
 //! SQL of its own.
 
+mod held;
 pub mod map;
 mod plan;
 
 use sqlx::{Postgres, Transaction};
 use uuid::Uuid;
 
+pub use held::{OrderSeats, order_seats};
 pub use map::{SeatShown, SeatState, SectionHead, SectionSeats};
 pub use plan::{CategorySpec, RowSpec, SeatingSpec, SectionSpec, read};
 

@@ -12,6 +12,7 @@ use super::read::{CheckoutRead, PricedProduct, priced_products};
 use super::{CheckoutStart, OffSaleLine, StartOutcome, WantedLine};
 use crate::catalogue::Sale;
 use crate::catalogue::kinds::line::Claim;
+use crate::catalogue::kinds::seat_choice::SeatPick;
 use crate::checkout::short::{ShortLine, Supply, Wanted, short_lines};
 use crate::checkout::{CheckoutError, OrderLine, Result, order_by_checkout_key};
 use crate::inventory::ResourceId;
@@ -48,6 +49,15 @@ pub(in crate::checkout) enum Plan {
     /// `hf_start_checkouts` on its resource.
     OneProduct {
         one: OneStart,
+        lines: Vec<OrderLine>,
+        resource: String,
+    },
+    /// One seated section: its seats chosen and pinned, its order, line
+    /// and hold in one call of `hf_start_seat_checkouts` on its resource
+    /// (combined by the seats' combiner, `seat_batches`).
+    OneSection {
+        one: OneStart,
+        pick: SeatPick,
         lines: Vec<OrderLine>,
         resource: String,
     },
@@ -307,9 +317,10 @@ fn short_of_read(priced: &Priced) -> Vec<ShortLine> {
 
 /// One product without a voucher or phone: order, line and hold in one call,
 /// combined with the other checkouts of its resource waiting at the same
-/// moment. Anything else: the one-transaction path, where a voucher's use
-/// is held with the units as a basket's line, and a table or seats are
-/// pinned beside their units.
+/// moment; a seated section's seats are chosen and pinned in that call.
+/// Anything else: the one-transaction path, where a voucher's use is held
+/// with the units as a basket's line, and a table is pinned beside its
+/// units.
 fn shape(start: &CheckoutStart, priced: Priced) -> Plan {
     let ([line], [claim], None) = (
         priced.lines.as_slice(),
@@ -318,11 +329,16 @@ fn shape(start: &CheckoutStart, priced: Priced) -> Plan {
     ) else {
         return Plan::Basket(priced);
     };
-    // what pins beside its units (a table, seats) is made by the one
-    // transaction, and so is an order that keeps a phone
-    if claim.pins() || start.customer.phone().is_some() {
+    // an order that keeps a phone is written by the one transaction, and
+    // so is a table (pinned beside its units)
+    if start.customer.phone().is_some() {
         return Plan::Basket(priced);
     }
+    let pick = match claim {
+        Claim::Seats { pick, .. } => Some(pick.clone()),
+        claim if claim.pins() => return Plan::Basket(priced),
+        _ => None,
+    };
     let p = product(&priced.products, &line.product_id);
     let one = OneStart {
         key: start.checkout_key.as_str().to_owned(),
@@ -342,9 +358,17 @@ fn shape(start: &CheckoutStart, priced: Priced) -> Plan {
         opens_at: p.opens_later,
     };
     let resource = p.resource_id.clone();
-    Plan::OneProduct {
-        one,
-        lines: priced.lines,
-        resource,
+    match pick {
+        Some(pick) => Plan::OneSection {
+            one,
+            pick,
+            lines: priced.lines,
+            resource,
+        },
+        None => Plan::OneProduct {
+            one,
+            lines: priced.lines,
+            resource,
+        },
     }
 }

@@ -108,7 +108,7 @@ pub fn idempotency_key(request: &HttpRequest) -> Result<String, ApiError> {
     security(("api_key" = [])),
     params(("Idempotency-Key" = String, Header, description = "The same key and body: the same answer")),
     request_body = CheckoutBody,
-    responses((status = 201, description = "Held: send the shopper to `payment_url`; the order is `order_token`"),
+    responses((status = 201, description = "Held: send the shopper to `payment_url`; the order is `order_token`; a seat line's seats granted are in `seats` (`[{\"product_id\", \"seats\": [\"C-12\", \"C-13\"]}]`)"),
               (status = 400, description = "Bad JSON, or no Idempotency-Key", body = super::ErrorBody),
               (status = 401, description = "No live key", body = super::ErrorBody),
               (status = 403, description = "The key lacks start_checkouts", body = super::ErrorBody),
@@ -294,6 +294,11 @@ async fn run(
         let bookings = booking_lines::bookings_of(&shop.pool, order.id).await?;
         if !bookings.is_empty() {
             answer["bookings"] = serde_json::Value::Array(bookings);
+        }
+        // a seat line says the seats it got, section by section
+        let seats = crate::catalogue::seating::order_seats(&shop.pool, order.id).await?;
+        if !seats.is_empty() {
+            answer["seats"] = serde_json::to_value(seats).unwrap_or_default();
         }
         return Ok(answer);
     };
