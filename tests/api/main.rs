@@ -51,6 +51,7 @@ mod sale_windows;
 mod scale_out;
 mod schedule_days;
 mod schema;
+mod seat_admin;
 mod seats;
 mod settling;
 mod shop_words;
