@@ -2648,8 +2648,8 @@ AS $function$
     select * from seat_sections where resource_id = p_resource
 $function$;
 
--- hf_seat_set_state (last written by 0180_seating.sql)
-CREATE OR REPLACE FUNCTION public.hf_seat_set_state(p_section text, p_labels text[], p_state text, p_note text)
+-- hf_seat_set_state (last written by 0185_seat_admin.sql)
+CREATE OR REPLACE FUNCTION public.hf_seat_set_state(p_section text, p_labels text[], p_state text, p_note text, p_from text[] DEFAULT NULL::text[])
  RETURNS TABLE(status text, changed integer, refused text[], total integer)
  LANGUAGE plpgsql
 AS $function$
@@ -2657,6 +2657,7 @@ declare
     v_section seat_sections;
     v_refused text[];
     v_unknown text[];
+    v_wrong text[];
     v_changed integer;
     v_total integer;
     v_now timestamptz := clock_timestamp();
@@ -2665,7 +2666,7 @@ begin
     if not found then
         perform hf_bad_input(format('%s is not a seated section', p_section));
     end if;
-    if p_state not in ('open', 'blocked', 'held_back') then
+    if p_state is null or p_state not in ('open', 'blocked', 'held_back') then
         perform hf_bad_input('a seat is open, blocked or held_back');
     end if;
     if p_labels is null or cardinality(p_labels) not between 1 and 10000 then
@@ -2674,14 +2675,33 @@ begin
     if p_note is null or length(p_note) > 200 then
         perform hf_bad_input('a note is at most 200 characters');
     end if;
+    if p_state <> 'open' and p_note = 'off the plan' then
+        perform hf_bad_input('"off the plan" is the plan''s own note: give another');
+    end if;
+    if p_from is not null and not p_from <@ array['open', 'blocked', 'held_back'] then
+        perform hf_bad_input('a seat is open, blocked or held_back');
+    end if;
     -- lock: the section
     perform 1 from resources where id = v_section.resource_id for no key update;
     select array_agg(l order by l) into v_unknown
       from unnest(p_labels) l
-     where not exists (select 1 from seats s where s.section = p_section and s.label = l);
+     where not exists (select 1 from seats s where s.section = p_section and s.label = l
+                                              and s.note <> 'off the plan');
     if v_unknown is not null then
         return query select 'unknown', 0, v_unknown, null::integer;
         return;
+    end if;
+    -- a seat in a state the action does not change from (unblocking a
+    -- seat held back): refused, named, nothing changed
+    if p_from is not null then
+        select array_agg(s.label order by s.row_rank, s.run, s.pos) into v_wrong
+          from seats s
+         where s.section = p_section and s.label = any (p_labels)
+           and s.state <> p_state and s.state <> all (p_from);
+        if v_wrong is not null then
+            return query select 'wrong_state', 0, v_wrong, null::integer;
+            return;
+        end if;
     end if;
     if p_state <> 'open' then
         -- what is set aside for the line is given back first: only a
@@ -2700,7 +2720,8 @@ begin
     end if;
     update seats s set state = p_state, note = case when p_state = 'open' then '' else p_note end
      where s.section = p_section and s.label = any (p_labels)
-       and (s.state <> p_state or s.note <> p_note);
+       and (s.state <> p_state
+            or s.note <> case when p_state = 'open' then '' else p_note end);
     get diagnostics v_changed = row_count;
     select count(*)::int into v_total from seats s where s.section = p_section and s.state = 'open';
     perform 1 from hf_upsert_resource(v_section.resource_id, v_total);

@@ -4,7 +4,8 @@
 //! a session ([`sessions`]). [`accounts`] is the owner's running of
 //! accounts and [`roles`] what each may do; [`actions`], [`refunds`],
 //! [`catalogue`] (and [`archived`], bringing back what it took off the
-//! shop; [`sections`], their order on the page), [`vouchers`], [`exports`]
+//! shop; [`sections`], their order on the page; [`seats`], a seated
+//! event's plan), [`vouchers`], [`exports`]
 //! and [`api_keys`] are the work
 //! staff do, each recorded in the audit log (`crate::audit`) with who did
 //! it; [`views`] is what the admin's pages read.
@@ -24,6 +25,7 @@ pub mod passwords;
 pub mod publishing;
 pub mod refunds;
 pub mod roles;
+pub mod seats;
 pub mod sections;
 pub mod sessions;
 pub mod two_factor;

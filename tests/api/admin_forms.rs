@@ -67,6 +67,10 @@ async fn fingerprint(app: &TestApp) -> Vec<String> {
         "images",
         "bookings",
         "dining_rooms",
+        "seats",
+        "seat_sections",
+        "seat_categories",
+        "seating_settings",
     ] {
         let print: Option<String> = sqlx::query_scalar(&format!(
             "select '{table}:' || count(*) || ':' || \
@@ -191,6 +195,30 @@ fn case(path: &str, account: i64, endpoint: &str) -> Takes {
                 "yesterday teatime",
             )
         }
+        "/catalogue/events/{id}/sections/{section}/seats" => typed(
+            &[("action", "block"), ("note", "Typed note 7Q")],
+            &f("seats"),
+            "Typed note 7Q",
+        ),
+        "/catalogue/events/{id}/sections/{section}/category" => {
+            typed(&[("category", "boxes-7Q")], &f("category"), "boxes-7Q")
+        }
+        "/catalogue/events/{id}/sections/{section}/plan" => {
+            typed(&[("rows", "{not json 7Q")], &f("rows"), "{not json 7Q")
+        }
+        "/catalogue/events/{id}/sections/{section}/categories/{category}" => typed(
+            &[
+                ("name", "Typed stalls 7Q"),
+                ("colour", "#ffd700"),
+                ("price", "45.00"),
+            ],
+            &f("cat-stalls-colour"),
+            "Typed stalls 7Q",
+        ),
+        "/catalogue/events/{id}/sections/{section}/splits" => Takes::Choice {
+            fields: vec![("splits", "sometimes".into())],
+            back: "/admin/catalogue/events/winter-gala/sections/winter-gala-stalls?notice=splits_not_saved",
+        },
         "/settings/shop" => typed(
             &[("name", ""), ("accent", "not-a-colour-7Q")],
             "id=\"shop-accent-error\"",
@@ -261,6 +289,11 @@ fn concrete(path: &str, order: &str, account: i64, endpoint: &str) -> String {
     path.replace("/resources/{id}", "/resources/wild-honey")
         .replace("/orders/{id}", &format!("/orders/{order}"))
         .replace("/staff/{id}", &format!("/staff/{account}"))
+        .replace(
+            "/events/{id}/sections/{section}",
+            "/events/winter-gala/sections/winter-gala-stalls",
+        )
+        .replace("{category}", "stalls")
         .replace("/events/{id}", "/events/harbour-lights")
         .replace("{tier}", "harbour-lights-vip")
         .replace("/schedules/{id}", "/schedules/bread")
@@ -389,7 +422,7 @@ async fn bad_input_to_every_admin_form_is_said_on_its_own_page_and_changes_nothi
         assert_eq!(fingerprint(&app).await, before, "{path} changed something");
     }
     assert_eq!(
-        typed_forms, 20,
+        typed_forms, 24,
         "every form with typed fields was sent bad input"
     );
 }

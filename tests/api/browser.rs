@@ -24,6 +24,7 @@ mod door;
 mod goals;
 mod host_stand;
 mod pickup_days;
+mod seat_admin;
 mod seats;
 mod storefront;
 mod tickets;

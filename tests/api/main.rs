@@ -51,6 +51,7 @@ mod sale_windows;
 mod scale_out;
 mod schedule_days;
 mod schema;
+mod seat_admin;
 mod seat_batches;
 mod seat_memory;
 mod seats;

@@ -1,13 +1,17 @@
 //! Reserved seating's side of the code (docs/design.md, "Reserved
-//! seating"): a seated event's plan from the catalogue file ([`plan`]),
-//! and what the application asks of a plan. The
+//! seating"): a seated event's plan from the catalogue file ([`plan`]) or
+//! typed by staff in the admin ([`typed`]), what the admin's seat plan
+//! pages read and change ([`admin`]), and what the application asks of a
+//! plan. The
 //! database decides every seat (migrations/0180_seating.sql); this module
 //! names the calls other rooms make of it, so none of them writes a seat's
 //! SQL of its own.
 
+pub mod admin;
 mod held;
 pub mod map;
 mod plan;
+mod typed;
 
 use sqlx::{Postgres, Transaction};
 use uuid::Uuid;
@@ -15,6 +19,7 @@ use uuid::Uuid;
 pub use held::{OrderSeats, order_seats};
 pub use map::{SeatShown, SeatState, SectionHead, SectionSeats};
 pub use plan::{CategorySpec, RowSpec, SeatingSpec, SectionSpec, read};
+pub use typed::{MAX_TYPED_SEATS, PlacedSeat, compact, typed_rows};
 
 /// A staff refund's stopped tickets give their seats back (or, not
 /// restocked, take them off sale with their units), in the refund's

@@ -99,7 +99,7 @@ impl RowSpec {
         (self.seats[0]..=self.seats[1]).map(|n| format!("{}-{n}", self.row))
     }
 
-    fn check(&self) -> Result<(), String> {
+    pub(super) fn check(&self) -> Result<(), String> {
         let [first, last] = self.seats;
         if !row_shape(&self.row) {
             return Err(format!(

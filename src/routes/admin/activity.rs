@@ -217,7 +217,44 @@ fn sentence(row: &ActionRow, names: &HashMap<String, String>) -> String {
         "export_attendees" => "exported the attendees".to_owned(),
         "door_list" => "printed a door list".to_owned(),
         "refused" => format!("was refused {target}"),
+        action if action.starts_with("seat_") => seat_words(row, &product()),
         other => format!("{} {target}", other.replace('_', " ")),
     };
     format!("{who} {what}")
+}
+
+/// A change to a seat plan as a sentence ("blocked A-1, A-2 of Stalls
+/// (camera)"); a refusal says what was tried.
+fn seat_words(row: &ActionRow, section: &str) -> String {
+    let seats = row.detail["seats"]
+        .as_array()
+        .map(|seats| {
+            let named: Vec<&str> = seats.iter().filter_map(|s| s.as_str()).take(12).collect();
+            let more = seats.len().saturating_sub(named.len());
+            if more > 0 {
+                format!("{} and {more} more", named.join(", "))
+            } else {
+                named.join(", ")
+            }
+        })
+        .unwrap_or_default();
+    let note = said(row, "note")
+        .map(|note| format!(" ({note})"))
+        .unwrap_or_default();
+    let done = match row.action.as_str() {
+        "seat_block" => format!("blocked {seats} of {section}{note}"),
+        "seat_unblock" => format!("unblocked {seats} of {section}"),
+        "seat_hold_back" => format!("held back {seats} of {section}{note}"),
+        "seat_release" => format!("released {seats} of {section}"),
+        "seat_plan" => format!("replaced the seat plan of {section}"),
+        "seat_section_category" => format!("moved {section} to another category"),
+        "seat_category" => format!("changed the seat category {}", row.target),
+        "seat_splits" => "changed whether seats may be sold apart".to_owned(),
+        other => format!("{} {section}", other.replace('_', " ")),
+    };
+    if row.outcome.starts_with("refused") {
+        format!("was refused: {done}")
+    } else {
+        done
+    }
 }

@@ -56,6 +56,10 @@ pub fn routes(config: &mut web::ServiceConfig) {
         .route("/static/redeem.js", web::get().to(redeem::redeem_script))
         .route("/static/admin.css", web::get().to(pages::stylesheet))
         .route("/static/admin.js", web::get().to(pages::script))
+        .route(
+            "/static/seat-plan.css",
+            web::get().to(catalogue::seat_plan_stylesheet),
+        )
         .route("/admin/login", web::get().to(session::login_page))
         .route("/admin/login", web::post().to(session::login))
         .route("/admin/login/code", web::get().to(session::code_page))

@@ -23,8 +23,9 @@ pub struct NoticeQuery {
 
 /// The notices that say something was refused (shown as such); the rest
 /// say it was done.
-const REFUSED: [&str; 15] = [
+const REFUSED: [&str; 16] = [
     "capacity_refused",
+    "splits_not_saved",
     "unpublish_refused",
     "section_not_moved",
     "restore_collection_first",
@@ -103,6 +104,26 @@ impl NoticeQuery {
                 ),
                 _ => "Restored: back in the shop as it was. What was sold stays sold.".to_owned(),
             },
+            "seats_block" | "seats_unblock" | "seats_hold_back" | "seats_release" => format!(
+                "{} {} seats. The section has {} seats on sale now; the shop shows them from \
+                 its next page.",
+                match notice {
+                    "seats_block" => "Blocked",
+                    "seats_unblock" => "Unblocked: back on sale,",
+                    "seats_hold_back" => "Held back",
+                    _ => "Released: back on sale,",
+                },
+                self.updated.unwrap_or(0),
+                self.left.unwrap_or(0)
+            ),
+            "plan_replaced" => format!(
+                "Plan saved: {} seats added, {} moved, {} taken off the plan. The section has {} \
+                 seats on sale now.",
+                self.created.unwrap_or(0),
+                self.updated.unwrap_or(0),
+                self.withdrawn.unwrap_or(0),
+                self.left.unwrap_or(0)
+            ),
             "webhook_replayed" => format!(
                 "{} deliveries queued again, with their own webhook-id: the worker sends them on \
                  its next pass.",
@@ -211,6 +232,18 @@ fn fixed(notice: &str) -> Option<&'static str> {
             with it. Nothing was changed."
         }
         "section_moved" => "Moved: the shop shows its sections in this order.",
+        "section_category_changed" => {
+            "Category changed: the section's seats are sold at its price in checkouts started \
+             from now on; orders already started keep theirs."
+        }
+        "category_saved" => {
+            "Category saved. A new price applies to checkouts started from now on; orders \
+             already started keep theirs."
+        }
+        "splits_saved" => "Saved: best available follows it from the next checkout on.",
+        "splits_not_saved" => {
+            "Choose whether seats may be sold apart, yes or no. Nothing was changed."
+        }
         "voucher_restored" => {
             "Voucher restored: checkouts can start with it again; its uses are as they were."
         }

@@ -9,6 +9,7 @@ use chrono::NaiveTime;
 
 use super::{Answer, Fields, after_save, checked, new_id, price, product_form, read_sold, segment};
 use crate::catalogue::edit::{CollectionEdit, DEFAULT_MAX_PER_ORDER, ProductEdit};
+use crate::catalogue::seating::admin::{self as seating, SectionLine};
 use crate::catalogue::{CollectionKind, ProductKind};
 use crate::clock::ShopZone;
 use crate::routes::ShopError;
@@ -28,6 +29,8 @@ pub(super) struct EventPage {
     /// `None` for a new event.
     id: Option<String>,
     tiers: Vec<ProductRow>,
+    /// A seated event's sections, each linking to its plan page.
+    sections: Vec<SectionLine>,
     /// Draft or published, for an event that exists.
     publishing: Option<super::publishing::PublishBox>,
     /// Its image's upload field (a saved event's).
@@ -151,6 +154,7 @@ pub async fn new_event(
         form: Form::default(),
         id: None,
         tiers: Vec::new(),
+        sections: Vec::new(),
         publishing: None,
     };
     render(StatusCode::OK, &page)
@@ -166,10 +170,12 @@ pub async fn event_page(
     let event = catalogue::collection(&shop.pool, &id, CollectionKind::Event)
         .await?
         .ok_or_else(|| ShopError::not_found("no such event"))?;
+    let (tiers, sections) = tiers_and_sections(&shop, &event.id).await?;
     let page = EventPage {
         nav: nav(&shop, &session, &notice).await?,
         form: event_form(&event, shop.zone),
-        tiers: catalogue::products_of(&shop.pool, &event.id).await?,
+        tiers,
+        sections,
         publishing: super::publishing::publish_box(
             &shop,
             Some(crate::staff::publishing::Thing::Collection(&event.id)),
@@ -187,6 +193,18 @@ pub async fn event_page(
         id: Some(event.id),
     };
     render(StatusCode::OK, &page)
+}
+
+/// The event's tiers, and its seated sections (each on a plan page of its
+/// own, not a tier's page).
+async fn tiers_and_sections(
+    shop: &Shop,
+    event: &str,
+) -> Result<(Vec<ProductRow>, Vec<SectionLine>), ShopError> {
+    let sections = seating::sections_of(&shop.pool, event).await?;
+    let mut tiers = catalogue::products_of(&shop.pool, event).await?;
+    tiers.retain(|t| !sections.iter().any(|s| s.id == t.id));
+    Ok((tiers, sections))
 }
 
 async fn save_event_form(
@@ -224,9 +242,9 @@ async fn save_event_form(
             }
         }
     };
-    let tiers = match &id {
-        Some(id) => catalogue::products_of(&shop.pool, id).await?,
-        None => Vec::new(),
+    let (tiers, sections) = match &id {
+        Some(id) => tiers_and_sections(shop, id).await?,
+        None => (Vec::new(), Vec::new()),
     };
     let thing = id
         .as_deref()
@@ -238,6 +256,7 @@ async fn save_event_form(
         form,
         id,
         tiers,
+        sections,
     };
     render(status, &page)
 }
@@ -317,6 +336,18 @@ pub async fn tier_page(
 ) -> Result<HttpResponse, ShopError> {
     let (id, tier) = path.into_inner();
     let event = event_of(&shop, &id).await?;
+    // a seated section is listed with the tiers in the catalogue: its page
+    // is its plan
+    if seating::section(&shop.pool, &event.id, &tier)
+        .await?
+        .is_some()
+    {
+        return Ok(see_other(&format!(
+            "/admin/catalogue/events/{}/sections/{}",
+            segment(&event.id),
+            segment(&tier)
+        )));
+    }
     let tier = tier_of(&shop, &event, &tier).await?;
     let page = TierPage {
         nav: nav(&shop, &session, &notice).await?,

@@ -1,7 +1,8 @@
 //! The Catalogue pages: what the shop sells, and forms to create, change
 //! and archive events with their tiers ([`events`]), schedules ([`schedules`])
-//! and stock items ([`stock`]), what was archived ([`archived`]), and
-//! publishing drafts ([`publishing`]). Thin handlers: each reads its form into the
+//! and stock items ([`stock`]), a seated event's sections' plans
+//! ([`seats`]), what was archived ([`archived`]), and publishing drafts
+//! ([`publishing`]). Thin handlers: each reads its form into the
 //! domain's types (each field's error beside its field), calls
 //! `staff::catalogue`, and answers with the page again (400 for bad input,
 //! 409 when the engine or an existing id refuses, nothing saved) or a
@@ -12,6 +13,7 @@ mod archived;
 mod events;
 mod publishing;
 mod schedules;
+mod seats;
 mod stock;
 
 pub use archived::{archived_page, restore_collection, restore_product};
@@ -23,6 +25,10 @@ pub use events::{
     create_event, create_tier, event_page, new_event, new_tier, save_event, save_tier, tier_page,
 };
 pub use schedules::{create_schedule, new_schedule, save_schedule, schedule_page};
+pub use seats::{
+    change_category, change_seats, replace_plan, save_category, seat_plan_stylesheet, section_page,
+    set_splits,
+};
 pub use stock::{create_stock, new_stock, save_stock, stock_page};
 
 use actix_web::http::StatusCode;
