@@ -246,6 +246,18 @@ impl Browser {
         panic!("never reached {prefix}; at {}", self.path().await);
     }
 
+    /// Waits until the page has left `path` (a form's answer arrived):
+    /// `wait_for_path("/admin")` alone is met by `/admin/login` itself.
+    async fn wait_to_leave(&self, path: &str) {
+        for _ in 0..200 {
+            if self.path().await != path {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        panic!("never left {path}");
+    }
+
     /// A computed style, to prove the stylesheet loaded under the policy.
     async fn style(&self, css: &str, property: &str) -> String {
         let value = self

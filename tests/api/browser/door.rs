@@ -17,6 +17,7 @@ async fn the_door_checks_one_event_and_a_scanner_needs_no_click_on_a_phone_and_a
     staff.fill("input[name=email]", STAFF_EMAIL).await;
     staff.fill("input[name=password]", STAFF_PASSWORD).await;
     staff.click("#login button[type=submit]").await;
+    staff.wait_to_leave("/admin/login").await;
     staff.wait_for_path("/admin").await;
     for (before, (width, height, size)) in [(390, 844, "phone"), (1280, 900, "desk")]
         .into_iter()

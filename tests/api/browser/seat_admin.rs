@@ -65,6 +65,7 @@ async fn the_owner_blocks_seats_from_the_keyboard_on_a_phone_and_a_desk() {
     owner.fill("input[name=email]", STAFF_EMAIL).await;
     owner.fill("input[name=password]", STAFF_PASSWORD).await;
     owner.click("#login button[type=submit]").await;
+    owner.wait_to_leave("/admin/login").await;
     owner.wait_for_path("/admin").await;
     // from the event's page to the section's plan
     owner

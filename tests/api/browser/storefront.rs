@@ -16,6 +16,7 @@ async fn an_owner_makes_the_shop_theirs_on_a_phone_and_a_desk() {
     owner.fill("input[name=email]", STAFF_EMAIL).await;
     owner.fill("input[name=password]", STAFF_PASSWORD).await;
     owner.click("#login button[type=submit]").await;
+    owner.wait_to_leave("/admin/login").await;
     owner.wait_for_path("/admin").await;
     for (width, height, size, name, accent) in [
         (390, 844, "phone", "Harbour Market", "#1d4ed8"),
