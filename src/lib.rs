@@ -15,6 +15,7 @@ pub mod database;
 pub mod faults;
 pub mod images;
 pub mod inventory;
+pub mod items;
 pub mod keys;
 pub mod limits;
 pub mod live;

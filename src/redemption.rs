@@ -1,10 +1,12 @@
-//! Codes redeemed exactly once: a ticket admits one person at the door, a
-//! pickup code collects one order at the counter (the words are the
-//! kind's: [`ProductKind::code_words`]). The database decides
-//! (`hf_redeem`, migration 0012, 0080): the redemption's primary key is the
-//! code, so two doors scanning one code at one moment get one admission
-//! and one "already used", and a code whose unit was refunded is refused.
-//! Redemptions are append-only, with who and where.
+//! Items redeemed exactly once ([`crate::items`]): a ticket admits one
+//! person at the door, a pickup code hands its boxes over at that day's
+//! counter, a booking's code seats its party at the host stand (the words
+//! are the kind's: [`ProductKind::code_words`]). The database decides
+//! (`hf_redeem`, migration 0200): a scan redeems the items of its code that
+//! the door admits, the redemption's primary key is the item, so two doors
+//! scanning one code at one moment get one admission and one "already
+//! used", and an item refunded or cancelled is refused. Redemptions are
+//! append-only, with who and where.
 //!
 //! A door checks its own ([`door`]): an event, a day's pickup slots or some
 //! tiers. A code for something else is refused with what it is for
@@ -14,7 +16,7 @@
 pub mod door;
 
 use chrono::{DateTime, Utc};
-use sqlx::{PgExecutor, PgPool};
+use sqlx::PgExecutor;
 use uuid::Uuid;
 
 use crate::catalogue::ProductKind;
@@ -54,6 +56,8 @@ pub enum Outcome {
     },
     /// Its unit (or its whole order) was refunded.
     Refunded,
+    /// Its guest cancelled it (a booking).
+    Cancelled,
     /// Its order is not paid (yet, or ever).
     NotPaid,
     /// Another event's, another day's or another tier's: not what this
@@ -70,6 +74,7 @@ impl Outcome {
             Outcome::Redeemed { word } => word,
             Outcome::AlreadyUsed { .. } => "already_used",
             Outcome::Refunded => "refunded",
+            Outcome::Cancelled => "cancelled",
             Outcome::NotPaid => "not_paid",
             Outcome::NotThisDoor => "not_this_door",
             Outcome::NotValid => "not_valid",
@@ -103,7 +108,7 @@ pub struct Redemption {
     pub kind: Option<ProductKind>,
     pub order_id: Option<Uuid>,
     pub customer_name: Option<String>,
-    /// What the code is for: the ticket's product, or the pickup's lines.
+    /// What the code is for: every item in question, with its units.
     pub what: Option<String>,
     /// The event or schedule the code is for, when and which tier.
     pub made_for: Option<MadeFor>,
@@ -128,7 +133,14 @@ impl MadeFor {
     /// when its name is the title's, the time when the tier's name says
     /// it).
     pub fn describe(&self, zone: crate::clock::ShopZone) -> String {
-        let mut words = self.title.clone();
+        // a tier or time named after its room or event ("A table at the
+        // Harbour Bistro, Wed 9 Dec 19:30 CET") says its title already
+        let title_said = !self.title.is_empty() && self.tier.starts_with(&self.title);
+        let mut words = if title_said {
+            self.tier.clone()
+        } else {
+            self.title.clone()
+        };
         // a slot's name says its time already
         if let Some(when) = self.starts_at.map(|at| zone.short(at))
             && !self.tier.contains(&when)
@@ -136,7 +148,7 @@ impl MadeFor {
             words.push_str(", ");
             words.push_str(&when);
         }
-        if !self.tier.is_empty() && self.tier != self.title {
+        if !title_said && !self.tier.is_empty() && self.tier != self.title {
             words.push_str(", ");
             words.push_str(&self.tier);
         }
@@ -222,6 +234,7 @@ pub async fn redeem<'e>(
             place: row.place.unwrap_or_default(),
         },
         "refunded" => Outcome::Refunded,
+        "cancelled" => Outcome::Cancelled,
         "not_paid" => Outcome::NotPaid,
         "not_this_door" => Outcome::NotThisDoor,
         _ => Outcome::NotValid,
@@ -241,24 +254,6 @@ pub async fn redeem<'e>(
         made_for,
         overridden: row.overridden,
     })
-}
-
-/// When each code of an order was redeemed, for the order's pages.
-pub async fn redeemed_codes(
-    pool: &PgPool,
-    order_id: Uuid,
-) -> sqlx::Result<std::collections::HashMap<String, DateTime<Utc>>> {
-    #[derive(sqlx::FromRow)]
-    struct Used {
-        code: String,
-        redeemed_at: DateTime<Utc>,
-    }
-    let rows: Vec<Used> =
-        sqlx::query_as("select code, redeemed_at from redemptions where order_id = $1")
-            .bind(order_id)
-            .fetch_all(pool)
-            .await?;
-    Ok(rows.into_iter().map(|u| (u.code, u.redeemed_at)).collect())
 }
 
 #[cfg(test)]
@@ -295,6 +290,15 @@ mod tests {
         assert_eq!(
             slot.describe(zone),
             "Bakery pickup, Sourdough box, pickup Sun 20 Dec 19:30 UTC"
+        );
+        let table = MadeFor {
+            title: "A table at the Harbour Bistro".into(),
+            tier: "A table at the Harbour Bistro, Sun 20 Dec 19:30 UTC".into(),
+            starts_at: Some(at),
+        };
+        assert_eq!(
+            table.describe(zone),
+            "A table at the Harbour Bistro, Sun 20 Dec 19:30 UTC"
         );
     }
 

@@ -69,6 +69,8 @@
   var said = document.getElementById("refund-amount");
   if (!lines || !said) return;
   var inputs = lines.querySelectorAll("input[type=number][data-paid]");
+  // a line of seats: each box ticked is one of its units
+  var seatLines = lines.querySelectorAll("fieldset.refund-seats[data-paid]");
   function share(paid, qty, before, units) {
     qty = Math.max(qty, 1);
     function upto(n) { return Math.floor(paid * Math.min(n, qty) / qty); }
@@ -89,6 +91,12 @@
       units += n;
       total += share(Number(input.dataset.paid), Number(input.dataset.qty), Number(input.dataset.refunded), n);
     }
+    for (var j = 0; j < seatLines.length; j++) {
+      var line = seatLines[j];
+      var ticked = line.querySelectorAll("input[type=checkbox]:checked").length;
+      units += ticked;
+      total += share(Number(line.dataset.paid), Number(line.dataset.qty), Number(line.dataset.refunded), ticked);
+    }
     said.hidden = false;
     if (wrong) {
       said.textContent = "Some numbers are not units left to refund: the review will say which.";
@@ -102,5 +110,7 @@
     if (send && stated) send.hidden = total !== Number(stated.value) || units === 0;
   }
   for (var i = 0; i < inputs.length; i++) inputs[i].addEventListener("input", update);
+  var boxes = lines.querySelectorAll("fieldset.refund-seats input[type=checkbox]");
+  for (var k = 0; k < boxes.length; k++) boxes[k].addEventListener("change", update);
   update();
 })();

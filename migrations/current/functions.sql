@@ -1583,6 +1583,26 @@ AS $function$
            h.payment_deadline, h.payment_ref, null::text, null::uuid, p_available, h.extensions;
 $function$;
 
+-- hf_item_state_guard (last written by 0200_items.sql)
+CREATE OR REPLACE FUNCTION public.hf_item_state_guard()
+ RETURNS trigger
+ LANGUAGE plpgsql
+AS $function$
+begin
+    if new.state is distinct from old.state
+       and not (old.state = 'valid' or (old.state = 'used' and new.state = 'refunded')) then
+        raise exception 'an item % cannot go from % to %', old.id, old.state, new.state
+            using errcode = 'check_violation', constraint = 'item_state_one_way';
+    end if;
+    if (new.code, new.order_id, new.product_id) is distinct from
+       (old.code, old.order_id, old.product_id) then
+        raise exception 'an item''s code, order and product never change'
+            using errcode = 'check_violation', constraint = 'item_state_one_way';
+    end if;
+    return new;
+end;
+$function$;
+
 -- hf_limit_lock (last written by 0011_fair_sale.sql)
 CREATE OR REPLACE FUNCTION public.hf_limit_lock(p_key text)
  RETURNS void
@@ -1834,23 +1854,26 @@ AS $function$
      where purchase_id = p_purchase;
 $function$;
 
--- hf_redeem (last written by 0180_seating.sql)
+-- hf_redeem (last written by 0200_items.sql)
 CREATE OR REPLACE FUNCTION public.hf_redeem(p_code text, p_by text, p_place text, p_attempt uuid DEFAULT NULL::uuid, p_checks text[] DEFAULT NULL::text[], p_override boolean DEFAULT false)
  RETURNS TABLE(outcome text, kind text, product_kind text, order_id uuid, customer_name text, what text, redeemed_at timestamp with time zone, redeemed_by text, place text, for_title text, for_tier text, for_starts timestamp with time zone, overridden boolean)
  LANGUAGE plpgsql
 AS $function$
 declare
     v_order uuid;
-    v_kind text;
-    v_product_kind text;
     v_state text;
     v_name text;
-    v_refunded boolean;
-    v_what text;
     v_here boolean;
+    v_items bigint[];
+    v_kind text;
+    v_product_kind text;
+    v_what text;
     v_title text;
     v_tier text;
     v_starts timestamptz;
+    v_live integer;
+    v_used integer;
+    v_cancelled integer;
     r redemptions;
 begin
     if p_by is null or length(p_by) not between 1 and 254 then
@@ -1859,25 +1882,9 @@ begin
     if p_place is null or length(p_place) > 100 then
         perform hf_bad_input('the place is at most 100 characters');
     end if;
-    if p_code is null or length(p_code) not between 1 and 64 then
-        return query select 'not_valid', null::text, null::text, null::uuid, null::text,
-                            null::text, null::timestamptz, null::text, null::text,
-                            null::text, null::text, null::timestamptz, false;
-        return;
-    end if;
     -- unlocked: which order a code belongs to never changes
-    select c.order_id, 'ticket' into v_order, v_kind from order_codes c where c.code = p_code;
-    if not found then
-        select o.id, 'pickup' into v_order, v_kind from orders o where o.pickup_code = p_code;
-        -- shared by two orders (drawn before codes were unique): not
-        -- something a door can decide
-        if (select count(*) from orders o where o.pickup_code = p_code) > 1 then
-            return query select 'not_valid', null::text, null::text, null::uuid, null::text,
-                                'a pickup code two orders share: look the order up'::text,
-                                null::timestamptz, null::text, null::text,
-                                null::text, null::text, null::timestamptz, false;
-            return;
-        end if;
+    if p_code is not null and length(p_code) between 1 and 64 then
+        select i.order_id into v_order from order_items i where i.code = p_code limit 1;
     end if;
     if v_order is null then
         return query select 'not_valid', null::text, null::text, null::uuid, null::text,
@@ -1885,41 +1892,51 @@ begin
                             null::text, null::text, null::timestamptz, false;
         return;
     end if;
-    -- lock: the order, shared
+    -- lock: the order, shared (a refund or a guest's cancel holds it
+    -- exclusively, so an item is never redeemed and refunded at once)
     select o.state, o.customer_name into v_state, v_name from orders o where o.id = v_order for share;
-    if v_kind = 'ticket' then
-        select c.refunded_at is not null, p.name || coalesce(', seat ' || s.label, ''), p.kind,
-               p_checks is null or p.id = any (p_checks),
-               co.title, p.name || coalesce(', seat ' || s.label, ''),
-               coalesce(p.starts_at, co.starts_at)
-          into v_refunded, v_what, v_product_kind, v_here, v_title, v_tier, v_starts
-          from order_codes c join products p on p.id = c.product_id
-          join collections co on co.id = p.collection
-          left join seats s on s.id = c.seat_id
-         where c.code = p_code;
-    else
-        select coalesce(bool_and(l.refunded_qty = l.qty), true),
-               string_agg(l.name || ' × ' || (l.qty - l.refunded_qty), ', ' order by l.name)
-                 filter (where l.refunded_qty < l.qty),
-               min(p.kind),
-               p_checks is null or coalesce(bool_or(p.id = any (p_checks)), false),
-               min(co.title), min(p.name), min(p.starts_at)
-          into v_refunded, v_what, v_product_kind, v_here, v_title, v_tier, v_starts
-          from order_lines l join products p on p.id = l.product_id
-          join product_kinds k on k.kind = p.kind
-          join collections co on co.id = p.collection
-         where l.order_id = v_order and k.code = 'pickup';
-    end if;
-    select * into r from redemptions x where x.code = p_code;
+    v_here := p_checks is null
+              or exists (select 1 from order_items i
+                          where i.code = p_code and i.product_id = any (p_checks));
+    -- the items in question: this door's, or all of the code's when none is
+    select array_agg(i.id order by i.id) into v_items
+      from order_items i
+     where i.code = p_code and (not v_here or p_checks is null or i.product_id = any (p_checks));
+    select k.code, p.kind, co.title, p.name || coalesce(', seat ' || s.label, ''),
+           coalesce(p.starts_at, co.starts_at)
+      into v_kind, v_product_kind, v_title, v_tier, v_starts
+      from order_items i join products p on p.id = i.product_id
+      join product_kinds k on k.kind = p.kind
+      join collections co on co.id = p.collection
+      left join seats s on s.id = i.seat_id
+     where i.id = v_items[1];
+    select string_agg(w.words, ', ' order by w.id) into v_what
+      from (select i.id,
+                   coalesce(p.name || ', seat ' || s.label, l.name, p.name)
+                   || case when i.seat_id is null and l.qty - l.refunded_qty > 1
+                                and not exists (select 1 from order_items j
+                                                 where j.order_id = i.order_id
+                                                   and j.product_id = i.product_id
+                                                   and j.id <> i.id)
+                           then ' × ' || (l.qty - l.refunded_qty) else '' end as words
+              from order_items i join products p on p.id = i.product_id
+              left join order_lines l on l.order_id = i.order_id and l.product_id = i.product_id
+              left join seats s on s.id = i.seat_id
+             where i.id = any (v_items)) w;
     -- this very scan, run again after its commit's answer was lost: it
     -- redeemed, and says so again
-    if found and p_attempt is not null and r.attempt = p_attempt then
-        return query select 'redeemed', v_kind, v_product_kind, v_order, v_name, v_what,
-                            r.redeemed_at, r.redeemed_by, r.place,
-                            v_title, v_tier, v_starts, r.overridden;
-        return;
+    if p_attempt is not null then
+        select * into r from redemptions x
+         where x.item_id = any (v_items) and x.attempt = p_attempt
+         order by x.item_id limit 1;
+        if found then
+            return query select 'redeemed', v_kind, v_product_kind, v_order, v_name, v_what,
+                                r.redeemed_at, r.redeemed_by, r.place,
+                                v_title, v_tier, v_starts, r.overridden;
+            return;
+        end if;
     end if;
-    if v_refunded or v_state in ('refund_pending', 'refunded') then
+    if v_state in ('refund_pending', 'refunded') then
         return query select 'refunded', v_kind, v_product_kind, v_order, v_name, v_what,
                             null::timestamptz, null::text, null::text,
                             v_title, v_tier, v_starts, false;
@@ -1931,6 +1948,9 @@ begin
                             v_title, v_tier, v_starts, false;
         return;
     end if;
+    -- the latest use of the items in question, for the answers that name it
+    select * into r from redemptions x where x.item_id = any (v_items)
+     order by x.redeemed_at desc, x.item_id limit 1;
     -- another event's, another day's: not this door's, unless someone
     -- who may says so
     if not v_here and not coalesce(p_override, false) then
@@ -1939,24 +1959,45 @@ begin
                             v_title, v_tier, v_starts, false;
         return;
     end if;
-    if r.code is not null then
-        return query select 'already_used', v_kind, v_product_kind, v_order, v_name, v_what,
+    select count(*) filter (where i.state = 'valid'), count(*) filter (where i.state = 'used'),
+           count(*) filter (where i.state = 'cancelled')
+      into v_live, v_used, v_cancelled
+      from order_items i where i.id = any (v_items);
+    if v_live = 0 then
+        return query select case when v_used > 0 then 'already_used'
+                                 when v_cancelled > 0 then 'cancelled'
+                                 else 'refunded' end,
+                            v_kind, v_product_kind, v_order, v_name, v_what,
                             r.redeemed_at, r.redeemed_by, r.place,
-                            v_title, v_tier, v_starts, r.overridden;
+                            v_title, v_tier, v_starts, coalesce(r.overridden, false);
         return;
     end if;
-    insert into redemptions (code, order_id, kind, redeemed_by, place, attempt, overridden)
-    values (p_code, v_order, v_kind, p_by, p_place, p_attempt, not v_here)
-    on conflict on constraint redemptions_pkey do nothing
-    returning * into r;
-    if r.code is not null then
+    -- each valid item once: two doors at one moment meet at the primary
+    -- key, in the items' order, and the later finds them used
+    with fresh as (
+        insert into redemptions (code, order_id, kind, redeemed_by, place, attempt, overridden,
+                                 item_id)
+        select p_code, v_order, p.kind, p_by, p_place, p_attempt, not v_here, i.id
+          from order_items i join products p on p.id = i.product_id
+         where i.id = any (v_items) and i.state = 'valid'
+         order by i.id
+        on conflict on constraint redemptions_pkey do nothing
+        returning *
+    ), marked as (
+        update order_items i set state = 'used', state_at = f.redeemed_at
+          from fresh f where i.id = f.item_id
+        returning f.*
+    )
+    select m.* into r from marked m order by m.item_id limit 1;
+    if r.item_id is not null then
         return query select 'redeemed', v_kind, v_product_kind, v_order, v_name, v_what,
                             r.redeemed_at, r.redeemed_by, r.place,
                             v_title, v_tier, v_starts, r.overridden;
         return;
     end if;
     -- another door won the same moment
-    select * into r from redemptions x where x.code = p_code;
+    select * into r from redemptions x where x.item_id = any (v_items)
+     order by x.redeemed_at desc, x.item_id limit 1;
     return query select 'already_used', v_kind, v_product_kind, v_order, v_name, v_what,
                         r.redeemed_at, r.redeemed_by, r.place,
                         v_title, v_tier, v_starts, r.overridden;
@@ -2315,7 +2356,7 @@ begin
 end;
 $function$;
 
--- hf_seat_codes (last written by 0180_seating.sql)
+-- hf_seat_codes (last written by 0200_items.sql)
 CREATE OR REPLACE FUNCTION public.hf_seat_codes()
  RETURNS trigger
  LANGUAGE plpgsql
@@ -2324,11 +2365,12 @@ begin
     if not exists (select 1 from inserted i join seat_sections s on s.product_id = i.product_id) then
         return null;
     end if;
-    update order_codes c
+    update order_items c
        set seat_id = x.seat_id
-      from (select i.code, s.seat_id
-              from (select i.code, i.order_id, i.product_id,
-                           row_number() over (partition by i.order_id, i.product_id order by i.code) as n
+      from (select i.id, s.seat_id
+              from (select i.id, i.order_id, i.product_id,
+                           row_number() over (partition by i.order_id, i.product_id
+                                              order by i.code) as n
                       from inserted i
                       join seat_sections sec on sec.product_id = i.product_id
                      where i.seat_id is null) i
@@ -2341,10 +2383,11 @@ begin
                       join seat_pins p on p.hold_id = h.id and p.live
                       join seats st on st.id = p.seat_id
                      where o.id in (select order_id from inserted)
-                       and not exists (select 1 from order_codes c2 where c2.seat_id = p.seat_id
-                                          and c2.order_id = o.id and c2.refunded_at is null)) s
+                       and not exists (select 1 from order_items c2
+                                        where c2.seat_id = p.seat_id and c2.order_id = o.id
+                                          and c2.state in ('valid', 'used'))) s
                 on s.order_id = i.order_id and s.product_id = i.product_id and s.n = i.n) x
-     where c.code = x.code;
+     where c.id = x.id;
     return null;
 end;
 $function$;
@@ -2571,7 +2614,7 @@ begin
     ), named as (
         select g.id from gone g
          where exists (select 1 from seat_pins p where p.seat_id = g.id)
-            or exists (select 1 from order_codes c where c.seat_id = g.id)
+            or exists (select 1 from order_items c where c.seat_id = g.id)
     ), blocked as (
         update seats s set state = 'blocked', note = 'off the plan', run = -s.id, pos = 0
           from named n where s.id = n.id and (s.state <> 'blocked' or s.note <> 'off the plan')
@@ -2581,7 +2624,7 @@ begin
     delete from seats s
      where s.section = p_section and not exists (select 1 from plan_seats p where p.label = s.label)
        and not exists (select 1 from seat_pins p where p.seat_id = s.id)
-       and not exists (select 1 from order_codes c where c.seat_id = s.id);
+       and not exists (select 1 from order_items c where c.seat_id = s.id);
     get diagnostics v_removed = row_count;
     -- still in it: its new place (moved aside first, so no two share a
     -- place on the way)
@@ -2614,8 +2657,8 @@ begin
 end;
 $function$;
 
--- hf_seat_return (last written by 0180_seating.sql)
-CREATE OR REPLACE FUNCTION public.hf_seat_return(p_purchase uuid, p_codes text[], p_restock boolean)
+-- hf_seat_return (last written by 0200_items.sql)
+CREATE OR REPLACE FUNCTION public.hf_seat_return(p_purchase uuid, p_items bigint[], p_restock boolean)
  RETURNS integer
  LANGUAGE plpgsql
 AS $function$
@@ -2625,8 +2668,8 @@ begin
     with ended as (
         update seat_pins p
            set live = false, ended_at = clock_timestamp(), end_reason = 'returned'
-          from order_codes c, holds h
-         where c.code = any (p_codes) and c.seat_id = p.seat_id
+          from order_items c, holds h
+         where c.id = any (p_items) and c.seat_id = p.seat_id
            and p.hold_id = h.id and h.purchase_id = p_purchase and p.live
         returning p.seat_id
     )
@@ -3608,7 +3651,7 @@ begin
 end;
 $function$;
 
--- hf_webhook_code_redeemed (last written by 0190_seat_reaches_the_webhooks.sql)
+-- hf_webhook_code_redeemed (last written by 0200_items.sql)
 CREATE OR REPLACE FUNCTION public.hf_webhook_code_redeemed()
  RETURNS trigger
  LANGUAGE plpgsql
@@ -3616,14 +3659,17 @@ AS $function$
 begin
     perform hf_webhook_event('code.redeemed', jsonb_build_object(
         'code', new.code,
-        'kind', new.kind,
+        'kind', (select k.code from product_kinds k where k.kind = new.kind),
         'order_id', new.order_id,
         'order_token', (select token from orders where id = new.order_id),
         'redeemed_at', new.redeemed_at,
         'redeemed_by', new.redeemed_by,
         'place', new.place,
-        'seat', (select s.label from order_codes c join seats s on s.id = c.seat_id
-                  where c.code = new.code)));
+        'item', (select jsonb_build_object('id', i.id, 'product_id', i.product_id,
+                                           'product_kind', new.kind)
+                   from order_items i where i.id = new.item_id),
+        'seat', (select s.label from order_items c join seats s on s.id = c.seat_id
+                  where c.id = new.item_id)));
     return null;
 end;
 $function$;
@@ -3708,7 +3754,28 @@ AS $function$
                                      order by l.product_id), '[]'::jsonb)
                            from order_lines l
                            left join seat_sections sec on sec.product_id = l.product_id
-                          where l.order_id = o.id))
+                          where l.order_id = o.id),
+               'items', (select coalesce(jsonb_agg(jsonb_build_object(
+                                     'id', i.id,
+                                     'code', i.code,
+                                     'product_id', i.product_id,
+                                     'kind', p.kind,
+                                     'state', i.state,
+                                     'state_at', i.state_at)
+                                     || case when s.id is null then '{}'::jsonb
+                                             else jsonb_build_object('seat', s.label) end
+                                     || case when b.hold_id is null then '{}'::jsonb
+                                             else jsonb_build_object(
+                                                 'booking', jsonb_build_object(
+                                                     'party', b.party,
+                                                     'starts_at', b.starts_at,
+                                                     'ends_at', b.ends_at)) end
+                                     order by i.id), '[]'::jsonb)
+                           from order_items i
+                           join products p on p.id = i.product_id
+                           left join seats s on s.id = i.seat_id
+                           left join bookings b on b.hold_id = i.booking
+                          where i.order_id = o.id))
       from orders o where o.id = p_order
 $function$;
 

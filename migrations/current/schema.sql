@@ -372,21 +372,34 @@ create table login_throttle (
     constraint throttle_key_shape CHECK (((length(key) >= 1) AND (length(key) <= 320)))
 );
 
--- table order_codes (made by 0004_shop.sql; changed by 0012_after_the_sale.sql, 0180_seating.sql)
-create table order_codes (
-    code        text not null,
-    order_id    uuid not null,
-    product_id  text not null,
-    created_at  timestamp with time zone not null default now(),
-    refunded_at timestamp with time zone,
-    seat_id     bigint,
-    constraint order_codes_pkey PRIMARY KEY (code),
-    constraint order_codes_order_id_fkey FOREIGN KEY (order_id) REFERENCES orders(id),
-    constraint order_codes_product_id_fkey FOREIGN KEY (product_id) REFERENCES products(id),
-    constraint order_codes_seat_id_fkey FOREIGN KEY (seat_id) REFERENCES seats(id)
+-- table order_items (made by 0004_shop.sql as order_codes; renamed by 0200_items.sql; changed by
+--   0012_after_the_sale.sql, 0180_seating.sql, 0200_items.sql)
+create table order_items (
+    code       text not null,
+    order_id   uuid not null,
+    product_id text not null,
+    created_at timestamp with time zone not null default now(),
+    seat_id    bigint,
+    id         bigint not null generated always as identity,
+    booking    uuid,
+    state      text not null default 'valid'::text,
+    state_at   timestamp with time zone,
+    constraint order_items_pkey PRIMARY KEY (id),
+    constraint item_once_per_code UNIQUE (code, product_id),
+    constraint item_code_one_order EXCLUDE USING gist (code WITH =, order_id WITH <>),
+    constraint item_code_shape CHECK ((code ~ '^[A-Z0-9][A-Z0-9-]{3,63}$'::text)),
+    constraint item_state_known CHECK ((state = ANY (ARRAY['valid'::text, 'used'::text, 'refunded'::text, 'cancelled'::text]))),
+    constraint item_state_when CHECK (((state = 'valid'::text) = (state_at IS NULL))),
+    constraint order_items_booking_fkey FOREIGN KEY (booking) REFERENCES bookings(hold_id),
+    constraint order_items_order_id_fkey FOREIGN KEY (order_id) REFERENCES orders(id),
+    constraint order_items_product_id_fkey FOREIGN KEY (product_id) REFERENCES products(id),
+    constraint order_items_seat_id_fkey FOREIGN KEY (seat_id) REFERENCES seats(id)
 );
-CREATE INDEX order_codes_by_order ON public.order_codes USING btree (order_id);
-CREATE TRIGGER order_codes_seats AFTER INSERT ON public.order_codes REFERENCING NEW TABLE AS inserted FOR EACH STATEMENT EXECUTE FUNCTION hf_seat_codes();
+CREATE INDEX order_items_by_booking ON public.order_items USING btree (booking) WHERE (booking IS NOT NULL);
+CREATE INDEX order_items_by_order ON public.order_items USING btree (order_id);
+CREATE TRIGGER order_items_one_way BEFORE UPDATE ON public.order_items FOR EACH ROW EXECUTE FUNCTION hf_item_state_guard();
+CREATE TRIGGER order_items_seats AFTER INSERT ON public.order_items REFERENCING NEW TABLE AS inserted FOR EACH STATEMENT EXECUTE FUNCTION hf_seat_codes();
+comment on table order_items is 'What an order gives a person, each with its code and state; items share a code only where their kind says one time and place may';
 
 -- table order_lines (made by 0004_shop.sql; changed by 0012_after_the_sale.sql,
 --   0019_staff_run_the_sale.sql)
@@ -433,7 +446,7 @@ CREATE TRIGGER order_refunds_webhook AFTER INSERT ON public.order_refunds FOR EA
 
 -- table orders (made by 0004_shop.sql; changed by 0007_reconciliation.sql, 0011_fair_sale.sql,
 --   0012_after_the_sale.sql, 0019_staff_run_the_sale.sql, 0090_settling.sql,
---   0102_order_numbers.sql, 0105_order_pay_method.sql, 0160_tables.sql)
+--   0102_order_numbers.sql, 0105_order_pay_method.sql, 0160_tables.sql, 0200_items.sql)
 create table orders (
     id                  uuid not null default gen_random_uuid(),
     token               text not null,
@@ -450,7 +463,6 @@ create table orders (
     provider_expires_at timestamp with time zone,
     payment_ref         text,
     flag                text,
-    pickup_code         text,
     created_at          timestamp with time zone not null default now(),
     paid_at             timestamp with time zone,
     updated_at          timestamp with time zone not null default now(),
@@ -496,7 +508,6 @@ create table orders (
 );
 CREATE INDEX orders_live_by_address ON public.orders USING btree (client_address) WHERE (state = ANY (ARRAY['pending'::text, 'settling'::text]));
 CREATE INDEX orders_live_by_email ON public.orders USING btree (email_key) WHERE (state = ANY (ARRAY['pending'::text, 'settling'::text]));
-CREATE UNIQUE INDEX orders_pickup_code ON public.orders USING btree (pickup_code) WHERE (pickup_code IS NOT NULL);
 CREATE INDEX orders_settling ON public.orders USING btree (settling_until) WHERE (state = 'settling'::text);
 CREATE INDEX orders_state_created ON public.orders USING btree (state, created_at);
 CREATE INDEX orders_to_reconcile ON public.orders USING btree (updated_at) WHERE ((reconciled_at IS NULL) AND (provider_session_id IS NOT NULL));
@@ -564,12 +575,15 @@ create table payment_refs (
     constraint payment_ref_shape CHECK (((length(payment_ref) >= 1) AND (length(payment_ref) <= 255)))
 );
 
--- table product_kinds (made by 0016_rooms.sql)
+-- table product_kinds (made by 0016_rooms.sql; changed by 0200_items.sql)
 create table product_kinds (
-    kind text not null,
-    code text,
+    kind       text not null,
+    code       text,
+    checked_by text,
     constraint product_kinds_pkey PRIMARY KEY (kind),
-    constraint product_kind_code_known CHECK ((code = ANY (ARRAY['pickup'::text, 'ticket'::text])))
+    constraint product_kind_checked_by_known CHECK ((checked_by = ANY (ARRAY['event'::text, 'day'::text, 'host_stand'::text, 'counter'::text]))),
+    constraint product_kind_code_checked CHECK (((code IS NULL) = (checked_by IS NULL))),
+    constraint product_kind_code_noun CHECK ((code ~ '^[a-z]{1,20}$'::text))
 );
 
 -- table products (made by 0004_shop.sql; changed by 0011_fair_sale.sql, 0016_rooms.sql,
@@ -630,7 +644,7 @@ create unlogged table rate_buckets (
 );
 
 -- table redemptions (made by 0012_after_the_sale.sql; changed by 0017_known_outcomes.sql,
---   0100_the_door_admits_its_own.sql)
+--   0100_the_door_admits_its_own.sql, 0200_items.sql)
 create table redemptions (
     code        text not null,
     order_id    uuid not null,
@@ -640,12 +654,15 @@ create table redemptions (
     place       text not null default ''::text,
     attempt     uuid,
     overridden  boolean not null default false,
-    constraint redemptions_pkey PRIMARY KEY (code),
+    item_id     bigint not null,
+    constraint redemptions_pkey PRIMARY KEY (item_id),
     constraint redemption_by_shape CHECK (((length(redeemed_by) >= 1) AND (length(redeemed_by) <= 254))),
-    constraint redemption_kind_known CHECK ((kind = ANY (ARRAY['ticket'::text, 'pickup'::text]))),
     constraint redemption_place_shape CHECK ((length(place) <= 100)),
+    constraint redemption_kind_known FOREIGN KEY (kind) REFERENCES product_kinds(kind),
+    constraint redemptions_item_id_fkey FOREIGN KEY (item_id) REFERENCES order_items(id),
     constraint redemptions_order_id_fkey FOREIGN KEY (order_id) REFERENCES orders(id)
 );
+CREATE INDEX redemptions_by_code ON public.redemptions USING btree (code);
 CREATE INDEX redemptions_by_order ON public.redemptions USING btree (order_id);
 CREATE TRIGGER redemptions_append_only BEFORE DELETE OR UPDATE OR TRUNCATE ON public.redemptions FOR EACH STATEMENT EXECUTE FUNCTION redemptions_append_only();
 CREATE TRIGGER redemptions_webhook AFTER INSERT ON public.redemptions FOR EACH ROW EXECUTE FUNCTION hf_webhook_code_redeemed();

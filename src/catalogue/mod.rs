@@ -20,8 +20,8 @@ pub use file::{
     moment,
 };
 pub use kinds::{
-    CalendarEntry, Choice, ChoiceError, ChoiceFields, ChoiceKind, Code, CodeWords, CollectionKind,
-    ProductKind,
+    CalendarEntry, CheckedBy, Choice, ChoiceError, ChoiceFields, ChoiceKind, CodeShape, CodeWords,
+    CollectionKind, ProductKind, Sharing,
 };
 
 /// A product as the shop shows it, with its collection's words.

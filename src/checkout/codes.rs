@@ -1,18 +1,8 @@
-//! Codes a shopper sees: the order link's token, pickup and ticket codes.
-//! All drawn from the operating system's randomness (rand's thread RNG).
+//! Codes a shopper sees: the order link's token and a checkout form's key
+//! (an item's code is [`crate::items::issue::item_code`]). All drawn from
+//! the operating system's randomness (rand's thread RNG).
 
 use rand::Rng;
-
-/// Letters and digits that cannot be mistaken for each other when read out
-/// at a counter (no 0/O, 1/I/L).
-const READABLE: &[u8] = b"ABCDEFGHJKMNPQRSTUVWXYZ23456789";
-
-fn readable(len: usize) -> String {
-    let mut rng = rand::thread_rng();
-    (0..len)
-        .map(|_| READABLE[rng.gen_range(0..READABLE.len())] as char)
-        .collect()
-}
 
 /// The order page's link: 256 random bits, URL-safe.
 pub fn order_token() -> String {
@@ -54,31 +44,16 @@ pub fn key_minted_at(key: &str) -> Option<chrono::DateTime<chrono::Utc>> {
     (at <= chrono::Utc::now() + chrono::Duration::minutes(1)).then_some(at)
 }
 
-/// Said at the bakery's counter.
-pub fn pickup_code() -> String {
-    readable(6)
-}
-
-/// Scanned or read at the door.
-pub fn ticket_code() -> String {
-    format!("TKT-{}-{}", readable(4), readable(4))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn codes_have_their_shape_and_differ() {
+    fn a_token_has_its_shape_and_differs() {
         let token = order_token();
         assert_eq!(token.len(), 64);
         assert!(token.chars().all(|c| c.is_ascii_hexdigit()));
         assert_ne!(order_token(), token);
-        let pickup = pickup_code();
-        assert_eq!(pickup.len(), 6);
-        assert!(pickup.bytes().all(|b| READABLE.contains(&b)));
-        let ticket = ticket_code();
-        assert!(ticket.starts_with("TKT-") && ticket.len() == 13, "{ticket}");
     }
 
     #[test]

@@ -12,8 +12,7 @@ use crate::payments::{PaymentStatus, ProviderKind, ProviderPayment};
 
 use super::late::{self, LateMoney};
 use super::settling::{self, Settled};
-use super::{Result, codes, outbox, refund};
-use crate::catalogue::{Code, ProductKind};
+use super::{Result, outbox, refund};
 
 /// Which path reported a payment, for the history and metrics.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -482,78 +481,19 @@ pub(super) async fn fulfil(
         return Ok(());
     }
     let order_ids: Vec<Uuid> = sold.iter().map(|(id, _)| *id).collect();
-    // what the orders hold, read once: which have a pickup slot, and their
-    // tickets (one code per unit)
-    let lines: Vec<(Uuid, ProductKind, String, i32)> = sqlx::query_as(
-        "select l.order_id, p.kind, l.product_id, l.qty \
-           from order_lines l join products p on p.id = l.product_id \
-          where l.order_id = any($1) order by l.order_id, l.product_id",
-    )
-    .bind(&order_ids)
-    .fetch_all(&mut **tx)
-    .await?;
-    // a pickup code names one order: of a few drawn, the first no order
-    // has (two transactions drawing the same one at the same moment meet at
-    // the unique index, and the confirmation is tried again), as one string
-    // of candidates per order, none for an order without a pickup slot; no
-    // candidate is drawn twice in a batch, as the statement cannot see the
-    // codes it gives its own other orders
-    let mut drawn = HashSet::new();
-    let mut draw = |make: fn() -> String| loop {
-        let code = make();
-        if drawn.insert(code.clone()) {
-            break code;
-        }
-    };
-    let candidates: Vec<Option<String>> = order_ids
-        .iter()
-        .map(|id| {
-            lines
-                .iter()
-                .any(|(order, kind, ..)| order == id && kind.code() == Some(Code::PerOrder))
-                .then(|| {
-                    (0..4)
-                        .map(|_| draw(codes::pickup_code))
-                        .collect::<Vec<_>>()
-                        .join(" ")
-                })
-        })
-        .collect();
     let refs: Vec<&str> = sold.iter().map(|(_, r)| r.as_str()).collect();
     sqlx::query(
         "update orders o set state = 'paid', payment_ref = x.payment_ref, paid_at = now(), \
-                pickup_code = (select c from unnest(string_to_array(x.candidates, ' ')) \
-                                      with ordinality as y(c, n) \
-                                where not exists (select 1 from orders p where p.pickup_code = y.c) \
-                                order by n limit 1), \
                 updated_at = now() \
-           from unnest($1::uuid[], $2::text[], $3::text[]) as x(id, payment_ref, candidates) \
+           from unnest($1::uuid[], $2::text[]) as x(id, payment_ref) \
           where o.id = x.id",
     )
     .bind(&order_ids)
     .bind(&refs)
-    .bind(&candidates)
     .execute(&mut **tx)
     .await?;
-    let (ticket_orders, tickets): (Vec<Uuid>, Vec<&str>) = lines
-        .iter()
-        .filter(|(_, kind, ..)| kind.code() == Some(Code::PerUnit))
-        .flat_map(|(order, _, product_id, qty)| {
-            (0..*qty).map(move |_| (*order, product_id.as_str()))
-        })
-        .unzip();
-    if !tickets.is_empty() {
-        let codes: Vec<String> = tickets.iter().map(|_| draw(codes::ticket_code)).collect();
-        sqlx::query(
-            "insert into order_codes (code, order_id, product_id) \
-             select * from unnest($1::text[], $2::uuid[], $3::text[])",
-        )
-        .bind(&codes)
-        .bind(&ticket_orders)
-        .bind(&tickets)
-        .execute(&mut **tx)
-        .await?;
-    }
+    // each order's items, with their codes (crate::items)
+    crate::items::issue::issue(tx, &order_ids).await?;
     let messages: Vec<outbox::OutboxJob> = order_ids
         .iter()
         .map(|&order_id| outbox::OutboxJob::OrderConfirmation { order_id })

@@ -57,10 +57,10 @@ pub use confirm::{
 };
 pub use confirmations::{Confirmations, Seen};
 pub use free::confirm_free;
-pub use issued::{CodeCard, CodeGroup, IssuedCodes, issued_codes, line_days, line_occasions};
+pub use issued::{line_days, line_occasions};
 pub use order::{
     Customer, Order, OrderLine, OrderState, order_by_checkout_key, order_by_id, order_by_id_in,
-    order_by_provider_session, order_by_token, order_codes, order_lines,
+    order_by_provider_session, order_by_token, order_lines,
 };
 pub use release::{Release, expire_abandoned_orders, release_order, release_order_in};
 pub use short::{ShortLine, Supply, Wanted, short_lines};

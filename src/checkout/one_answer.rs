@@ -64,7 +64,6 @@ pub(super) async fn one_outcome(
                 provider_expires_at: None,
                 payment_ref: None,
                 flag: None,
-                pickup_code: None,
                 created_at: row.created_at,
                 paid_at: None,
                 // a batch is of checkouts without a voucher

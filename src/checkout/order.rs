@@ -172,7 +172,6 @@ pub struct Order {
     pub provider_expires_at: Option<DateTime<Utc>>,
     pub payment_ref: Option<String>,
     pub flag: Option<String>,
-    pub pickup_code: Option<String>,
     pub created_at: DateTime<Utc>,
     pub paid_at: Option<DateTime<Utc>>,
     /// The voucher the order was started with, and what it took off.
@@ -243,22 +242,6 @@ pub async fn order_lines(pool: &PgPool, order_id: Uuid) -> sqlx::Result<Vec<Orde
         "select product_id, name, qty, unit_price_minor, \
                 coalesce(paid_minor, unit_price_minor * qty) as paid_minor from order_lines \
           where order_id = $1 order by product_id",
-    )
-    .bind(order_id)
-    .fetch_all(pool)
-    .await
-}
-
-/// The ticket codes of an order, by product.
-/// An order's ticket codes: product, code, and whether its unit was
-/// refunded.
-pub async fn order_codes(
-    pool: &PgPool,
-    order_id: Uuid,
-) -> sqlx::Result<Vec<(String, String, bool)>> {
-    sqlx::query_as(
-        "select product_id, code, refunded_at is not null from order_codes where order_id = $1 \
-          order by product_id, code",
     )
     .bind(order_id)
     .fetch_all(pool)

@@ -143,7 +143,9 @@ pub(super) async fn redeem(ctx: &Ctx, code: String, place: String) -> anyhow::Re
     Ok(match outcome {
         crate::redemption::Outcome::Redeemed { .. } => ExitCode::SUCCESS,
         crate::redemption::Outcome::AlreadyUsed { .. } => ExitCode::from(5),
-        crate::redemption::Outcome::Refunded => ExitCode::from(6),
+        crate::redemption::Outcome::Refunded | crate::redemption::Outcome::Cancelled => {
+            ExitCode::from(6)
+        }
         crate::redemption::Outcome::NotValid | crate::redemption::Outcome::NotPaid => {
             ExitCode::from(7)
         }
@@ -173,6 +175,7 @@ pub(super) fn redemption_text(
             }
         ),
         Outcome::Refunded => format!("{}: refunded — not valid for entry", redeemed.code),
+        Outcome::Cancelled => format!("{}: cancelled — not valid for entry", redeemed.code),
         Outcome::NotPaid => format!("{}: not paid — {what}", redeemed.code),
         Outcome::NotThisDoor => format!(
             "{}: not this door — {}",

@@ -5,8 +5,10 @@
 //! `hf_redeem` is told. The door's live count is what it checks: codes
 //! admitted of codes expected ([`count`]).
 //!
-//! Which products carry codes, and which codes are pickups, is the kinds'
-//! (`product_kinds.code`), never a comparison of kinds here.
+//! Which products carry codes, and what checks them (a door by event, a
+//! counter by day, the host stand), is the kinds' (`product_kinds.code`
+//! and `checked_by`), never a comparison of kinds here. A door counts and
+//! admits items ([`crate::items`]), each of its own.
 
 use chrono::{DateTime, NaiveDate, Utc};
 use sqlx::{FromRow, PgPool};
@@ -19,10 +21,11 @@ pub const MAX_TIERS: usize = 50;
 /// What a door checks, as its page's fields carry it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Checks {
-    /// Every tier of one event (a collection whose products carry ticket
-    /// codes).
+    /// Every tier of one event (a collection whose products' codes a door
+    /// checks by event).
     Event(String),
-    /// Every pickup slot that starts on one day, in the shop's zone.
+    /// Every pickup slot that starts on one day, in the shop's zone (the
+    /// products whose codes a counter checks by day).
     Day(NaiveDate),
     /// Some tiers or slots, by product id.
     Tiers(Vec<String>),
@@ -89,7 +92,7 @@ impl Checks {
         let rows: Vec<Admits> = match self {
             Checks::Event(id) => {
                 sqlx::query_as(&format!(
-                    "{columns} where p.collection = $1 and k.code = 'ticket' \
+                    "{columns} where p.collection = $1 and k.checked_by = 'event' \
                       order by p.position, p.id"
                 ))
                 .bind(id)
@@ -98,7 +101,7 @@ impl Checks {
             }
             Checks::Day(day) => {
                 sqlx::query_as(&format!(
-                    "{columns} where k.code = 'pickup' \
+                    "{columns} where k.checked_by = 'day' \
                         and (p.starts_at at time zone $2)::date = $1 \
                       order by p.starts_at, p.id"
                 ))
@@ -109,7 +112,7 @@ impl Checks {
             }
             Checks::Tiers(ids) => {
                 sqlx::query_as(&format!(
-                    "{columns} where p.id = any ($1) and k.code is not null \
+                    "{columns} where p.id = any ($1) and k.checked_by <> 'host_stand' \
                       order by c.position, p.position, p.starts_at, p.id"
                 ))
                 .bind(ids)
@@ -148,7 +151,8 @@ pub struct Checked {
 }
 
 /// A door's live count: codes of what it checks that were admitted, of
-/// the codes that may be (paid, not refunded).
+/// the codes that may be (paid, an item of it not refunded or cancelled).
+/// A code two items share (a pickup's boxes at one slot) counts once.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, FromRow)]
 pub struct Count {
     pub admitted: i64,
@@ -158,20 +162,11 @@ pub struct Count {
 /// The live count of a door that admits `products`.
 pub async fn count(pool: &PgPool, products: &[String]) -> sqlx::Result<Count> {
     sqlx::query_as(
-        "with codes as ( \
-             select c.code from order_codes c join orders o on o.id = c.order_id \
-              where c.product_id = any ($1) and o.state = 'paid' and c.refunded_at is null \
-             union \
-             select o.pickup_code from orders o \
-              where o.state = 'paid' and o.pickup_code is not null \
-                and exists (select 1 from order_lines l \
-                              join products p on p.id = l.product_id \
-                              join product_kinds k on k.kind = p.kind \
-                             where l.order_id = o.id and k.code = 'pickup' \
-                               and l.product_id = any ($1) and l.refunded_qty < l.qty)) \
-         select (select count(*) from redemptions r where r.code in (select code from codes)) \
-                  as admitted, \
-                (select count(*) from codes) as expected",
+        "select count(distinct i.code) filter (where i.state = 'used') as admitted, \
+                count(distinct i.code) as expected \
+           from order_items i join orders o on o.id = i.order_id \
+          where i.product_id = any ($1) and o.state = 'paid' \
+            and i.state in ('valid', 'used')",
     )
     .bind(products)
     .fetch_one(pool)
@@ -181,11 +176,13 @@ pub async fn count(pool: &PgPool, products: &[String]) -> sqlx::Result<Count> {
 /// What a door may choose to check.
 #[derive(Debug, Clone, Default)]
 pub struct Choices {
-    /// Events with ticket tiers, soonest first: (id, "title, when").
+    /// Events whose tiers a door checks, soonest first: (id, "title,
+    /// when").
     pub events: Vec<(String, String)>,
     /// Days with pickup slots, from yesterday on: (2026-12-04, "Fri 4 Dec").
     pub days: Vec<(String, String)>,
-    /// Every tier or slot with codes, for a check-in list: (id, label).
+    /// Every tier, slot or shelf item a door or counter checks, for a
+    /// check-in list: (id, label).
     pub tiers: Vec<(String, String)>,
 }
 
@@ -199,15 +196,17 @@ pub async fn choices(pool: &PgPool, zone: ShopZone, now: DateTime<Utc>) -> sqlx:
         collection: String,
         collection_title: String,
         starts_at: Option<DateTime<Utc>>,
-        pickup: bool,
+        /// `product_kinds.checked_by`: event, day or counter.
+        checked_by: String,
     }
     let since = now - chrono::Duration::days(1);
     let rows: Vec<Row> = sqlx::query_as(
         "select p.id, p.name, p.collection, c.title as collection_title, \
-                coalesce(p.starts_at, c.starts_at) as starts_at, k.code = 'pickup' as pickup \
+                coalesce(p.starts_at, c.starts_at) as starts_at, k.checked_by \
            from products p join collections c on c.id = p.collection \
            join product_kinds k on k.kind = p.kind \
-          where k.code is not null and p.archived_at is null and c.archived_at is null \
+          where k.checked_by in ('event', 'day', 'counter') \
+            and p.archived_at is null and c.archived_at is null \
             and (coalesce(p.starts_at, c.starts_at) is null \
                  or coalesce(p.starts_at, c.starts_at) >= $1) \
           order by coalesce(p.starts_at, c.starts_at) nulls last, c.position, p.position, p.id \
@@ -219,7 +218,8 @@ pub async fn choices(pool: &PgPool, zone: ShopZone, now: DateTime<Utc>) -> sqlx:
     let mut choices = Choices::default();
     for row in &rows {
         let when = row.starts_at.map(|at| zone.short(at));
-        if row.pickup {
+        let pickup = row.checked_by == "day";
+        if pickup {
             if let Some(at) = row.starts_at {
                 let day = zone.local(at).date_naive();
                 let key = day.format("%Y-%m-%d").to_string();
@@ -229,7 +229,9 @@ pub async fn choices(pool: &PgPool, zone: ShopZone, now: DateTime<Utc>) -> sqlx:
                         .push((key, day.format("%a %-d %b %Y").to_string()));
                 }
             }
-        } else if !choices.events.iter().any(|(id, _)| *id == row.collection) {
+        } else if row.checked_by == "event"
+            && !choices.events.iter().any(|(id, _)| *id == row.collection)
+        {
             let label = match &when {
                 Some(when) => format!("{}, {when}", row.collection_title),
                 None => row.collection_title.clone(),
@@ -238,10 +240,10 @@ pub async fn choices(pool: &PgPool, zone: ShopZone, now: DateTime<Utc>) -> sqlx:
         }
         // a slot's name says its time; a tier's is its event's
         let label = match &when {
-            Some(when) if !row.pickup && !row.name.contains(when.as_str()) => {
+            Some(when) if !pickup && !row.name.contains(when.as_str()) => {
                 format!("{}, {} ({when})", row.collection_title, row.name)
             }
-            _ if !row.pickup => format!("{}, {}", row.collection_title, row.name),
+            _ if !pickup => format!("{}, {}", row.collection_title, row.name),
             _ => row.name.clone(),
         };
         choices.tiers.push((row.id.clone(), label));

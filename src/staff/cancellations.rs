@@ -14,7 +14,7 @@ use chrono::{DateTime, Utc};
 use sqlx::PgPool;
 use uuid::Uuid;
 
-use super::refunds::{RefundOutcome, RefundRequest, check, refund_in};
+use super::refunds::{Picked, RefundOutcome, RefundRequest, check, refund_in};
 
 /// A paid order's bookings, as the order page says their policy.
 #[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
@@ -37,9 +37,9 @@ pub async fn policy(pool: &PgPool, order_id: Uuid) -> sqlx::Result<Option<Policy
 }
 
 /// [`policy`], read by any connection (the cancel's transaction reads it
-/// under the order's lock). A booking stands while its covers are not all
-/// given back, nobody marked it a no-show and it was not seated (its code
-/// redeemed). `open` compares with the statement's time, not the
+/// under the order's lock). A booking stands while its item is valid
+/// (not seated, refunded or cancelled) and nobody marked it a no-show;
+/// the order's other items (a pickup collected) do not matter. `open` compares with the statement's time, not the
 /// transaction's: a cancel that waited for the lock sees the time it
 /// decides at.
 async fn policy_in<'c, E>(db: E, order_id: Uuid) -> sqlx::Result<Option<Policy>>
@@ -52,8 +52,9 @@ where
                     l.qty - l.refunded_qty as covers \
                from bookings b \
                join order_lines l on l.order_id = b.order_id and l.product_id = b.product_id \
+               join order_items i on i.booking = b.hold_id \
               where b.order_id = $1 and l.refunded_qty < l.qty and b.no_show_at is null \
-                and not exists (select 1 from redemptions r where r.order_id = b.order_id)) \
+                and i.state = 'valid') \
          select sum(s.deposit_per_cover_minor * s.covers)::int8 as deposit_minor, \
                 o.currency, \
                 case when sum(s.deposit_per_cover_minor * s.covers) > 0 then min(s.cancel_until) \
@@ -124,25 +125,24 @@ pub async fn cancel(pool: &PgPool, order_id: Uuid) -> super::Result<Cancelled> {
             return Ok(Cancelled::Refused(refusal(&mut tx, order_id).await?));
         }
     };
-    let units: Vec<(String, i32)> = sqlx::query_as(
-        "select l.product_id, l.qty - l.refunded_qty from order_lines l \
-          where l.order_id = $1 and l.refunded_qty < l.qty \
-            and exists (select 1 from bookings b \
-                         where b.order_id = l.order_id and b.product_id = l.product_id \
-                           and b.no_show_at is null) \
-          order by l.product_id",
+    // the standing bookings' items: they alone are cancelled, whatever
+    // else the order holds
+    let items: Vec<i64> = sqlx::query_scalar(
+        "select i.id from order_items i join bookings b on b.hold_id = i.booking \
+          where i.order_id = $1 and i.state = 'valid' and b.no_show_at is null \
+          order by i.id",
     )
     .bind(order_id)
     .fetch_all(&mut *tx)
     .await?;
     // nothing of it left to give back (staff refunded it meanwhile): an
     // empty list would ask the refund for the whole order
-    if units.is_empty() || policy.covers == 0 {
+    if items.is_empty() || policy.covers == 0 {
         return Ok(Cancelled::Refused(Refusal::Refunded));
     }
     let request = RefundRequest {
         order_id,
-        units,
+        units: Vec::new(),
         reason: "cancelled by the guest before the cut-off".into(),
         restock: true,
         override_redeemed: false,
@@ -151,7 +151,11 @@ pub async fn cancel(pool: &PgPool, order_id: Uuid) -> super::Result<Cancelled> {
         key: Some(key),
     };
     check(&request).map_err(super::StaffError::InvalidInput)?;
-    let outcome = refund_in(&mut tx, &request).await?;
+    let picked = Picked {
+        items,
+        cancels: true,
+    };
+    let outcome = refund_in(&mut tx, &request, &picked).await?;
     let RefundOutcome::Queued { amount_minor, .. } = outcome else {
         tracing::warn!(order = %order_id, outcome = outcome.as_str(), "a guest's cancel refunded nothing");
         return Ok(Cancelled::Refused(refusal(&mut tx, order_id).await?));
@@ -180,7 +184,8 @@ async fn refusal(tx: &mut sqlx::PgConnection, order_id: Uuid) -> sqlx::Result<Re
     let (paid, booked, seated, no_show): (bool, bool, bool, bool) = sqlx::query_as(
         "select coalesce((select state = 'paid' from orders where id = $1), false), \
                 exists (select 1 from bookings where order_id = $1), \
-                exists (select 1 from redemptions where order_id = $1), \
+                exists (select 1 from order_items i join bookings b on b.hold_id = i.booking \
+                         where b.order_id = $1 and i.state = 'used'), \
                 exists (select 1 from bookings where order_id = $1 and no_show_at is not null)",
     )
     .bind(order_id)

@@ -154,8 +154,7 @@ fn contained(text: &str) -> String {
 const MATCHES: &str = "
       ($1::text is null
          or o.customer_name ilike $2 or o.customer_email ilike $2
-         or o.pickup_code = $3
-         or exists (select 1 from order_codes c where c.order_id = o.id and c.code = $3)
+         or exists (select 1 from order_items c where c.order_id = o.id and c.code = $3)
          or o.number = $9
          or starts_with(o.id::text, lower($1)))
   and ($4::text[] is null or o.state = any($4))

@@ -46,6 +46,8 @@ pub struct HoldRow {
     pub resource_id: String,
     pub account_id: String,
     pub qty: i32,
+    /// Units refunded out of it (given back to the engine).
+    pub returned: i32,
     pub state: String,
     pub payment_ref: Option<String>,
     pub created_at: DateTime<Utc>,
@@ -83,7 +85,7 @@ pub struct HoldQuery {
 /// one literal, fixed at compile time.
 macro_rules! hold_columns {
     () => {
-        "h.id, h.purchase_id, h.resource_id, h.account_id, h.qty, h.state, \
+        "h.id, h.purchase_id, h.resource_id, h.account_id, h.qty, h.returned, h.state, \
      h.payment_ref, h.created_at, h.expires_at, h.payment_deadline, h.ended_at, h.ended_by, \
      h.end_reason, h.extensions, h.idempotency_key, o.id as order_id, o.customer_name, \
      extract(epoch from now() - h.created_at)::float8 as age_seconds"
@@ -234,6 +236,31 @@ impl RefundableLine {
     }
 }
 
+/// An item a refund may name by itself: a unit's own code with its seat,
+/// not refunded or cancelled yet.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct RefundableSeat {
+    pub id: i64,
+    pub product_id: String,
+    pub seat: String,
+    pub code: String,
+    /// Its code was used at the door.
+    pub used: bool,
+}
+
+/// The order's seats a refund may name, in the plan's order.
+pub async fn refundable_seats(pool: &PgPool, order: Uuid) -> sqlx::Result<Vec<RefundableSeat>> {
+    sqlx::query_as(
+        "select i.id, i.product_id, s.label as seat, i.code, i.state = 'used' as used \
+           from order_items i join seats s on s.id = i.seat_id \
+          where i.order_id = $1 and i.state in ('valid', 'used') \
+          order by i.product_id, s.row_rank, s.run, s.pos",
+    )
+    .bind(order)
+    .fetch_all(pool)
+    .await
+}
+
 pub async fn refundable_lines(pool: &PgPool, order: Uuid) -> sqlx::Result<Vec<RefundableLine>> {
     sqlx::query_as(
         "select product_id, name, qty, refunded_qty, unit_price_minor, \
@@ -245,28 +272,34 @@ pub async fn refundable_lines(pool: &PgPool, order: Uuid) -> sqlx::Result<Vec<Re
     .await
 }
 
-/// A code of an order, with what became of it.
+/// An item of an order, with what became of it.
 #[derive(Debug, Clone, sqlx::FromRow)]
-pub struct CodeRow {
+pub struct ItemRow {
+    pub id: i64,
     pub code: String,
-    /// `ticket` or `pickup`
-    pub kind: String,
-    pub refunded_at: Option<DateTime<Utc>>,
-    pub redeemed_at: Option<DateTime<Utc>>,
+    pub product_id: String,
+    /// What it is: its line's name, and its seat.
+    pub what: String,
+    pub state: crate::items::ItemState,
+    pub state_at: Option<DateTime<Utc>>,
+    /// Who redeemed it, and where.
     pub redeemed_by: Option<String>,
     pub place: Option<String>,
 }
 
-pub async fn order_codes(pool: &PgPool, order: Uuid) -> sqlx::Result<Vec<CodeRow>> {
+pub async fn order_items(pool: &PgPool, order: Uuid) -> sqlx::Result<Vec<ItemRow>> {
     sqlx::query_as(
-        "select c.code, c.kind, c.refunded_at, r.redeemed_at, r.redeemed_by, r.place \
-           from (select code, 'ticket' as kind, refunded_at, 1 as rank from order_codes \
-                  where order_id = $1 \
-                 union all \
-                 select pickup_code, 'pickup', null, 0 from orders \
-                  where id = $1 and pickup_code is not null) c \
-           left join redemptions r on r.code = c.code \
-          order by c.rank, c.code",
+        "select i.id, i.code, i.product_id, \
+                case when s.label is null then coalesce(l.name, p.name) \
+                     else regexp_replace(coalesce(l.name, p.name), ' — [^—]*$', '') \
+                          || ', seat ' || s.label end as what, \
+                i.state, i.state_at, r.redeemed_by, r.place \
+           from order_items i join products p on p.id = i.product_id \
+           left join order_lines l on l.order_id = i.order_id and l.product_id = i.product_id \
+           left join seats s on s.id = i.seat_id \
+           left join redemptions r on r.item_id = i.id \
+          where i.order_id = $1 \
+          order by i.product_id, s.row_rank, s.run, s.pos, i.code",
     )
     .bind(order)
     .fetch_all(pool)

@@ -26,17 +26,18 @@ use crate::money;
 use confirmation::Confirmation;
 
 /// A paid order's calendar file, the one its confirmation attaches (an
-/// entry per line whose kind sends one); `None` without such a line or
-/// without the order.
+/// entry per item whose kind sends one and that still admits), or one
+/// code's part of it; `None` without such an item or without the order.
 pub async fn calendar_file(
     pool: &PgPool,
     order_id: Uuid,
     zone: ShopZone,
     base_url: &str,
+    code: Option<&str>,
 ) -> sqlx::Result<Option<String>> {
     Ok(Confirmation::read(pool, order_id, zone)
         .await?
-        .and_then(|confirmation| confirmation.calendar_file(base_url)))
+        .and_then(|confirmation| confirmation.calendar_file(base_url, code)))
 }
 
 /// Where mail goes, and who it is from.
@@ -133,10 +134,12 @@ impl Mailer {
             amount_minor: i64,
             reason: String,
             token: String,
+            /// Its guest cancelled (a booking): the items are cancelled.
+            cancelled: bool,
         }
         let refund: Option<Refund> = sqlx::query_as(
             "select o.customer_name, o.customer_email, o.currency, r.amount_minor, r.reason, \
-                    o.token \
+                    o.token, coalesce(r.request_key like 'guest-cancel-%', false) as cancelled \
                from order_refunds r join orders o on o.id = r.order_id \
               where r.id = $1 and r.order_id = $2",
         )
@@ -149,16 +152,19 @@ impl Mailer {
                 "no refund {refund_id} of {order_id}"
             )));
         };
-        // which units, by their lines' names, and the codes that stopped
+        // which units, by their lines' names (a line of seats by the seats
+        // that went back), and the codes that stopped
         #[derive(sqlx::FromRow)]
         struct Unit {
             name: String,
             qty: i32,
             codes: Vec<String>,
+            seats: Vec<String>,
         }
         let units: Vec<Unit> = sqlx::query_as(
             "select l.name, (u->>'qty')::int4 as qty, \
-                    array(select jsonb_array_elements_text(coalesce(u->'codes', '[]'))) as codes \
+                    array(select jsonb_array_elements_text(coalesce(u->'codes', '[]'))) as codes, \
+                    array(select jsonb_array_elements_text(coalesce(u->'seats', '[]'))) as seats \
                from order_refunds r cross join lateral jsonb_array_elements(r.units) u \
                join order_lines l on l.order_id = r.order_id and l.product_id = u->>'product_id' \
               where r.id = $1 and (u->>'qty')::int4 > 0 \
@@ -172,9 +178,21 @@ impl Mailer {
             amount: money::format(refund.amount_minor, &refund.currency),
             what: units
                 .iter()
-                .map(|unit| format!("{} × {}", unit.name, unit.qty))
+                .map(|unit| match unit.seats.as_slice() {
+                    [] => format!("{} × {}", unit.name, unit.qty),
+                    seats => format!(
+                        "{}, {} {}",
+                        // the line names every seat it had: only these went
+                        unit.name
+                            .rsplit_once(" — ")
+                            .map_or(unit.name.as_str(), |(n, _)| n),
+                        if seats.len() == 1 { "seat" } else { "seats" },
+                        seats.join(", ")
+                    ),
+                })
                 .collect::<Vec<_>>()
                 .join(", "),
+            cancelled: refund.cancelled,
             stopped: units
                 .iter()
                 .flat_map(|unit| unit.codes.iter().cloned())
@@ -189,7 +207,11 @@ impl Mailer {
         let amount = &notice.amount;
         let message = self
             .builder(name, &email, &format!("refund-{refund_id}-{order_id}"))?
-            .subject(format!("Refund issued: {amount}"))
+            .subject(if notice.cancelled {
+                format!("Your booking is cancelled: {amount} refunded")
+            } else {
+                format!("Refund issued: {amount}")
+            })
             .multipart(MultiPart::alternative_plain_html(text, html))
             .map_err(|e| MailError::Compose(e.to_string()))?;
         self.send(message).await
@@ -364,6 +386,8 @@ struct StaffRefund {
     amount: String,
     /// Which units: "Harbour Lights — VIP × 1, …".
     what: String,
+    /// Its guest cancelled them (a booking): said so.
+    cancelled: bool,
     /// The codes that no longer admit anyone (empty: none).
     stopped: String,
     reason: String,

@@ -593,7 +593,7 @@ async fn a_door_scanner_redeems_a_code_once_through_the_api() {
     let app = shop().await;
     let token = key_with(&app, &[Scope::Redeem]).await;
     holdfast_testkit::engine::paid(&app.db, "api-door", &[("harbour-lights-general", 1)]).await;
-    let code: String = sqlx::query_scalar("select code from order_codes")
+    let code: String = sqlx::query_scalar("select code from order_items")
         .fetch_one(&app.db.pool)
         .await
         .unwrap();
@@ -727,7 +727,7 @@ async fn racing_replays_of_one_refund_are_one_refund_and_a_redeemed_code_is_not_
     }
     assert_eq!(count(&app, "order_refunds").await, 1, "one refund");
     // the unit left has a code; once redeemed, the API does not refund it
-    let codes: Vec<String> = sqlx::query_scalar("select code from order_codes order by code")
+    let codes: Vec<String> = sqlx::query_scalar("select code from order_items order by code")
         .fetch_all(&app.db.pool)
         .await
         .unwrap();
@@ -779,7 +779,7 @@ async fn a_counter_collects_a_pickup_code_through_the_api() {
     let token = key_with(&app, &[Scope::Redeem]).await;
     let slot = app.db.first_slot().await;
     holdfast_testkit::engine::paid(&app.db, "api-counter", &[(slot.as_str(), 2)]).await;
-    let code: String = sqlx::query_scalar("select pickup_code from orders")
+    let code: String = sqlx::query_scalar("select code from order_items")
         .fetch_one(&app.db.pool)
         .await
         .unwrap();

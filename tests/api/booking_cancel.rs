@@ -334,9 +334,7 @@ async fn a_seated_or_no_show_booking_is_not_cancelled_and_the_order_page_says_wh
         .execute(&app.db.pool)
         .await
         .unwrap();
-    let code: String = sqlx::query_scalar("select pickup_code from orders where id = $1")
-        .bind(order)
-        .fetch_one(&app.db.pool)
+    let code = crate::item_code(&app.db.pool, order, "table")
         .await
         .unwrap();
     let seated = holdfast::redemption::redeem(

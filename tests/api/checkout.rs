@@ -203,8 +203,13 @@ async fn the_return_and_the_webhook_racing_fulfil_exactly_once_twenty_times() {
             .filter(|r| matches!(r.as_ref().unwrap(), Fulfilment::AlreadyFulfilled { .. }))
             .count();
         assert_eq!((fulfilled, already), (1, 5), "round {round}");
-        let codes = checkout::order_codes(&db.pool, order.id).await.unwrap();
-        assert_eq!(codes.len(), 2, "two tickets, two codes, issued once");
+        let items = holdfast::items::of_order(&db.pool, order.id).await.unwrap();
+        // a code per ticket, and one for the jar to collect
+        assert_eq!(
+            items.len(),
+            3,
+            "two tickets and a jar, three items, issued once"
+        );
     }
     let status = db
         .inventory()
@@ -264,12 +269,19 @@ async fn a_paid_order_has_its_codes_and_a_second_payment_is_refunded_once() {
         (paid.state.as_str(), paid.payment_ref.as_deref()),
         ("paid", Some("pi_first"))
     );
-    assert_eq!(paid.pickup_code.as_ref().map(String::len), Some(6));
+    // a pickup's code and a code per ticket, each its own item
+    let items = holdfast::items::of_order(&db.pool, order.id).await.unwrap();
+    let lengths: Vec<(&str, usize)> = items
+        .iter()
+        .map(|item| (item.product_id.as_str(), item.code.len()))
+        .collect();
+    assert_eq!(lengths.len(), 3, "{lengths:?}");
+    assert!(lengths.contains(&(slot.as_str(), 6)), "{lengths:?}");
     assert_eq!(
-        checkout::order_codes(&db.pool, order.id)
-            .await
-            .unwrap()
-            .len(),
+        lengths
+            .iter()
+            .filter(|(product, len)| *product == "harbour-lights-vip" && *len == 13)
+            .count(),
         2
     );
 
@@ -732,19 +744,15 @@ async fn a_batch_of_payments_is_answered_as_the_same_payments_one_after_another(
             .collect();
         let mut left = Vec::new();
         for (role, id) in orders {
-            let (state, flag, payment, pickup): (
-                String,
-                Option<String>,
-                Option<String>,
-                Option<String>,
-            ) = sqlx::query_as(
-                "select state, flag, payment_ref, pickup_code from orders where id = $1",
-            )
-            .bind(id)
-            .fetch_one(&db.pool)
-            .await
-            .unwrap();
-            let codes = checkout::order_codes(&db.pool, *id).await.unwrap().len();
+            let (state, flag, payment): (String, Option<String>, Option<String>) =
+                sqlx::query_as("select state, flag, payment_ref from orders where id = $1")
+                    .bind(id)
+                    .fetch_one(&db.pool)
+                    .await
+                    .unwrap();
+            let items = holdfast::items::of_order(&db.pool, *id).await.unwrap();
+            let pickup = items.iter().find(|item| item.code.len() == 6);
+            let codes = items.len();
             let jobs: Vec<(String, Option<String>)> = sqlx::query_as(
                 "select kind, payload->>'reason' from outbox_jobs \
                   where payload->>'order_id' = $1::text order by kind, id",

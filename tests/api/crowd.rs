@@ -488,7 +488,7 @@ async fn a_payment_burst_of_returns_and_webhooks_on_one_tier_is_confirmed_once_e
         .unwrap()
         .unwrap();
     assert_eq!((status.sold, status.held, status.available), (150, 0, 0));
-    let codes: i64 = sqlx::query_scalar("select count(*) from order_codes")
+    let codes: i64 = sqlx::query_scalar("select count(*) from order_items")
         .fetch_one(&app.db.pool)
         .await
         .unwrap();

@@ -48,7 +48,7 @@ fn catalogue() -> CatalogueFile {
 }
 
 /// The outcome and words a door page shows.
-fn verdict(page: &str) -> (String, String) {
+pub(crate) fn verdict(page: &str) -> (String, String) {
     let marker = "data-outcome=\"";
     let start = page
         .find(marker)
@@ -60,7 +60,7 @@ fn verdict(page: &str) -> (String, String) {
 }
 
 /// The count a door page shows: (admitted, expected).
-fn count(page: &str) -> (i64, i64) {
+pub(crate) fn count(page: &str) -> (i64, i64) {
     let start = page.find("id=\"door-count\"").expect("a count");
     let numbers: Vec<i64> = page[start..]
         .split("<strong>")
@@ -117,12 +117,8 @@ async fn orders(app: &TestApp) -> Setup {
         starts_at: DateTime<Utc>,
     }
     let rows: Vec<Code> = sqlx::query_as(
-        "select c.code, c.product_id, co.title, p.starts_at from order_codes c \
+        "select c.code, c.product_id, co.title, p.starts_at from order_items c \
            join products p on p.id = c.product_id join collections co on co.id = p.collection \
-         union all \
-         select o.pickup_code, l.product_id, co.title, p.starts_at from orders o \
-           join order_lines l on l.order_id = o.id join products p on p.id = l.product_id \
-           join collections co on co.id = p.collection where o.pickup_code is not null \
           order by 1",
     )
     .fetch_all(&app.db.pool)
@@ -146,7 +142,7 @@ async fn orders(app: &TestApp) -> Setup {
 }
 
 /// One scan at a door: the status and the page.
-async fn scan(
+pub(crate) async fn scan(
     app: &TestApp,
     staff: &reqwest::Client,
     csrf: &str,
@@ -394,14 +390,14 @@ async fn each_code_is_admitted_once_at_its_own_door_of_twenty_four() {
     let (refunded, unpaid) = {
         let fresh = paid(&app.db, "door-late", &[("winter-jazz-vip", 2)]).await;
         let late: Vec<String> =
-            sqlx::query_scalar("select code from order_codes where order_id = $1 order by code")
+            sqlx::query_scalar("select code from order_items where order_id = $1 order by code")
                 .bind(fresh.id)
                 .fetch_all(&app.db.pool)
                 .await
                 .unwrap();
         (late[0].clone(), (late[1].clone(), fresh.id))
     };
-    sqlx::query("update order_codes set refunded_at = now() where code = $1")
+    sqlx::query("update order_items set state = 'refunded', state_at = now() where code = $1")
         .bind(&refunded)
         .execute(&app.db.pool)
         .await

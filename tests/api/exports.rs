@@ -19,10 +19,10 @@ use holdfast_testkit::*;
 const BOM: &str = "\u{feff}";
 pub(crate) const ORDER_COLUMNS: &str = "order_id,placed_at,paid_at,state,flag,customer_name,customer_email,\
     lines,units,units_refunded,currency,subtotal_minor,voucher,discount_minor,discount,\
-    amount_minor,amount,refunded_minor,refunded,provider,payment_ref,pickup_code";
+    amount_minor,amount,refunded_minor,refunded,provider,payment_ref,codes";
 const ATTENDEE_COLUMNS: &str = "code,kind,admits,product_id,starts_at,customer_name,\
     customer_email,order_id,order_state,paid_at,redeemed,redeemed_at,redeemed_by,redeemed_where,\
-    refunded";
+    refunded,item_id,state";
 
 /// A CSV as RFC 4180 reads it, strictly: CRLF after every line, quotes
 /// only around a whole cell, a quote inside one doubled. Panics on
@@ -224,7 +224,7 @@ async fn a_sales_orders_and_attendees_are_in_the_csvs_with_their_fields_and_filt
 
     // one general ticket used at the north door, the VIP seat refunded
     let tickets: Vec<(String, String)> = sqlx::query_as(
-        "select code, product_id from order_codes where order_id = $1 order by product_id, code",
+        "select code, product_id from order_items where order_id = $1 order by product_id, code",
     )
     .bind(concert.id)
     .fetch_all(&app.db.pool)
@@ -305,7 +305,12 @@ async fn a_sales_orders_and_attendees_are_in_the_csvs_with_their_fields_and_filt
         "Berlin's offset: {}",
         row["paid_at"]
     );
-    assert_eq!(all[1]["pickup_code"], bakery.pickup_code.clone().unwrap());
+    assert_eq!(
+        all[1]["codes"],
+        crate::item_code(&app.db.pool, bakery.id, "pickup_slot")
+            .await
+            .unwrap()
+    );
     assert_eq!(all[1]["amount"], "€36.00");
     let waiting = &all[3];
     assert_eq!(waiting["order_id"], pending);
@@ -387,7 +392,14 @@ async fn a_sales_orders_and_attendees_are_in_the_csvs_with_their_fields_and_filt
     let codes = attendees(&app, &staff, "").await;
     assert_eq!(
         column(&codes, "customer_name"),
-        ["Bea Concert", "Bea Concert", "Bea Concert", "Cai Baker"]
+        // the jar's collection code is an item too
+        [
+            "Bea Concert",
+            "Bea Concert",
+            "Bea Concert",
+            "Cai Baker",
+            "Dee Pantry"
+        ]
     );
     let by_code: HashMap<&str, &HashMap<String, String>> =
         codes.iter().map(|r| (r["code"].as_str(), r)).collect();
@@ -433,7 +445,9 @@ async fn a_sales_orders_and_attendees_are_in_the_csvs_with_their_fields_and_filt
         (vip_row["redeemed"].as_str(), vip_row["refunded"].as_str()),
         ("no", "yes")
     );
-    let pickup = bakery.pickup_code.clone().unwrap();
+    let pickup = crate::item_code(&app.db.pool, bakery.id, "pickup_slot")
+        .await
+        .unwrap();
     let pickup_row = by_code[pickup.as_str()];
     let (slot_name, slot_starts): (String, DateTime<Utc>) =
         sqlx::query_as("select name, starts_at from products where id = $1")
@@ -477,7 +491,7 @@ async fn a_sales_orders_and_attendees_are_in_the_csvs_with_their_fields_and_filt
         ),
         [pickup.as_str()]
     );
-    assert_eq!(attendees(&app, &staff, "state=paid").await.len(), 4);
+    assert_eq!(attendees(&app, &staff, "state=paid").await.len(), 5);
     assert!(attendees(&app, &staff, "state=refunded").await.is_empty());
 
     // ---- each export is in Activity: who, what, which filter
@@ -702,7 +716,7 @@ async fn a_hundred_thousand_codes_stream_and_never_sit_in_memory() {
         .await
         .unwrap();
     let inserted = sqlx::query(
-        "insert into order_codes (code, order_id, product_id) \
+        "insert into order_items (code, order_id, product_id) \
          select 'BULK-' || lpad(g::text, 6, '0'), $1, 'harbour-lights-general' \
            from generate_series(1, 100000) g",
     )
@@ -955,7 +969,7 @@ async fn the_doors_list_is_by_name_with_a_box_per_code_and_used_ones_marked() {
         let pool = app.db.pool.clone();
         async move {
             sqlx::query_scalar::<_, String>(
-                "select code from order_codes where order_id = $1 order by code limit 1",
+                "select code from order_items where order_id = $1 order by code limit 1",
             )
             .bind(order)
             .fetch_one(&pool)
@@ -997,7 +1011,7 @@ async fn the_doors_list_is_by_name_with_a_box_per_code_and_used_ones_marked() {
         "by name, whatever its case"
     );
     let codes: i64 = sqlx::query_scalar(
-        "select count(*) from order_codes c join products p on p.id = c.product_id \
+        "select count(*) from order_items c join products p on p.id = c.product_id \
           where p.collection = 'harbour-lights'",
     )
     .fetch_one(&app.db.pool)
@@ -1049,7 +1063,7 @@ async fn the_doors_list_is_by_name_with_a_box_per_code_and_used_ones_marked() {
         .admin_page(&staff, &format!("/admin/door-list?product={slot}"))
         .await;
     assert_eq!(door_rows(&bakery).len(), 1);
-    assert!(bakery.contains("Pickup: Sourdough box"), "{bakery}");
+    assert!(bakery.contains("Sourdough box, pickup "), "{bakery}");
 
     // it prints: the stylesheet's print rules leave the menus off the paper
     assert!(page.contains("<link rel=\"stylesheet\" href=\"/static/shop.css\">"));
@@ -1091,7 +1105,7 @@ async fn the_doors_list_is_by_name_with_a_box_per_code_and_used_ones_marked() {
 
     // a sale too large for one list says so, and lists nobody
     sqlx::query(
-        "insert into order_codes (code, order_id, product_id) \
+        "insert into order_items (code, order_id, product_id) \
          select 'MANY-' || g, $1, 'harbour-lights-general' from generate_series(1, 5000) g",
     )
     .bind(orders[0].id)
@@ -1107,9 +1121,10 @@ async fn the_doors_list_is_by_name_with_a_box_per_code_and_used_ones_marked() {
     let exports = app.admin_page(&staff, "/admin/exports").await;
     assert!(exports.contains("/admin/door-list?collection=harbour-lights"));
     assert!(exports.contains(&format!("/admin/door-list?product={slot}")));
+    // a jar is collected with its code at the counter: it has a list too
     assert!(
-        !exports.contains("/admin/door-list?product=wild-honey"),
-        "honey has no codes"
+        exports.contains("/admin/door-list?product=wild-honey"),
+        "honey's jars have codes"
     );
     assert!(hidden_attr(&exports, "formaction").starts_with("/admin/exports/"));
 }
@@ -1351,7 +1366,7 @@ async fn a_fifth_download_at_once_waits_then_is_told_to_try_again() {
         .await
         .unwrap();
     sqlx::query(
-        "insert into order_codes (code, order_id, product_id) \
+        "insert into order_items (code, order_id, product_id) \
          select 'MANY-' || lpad(g::text, 6, '0'), $1, 'harbour-lights-general' \
            from generate_series(1, 40000) g",
     )

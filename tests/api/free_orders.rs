@@ -195,7 +195,7 @@ async fn a_basket_a_voucher_takes_to_nothing_is_confirmed_without_a_provider() {
     assert_eq!(phone, None);
     assert!(app.sandbox.stripe.ledger().charges.is_empty());
     // two tickets issued, the voucher's one use sold with them
-    let codes: i64 = sqlx::query_scalar("select count(*) from order_codes where order_id = $1")
+    let codes: i64 = sqlx::query_scalar("select count(*) from order_items where order_id = $1")
         .bind(order.id)
         .fetch_one(&app.db.pool)
         .await

@@ -132,7 +132,7 @@ async fn a_payment_whose_confirmation_answer_was_lost_is_sold_once_and_nobody_se
         ledger.deliveries
     );
     assert_eq!(orders(&db).await[0].0, "paid");
-    let tickets: i64 = sqlx::query_scalar("select count(*) from order_codes")
+    let tickets: i64 = sqlx::query_scalar("select count(*) from order_items")
         .fetch_one(&db.pool)
         .await
         .unwrap();
@@ -174,7 +174,7 @@ async fn a_scan_whose_commit_answer_was_lost_is_told_admitted_and_the_next_scan_
         .await
         .unwrap();
     let _ = shopper.get(location(&paid)).send().await.unwrap();
-    let code: String = sqlx::query_scalar("select code from order_codes order by code limit 1")
+    let code: String = sqlx::query_scalar("select code from order_items order by code limit 1")
         .fetch_one(&db.pool)
         .await
         .unwrap();

@@ -239,13 +239,16 @@ async fn the_confirmation_carries_each_code_as_a_qr_code_and_the_slot_in_a_calen
     let message = parsed(&messages[0]);
     let text = message.body_text(0).unwrap().into_owned();
     let html = message.body_html(0).unwrap().into_owned();
-    let pickup = order.pickup_code.clone().unwrap();
-    let tickets: Vec<String> =
-        sqlx::query_scalar("select code from order_codes where order_id = $1 order by code")
-            .bind(order.id)
-            .fetch_all(&app.db.pool)
-            .await
-            .unwrap();
+    let pickup = crate::item_code(&app.db.pool, order.id, "pickup_slot")
+        .await
+        .unwrap();
+    let tickets: Vec<String> = sqlx::query_scalar(
+        "select code from order_items where order_id = $1 and code like 'TKT-%' order by code",
+    )
+    .bind(order.id)
+    .fetch_all(&app.db.pool)
+    .await
+    .unwrap();
     assert_eq!(tickets.len(), 2);
     // what was bought, when (the shop's hour, with its zone), the codes,
     // the link
@@ -342,7 +345,7 @@ async fn the_confirmation_carries_each_code_as_a_qr_code_and_the_slot_in_a_calen
     assert!(text.contains("The balcony is closed for repairs"), "{text}");
     assert!(text.contains("for Harbour Lights — VIP × 1."), "{text}");
     let stopped: String = sqlx::query_scalar(
-        "select code from order_codes where order_id = $1 and refunded_at is not null",
+        "select code from order_items where order_id = $1 and state = 'refunded'",
     )
     .bind(order.id)
     .fetch_one(&app.db.pool)

@@ -31,10 +31,12 @@ mod home;
 mod housekeeping;
 mod images;
 mod journey;
+mod kinds_in_the_database;
 mod lifecycle;
 mod live_keys;
 mod lost_answers;
 mod mail;
+mod mixed_orders;
 mod official_sdks;
 mod order_numbers;
 mod order_search;
@@ -74,3 +76,17 @@ mod waitlist;
 mod waitlist_handover;
 mod ways_to_pay;
 mod what_it_is_for;
+
+/// The code of an order's first item of a product kind (`pickup_slot`,
+/// `table`, `ticket`, …), as its shopper holds it; `None` without one.
+pub async fn item_code(pool: &sqlx::PgPool, order: uuid::Uuid, kind: &str) -> Option<String> {
+    sqlx::query_scalar(
+        "select i.code from order_items i join products p on p.id = i.product_id \
+          where i.order_id = $1 and p.kind = $2 order by i.id limit 1",
+    )
+    .bind(order)
+    .bind(kind)
+    .fetch_optional(pool)
+    .await
+    .expect("an order's items")
+}

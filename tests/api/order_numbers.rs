@@ -58,7 +58,7 @@ async fn two_hundred_orders_at_once_get_distinct_readable_numbers() {
     );
     // with each code's QR image, which decodes back to the code
     let codes: Vec<String> =
-        sqlx::query_scalar("select code from order_codes where order_id = $1 order by code")
+        sqlx::query_scalar("select code from order_items where order_id = $1 order by code")
             .bind(order.id)
             .fetch_all(&app.db.pool)
             .await

@@ -53,7 +53,7 @@ async fn staff_find_orders_by_name_email_code_number_stage_product_and_day_a_pag
         .await;
     }
     let code: String =
-        sqlx::query_scalar("select code from order_codes where order_id = $1 limit 1")
+        sqlx::query_scalar("select code from order_items where order_id = $1 limit 1")
             .bind(bea)
             .fetch_one(&app.db.pool)
             .await

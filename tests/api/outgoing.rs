@@ -664,7 +664,7 @@ async fn every_event_of_a_sale_is_sent_once_each() {
     let ticket = app
         .buy(&browser(), &Purchase::of("harbour-lights-general", 1))
         .await;
-    let code: String = sqlx::query_scalar("select code from order_codes where order_id = $1")
+    let code: String = sqlx::query_scalar("select code from order_items where order_id = $1")
         .bind(ticket.started.order_id)
         .fetch_one(&app.db.pool)
         .await
@@ -1020,7 +1020,7 @@ async fn a_seated_sale_names_each_tickets_seat_in_its_webhooks() {
     let mut codes: Vec<(String, String)> = Vec::new();
     for _ in 0..200 {
         codes = sqlx::query_as(
-            "select c.code, s.label from order_codes c join seats s on s.id = c.seat_id \
+            "select c.code, s.label from order_items c join seats s on s.id = c.seat_id \
               where c.order_id = $1 order by s.row_rank, s.run, s.pos",
         )
         .bind(paid.started.order_id)

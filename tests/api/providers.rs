@@ -110,7 +110,7 @@ async fn the_return_and_the_webhooks_race_twenty_times_with_one_fulfilment_each_
         let (fulfilments, confirmations, codes, sold): (i64, i64, i64, i32) = sqlx::query_as(
             "select (select count(*) from outbox_jobs where kind = 'order_confirmation'), \
                     (select count(*) from hold_events where kind = 'confirmed'), \
-                    (select count(*) from order_codes), \
+                    (select count(*) from order_items), \
                     (select sold from resources where id = 'harbour-lights-general')",
         )
         .fetch_one(&app.db.pool)
@@ -324,7 +324,7 @@ async fn a_payment_whose_webhook_and_return_are_both_lost_is_fulfilled_by_reconc
         assert_eq!(app.order_state(&started.token).await, "paid", "{via:?}");
         let charge = ledger(&app, via).charges[0].payment_intent.clone();
         let (payment_ref, codes): (String, i64) = sqlx::query_as(
-            "select o.payment_ref, (select count(*) from order_codes c where c.order_id = o.id) \
+            "select o.payment_ref, (select count(*) from order_items c where c.order_id = o.id) \
                from orders o where o.token = $1",
         )
         .bind(&started.token)

@@ -18,7 +18,7 @@ fn outcome(page: &str) -> String {
 }
 
 async fn ticket_codes(app: &TestApp) -> Vec<String> {
-    sqlx::query_scalar("select code from order_codes order by code")
+    sqlx::query_scalar("select code from order_items where code like 'TKT-%' order by code")
         .fetch_all(&app.db.pool)
         .await
         .unwrap()
@@ -132,7 +132,9 @@ async fn the_door_is_told_what_a_code_is_and_the_order_page_shows_it_used() {
         &[(slot.as_str(), 1), ("harbour-lights-vip", 1)],
     )
     .await;
-    let pickup = order.pickup_code.clone().expect("a pickup code");
+    let pickup = crate::item_code(&app.db.pool, order.id, "pickup_slot")
+        .await
+        .expect("a pickup code");
     let ticket = ticket_codes(&app).await.remove(0);
     let (staff, csrf) = app.staff_browser().await;
     let page = app.admin_page(&staff, "/admin/redeem").await;
@@ -217,9 +219,17 @@ async fn the_door_is_told_what_a_code_is_and_the_order_page_shows_it_used() {
         .text()
         .await
         .unwrap();
-    assert!(page.contains("id=\"pickup-used\""), "{page}");
-    assert_eq!(page.matches("class=\"used\"").count(), 1, "{page}");
-    assert!(page.contains("used 20"), "{page}");
+    assert!(
+        page.contains("class=\"code-card item-used used\""),
+        "{page}"
+    );
+    assert_eq!(
+        page.matches("<li class=\"item-used used\">").count(),
+        1,
+        "{page}"
+    );
+    assert!(page.contains("Collected "), "{page}");
+    assert!(page.contains("Admitted "), "{page}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -91,7 +91,7 @@ async fn two_servers_and_two_workers_sell_the_last_twenty_places_exactly_once() 
     let (paid, confirmed, codes, sold, held): (i64, i64, i64, i32, i32) = sqlx::query_as(
         "select (select count(*) from orders where state = 'paid'), \
                 (select count(*) from hold_events where kind = 'confirmed'), \
-                (select count(*) from order_codes), \
+                (select count(*) from order_items), \
                 sold, held from resources where id = 'harbour-lights-vip'",
     )
     .fetch_one(&db.pool)

@@ -215,7 +215,7 @@ async fn a_crowd_at_the_seat_map_reads_no_seat_and_seats_taken_or_refunded_show_
     let mut seat: Option<String> = None;
     for _ in 0..200 {
         seat = sqlx::query_scalar(
-            "select s.label from order_codes c join seats s on s.id = c.seat_id \
+            "select s.label from order_items c join seats s on s.id = c.seat_id \
               where c.order_id = $1",
         )
         .bind(order)

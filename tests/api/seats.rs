@@ -393,7 +393,7 @@ async fn each_ticket_names_its_seat_on_the_order_page_in_the_calendar_and_at_the
     let mut codes: Vec<(String, String)> = Vec::new();
     for _ in 0..200 {
         codes = sqlx::query_as(
-            "select c.code, s.label from order_codes c join seats s on s.id = c.seat_id \
+            "select c.code, s.label from order_items c join seats s on s.id = c.seat_id \
               where c.order_id = $1 order by s.row_rank, s.run, s.pos",
         )
         .bind(order)
@@ -408,14 +408,10 @@ async fn each_ticket_names_its_seat_on_the_order_page_in_the_calendar_and_at_the
     assert_eq!(codes.len(), 2, "two tickets, each with its seat");
     let (first, second) = (&codes[0].1, &codes[1].1);
     // the order's line names both; each ticket its own
-    let issued = holdfast::checkout::issued_codes(&app.db.pool, order, None)
+    let items = holdfast::items::of_order(&app.db.pool, order)
         .await
         .unwrap();
-    let labels: Vec<&str> = issued.units[0]
-        .cards
-        .iter()
-        .map(|c| c.label.as_str())
-        .collect();
+    let labels: Vec<String> = items.iter().map(|item| item.what()).collect();
     assert_eq!(
         labels,
         [

@@ -39,7 +39,7 @@ async fn only_on_sale(app: &TestApp, labels: &[&str]) {
 async fn seats_of(app: &TestApp, order: Uuid, n: usize) -> Vec<String> {
     for _ in 0..200 {
         let seats: Vec<String> = sqlx::query_scalar(
-            "select s.label from order_codes c join seats s on s.id = c.seat_id \
+            "select s.label from order_items c join seats s on s.id = c.seat_id \
               where c.order_id = $1 order by s.row_rank, s.run, s.pos",
         )
         .bind(order)

@@ -9,17 +9,18 @@
 //! outside the room compares kinds.
 //!
 //! What a kind answers: the collection it is sold under ([`CollectionKind`],
-//! [`collections`]); the code a paid order carries for it and the words
-//! around that code ([`CodeWords`]); its time, and whether and for how long
+//! [`collections`]); the code each item of a paid order carries for it,
+//! which items share one, what checks it, and the words around it
+//! ([`CodeWords`]); its time, and whether and for how long
 //! a calendar file goes out ([`Timing`]); whether a schedule makes its
 //! units and how such a unit is named; what a shopper chooses for one line
 //! of it and the capacity that line claims ([`line`]).
 //!
-//! The database asks the same questions of `product_kinds` and
-//! `collection_kinds`, tables that `holdfast migrate` writes from
-//! [`ProductKind::ALL`] and [`CollectionKind::ALL`] (see
-//! [`crate::database::migrate`]); `products.kind` and `collections.kind`
-//! refer to them, so a new kind needs no migration.
+//! The database asks the same questions of `product_kinds` (the code's
+//! noun, what checks it) and `collection_kinds`, whose rows migrations
+//! write (migration 0200); `products.kind` and `collections.kind` refer to
+//! them, and `tests/api/kinds_in_the_database.rs` holds the rows equal to
+//! the sheets, so a new kind is also a row in a new migration.
 
 mod collections;
 pub mod line;
@@ -43,14 +44,15 @@ pub use line::{Choice, ChoiceError, ChoiceFields, ChoiceKind};
 #[serde(rename_all = "snake_case")]
 #[sqlx(type_name = "text", rename_all = "snake_case")]
 pub enum ProductKind {
-    /// A time to collect an order: one pickup code covers the order's slots.
+    /// A time to collect an order: the order's boxes at one slot share a
+    /// pickup code.
     PickupSlot,
     /// A place at an event: one code per unit, each redeemed once.
     Ticket,
     /// Goods on a shelf.
     Stock,
-    /// A party's table in a dining room at a time: one code covers the
-    /// order's table, given at the host stand once.
+    /// A party's table in a dining room at a time: each booking has its
+    /// own code, given at the host stand once.
     Table,
     /// A seat at a seated event, sold by section: one code per seat.
     Seat,
@@ -65,7 +67,7 @@ pub struct Sheet {
     pub noun: &'static str,
     /// The collection its products are sold under.
     pub collection: CollectionKind,
-    /// The code a paid order carries for its units, if any.
+    /// The code each item of it carries, if any, and its words.
     pub code: Option<CodeWords>,
     /// Its time on pages and in mail, and its calendar file.
     pub timing: Timing,
@@ -81,34 +83,72 @@ pub struct Sheet {
     /// Jazz — General") in the basket, at the provider, on the order page,
     /// in the mail and its calendar file.
     pub named_with_collection: bool,
+    /// How one item of it is named.
+    pub item: ItemWords,
 }
 
-/// The code a paid order carries for its units of a kind.
+/// How one item of a kind is named, from its line's name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ItemWords {
+    /// The line's name, with its units when more than one ("Sourdough
+    /// box, pickup Mon 7 Dec 12:30 CET × 2").
+    Line,
+    /// The section's name and the seat ("Winter Gala — Stalls, seat C-12").
+    Seat,
+    /// The time's name and the party ("A table at the Harbour Bistro, Wed
+    /// 9 Dec 19:30 CET, party of 4").
+    Party,
+}
+
+/// Which of an order's items of a kind share one code.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Code {
-    /// One code for the whole order, handed over once (a pickup code,
-    /// `orders.pickup_code`).
-    PerOrder,
-    /// One code per unit, each admitting one person once (a ticket,
-    /// `order_codes`).
-    PerUnit,
+pub enum Sharing {
+    /// Every unit is an item with a code of its own, admitting one person
+    /// once (a ticket, a seat).
+    EachUnit,
+    /// Every line is one item with a code of its own (a table booking: its
+    /// party arrives together).
+    EachLine,
+    /// Every line is an item, and the lines of one order at one time and
+    /// place share a code, handed over at once (a pickup's boxes at one
+    /// slot, an order's jars).
+    OneTimeAndPlace,
 }
 
-impl Code {
-    /// As `product_kinds.code` and `redemptions.kind` store it.
+/// What a code looks like.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CodeShape {
+    /// Six letters and digits none of which reads as another, said at a
+    /// counter or a host stand ("K7P2QX").
+    Said,
+    /// "TKT-ABCD-EFGH", scanned or read at a door.
+    Scanned,
+}
+
+/// What checks a kind's codes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CheckedBy {
+    /// A door set to one event (or some of its tiers).
+    Event,
+    /// A counter set to one day's pickups.
+    Day,
+    /// The dining room's host stand.
+    HostStand,
+    /// Any counter, any day (goods kept for the shopper).
+    Counter,
+}
+
+impl CheckedBy {
+    /// As `product_kinds.checked_by` stores it.
     pub fn as_str(self) -> &'static str {
         match self {
-            Code::PerOrder => "pickup",
-            Code::PerUnit => "ticket",
+            CheckedBy::Event => "event",
+            CheckedBy::Day => "day",
+            CheckedBy::HostStand => "host_stand",
+            CheckedBy::Counter => "counter",
         }
-    }
-
-    /// The code a stored `product_kinds.code` or `redemptions.kind` names.
-    pub fn parse(stored: &str) -> Option<Self> {
-        [Code::PerOrder, Code::PerUnit]
-            .into_iter()
-            .find(|code| code.as_str() == stored)
     }
 }
 
@@ -116,7 +156,12 @@ impl Code {
 /// file and the door say around it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct CodeWords {
-    pub code: Code,
+    /// Which items share a code.
+    pub sharing: Sharing,
+    /// What the code looks like.
+    pub shape: CodeShape,
+    /// What checks it.
+    pub checked_by: CheckedBy,
     /// What the code is called where it is shown ("Pickup code").
     pub label: &'static str,
     /// What the shopper does with it ("Say it at the counter.").
@@ -125,8 +170,8 @@ pub struct CodeWords {
     pub heading: &'static str,
     /// What the door says when it is used ("collected", "admitted").
     pub redeemed: &'static str,
-    /// The code's name in the API's answers and in the page's markup
-    /// ("pickup": `pickup-code`).
+    /// The code's name in the API's answers, the webhooks and the page's
+    /// markup ("pickup": `pickup-code`), as `product_kinds.code` stores it.
     pub noun: &'static str,
 }
 
@@ -197,11 +242,6 @@ impl ProductKind {
     /// The kind a stored value or a catalogue file names.
     pub fn parse(name: &str) -> Option<Self> {
         Self::ALL.into_iter().find(|kind| kind.as_str() == name)
-    }
-
-    /// The code an order's units of this kind get, if any.
-    pub fn code(self) -> Option<Code> {
-        self.sheet().code.map(|words| words.code)
     }
 
     /// The code and its words, if it has one.
@@ -275,6 +315,17 @@ impl ProductKind {
             code,
             location: String::new(),
         })
+    }
+
+    /// One item of it, named from its line's name (its seats left out),
+    /// its seat and the units it stands for.
+    pub fn item_name(self, line_name: &str, seat: Option<&str>, units: i32) -> String {
+        match (self.sheet().item, seat) {
+            (ItemWords::Seat, Some(seat)) => format!("{line_name}, seat {seat}"),
+            (ItemWords::Party, _) => format!("{line_name}, party of {units}"),
+            _ if units > 1 => format!("{line_name} × {units}"),
+            _ => line_name.to_owned(),
+        }
     }
 
     /// What a shopper chooses for one line of it.
@@ -353,15 +404,19 @@ mod tests {
     }
 
     #[test]
-    fn codes_read_back_and_their_words_name_them() {
+    fn codes_have_words_and_a_noun_the_database_takes() {
         for kind in ProductKind::ALL {
             if let Some(words) = kind.code_words() {
-                assert_eq!(Code::parse(words.code.as_str()), Some(words.code));
                 assert!(words.hint.ends_with('.'), "{kind}: a sentence");
                 assert!(!words.label.is_empty() && !words.redeemed.is_empty());
+                // product_kinds.code: ^[a-z]{1,20}$
+                assert!(
+                    (1..=20).contains(&words.noun.len())
+                        && words.noun.bytes().all(|b| b.is_ascii_lowercase()),
+                    "{kind}"
+                );
             }
         }
-        assert_eq!(Code::parse("voucher"), None);
     }
 
     #[test]

@@ -1,15 +1,19 @@
 //! A pickup slot: a time to collect an order at the counter. A schedule
-//! makes the slots (one product and resource each); one pickup code covers
-//! every slot of an order and is said at the counter once.
+//! makes the slots (one product and resource each); an order's boxes at
+//! one slot share a pickup code, said at that day's counter once.
 
-use super::{ChoiceKind, Code, CodeWords, CollectionKind, Sheet, Timing};
+use super::{
+    CheckedBy, ChoiceKind, CodeShape, CodeWords, CollectionKind, ItemWords, Sharing, Sheet, Timing,
+};
 
 pub(super) const SHEET: Sheet = Sheet {
     name: "pickup_slot",
     noun: "pickup slot",
     collection: CollectionKind::Schedule,
     code: Some(CodeWords {
-        code: Code::PerOrder,
+        sharing: Sharing::OneTimeAndPlace,
+        shape: CodeShape::Said,
+        checked_by: CheckedBy::Day,
         label: "Pickup code",
         hint: "Say it at the counter.",
         heading: "Your pickup",
@@ -26,4 +30,5 @@ pub(super) const SHEET: Sheet = Sheet {
     scheduled_name: Some("{name}, pickup {when}"),
     choice: ChoiceKind::Quantity,
     named_with_collection: false,
+    item: ItemWords::Line,
 };

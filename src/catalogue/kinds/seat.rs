@@ -5,14 +5,18 @@
 //! code that admits one person once and carries its seat, and the mail
 //! carries a calendar file as a ticket's does.
 
-use super::{ChoiceKind, Code, CodeWords, CollectionKind, Sheet, Timing};
+use super::{
+    CheckedBy, ChoiceKind, CodeShape, CodeWords, CollectionKind, ItemWords, Sharing, Sheet, Timing,
+};
 
 pub(super) const SHEET: Sheet = Sheet {
     name: "seat",
     noun: "section",
     collection: CollectionKind::Event,
     code: Some(CodeWords {
-        code: Code::PerUnit,
+        sharing: Sharing::EachUnit,
+        shape: CodeShape::Scanned,
+        checked_by: CheckedBy::Event,
         label: "Ticket",
         hint: "Show it at the door.",
         heading: "Your tickets",
@@ -27,4 +31,5 @@ pub(super) const SHEET: Sheet = Sheet {
     scheduled_name: None,
     choice: ChoiceKind::Seats,
     named_with_collection: true,
+    item: ItemWords::Seat,
 };

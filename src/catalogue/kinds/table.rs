@@ -3,17 +3,21 @@
 //! slots), whose resource is the quarter hour's pacing counter: a party
 //! of 4 claims 4 covers of it, and a table (or a joined set) is pinned
 //! for its stay beside the hold (docs/design.md, "Tables: a party at a
-//! time"). One booking code covers the order's table and is given at the
-//! host stand once.
+//! time"). Each booking has a code of its own, given at the host stand
+//! once.
 
-use super::{ChoiceKind, Code, CodeWords, CollectionKind, Sheet, Timing};
+use super::{
+    CheckedBy, ChoiceKind, CodeShape, CodeWords, CollectionKind, ItemWords, Sharing, Sheet, Timing,
+};
 
 pub(super) const SHEET: Sheet = Sheet {
     name: "table",
     noun: "bookable time",
     collection: CollectionKind::DiningRoom,
     code: Some(CodeWords {
-        code: Code::PerOrder,
+        sharing: Sharing::EachLine,
+        shape: CodeShape::Said,
+        checked_by: CheckedBy::HostStand,
         label: "Booking code",
         hint: "Give it at the host stand when you arrive.",
         heading: "Your table",
@@ -32,4 +36,5 @@ pub(super) const SHEET: Sheet = Sheet {
     choice: ChoiceKind::Party,
     // the time's name says which room
     named_with_collection: false,
+    item: ItemWords::Party,
 };

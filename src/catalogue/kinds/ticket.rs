@@ -2,14 +2,18 @@
 //! its own that admits one person once, and the mail carries a calendar
 //! file from the event's start to its end.
 
-use super::{ChoiceKind, Code, CodeWords, CollectionKind, Sheet, Timing};
+use super::{
+    CheckedBy, ChoiceKind, CodeShape, CodeWords, CollectionKind, ItemWords, Sharing, Sheet, Timing,
+};
 
 pub(super) const SHEET: Sheet = Sheet {
     name: "ticket",
     noun: "tier",
     collection: CollectionKind::Event,
     code: Some(CodeWords {
-        code: Code::PerUnit,
+        sharing: Sharing::EachUnit,
+        shape: CodeShape::Scanned,
+        checked_by: CheckedBy::Event,
         label: "Ticket",
         hint: "Show it at the door.",
         heading: "Your tickets",
@@ -26,4 +30,5 @@ pub(super) const SHEET: Sheet = Sheet {
     scheduled_name: None,
     choice: ChoiceKind::Quantity,
     named_with_collection: true,
+    item: ItemWords::Line,
 };

@@ -21,19 +21,19 @@ pub use map::{SeatShown, SeatState, SectionHead, SectionSeats};
 pub use plan::{CategorySpec, RowSpec, SeatingSpec, SectionSpec, read};
 pub use typed::{MAX_TYPED_SEATS, PlacedSeat, compact, typed_rows};
 
-/// A staff refund's stopped tickets give their seats back (or, not
-/// restocked, take them off sale with their units), in the refund's
-/// transaction and before its units move: a section's live pins are its
-/// held and sold units (`hf_seat_return`).
+/// A refund's stopped items give their seats back (or, not restocked,
+/// take them off sale with their units), in the refund's transaction and
+/// before its units move: a section's live pins are its held and sold
+/// units (`hf_seat_return`).
 pub async fn give_back(
     tx: &mut Transaction<'_, Postgres>,
     purchase: Uuid,
-    codes: &[&str],
+    items: &[i64],
     restock: bool,
 ) -> sqlx::Result<()> {
     sqlx::query("select hf_seat_return($1, $2, $3)")
         .bind(purchase)
-        .bind(codes)
+        .bind(items)
         .bind(restock)
         .execute(&mut **tx)
         .await?;

@@ -1,6 +1,7 @@
 //! A dining room at the host stand (issue 36): the day's bookings by time
-//! (party, guest and phone, table, where each stands), and what the stand
-//! does with one: seated (the booking code redeemed once, as at a door),
+//! (party, guest and phone, its code, table, where each stands), and what
+//! the stand does with one: seated (the booking's item redeemed once, as
+//! at a door, and nothing else of its order),
 //! a no-show (recorded, the deposit kept), or moved to another free table
 //! or joined set that seats the party (`hf_move_booking`, under the
 //! engine's locks). And the room's set-up: its tables, joins, periods,
@@ -36,6 +37,8 @@ pub struct DayQuery {
 struct Booked {
     hold_id: Uuid,
     number: String,
+    /// The booking's code, as the guest gives it.
+    code: Option<String>,
     name: String,
     phone: Option<String>,
     party: i32,
@@ -125,12 +128,12 @@ pub async fn day_page(
         return Err(ShopError::bad_request("that day has no midnight here"));
     };
     let bookings: Vec<Booked> = sqlx::query_as(
-        "select b.hold_id, o.number, o.customer_name as name, o.customer_phone as phone, \
-                b.party, b.starts_at, b.ends_at, b.tables, \
-                case when l.refunded_qty >= l.qty then 'cancelled' \
+        "select b.hold_id, o.number, i.code, o.customer_name as name, \
+                o.customer_phone as phone, b.party, b.starts_at, b.ends_at, b.tables, \
+                case when i.state = 'cancelled' then 'cancelled' \
+                     when i.state = 'refunded' or l.refunded_qty >= l.qty then 'refunded' \
                      when b.no_show_at is not null then 'no-show' \
-                     when exists (select 1 from redemptions r where r.code = o.pickup_code) \
-                       then 'seated' \
+                     when i.state = 'used' then 'seated' \
                      else 'booked' end as state, \
                 array(select f.set_id from hf_free_sets(b.room, b.party, \
                                                         tstzrange(b.starts_at, b.ends_at, '[)'), \
@@ -138,6 +141,7 @@ pub async fn day_page(
                        where f.tables <> b.tables order by f.set_id) as moves \
            from bookings b join orders o on o.id = b.order_id \
            join order_lines l on l.order_id = b.order_id and l.product_id = b.product_id \
+           left join order_items i on i.booking = b.hold_id \
           where b.room = $1 and b.starts_at >= $2 and b.starts_at < $3 \
             and o.state in ('paid', 'refund_pending', 'refunded') \
           order by b.starts_at, b.tables",
@@ -155,7 +159,7 @@ pub async fn day_page(
         nav,
         covers: bookings
             .iter()
-            .filter(|b| b.state != "cancelled")
+            .filter(|b| b.state != "cancelled" && b.state != "refunded")
             .map(|b| i64::from(b.party))
             .sum(),
         room: room.into_inner(),
@@ -186,17 +190,22 @@ fn back(room: &str, form: &BookingForm, said: &str) -> HttpResponse {
     see_other(&format!("/admin/dining/{room}?date={date}&said={said}"))
 }
 
-/// A standing booking of the room: its order's code, or `None`.
-async fn standing(shop: &Shop, room: &str, hold: Uuid) -> Result<Option<String>, ShopError> {
-    let code: Option<Option<String>> = sqlx::query_scalar(
-        "select o.pickup_code from bookings b join orders o on o.id = b.order_id \
+/// A standing booking of the room: its item's code and product (the
+/// booking's time), or `None`.
+async fn standing(
+    shop: &Shop,
+    room: &str,
+    hold: Uuid,
+) -> Result<Option<(String, String)>, ShopError> {
+    Ok(sqlx::query_as(
+        "select i.code, i.product_id from bookings b join orders o on o.id = b.order_id \
+           join order_items i on i.booking = b.hold_id \
           where b.hold_id = $1 and b.room = $2 and o.state = 'paid' and b.no_show_at is null",
     )
     .bind(hold)
     .bind(room)
     .fetch_optional(&shop.pool)
-    .await?;
-    Ok(code.flatten())
+    .await?)
 }
 
 /// `POST /admin/dining/{room}/seat`: the party is here; its booking code
@@ -207,16 +216,19 @@ pub async fn seat(
     room: web::Path<String>,
     form: web::Form<BookingForm>,
 ) -> Result<HttpResponse, ShopError> {
-    let Some(code) = standing(&shop, &room, form.hold).await? else {
+    let Some((code, product)) = standing(&shop, &room, form.hold).await? else {
         return Ok(back(&room, &form, "not_standing"));
     };
+    // this booking's item alone: an older code its order's pickup shares
+    // stays the pickup's
+    let this_booking = [product];
     let redeemed = redemption::redeem(
         &shop.pool,
         &code,
         &Door {
             by: &session.staff.email,
             place: "host stand",
-            checks: None,
+            checks: Some(&this_booking),
             overrule: false,
             attempt: Uuid::new_v4(),
         },
@@ -256,7 +268,8 @@ pub async fn no_show(
            from orders o \
           where b.hold_id = $1 and b.room = $2 and o.id = b.order_id and o.state = 'paid' \
             and b.no_show_at is null \
-            and not exists (select 1 from redemptions r where r.code = o.pickup_code)",
+            and exists (select 1 from order_items i \
+                         where i.booking = b.hold_id and i.state = 'valid')",
     )
     .bind(form.hold)
     .bind(room.as_str())

@@ -10,7 +10,6 @@ use serde::Deserialize;
 use super::notices::NoticeQuery;
 use super::pages::{Nav, given, money, nav, parse_id, render, same, see_other, short};
 use super::refunds::RefundForm;
-use crate::checkout;
 use crate::checkout::OrderState;
 use crate::routes::ShopError;
 use crate::staff::Session;
@@ -186,11 +185,11 @@ pub async fn orders(
 pub(super) struct OrderPage {
     nav: Nav,
     o: views::OrderRow,
-    /// name, quantity, line total
-    lines: Vec<(String, i32, String)>,
+    /// name, quantity, units refunded, line total
+    lines: Vec<(String, i32, i32, String)>,
     /// The refund form, every unit left chosen.
     refund: RefundForm,
-    codes: Vec<views::CodeRow>,
+    items: Vec<views::ItemRow>,
     refunds: Vec<views::StaffRefundRow>,
     holds: Vec<views::HoldRow>,
     payments: Vec<views::PaymentRefRow>,
@@ -208,13 +207,13 @@ pub async fn order(
     let o = views::order(&shop.pool, id)
         .await?
         .ok_or_else(|| ShopError::not_found("no such order"))?;
-    let lines = checkout::order_lines(&shop.pool, id)
-        .await?
-        .into_iter()
+    let refundable = views::refundable_lines(&shop.pool, id).await?;
+    let lines = refundable
+        .iter()
         .map(|l| {
             // what was paid for the line, after the voucher's share
             let total = crate::money::format(l.paid_minor, &o.currency);
-            (l.name, l.qty, total)
+            (l.name.clone(), l.qty, l.refunded_qty, total)
         })
         .collect();
     let (holds, payments) = match o.hold_id {
@@ -227,8 +226,12 @@ pub async fn order(
     let page = OrderPage {
         nav: nav(&shop, &session, &notice).await?,
         jobs: views::order_jobs(&shop.pool, id).await?,
-        refund: RefundForm::whole(views::refundable_lines(&shop.pool, id).await?, &o),
-        codes: views::order_codes(&shop.pool, id).await?,
+        refund: RefundForm::whole(
+            refundable,
+            views::refundable_seats(&shop.pool, id).await?,
+            &o,
+        ),
+        items: views::order_items(&shop.pool, id).await?,
         refunds: views::staff_refunds(&shop.pool, id).await?,
         o,
         lines,

@@ -304,6 +304,11 @@ fn verdict(
                  {made_for}{whose}"
             ),
         ),
+        Outcome::Cancelled => (
+            StatusCode::CONFLICT,
+            "Cancelled".to_owned(),
+            format!("Its guest cancelled it; it admits nobody. It was for {made_for}{whose}"),
+        ),
         Outcome::NotPaid => (
             StatusCode::CONFLICT,
             "Not paid".to_owned(),

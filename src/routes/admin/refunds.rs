@@ -4,8 +4,10 @@
 //! its "Refund €40.00" refunds, and only that amount: when the numbers
 //! were changed after the review, the review comes again. The form starts
 //! from what is left to refund; with a script (`static/admin.js`) it says
-//! the amount as the numbers change. A mistake (too many units, no
-//! reason) is said on the review, with what was typed kept.
+//! the amount as the numbers change. A line of seats is refunded by its
+//! seats, each a box to tick, so staff say which seat goes back. A mistake
+//! (too many units, no reason, a seat no longer on the order) is said on
+//! the review, with what was typed kept.
 
 use actix_web::http::StatusCode;
 use actix_web::{HttpResponse, web};
@@ -16,15 +18,18 @@ use super::notices::NoticeQuery;
 use super::pages::{Nav, Plain, money, nav, parse_id, render, see_other};
 use crate::routes::ShopError;
 use crate::staff::Session;
-use crate::staff::refunds::{self, RefundOutcome, RefundRequest};
-use crate::staff::views::{self, RefundableLine};
+use crate::staff::refunds::{self, Picked, RefundOutcome, RefundRequest};
+use crate::staff::views::{self, RefundableLine, RefundableSeat};
 use crate::state::Shop;
 
 /// One line of the refund form: what is left of it and how many of its
-/// units are chosen.
+/// units are chosen; a line of seats, which seats.
 pub(super) struct RefundChoice {
     pub(super) line: RefundableLine,
     pub(super) chosen: i32,
+    /// Its seats left to refund, each with whether it is chosen; empty: a
+    /// line of units alike, chosen by number.
+    pub(super) seats: Vec<(RefundableSeat, bool)>,
 }
 
 impl RefundChoice {
@@ -40,6 +45,19 @@ impl RefundChoice {
             )
         } else {
             0
+        }
+    }
+
+    /// The line's name; a line of seats without the seats its name lists
+    /// (each is a box of its own).
+    pub(super) fn title(&self) -> &str {
+        match self.seats.is_empty() {
+            true => &self.line.name,
+            false => self
+                .line
+                .name
+                .rsplit_once(" — ")
+                .map_or(self.line.name.as_str(), |(name, _)| name),
         }
     }
 
@@ -65,13 +83,22 @@ pub(super) struct RefundForm {
 
 impl RefundForm {
     /// The order's form: every unit left chosen.
-    pub(super) fn whole(lines: Vec<RefundableLine>, o: &views::OrderRow) -> Self {
+    pub(super) fn whole(
+        lines: Vec<RefundableLine>,
+        seats: Vec<RefundableSeat>,
+        o: &views::OrderRow,
+    ) -> Self {
         Self {
             lines: lines
                 .into_iter()
                 .filter(|l| l.left() > 0)
                 .map(|line| RefundChoice {
                     chosen: line.left(),
+                    seats: seats
+                        .iter()
+                        .filter(|seat| seat.product_id == line.product_id)
+                        .map(|seat| (seat.clone(), true))
+                        .collect(),
                     line,
                 })
                 .collect(),
@@ -98,15 +125,38 @@ impl RefundForm {
         self.lines.iter().map(|c| c.line.left_minor()).sum()
     }
 
-    /// The units chosen, in words: "2 × General, 1 × VIP".
+    /// The units chosen, in words: "2 × General, 1 × VIP", a line of
+    /// seats by its seats ("Stalls: seat C-5").
     pub(super) fn chosen_words(&self) -> String {
         let words: Vec<String> = self
             .lines
             .iter()
             .filter(|c| c.chosen > 0)
-            .map(|c| format!("{} × {}", c.chosen, c.line.name))
+            .map(|c| {
+                let seats: Vec<&str> = c
+                    .seats
+                    .iter()
+                    .filter(|(_, chosen)| *chosen)
+                    .map(|(seat, _)| seat.seat.as_str())
+                    .collect();
+                match seats.as_slice() {
+                    [] => format!("{} × {}", c.chosen, c.line.name),
+                    [one] => format!("{}: seat {one}", c.title()),
+                    many => format!("{}: seats {}", c.title(), many.join(", ")),
+                }
+            })
             .collect();
         words.join(", ")
+    }
+
+    /// The seats chosen, by item id.
+    pub(super) fn chosen_seats(&self) -> Vec<i64> {
+        self.lines
+            .iter()
+            .flat_map(|c| c.seats.iter())
+            .filter(|(_, chosen)| *chosen)
+            .map(|(seat, _)| seat.id)
+            .collect()
     }
 
     /// How the page's script writes an amount: the currency's words
@@ -133,6 +183,8 @@ struct ReviewPage {
 /// The refund form's fields, as a browser sends them.
 struct Typed {
     units: Vec<(String, String)>,
+    /// The seats ticked (`item:<id>`), by item id as typed.
+    items: Vec<String>,
     reason: String,
     restock: bool,
     override_redeemed: bool,
@@ -152,6 +204,10 @@ fn typed(form: &[(String, String)]) -> Typed {
             .iter()
             .filter_map(|(n, v)| Some((n.strip_prefix("units:")?.to_owned(), v.trim().to_owned())))
             .collect(),
+        items: form
+            .iter()
+            .filter_map(|(n, _)| Some(n.strip_prefix("item:")?.to_owned()))
+            .collect(),
         reason: field("reason").unwrap_or_default(),
         restock: field("restock").is_some(),
         override_redeemed: field("override_redeemed").is_some(),
@@ -164,8 +220,13 @@ fn typed(form: &[(String, String)]) -> Typed {
 /// The form as typed, over the order's lines: the form to show again,
 /// the units as asked (for the domain, which decides for itself), what is
 /// wrong with the input itself, and what the order's lines refuse.
-fn reviewed(typed: &Typed, lines: Vec<RefundableLine>, o: &views::OrderRow) -> Reviewed {
-    let mut form = RefundForm::whole(lines, o);
+fn reviewed(
+    typed: &Typed,
+    lines: Vec<RefundableLine>,
+    seats: Vec<RefundableSeat>,
+    o: &views::OrderRow,
+) -> Reviewed {
+    let mut form = RefundForm::whole(lines, seats, o);
     form.reason = typed.reason.clone();
     form.restock = typed.restock;
     form.override_redeemed = typed.override_redeemed;
@@ -174,6 +235,9 @@ fn reviewed(typed: &Typed, lines: Vec<RefundableLine>, o: &views::OrderRow) -> R
     }
     for choice in &mut form.lines {
         choice.chosen = 0;
+        for (_, chosen) in &mut choice.seats {
+            *chosen = false;
+        }
     }
     let mut reviewed = Reviewed {
         form,
@@ -213,6 +277,28 @@ fn reviewed(typed: &Typed, lines: Vec<RefundableLine>, o: &views::OrderRow) -> R
             Some(c) => c.chosen = n.max(0),
         }
     }
+    for typed_id in &typed.items {
+        let seat = typed_id.parse::<i64>().ok().and_then(|id| {
+            reviewed
+                .form
+                .lines
+                .iter_mut()
+                .find_map(|c| c.seats.iter_mut().find(|(seat, _)| seat.id == id))
+        });
+        match seat {
+            Some((_, chosen)) => *chosen = true,
+            None => reviewed.refused.push(
+                "A seat chosen is no longer on the order to refund (it may have changed): \
+                 look at it again."
+                    .to_owned(),
+            ),
+        }
+    }
+    for choice in &mut reviewed.form.lines {
+        if !choice.seats.is_empty() {
+            choice.chosen = choice.seats.iter().filter(|(_, chosen)| *chosen).count() as i32;
+        }
+    }
     if reviewed.form.lines.is_empty() {
         reviewed
             .refused
@@ -249,12 +335,23 @@ pub async fn refund_order(
         .ok_or_else(|| ShopError::not_found("no such order"))?;
     let typed = typed(&form);
     let lines = views::refundable_lines(&shop.pool, id).await?;
+    let seats = views::refundable_seats(&shop.pool, id).await?;
     let Reviewed {
         form: refund,
         units,
         mut input,
         refused,
-    } = reviewed(&typed, lines, &o);
+    } = reviewed(&typed, lines, seats, &o);
+    let picked = Picked {
+        items: refund.chosen_seats(),
+        cancels: false,
+    };
+    // seats chosen: the lines of units say only what they add
+    let units = if picked.items.is_empty() {
+        units
+    } else {
+        units.into_iter().filter(|(_, n)| *n != 0).collect()
+    };
     let request = RefundRequest {
         order_id: id,
         units,
@@ -266,7 +363,7 @@ pub async fn refund_order(
         key: typed.key.clone(),
     };
     if input.is_empty() {
-        if request.units.is_empty() {
+        if request.units.iter().all(|(_, n)| *n == 0) && picked.items.is_empty() {
             input.push("Choose at least one unit to refund.".to_owned());
         } else if let Err(message) = refunds::check(&request) {
             input.push(refusal(&message).replace(" Nothing was changed.", ""));
@@ -280,7 +377,7 @@ pub async fn refund_order(
             Some(stated) => stated.parse::<i64>().ok() == Some(refund.chosen_minor()),
         };
         if as_reviewed {
-            return refund_now(&shop, &request).await;
+            return refund_now(&shop, &request, &picked).await;
         }
         changed = true;
         (refused, StatusCode::CONFLICT)
@@ -305,8 +402,12 @@ pub async fn refund_order(
 }
 
 /// Send the refund; the order's page says what came of it.
-async fn refund_now(shop: &Shop, request: &RefundRequest) -> Result<HttpResponse, ShopError> {
-    let notice = match refunds::refund_order(&shop.pool, request).await? {
+async fn refund_now(
+    shop: &Shop,
+    request: &RefundRequest,
+    picked: &Picked,
+) -> Result<HttpResponse, ShopError> {
+    let notice = match refunds::refund_picked(&shop.pool, request, None, picked).await? {
         RefundOutcome::Queued { whole: true, .. } => "staff_refund_whole",
         RefundOutcome::Queued { .. } => "staff_refund_queued",
         RefundOutcome::NotPaid { .. } => "refund_not_paid",

@@ -102,9 +102,15 @@ where
 #[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RefundBody {
-    /// Units per product; absent or empty: everything not refunded yet.
+    /// Units per product; absent or empty (and no `items`): everything
+    /// not refunded yet.
     #[serde(default)]
     units: Vec<RefundUnits>,
+    /// Items by id (the order's `items[].id`): these seats, that
+    /// booking; each with its units. A product is named in `units` or by
+    /// its items, not both.
+    #[serde(default)]
+    items: Vec<i64>,
     /// Why (the shopper is told): 1 to 500 characters.
     reason: String,
     /// Put the units back on sale (default true); false takes them off.
@@ -168,9 +174,14 @@ pub async fn refund(
         // the refund itself is keyed by this key's Idempotency-Key
         key: Some(format!("api-{}", &hex::encode(derived(&key, &idem))[..40])),
     };
+    let picked = refunds::Picked {
+        items: body.items,
+        cancels: false,
+    };
     refunds::check(&refund).map_err(invalid)?;
+    refunds::check_picked(&picked).map_err(invalid)?;
     once(&shop, &format!("refund {order_id}"), &key, &idem, &raw, || async {
-        let outcome = refunds::refund_order_as(&shop.pool, &refund, Some(&by)).await?;
+        let outcome = refunds::refund_picked(&shop.pool, &refund, Some(&by), &picked).await?;
         let refused = |code, message: String| Err(ApiError::new(code, message));
         match outcome {
             RefundOutcome::Queued {

@@ -9,7 +9,8 @@ use askama::Template;
 use std::collections::HashMap;
 
 use super::order_of_link;
-use crate::checkout::{self, CodeCard, IssuedCodes, OrderState};
+use crate::checkout::{self, OrderState};
+use crate::items::{self, Card, Item, Section};
 use crate::money;
 use crate::payments::EmbedRequest;
 use crate::retry::{Bound, retry};
@@ -31,10 +32,10 @@ struct OrderPage {
     total: String,
     /// What a voucher took off, in words; empty: nothing.
     discount: String,
-    /// Its codes, with their kinds' words.
-    codes: IssuedCodes,
-    /// When each used code was used.
-    used: HashMap<String, String>,
+    /// Its items, a card per code under their kinds' headings.
+    sections: Vec<Section>,
+    /// The shop's zone, for when things happen and happened.
+    zone: crate::clock::ShopZone,
     /// Staff refunded part of a paid order: how much, and why.
     refund_note: String,
     headline: String,
@@ -45,7 +46,8 @@ struct OrderPage {
     currency: String,
     /// The order's link, for "add to calendar" and the printable tickets.
     token: String,
-    /// Some line goes in a calendar (an event, a pickup slot).
+    /// Some item that still admits goes in a calendar (an event, a pickup
+    /// slot, a table).
     has_calendar: bool,
     /// Each line's picture, by product id.
     pictures: HashMap<String, String>,
@@ -66,17 +68,65 @@ pub struct OrderQuery {
 }
 
 impl OrderPage {
-    /// When a code was used; empty: not yet.
-    fn used(&self, card: &CodeCard) -> &str {
-        self.used.get(&card.code).map_or("", String::as_str)
+    /// A card's state in words, once it admits nobody: "Collected Mon 7
+    /// Dec 12:34 CET", "Cancelled: this code admits nobody".
+    fn card_state(&self, card: &Card) -> String {
+        let words = card
+            .items
+            .iter()
+            .find(|item| item.state == card.state())
+            .map(|item| item.state_words(self.zone))
+            .unwrap_or_default();
+        if card.state().is_void() {
+            format!("{words}: this code admits nobody")
+        } else {
+            words
+        }
+    }
+
+    /// An item's state in words beside it, when it differs from its
+    /// card's (one of two boxes refunded); empty otherwise.
+    fn item_state(&self, card: &Card, item: &Item) -> String {
+        if item.state == card.state() {
+            String::new()
+        } else {
+            item.state_words(self.zone)
+        }
+    }
+
+    /// When and where an item happens; empty: its name says it all.
+    fn item_occasion(&self, item: &Item) -> String {
+        item.occasion(self.zone)
+    }
+
+    /// The card goes in a calendar: it still admits, and its kind sends
+    /// one for a time it has.
+    fn card_calendar(&self, card: &Card) -> bool {
+        card.is_live()
+            && card
+                .items
+                .iter()
+                .any(|item| item.kind.has_calendar() && item.starts_at.is_some())
+    }
+
+    /// The guest may cancel this card's booking now.
+    fn card_cancel(&self, card: &Card) -> bool {
+        self.can_cancel && card.is_live() && card.items.iter().any(|item| item.booking.is_some())
+    }
+
+    /// The card's code in a query string.
+    fn card_query(&self, card: &Card) -> String {
+        form_urlencoded::Serializer::new(String::new())
+            .append_pair("code", &card.code)
+            .finish()
     }
 
     /// A code's QR image, inline (`data:`, which the pages' policy
     /// allows): the same image the mail carries. Empty for a code that
     /// admits nobody any more, or if it cannot be drawn.
-    fn qr(&self, card: &CodeCard) -> String {
+    fn qr(&self, card: &Card) -> String {
         use base64::Engine;
-        if card.refunded || !self.used(card).is_empty() {
+        if !card.is_live() {
             return String::new();
         }
         match crate::qr::png(&card.code) {
@@ -123,15 +173,8 @@ pub async fn order_page(
         crate::images::pictures_of(&shop.pool, &product_ids, crate::images::THUMB_WIDTH)
     })
     .await?;
-    let used = retry("order_read", Bound::Shopper, || {
-        crate::redemption::redeemed_codes(&shop.pool, order.id)
-    })
-    .await?
-    .into_iter()
-    .map(|(code, at)| (code, shop.zone.minute(at)))
-    .collect();
-    let codes = retry("order_read", Bound::Shopper, || {
-        checkout::issued_codes(&shop.pool, order.id, order.pickup_code.as_deref())
+    let order_items = retry("order_read", Bound::Shopper, || {
+        items::of_order(&shop.pool, order.id)
     })
     .await?;
     // what staff refunded, and why (the latest reason)
@@ -200,11 +243,9 @@ pub async fn order_page(
     };
     // the link shows only where there is a file behind it
     let has_calendar = order.state == OrderState::Paid
-        && retry("order_read", Bound::Shopper, || {
-            crate::worker::mail::calendar_file(&shop.pool, order.id, shop.zone, &shop.base_url)
-        })
-        .await?
-        .is_some();
+        && order_items.iter().any(|item| {
+            item.state.is_live() && item.kind.has_calendar() && item.starts_at.is_some()
+        });
     let page = OrderPage {
         pictures,
         basket_count: 0,
@@ -219,8 +260,8 @@ pub async fn order_page(
             order.discount_minor,
             &order.currency,
         ),
-        codes,
-        used,
+        sections: items::sections(&order_items),
+        zone: shop.zone,
         refund_note,
         headline: headline.into(),
         explanation: explanation.into(),
@@ -247,19 +288,47 @@ pub async fn order_page(
     Ok(response)
 }
 
-/// `GET /orders/{token}/calendar.ics`: the calendar file the mail
-/// attaches, for a paid order with a line that goes in a calendar.
+/// The calendar link's query: one code's items (`?code=`), or all.
+#[derive(serde::Deserialize)]
+pub struct CalendarQuery {
+    #[serde(default)]
+    code: Option<String>,
+}
+
+/// `GET /orders/{token}/calendar.ics[?code=]`: the calendar file the mail
+/// attaches (or one code's part of it), for a paid order with an item that
+/// still admits and goes in a calendar.
 pub async fn calendar(
     shop: web::Data<Shop>,
     token: web::Path<String>,
+    query: web::Query<CalendarQuery>,
 ) -> Result<HttpResponse, ShopError> {
     let order = order_of_link(&shop, &token).await?;
     let none = || ShopError::not_found("this order has nothing for a calendar");
     if order.state != OrderState::Paid {
         return Err(none());
     }
+    let code = query
+        .code
+        .as_deref()
+        .map(crate::redemption::normalise)
+        .filter(|code| !code.is_empty());
+    if code
+        .as_ref()
+        .is_some_and(|code| code.chars().count() > crate::redemption::MAX_CODE_CHARS)
+    {
+        return Err(ShopError::bad_request(
+            "that is not one of this order's codes",
+        ));
+    }
     let file = retry("order_read", Bound::Shopper, || {
-        crate::worker::mail::calendar_file(&shop.pool, order.id, shop.zone, &shop.base_url)
+        crate::worker::mail::calendar_file(
+            &shop.pool,
+            order.id,
+            shop.zone,
+            &shop.base_url,
+            code.as_deref(),
+        )
     })
     .await?
     .ok_or_else(none)?;

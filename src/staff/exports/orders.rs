@@ -38,7 +38,8 @@ struct OrderLine {
     refunded_minor: i64,
     provider: String,
     payment_ref: Option<String>,
-    pickup_code: Option<String>,
+    /// Its items' codes (each once), those refunded or cancelled left out.
+    codes: Option<String>,
 }
 
 impl OrderLine {
@@ -90,7 +91,7 @@ impl CsvRow for OrderLine {
         "refunded",
         "provider",
         "payment_ref",
-        "pickup_code",
+        "codes",
     ];
 
     fn cells(&self, zone: ShopZone) -> Vec<String> {
@@ -119,7 +120,7 @@ impl CsvRow for OrderLine {
             money(self.refunded_minor),
             self.provider.clone(),
             self.payment_ref.clone().unwrap_or_default(),
-            self.pickup_code.clone().unwrap_or_default(),
+            self.codes.clone().unwrap_or_default(),
         ]
     }
 }
@@ -132,7 +133,9 @@ impl CsvRow for OrderLine {
 const ORDERS_SQL: &str = "-- holdfast export: orders
 select o.id, o.created_at, o.paid_at, o.state, o.flag, o.customer_name, o.customer_email,
        l.line_qtys, l.line_names, l.line_paid, l.units_refunded, o.currency, l.subtotal_minor,
-       o.voucher_code, l.paid_minor, o.refunded_minor, o.provider, o.payment_ref, o.pickup_code
+       o.voucher_code, l.paid_minor, o.refunded_minor, o.provider, o.payment_ref,
+       (select string_agg(distinct i.code, ' ') from order_items i
+         where i.order_id = o.id and i.state in ('valid', 'used')) as codes
   from orders o
  cross join lateral (
         select array_agg(ol.qty order by ol.name, ol.product_id) as line_qtys,

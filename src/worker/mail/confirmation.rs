@@ -1,8 +1,10 @@
 //! A paid order's confirmation: what was bought and when (in the shop's
-//! zone), every code with its QR code inline (PNG, `cid:`) and the words
-//! its kind says around it, the order link, and a calendar file with an
-//! entry for every line whose kind sends one (a pickup slot, an event's
-//! tickets), its times in UTC so every calendar shows the reader's hour.
+//! zone), every code with its QR code inline (PNG, `cid:`), what it is for
+//! and the words its kind says around it ([`crate::items`]), the order
+//! link, and a calendar file with an entry for every item whose kind sends
+//! one (a pickup slot, an event's tickets, a table), its times in UTC so
+//! every calendar shows the reader's hour. Items refunded or cancelled
+//! carry no code and no calendar entry.
 
 use askama::Template;
 use chrono::{DateTime, Utc};
@@ -13,8 +15,8 @@ use sqlx::PgPool;
 use uuid::Uuid;
 
 use super::{MailError, Mailer, render, text};
-use crate::catalogue::{CalendarEntry, Code, ProductKind};
-use crate::checkout::{IssuedCodes, issued_codes};
+use crate::catalogue::{CalendarEntry, Sharing};
+use crate::items::{self, Item, Section};
 use crate::money;
 
 /// What a confirmation says.
@@ -33,8 +35,8 @@ pub(super) struct Confirmation {
     lines: Vec<Line>,
     /// When and where each line happens, by product id.
     occasions: std::collections::HashMap<String, String>,
-    /// Its codes, refunded units' left out.
-    codes: IssuedCodes,
+    /// Its items that still admit.
+    items: Vec<Item>,
     /// The shop's logo as the mail carries it (inline, never remote).
     logo: Option<crate::images::Variant>,
 }
@@ -45,11 +47,6 @@ struct Line {
     product_id: String,
     name: String,
     qty: i32,
-    kind: ProductKind,
-    starts_at: Option<DateTime<Utc>>,
-    ends_at: Option<DateTime<Utc>>,
-    /// Its event's venue (empty: not said).
-    venue: String,
 }
 
 /// What the confirmation's parts show.
@@ -63,7 +60,8 @@ pub(super) struct ConfirmationMail {
     pub(super) free: bool,
     pub(super) discount: String,
     pub(super) lines: Vec<MailLine>,
-    pub(super) codes: IssuedCodes,
+    /// Its codes under their kinds' headings.
+    pub(super) sections: Vec<Section>,
     /// Every code with its QR image's content id.
     pub(super) qr: Vec<MailCode>,
     pub(super) link: String,
@@ -96,6 +94,8 @@ pub(super) struct MailLine {
 pub(super) struct MailCode {
     pub(super) label: String,
     pub(super) code: String,
+    /// What it is for: its items.
+    pub(super) what: String,
     pub(super) cid: String,
 }
 
@@ -113,12 +113,11 @@ impl Confirmation {
             token: String,
             amount_minor: i64,
             currency: String,
-            pickup_code: Option<String>,
             voucher_code: Option<String>,
             discount_minor: i64,
         }
         let order: Option<OrderRow> = sqlx::query_as(
-            "select number, customer_name, customer_email, token, amount_minor, currency, pickup_code, \
+            "select number, customer_name, customer_email, token, amount_minor, currency, \
                     voucher_code, discount_minor \
                from orders where id = $1",
         )
@@ -129,20 +128,19 @@ impl Confirmation {
             return Ok(None);
         };
         let lines = sqlx::query_as(
-            "select l.product_id, l.name, l.qty, p.kind, p.starts_at, \
-                    coalesce(b.ends_at, p.ends_at) as ends_at, c.venue \
+            "select l.product_id, l.name, l.qty \
                from order_lines l join products p on p.id = l.product_id \
-               join collections c on c.id = p.collection \
-               left join bookings b on b.order_id = l.order_id and b.product_id = l.product_id \
               where l.order_id = $1 order by p.starts_at nulls last, l.name",
         )
         .bind(order_id)
         .fetch_all(pool)
         .await?;
         let occasions = crate::checkout::line_occasions(pool, order_id, zone).await?;
-        let codes = issued_codes(pool, order_id, order.pickup_code.as_deref())
+        let items = items::of_order(pool, order_id)
             .await?
-            .valid();
+            .into_iter()
+            .filter(|item| item.state.is_live())
+            .collect();
         let logo = match crate::storefront::Storefront::read(pool).await?.logo_id {
             Some(id) => crate::images::variant(pool, &id, crate::images::LOGO_WIDTH as i32).await?,
             None => None,
@@ -163,7 +161,7 @@ impl Confirmation {
             ),
             lines,
             occasions,
-            codes,
+            items,
         }))
     }
 
@@ -171,13 +169,15 @@ impl Confirmation {
         let link = format!("{}/orders/{}", mailer.base_url, self.token);
         let shop = mailer.storefronts.last();
         // every code, with its QR image's content id
-        let qr: Vec<MailCode> = self
-            .codes
-            .cards()
+        let sections = items::sections(&self.items);
+        let qr: Vec<MailCode> = sections
+            .iter()
+            .flat_map(|section| section.cards.iter())
             .enumerate()
             .map(|(i, card)| MailCode {
-                label: card.label.clone(),
+                label: card.words.label.to_owned(),
                 code: card.code.clone(),
+                what: card.what(),
                 cid: format!("qr-{i}"),
             })
             .collect();
@@ -201,7 +201,7 @@ impl Confirmation {
                         .unwrap_or_default(),
                 })
                 .collect(),
-            codes: self.codes.clone(),
+            sections,
             qr,
             link: link.clone(),
             shop_name: shop.name.clone(),
@@ -232,11 +232,10 @@ impl Confirmation {
             .singlepart(SinglePart::plain(text))
             .multipart(related);
         let mut mixed = MultiPart::mixed().multipart(body);
-        let entries = self.calendar_entries();
-        if !entries.is_empty() {
+        if let Some(file) = self.calendar_file(&mailer.base_url, None) {
             mixed = mixed.singlepart(
                 Attachment::new("calendar.ics".into()).body(
-                    calendar(self.id, &entries, &link),
+                    file,
                     ContentType::parse("text/calendar; charset=utf-8; method=PUBLISH")
                         .expect("a MIME type"),
                 ),
@@ -250,33 +249,58 @@ impl Confirmation {
     }
 
     /// The calendar file the mail attaches, for the order page's "add to
-    /// calendar" link; `None` when no line sends one.
-    pub(super) fn calendar_file(&self, base_url: &str) -> Option<String> {
-        let entries = self.calendar_entries();
+    /// calendar" links (all of the order's, or one code's); `None` when no
+    /// item of it sends one.
+    pub(super) fn calendar_file(&self, base_url: &str, code: Option<&str>) -> Option<String> {
+        let entries: Vec<CalendarEntry> = self
+            .calendar_entries()
+            .into_iter()
+            .filter(|(codes, _)| code.is_none_or(|code| codes.iter().any(|c| c == code)))
+            .map(|(_, entry)| entry)
+            .collect();
         let link = format!("{base_url}/orders/{}", self.token);
         (!entries.is_empty()).then(|| calendar(self.id, &entries, &link))
     }
 
-    /// An entry for every line whose kind sends a calendar file, with the
-    /// codes it carries.
-    fn calendar_entries(&self) -> Vec<CalendarEntry> {
-        self.lines
-            .iter()
-            .filter_map(|line| {
-                let codes: Vec<&str> = self
-                    .codes
-                    .cards()
-                    .filter(|card| match card.words.code {
-                        Code::PerOrder => line.kind.code() == Some(Code::PerOrder),
-                        Code::PerUnit => card.product_id.as_deref() == Some(&line.product_id),
-                    })
-                    .map(|card| card.code.as_str())
+    /// An entry for each product whose kind sends a calendar file, from its
+    /// items that still admit (a booking's own stay), with their codes.
+    fn calendar_entries(&self) -> Vec<(Vec<String>, CalendarEntry)> {
+        let mut products: Vec<&str> = Vec::new();
+        for item in &self.items {
+            if !products.contains(&item.product_id.as_str()) {
+                products.push(&item.product_id);
+            }
+        }
+        products
+            .into_iter()
+            .filter_map(|product| {
+                let of: Vec<&Item> = self
+                    .items
+                    .iter()
+                    .filter(|item| item.product_id == product)
                     .collect();
-                let mut entry =
-                    line.kind
-                        .calendar_entry(&line.name, line.starts_at, line.ends_at, &codes)?;
-                entry.location = line.venue.clone();
-                Some(entry)
+                let first = of.first()?;
+                let mut codes: Vec<String> = of.iter().map(|item| item.code.clone()).collect();
+                codes.dedup();
+                let code_refs: Vec<&str> = codes.iter().map(String::as_str).collect();
+                // a unit's own code: the line's name, once for all of them,
+                // with the seats that still admit
+                let seats: Vec<&str> = of.iter().filter_map(|item| item.seat.as_deref()).collect();
+                let summary = match first.words().map(|words| words.sharing) {
+                    Some(Sharing::EachUnit) if seats.is_empty() => first.line_name.clone(),
+                    Some(Sharing::EachUnit) => {
+                        format!("{} — {}", first.line_name, seats.join(", "))
+                    }
+                    _ => first.what(),
+                };
+                let mut entry = first.kind.calendar_entry(
+                    &summary,
+                    first.starts_at,
+                    first.ends_at,
+                    &code_refs,
+                )?;
+                entry.location = first.venue.clone();
+                Some((codes, entry))
             })
             .collect()
     }
@@ -327,17 +351,28 @@ fn ics_text(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::catalogue::CodeWords;
-    use crate::checkout::{CodeCard, CodeGroup};
+    use crate::catalogue::ProductKind;
+    use crate::items::ItemState;
 
-    fn card(code: &str, label: &str, kind: ProductKind, product: Option<&str>) -> CodeCard {
-        let words: &'static CodeWords = kind.code_words().expect("a kind with a code");
-        CodeCard {
+    fn item(code: &str, name: &str, kind: ProductKind, units: i32) -> Item {
+        Item {
+            id: 1,
             code: code.into(),
-            label: label.into(),
-            product_id: product.map(str::to_owned),
-            words,
-            refunded: false,
+            order_id: Uuid::nil(),
+            product_id: name.to_lowercase(),
+            kind,
+            state: ItemState::Valid,
+            state_at: None,
+            line_name: name.into(),
+            seat: None,
+            line_qty: units,
+            line_refunded: 0,
+            collection_title: String::new(),
+            venue: String::new(),
+            starts_at: None,
+            ends_at: None,
+            doors_at: None,
+            booking: None,
         }
     }
 
@@ -348,12 +383,20 @@ mod tests {
 
     #[test]
     fn the_templates_escape_the_html_part_and_keep_the_text_part_plain() {
-        let ticket = card(
-            "TKT-AAAA-BBBB",
-            "Harbour Lights — General",
-            ProductKind::Ticket,
-            Some("harbour-lights-general"),
-        );
+        let items = [
+            item(
+                "PCK234",
+                "Sourdough, pickup 12:30",
+                ProductKind::PickupSlot,
+                1,
+            ),
+            item(
+                "TKT-AAAA-BBBB",
+                "Harbour Lights — General",
+                ProductKind::Ticket,
+                2,
+            ),
+        ];
         let mail = ConfirmationMail {
             number: "7F3A-91C2-E4B0".into(),
             name: "<Ada & \"Bo\">".into(),
@@ -372,21 +415,11 @@ mod tests {
                     when: String::new(),
                 },
             ],
-            codes: IssuedCodes {
-                order: Some(card(
-                    "PCK-1234",
-                    "Pickup code",
-                    ProductKind::PickupSlot,
-                    None,
-                )),
-                units: vec![CodeGroup {
-                    heading: "Your tickets",
-                    cards: vec![ticket],
-                }],
-            },
+            sections: items::sections(&items),
             qr: vec![MailCode {
                 label: "Pickup code".into(),
-                code: "PCK-1234".into(),
+                code: "PCK234".into(),
+                what: "Sourdough, pickup 12:30".into(),
                 cid: "qr-pickup".into(),
             }],
             link: "https://shop.example/orders/abc?x=1&y=2".into(),
@@ -410,6 +443,7 @@ mod tests {
             "{html}"
         );
         assert!(html.contains("<img src=\"cid:qr-pickup\""), "{html}");
+        assert!(html.contains(">For Sourdough, pickup 12:30</p>"), "{html}");
         // in the shop's name and colour, and no image from elsewhere
         assert!(
             html.contains("<span style=\"vertical-align:middle;\">Harbour &#60;Market&#62;</span>"),
@@ -421,8 +455,8 @@ mod tests {
         let expected = "Thank you, <Ada & \"Bo\">.\r\n\r\nYour order 7F3A-91C2-E4B0 is paid: €28.00.\r\nVoucher <FANS>: €2.00 off.\r\n\r\n\
                         - Harbour Lights — General × 2, Friday 20 March, 19:30 CET\r\n\
                         - Sourdough, pickup 12:30 × 1\r\n\r\n\
-                        Pickup code: PCK-1234 (say it at the counter)\r\n\r\n\
-                        Your tickets:\r\n  TKT-AAAA-BBBB  Harbour Lights — General\r\n\r\n\
+                        Your pickup:\r\n  PCK234  Sourdough, pickup 12:30 (say it at the counter)\r\n\r\n\
+                        Your tickets:\r\n  TKT-AAAA-BBBB  Harbour Lights — General (show it at the door)\r\n\r\n\
                         Your order, any time: https://shop.example/orders/abc?x=1&y=2\r\n";
         assert_eq!(text, expected);
     }

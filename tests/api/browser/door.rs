@@ -29,12 +29,16 @@ async fn the_door_checks_one_event_and_a_scanner_needs_no_click_on_a_phone_and_a
             &[("harbour-lights-general", 1), (slot.as_str(), 1)],
         )
         .await;
-        let ticket: String = sqlx::query_scalar("select code from order_codes where order_id = $1")
-            .bind(order.id)
-            .fetch_one(&app.db.pool)
+        let ticket: String = sqlx::query_scalar(
+            "select code from order_items where order_id = $1 and code like 'TKT-%'",
+        )
+        .bind(order.id)
+        .fetch_one(&app.db.pool)
+        .await
+        .unwrap();
+        let pickup = crate::item_code(&app.db.pool, order.id, "pickup_slot")
             .await
             .unwrap();
-        let pickup = order.pickup_code.clone().unwrap();
         staff.client.set_window_size(width, height).await.unwrap();
         let clean = |page: &str, violations: Vec<String>| {
             assert!(violations.is_empty(), "{page} ({size}): {violations:#?}");

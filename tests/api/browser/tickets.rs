@@ -77,7 +77,10 @@ async fn a_ticket_says_its_event_on_the_catalogue_basket_and_order_page_on_a_pho
         wide("order page").await;
         let violations = shopper.axe_violations().await;
         assert!(violations.is_empty(), "order page: {violations:#?}");
-        assert_eq!(shopper.text(".order-links a").await, "Add to calendar");
+        assert_eq!(
+            shopper.text(".order-links a").await,
+            "Add everything to your calendar"
+        );
         // on paper: the tickets with their QR codes, no menus or links
         let session = shopper.client.session_id().await.unwrap().unwrap();
         let media = |media: &'static str| {

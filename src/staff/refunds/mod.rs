@@ -1,13 +1,18 @@
-//! Staff refunds of paid orders: the whole order or some of its units, with
-//! a reason. In one transaction, under the order's lock: the units are
-//! given back to the engine (on sale again, or off sale when staff say
-//! so), the codes of refunded tickets stop being redeemable, the amount is
+//! Staff refunds of paid orders: the whole order, some of its units, or the
+//! items staff name (these seats, that booking), with a reason. In one
+//! transaction, under the order's lock: the units are given back to the
+//! engine (on sale again, or off sale when staff say so), the items they
+//! stop are refunded (or cancelled, when their guest cancels) and admit
+//! nobody ([`items`]), the amount is
 //! added to what the order has had refunded (which the database keeps at
 //! or under what was paid), the refund is recorded and its outbox job
 //! queued. The worker then asks the provider for that amount.
 //!
 //! A unit whose code was redeemed is refunded only with an override, and
 //! the override is recorded.
+
+mod checks;
+mod items;
 
 use serde::Serialize;
 use serde_json::json;
@@ -17,10 +22,14 @@ use uuid::Uuid;
 use super::StaffMember;
 use crate::audit::{self, Actor};
 
-use crate::catalogue::{Code, ProductKind};
+use crate::catalogue::ProductKind;
+use crate::items::ItemState;
+
 use crate::checkout::OrderState;
 use crate::checkout::outbox::{self, OutboxJob, RefundJob};
 use crate::payments::ProviderKind;
+pub use checks::{check, check_picked};
+pub use items::MAX_ITEMS;
 
 /// Longest reason kept.
 pub const MAX_REASON_CHARS: usize = 500;
@@ -45,6 +54,15 @@ pub struct RefundRequest {
     /// The form's (or command's) one-time key: the same key again is the
     /// same refund, answered again, never a second one.
     pub key: Option<String>,
+}
+
+/// Which items a refund names (none: as its units say), and whether their
+/// guest cancels them (a booking before its cut-off: the items are
+/// cancelled, not refunded).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Picked {
+    pub items: Vec<i64>,
+    pub cancels: bool,
 }
 
 /// What a refund came to.
@@ -92,42 +110,6 @@ pub async fn latest(pool: &PgPool, order_id: Uuid) -> sqlx::Result<Option<(Strin
     .bind(order_id)
     .fetch_optional(pool)
     .await
-}
-
-/// Bad input, said before anything is read.
-pub fn check(request: &RefundRequest) -> Result<(), String> {
-    let reason = request.reason.trim();
-    if reason.is_empty() {
-        return Err("say why the order is refunded (the shopper is told)".into());
-    }
-    if reason.chars().count() > MAX_REASON_CHARS {
-        return Err(format!(
-            "the reason is at most {MAX_REASON_CHARS} characters"
-        ));
-    }
-    if request.units.iter().any(|(_, n)| *n < 0) {
-        return Err("units to refund cannot be negative".into());
-    }
-    let mut products: Vec<&str> = request.units.iter().map(|(p, _)| p.as_str()).collect();
-    products.sort();
-    let named = products.len();
-    products.dedup();
-    if products.len() != named {
-        return Err("name each product once".into());
-    }
-    if !request.units.is_empty() && request.units.iter().all(|(_, n)| *n == 0) {
-        return Err("choose at least one unit to refund".into());
-    }
-    let key_shaped = |key: &str| {
-        (16..=64).contains(&key.len())
-            && key
-                .bytes()
-                .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
-    };
-    if request.key.as_deref().is_some_and(|key| !key_shaped(key)) {
-        return Err("the refund form is out of date; reload the order and try again".into());
-    }
-    Ok(())
 }
 
 #[derive(sqlx::FromRow)]
@@ -185,14 +167,26 @@ pub async fn refund_order_as(
     request: &RefundRequest,
     operator: Option<&str>,
 ) -> super::Result<RefundOutcome> {
+    refund_picked(pool, request, operator, &Picked::default()).await
+}
+
+/// [`refund_order_as`], of the items staff named (`picked.items`): each
+/// item's units, and its code stopped whatever else its line holds.
+pub async fn refund_picked(
+    pool: &PgPool,
+    request: &RefundRequest,
+    operator: Option<&str>,
+    picked: &Picked,
+) -> super::Result<RefundOutcome> {
     check(request).map_err(super::StaffError::InvalidInput)?;
+    check_picked(picked).map_err(super::StaffError::InvalidInput)?;
     let actor = match (&request.staff, operator) {
         (Some(staff), _) => Some(Actor::from(staff)),
         (None, Some(operator)) => Some(Actor::Operator(operator)),
         (None, None) => None,
     };
     let mut tx = pool.begin().await?;
-    let outcome = refund_in(&mut tx, request).await?;
+    let outcome = refund_in(&mut tx, request, picked).await?;
     if let Some(actor) = actor {
         audit::record(
             &mut tx,
@@ -200,7 +194,7 @@ pub async fn refund_order_as(
             "refund_order",
             &request.order_id.to_string(),
             outcome.as_str(),
-            refund_detail(request, &outcome),
+            refund_detail(request, picked, &outcome),
         )
         .await?;
     }
@@ -218,10 +212,15 @@ pub async fn refund_order_as(
 
 /// What Activity keeps of a refund: what was asked, and what was given
 /// back when it was done.
-fn refund_detail(request: &RefundRequest, outcome: &RefundOutcome) -> serde_json::Value {
+fn refund_detail(
+    request: &RefundRequest,
+    picked: &Picked,
+    outcome: &RefundOutcome,
+) -> serde_json::Value {
     let mut detail = json!({
         "reason": request.reason.trim(),
         "units": request.units,
+        "items": picked.items,
         "restock": request.restock,
         "override_redeemed": request.override_redeemed,
     });
@@ -240,6 +239,7 @@ fn refund_detail(request: &RefundRequest, outcome: &RefundOutcome) -> serde_json
 pub(super) async fn refund_in(
     tx: &mut Transaction<'_, Postgres>,
     request: &RefundRequest,
+    picked: &Picked,
 ) -> super::Result<RefundOutcome> {
     // lock: the order (a redemption holds it shared; the confirm routine
     // and refund news hold it too)
@@ -271,11 +271,29 @@ pub(super) async fn refund_in(
     .bind(request.order_id)
     .fetch_all(&mut **tx)
     .await?;
-    let wanted = match units_wanted(request, &lines) {
+    let standing = items::standing(tx, request.order_id).await?;
+    let mut units = request.units.clone();
+    if !picked.items.is_empty() {
+        let chosen = match items::units_of_chosen(&picked.items, &standing, &lines) {
+            Ok(units) => units,
+            Err(refused) => return Ok(refused),
+        };
+        // a product is named by its units or by its items, not both
+        if let Some((product, _)) = chosen
+            .iter()
+            .find(|(p, _)| units.iter().any(|(q, _)| q == p))
+        {
+            return Err(super::StaffError::InvalidInput(format!(
+                "{product} is named by its units and by its items: name it one way"
+            )));
+        }
+        units.extend(chosen);
+    }
+    let wanted = match units_wanted(&units, &lines) {
         Ok(wanted) => wanted,
         Err(refused) => return Ok(refused),
     };
-    let (stopped, redeemed) = codes_to_stop(tx, request.order_id, &wanted).await?;
+    let (stopped, redeemed) = items::to_stop(&wanted, &standing, &picked.items);
     if !redeemed.is_empty() && !request.override_redeemed {
         return Ok(RefundOutcome::Redeemed { codes: redeemed });
     }
@@ -297,11 +315,12 @@ pub(super) async fn refund_in(
         request,
         wanted,
         stopped,
+        cancels: picked.cancels,
         overridden: !redeemed.is_empty(),
         whole,
         amount_minor,
     };
-    refund.mark_lines_and_codes(tx).await?;
+    refund.mark_lines_and_items(tx).await?;
     refund.give_back_units(tx, purchase).await?;
     let refund_id = refund.record(tx, &order, payment_ref).await?;
     tracing::info!(
@@ -383,10 +402,10 @@ async fn made_before(
 /// How many units of each line the request refunds (every unit left, when
 /// it names none), or why it cannot.
 fn units_wanted<'a>(
-    request: &RefundRequest,
+    units: &[(String, i32)],
     lines: &'a [Line],
 ) -> Result<Vec<(&'a Line, i32)>, RefundOutcome> {
-    for (product, _) in &request.units {
+    for (product, _) in units {
         if !lines.iter().any(|l| &l.product_id == product) {
             return Err(RefundOutcome::NotInOrder {
                 product_id: product.clone(),
@@ -396,11 +415,10 @@ fn units_wanted<'a>(
     let mut wanted: Vec<(&Line, i32)> = Vec::new();
     for line in lines {
         let left = line.qty - line.refunded_qty;
-        let asked = if request.units.is_empty() {
+        let asked = if units.is_empty() {
             left
         } else {
-            request
-                .units
+            units
                 .iter()
                 .find(|(p, _)| p == &line.product_id)
                 .map_or(0, |(_, n)| *n)
@@ -422,73 +440,16 @@ fn units_wanted<'a>(
     Ok(wanted)
 }
 
-/// Per line refunded, the ticket codes that stop admitting (unredeemed
-/// ones first; a pickup code covers the order's slots and stops with the
-/// order), and the codes among them already used.
-async fn codes_to_stop<'a>(
-    tx: &mut Transaction<'_, Postgres>,
-    order_id: Uuid,
-    wanted: &[(&'a Line, i32)],
-) -> sqlx::Result<(Vec<(&'a str, Vec<String>)>, Vec<String>)> {
-    #[derive(sqlx::FromRow)]
-    struct Ticket {
-        code: String,
-        redeemed: bool,
-    }
-    let pickup_redeemed: bool = sqlx::query_scalar(
-        "select exists (select 1 from redemptions r join orders o on o.pickup_code = r.code \
-                         where o.id = $1)",
-    )
-    .bind(order_id)
-    .fetch_one(&mut **tx)
-    .await?;
-    let mut redeemed: Vec<String> = Vec::new();
-    let mut stopped: Vec<(&str, Vec<String>)> = Vec::new();
-    for (line, n) in wanted {
-        match line.kind.code() {
-            Some(Code::PerUnit) => {
-                let tickets: Vec<Ticket> = sqlx::query_as(
-                    "select c.code, r.code is not null as redeemed from order_codes c \
-                       left join redemptions r on r.code = c.code \
-                      where c.order_id = $1 and c.product_id = $2 and c.refunded_at is null \
-                      order by r.code is not null, c.code limit $3",
-                )
-                .bind(order_id)
-                .bind(&line.product_id)
-                .bind(i64::from(*n))
-                .fetch_all(&mut **tx)
-                .await?;
-                redeemed.extend(
-                    tickets
-                        .iter()
-                        .filter(|t| t.redeemed)
-                        .map(|t| t.code.clone()),
-                );
-                stopped.push((
-                    line.product_id.as_str(),
-                    tickets.into_iter().map(|t| t.code).collect(),
-                ));
-            }
-            Some(Code::PerOrder) if pickup_redeemed => {
-                if !redeemed.iter().any(|c| c == "the pickup code") {
-                    redeemed.push("the pickup code".to_owned());
-                }
-                stopped.push((line.product_id.as_str(), Vec::new()));
-            }
-            Some(Code::PerOrder) | None => stopped.push((line.product_id.as_str(), Vec::new())),
-        }
-    }
-    Ok((stopped, redeemed))
-}
-
 /// A refund decided: what it gives back, written in the order's
 /// transaction.
 struct Refund<'a> {
     request: &'a RefundRequest,
     /// Units per line.
     wanted: Vec<(&'a Line, i32)>,
-    /// Per line, the codes that stop admitting.
-    stopped: Vec<(&'a str, Vec<String>)>,
+    /// Per line, the items that stop admitting.
+    stopped: Vec<(&'a str, Vec<items::Standing>)>,
+    /// Their guest cancels them: cancelled, not refunded.
+    cancels: bool,
     /// Used codes are refunded, with the override.
     overridden: bool,
     /// Nothing of the order is left unrefunded.
@@ -497,8 +458,16 @@ struct Refund<'a> {
 }
 
 impl Refund<'_> {
-    /// The lines count the units refunded; refunded tickets' codes stop.
-    async fn mark_lines_and_codes(&self, tx: &mut Transaction<'_, Postgres>) -> sqlx::Result<()> {
+    /// Every item stopped, by id.
+    fn stopped_ids(&self) -> Vec<i64> {
+        self.stopped
+            .iter()
+            .flat_map(|(_, items)| items.iter().map(|item| item.id))
+            .collect()
+    }
+
+    /// The lines count the units refunded; the stopped items leave.
+    async fn mark_lines_and_items(&self, tx: &mut Transaction<'_, Postgres>) -> sqlx::Result<()> {
         for (line, n) in &self.wanted {
             sqlx::query(
                 "update order_lines set refunded_qty = refunded_qty + $3 \
@@ -510,13 +479,12 @@ impl Refund<'_> {
             .execute(&mut **tx)
             .await?;
         }
-        for (_, codes) in &self.stopped {
-            sqlx::query("update order_codes set refunded_at = now() where code = any($1)")
-                .bind(codes)
-                .execute(&mut **tx)
-                .await?;
-        }
-        Ok(())
+        let to = if self.cancels {
+            ItemState::Cancelled
+        } else {
+            ItemState::Refunded
+        };
+        items::mark(tx, &self.stopped_ids(), to).await
     }
 
     /// The engine, resource by resource: the units leave `sold` (back on
@@ -570,14 +538,9 @@ impl Refund<'_> {
             .bind(&resources)
             .execute(&mut **tx)
             .await?;
-        // the stopped tickets' seats come back before their units do
-        let stopped: Vec<&str> = self
-            .stopped
-            .iter()
-            .flat_map(|(_, c)| c.iter())
-            .map(String::as_str)
-            .collect();
-        crate::catalogue::seating::give_back(tx, purchase, &stopped, request.restock).await?;
+        // the stopped items' seats come back before their units do
+        crate::catalogue::seating::give_back(tx, purchase, &self.stopped_ids(), request.restock)
+            .await?;
         walk.sort_by(|a, b| a.0.cmp(b.0));
         let actor = format!("refund:{}", request.by);
         for (resource, n, restock) in walk {
@@ -648,8 +611,14 @@ impl Refund<'_> {
             .wanted
             .iter()
             .zip(&self.stopped)
-            .map(|((line, n), (_, codes))| {
-                json!({ "product_id": line.product_id, "qty": n, "codes": codes })
+            .map(|((line, n), (_, items))| {
+                let codes: Vec<&str> = items.iter().map(|i| i.code.as_str()).collect();
+                let ids: Vec<i64> = items.iter().map(|i| i.id).collect();
+                let seats: Vec<&str> = items.iter().filter_map(|i| i.seat.as_deref()).collect();
+                json!({
+                    "product_id": line.product_id, "qty": n, "codes": codes, "items": ids,
+                    "seats": seats,
+                })
             })
             .collect();
         let refund_id: i64 = sqlx::query_scalar(
