@@ -1746,7 +1746,7 @@ begin
 end;
 $function$;
 
--- hf_order_view (last written by 0090_settling.sql)
+-- hf_order_view (last written by 0197_late_refunds_counted.sql)
 CREATE OR REPLACE FUNCTION public.hf_order_view(p_order uuid)
  RETURNS jsonb
  LANGUAGE sql
@@ -1757,7 +1757,8 @@ AS $function$
                   'settling', case when o.settle_method is not null
                                    then jsonb_build_object('method', o.settle_method,
                                                            'until', o.settling_until) end,
-                  'late_money', o.late_money)
+                  'late_money', o.late_money,
+                  'refunded_minor', o.refunded_minor)
       from orders o where o.id = p_order
 $function$;
 
