@@ -1,16 +1,18 @@
 //! The voucher the shopper typed, judged for the basket by the database's
-//! clock before anything is held: a code that cannot be used is refused
-//! with the basket as it was read. Its uses are the engine's to grant,
-//! with the order's units (a voucher's uses are capacity: `vouchers`); a
-//! voucher used once per buyer has its buyer's one use made to exist
-//! first, so the checkout only holds it.
+//! clock before anything is held, as the basket's page judged it
+//! ([`basket::judge_voucher`]): a code that cannot be used is refused with
+//! the basket as it was read. Its uses are the engine's to grant, with the
+//! order's units (a voucher's uses are capacity: `vouchers`); a voucher
+//! used once per buyer has its buyer's one use made to exist first, so the
+//! checkout only holds it.
 
 use super::refused::as_read;
 use super::{BeginRequest, Begun, Desk};
+use crate::checkout::basket::{self, BasketLine, JudgedVoucher};
 use crate::checkout::{CheckoutError, CheckoutRead, Customer, Result, VoucherUse};
 use crate::inventory::InventoryError;
 use crate::retry::{Bound, retry};
-use crate::vouchers::{PricedLine, Refusal, VoucherCode};
+use crate::vouchers::Refusal;
 
 /// The voucher of the form, if it names one; or the refusal to say.
 pub(super) async fn typed(
@@ -27,12 +29,13 @@ pub(super) async fn typed(
     else {
         return Ok(Ok(None));
     };
-    Ok(match voucher_for(desk, typed, read, customer).await? {
+    let basket = as_read(read);
+    Ok(match voucher_for(desk, typed, &basket, customer).await? {
         Ok(voucher) => Ok(Some(voucher)),
         Err((code, refusal)) => Err(Begun::BadVoucher {
             code,
             refusal,
-            basket: as_read(read),
+            basket,
         }),
     })
 }
@@ -43,36 +46,17 @@ pub(super) async fn typed(
 async fn voucher_for(
     desk: Desk<'_>,
     typed: &str,
-    read: &CheckoutRead,
+    lines: &[BasketLine],
     customer: &Customer,
 ) -> Result<std::result::Result<VoucherUse, (String, Refusal)>> {
-    let Ok(code) = VoucherCode::parse(typed) else {
-        return Ok(Err((typed.chars().take(40).collect(), Refusal::Unknown)));
-    };
-    let (found, now) = retry("voucher_read", Bound::Shopper, || {
-        crate::vouchers::find_now(desk.pool, &code)
+    let judged = retry("voucher_read", Bound::Shopper, || {
+        basket::judge_voucher(desk.pool, typed, lines)
     })
     .await?;
-    let Some(voucher) = found else {
-        return Ok(Err((code.to_string(), Refusal::Unknown)));
+    let JudgedVoucher { code, voucher, .. } = match judged {
+        Ok(judged) => judged,
+        Err(refused) => return Ok(Err(refused)),
     };
-    let lines: Vec<PricedLine> = read
-        .lines
-        .iter()
-        .map(|l| PricedLine {
-            product_id: l.product_id.clone(),
-            unit_price_minor: l.price_minor,
-            qty: l.qty,
-        })
-        .collect();
-    let currency = read
-        .lines
-        .first()
-        .map(|l| l.currency.as_str())
-        .unwrap_or("");
-    if let Err(refusal) = voucher.judge(now, &lines, currency) {
-        return Ok(Err((code.to_string(), refusal)));
-    }
     let buyer = voucher
         .per_buyer
         .then(|| code.buyer_resource(&crate::limits::email_key(customer.email())));
