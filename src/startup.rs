@@ -25,10 +25,9 @@ pub fn configured_providers(
     if providers.is_empty() {
         #[cfg(feature = "sandbox")]
         {
-            return Providers::build(&crate::payments::sandbox_settings(
+            return Providers::build(&crate::payments::default_sandbox_settings(
                 &SandboxSettings::development(),
                 &format!("http://{}", settings.sandbox_addr),
-                crate::payments::stripe::StripeSettings::DYNAMIC,
             ));
         }
         #[cfg(not(feature = "sandbox"))]
@@ -97,8 +96,8 @@ impl Application {
 }
 
 /// Everything `holdfast serve` runs: the shop, and unless told otherwise
-/// the worker; with no provider keys at all, the sandbox (playing Stripe and
-/// Razorpay) and the demo catalogue too.
+/// the worker; with no provider keys at all, the sandbox (playing every
+/// provider) and the demo catalogue too.
 pub async fn serve(
     settings: ServerSettings,
     providers: ProviderSettings,
@@ -158,8 +157,8 @@ pub async fn serve(
     Ok(())
 }
 
-/// Without keys: the sandbox (playing Stripe and Razorpay, and the mail
-/// server unless real mail is configured) at `HOLDFAST_SANDBOX_ADDR`, the
+/// Without keys: the sandbox (playing every provider, and the mail server
+/// unless real mail is configured) at `HOLDFAST_SANDBOX_ADDR`, the
 /// demo catalogue in a shop that sells nothing yet, and the providers
 /// pointed at the sandbox.
 #[cfg(feature = "sandbox")]
@@ -202,12 +201,10 @@ async fn run_sandbox(settings: &ServerSettings, pool: &PgPool) -> anyhow::Result
         sandbox = %base,
         "no provider keys: payments go to the built-in sandbox, no real money moves"
     );
-    // the dashboard's methods, as Stripe's default: a EUR session offers
-    // SEPA Direct Debit, which settles in days
-    Providers::build(&crate::payments::sandbox_settings(
+    // each provider's default ways of paying, as against the real ones
+    Providers::build(&crate::payments::default_sandbox_settings(
         &sandbox_settings,
         &base,
-        crate::payments::stripe::StripeSettings::DYNAMIC,
     ))
 }
 

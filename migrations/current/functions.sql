@@ -934,7 +934,7 @@ AS $function$
     select coalesce(mod(hf_minutes(p_gap), p_shortest), 0);
 $function$;
 
--- hf_hand_over (last written by 0180_seating.sql)
+-- hf_hand_over (last written by 0196_hand_over_once.sql)
 CREATE OR REPLACE FUNCTION public.hf_hand_over(p_resource text, p_now timestamp with time zone)
  RETURNS integer
  LANGUAGE plpgsql
@@ -944,7 +944,7 @@ declare
     e         record;
     v_left    integer;
     v_hold    uuid;
-    v_order   uuid;
+    v_unit    bigint;
     v_until   timestamptz;
     v_offered integer := 0;
     v_waiting boolean;
@@ -953,10 +953,11 @@ declare
     -- a seated section: the seats of each offer
     v_seated  boolean;
     v_seats   bigint[];
+    -- a table time (the resource has dining times): each offer needs a
+    -- table, and nothing is set aside
+    v_tables  boolean;
+    v_terms   record;
 begin
-    if exists (select 1 from dining_times where resource_id = p_resource) then
-        return hf_hand_over_tables(p_resource, p_now);
-    end if;
     v_waiting := hf_line_waits(p_resource, p_now);
     -- nobody waiting and nothing set aside: nothing to do, no lock taken
     if not v_waiting and not exists (select 1 from holds
@@ -974,9 +975,9 @@ begin
         return 0;
     end if;
     v_seated := (hf_seat_section(p_resource)).product_id is not null;
+    v_tables := exists (select 1 from dining_times where resource_id = p_resource);
     for e in
-        select w.id, w.qty, w.name, w.email, w.email_key, w.provider, w.token, w.client_address,
-               p.id as product_id, p.name as product_name, p.price_minor, p.currency,
+        select w.id, w.qty, w.email_key, p.id as product_id, p.price_minor,
                p.waitlist_claim_minutes, p.waitlist_in_order, p.max_per_order
           from waitlist_entries w
           join products p on p.id = w.product_id
@@ -996,8 +997,9 @@ begin
         end if;
         if e.qty > v_left or (v_seated and v_seats is null) then
             -- strictly in order: nobody behind this group, of its product,
-            -- is served before it
-            if e.waitlist_in_order then
+            -- is served before it (a table time's parties wait for tables
+            -- of their size, so its line is never stopped)
+            if e.waitlist_in_order and not v_tables then
                 v_blocked := v_blocked || e.product_id;
             end if;
             continue;
@@ -1005,46 +1007,30 @@ begin
         -- the e-mail holds units of the product in a pending order already:
         -- the offer would take it past the most per order; it keeps its place
         continue when hf_units_held_by_email(e.email_key, e.product_id) + e.qty > e.max_per_order;
-        v_hold := hf_uuid_v7();
-        v_order := gen_random_uuid();
+        v_unit := e.price_minor;
         v_until := p_now + make_interval(mins => e.waitlist_claim_minutes);
-        insert into holds (id, resource_id, account_id, qty, expires_at)
-        values (v_hold, p_resource, 'waitlist:' || e.id, e.qty, v_until);
-        insert into hold_events (hold_id, kind, to_state, actor, detail)
-        values (v_hold, 'held', 'held', 'waitlist',
-                jsonb_build_object('qty', e.qty, 'entry', e.id,
-                                   'ttl_seconds', e.waitlist_claim_minutes * 60));
-        update resources
-           set held = held + e.qty, next_expiry = least(next_expiry, v_until), updated_at = p_now
-         where id = p_resource;
-        insert into orders (id, token, checkout_key, customer_name, customer_email, currency,
-                            amount_minor, provider, email_key, client_address, hold_id)
-        values (v_order, replace(gen_random_uuid()::text, '-', '') || replace(gen_random_uuid()::text, '-', ''),
-                'waitlist-' || e.id, e.name, e.email, e.currency, e.price_minor * e.qty,
-                e.provider, e.email_key, e.client_address, v_hold);
-        insert into order_lines (order_id, product_id, name, qty, unit_price_minor)
-        values (v_order, e.product_id, e.product_name, e.qty, e.price_minor);
-        if v_seats is not null then
-            perform hf_seat_pin(v_hold, v_seats);
-            perform hf_seat_name_line(v_order, e.product_id, v_seats);
+        if v_tables then
+            -- a table time: offered only with a table free at its time for
+            -- the party, at its deposit, claimed before the time
+            select * into v_terms from hf_table_terms(e.product_id, e.qty);
+            continue when not found or v_terms.starts_at <= p_now;
+            -- lock: the room, after the resource
+            perform 1 from dining_rooms where collection = v_terms.room for no key update;
+            continue when not exists (
+                select 1 from hf_free_sets(v_terms.room, e.qty,
+                                           tstzrange(v_terms.starts_at,
+                                                     v_terms.starts_at + v_terms.turn, '[)'),
+                                           null));
+            v_unit := v_terms.deposit_per_cover;
+            v_until := least(v_until, v_terms.starts_at);
         end if;
-        update waitlist_entries
-           set state = 'offered', offered_at = p_now, offer_expires_at = v_until, order_id = v_order
-         where id = e.id;
-        insert into outbox_jobs (kind, dedupe_key, payload)
-        values ('waitlist_mail', 'waitlist_offer:' || e.id,
-                jsonb_build_object('entry_id', e.id, 'what', 'offer'))
-        on conflict (dedupe_key) do nothing;
-        perform hf_webhook_event('waitlist.offered',
-                                 jsonb_build_object('entry_id', e.id, 'product_id', e.product_id,
-                                                    'qty', e.qty, 'claim_until', v_until,
-                                                    'order', hf_webhook_order(v_order)));
+        perform hf_offer(p_resource, e.id, v_unit, v_until, p_now, v_seats);
         v_left := v_left - e.qty;
         v_offered := v_offered + 1;
     end loop;
     -- what fits nobody in line yet waits for them, looked at again within
     -- the hour (its expiry hands over again) and at every change
-    if v_left > 0 and hf_line_waits(p_resource, p_now) then
+    if v_left > 0 and not v_tables and hf_line_waits(p_resource, p_now) then
         v_until := p_now + interval '1 hour';
         v_hold := hf_uuid_v7();
         insert into holds (id, resource_id, account_id, qty, expires_at)
@@ -1066,93 +1052,6 @@ begin
                  limit v_left));
         end if;
     end if;
-    return v_offered;
-end;
-$function$;
-
--- hf_hand_over_tables (last written by 0160_tables.sql)
-CREATE OR REPLACE FUNCTION public.hf_hand_over_tables(p_resource text, p_now timestamp with time zone)
- RETURNS integer
- LANGUAGE plpgsql
-AS $function$
-declare
-    r         resources;
-    e         record;
-    v         record;
-    v_left    integer;
-    v_hold    uuid;
-    v_order   uuid;
-    v_until   timestamptz;
-    v_offered integer := 0;
-    v_locked  boolean := false;
-begin
-    if not exists (select 1 from waitlist_entries w join products p on p.id = w.product_id
-                    where p.resource_id = p_resource and w.state = 'waiting') then
-        return 0;
-    end if;
-    -- lock: this resource
-    perform 1 from resources where id = p_resource for no key update;
-    select * into r from resources where id = p_resource;
-    v_left := r.total - r.held - r.sold;
-    for e in
-        select w.id, w.qty, w.name, w.email, w.email_key, w.provider, w.token, w.client_address,
-               p.id as product_id, p.name as product_name, p.currency,
-               p.waitlist_claim_minutes, p.max_per_order
-          from waitlist_entries w
-          join products p on p.id = w.product_id
-         where p.resource_id = p_resource and w.state = 'waiting'
-           and p.active and p.archived_at is null
-           and (p.sale_closes_at is null or p.sale_closes_at > p_now)
-         order by w.line_no
-           for update of w
-    loop
-        exit when v_left <= 0;
-        continue when e.qty > v_left;
-        continue when hf_units_held_by_email(e.email_key, e.product_id) + e.qty > e.max_per_order;
-        select * into v from hf_table_terms(e.product_id, e.qty);
-        continue when not found or v.starts_at <= p_now;
-        if not v_locked then
-            -- lock: the room, after the resource
-            perform 1 from dining_rooms where collection = v.room for no key update;
-            v_locked := true;
-        end if;
-        continue when not exists (
-            select 1 from hf_free_sets(v.room, e.qty, tstzrange(v.starts_at, v.starts_at + v.turn, '[)'), null));
-        v_hold := hf_uuid_v7();
-        v_order := gen_random_uuid();
-        v_until := least(p_now + make_interval(mins => e.waitlist_claim_minutes), v.starts_at);
-        insert into holds (id, resource_id, account_id, qty, expires_at)
-        values (v_hold, p_resource, 'waitlist:' || e.id, e.qty, v_until);
-        insert into hold_events (hold_id, kind, to_state, actor, detail)
-        values (v_hold, 'held', 'held', 'waitlist',
-                jsonb_build_object('qty', e.qty, 'entry', e.id,
-                                   'ttl_seconds', extract(epoch from v_until - p_now)::integer));
-        update resources
-           set held = held + e.qty, next_expiry = least(next_expiry, v_until), updated_at = p_now
-         where id = p_resource;
-        insert into orders (id, token, checkout_key, customer_name, customer_email, currency,
-                            amount_minor, provider, email_key, client_address, hold_id)
-        values (v_order, replace(gen_random_uuid()::text, '-', '') || replace(gen_random_uuid()::text, '-', ''),
-                'waitlist-' || e.id, e.name, e.email, e.currency, v.deposit_per_cover * e.qty,
-                e.provider, e.email_key, e.client_address, v_hold);
-        insert into order_lines (order_id, product_id, name, qty, unit_price_minor, paid_minor)
-        values (v_order, e.product_id, e.product_name, e.qty, v.deposit_per_cover,
-                v.deposit_per_cover * e.qty);
-        perform 1 from hf_seat_party(v_order, v_hold, p_resource, e.product_id, e.qty);
-        update waitlist_entries
-           set state = 'offered', offered_at = p_now, offer_expires_at = v_until, order_id = v_order
-         where id = e.id;
-        insert into outbox_jobs (kind, dedupe_key, payload)
-        values ('waitlist_mail', 'waitlist_offer:' || e.id,
-                jsonb_build_object('entry_id', e.id, 'what', 'offer'))
-        on conflict (dedupe_key) do nothing;
-        perform hf_webhook_event('waitlist.offered',
-                                 jsonb_build_object('entry_id', e.id, 'product_id', e.product_id,
-                                                    'qty', e.qty, 'claim_until', v_until,
-                                                    'order', hf_webhook_order(v_order)));
-        v_left := v_left - e.qty;
-        v_offered := v_offered + 1;
-    end loop;
     return v_offered;
 end;
 $function$;
@@ -1748,6 +1647,57 @@ begin
 end;
 $function$;
 
+-- hf_offer (last written by 0196_hand_over_once.sql)
+CREATE OR REPLACE FUNCTION public.hf_offer(p_resource text, p_entry uuid, p_unit_minor bigint, p_until timestamp with time zone, p_now timestamp with time zone, p_seats bigint[])
+ RETURNS uuid
+ LANGUAGE plpgsql
+AS $function$
+declare
+    e       record;
+    v_hold  uuid := hf_uuid_v7();
+    v_order uuid := gen_random_uuid();
+begin
+    select w.id, w.qty, w.name, w.email, w.email_key, w.provider, w.client_address,
+           p.id as product_id, p.name as product_name, p.currency
+      into e
+      from waitlist_entries w join products p on p.id = w.product_id
+     where w.id = p_entry;
+    insert into holds (id, resource_id, account_id, qty, expires_at)
+    values (v_hold, p_resource, 'waitlist:' || e.id, e.qty, p_until);
+    insert into hold_events (hold_id, kind, to_state, actor, detail)
+    values (v_hold, 'held', 'held', 'waitlist',
+            jsonb_build_object('qty', e.qty, 'entry', e.id,
+                               'ttl_seconds', extract(epoch from p_until - p_now)::integer));
+    update resources
+       set held = held + e.qty, next_expiry = least(next_expiry, p_until), updated_at = p_now
+     where id = p_resource;
+    insert into orders (id, token, checkout_key, customer_name, customer_email, currency,
+                        amount_minor, provider, email_key, client_address, hold_id)
+    values (v_order, replace(gen_random_uuid()::text, '-', '') || replace(gen_random_uuid()::text, '-', ''),
+            'waitlist-' || e.id, e.name, e.email, e.currency, p_unit_minor * e.qty,
+            e.provider, e.email_key, e.client_address, v_hold);
+    insert into order_lines (order_id, product_id, name, qty, unit_price_minor, paid_minor)
+    values (v_order, e.product_id, e.product_name, e.qty, p_unit_minor, p_unit_minor * e.qty);
+    if p_seats is not null then
+        perform hf_seat_pin(v_hold, p_seats);
+        perform hf_seat_name_line(v_order, e.product_id, p_seats);
+    end if;
+    perform 1 from hf_seat_party(v_order, v_hold, p_resource, e.product_id, e.qty);
+    update waitlist_entries
+       set state = 'offered', offered_at = p_now, offer_expires_at = p_until, order_id = v_order
+     where id = e.id;
+    insert into outbox_jobs (kind, dedupe_key, payload)
+    values ('waitlist_mail', 'waitlist_offer:' || e.id,
+            jsonb_build_object('entry_id', e.id, 'what', 'offer'))
+    on conflict (dedupe_key) do nothing;
+    perform hf_webhook_event('waitlist.offered',
+                             jsonb_build_object('entry_id', e.id, 'product_id', e.product_id,
+                                                'qty', e.qty, 'claim_until', p_until,
+                                                'order', hf_webhook_order(v_order)));
+    return v_order;
+end;
+$function$;
+
 -- hf_order_number (last written by 0102_order_numbers.sql)
 CREATE OR REPLACE FUNCTION public.hf_order_number()
  RETURNS text
@@ -1766,7 +1716,7 @@ begin
 end;
 $function$;
 
--- hf_order_view (last written by 0090_settling.sql)
+-- hf_order_view (last written by 0197_late_refunds_counted.sql)
 CREATE OR REPLACE FUNCTION public.hf_order_view(p_order uuid)
  RETURNS jsonb
  LANGUAGE sql
@@ -1777,7 +1727,8 @@ AS $function$
                   'settling', case when o.settle_method is not null
                                    then jsonb_build_object('method', o.settle_method,
                                                            'until', o.settling_until) end,
-                  'late_money', o.late_money)
+                  'late_money', o.late_money,
+                  'refunded_minor', o.refunded_minor)
       from orders o where o.id = p_order
 $function$;
 

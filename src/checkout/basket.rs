@@ -319,13 +319,25 @@ pub struct Applied {
     pub off_minor: i64,
 }
 
-/// The voucher `typed` for the basket's `lines`, or the code as typed and
-/// why it cannot be used.
-pub async fn apply_voucher(
+/// A voucher as typed, found and valid for a basket: its code, itself,
+/// and the basket's lines as a voucher is judged against them.
+#[derive(Debug, Clone)]
+pub struct JudgedVoucher {
+    pub code: crate::vouchers::VoucherCode,
+    pub voucher: crate::vouchers::Voucher,
+    pub priced: Vec<crate::vouchers::PricedLine>,
+}
+
+/// The voucher `typed` for a basket of `lines`, judged by the database's
+/// clock ([`Voucher::judge`](crate::vouchers::Voucher::judge): valid now,
+/// for these products, in their currency); or the code as typed and why it
+/// cannot be used. What is left of its uses is the caller's to judge: the
+/// basket's page counts it, checkout leaves it to the engine.
+pub async fn judge_voucher(
     pool: &PgPool,
     typed: &str,
     lines: &[BasketLine],
-) -> sqlx::Result<Result<Applied, (String, crate::vouchers::Refusal)>> {
+) -> sqlx::Result<Result<JudgedVoucher, (String, crate::vouchers::Refusal)>> {
     use crate::vouchers::{PricedLine, Refusal, VoucherCode};
     let Ok(code) = VoucherCode::parse(typed) else {
         return Ok(Err((
@@ -349,8 +361,31 @@ pub async fn apply_voucher(
     if let Err(refusal) = voucher.judge(now, &priced, currency) {
         return Ok(Err((code.to_string(), refusal)));
     }
+    Ok(Ok(JudgedVoucher {
+        code,
+        voucher,
+        priced,
+    }))
+}
+
+/// The voucher `typed` for the basket's `lines`, or the code as typed and
+/// why it cannot be used: [`judge_voucher`], and a use left now.
+pub async fn apply_voucher(
+    pool: &PgPool,
+    typed: &str,
+    lines: &[BasketLine],
+) -> sqlx::Result<Result<Applied, (String, crate::vouchers::Refusal)>> {
+    let judged = match judge_voucher(pool, typed, lines).await? {
+        Ok(judged) => judged,
+        Err(refused) => return Ok(Err(refused)),
+    };
+    let JudgedVoucher {
+        code,
+        voucher,
+        priced,
+    } = judged;
     if voucher.held + voucher.used >= voucher.uses {
-        return Ok(Err((code.to_string(), Refusal::UsedUp)));
+        return Ok(Err((code.to_string(), crate::vouchers::Refusal::UsedUp)));
     }
     Ok(Ok(Applied {
         off_minor: voucher.take_off(&priced).iter().sum(),

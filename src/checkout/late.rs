@@ -4,9 +4,10 @@
 //! engine decides the claim (`hf_claim_again`: all or nothing, under the
 //! resources' locks, the waiting list's entries and other holds first);
 //! here, under the order's lock, the order's products must still be on
-//! sale, and what was decided is recorded on the order. Whichever path
-//! reported the money (the return, a webhook, reconciliation, a capture)
-//! comes through here. docs/design.md, "One rule for late money".
+//! sale, and what was decided is recorded on the order (money that goes
+//! back as the order's refunded amount, as a staff refund's is). Whichever
+//! path reported the money (the return, a webhook, reconciliation, a
+//! capture) comes through here. docs/design.md, "One rule for late money".
 
 use sqlx::{Postgres, Transaction};
 use uuid::Uuid;
@@ -71,8 +72,18 @@ pub(super) async fn judge(
         LateMoney::ClaimedAgain => "claimed_again",
         LateMoney::Refunded(_) => "refunded",
     };
+    // money going back in full is the order's refunded money, where staff
+    // refunds add theirs and every reader reads it (the orders export,
+    // the API's order, the admin): the payment matched the order's amount
+    // (the confirm routine's first look), and an order whose holds ended
+    // unpaid had nothing refunded before, so it is `amount_minor`, within
+    // what was paid, however many times the money is reported
     sqlx::query(
-        "update orders set late_money = $2, late_money_at = now(), updated_at = now() where id = $1",
+        "update orders \
+            set late_money = $2, late_money_at = now(), updated_at = now(), \
+                refunded_minor = case when $2 = 'refunded' then amount_minor \
+                                      else refunded_minor end \
+          where id = $1",
     )
     .bind(order_id)
     .bind(recorded)

@@ -15,7 +15,7 @@ pub mod stripe;
 
 pub use registry::{ProviderSettings, Providers};
 #[cfg(feature = "sandbox")]
-pub use registry::{point_sandbox_at, sandbox_hints, sandbox_settings};
+pub use registry::{default_sandbox_settings, point_sandbox_at, sandbox_hints, sandbox_settings};
 
 use std::fmt;
 

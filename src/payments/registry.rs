@@ -125,6 +125,18 @@ pub fn sandbox_settings(
     }
 }
 
+/// The settings a shop on the sandbox runs with: [`sandbox_settings`], each
+/// provider offering what it offers by default (Stripe the dashboard's
+/// methods, so a EUR session offers SEPA Direct Debit, which settles in
+/// days).
+#[cfg(feature = "sandbox")]
+pub fn default_sandbox_settings(
+    sandbox: &holdfast_sandbox::SandboxSettings,
+    base: &str,
+) -> ProviderSettings {
+    sandbox_settings(sandbox, base, StripeSettings::DYNAMIC)
+}
+
 /// The providers a shop offers, the default first. Cheap to clone.
 #[derive(Debug, Clone, Default)]
 pub struct Providers {

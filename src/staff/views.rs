@@ -156,7 +156,8 @@ pub struct OrderRow {
     pub created_at: DateTime<Utc>,
     pub paid_at: Option<DateTime<Utc>>,
     pub hold_id: Option<Uuid>,
-    /// What staff refunds gave back so far.
+    /// What was given back so far: staff refunds, and late money
+    /// refunded in full.
     pub refunded_minor: i64,
     /// The voucher the order was started with, and what it took off.
     pub voucher_code: Option<String>,

@@ -8,6 +8,7 @@ use futures::future::join_all;
 use holdfast::configuration::Secret;
 use holdfast::payments::PaymentProvider;
 use holdfast::payments::stripe::signature::stripe_signature_header;
+use holdfast::staff::api_keys::Scope;
 use holdfast_sandbox::DeliveryMode;
 
 use holdfast_testkit::*;
@@ -589,20 +590,26 @@ mod deliveries {
     }
 }
 
-#[tokio::test]
-async fn paying_on_an_expired_page_is_money_after_expiry_and_is_refunded() {
-    let app = spawn_app().await;
-    app.load_demo().await;
-    let shopper = browser();
-    let started = app.start(&shopper, &Purchase::of("wild-honey", 1)).await;
-    // the session expires at the provider; the webhook gives the units back
+/// A checkout whose payment page expired at the provider unpaid: the
+/// webhook gave its units back, and the order is expired.
+async fn expired_page(app: &TestApp, shopper: &reqwest::Client, purchase: &Purchase) -> Started {
+    let started = app.start(shopper, purchase).await;
     app.sandbox
         .stripe_provider()
         .close_page(&started.page_id)
         .await
         .unwrap();
+    app.wait_for_state(&started.token, "expired").await;
+    started
+}
+
+#[tokio::test]
+async fn paying_on_an_expired_page_is_money_after_expiry_and_is_refunded() {
+    let app = spawn_app().await;
+    app.load_demo().await;
+    let shopper = browser();
+    let started = expired_page(&app, &shopper, &Purchase::of("wild-honey", 1)).await;
     let token = &started.token;
-    app.wait_for_state(token, "expired").await;
     assert_eq!(
         app.db
             .inventory()
@@ -639,6 +646,67 @@ async fn paying_on_an_expired_page_is_money_after_expiry_and_is_refunded() {
         .await
         .unwrap();
     assert!(order.contains("Your payment was refunded"), "{order}");
+}
+
+/// Late money refunded in full is money the order gave back, read one
+/// way: the order's row, the orders export and the API's order each say
+/// its whole amount was refunded (it stayed 0.00 while the order said
+/// "refunded").
+#[tokio::test]
+async fn late_money_refunded_in_full_is_the_orders_refunded_amount_everywhere() {
+    let app = spawn_app().await;
+    app.load_demo().await;
+    app.add_staff().await;
+    let shopper = browser();
+    let started = expired_page(&app, &shopper, &Purchase::of("wild-honey", 2)).await;
+    let token = &started.token;
+    app.pay(&shopper, &started, &Payment::press("pay-late"))
+        .await;
+    app.wait_for_state(token, "refund_pending").await;
+
+    // the order's row
+    let (amount, refunded, late): (i64, i64, Option<String>) = sqlx::query_as(
+        "select amount_minor, refunded_minor, late_money from orders where token = $1",
+    )
+    .bind(token)
+    .fetch_one(&app.db.pool)
+    .await
+    .unwrap();
+    assert_eq!(late.as_deref(), Some("refunded"));
+    assert!(amount > 0);
+    assert_eq!(refunded, amount, "the order's row");
+
+    // the orders export
+    let (staff, _) = app.staff_browser().await;
+    let file = super::exports::download(&app, &staff, "/admin/exports/orders.csv").await;
+    let rows = super::exports::records(&file.text, super::exports::ORDER_COLUMNS);
+    let row = rows
+        .iter()
+        .find(|r| r["order_id"] == started.order_id.to_string())
+        .expect("the order is exported");
+    assert_eq!(row["state"], "refund_pending");
+    assert_eq!(row["refunded_minor"], amount.to_string(), "the export");
+    assert_eq!(row["refunded"], row["amount"], "the export");
+
+    // the API's order
+    let key = super::api_v1::key_with(&app, &[Scope::ReadOrders]).await;
+    let page: serde_json::Value = holdfast::payments::http::client(Duration::from_secs(30))
+        .get(format!("{}/api/v1/orders?limit=200", app.address))
+        .bearer_auth(&key)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let order = page["orders"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|o| o["token"] == token.as_str())
+        .expect("the API lists the order");
+    assert_eq!(order["late_money"], "refunded", "{order}");
+    assert_eq!(order["refunded_minor"], amount, "the API's order: {order}");
 }
 
 #[tokio::test]

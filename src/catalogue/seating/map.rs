@@ -3,8 +3,9 @@
 //! (held or sold) or blocked (off sale), as the database holds them now.
 //! The shop's memory keeps these for every section (`crate::live`, read
 //! here for many sections at once) and the pages read memory; these reads
-//! answer when memory may not be believed. Reads only: nothing here
-//! decides a seat.
+//! answer when memory may not be believed; and the frame a section's map
+//! is drawn in, for the shop's map and the admin's plan alike. Reads
+//! only: nothing here decides a seat.
 
 use serde::Serialize;
 use sqlx::PgPool;
@@ -71,6 +72,49 @@ impl SectionSeats {
             .iter()
             .filter(|s| s.state == SeatState::Free)
             .count()
+    }
+}
+
+/// Where a section's map is drawn around its seats: the SVG's view box,
+/// with room for the stage above the seats and the rows' labels at their
+/// left, and where those two go. The shop's map and the admin's seat plan
+/// both draw in it; their pages only render it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MapFrame {
+    /// The SVG's `viewBox`: "min-x min-y width height".
+    pub view: String,
+    /// Where the rows' labels stand.
+    pub label_x: i32,
+    /// Where the stage's word stands: above the middle of the seats.
+    pub stage_x: i32,
+    pub stage_y: i32,
+}
+
+impl MapFrame {
+    /// The frame around seats at these places (x, y). Its left edge is
+    /// never right of x = 0, and a section with no seats is framed around
+    /// the origin.
+    pub fn around(places: impl IntoIterator<Item = (i32, i32)>) -> Self {
+        let (mut min_x, mut max_x) = (0, 0);
+        let mut ys: Option<(i32, i32)> = None;
+        for (x, y) in places {
+            min_x = min_x.min(x);
+            max_x = max_x.max(x);
+            ys = Some(ys.map_or((y, y), |(lo, hi)| (lo.min(y), hi.max(y))));
+        }
+        let (min_y, max_y) = ys.unwrap_or((0, 0));
+        Self {
+            view: format!(
+                "{} {} {} {}",
+                min_x - 24,
+                min_y - 30,
+                max_x - min_x + 36,
+                max_y - min_y + 40
+            ),
+            label_x: min_x - 20,
+            stage_x: (min_x + max_x) / 2,
+            stage_y: min_y - 16,
+        }
     }
 }
 
@@ -175,4 +219,25 @@ pub async fn section(pool: &PgPool, id: &str) -> sqlx::Result<Option<SectionSeat
         seats,
         version,
     }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_frame_holds_the_seats_the_stage_above_and_the_labels_at_the_left() {
+        let frame = MapFrame::around([(10, 20), (50, 20), (30, 60)]);
+        assert_eq!(frame.view, "-24 -10 86 80");
+        assert_eq!(frame.label_x, -20);
+        assert_eq!(frame.stage_x, 25);
+        assert_eq!(frame.stage_y, 4);
+    }
+
+    #[test]
+    fn a_section_with_no_seats_is_framed_around_the_origin() {
+        let frame = MapFrame::around([]);
+        assert_eq!(frame.view, "-24 -30 36 40");
+        assert_eq!((frame.label_x, frame.stage_x, frame.stage_y), (-20, 0, -16));
+    }
 }

@@ -17,7 +17,7 @@ use sqlx::{Postgres, Transaction};
 use uuid::Uuid;
 
 pub use held::{OrderSeats, order_seats};
-pub use map::{SeatShown, SeatState, SectionHead, SectionSeats};
+pub use map::{MapFrame, SeatShown, SeatState, SectionHead, SectionSeats};
 pub use plan::{CategorySpec, RowSpec, SeatingSpec, SectionSpec, read};
 pub use typed::{MAX_TYPED_SEATS, PlacedSeat, compact, typed_rows};
 

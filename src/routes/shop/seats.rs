@@ -12,7 +12,7 @@ use askama::Template;
 use serde::Deserialize;
 
 use super::basket_count;
-use crate::catalogue::seating::{SeatState, SectionSeats};
+use crate::catalogue::seating::{MapFrame, SeatState, SectionSeats};
 use crate::catalogue::{Choice, ChoiceFields};
 use crate::checkout::{self, basket};
 use crate::live::SeatsWatched;
@@ -75,10 +75,7 @@ struct SeatsPage {
     free: usize,
     max_qty: i64,
     /// The SVG's viewBox, where its row labels and the stage go.
-    view: String,
-    label_x: i32,
-    stage_x: i32,
-    stage_y: i32,
+    frame: MapFrame,
     seats: Vec<Seat>,
     rows: Vec<RowLabel>,
     /// The seats picked, "C-12, C-13", and as the form sends them.
@@ -133,13 +130,6 @@ pub async fn map(
             });
         }
     }
-    let (min_x, max_x) = rows
-        .iter()
-        .fold((0, 0), |(lo, hi), r| (lo.min(r.x), hi.max(r.x)));
-    let (min_y, max_y) = rows
-        .iter()
-        .fold((i32::MAX, 0), |(lo, hi), r| (lo.min(r.y), hi.max(r.y)));
-    let min_y = if rows.is_empty() { 0 } else { min_y };
     let free = section.free();
     let total = |n: usize| money::format(head.price_minor * n as i64, &head.currency);
     let page = SeatsPage {
@@ -153,17 +143,7 @@ pub async fn map(
         price,
         free,
         max_qty: i64::from(head.max_per_order).min(free as i64).max(1),
-        // room for the stage above, and the row labels at the left
-        view: format!(
-            "{} {} {} {}",
-            min_x - 24,
-            min_y - 30,
-            max_x - min_x + 36,
-            max_y - min_y + 40
-        ),
-        label_x: min_x - 20,
-        stage_x: (min_x + max_x) / 2,
-        stage_y: min_y - 16,
+        frame: MapFrame::around(rows.iter().map(|r| (r.x, r.y))),
         seats,
         rows: labels,
         picked_words: picked.join(", "),

@@ -16,7 +16,7 @@ use super::{Fields, segment};
 use crate::catalogue::seating::admin::{
     self, CategoryInfo, PlanOutcome, SeatInfo, SectionInfo, SetOutcome,
 };
-use crate::catalogue::seating::{self, PlacedSeat};
+use crate::catalogue::seating::{self, MapFrame, PlacedSeat};
 use crate::routes::ShopError;
 use crate::routes::admin::NoticeQuery;
 use crate::routes::admin::form::Form;
@@ -64,10 +64,7 @@ pub(super) struct SectionPage {
     blocked: usize,
     held_back: usize,
     /// The SVG's viewBox, where its row labels and the stage go.
-    view: String,
-    label_x: i32,
-    stage_x: i32,
-    stage_y: i32,
+    frame: MapFrame,
 }
 
 /// A field of a category's form: named on the page by its category
@@ -226,11 +223,6 @@ async fn page(
             .expect("pushed")
             .push(seat_view(seat, form.has("seat", &seat.label)));
     }
-    let (min_x, max_x) = seats
-        .iter()
-        .fold((0, 0), |(lo, hi), s| (lo.min(s.x), hi.max(s.x)));
-    let min_y = seats.iter().map(|s| s.y).min().unwrap_or(0);
-    let max_y = seats.iter().map(|s| s.y).max().unwrap_or(0);
     let untaken = |state: &str| {
         seats
             .iter()
@@ -249,16 +241,7 @@ async fn page(
                 (c, price)
             })
             .collect(),
-        view: format!(
-            "{} {} {} {}",
-            min_x - 24,
-            min_y - 30,
-            max_x - min_x + 36,
-            max_y - min_y + 40
-        ),
-        label_x: min_x - 20,
-        stage_x: (min_x + max_x) / 2,
-        stage_y: min_y - 16,
+        frame: MapFrame::around(seats.iter().map(|s| (s.x, s.y))),
         rows,
         form,
         section,

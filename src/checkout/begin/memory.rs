@@ -1,0 +1,102 @@
+//! The sold-out crowd answered from the shop's memory, without a database
+//! round trip and without writing anything: a form whose lines memory
+//! shows cannot be had (a sale not open, fewer units left than wanted) is
+//! refused here, but only when memory may be believed; otherwise the
+//! database answers.
+
+use super::{BeginRequest, Begun, Desk};
+use crate::catalogue::Sale;
+use crate::checkout::basket::BasketLine;
+use crate::checkout::{OffSaleLine, Supply, Wanted, codes, short_lines};
+
+/// How near a sale's opening or closing memory leaves the answer to the
+/// database (its estimate of the database's clock is off by a read's round
+/// trip at most).
+const NEAR_THE_MOMENT: chrono::Duration = chrono::Duration::milliseconds(250);
+
+/// A checkout memory can refuse, without a database round trip: a line
+/// wants more than memory shows of its product, nothing held is due to come
+/// back, and the form was made (or the database last refused this very
+/// form) after this process last saw that product change. The last
+/// condition keeps a double submit honest: if this form's first submit
+/// took the last unit, the product changed after the form was made, so the
+/// second submit goes to the database and on to the order the first one
+/// started; a form the database refused started no order, so its replays
+/// cost that one read until the product changes. `None`: ask the database.
+pub(super) fn refused_from_memory(desk: Desk<'_>, request: &BeginRequest) -> Option<Begun> {
+    let snapshot = desk.live.now()?;
+    let key = request.checkout_key.as_str();
+    let minted = codes::key_minted_at(key).max(desk.live.refused_form_at(key))?;
+    let lines = request.form_lines.as_ref()?.lines();
+    let now = chrono::Utc::now();
+    let mut wanted = Vec::with_capacity(lines.len());
+    let mut basket = Vec::with_capacity(lines.len());
+    for (id, qty) in lines {
+        let (product, _) = snapshot.product(id)?;
+        wanted.push(Wanted {
+            product_id: id,
+            name: &product.name,
+            qty: *qty,
+            resource: &product.resource_id,
+        });
+        basket.push(BasketLine {
+            product_id: id.clone(),
+            name: product.name.clone(),
+            qty: *qty,
+            price_minor: product.price_minor,
+            currency: product.currency.clone(),
+            unlocked_by: None,
+            starts_at: None,
+        });
+    }
+    // a sale not open by the database's clock, as memory knows it (its
+    // last read's offset from this process's clock): refused here only
+    // when it is clearly so; near the moment, the database decides
+    let db_now = snapshot.database_now();
+    let off_sale: Vec<OffSaleLine> = lines
+        .iter()
+        .filter_map(|(id, _)| {
+            let (product, _) = snapshot.product(id)?;
+            let sale = match (
+                product.sale(db_now - NEAR_THE_MOMENT),
+                product.sale(db_now + NEAR_THE_MOMENT),
+            ) {
+                (Sale::Opens { at }, Sale::Opens { .. }) => Sale::Opens { at },
+                (Sale::Closed { at }, Sale::Closed { .. }) => Sale::Closed { at },
+                _ => return None,
+            };
+            Some(OffSaleLine {
+                product_id: id.clone(),
+                name: product.name.clone(),
+                sale,
+            })
+        })
+        .collect();
+    if !off_sale.is_empty() {
+        desk.live.refused();
+        return Some(Begun::NotOnSale {
+            lines: off_sale,
+            basket,
+        });
+    }
+    let short = short_lines(&wanted, |resource| {
+        snapshot.level(resource).map(|level| Supply {
+            left: level.available,
+            settled: !level.something_due(now) && level.changed_at < minted,
+        })
+    });
+    if short.is_empty() {
+        return None;
+    }
+    let sold_out: Vec<String> = short
+        .iter()
+        .filter(|line| line.available == 0)
+        .map(|line| line.product_id.clone())
+        .collect();
+    desk.live.refused();
+    Some(Begun::Short {
+        sold_out: snapshot.stock(&sold_out),
+        lines: short,
+        basket,
+    })
+}
