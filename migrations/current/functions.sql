@@ -2144,8 +2144,8 @@ begin
 end;
 $function$;
 
--- hf_seat_choose (last written by 0180_seating.sql)
-CREATE OR REPLACE FUNCTION public.hf_seat_choose(p_resource text, p_labels text[], p_qty integer, p_together boolean, p_exclude bigint[], p_own integer DEFAULT 0)
+-- hf_seat_choose (last written by 0210_one_checkout_path.sql)
+CREATE OR REPLACE FUNCTION public.hf_seat_choose(p_resource text, p_labels text[], p_qty integer, p_together boolean, p_exclude bigint[])
  RETURNS TABLE(status text, seat_ids bigint[], labels text[], taken text[], offers jsonb, split_allowed boolean, free integer)
  LANGUAGE plpgsql
  STABLE
@@ -2168,10 +2168,8 @@ begin
         perform hf_bad_input(format('%s is not a seated section', p_resource));
     end if;
     -- the section's free seats are its counters' (held + sold: its live
-    -- pins; the drift check holds them to it), less what the caller chose,
-    -- and with the units the caller holds already for these seats
-    -- (`p_own`: a basket holds its units before it pins its seats)
-    select r.total - r.held - r.sold - coalesce(cardinality(p_exclude), 0) + coalesce(p_own, 0) into v_free
+    -- pins; the drift check holds them to it), less what the caller chose
+    select r.total - r.held - r.sold - coalesce(cardinality(p_exclude), 0) into v_free
       from resources r where r.id = p_resource;
     if p_labels is not null then
         if cardinality(p_labels) not between 1 and 100 then
@@ -2181,8 +2179,8 @@ begin
           from unnest(p_labels) l
          where not exists (select 1 from seats s where s.section = v_section.product_id and s.label = l);
         if v_unknown is not null then
-            return query select 'unknown', null::bigint[], null::text[], v_unknown, '[]'::jsonb,
-                                null::boolean, v_free;
+            return query select 'unknown_seats', null::bigint[], null::text[], v_unknown,
+                                '[]'::jsonb, null::boolean, v_free;
             return;
         end if;
         select array_agg(s.id order by s.row_rank, s.run, s.pos),
@@ -2202,7 +2200,7 @@ begin
         -- the nearest seats together instead, as many as were asked for
         select point(avg(s.x), avg(s.y)) into v_near from seats s where s.id = any (v_ids);
         return query
-            select 'taken', null::bigint[], null::text[], v_taken,
+            select 'seats_taken', null::bigint[], null::text[], v_taken,
                    coalesce((select jsonb_agg(to_jsonb((select array_agg(s.label order by s.pos)
                                                           from seats s where s.id = any (w.seat_ids))))
                                from hf_seat_stretches(v_section.product_id, cardinality(v_ids),
@@ -2266,44 +2264,6 @@ begin
                         jsonb_build_array((select jsonb_agg(s.label order by s.row_rank, s.run, s.pos)
                                              from seats s where s.id = any (v_pieces))),
                         v_split, v_free;
-end;
-$function$;
-
--- hf_seat_claim (last written by 0180_seating.sql)
-CREATE OR REPLACE FUNCTION public.hf_seat_claim(p_basket uuid, p_resource text, p_labels text[], p_qty integer, p_together boolean, p_order uuid, p_product text)
- RETURNS TABLE(status text, labels text[], taken text[], offers jsonb, split_allowed boolean, free integer)
- LANGUAGE plpgsql
-AS $function$
-declare
-    c record;
-    v_hold uuid;
-begin
-    select h.id into v_hold from holds h
-     where h.basket_id = p_basket and h.resource_id = p_resource and h.state = 'held';
-    if v_hold is null then
-        perform hf_bad_input(format('the basket holds nothing of %s', p_resource));
-    end if;
-    -- the hold has its seats already (the same start run again): they are
-    -- the answer, and nothing more is pinned or named
-    if exists (select 1 from seat_pins p where p.hold_id = v_hold and p.live) then
-        return query
-            select 'chosen', array(select s.label from seat_pins p join seats s on s.id = p.seat_id
-                                    where p.hold_id = v_hold and p.live
-                                    order by s.row_rank, s.run, s.pos),
-                   null::text[], null::jsonb, null::boolean, null::integer;
-        return;
-    end if;
-    perform hf_seat_expire_due(p_resource);
-    select * into c from hf_seat_choose(p_resource, p_labels, p_qty, p_together, '{}',
-                                        (select qty from holds where id = v_hold));
-    if c.status = 'chosen' then
-        if cardinality(c.seat_ids) <> (select qty from holds where id = v_hold) then
-            perform hf_bad_input('the seats chosen are not the units held');
-        end if;
-        perform hf_seat_pin(v_hold, c.seat_ids);
-        perform hf_seat_name_line(p_order, p_product, c.seat_ids);
-    end if;
-    return query select c.status, c.labels, c.taken, c.offers, c.split_allowed, c.free;
 end;
 $function$;
 
@@ -2871,260 +2831,608 @@ begin
 end;
 $function$;
 
--- hf_start_checkouts (last written by 0081_settling_counts_toward_limits.sql)
-CREATE OR REPLACE FUNCTION public.hf_start_checkouts(p_resource text, p_keys text[], p_accounts text[], p_qtys integer[], p_products text[], p_product_names text[], p_unit_prices bigint[], p_currencies text[], p_tokens text[], p_names text[], p_emails text[], p_providers text[], p_email_keys text[], p_addresses text[], p_email_caps integer[], p_address_caps integer[])
- RETURNS TABLE(status text, order_id uuid, hold_id uuid, available integer, created_at timestamp with time zone)
+-- hf_short_lines (last written by 0210_one_checkout_path.sql)
+CREATE OR REPLACE FUNCTION public.hf_short_lines(p_products text[], p_requested integer[], p_left integer[])
+ RETURNS jsonb
+ LANGUAGE sql
+ IMMUTABLE
+AS $function$
+    select coalesce(jsonb_agg(jsonb_build_object('product', x.product, 'requested', x.requested,
+                                                 'available', greatest(x.left_, 0))
+                              order by x.n), '[]'::jsonb)
+      from unnest(p_products, p_requested, p_left) with ordinality as x(product, requested, left_, n);
+$function$;
+
+-- hf_start_checkouts (last written by 0210_one_checkout_path.sql)
+CREATE OR REPLACE FUNCTION public.hf_start_checkouts(p_checkouts jsonb)
+ RETURNS TABLE(status text, order_id uuid, hold_id uuid, number text, created_at timestamp with time zone, detail jsonb)
  LANGUAGE plpgsql
 AS $function$
 declare
-    v_used integer;
-    v_limited boolean;
-    -- per checkout: what its e-mail (of its product) and its address (of
-    -- the resource) hold already, and whether an earlier checkout of the
-    -- batch shares the key
-    v_email_used integer[];
-    v_email_seen boolean[];
-    v_address_used integer[];
-    v_address_seen boolean[];
-    -- new checkouts that passed the limits, counted against later ones
-    v_counted boolean[] := array_fill(false, array[greatest(coalesce(cardinality(p_keys), 0), 1)]);
-    v_n integer := coalesce(cardinality(p_keys), 0);
-    v_status text[] := array_fill(null::text, array[v_n]);
-    v_order uuid[] := array_fill(null::uuid, array[v_n]);
-    v_hold uuid[] := array_fill(null::uuid, array[v_n]);
-    v_avail integer[] := array_fill(null::integer, array[v_n]);
-    -- the requests that go to hf_hold_many, by position
-    v_idx integer[] := '{}';
-    v_existing uuid;
-    v_written integer;
-    -- the batch's products whose sale is not open now
+    s inventory_settings;
+    v_n integer;
+    v_now timestamptz;
+    -- the checkouts, by position
+    c_key text[]; c_account text[]; c_token text[]; c_name text[]; c_email text[];
+    c_phone text[]; c_currency text[]; c_provider text[]; c_email_key text[];
+    c_address text[]; c_address_cap integer[]; c_voucher text[];
+    c_amount bigint[]; c_discount bigint[];
+    -- where each checkout's lines and holds lie in the arrays below
+    c_l1 integer[]; c_l2 integer[]; c_h1 integer[]; c_h2 integer[];
+    -- the lines, by checkout and then as given
+    l_ck integer[]; l_product text[]; l_name text[]; l_qty integer[]; l_price bigint[];
+    l_paid bigint[]; l_resource text[]; l_email_cap integer[]; l_claim text[];
+    l_seats text[]; l_together boolean[];
+    l_h integer[];          -- the hold of its resource, in h_
+    l_egroup integer[];     -- its (e-mail, product) when the e-mail is capped
+    l_email_used integer[]; -- what that e-mail holds of it in pending orders
+    l_named text[];         -- its name once its seats are chosen
+    -- a party's table: the room, the stay, the tables, the booking's terms
+    l_room text[]; l_during tstzrange[]; l_tables jsonb[]; l_deposit bigint[];
+    l_cancel timestamptz[];
+    -- the holds each checkout asks for: its lines' units and the
+    -- voucher's uses of one resource, summed
+    h_ck integer[]; h_resource text[]; h_qty integer[]; h_units integer[];
+    h_use text[];           -- a voucher's use: the refusal when it is short
+    h_r integer[];          -- its resource, in r_
+    h_agroup integer[];     -- its (address, resource) when the address is capped
+    h_address_used integer[];
+    h_id uuid[];
+    -- the resources of the batch, ascending, and what they have left
+    r_id text[]; r_left integer[]; r_granted integer[]; r_next timestamptz[];
+    r_swept boolean[];
+    -- what the batch granted so far, per capped group
+    v_egranted integer[]; v_agranted integer[];
+    -- seats and tables the batch's started checkouts chose
+    sp_l integer[] := '{}'; sp_seat bigint[] := '{}';
+    tp_room text[] := '{}'; tp_table text[] := '{}'; tp_during tstzrange[] := '{}';
+    v_one_section boolean;
+    -- the answers
+    v_status text[]; v_order uuid[]; v_purchase uuid[]; v_basket uuid[]; v_detail jsonb[];
+    -- one checkout's: its seats (kept when it starts), what refuses it
+    v_seats_l integer[]; v_seats_id bigint[];
+    v_short text[]; v_want integer[]; v_left integer[]; v_refusal text;
     v_off_sale text[];
-    h record;
+    v_unknown text[];
+    v_found uuid;
+    v_room integer; v_address_room integer; v_mine integer; v_count integer; v_mark integer;
+    v_written integer; v_started integer;
+    v_exclude bigint[];
+    v_labels text[];
+    v_terms record;
+    v_tables text[];
+    v_during tstzrange;
+    v_r integer;
+    v_choice record;
+    v_row record;
 begin
+    v_n := coalesce(jsonb_array_length(p_checkouts), 0);
     if v_n not between 1 and 1000 then
         perform hf_bad_input(format('a batch starts 1 to 1000 checkouts, got %s', v_n));
     end if;
-    if coalesce(cardinality(p_accounts), -1) <> v_n or coalesce(cardinality(p_qtys), -1) <> v_n
-       or coalesce(cardinality(p_products), -1) <> v_n or coalesce(cardinality(p_product_names), -1) <> v_n
-       or coalesce(cardinality(p_unit_prices), -1) <> v_n or coalesce(cardinality(p_currencies), -1) <> v_n
-       or coalesce(cardinality(p_tokens), -1) <> v_n or coalesce(cardinality(p_names), -1) <> v_n
-       or coalesce(cardinality(p_emails), -1) <> v_n or coalesce(cardinality(p_providers), -1) <> v_n
-       or coalesce(cardinality(p_email_keys), -1) <> v_n or coalesce(cardinality(p_addresses), -1) <> v_n
-       or coalesce(cardinality(p_email_caps), -1) <> v_n
-       or coalesce(cardinality(p_address_caps), -1) <> v_n then
-        perform hf_bad_input('every checkout needs each of its fields: arrays of one length');
-    end if;
-    if exists (select 1 from unnest(p_keys) k where k is null) then
-        perform hf_bad_input('every checkout needs its checkout key');
-    end if;
-    if exists (select 1 from unnest(p_qtys, p_unit_prices) as x(q, price)
-                where q is null or q <= 0 or price is null or price < 0) then
-        perform hf_bad_input('every checkout needs a positive qty and a price');
-    end if;
+    select * into s from inventory_settings;
 
-    -- Limits per buyer and per address (see hf_limit_lock). Lock: every
-    -- e-mail and address of the batch, in one order, before any order row
-    -- and before the resource, as the basket path takes them.
+    -- the checkouts, their lines and their holds, read once
+    select array_agg(x.doc->>'key' order by x.n), array_agg(x.doc->>'account' order by x.n),
+           array_agg(x.doc->>'token' order by x.n), array_agg(x.doc->>'name' order by x.n),
+           array_agg(x.doc->>'email' order by x.n), array_agg(x.doc->>'phone' order by x.n),
+           array_agg(x.doc->>'currency' order by x.n), array_agg(x.doc->>'provider' order by x.n),
+           array_agg(x.doc->>'email_key' order by x.n), array_agg(x.doc->>'address' order by x.n),
+           array_agg((x.doc->>'address_cap')::integer order by x.n),
+           array_agg(x.doc->>'voucher' order by x.n)
+      into c_key, c_account, c_token, c_name, c_email, c_phone, c_currency, c_provider,
+           c_email_key, c_address, c_address_cap, c_voucher
+      from jsonb_array_elements(p_checkouts) with ordinality as x(doc, n);
+    if exists (select 1 from generate_series(1, v_n) i
+                where c_key[i] is null or length(c_key[i]) not between 1 and 255
+                   or c_account[i] is null or length(c_account[i]) not between 1 and 200
+                   or c_token[i] is null or c_name[i] is null or c_email[i] is null
+                   or c_currency[i] is null or c_provider[i] is null
+                   or coalesce(jsonb_typeof(p_checkouts->(i - 1)->'lines'), '') <> 'array'
+                   or jsonb_array_length(p_checkouts->(i - 1)->'lines') not between 1 and 100) then
+        perform hf_bad_input('every checkout needs its key (1 to 255 characters), its account '
+                             '(1 to 200), its token, customer, currency, provider and 1 to 100 lines');
+    end if;
+    select array_agg(g.ck order by g.ck, x.k), array_agg(x.line->>'product' order by g.ck, x.k),
+           array_agg(x.line->>'name' order by g.ck, x.k),
+           array_agg((x.line->>'qty')::integer order by g.ck, x.k),
+           array_agg((x.line->>'unit_price')::bigint order by g.ck, x.k),
+           array_agg(coalesce((x.line->>'paid')::bigint,
+                              (x.line->>'unit_price')::bigint * (x.line->>'qty')::integer)
+                     order by g.ck, x.k),
+           array_agg(x.line->>'resource' order by g.ck, x.k),
+           array_agg((x.line->>'email_cap')::integer order by g.ck, x.k),
+           array_agg(coalesce(x.line->>'claim', 'units') order by g.ck, x.k),
+           array_agg(case jsonb_typeof(x.line->'seats') when 'array' then (x.line->'seats')::text end
+                     order by g.ck, x.k),
+           array_agg(coalesce((x.line->>'together')::boolean, true) order by g.ck, x.k)
+      into l_ck, l_product, l_name, l_qty, l_price, l_paid, l_resource, l_email_cap, l_claim,
+           l_seats, l_together
+      from generate_series(1, v_n) as g(ck),
+           jsonb_array_elements(p_checkouts->(g.ck - 1)->'lines') with ordinality as x(line, k);
+    if exists (select 1 from generate_subscripts(l_ck, 1) k
+                where l_product[k] is null or l_name[k] is null or l_resource[k] is null
+                   or l_qty[k] is null or l_qty[k] <= 0 or l_price[k] is null or l_price[k] < 0
+                   or l_paid[k] < 0 or l_claim[k] not in ('units', 'seats', 'table')) then
+        perform hf_bad_input('every line needs a product, a name, a resource, a positive qty, '
+                             'a price and a claim (units, seats or table)');
+    end if;
+    if exists (select 1 from unnest(l_ck, l_product) as x(ck, product)
+                group by x.ck, x.product having count(*) > 1) then
+        perform hf_bad_input('a checkout names each product once');
+    end if;
+    select array_agg(x.amount order by x.ck), array_agg(x.discount order by x.ck)
+      into c_amount, c_discount
+      from (select l_ck[k] as ck, sum(l_paid[k]) as amount,
+                   sum(l_price[k] * l_qty[k] - l_paid[k]) as discount
+              from generate_subscripts(l_ck, 1) k group by 1) x;
+    select array_agg(h.ck order by h.ck, h.resource), array_agg(h.resource order by h.ck, h.resource),
+           array_agg(h.qty order by h.ck, h.resource),
+           array_agg(coalesce(h.units, 0) order by h.ck, h.resource),
+           array_agg(h.use_ order by h.ck, h.resource)
+      into h_ck, h_resource, h_qty, h_units, h_use
+      from (select u.ck, u.resource, sum(u.qty)::integer as qty,
+                   (sum(u.qty) filter (where u.use_ is null))::integer as units,
+                   max(u.use_) as use_
+              from (select l_ck[k] as ck, l_resource[k] as resource, l_qty[k] as qty,
+                           null::text as use_
+                      from generate_subscripts(l_ck, 1) k
+                    union all
+                    select g.ck, u.use->>'resource', 1, coalesce(u.use->>'refusal', 'used_up')
+                      from generate_series(1, v_n) as g(ck),
+                           jsonb_array_elements(p_checkouts->(g.ck - 1)->'uses') as u(use)) u
+             group by u.ck, u.resource) h;
+    if exists (select 1 from unnest(h_resource) as x(id) where x.id is null) then
+        perform hf_bad_input('a voucher''s use needs its resource');
+    end if;
+    c_l1 := array_fill(null::integer, array[v_n]);
+    c_l2 := c_l1;
+    c_h1 := c_l1;
+    c_h2 := c_l1;
+    for k in 1 .. cardinality(l_ck) loop
+        c_l1[l_ck[k]] := coalesce(c_l1[l_ck[k]], k);
+        c_l2[l_ck[k]] := k;
+    end loop;
+    for h in 1 .. cardinality(h_ck) loop
+        c_h1[h_ck[h]] := coalesce(c_h1[h_ck[h]], h);
+        c_h2[h_ck[h]] := h;
+    end loop;
+    l_h := array_fill(null::integer, array[cardinality(l_ck)]);
+    for k in 1 .. cardinality(l_ck) loop
+        for h in c_h1[l_ck[k]] .. c_h2[l_ck[k]] loop
+            if h_resource[h] = l_resource[k] then
+                l_h[k] := h;
+            end if;
+        end loop;
+    end loop;
+    select array_agg(distinct x.id order by x.id) into r_id from unnest(h_resource) as x(id);
+    h_r := array(select array_position(r_id, h_resource[h]) from generate_subscripts(h_ck, 1) h
+                  order by h);
+    v_one_section := (select count(distinct l_resource[k]) from generate_subscripts(l_ck, 1) k
+                       where l_claim[k] = 'seats') <= 1;
+
+    -- Lock: every e-mail and address of the batch, in one order, before
+    -- any order row and before any resource.
     perform hf_limit_lock(k.k)
-       from (select distinct k from unnest(p_email_keys || p_addresses) k
+       from (select distinct k from unnest(c_email_key || c_address) k
               where k is not null order by k) k;
-    -- what each checkout's e-mail already holds of its product, and its
-    -- address of the resource, from the orders: one statement each for the
-    -- whole batch (their plans are kept; a call per checkout was most of a
-    -- batch's time), only when a cap is set
-    if exists (select 1 from unnest(p_email_caps, p_email_keys) c(cap, k)
-                where c.cap is not null and c.k is not null) then
-        select array_agg(coalesce(u.used, 0) order by x.n),
-               array_agg(x.seen order by x.n)
-          into v_email_used, v_email_seen
-          from (select e.email_key, e.product, e.n,
-                       count(*) over (partition by e.email_key, e.product order by e.n) > 1 as seen
-                  from unnest(p_email_keys, p_products) with ordinality as e(email_key, product, n)) x
+    -- Lock: every resource of the batch, ascending id.
+    perform 1 from resources x where x.id = any (r_id) order by x.id for no key update;
+    -- Lock: with a cap across resources, every account of the batch, in
+    -- the order of their lock keys (as hf_hold_many takes them).
+    if s.account_cap is not null and s.cap_scope = 'global' then
+        perform pg_advisory_xact_lock(k)
+           from (select distinct hashtextextended('holdfast.account:' || a, 0) as k
+                   from unnest(c_account) a order by 1) keys;
+    end if;
+    -- Lock: every room a party of the batch is seated in, ascending id.
+    perform 1 from dining_rooms d
+     where d.collection in (select t.room from dining_times t
+                             where t.product_id in (select l_product[k]
+                                                      from generate_subscripts(l_ck, 1) k
+                                                     where l_claim[k] = 'table'))
+     order by d.collection for no key update;
+    v_now := clock_timestamp();
+    -- a section's expired holds end, so their seats are free to choose
+    perform hf_seat_expire_due(x.r)
+       from (select distinct l_resource[k] as r from generate_subscripts(l_ck, 1) k
+              where l_claim[k] = 'seats' order by 1) as x(r);
+    r_left := array_fill(null::integer, array[cardinality(r_id)]);
+    r_next := array_fill(null::timestamptz, array[cardinality(r_id)]);
+    for v_row in select x.id, x.total - x.held - x.sold as left_, x.next_expiry
+               from resources x where x.id = any (r_id) loop
+        v_r := array_position(r_id, v_row.id);
+        r_left[v_r] := v_row.left_;
+        r_next[v_r] := v_row.next_expiry;
+    end loop;
+    r_granted := array_fill(0, array[cardinality(r_id)]);
+    r_swept := array_fill(false, array[cardinality(r_id)]);
+    select coalesce(array_agg(x.r), '{}') into v_unknown
+      from unnest(r_id, r_left) as x(r, left_) where x.left_ is null;
+    -- a sale opens and closes by this database's clock, the same for every
+    -- process
+    select coalesce(array_agg(p.id), '{}') into v_off_sale
+      from products p
+     where p.id = any (l_product)
+       and ((p.sale_opens_at is not null and p.sale_opens_at > now())
+            or (p.sale_closes_at is not null and p.sale_closes_at <= now()));
+
+    -- What each capped e-mail holds of a product, and each capped address
+    -- of a resource, in pending orders: one statement each for the whole
+    -- batch (a call per checkout was most of a batch's time), with the
+    -- group its checkouts' grants are counted in.
+    if exists (select 1 from generate_subscripts(l_ck, 1) k
+                where l_email_cap[k] is not null and c_email_key[l_ck[k]] is not null) then
+        select array_agg(coalesce(u.used, 0) order by x.k), array_agg(x.g order by x.k)
+          into l_email_used, l_egroup
+          from (select k, c_email_key[l_ck[k]] as email_key, l_product[k] as product,
+                       case when l_email_cap[k] is not null and c_email_key[l_ck[k]] is not null
+                            then dense_rank() over (order by c_email_key[l_ck[k]], l_product[k])
+                       end as g
+                  from generate_subscripts(l_ck, 1) k) x
           left join lateral (
                select sum(l.qty)::integer as used
                  from orders o join order_lines l on l.order_id = o.id
-                where o.email_key = x.email_key and o.state in ('pending', 'settling')
-                  and l.product_id = x.product and hf_purchase_live(o.hold_id)) u on true;
+                where x.g is not null and o.email_key = x.email_key
+                  and o.state in ('pending', 'settling') and l.product_id = x.product
+                  and hf_purchase_live(o.hold_id)) u on true;
+        v_egranted := array_fill(0, array[cardinality(l_ck)]);
     end if;
-    if exists (select 1 from unnest(p_address_caps, p_addresses) c(cap, k)
-                where c.cap is not null and c.k is not null) then
-        select array_agg(coalesce(u.used, 0) order by x.n),
-               array_agg(x.seen order by x.n)
-          into v_address_used, v_address_seen
-          from (select a.address, a.n,
-                       count(*) over (partition by a.address order by a.n) > 1 as seen
-                  from unnest(p_addresses) with ordinality as a(address, n)) x
+    if exists (select 1 from unnest(c_address_cap, c_address) as a(cap, address)
+                where a.cap is not null and a.address is not null) then
+        select array_agg(coalesce(u.used, 0) order by x.h), array_agg(x.g order by x.h)
+          into h_address_used, h_agroup
+          from (select h, c_address[h_ck[h]] as address, h_resource[h] as resource,
+                       case when c_address_cap[h_ck[h]] is not null
+                                 and c_address[h_ck[h]] is not null and h_use[h] is null
+                            then dense_rank() over (order by c_address[h_ck[h]], h_resource[h])
+                       end as g
+                  from generate_subscripts(h_ck, 1) h) x
           left join lateral (
                select sum(l.qty)::integer as used
                  from orders o join order_lines l on l.order_id = o.id
                  join products p on p.id = l.product_id
-                where o.client_address = x.address and o.state in ('pending', 'settling')
-                  and p.resource_id = p_resource and hf_purchase_live(o.hold_id)) u on true;
+                where x.g is not null and o.client_address = x.address
+                  and o.state in ('pending', 'settling') and p.resource_id = x.resource
+                  and hf_purchase_live(o.hold_id)) u on true;
+        v_agranted := array_fill(0, array[cardinality(h_ck)]);
     end if;
-    -- A sale opens and closes by this database's clock, the same for every
-    -- process: a product whose sale is not open at this transaction's
-    -- moment (not yet, or no longer) is refused, and writes nothing.
-    select coalesce(array_agg(p.id), '{}') into v_off_sale
-      from products p
-     where p.id = any (p_products)
-       and ((p.sale_opens_at is not null and p.sale_opens_at > now())
-            or (p.sale_closes_at is not null and p.sale_closes_at <= now()));
 
-    -- each checkout that is new (its key has no order, here or earlier in
-    -- the batch), in arrival order: what its e-mail and its address hold,
-    -- with the batch's own earlier checkouts that passed (summed only for
-    -- a key seen earlier in the batch), must leave room for it
+    v_status := array_fill(null::text, array[v_n]);
+    v_order := array_fill(null::uuid, array[v_n]);
+    v_purchase := array_fill(null::uuid, array[v_n]);
+    v_basket := array_fill(null::uuid, array[v_n]);
+    v_detail := array_fill(null::jsonb, array[v_n]);
+    h_id := array_fill(null::uuid, array[cardinality(h_ck)]);
+    l_named := l_name;
+    l_room := array_fill(null::text, array[cardinality(l_ck)]);
+    l_during := array_fill(null::tstzrange, array[cardinality(l_ck)]);
+    l_tables := array_fill(null::jsonb, array[cardinality(l_ck)]);
+    l_deposit := array_fill(null::bigint, array[cardinality(l_ck)]);
+    l_cancel := array_fill(null::timestamptz, array[cardinality(l_ck)]);
+
+    -- Each checkout in arrival order, against what the ones before it in
+    -- the batch were granted: all of it, or nothing.
+    <<checkouts>>
     for i in 1 .. v_n loop
-        v_order[i] := gen_random_uuid();
-        if p_keys[i] = any (p_keys[1 : i - 1]) then
-            -- repeated in this batch: its first request decides
-            v_order[i] := null;
+        -- a form repeated in this batch is its first's, answered at the end
+        continue when c_key[i] = any (c_key[1 : i - 1]);
+        select o.id into v_found from orders o where o.checkout_key = c_key[i];
+        if v_found is not null then
+            v_status[i] := 'already_started';
+            v_order[i] := v_found;
             continue;
         end if;
-        continue when exists (select 1 from orders o where o.checkout_key = p_keys[i]);
-        if p_products[i] = any (v_off_sale) then
+        -- a hold outside any order has the form's key: not this checkout's
+        if exists (select 1 from holds x
+                    where x.resource_id = any (h_resource[c_h1[i] : c_h2[i]])
+                      and x.account_id = c_account[i] and x.idempotency_key = c_key[i]) then
+            v_status[i] := 'key_in_use';
+            continue;
+        end if;
+        if h_resource[c_h1[i] : c_h2[i]] && v_unknown then
+            v_status[i] := 'unknown_products';
+            v_detail[i] := jsonb_build_object('products', to_jsonb(array(
+                select l_product[k] from generate_series(c_l1[i], c_l2[i]) k
+                 where l_resource[k] = any (v_unknown) order by k)));
+            continue;
+        end if;
+        if l_product[c_l1[i] : c_l2[i]] && v_off_sale then
             v_status[i] := 'not_on_sale';
-            v_order[i] := null;
+            v_detail[i] := jsonb_build_object('lines', (
+                select jsonb_agg(jsonb_build_object('product', p.id, 'opens_at', p.sale_opens_at,
+                                                    'closes_at', p.sale_closes_at) order by p.id)
+                  from products p
+                 where p.id = any (l_product[c_l1[i] : c_l2[i]]) and p.id = any (v_off_sale)));
             continue;
         end if;
-        v_limited := false;
-        if p_email_caps[i] is not null and p_email_keys[i] is not null then
-            v_used := v_email_used[i];
-            if v_email_seen[i] then
-                for j in 1 .. i - 1 loop
-                    if v_counted[j] and p_email_keys[j] = p_email_keys[i]
-                       and p_products[j] = p_products[i] then
-                        v_used := v_used + p_qtys[j];
+
+        -- the fair-sale limits: what the e-mail holds of each product and
+        -- the address of each resource, with the batch's grants before it
+        v_short := '{}';
+        v_want := '{}';
+        v_left := '{}';
+        for k in c_l1[i] .. c_l2[i] loop
+            v_room := null;
+            if l_egroup[k] is not null then
+                v_room := l_email_cap[k] - l_email_used[k] - v_egranted[l_egroup[k]];
+            end if;
+            if h_agroup[l_h[k]] is not null then
+                -- the checkout's own lines on the resource count together
+                v_address_room := c_address_cap[i] - h_address_used[l_h[k]]
+                                  - v_agranted[h_agroup[l_h[k]]] - (h_units[l_h[k]] - l_qty[k]);
+                v_room := least(coalesce(v_room, v_address_room), v_address_room);
+            end if;
+            if l_qty[k] > v_room then
+                v_short := v_short || l_product[k];
+                v_want := v_want || l_qty[k];
+                v_left := v_left || v_room;
+            end if;
+        end loop;
+        -- the engine's cap per account (inventory_settings), with the
+        -- batch's grants to the same account
+        if cardinality(v_short) = 0 and s.account_cap is not null then
+            for h in c_h1[i] .. c_h2[i] loop
+                select coalesce(sum(x.qty), 0) into v_mine from holds x
+                 where x.account_id = c_account[i]
+                   and (s.cap_scope = 'global' or x.resource_id = h_resource[h])
+                   and (x.state = 'awaiting_payment' or (x.state = 'held' and x.expires_at > v_now));
+                select v_mine + coalesce(sum(h_qty[g]), 0) into v_mine
+                  from generate_subscripts(h_ck, 1) g
+                 where v_status[h_ck[g]] = 'started' and c_account[h_ck[g]] = c_account[i]
+                   and (s.cap_scope = 'global' or h_resource[g] = h_resource[h]);
+                select case when s.cap_scope = 'global' then sum(h_qty[g]) else h_qty[h] end
+                  into v_count
+                  from generate_series(c_h1[i], c_h2[i]) g;
+                if v_mine + v_count > s.account_cap then
+                    select array_agg(l_product[k] order by k), array_agg(l_qty[k] order by k),
+                           array_agg(s.account_cap - v_mine)
+                      into v_short, v_want, v_left
+                      from generate_series(c_l1[i], c_l2[i]) k
+                     where s.cap_scope = 'global' or l_resource[k] = h_resource[h];
+                    exit;
+                end if;
+            end loop;
+        end if;
+        if cardinality(v_short) > 0 then
+            v_status[i] := 'over_limit';
+            v_detail[i] := jsonb_build_object('lines', hf_short_lines(v_short, v_want, v_left));
+            continue;
+        end if;
+
+        -- the units: what each resource has left after the batch's grants
+        -- (expired holds count as free: looked for once, when needed and
+        -- due)
+        v_refusal := null;
+        for h in c_h1[i] .. c_h2[i] loop
+            v_r := h_r[h];
+            if r_left[v_r] < h_qty[h] and not r_swept[v_r] and r_next[v_r] <= v_now then
+                perform hf_expire_due_plain(r_id[v_r], v_now, 'lazy-expiry', null);
+                r_swept[v_r] := true;
+                select x.total - x.held - x.sold into v_room from resources x where x.id = r_id[v_r];
+                r_left[v_r] := v_room - r_granted[v_r];
+            end if;
+            continue when r_left[v_r] >= h_qty[h];
+            if h_use[h] is not null then
+                -- the buyer's own use says more than the voucher's last
+                v_refusal := case when v_refusal = 'used_by_you' then v_refusal else h_use[h] end;
+            else
+                for k in c_l1[i] .. c_l2[i] loop
+                    if l_h[k] = h then
+                        v_short := v_short || l_product[k];
+                        v_want := v_want || l_qty[k];
+                        v_left := v_left || r_left[v_r];
                     end if;
                 end loop;
             end if;
-            if v_used + p_qtys[i] > p_email_caps[i] then
-                v_status[i] := 'over_limit';
-                v_avail[i] := greatest(p_email_caps[i] - v_used, 0);
-                v_limited := true;
-            end if;
+        end loop;
+        if v_refusal is not null then
+            v_status[i] := 'bad_voucher';
+            v_detail[i] := jsonb_build_object('refusal', v_refusal);
+            continue;
+        elsif cardinality(v_short) > 0 then
+            v_status[i] := 'sold_out';
+            v_detail[i] := jsonb_build_object('lines', hf_short_lines(v_short, v_want, v_left));
+            continue;
         end if;
-        if not v_limited and p_address_caps[i] is not null and p_addresses[i] is not null then
-            v_used := v_address_used[i];
-            if v_address_seen[i] then
-                for j in 1 .. i - 1 loop
-                    if v_counted[j] and p_addresses[j] = p_addresses[i] then
-                        v_used := v_used + p_qtys[j];
-                    end if;
-                end loop;
+
+        -- the seats of each seat line, chosen under its section's lock
+        -- around the seats the batch chose before
+        v_seats_l := '{}';
+        v_seats_id := '{}';
+        for k in c_l1[i] .. c_l2[i] loop
+            continue when l_claim[k] <> 'seats';
+            if v_one_section then
+                v_exclude := sp_seat;
+            else
+                v_exclude := array(select sp_seat[x] from generate_subscripts(sp_seat, 1) x
+                                    where l_resource[sp_l[x]] = l_resource[k]);
             end if;
-            if v_used + p_qtys[i] > p_address_caps[i] then
-                v_status[i] := 'over_limit';
-                v_avail[i] := greatest(p_address_caps[i] - v_used, 0);
+            v_labels := case when l_seats[k] is not null
+                             then array(select jsonb_array_elements_text(l_seats[k]::jsonb)) end;
+            select * into v_choice from hf_seat_choose(l_resource[k], v_labels, l_qty[k], l_together[k],
+                                                v_exclude);
+            if v_choice.status = 'chosen' then
+                v_seats_l := v_seats_l || array_fill(k, array[cardinality(v_choice.seat_ids)]);
+                v_seats_id := v_seats_id || v_choice.seat_ids;
+                l_named[k] := l_name[k] || ' — ' || array_to_string(v_choice.labels, ', ');
+                continue;
             end if;
+            v_status[i] := v_choice.status;
+            if v_choice.status = 'sold_out' then
+                v_detail[i] := jsonb_build_object('lines', hf_short_lines(
+                    array[l_product[k]], array[l_qty[k]], array[v_choice.free]));
+            else
+                -- seats_taken, unknown_seats, not_together: the seats, and
+                -- others offered
+                v_detail[i] := jsonb_build_object('product', l_product[k],
+                                                  'seats', to_jsonb(coalesce(v_choice.taken, '{}')),
+                                                  'offers', coalesce(v_choice.offers, '[]'),
+                                                  'split_allowed', coalesce(v_choice.split_allowed, false));
+            end if;
+            continue checkouts;
+        end loop;
+
+        -- the party of each booking line: the table or joined set its room
+        -- gives it for its stay (hf_free_sets, the best first), around the
+        -- tables the batch chose before
+        v_mark := cardinality(tp_room);
+        for k in c_l1[i] .. c_l2[i] loop
+            continue when l_claim[k] <> 'table';
+            v_tables := null;
+            -- (a function of one row: a product with no dining time reads as nulls)
+            select * into v_terms from hf_table_terms(l_product[k], l_qty[k]);
+            if v_terms.room is not null then
+                v_during := tstzrange(v_terms.starts_at, v_terms.starts_at + v_terms.turn, '[)');
+                select f.tables into v_tables
+                  from hf_free_sets(v_terms.room, l_qty[k], v_during, null)
+                       with ordinality as f(set_id, tables, max_party, joined, idle, priority, n)
+                 where not exists (select 1 from unnest(tp_room, tp_table, tp_during) as b(room, t, d)
+                                    where b.room = v_terms.room and b.t = any (f.tables)
+                                      and b.d && v_during)
+                 order by f.n
+                 limit 1;
+            end if;
+            if v_tables is null then
+                -- the tables an earlier line of this checkout chose stay free
+                tp_room := tp_room[1 : v_mark];
+                tp_table := tp_table[1 : v_mark];
+                tp_during := tp_during[1 : v_mark];
+                v_status[i] := 'no_table';
+                v_detail[i] := jsonb_build_object('lines', hf_short_lines(
+                    array[l_product[k]], array[l_qty[k]], array[0]));
+                continue checkouts;
+            end if;
+            l_room[k] := v_terms.room;
+            l_during[k] := v_during;
+            l_tables[k] := to_jsonb(v_tables);
+            l_deposit[k] := v_terms.deposit_per_cover;
+            l_cancel[k] := v_terms.cancel_until;
+            tp_room := tp_room || array_fill(v_terms.room, array[cardinality(v_tables)]);
+            tp_table := tp_table || v_tables;
+            tp_during := tp_during || array_fill(v_during, array[cardinality(v_tables)]);
+        end loop;
+
+        -- granted: its order and its holds (one is its purchase; several,
+        -- a basket of them), and what the batch has left for the rest
+        v_status[i] := 'started';
+        v_order[i] := gen_random_uuid();
+        if c_h1[i] <> c_h2[i] then
+            v_basket[i] := gen_random_uuid();
         end if;
-        if v_status[i] = 'over_limit' then
-            v_order[i] := null;
-        else
-            v_counted[i] := true;
-        end if;
+        for h in c_h1[i] .. c_h2[i] loop
+            h_id[h] := hf_uuid_v7();
+            r_left[h_r[h]] := r_left[h_r[h]] - h_qty[h];
+            r_granted[h_r[h]] := r_granted[h_r[h]] + h_qty[h];
+            if h_agroup[h] is not null then
+                v_agranted[h_agroup[h]] := v_agranted[h_agroup[h]] + h_units[h];
+            end if;
+        end loop;
+        v_purchase[i] := coalesce(v_basket[i], h_id[c_h1[i]]);
+        for k in c_l1[i] .. c_l2[i] loop
+            if l_egroup[k] is not null then
+                v_egranted[l_egroup[k]] := v_egranted[l_egroup[k]] + l_qty[k];
+            end if;
+        end loop;
+        sp_l := sp_l || v_seats_l;
+        sp_seat := sp_seat || v_seats_id;
     end loop;
 
-    -- the orders, pending and not yet holding anything; a key that already
-    -- has its order (or gets it from a transaction that commits first, or
-    -- earlier in this batch) writes nothing
-    insert into orders (id, token, checkout_key, customer_name, customer_email, currency,
-                        amount_minor, provider, email_key, client_address)
-    select x.order_id, x.token, x.key, x.name, x.email, x.currency, x.price * x.qty, x.provider,
-           x.email_key, x.address
-      from unnest(v_order, p_tokens, p_keys, p_names, p_emails, p_currencies, p_unit_prices,
-                  p_qtys, p_providers, p_email_keys, p_addresses)
-           with ordinality as x(order_id, token, key, name, email, currency, price, qty, provider,
-                                email_key, address, n)
-     where x.order_id is not null
-     -- in key order, so two batches sharing keys wait on each other's
-     -- orders in one direction only; a key repeated here is written once,
-     -- for its first request
-     order by x.key, x.n
+    -- The orders, in key order (two batches sharing keys wait on each
+    -- other's orders in one direction only); a key that gets its order
+    -- from a transaction that commits first writes nothing more, and is
+    -- that order.
+    insert into orders (id, token, checkout_key, customer_name, customer_email, customer_phone,
+                        currency, amount_minor, provider, email_key, client_address,
+                        voucher_code, discount_minor, hold_id)
+    select v_order[i], c_token[i], c_key[i], c_name[i], c_email[i], c_phone[i], c_currency[i],
+           c_amount[i], c_provider[i], c_email_key[i], c_address[i], c_voucher[i],
+           c_discount[i], v_purchase[i]
+      from generate_series(1, v_n) i
+     where v_status[i] = 'started'
+     order by c_key[i], i
     on conflict (checkout_key) do nothing;
     get diagnostics v_written = row_count;
-    for i in 1 .. v_n loop
-        if v_status[i] in ('over_limit', 'not_on_sale') then
-            continue;
-        elsif v_written = v_n or exists (select 1 from orders o where o.id = v_order[i]) then
-            v_idx := v_idx || i;
-        else
+    select count(*) into v_started from unnest(v_status) x where x = 'started';
+    if v_written < v_started then
+        for i in 1 .. v_n loop
+            continue when v_status[i] is distinct from 'started'
+                       or exists (select 1 from orders o where o.id = v_order[i]);
+            select o.id into v_found from orders o where o.checkout_key = c_key[i];
             v_status[i] := 'already_started';
-            v_order[i] := null;
-        end if;
-    end loop;
-
-    if cardinality(v_idx) > 0 then
-        -- lock: the resource (inside hf_hold_many); its holds decided in
-        -- arrival order
-        for h in
-            select x.status, x.hold_id, x.available, x.n
-              from hf_hold_many(p_resource,
-                                (select array_agg(p_qtys[j] order by o) from unnest(v_idx) with ordinality u(j, o)),
-                                (select array_agg(p_accounts[j] order by o) from unnest(v_idx) with ordinality u(j, o)),
-                                (select array_agg(p_keys[j] order by o) from unnest(v_idx) with ordinality u(j, o)))
-                   with ordinality as x(status, hold_id, resource_id, account_id, qty, state, expires_at,
-                                        payment_deadline, payment_ref, existing_payment_ref,
-                                        other_hold_id, available, extensions, n)
-        loop
-            v_status[v_idx[h.n]] := h.status;
-            v_hold[v_idx[h.n]] := h.hold_id;
-            v_avail[v_idx[h.n]] := h.available;
+            v_order[i] := v_found;
+            v_purchase[i] := null;
         end loop;
     end if;
 
-    -- Our order is new, yet a hold already has its key: a hold made outside
-    -- checkout, which this checkout may not take over (the others of the
-    -- batch go on).
+    -- each started order's lines, its holds and their history, its pins
+    -- and its bookings: one statement each for the batch
+    insert into order_lines (order_id, product_id, name, qty, unit_price_minor, paid_minor)
+    select v_order[l_ck[k]], l_product[k], l_named[k], l_qty[k], l_price[k], l_paid[k]
+      from generate_subscripts(l_ck, 1) k
+     where v_status[l_ck[k]] = 'started';
+    insert into holds (id, basket_id, resource_id, account_id, qty, idempotency_key, expires_at)
+    select h_id[h], v_basket[h_ck[h]], h_resource[h], c_account[h_ck[h]], h_qty[h], c_key[h_ck[h]],
+           v_now + s.hold_ttl
+      from generate_subscripts(h_ck, 1) h
+     where v_status[h_ck[h]] = 'started';
+    insert into hold_events (hold_id, kind, to_state, actor, detail)
+    select h_id[h], 'held', 'held', c_account[h_ck[h]],
+           jsonb_strip_nulls(jsonb_build_object('qty', h_qty[h], 'basket_id', v_basket[h_ck[h]],
+                                                'ttl_seconds', extract(epoch from s.hold_ttl)))
+      from generate_subscripts(h_ck, 1) h
+     where v_status[h_ck[h]] = 'started';
+    -- one counter update per resource; the CHECK still has the last word
+    update resources x
+       set held = x.held + g.qty, next_expiry = least(x.next_expiry, v_now + s.hold_ttl),
+           updated_at = v_now
+      from (select h_resource[h] as resource, sum(h_qty[h]) as qty
+              from generate_subscripts(h_ck, 1) h
+             where v_status[h_ck[h]] = 'started'
+             group by 1) g
+     where x.id = g.resource;
+    insert into seat_pins (seat_id, hold_id)
+    select sp_seat[x], h_id[l_h[sp_l[x]]]
+      from generate_subscripts(sp_seat, 1) x
+     where v_status[l_ck[sp_l[x]]] = 'started';
+    insert into table_pins (hold_id, room, table_id, during)
+    select h_id[l_h[k]], l_room[k], t.id, l_during[k]
+      from generate_subscripts(l_ck, 1) k, jsonb_array_elements_text(l_tables[k]) as t(id)
+     where v_status[l_ck[k]] = 'started';
+    insert into bookings (hold_id, order_id, room, product_id, party, starts_at, ends_at, tables,
+                          deposit_per_cover_minor, cancel_until)
+    select h_id[l_h[k]], v_order[l_ck[k]], l_room[k], l_product[k], l_qty[k], lower(l_during[k]),
+           upper(l_during[k]), array(select jsonb_array_elements_text(l_tables[k])),
+           l_deposit[k], l_cancel[k]
+      from generate_subscripts(l_ck, 1) k
+     where l_tables[k] is not null and v_status[l_ck[k]] = 'started';
+
+    -- a started order whose seats name its lines says so
     for i in 1 .. v_n loop
-        if v_status[i] = 'replayed' then
-            v_status[i] := 'key_in_use';
-        end if;
+        continue when v_status[i] is distinct from 'started'
+                   or not exists (select 1 from generate_series(c_l1[i], c_l2[i]) k
+                                   where l_named[k] <> l_name[k]);
+        v_detail[i] := jsonb_build_object('lines', (
+            select jsonb_agg(jsonb_build_object('product', l_product[k], 'name', l_named[k])
+                             order by k)
+              from generate_series(c_l1[i], c_l2[i]) k));
     end loop;
-
-    -- each grant's order takes its hold and its line; a refused checkout
-    -- leaves no order behind
-    update orders o
-       set hold_id = x.hold_id
-      from unnest(v_order, v_hold, v_status) as x(order_id, hold_id, status)
-     where o.id = x.order_id and x.status = 'held';
-    insert into order_lines (order_id, product_id, name, qty, unit_price_minor)
-    select x.order_id, x.product, x.product_name, x.qty, x.price
-      from unnest(v_status, v_order, p_products, p_product_names, p_qtys, p_unit_prices)
-           as x(status, order_id, product, product_name, qty, price)
-     where x.status = 'held';
-    delete from orders o
-     using unnest(v_order, v_status) as x(order_id, status)
-     where o.id = x.order_id
-       and x.status in ('insufficient', 'account_cap', 'unknown_resource', 'key_in_use');
-
-    -- the order each repeated key already has
+    -- a form sent twice in one batch is its first's: the same order, or
+    -- the same refusal
     for i in 1 .. v_n loop
-        if v_status[i] = 'already_started' then
-            v_existing := null;
-            select o.id into v_existing from orders o where o.checkout_key = p_keys[i];
-            v_order[i] := v_existing;
-            if v_existing is null then
-                -- a key repeated in this batch whose first request was
-                -- refused: the same answer as the first
-                for j in 1 .. i - 1 loop
-                    if p_keys[j] = p_keys[i] and v_status[j] <> 'already_started' then
-                        v_status[i] := v_status[j];
-                        v_avail[i] := v_avail[j];
-                        exit;
-                    end if;
-                end loop;
-            end if;
-        elsif v_status[i] <> 'held' then
-            v_order[i] := null;
-        end if;
+        continue when not (c_key[i] = any (c_key[1 : i - 1]));
+        v_r := array_position(c_key, c_key[i]);
+        v_status[i] := case when v_status[v_r] = 'started' then 'already_started'
+                            else v_status[v_r] end;
+        v_order[i] := v_order[v_r];
+        v_detail[i] := case when v_status[v_r] = 'started' then null else v_detail[v_r] end;
     end loop;
 
     return query
-        select case when x.status = 'held' then 'started' else x.status end,
-               x.order_id, x.hold_id, x.available, now()
-          from unnest(v_status, v_order, v_hold, v_avail) with ordinality as x(status, order_id, hold_id, available, n)
-         order by x.n;
+        select v_status[i], v_order[i], v_purchase[i], o.number, now(), v_detail[i]
+          from generate_series(1, v_n) i
+          left join orders o on o.id = v_order[i]
+         order by i;
 end;
 $function$;
 
@@ -3150,185 +3458,6 @@ begin
        set next_deadline = least(x.next_deadline, m.deadline), updated_at = p_now
       from (select resource_id, min(payment_deadline) as deadline from moved group by resource_id) m
      where x.id = m.resource_id;
-end;
-$function$;
-
--- hf_start_seat_checkouts (last written by 0182_seat_batches_once_per_form.sql)
-CREATE OR REPLACE FUNCTION public.hf_start_seat_checkouts(p_resource text, p_keys text[], p_accounts text[], p_qtys integer[], p_products text[], p_product_names text[], p_unit_prices bigint[], p_currencies text[], p_tokens text[], p_names text[], p_emails text[], p_providers text[], p_email_keys text[], p_addresses text[], p_email_caps integer[], p_address_caps integer[], p_seats text[], p_together boolean[])
- RETURNS TABLE(status text, order_id uuid, hold_id uuid, available integer, created_at timestamp with time zone, seats text[], taken text[], offers jsonb, split_allowed boolean)
- LANGUAGE plpgsql
-AS $function$
-declare
-    v_n integer := coalesce(cardinality(p_keys), 0);
-    v_status text[] := array_fill(null::text, array[greatest(v_n, 1)]);
-    v_order uuid[] := array_fill(null::uuid, array[greatest(v_n, 1)]);
-    v_hold uuid[] := array_fill(null::uuid, array[greatest(v_n, 1)]);
-    v_avail integer[] := array_fill(null::integer, array[greatest(v_n, 1)]);
-    v_at timestamptz[] := array_fill(null::timestamptz, array[greatest(v_n, 1)]);
-    v_pick jsonb[] := array_fill(null::jsonb, array[greatest(v_n, 1)]);
-    v_labels jsonb[] := array_fill(null::jsonb, array[greatest(v_n, 1)]);
-    v_taken jsonb[] := array_fill(null::jsonb, array[greatest(v_n, 1)]);
-    v_offers jsonb[] := array_fill(null::jsonb, array[greatest(v_n, 1)]);
-    v_split boolean[] := array_fill(null::boolean, array[greatest(v_n, 1)]);
-    -- this round: who is chosen for, and who goes on to the holds
-    v_decide integer[];
-    v_go integer[];
-    v_chosen bigint[];
-    v_gave_back boolean;
-    v_named text[];
-    -- a form repeated in the batch: answered as its first, at the end
-    v_again integer[] := '{}';
-    v_first integer;
-    c record;
-    x record;
-begin
-    if v_n not between 1 and 1000 then
-        perform hf_bad_input(format('a batch starts 1 to 1000 checkouts, got %s', v_n));
-    end if;
-    if coalesce(cardinality(p_seats), -1) <> v_n or coalesce(cardinality(p_together), -1) <> v_n then
-        perform hf_bad_input('every checkout needs its seats or its together: arrays of one length');
-    end if;
-    if (hf_seat_section(p_resource)).product_id is null then
-        perform hf_bad_input(format('%s is not a seated section', p_resource));
-    end if;
-    -- lock: every e-mail and address of the batch, in one order, then the
-    -- section (hf_start_checkouts takes both again, as they are held)
-    perform hf_limit_lock(k.k)
-       from (select distinct k from unnest(p_email_keys || p_addresses) k
-              where k is not null order by k) k;
-    perform 1 from resources where id = p_resource for no key update;
-    perform hf_seat_expire_due(p_resource);
-
-    -- the checkouts that choose seats: new forms (a form seen before, here
-    -- or earlier, goes on to be answered as the order it has)
-    v_decide := '{}';
-    v_go := '{}';
-    for i in 1 .. v_n loop
-        if p_keys[i] = any (p_keys[1 : i - 1]) then
-            v_again := v_again || i;
-        elsif exists (select 1 from orders o where o.checkout_key = p_keys[i]) then
-            v_go := v_go || i;
-        else
-            v_decide := v_decide || i;
-        end if;
-    end loop;
-
-    -- until no seats come back: a round that gives seats back has refused
-    -- at least one request for good (a limit), so rounds are at most the
-    -- requests (0180 stopped after three, and a batch with more buyers
-    -- over their limit than that left others told "sold out" beside seats
-    -- nobody got)
-    loop
-        -- seats granted in an earlier round are pinned now
-        v_chosen := '{}';
-        for k in 1 .. coalesce(cardinality(v_decide), 0) loop
-            declare
-                i integer := v_decide[k];
-            begin
-                v_named := case when p_seats[i] is null then null
-                                else string_to_array(p_seats[i], ',') end;
-                select * into c
-                  from hf_seat_choose(p_resource, v_named, p_qtys[i],
-                                      coalesce(p_together[i], true), v_chosen);
-                if c.status = 'chosen' then
-                    v_pick[i] := to_jsonb(c.seat_ids);
-                    v_labels[i] := to_jsonb(c.labels);
-                    v_chosen := v_chosen || c.seat_ids;
-                    v_status[i] := null;
-                    v_go := v_go || i;
-                else
-                    v_status[i] := case c.status when 'taken' then 'seats_taken'
-                                                 when 'unknown' then 'unknown_seats'
-                                                 else c.status end;
-                    v_taken[i] := to_jsonb(c.taken);
-                    v_offers[i] := c.offers;
-                    v_split[i] := c.split_allowed;
-                    v_avail[i] := c.free;
-                end if;
-            end;
-        end loop;
-        exit when coalesce(cardinality(v_go), 0) = 0;
-
-        -- the chosen (and the forms seen before) to the holds, in arrival order
-        select array_agg(g order by g) into v_go from unnest(v_go) g;
-        v_gave_back := false;
-        for x in
-            select r.status, r.order_id, r.hold_id, r.available, r.created_at, u.n
-              from hf_start_checkouts(
-                       p_resource,
-                       array(select p_keys[g] from unnest(v_go) with ordinality u(g, o) order by o),
-                       array(select p_accounts[g] from unnest(v_go) with ordinality u(g, o) order by o),
-                       array(select case when v_pick[g] is null then p_qtys[g]
-                                         else jsonb_array_length(v_pick[g]) end
-                               from unnest(v_go) with ordinality u(g, o) order by o),
-                       array(select p_products[g] from unnest(v_go) with ordinality u(g, o) order by o),
-                       array(select p_product_names[g] from unnest(v_go) with ordinality u(g, o) order by o),
-                       array(select p_unit_prices[g] from unnest(v_go) with ordinality u(g, o) order by o),
-                       array(select p_currencies[g] from unnest(v_go) with ordinality u(g, o) order by o),
-                       array(select p_tokens[g] from unnest(v_go) with ordinality u(g, o) order by o),
-                       array(select p_names[g] from unnest(v_go) with ordinality u(g, o) order by o),
-                       array(select p_emails[g] from unnest(v_go) with ordinality u(g, o) order by o),
-                       array(select p_providers[g] from unnest(v_go) with ordinality u(g, o) order by o),
-                       array(select p_email_keys[g] from unnest(v_go) with ordinality u(g, o) order by o),
-                       array(select p_addresses[g] from unnest(v_go) with ordinality u(g, o) order by o),
-                       array(select p_email_caps[g] from unnest(v_go) with ordinality u(g, o) order by o),
-                       array(select p_address_caps[g] from unnest(v_go) with ordinality u(g, o) order by o))
-                   with ordinality as r(status, order_id, hold_id, available, created_at, n)
-              join lateral (select v_go[r.n::int] as n) u on true
-        loop
-            v_status[x.n] := x.status;
-            v_order[x.n] := x.order_id;
-            v_hold[x.n] := x.hold_id;
-            v_avail[x.n] := x.available;
-            v_at[x.n] := x.created_at;
-            if x.status = 'started' and v_pick[x.n] is not null then
-                perform hf_seat_pin(x.hold_id,
-                                    array(select jsonb_array_elements_text(v_pick[x.n])::bigint));
-                perform hf_seat_name_line(x.order_id, p_products[x.n],
-                                          array(select jsonb_array_elements_text(v_pick[x.n])::bigint));
-            elsif v_pick[x.n] is not null then
-                -- refused after all: its seats go back
-                v_pick[x.n] := null;
-                v_labels[x.n] := null;
-                v_gave_back := true;
-            end if;
-        end loop;
-        -- choose again for those refused for want of seats, only if seats
-        -- came back
-        v_decide := array(select i from generate_series(1, v_n) i
-                           where v_status[i] in ('seats_taken', 'not_together', 'sold_out'));
-        v_go := '{}';
-        exit when not v_gave_back or cardinality(v_decide) = 0;
-    end loop;
-
-    -- a form sent twice in one batch is its first's: the same order, or
-    -- the same refusal (never units without seats)
-    foreach v_first in array v_again loop
-        declare
-            i integer := v_first;
-            f integer := array_position(p_keys, p_keys[v_first]);
-        begin
-            v_status[i] := case when v_status[f] = 'started' then 'already_started'
-                                else v_status[f] end;
-            v_order[i] := v_order[f];
-            v_hold[i] := v_hold[f];
-            v_avail[i] := v_avail[f];
-            v_at[i] := v_at[f];
-            v_taken[i] := v_taken[f];
-            v_offers[i] := v_offers[f];
-            v_split[i] := v_split[f];
-        end;
-    end loop;
-
-    return query
-        select v_status[i], v_order[i], v_hold[i], v_avail[i], coalesce(v_at[i], now()),
-               case when v_status[i] = 'started' and v_labels[i] is not null
-                    then array(select jsonb_array_elements_text(v_labels[i])) end,
-               case when v_taken[i] is not null and jsonb_typeof(v_taken[i]) = 'array'
-                    then array(select jsonb_array_elements_text(v_taken[i])) end,
-               v_offers[i], v_split[i]
-          from generate_series(1, v_n) i
-         order by i;
 end;
 $function$;
 
@@ -3503,21 +3632,6 @@ begin
     return (select coalesce(sum(l.qty), 0)::int
               from orders o join order_lines l on l.order_id = o.id
              where o.email_key = p_email_key and o.state in ('pending', 'settling') and l.product_id = p_product
-               and hf_purchase_live(o.hold_id));
-end;
-$function$;
-
--- hf_units_held_from_address (last written by 0081_settling_counts_toward_limits.sql)
-CREATE OR REPLACE FUNCTION public.hf_units_held_from_address(p_address text, p_resource text)
- RETURNS integer
- LANGUAGE plpgsql
- STABLE
-AS $function$
-begin
-    return (select coalesce(sum(l.qty), 0)::int
-              from orders o join order_lines l on l.order_id = o.id
-                            join products p on p.id = l.product_id
-             where o.client_address = p_address and o.state in ('pending', 'settling') and p.resource_id = p_resource
                and hf_purchase_live(o.hold_id));
 end;
 $function$;

@@ -5,16 +5,15 @@
 //! - [`order`]: where an order stands, who pays, reading orders back;
 //! - [`begin`]: the checkout as the shop runs it, from the form to the
 //!   provider's page: the one use case the form and the API call;
-//! - [`start`]: the pending order and a hold on every line, in one
-//!   transaction (the provider is called after the commit, outside any lock);
+//! - [`start`]: the pending order and a hold on every line, whatever it
+//!   claims, in one transaction (the provider is called after the commit,
+//!   outside any lock);
 //! - [`short`]: when a checkout is short, the one rule memory and the read
 //!   both ask;
 //! - [`attach`]: the provider's page remembered and the holds moved into the
 //!   payment phase, with a deadline that covers the provider's own expiry;
-//! - [`start_batches`]: both steps for the one-product checkouts of one
-//!   resource, sent together ([`Checkouts`], the shop's way in);
-//!   `seat_batches`: a seated section's, its seats chosen in the call;
-//!   `one_answer`: what both read of a one-product start's answer;
+//! - [`start_batches`]: both steps for the checkouts of the same
+//!   resources, sent together ([`Checkouts`], the shop's way in);
 //! - [`release`]: units going back before payment;
 //! - [`confirm`]: [`confirm_payments_in`], the only place that turns a
 //!   payment into a sale, whichever path (return, webhook, reconciliation)
@@ -37,12 +36,10 @@ mod confirmations;
 pub mod free;
 mod issued;
 mod late;
-mod one_answer;
 pub mod order;
 pub mod outbox;
 pub mod refund;
 pub mod release;
-mod seat_batches;
 pub mod settle;
 pub mod settling;
 mod short;

@@ -1,26 +1,28 @@
-//! Checkouts of one product, combined per resource. A flash sale is many
-//! shoppers checking out the same ticket tier at once: each checkout needs
-//! the tier's row lock twice (to hold and write the order; to start the
-//! payment phase after the provider answered), and the lock is held until
-//! the commit reaches disk. [`Checkouts`] sends the checkouts waiting for the
-//! same resource together, one call for each step (`hf_start_checkouts`,
-//! `hf_attach_payments`), as the engine's [`crate::inventory::HoldBatches`]
-//! does for holds. Each shopper still gets their own answer, and an order is
-//! still written in the same transaction as its hold.
+//! Checkouts combined per resource. A flash sale is many shoppers checking
+//! out the same thing at once (a ticket tier, a seated section, a table
+//! time): each checkout needs the resource's row lock twice (to hold and
+//! write the order; to start the payment phase after the provider
+//! answered), and the lock is held until the commit reaches disk.
+//! [`Checkouts`] sends the checkouts waiting for the same resources
+//! together, one call for each step (`hf_start_checkouts`, whatever the
+//! lines claim; `hf_attach_payments`), as the engine's
+//! [`crate::inventory::HoldBatches`] does for holds. Each shopper still
+//! gets their own answer, and an order is still written in the same
+//! transaction as its holds and their pins.
+
+use std::sync::Arc;
 
 use chrono::{DateTime, SubsecRound, Utc};
 use sqlx::PgPool;
 use uuid::Uuid;
 
 use super::attach::payment_window_seconds;
-use super::one_answer::{StartRow, classify, each, lost, one_outcome};
-use super::seat_batches::{OneSeatStart, SeatCombiner, SeatStarts, start_seats};
-use super::start::{OneStart, Plan, plan, start_basket};
+use super::start::{Plan, Planned, StartRow, outcome, plan};
 use super::{
     AttachOutcome, CheckoutError, CheckoutRead, CheckoutStart, Order, OrderState, Result,
     StartOutcome, attach_payment, basket, order_by_id,
 };
-use crate::batching::{Batch, Combiner};
+use crate::batching::{Batch, Combiner, share_error};
 use crate::payments::PaymentPage;
 
 /// Most checkouts one call carries.
@@ -31,8 +33,6 @@ pub const MAX_BATCH: usize = 256;
 pub struct Checkouts {
     pool: PgPool,
     starts: Combiner<Starts>,
-    /// A seated section's checkouts, their seats chosen in the call.
-    seats: SeatCombiner,
     attaches: Combiner<Attaches>,
 }
 
@@ -40,14 +40,13 @@ impl Checkouts {
     pub fn new(pool: PgPool) -> Self {
         Self {
             starts: Combiner::new(Starts { pool: pool.clone() }),
-            seats: Combiner::new(SeatStarts { pool: pool.clone() }),
             attaches: Combiner::new(Attaches { pool: pool.clone() }),
             pool,
         }
     }
 
-    /// [`super::start_checkout`], combined with the other one-product
-    /// checkouts of the same resource waiting at the same moment.
+    /// [`super::start_checkout`], combined with the other checkouts of the
+    /// same resources waiting at the same moment.
     pub async fn start(&self, start: &CheckoutStart) -> Result<StartOutcome> {
         start_checkout_via(&self.pool, Some(self), start, None).await
     }
@@ -63,9 +62,9 @@ impl Checkouts {
     }
 
     /// [`super::attach_payment`] for a started order, then the shopper's
-    /// basket is emptied if the order is on its way to pay. For a
-    /// one-product checkout (`resource` from [`StartOutcome::Started`]) it
-    /// is one combined call with the other orders of that resource.
+    /// basket is emptied if the order is on its way to pay. For an order
+    /// that holds one resource (`resource` from [`StartOutcome::Started`])
+    /// it is one combined call with the other orders of that resource.
     pub async fn attach(
         &self,
         order: Order,
@@ -128,18 +127,12 @@ impl Checkouts {
     pub fn calls(&self) -> (u64, u64) {
         (self.starts.calls(), self.attaches.calls())
     }
-
-    /// Calls of `hf_start_seat_checkouts` made so far (seated sections'
-    /// checkouts, combined).
-    pub fn seat_calls(&self) -> u64 {
-        self.seats.calls()
-    }
 }
 
 /// Step one of checkout: in one transaction, the pending order and a hold on
 /// every line. Nothing is held when anything is short. (The shop goes
-/// through [`Checkouts::start`], which combines concurrent checkouts of one
-/// product; this is the same with nobody to combine with.)
+/// through [`Checkouts::start`], which combines concurrent checkouts of the
+/// same resources; this is the same call with nobody to combine with.)
 pub async fn start_checkout(pool: &PgPool, start: &CheckoutStart) -> Result<StartOutcome> {
     start_checkout_via(pool, None, start, None).await
 }
@@ -151,31 +144,17 @@ async fn start_checkout_via(
     read: Option<&CheckoutRead>,
 ) -> Result<StartOutcome> {
     let mut outcome = match plan(pool, start, read).await? {
-        Plan::Decided(outcome) => outcome,
-        Plan::OneProduct {
-            one,
-            lines,
-            resource,
-        } => {
+        Plan::Decided(outcome) => *outcome,
+        Plan::Start(planned) => {
             let row = match combined {
-                Some(combined) => combined.starts.call(&resource, one.clone()).await?,
-                None => start_batch(pool, &resource, std::slice::from_ref(&one))
+                Some(combined) => combined.starts.call(&planned.key, planned.clone()).await?,
+                None => start_batch(pool, std::slice::from_ref(&planned))
                     .await?
                     .pop()
                     .ok_or_else(|| CheckoutError::Database(sqlx::Error::RowNotFound))?,
             };
-            one_outcome(pool, one, row, lines, resource).await?
+            outcome(pool, &planned, row).await?
         }
-        Plan::OneSection {
-            one,
-            pick,
-            lines,
-            resource,
-        } => {
-            let seats = combined.map(|c| &c.seats);
-            start_seats(pool, seats, OneSeatStart { one, pick }, lines, resource).await?
-        }
-        Plan::Basket(priced) => start_basket(pool, start, priced).await?,
     };
     // a start run again after its commit's answer was lost: the order it
     // finds is its own (the token is this submit's), written and held with
@@ -189,17 +168,7 @@ async fn start_checkout_via(
             resource: None,
         };
     }
-    crate::metrics::checkout(match &outcome {
-        StartOutcome::Started { .. } => "started",
-        StartOutcome::AlreadyStarted { .. } => "already_started",
-        StartOutcome::Unavailable { .. } => "unavailable",
-        StartOutcome::OverLimit { .. } => "over_limit",
-        StartOutcome::UnknownProducts { .. } => "unknown_products",
-        StartOutcome::NotOnSale { .. } => "not_on_sale",
-        StartOutcome::Locked { .. } => "locked",
-        StartOutcome::VoucherRefused { .. } => "voucher_refused",
-        StartOutcome::SeatsRefused { .. } => "seats_refused",
-    });
+    crate::metrics::checkout(outcome.word());
     Ok(outcome)
 }
 
@@ -208,15 +177,12 @@ struct Starts {
 }
 
 impl Batch for Starts {
-    type Request = OneStart;
+    type Request = Arc<Planned>;
     type Reply = Result<StartRow>;
     const MAX: usize = MAX_BATCH;
 
-    async fn run(&self, resource: &str, requests: Vec<OneStart>) -> Vec<Result<StartRow>> {
-        each(
-            requests.len(),
-            start_batch(&self.pool, resource, &requests).await,
-        )
+    async fn run(&self, _key: &str, requests: Vec<Arc<Planned>>) -> Vec<Result<StartRow>> {
+        each(requests.len(), start_batch(&self.pool, &requests).await)
     }
 
     fn lost() -> Result<StartRow> {
@@ -224,77 +190,19 @@ impl Batch for Starts {
     }
 }
 
-/// One call of `hf_start_checkouts`: the checkouts of one resource, answered
-/// in the order given.
-async fn start_batch(
-    pool: &PgPool,
-    resource: &str,
-    requests: &[OneStart],
-) -> Result<Vec<StartRow>> {
-    let column = |f: fn(&OneStart) -> &str| -> Vec<&str> { requests.iter().map(f).collect() };
-    let mut rows: Vec<StartRow> = sqlx::query_as(
-        "select status, order_id, hold_id, available, created_at \
-           from hf_start_checkouts($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, \
-                                   $13, $14, $15, $16)",
+/// One call of `hf_start_checkouts`: the checkouts given, each decided in
+/// turn under the locks of all their resources, answered in the order
+/// given.
+async fn start_batch(pool: &PgPool, requests: &[Arc<Planned>]) -> Result<Vec<StartRow>> {
+    let checkouts: Vec<_> = requests.iter().map(|r| &r.checkout).collect();
+    sqlx::query_as(
+        "select status, order_id, hold_id, number, created_at, detail \
+           from hf_start_checkouts($1)",
     )
-    .bind(resource)
-    .bind(column(|r| &r.key))
-    .bind(column(|r| &r.account))
-    .bind(requests.iter().map(|r| r.qty).collect::<Vec<_>>())
-    .bind(column(|r| &r.product))
-    .bind(column(|r| &r.product_name))
-    .bind(requests.iter().map(|r| r.unit_price).collect::<Vec<_>>())
-    .bind(column(|r| &r.currency))
-    .bind(column(|r| &r.token))
-    .bind(column(|r| &r.name))
-    .bind(column(|r| &r.email))
-    .bind(column(|r| r.provider.as_str()))
-    .bind(
-        requests
-            .iter()
-            .map(|r| r.email_key.as_deref())
-            .collect::<Vec<_>>(),
-    )
-    .bind(
-        requests
-            .iter()
-            .map(|r| r.address.as_ref().map(|(a, _)| a.as_str()))
-            .collect::<Vec<_>>(),
-    )
-    .bind(requests.iter().map(|r| r.email_cap).collect::<Vec<_>>())
-    .bind(
-        requests
-            .iter()
-            .map(|r| r.address.as_ref().map(|(_, cap)| *cap))
-            .collect::<Vec<_>>(),
-    )
+    .bind(sqlx::types::Json(checkouts))
     .fetch_all(pool)
-    .await?;
-    // the numbers the database drew for the orders it started: one read
-    // for the whole batch
-    let started: Vec<Uuid> = rows
-        .iter()
-        .filter(|row| row.status == "started")
-        .filter_map(|row| row.order_id)
-        .collect();
-    if !started.is_empty() {
-        #[derive(sqlx::FromRow)]
-        struct Numbered {
-            id: Uuid,
-            number: String,
-        }
-        let numbers: Vec<Numbered> =
-            sqlx::query_as("select id, number from orders where id = any($1)")
-                .bind(&started)
-                .fetch_all(pool)
-                .await?;
-        for row in &mut rows {
-            if let Some(found) = numbers.iter().find(|n| Some(n.id) == row.order_id) {
-                row.number = found.number.clone();
-            }
-        }
-    }
-    Ok(rows).map_err(classify)
+    .await
+    .map_err(classify)
 }
 
 /// One started order's payment phase, as `hf_attach_payments` takes it.
@@ -364,4 +272,47 @@ async fn attach_batch(
         .fetch_all(pool)
         .await
         .map_err(classify)
+}
+
+/// A refusal raised by the functions (`hf_bad_input`) is bad input; any
+/// other failure stays a database error.
+fn classify(error: sqlx::Error) -> CheckoutError {
+    match error.as_database_error() {
+        Some(db) if db.code().as_deref() == Some("22023") => {
+            CheckoutError::InvalidInput(db.message().to_owned())
+        }
+        _ => CheckoutError::Database(error),
+    }
+}
+
+/// One answer for each of the `n` requests of a call: its own row, or the
+/// call's failure.
+fn each<T>(n: usize, answers: Result<Vec<T>>) -> Vec<Result<T>> {
+    match answers {
+        Ok(rows) if rows.len() == n => rows.into_iter().map(Ok).collect(),
+        Ok(rows) => {
+            let error = sqlx::Error::Protocol(format!("{} answers for {n} requests", rows.len()));
+            (0..n)
+                .map(|_| Err(CheckoutError::Database(share_error(&error))))
+                .collect()
+        }
+        Err(error) => (0..n).map(|_| Err(share(&error))).collect(),
+    }
+}
+
+/// One failure, told to every checkout of the call.
+fn share(error: &CheckoutError) -> CheckoutError {
+    match error {
+        CheckoutError::InvalidInput(message) => CheckoutError::InvalidInput(message.clone()),
+        CheckoutError::Database(error) => CheckoutError::Database(share_error(error)),
+        CheckoutError::Inventory(error) => {
+            CheckoutError::Database(sqlx::Error::Protocol(error.to_string()))
+        }
+    }
+}
+
+fn lost() -> CheckoutError {
+    CheckoutError::Database(sqlx::Error::Protocol(
+        "the combined checkout call ended without an answer".into(),
+    ))
 }

@@ -90,6 +90,7 @@ error_codes! {
     RanOut = "ran_out", CONFLICT, "The reservation ran out; nothing was charged";
     SeatsTaken = "seats_taken", CONFLICT, "A seat asked for was taken meanwhile; nothing was held";
     NotTogether = "not_together", CONFLICT, "No row has that many seats together now; nothing was held";
+    NoTable = "no_table", CONFLICT, "No table seats that party at that time now; nothing was held";
     // 429, 5xx
     TooFast = "too_fast", TOO_MANY_REQUESTS, "Too many from this address; try again shortly";
     ProviderUnavailable = "provider_unavailable", SERVICE_UNAVAILABLE, "The payment provider did not answer; nothing was held; try again";
@@ -124,15 +125,16 @@ pub fn checkout_code(begun: &Begun) -> Option<ErrorCode> {
         Begun::BadCustomer { .. } => ErrorCode::BadCustomer,
         Begun::UnknownProvider => ErrorCode::UnknownProvider,
         Begun::TooFast(_) => ErrorCode::TooFast,
-        Begun::Short { .. } => ErrorCode::SoldOut,
+        Begun::SoldOut { .. } => ErrorCode::SoldOut,
         Begun::OverLimit { .. } => ErrorCode::OverLimit,
+        Begun::NoTable { .. } => ErrorCode::NoTable,
         Begun::Withdrawn => ErrorCode::Withdrawn,
         Begun::NotOnSale { .. } => ErrorCode::NotOnSale,
         Begun::BadVoucher { .. } => ErrorCode::BadVoucher,
         Begun::Locked { .. } => ErrorCode::Locked,
         Begun::SeatsRefused { refusal, .. } => match refusal.reason {
-            SeatReason::Taken => ErrorCode::SeatsTaken,
-            SeatReason::Unknown => ErrorCode::UnknownSeats,
+            SeatReason::SeatsTaken => ErrorCode::SeatsTaken,
+            SeatReason::UnknownSeats => ErrorCode::UnknownSeats,
             SeatReason::NotTogether => ErrorCode::NotTogether,
         },
         Begun::ProviderFailed | Begun::PaymentPhaseFailed => ErrorCode::ProviderUnavailable,
@@ -175,6 +177,16 @@ mod tests {
             StatusCode::BAD_REQUEST
         );
         assert_eq!(ErrorCode::SoldOut.page_status(), StatusCode::CONFLICT);
+    }
+
+    #[test]
+    fn every_word_a_checkout_is_refused_in_is_a_code_of_the_table() {
+        for word in crate::checkout::StartOutcome::REFUSALS {
+            assert!(
+                ErrorCode::ALL.iter().any(|code| code.name() == *word),
+                "{word} is not in the table"
+            );
+        }
     }
 
     #[test]

@@ -97,7 +97,7 @@ async fn a_short_line_is_named_and_nothing_is_held_or_ordered() {
     )
     .await
     .unwrap();
-    let StartOutcome::Unavailable { lines } = outcome else {
+    let StartOutcome::SoldOut { lines } = outcome else {
         panic!("expected unavailable, got {outcome:?}");
     };
     assert_eq!(lines.len(), 1);
@@ -149,7 +149,7 @@ async fn two_hundred_checkouts_for_ten_units_start_exactly_ten_orders() {
     for outcome in outcomes {
         match outcome.unwrap() {
             StartOutcome::Started { .. } => started += 1,
-            StartOutcome::Unavailable { lines } => {
+            StartOutcome::SoldOut { lines } => {
                 assert_eq!(
                     (lines[0].name.as_str(), lines[0].available),
                     ("Harbour Lights — VIP", 0)

@@ -1,4 +1,4 @@
-//! Checkouts of one product, combined per resource: `hf_start_checkouts` and
+//! Checkouts combined per resource: `hf_start_checkouts` and
 //! `hf_attach_payments` on their own, the shop's `Checkouts` under real
 //! concurrency, two processes' worth of them against one tier, and a server
 //! killed with batches in flight.
@@ -42,45 +42,48 @@ fn code(error: &sqlx::Error) -> Option<String> {
     error.as_database_error()?.code().map(|c| c.into_owned())
 }
 
-/// One row of `hf_start_checkouts` as the tests read it.
+/// One row of `hf_start_checkouts` as the tests read it: its word, its
+/// order, its purchase, and what was left for a line it refused.
 type StartRow = (String, Option<Uuid>, Option<Uuid>, Option<i32>);
+
+/// One checkout of `qty` of one product, as `hf_start_checkouts` takes it.
+fn one(key: &str, product: &str, qty: i32) -> serde_json::Value {
+    serde_json::json!({
+        "key": key,
+        "account": format!("basket:{key}"),
+        "token": Uuid::new_v4().simple().to_string(),
+        "name": "Ada Shopper",
+        "email": "ada@example.com",
+        "currency": "eur",
+        "provider": "stripe",
+        // no limits here: tests of the limits use the shop
+        "lines": [{
+            "product": product,
+            "name": "Harbour Lights — VIP",
+            "qty": qty,
+            "unit_price": 9000,
+            "resource": product,
+            "claim": "units",
+        }],
+    })
+}
 
 /// Call `hf_start_checkouts` for `(key, qty)` pairs of one product, as one
 /// batch, each key its own basket.
 async fn start_batch(
     db: &TestDb,
-    resource: &str,
     product: &str,
     batch: &[(&str, i32)],
 ) -> Result<Vec<StartRow>, sqlx::Error> {
-    let n = batch.len();
-    let keys: Vec<&str> = batch.iter().map(|(k, _)| *k).collect();
-    let accounts: Vec<String> = keys.iter().map(|k| format!("basket:{k}")).collect();
-    let tokens: Vec<String> = (0..n)
-        .map(|_| Uuid::new_v4().simple().to_string())
+    let checkouts: Vec<serde_json::Value> = batch
+        .iter()
+        .map(|(key, qty)| one(key, product, *qty))
         .collect();
     sqlx::query_as(
-        "select status, order_id, hold_id, available \
-           from hf_start_checkouts($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, \
-                                   $13, $14, $15, $16)",
+        "select status, order_id, hold_id, (detail->'lines'->0->>'available')::int \
+           from hf_start_checkouts($1)",
     )
-    .bind(resource)
-    .bind(&keys)
-    .bind(&accounts)
-    .bind(batch.iter().map(|(_, q)| *q).collect::<Vec<_>>())
-    .bind(vec![product; n])
-    .bind(vec!["Harbour Lights — VIP"; n])
-    .bind(vec![9000_i64; n])
-    .bind(vec!["eur"; n])
-    .bind(&tokens)
-    .bind(vec!["Ada Shopper"; n])
-    .bind(vec!["ada@example.com"; n])
-    .bind(vec!["stripe"; n])
-    // no limits here: tests of the limits use the shop
-    .bind(vec![None::<&str>; n])
-    .bind(vec![None::<&str>; n])
-    .bind(vec![None::<i32>; n])
-    .bind(vec![None::<i32>; n])
+    .bind(serde_json::Value::Array(checkouts))
     .fetch_all(&db.pool)
     .await
 }
@@ -117,7 +120,6 @@ async fn a_batch_of_mixed_quantities_that_runs_out_halfway_orders_the_first_and_
     let rows = start_batch(
         &db,
         "harbour-lights-vip",
-        "harbour-lights-vip",
         &[("k1", 3), ("k2", 1), ("k3", 2), ("k4", 5), ("k5", 1)],
     )
     .await
@@ -126,11 +128,11 @@ async fn a_batch_of_mixed_quantities_that_runs_out_halfway_orders_the_first_and_
     assert_eq!(
         statuses,
         [
-            ("started", Some(3)),
-            ("started", Some(2)),
-            ("started", Some(0)),
-            ("insufficient", Some(0)),
-            ("insufficient", Some(0)),
+            ("started", None),
+            ("started", None),
+            ("started", None),
+            ("sold_out", Some(0)),
+            ("sold_out", Some(0)),
         ]
     );
     assert!(rows[..3].iter().all(|r| r.1.is_some() && r.2.is_some()));
@@ -152,7 +154,6 @@ async fn a_checkout_key_repeated_in_a_batch_or_used_before_is_one_order() {
     let rows = start_batch(
         &db,
         "harbour-lights-vip",
-        "harbour-lights-vip",
         &[("twice", 2), ("other", 1), ("twice", 2)],
     )
     .await
@@ -162,14 +163,9 @@ async fn a_checkout_key_repeated_in_a_batch_or_used_before_is_one_order() {
     assert_eq!(rows[2].0, "already_started");
     assert_eq!(rows[2].1, rows[0].1, "the first submit's order");
     // a later call with a used key and a new one
-    let again = start_batch(
-        &db,
-        "harbour-lights-vip",
-        "harbour-lights-vip",
-        &[("other", 1), ("third", 1)],
-    )
-    .await
-    .unwrap();
+    let again = start_batch(&db, "harbour-lights-vip", &[("other", 1), ("third", 1)])
+        .await
+        .unwrap();
     assert_eq!(
         (again[0].0.as_str(), again[0].1),
         ("already_started", rows[1].1)
@@ -179,22 +175,14 @@ async fn a_checkout_key_repeated_in_a_batch_or_used_before_is_one_order() {
 
     // a double click whose first request is refused: both say so
     resource(&db.inventory(), "harbour-lights-vip", 6).await;
-    let refused = start_batch(
-        &db,
-        "harbour-lights-vip",
-        "harbour-lights-vip",
-        &[("dup", 5), ("dup", 5)],
-    )
-    .await
-    .unwrap();
+    let refused = start_batch(&db, "harbour-lights-vip", &[("dup", 5), ("dup", 5)])
+        .await
+        .unwrap();
     let answers: Vec<(&str, Option<Uuid>, Option<i32>)> =
         refused.iter().map(|r| (r.0.as_str(), r.1, r.3)).collect();
     assert_eq!(
         answers,
-        [
-            ("insufficient", None, Some(2)),
-            ("insufficient", None, Some(2))
-        ]
+        [("sold_out", None, Some(2)), ("sold_out", None, Some(2))]
     );
     assert_eq!(books(&db, "harbour-lights-vip").await, (3, 3, 3, 4, 0));
 }
@@ -214,24 +202,22 @@ async fn written(db: &TestDb) -> (i64, i64, i32) {
 async fn a_malformed_batch_is_refused_whole_and_writes_nothing() {
     let db = TestDb::new().await;
     db.load_demo().await;
-    // a field array one short
-    let error = sqlx::query(
-        "select * from hf_start_checkouts('harbour-lights-vip', array['a','b'], array['basket:a'], \
-            array[1,1], array['harbour-lights-vip','harbour-lights-vip'], array['VIP','VIP'], \
-            array[9000,9000]::bigint[], array['eur','eur'], array['t1','t2'], array['A','B'], \
-            array['a@example.com','b@example.com'], array['stripe','stripe'], \
-            array[null,null]::text[], array[null,null]::text[], array[null,null]::int[], \
-            array[null,null]::int[])",
-    )
-    .execute(&db.pool)
-    .await
-    .unwrap_err();
+    // a checkout without its account
+    let mut no_account = one("a", "harbour-lights-vip", 1);
+    no_account.as_object_mut().unwrap().remove("account");
+    let error = sqlx::query("select * from hf_start_checkouts($1)")
+        .bind(serde_json::json!([
+            one("b", "harbour-lights-vip", 1),
+            no_account
+        ]))
+        .execute(&db.pool)
+        .await
+        .unwrap_err();
     assert_eq!(code(&error).as_deref(), Some("22023"));
-    // an account the engine refuses, found after the orders were written:
-    // the whole batch rolls back
+    // an account the engine refuses, beside a fine one: the whole batch
+    // is refused
     let error = start_batch(
         &db,
-        "harbour-lights-vip",
         "harbour-lights-vip",
         &[("fine", 1), (&"k".repeat(250), 1)],
     )
@@ -246,14 +232,9 @@ async fn a_malformed_batch_is_refused_whole_and_writes_nothing() {
         .execute(&db.pool)
         .await
         .unwrap();
-    let rows = start_batch(
-        &db,
-        "harbour-lights-vip",
-        "harbour-lights-vip",
-        &[("fine", 1), ("stray", 1)],
-    )
-    .await
-    .unwrap();
+    let rows = start_batch(&db, "harbour-lights-vip", &[("fine", 1), ("stray", 1)])
+        .await
+        .unwrap();
     assert_eq!(
         (rows[0].0.as_str(), rows[1].0.as_str(), rows[1].1),
         ("started", "key_in_use", None)
@@ -304,7 +285,7 @@ async fn three_hundred_combined_checkouts_for_forty_places_start_forty_orders_an
                 );
                 started.push((order, resource));
             }
-            StartOutcome::Unavailable { lines } => {
+            StartOutcome::SoldOut { lines } => {
                 assert_eq!(lines[0].available, 0);
                 refused += 1;
             }

@@ -286,7 +286,7 @@ async fn nobody_buys_around_the_queue_and_later_arrivals_join_at_the_back() {
         .await
         .unwrap();
     assert!(
-        matches!(outcome, StartOutcome::Unavailable { .. }),
+        matches!(outcome, StartOutcome::SoldOut { .. }),
         "{outcome:?}"
     );
     assert_eq!(queue::draw_due(&app.db.pool).await.unwrap(), 1);

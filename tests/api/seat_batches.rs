@@ -1,9 +1,9 @@
-//! The seats' combiner through HTTP (docs/design.md, "Reserved seating",
-//! `src/checkout/seat_batches.rs`): checkouts of one seated section that
-//! arrive together are sent as one call of `hf_start_seat_checkouts`, and
-//! each shopper still gets their own answer, exactly as alone: seats
-//! granted together, seats taken with others offered, sold out, over a
-//! limit. Every count is exact, read from the answers and the database.
+//! The checkouts' combiner at a seated section, through HTTP (docs/design.md,
+//! "Reserved seating", `src/checkout/start_batches.rs`): checkouts of one
+//! seated section that arrive together are sent as one call of
+//! `hf_start_checkouts`, and each shopper still gets their own answer,
+//! exactly as alone: seats granted together, seats taken with others
+//! offered, sold out, over a limit. Every count is exact, read from the answers and the database.
 
 use std::collections::HashSet;
 
@@ -121,7 +121,7 @@ async fn three_hundred_shoppers_for_a_hundred_seats_get_fifty_pairs_together_in_
     assert_eq!(seats.iter().collect::<HashSet<_>>().len(), 100);
     assert_eq!((apart(&app).await, pinned_twice(&app).await), (0, 0));
     assert_eq!(books(&app.db).await, (100, 100, false));
-    let calls = checkouts.seat_calls();
+    let calls = checkouts.calls().0;
     assert!(
         (1..50).contains(&calls),
         "fifty grants should have shared calls, took {calls}"
@@ -181,7 +181,7 @@ async fn named_seats_and_the_best_together_are_decided_in_one_call_each_as_alone
     assert_eq!(best.iter().collect::<HashSet<_>>().len(), 80);
     assert_eq!((apart(&app).await, pinned_twice(&app).await), (0, 0));
     assert_eq!(books(&app.db).await, (100, 100, false));
-    let calls = checkouts.seat_calls();
+    let calls = checkouts.calls().0;
     assert!((1..200).contains(&calls), "took {calls} calls");
 }
 
@@ -246,36 +246,39 @@ async fn a_shopper_refused_by_the_limit_per_buyer_inside_a_call_gives_the_seats_
     .await
     .unwrap();
     assert_eq!(held, 2);
-    let calls = checkouts.seat_calls();
+    let calls = checkouts.calls().0;
     assert!((1..249).contains(&calls), "took {calls} calls");
 }
 
-/// One call of `hf_start_seat_checkouts` with these forms (key, seats
-/// named or `None` for the best 2 together): each one's status, order and
-/// seats.
+/// One call of `hf_start_checkouts` with these forms of the section (key,
+/// seats named or `None` for the best 2 together): each one's word, order
+/// and the seats it was refused for.
 async fn one_call(
     db: &TestDb,
     forms: &[(&str, Option<&str>)],
 ) -> Vec<(String, Option<uuid::Uuid>, Option<Vec<String>>)> {
-    let n = forms.len();
-    let keys: Vec<&str> = forms.iter().map(|f| f.0).collect();
-    let texts = |v: &'static str| vec![v; n];
+    let checkouts: Vec<Value> = forms
+        .iter()
+        .map(|(key, seats)| {
+            json!({
+                "key": key, "account": key, "token": key,
+                "name": "Ada Shopper", "email": "ada@example.com",
+                "currency": "eur", "provider": "stripe",
+                "lines": [{
+                    "product": "hall-stalls", "name": "Stalls", "qty": 2, "unit_price": 4000,
+                    "resource": "hall-stalls", "claim": "seats", "together": true,
+                    "seats": seats.map(|s| s.split(',').collect::<Vec<_>>()),
+                }],
+            })
+        })
+        .collect();
     sqlx::query_as(
-        "select status, order_id, coalesce(seats, taken) \
-           from hf_start_seat_checkouts('hall-stalls', $1, $1, $2, $3, $3, $4, $5, $1, $6, $6, \
-                                        $7, $8, $8, $9, $9, $10, $11)",
+        "select status, order_id, \
+                case when detail ? 'seats' \
+                     then array(select jsonb_array_elements_text(detail->'seats')) end \
+           from hf_start_checkouts($1)",
     )
-    .bind(&keys)
-    .bind(vec![2; n])
-    .bind(texts("hall-stalls"))
-    .bind(vec![4000_i64; n])
-    .bind(texts("eur"))
-    .bind(texts("ada@example.com"))
-    .bind(texts("stripe"))
-    .bind(vec![None::<String>; n])
-    .bind(vec![None::<i32>; n])
-    .bind(forms.iter().map(|f| f.1).collect::<Vec<_>>())
-    .bind(vec![true; n])
+    .bind(Value::Array(checkouts))
     .fetch_all(&db.pool)
     .await
     .unwrap()

@@ -1,7 +1,7 @@
 //! Reserved seating through the checkout (docs/design.md, "Reserved
 //! seating"): a line of a seated section claims its units and pins its
-//! seats in the checkout's one transaction (`hf_seat_claim` after the
-//! basket's hold), the best together or seats by label, all or none; a
+//! seats in the checkout's one transaction (`hf_start_checkouts`, with its
+//! units), the best together or seats by label, all or none; a
 //! seat taken refuses the line and nothing is held. The section is made in
 //! SQL (`hf_seat_plan`) until the catalogue loads plans; the database's
 //! own rules are proved by bench/seats-db.
@@ -138,7 +138,7 @@ async fn a_seat_line_holds_the_best_seats_together_or_the_named_ones_all_or_none
     let StartOutcome::SeatsRefused { refusal } = outcome else {
         panic!("A-10 taken: {outcome:?}");
     };
-    assert_eq!(refusal.reason, SeatReason::Taken);
+    assert_eq!(refusal.reason, SeatReason::SeatsTaken);
     assert_eq!(refusal.seats, ["A-10"]);
     assert_eq!(refusal.words(), "A-10 was just taken.");
     assert_eq!(refusal.offers[0], ["A-11", "A-12"], "{refusal:?}");
@@ -186,7 +186,7 @@ async fn two_hundred_shoppers_for_a_hundred_seats_get_fifty_pairs_together_and_n
         .count();
     let refused = outcomes
         .iter()
-        .filter(|o| matches!(o, StartOutcome::Unavailable { .. }))
+        .filter(|o| matches!(o, StartOutcome::SoldOut { .. }))
         .count();
     assert_eq!((started, refused), (50, 150));
     assert_eq!(books(&db).await, (100, 100, false));
@@ -288,8 +288,8 @@ async fn three_hundred_shoppers_race_for_twenty_named_seats_each_sold_once_and_l
     assert_eq!(twice, 0);
     assert_eq!(books(&app.db).await, (20, 20, false));
     // they went through the seats' combiner: requests for the section
-    // arriving together shared calls of hf_start_seat_checkouts
-    let calls = checkouts.seat_calls();
+    // arriving together shared calls of hf_start_checkouts
+    let calls = checkouts.calls().0;
     assert!((1..300).contains(&calls), "took {calls} calls");
 }
 

@@ -132,7 +132,7 @@ pub(crate) async fn book(
         .unwrap()
     {
         StartOutcome::Started { order, .. } => Some(tables_of(db, order.id).await),
-        StartOutcome::Unavailable { .. } => None,
+        StartOutcome::SoldOut { .. } | StartOutcome::NoTable { .. } => None,
         other => panic!("expected a booking or a refusal, got {other:?}"),
     }
 }
@@ -481,7 +481,7 @@ async fn a_booking_and_the_rest_of_the_basket_are_held_all_or_nothing() {
     let refused = checkout::start_checkout(&db.pool, &with_honey("second", 20))
         .await
         .unwrap();
-    let StartOutcome::Unavailable { lines } = refused else {
+    let StartOutcome::NoTable { lines } = refused else {
         panic!("expected a refusal, got {refused:?}");
     };
     assert_eq!(lines.len(), 1);

@@ -231,14 +231,14 @@ pub enum Claim {
     Units { resource: ResourceId, qty: Quantity },
     /// `covers` units of a table time's pacing resource, and, in the same
     /// transaction, the smallest free table (or joined set) that seats
-    /// the party pinned for its stay (`hf_seat_party`).
+    /// the party pinned for its stay (`hf_start_checkouts`).
     Table {
         resource: ResourceId,
         covers: Quantity,
         product: String,
     },
     /// A unit of a section's resource per seat, and the seats pinned to
-    /// the hold beside them (`hf_seat_claim`).
+    /// the hold beside them (`hf_start_checkouts`).
     Seats {
         resource: ResourceId,
         pick: SeatPick,
@@ -276,10 +276,8 @@ impl Claim {
         }
     }
 
-    /// Whether the claim pins something beside its units, so that the
-    /// combined one-product call (which pins nothing) cannot make it: a
-    /// table goes by the one-transaction path, seats by the seats'
-    /// combined call or the one transaction.
+    /// Whether the claim pins something beside its units (a table, seats),
+    /// which the checkout's start writes with its hold.
     pub fn pins(&self) -> bool {
         match self {
             Claim::Units { .. } => false,

@@ -2,8 +2,8 @@
 //! seating"): the best seats, together (or apart, when the shop sells a
 //! split), or particular seats by their labels, all or none. This is only
 //! the shape of the ask, parsed once at the edge; the database chooses and
-//! pins the seats under the section's lock (`hf_seat_claim`,
-//! `hf_start_seat_checkouts`).
+//! pins the seats under the section's lock (`hf_start_checkouts`, which
+//! asks `hf_seat_choose`).
 
 use serde::Serialize;
 
@@ -151,17 +151,40 @@ impl SeatPick {
     }
 }
 
-/// Why a seat line could not have its seats, in the database's answer.
+/// Why a seat line could not have its seats, in the database's word,
+/// which is also its error code's.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum SeatReason {
     /// Seats named were taken meanwhile (or are off sale).
-    Taken,
+    SeatsTaken,
     /// Seats named that the section does not have.
-    Unknown,
+    UnknownSeats,
     /// No stretch of a row has the best so many together (and a split was
     /// not asked for, or the shop does not sell one).
     NotTogether,
+}
+
+impl SeatReason {
+    const ALL: [SeatReason; 3] = [
+        SeatReason::SeatsTaken,
+        SeatReason::UnknownSeats,
+        SeatReason::NotTogether,
+    ];
+
+    /// The reason in its one word (`seats_taken`).
+    pub fn word(self) -> &'static str {
+        match self {
+            SeatReason::SeatsTaken => "seats_taken",
+            SeatReason::UnknownSeats => "unknown_seats",
+            SeatReason::NotTogether => "not_together",
+        }
+    }
+
+    /// The reason a word says, if it says one.
+    pub fn from_word(word: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|reason| reason.word() == word)
+    }
 }
 
 /// A seat line refused, with what the database offers instead: the seats
@@ -186,9 +209,9 @@ impl SeatRefusal {
     pub fn words(&self) -> String {
         let seats = join_and(&self.seats);
         match self.reason {
-            SeatReason::Taken if self.seats.len() == 1 => format!("{seats} was just taken."),
-            SeatReason::Taken => format!("{seats} were just taken."),
-            SeatReason::Unknown => format!("{} has no seat {seats}.", self.name),
+            SeatReason::SeatsTaken if self.seats.len() == 1 => format!("{seats} was just taken."),
+            SeatReason::SeatsTaken => format!("{seats} were just taken."),
+            SeatReason::UnknownSeats => format!("{} has no seat {seats}.", self.name),
             SeatReason::NotTogether => format!("{} has no seats together for you now.", self.name),
         }
     }
@@ -277,11 +300,23 @@ mod tests {
     }
 
     #[test]
+    fn a_reason_is_its_word_and_its_words_serialised() {
+        for reason in SeatReason::ALL {
+            assert_eq!(SeatReason::from_word(reason.word()), Some(reason));
+            assert_eq!(
+                serde_json::to_value(reason).unwrap(),
+                serde_json::json!(reason.word())
+            );
+        }
+        assert_eq!(SeatReason::from_word("taken"), None);
+    }
+
+    #[test]
     fn a_refusal_names_the_seats_taken_and_the_seats_offered() {
         let refusal = SeatRefusal {
             product_id: "hall-stalls".into(),
             name: "The Hall — Stalls".into(),
-            reason: SeatReason::Taken,
+            reason: SeatReason::SeatsTaken,
             seats: vec!["C-12".into()],
             offers: vec![
                 vec!["C-14".into(), "C-15".into()],

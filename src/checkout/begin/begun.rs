@@ -33,10 +33,16 @@ pub enum Begun {
     /// Lines that cannot be had now; nothing was held. `basket` is the
     /// basket as it was read, `sold_out` what is pending of the sold-out
     /// products.
-    Short {
+    SoldOut {
         lines: Vec<ShortLine>,
         basket: Vec<BasketLine>,
         sold_out: Vec<Stock>,
+    },
+    /// No table seats a booking line's party at its time; nothing was
+    /// held.
+    NoTable {
+        lines: Vec<ShortLine>,
+        basket: Vec<BasketLine>,
     },
     /// The basket would take more than one shopper may hold.
     OverLimit {

@@ -94,7 +94,7 @@ pub(super) fn refused_from_memory(desk: Desk<'_>, request: &BeginRequest) -> Opt
         .map(|line| line.product_id.clone())
         .collect();
     desk.live.refused();
-    Some(Begun::Short {
+    Some(Begun::SoldOut {
         sold_out: snapshot.stock(&sold_out),
         lines: short,
         basket,

@@ -1,7 +1,7 @@
 //! A checkout the engine did not start, said to the shopper: lines short
-//! or over the limit, products withdrawn or not on sale, locked, seats
-//! taken meanwhile, a voucher refused; each with the basket as it was
-//! read, so the page shows it again. Nothing was held.
+//! or over the limit, a party with no table, products withdrawn or not on
+//! sale, locked, seats taken meanwhile, a voucher refused; each with the
+//! basket as it was read, so the page shows it again. Nothing was held.
 
 use super::{BeginRequest, Begun, Desk, replay};
 use crate::checkout::basket::{self, BasketLine};
@@ -26,7 +26,7 @@ pub(super) async fn not_started(
     Ok(match outcome {
         StartOutcome::Started { .. } => unreachable!("a started checkout goes to pay"),
         StartOutcome::AlreadyStarted { order } => replay::found(desk.pool, order).await?,
-        StartOutcome::Unavailable { lines } => {
+        StartOutcome::SoldOut { lines } => {
             // a replay of this form is refused from memory while nothing
             // it wants changes
             desk.live
@@ -36,7 +36,7 @@ pub(super) async fn not_started(
                 .filter(|line| line.available == 0)
                 .map(|line| line.product_id.clone())
                 .collect();
-            Begun::Short {
+            Begun::SoldOut {
                 sold_out: retry("stock_read", Bound::Shopper, || desk.live.stock(&sold_out))
                     .await?,
                 lines,
@@ -44,6 +44,7 @@ pub(super) async fn not_started(
             }
         }
         StartOutcome::OverLimit { lines } => Begun::OverLimit { lines, basket },
+        StartOutcome::NoTable { lines } => Begun::NoTable { lines, basket },
         StartOutcome::UnknownProducts { ids } => {
             let basket_id = request.basket_id.as_deref().unwrap_or_default();
             retry("basket_remove", Bound::Shopper, || {
@@ -55,7 +56,7 @@ pub(super) async fn not_started(
         StartOutcome::NotOnSale { lines } => Begun::NotOnSale { lines, basket },
         StartOutcome::Locked { ids } => Begun::Locked { ids, basket },
         StartOutcome::SeatsRefused { refusal } => Begun::SeatsRefused { refusal, basket },
-        StartOutcome::VoucherRefused { refusal } => Begun::BadVoucher {
+        StartOutcome::BadVoucher { refusal } => Begun::BadVoucher {
             code: start
                 .voucher
                 .as_ref()

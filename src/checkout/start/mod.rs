@@ -7,15 +7,14 @@
 //! ([`crate::catalogue::kinds::line`]). [`read`] is the one snapshot the
 //! checkout judges; [`plan`] decides what can be decided from it (unknown
 //! products, locked, off sale, limits per order, lines short of what is
-//! left) and shapes the rest: a one-product checkout goes to
-//! `hf_start_checkouts`, combined with the others of its resource
-//! ([`super::start_batches`]); a basket of several products is held in one
-//! transaction ([`several`]).
+//! left) and shapes the rest, whatever its lines claim (units, seats, a
+//! party's table), as the one checkout `hf_start_checkouts` takes: the
+//! checkouts waiting for the same resources go in one call
+//! ([`super::start_batches`]); [`answer`] reads what it said of each.
 
+mod answer;
 mod plan;
 mod read;
-mod seats;
-mod several;
 
 use serde::Serialize;
 
@@ -27,9 +26,9 @@ use crate::vouchers::Voucher;
 use super::short::ShortLine;
 use super::{Customer, Order, OrderLine};
 
-pub(super) use plan::{OneStart, Plan, plan};
+pub(super) use answer::{StartRow, outcome};
+pub(super) use plan::{Plan, Planned, plan};
 pub use read::{CheckoutRead, ReadLine, read_checkout};
-pub(super) use several::start_basket;
 
 /// One line the shopper asked for: a product, and what they chose of it.
 #[derive(Debug, Clone)]
@@ -113,6 +112,10 @@ impl StartLimits {
     }
 }
 
+/// Where a checkout start ended. A refusal is said in one word
+/// ([`StartOutcome::word`]): the word `hf_start_checkouts` answers, the
+/// metric's label, and the code of the error table the shop and the API
+/// answer with.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "status", rename_all = "snake_case")]
 pub enum StartOutcome {
@@ -120,16 +123,19 @@ pub enum StartOutcome {
     Started {
         order: Order,
         lines: Vec<OrderLine>,
-        /// For a one-product checkout, the resource it holds: its payment
+        /// The one resource it holds, when it holds one: its payment
         /// phase can start in a combined call ([`Checkouts::attach`]).
         resource: Option<String>,
     },
     /// The form was submitted before: this is its order.
     AlreadyStarted { order: Order },
     /// Nothing was held; these lines are short.
-    Unavailable { lines: Vec<ShortLine> },
+    SoldOut { lines: Vec<ShortLine> },
     /// The basket would take more than one shopper may hold.
     OverLimit { lines: Vec<ShortLine> },
+    /// No free table (or joined set) seats a booking line's party at its
+    /// time: nothing was held.
+    NoTable { lines: Vec<ShortLine> },
     /// Products that do not exist (or are no longer sold).
     UnknownProducts { ids: Vec<String> },
     /// Lines whose sale is not open (not yet, or no longer): nothing held.
@@ -137,10 +143,45 @@ pub enum StartOutcome {
     /// Hidden products, sold only with a voucher that unlocks them.
     Locked { ids: Vec<String> },
     /// The voucher's last use is taken, or this buyer used it: nothing held.
-    VoucherRefused { refusal: crate::vouchers::Refusal },
+    BadVoucher { refusal: crate::vouchers::Refusal },
     /// A seat line's seats were taken meanwhile (or are unknown, or not
-    /// together), with other seats offered: nothing held.
+    /// together), with other seats offered: nothing held. Its word is its
+    /// reason's.
     SeatsRefused {
         refusal: crate::catalogue::kinds::seat_choice::SeatRefusal,
     },
+}
+
+impl StartOutcome {
+    /// Every word a refusal is said in, as [`StartOutcome::word`] gives
+    /// them.
+    pub const REFUSALS: &'static [&'static str] = &[
+        "sold_out",
+        "over_limit",
+        "no_table",
+        "unknown_products",
+        "not_on_sale",
+        "locked",
+        "bad_voucher",
+        "seats_taken",
+        "unknown_seats",
+        "not_together",
+    ];
+
+    /// The outcome in one word: `started`, `already_started`, or the
+    /// refusal's (one of [`StartOutcome::REFUSALS`]).
+    pub fn word(&self) -> &'static str {
+        match self {
+            StartOutcome::Started { .. } => "started",
+            StartOutcome::AlreadyStarted { .. } => "already_started",
+            StartOutcome::SoldOut { .. } => "sold_out",
+            StartOutcome::OverLimit { .. } => "over_limit",
+            StartOutcome::NoTable { .. } => "no_table",
+            StartOutcome::UnknownProducts { .. } => "unknown_products",
+            StartOutcome::NotOnSale { .. } => "not_on_sale",
+            StartOutcome::Locked { .. } => "locked",
+            StartOutcome::BadVoucher { .. } => "bad_voucher",
+            StartOutcome::SeatsRefused { refusal } => refusal.reason.word(),
+        }
+    }
 }

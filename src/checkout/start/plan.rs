@@ -3,77 +3,127 @@
 //! product's kind and turned into what it claims, and what can be refused
 //! without the lock refused (unknown, locked, off sale, over the limit per
 //! order, short of what the committed counters leave). What is left is
-//! shaped for the path that holds.
+//! one shape for every checkout, whatever its lines claim: the checkout
+//! as `hf_start_checkouts` takes it ([`Planned`]).
 
-use chrono::{DateTime, Utc};
+use std::sync::Arc;
+
+use serde::Serialize;
 use sqlx::PgPool;
 
 use super::read::{CheckoutRead, PricedProduct, priced_products};
 use super::{CheckoutStart, OffSaleLine, StartOutcome, WantedLine};
 use crate::catalogue::Sale;
 use crate::catalogue::kinds::line::Claim;
-use crate::catalogue::kinds::seat_choice::SeatPick;
 use crate::checkout::short::{ShortLine, Supply, Wanted, short_lines};
 use crate::checkout::{CheckoutError, OrderLine, Result, order_by_checkout_key};
 use crate::inventory::ResourceId;
-use crate::payments::ProviderKind;
-
-/// One checkout of one product, as `hf_start_checkouts` takes it.
-#[derive(Debug, Clone)]
-pub(in crate::checkout) struct OneStart {
-    pub key: String,
-    pub account: String,
-    pub qty: i32,
-    pub product: String,
-    pub product_name: String,
-    pub unit_price: i64,
-    pub currency: String,
-    pub token: String,
-    pub name: String,
-    pub email: String,
-    pub provider: ProviderKind,
-    /// The limits it counts against (see `hf_start_checkouts`).
-    pub email_key: Option<String>,
-    pub email_cap: Option<i32>,
-    pub address: Option<(String, i32)>,
-    /// The product's sale window, to say which way it is closed when the
-    /// database refuses it.
-    pub opens_at: Option<DateTime<Utc>>,
-}
 
 /// What is left to do for a checkout once the read has been judged.
 pub(in crate::checkout) enum Plan {
     /// Decided without the lock: nothing is written.
-    Decided(StartOutcome),
-    /// One product: order, line and hold in one call of
-    /// `hf_start_checkouts` on its resource.
-    OneProduct {
-        one: OneStart,
-        lines: Vec<OrderLine>,
-        resource: String,
+    Decided(Box<StartOutcome>),
+    /// Its order, its holds and their pins, in one call of
+    /// `hf_start_checkouts` with the checkouts waiting for the same
+    /// resources.
+    Start(Arc<Planned>),
+}
+
+/// A checkout ready to start: what `hf_start_checkouts` takes, and what
+/// its answer is read against.
+#[derive(Debug)]
+pub(in crate::checkout) struct Planned {
+    pub checkout: Checkout,
+    /// Its order's lines, priced, in the checkout's order.
+    pub lines: Vec<OrderLine>,
+    /// The resources it holds, ascending and joined: the checkouts of one
+    /// key are combined, as they queue on the same locks.
+    pub key: String,
+    /// The one resource it holds, when it holds one (no voucher's use
+    /// beside it): its hold is its purchase.
+    pub resource: Option<String>,
+}
+
+/// One checkout as `hf_start_checkouts` reads it.
+#[derive(Debug, Serialize)]
+pub(in crate::checkout) struct Checkout {
+    pub key: String,
+    pub account: String,
+    pub token: String,
+    pub name: String,
+    pub email: String,
+    pub phone: Option<String>,
+    pub currency: String,
+    pub provider: crate::payments::ProviderKind,
+    /// The limits it counts against (see `hf_start_checkouts`).
+    pub email_key: Option<String>,
+    pub address: Option<String>,
+    pub address_cap: Option<i32>,
+    pub voucher: Option<String>,
+    pub lines: Vec<Line>,
+    /// The voucher's units: its next use, and this buyer's one use.
+    pub uses: Vec<Use>,
+}
+
+/// One line of a checkout: its order line and what it claims.
+#[derive(Debug, Serialize)]
+pub(in crate::checkout) struct Line {
+    pub product: String,
+    pub name: String,
+    pub qty: i32,
+    pub unit_price: i64,
+    pub paid: i64,
+    pub resource: String,
+    /// The most its e-mail may hold of the product, when e-mails count.
+    pub email_cap: Option<i32>,
+    #[serde(flatten)]
+    pub claim: ClaimShape,
+}
+
+/// What a line claims beside its units, as the call reads it.
+#[derive(Debug, Serialize)]
+#[serde(tag = "claim", rename_all = "snake_case")]
+pub(in crate::checkout) enum ClaimShape {
+    Units,
+    /// `seats` by label, or (`None`) the best, together or not.
+    Seats {
+        seats: Option<Vec<String>>,
+        together: bool,
     },
-    /// One seated section: its seats chosen and pinned, its order, line
-    /// and hold in one call of `hf_start_seat_checkouts` on its resource
-    /// (combined by the seats' combiner, `seat_batches`).
-    OneSection {
-        one: OneStart,
-        pick: SeatPick,
-        lines: Vec<OrderLine>,
-        resource: String,
-    },
-    /// Several products (or a voucher's use beside one): one transaction
-    /// holds every claim ([`super::start_basket`]).
-    Basket(Priced),
+    /// The party (the line's qty) seated at the product's time.
+    Table,
+}
+
+impl From<&Claim> for ClaimShape {
+    fn from(claim: &Claim) -> Self {
+        match claim {
+            Claim::Units { .. } => ClaimShape::Units,
+            Claim::Table { .. } => ClaimShape::Table,
+            Claim::Seats { pick, .. } => ClaimShape::Seats {
+                seats: pick
+                    .labels()
+                    .map(|labels| labels.into_iter().map(str::to_owned).collect()),
+                together: pick.together(),
+            },
+        }
+    }
+}
+
+/// A unit of a voucher's, held with the order's, and the refusal its
+/// want says (`used_up`, `used_by_you`).
+#[derive(Debug, Serialize)]
+pub(in crate::checkout) struct Use {
+    pub resource: String,
+    pub refusal: &'static str,
 }
 
 /// A checkout's lines priced, with what each claims.
-pub(in crate::checkout) struct Priced {
-    pub lines: Vec<OrderLine>,
+struct Priced {
+    lines: Vec<OrderLine>,
     /// What each line claims in the engine, in the lines' order.
-    pub claims: Vec<Claim>,
-    pub products: Vec<PricedProduct>,
-    pub currency: String,
-    pub amount: i64,
+    claims: Vec<Claim>,
+    products: Vec<PricedProduct>,
+    currency: String,
 }
 
 /// Judge a checkout from the products it names (read with the basket, in
@@ -88,12 +138,14 @@ pub(in crate::checkout) async fn plan(
     let ids: Vec<&str> = wanted.iter().map(|w| w.product_id.as_str()).collect();
     let products = priced_products(pool, read, &ids).await?;
     if let Some(refused) = refused_as_sold(start, &ids, &products) {
-        return Ok(Plan::Decided(refused));
+        return Ok(Plan::Decided(Box::new(refused)));
     }
     let priced = price(start, &wanted, products)?;
     let too_many = over_per_order(&priced);
     if !too_many.is_empty() {
-        return Ok(Plan::Decided(StartOutcome::OverLimit { lines: too_many }));
+        return Ok(Plan::Decided(Box::new(StartOutcome::OverLimit {
+            lines: too_many,
+        })));
     }
     // A refusal may be decided without the lock, as the engine decides
     // one: when a line does not fit in what the committed counters leave
@@ -108,11 +160,15 @@ pub(in crate::checkout) async fn plan(
         if read.is_none()
             && let Some(order) = order_by_checkout_key(pool, start.checkout_key.as_str()).await?
         {
-            return Ok(Plan::Decided(StartOutcome::AlreadyStarted { order }));
+            return Ok(Plan::Decided(Box::new(StartOutcome::AlreadyStarted {
+                order,
+            })));
         }
-        return Ok(Plan::Decided(StartOutcome::Unavailable { lines: short }));
+        return Ok(Plan::Decided(Box::new(StartOutcome::SoldOut {
+            lines: short,
+        })));
     }
-    Ok(shape(start, priced))
+    Ok(Plan::Start(Arc::new(planned(start, priced))))
 }
 
 /// The lines with the same product twice made one (their choices
@@ -254,14 +310,12 @@ fn price(
         for (line, off) in lines.iter_mut().zip(voucher.voucher.take_off(&priced)) {
             line.paid_minor -= off;
         }
-        amount = lines.iter().map(|l| l.paid_minor).sum();
     }
     Ok(Priced {
         lines,
         claims,
         products,
         currency,
-        amount,
     })
 }
 
@@ -315,60 +369,73 @@ fn short_of_read(priced: &Priced) -> Vec<ShortLine> {
     })
 }
 
-/// One product without a voucher or phone: order, line and hold in one call,
-/// combined with the other checkouts of its resource waiting at the same
-/// moment; a seated section's seats are chosen and pinned in that call.
-/// Anything else: the one-transaction path, where a voucher's use is held
-/// with the units as a basket's line, and a table is pinned beside its
-/// units.
-fn shape(start: &CheckoutStart, priced: Priced) -> Plan {
-    let ([line], [claim], None) = (
-        priced.lines.as_slice(),
-        priced.claims.as_slice(),
-        &start.voucher,
-    ) else {
-        return Plan::Basket(priced);
-    };
-    // an order that keeps a phone is written by the one transaction, and
-    // so is a table (pinned beside its units)
-    if start.customer.phone().is_some() {
-        return Plan::Basket(priced);
+/// The checkout as `hf_start_checkouts` takes it: every line with what it
+/// claims, the voucher's uses beside them, the limits it counts against.
+fn planned(start: &CheckoutStart, priced: Priced) -> Planned {
+    let limits = &start.limits;
+    let lines: Vec<Line> = priced
+        .lines
+        .iter()
+        .zip(&priced.claims)
+        .map(|(line, claim)| {
+            let p = product(&priced.products, &line.product_id);
+            Line {
+                product: line.product_id.clone(),
+                name: line.name.clone(),
+                qty: line.qty,
+                unit_price: line.unit_price_minor,
+                paid: line.paid_minor,
+                resource: claim.resource().as_str().to_owned(),
+                email_cap: limits.email_key.as_ref().map(|_| p.max_per_order),
+                claim: ClaimShape::from(claim),
+            }
+        })
+        .collect();
+    let mut uses = Vec::new();
+    if let Some(voucher) = &start.voucher {
+        uses.push(Use {
+            resource: voucher.voucher.code.resource().as_str().to_owned(),
+            refusal: "used_up",
+        });
+        if let Some(buyer) = &voucher.buyer {
+            uses.push(Use {
+                resource: buyer.as_str().to_owned(),
+                refusal: "used_by_you",
+            });
+        }
     }
-    let pick = match claim {
-        Claim::Seats { pick, .. } => Some(pick.clone()),
-        claim if claim.pins() => return Plan::Basket(priced),
+    let mut resources: Vec<&str> = lines
+        .iter()
+        .map(|l| l.resource.as_str())
+        .chain(uses.iter().map(|u| u.resource.as_str()))
+        .collect();
+    resources.sort_unstable();
+    resources.dedup();
+    // no resource id holds a control character: a line break joins them
+    let key = resources.join("\n");
+    let resource = match resources.as_slice() {
+        [one] => Some((*one).to_owned()),
         _ => None,
     };
-    let p = product(&priced.products, &line.product_id);
-    let one = OneStart {
-        key: start.checkout_key.as_str().to_owned(),
-        account: start.account.as_str().to_owned(),
-        qty: line.qty,
-        product: line.product_id.clone(),
-        product_name: line.name.clone(),
-        unit_price: line.unit_price_minor,
-        currency: priced.currency.clone(),
-        token: start.order_token.clone(),
-        name: start.customer.name().to_owned(),
-        email: start.customer.email().to_owned(),
-        provider: start.provider,
-        email_key: start.limits.email_key.clone(),
-        email_cap: start.limits.email_key.as_ref().map(|_| p.max_per_order),
-        address: start.limits.address.clone(),
-        opens_at: p.opens_later,
-    };
-    let resource = p.resource_id.clone();
-    match pick {
-        Some(pick) => Plan::OneSection {
-            one,
-            pick,
-            lines: priced.lines,
-            resource,
+    Planned {
+        checkout: Checkout {
+            key: start.checkout_key.as_str().to_owned(),
+            account: start.account.as_str().to_owned(),
+            token: start.order_token.clone(),
+            name: start.customer.name().to_owned(),
+            email: start.customer.email().to_owned(),
+            phone: start.customer.phone().map(str::to_owned),
+            currency: priced.currency,
+            provider: start.provider,
+            email_key: limits.email_key.clone(),
+            address: limits.address.as_ref().map(|(address, _)| address.clone()),
+            address_cap: limits.address.as_ref().map(|(_, cap)| *cap),
+            voucher: start.voucher.as_ref().map(|v| v.voucher.code.to_string()),
+            lines,
+            uses,
         },
-        None => Plan::OneProduct {
-            one,
-            lines: priced.lines,
-            resource,
-        },
+        lines: priced.lines,
+        key,
+        resource,
     }
 }

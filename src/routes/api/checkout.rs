@@ -11,7 +11,7 @@ use sha2::{Digest, Sha256};
 
 use super::{ApiError, ErrorCode, booking_lines, json_body, key_of};
 use crate::catalogue::Choice;
-use crate::checkout::{self, BeginRequest, Begun, basket};
+use crate::checkout::{self, BeginRequest, Begun, ShortLine, basket};
 use crate::inventory::IdempotencyKey;
 use crate::payments::methods::PayMethod;
 use crate::retry::{Bound, retry};
@@ -304,30 +304,8 @@ async fn run(
     };
     Err(match begun {
         Begun::BadCustomer { reason } => ApiError::new(code, reason),
-        Begun::Short { lines, .. } => {
-            let words: Vec<String> = lines
-                .iter()
-                .map(|l| {
-                    format!(
-                        "{}: {} left, {} asked for",
-                        l.product_id, l.available, l.requested
-                    )
-                })
-                .collect();
-            // a table taken: the nearest times that seat the party
-            let nearest = booking_lines::nearest_words(&shop.pool, &lines).await?;
-            let nearest = if nearest.is_empty() {
-                String::new()
-            } else {
-                format!("; {nearest}")
-            };
-            ApiError::new(
-                code,
-                format!(
-                    "not enough left ({}){nearest}; nothing was held",
-                    words.join("; ")
-                ),
-            )
+        Begun::SoldOut { lines, .. } | Begun::NoTable { lines, .. } => {
+            short_error(shop, code, &lines).await?
         }
         Begun::BadVoucher { code: typed, .. } => ApiError::new(
             code,
@@ -371,4 +349,35 @@ async fn way_to_pay(
             ),
         )),
     }
+}
+
+/// Lines that cannot be had, in the API's words: what is left of each (a
+/// party: that no table seats it), and for a party the nearest times that
+/// seat it.
+async fn short_error(shop: &Shop, code: ErrorCode, lines: &[ShortLine]) -> sqlx::Result<ApiError> {
+    let words: Vec<String> = lines
+        .iter()
+        .map(|l| match code {
+            ErrorCode::NoTable => format!("{}: no table for {}", l.product_id, l.requested),
+            _ => format!(
+                "{}: {} left, {} asked for",
+                l.product_id, l.available, l.requested
+            ),
+        })
+        .collect();
+    // a table taken: the nearest times that seat the party
+    let nearest = booking_lines::nearest_words(&shop.pool, lines).await?;
+    let nearest = if nearest.is_empty() {
+        String::new()
+    } else {
+        format!("; {nearest}")
+    };
+    let what = match code {
+        ErrorCode::NoTable => "no table then",
+        _ => "not enough left",
+    };
+    Ok(ApiError::new(
+        code,
+        format!("{what} ({}){nearest}; nothing was held", words.join("; ")),
+    ))
 }

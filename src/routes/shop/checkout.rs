@@ -239,12 +239,17 @@ async fn tell(
             basket_page(shop, request, status, told).await
         }
         Begun::TooFast(refused) => too_fast(address, refused),
-        Begun::Short {
+        Begun::SoldOut {
             lines,
             basket,
             sold_out,
         } => {
             let mut problems = describe_short(&lines, &sold_out, shop.zone);
+            offer_other_times(shop, &lines, &mut problems).await?;
+            refused_lines(shop, form, status, basket, problems).await
+        }
+        Begun::NoTable { lines, basket } => {
+            let mut problems = describe_short(&lines, &[], shop.zone);
             offer_other_times(shop, &lines, &mut problems).await?;
             refused_lines(shop, form, status, basket, problems).await
         }

@@ -1,0 +1,805 @@
+-- One checkout path (issue 44, part 4; docs/design.md, "How a checkout
+-- goes"). Until now a checkout started three ways: one product through
+-- hf_start_checkouts (combined per resource), one seated section through
+-- hf_start_seat_checkouts (combined per section, its seats chosen in the
+-- call), and everything else (a basket of several products, a voucher's
+-- use, a table, a phone) through a transaction the application wrote
+-- statement by statement (hf_hold_basket, then hf_seat_party and
+-- hf_seat_claim). One refusal had two words: hf_seat_claim said `taken`
+-- and `unknown` where hf_start_seat_checkouts said `seats_taken` and
+-- `unknown_seats`, and a party with no table had none at all.
+--
+-- Now every checkout, of any size and any claim shape, starts in one call
+-- of hf_start_checkouts(p_checkouts jsonb): the checkouts waiting for the
+-- same resources, each a basket of lines (units; seats by label or the
+-- best; a party's table) and a voucher's uses, decided one after another
+-- in arrival order under one set of locks, all or nothing each, written in
+-- one statement per table, committed once. A basket alone is a batch of
+-- one. Each checkout is answered as if it had been alone, in one word that
+-- the application and the error table use as they are:
+--
+--   started          its order, its purchase (a hold, or a basket of
+--                    holds) and, for seat lines, the lines as named
+--   already_started  the form has an order (before, or earlier in this
+--                    batch): that order
+--   sold_out         lines short of units: `lines` with what is left
+--   over_limit       lines past a limit (per e-mail, per address, the
+--                    engine's account cap): `lines` with the room left
+--   not_on_sale      lines whose sale is not open by this clock
+--   unknown_products lines whose resource does not exist
+--   bad_voucher      the voucher's last use is taken (`used_up`) or this
+--                    buyer's one use is (`used_by_you`)
+--   seats_taken      seats named are held, sold or off sale: `seats`,
+--                    and `offers` of as many together nearest them
+--   unknown_seats    seats named the section does not have
+--   not_together     no stretch has the best so many together: `offers`
+--                    the best split, `split_allowed`
+--   no_table         no free table (or joined set) seats the party then
+--   key_in_use       the form's key holds units outside any order
+--
+-- Locks, in the one order every path takes them: the fair-sale limits'
+-- (e-mails and addresses, sorted), every resource of the batch (ascending
+-- id), the engine's account locks when its cap is global (sorted), then
+-- every dining room a party is seated in (ascending id).
+
+drop function hf_start_seat_checkouts(text, text[], text[], integer[], text[], text[], bigint[],
+                                      text[], text[], text[], text[], text[], text[], text[],
+                                      integer[], integer[], text[], boolean[]);
+drop function hf_start_checkouts(text, text[], text[], integer[], text[], text[], bigint[],
+                                 text[], text[], text[], text[], text[], text[], text[],
+                                 integer[], integer[]);
+drop function hf_seat_claim(uuid, text, text[], integer, boolean, uuid, text);
+-- the basket path's own count; the start counts an address's units itself
+drop function hf_units_held_from_address(text, text);
+
+-- Choose seats in the section of `p_resource` (0180's, in the checkout's
+-- words, and without `p_own`: nothing holds units before it pins now).
+-- Reads only; the caller holds the section's lock and pins what is chosen.
+-- `p_exclude`: seats of this section chosen already by the caller.
+-- Answers:
+--   chosen         seat_ids, labels
+--   seats_taken    (named) `taken` the labels not free now, `offers` the
+--                  nearest seats together instead
+--   unknown_seats  (named) `taken` the labels the section does not have
+--   not_together   (best, together) no stretch has them all: `offers` the
+--                  best split, `split_allowed` whether it may be sold
+--   sold_out       fewer free seats than asked for
+drop function hf_seat_choose(text, text[], integer, boolean, bigint[], integer);
+create function hf_seat_choose(p_resource text, p_labels text[], p_qty integer,
+                               p_together boolean, p_exclude bigint[])
+returns table (status text, seat_ids bigint[], labels text[], taken text[], offers jsonb,
+               split_allowed boolean, free integer)
+language plpgsql stable as $$
+declare
+    v_section seat_sections;
+    v_ids bigint[];
+    v_free integer;
+    v_split boolean;
+    v_need integer;
+    v_piece bigint[];
+    v_pieces bigint[] := '{}';
+    v_size integer;
+    v_near point;
+    v_unknown text[];
+    v_taken text[];
+begin
+    v_section := hf_seat_section(p_resource);
+    if v_section.product_id is null then
+        perform hf_bad_input(format('%s is not a seated section', p_resource));
+    end if;
+    -- the section's free seats are its counters' (held + sold: its live
+    -- pins; the drift check holds them to it), less what the caller chose
+    select r.total - r.held - r.sold - coalesce(cardinality(p_exclude), 0) into v_free
+      from resources r where r.id = p_resource;
+    if p_labels is not null then
+        if cardinality(p_labels) not between 1 and 100 then
+            perform hf_bad_input('name 1 to 100 seats');
+        end if;
+        select array_agg(l order by l) into v_unknown
+          from unnest(p_labels) l
+         where not exists (select 1 from seats s where s.section = v_section.product_id and s.label = l);
+        if v_unknown is not null then
+            return query select 'unknown_seats', null::bigint[], null::text[], v_unknown,
+                                '[]'::jsonb, null::boolean, v_free;
+            return;
+        end if;
+        select array_agg(s.id order by s.row_rank, s.run, s.pos),
+               array_agg(s.label order by s.row_rank, s.run, s.pos)
+                   filter (where s.state <> 'open' or s.id = any (coalesce(p_exclude, '{}'))
+                                 or exists (select 1 from seat_pins p
+                                             where p.seat_id = s.id and p.live))
+          into v_ids, v_taken
+          from seats s
+         where s.section = v_section.product_id and s.label = any (p_labels);
+        if v_taken is null then
+            return query select 'chosen', v_ids, (select array_agg(s.label order by s.row_rank, s.run, s.pos)
+                                                    from seats s where s.id = any (v_ids)),
+                                null::text[], null::jsonb, null::boolean, v_free;
+            return;
+        end if;
+        -- the nearest seats together instead, as many as were asked for
+        select point(avg(s.x), avg(s.y)) into v_near from seats s where s.id = any (v_ids);
+        return query
+            select 'seats_taken', null::bigint[], null::text[], v_taken,
+                   coalesce((select jsonb_agg(to_jsonb((select array_agg(s.label order by s.pos)
+                                                          from seats s where s.id = any (w.seat_ids))))
+                               from hf_seat_stretches(v_section.product_id, cardinality(v_ids),
+                                                      p_exclude, v_near, 3) w), '[]'::jsonb),
+                   null::boolean, v_free;
+        return;
+    end if;
+
+    if p_qty is null or p_qty not between 1 and 100 then
+        perform hf_bad_input('ask for 1 to 100 seats');
+    end if;
+    if v_free < p_qty then
+        return query select 'sold_out', null::bigint[], null::text[], null::text[], '[]'::jsonb,
+                            null::boolean, v_free;
+        return;
+    end if;
+    v_ids := hf_seat_best(v_section.product_id, p_qty, p_exclude);
+    if v_ids is not null then
+        return query select 'chosen', v_ids,
+                            (select array_agg(s.label order by s.row_rank, s.run, s.pos)
+                               from seats s where s.id = any (v_ids)),
+                            null::text[], null::jsonb, null::boolean, v_free;
+        return;
+    end if;
+    -- no stretch holds them all: the best split, as few groups as can be,
+    -- each the longest stretch left (the best way, when it is longer)
+    v_need := p_qty;
+    while v_need > 0 loop
+        select max(cnt) into v_size
+          from (select count(*) as cnt
+                  from (select s.run, s.pos - row_number() over (partition by s.run order by s.pos) as grp
+                          from seats s
+                         where s.section = v_section.product_id and s.state = 'open'
+                           and s.access = 'none'
+                           and s.id not in (select unnest(coalesce(p_exclude, '{}') || v_pieces))
+                           and not exists (select 1 from seat_pins p
+                                            where p.seat_id = s.id and p.live)) f
+                 group by run, grp) g;
+        exit when v_size is null;
+        v_piece := hf_seat_best(v_section.product_id, least(v_size, v_need),
+                                coalesce(p_exclude, '{}') || v_pieces);
+        exit when v_piece is null;
+        v_pieces := v_pieces || v_piece;
+        v_need := v_need - cardinality(v_piece);
+    end loop;
+    if v_need > 0 then
+        return query select 'sold_out', null::bigint[], null::text[], null::text[], '[]'::jsonb,
+                            null::boolean, v_free;
+        return;
+    end if;
+    select s.splits into v_split from seating_settings s;
+    v_split := coalesce(v_split, false);
+    if v_split and not p_together then
+        return query select 'chosen', v_pieces,
+                            (select array_agg(s.label order by s.row_rank, s.run, s.pos)
+                               from seats s where s.id = any (v_pieces)),
+                            null::text[], null::jsonb, true, v_free;
+        return;
+    end if;
+    return query select 'not_together', null::bigint[], null::text[], null::text[],
+                        jsonb_build_array((select jsonb_agg(s.label order by s.row_rank, s.run, s.pos)
+                                             from seats s where s.id = any (v_pieces))),
+                        v_split, v_free;
+end;
+$$;
+
+
+-- Lines a refusal names, as {"product", "requested", "available"}: what
+-- is left for each (never below zero), in the order given.
+create function hf_short_lines(p_products text[], p_requested integer[], p_left integer[])
+returns jsonb
+language sql immutable as $$
+    select coalesce(jsonb_agg(jsonb_build_object('product', x.product, 'requested', x.requested,
+                                                 'available', greatest(x.left_, 0))
+                              order by x.n), '[]'::jsonb)
+      from unnest(p_products, p_requested, p_left) with ordinality as x(product, requested, left_, n);
+$$;
+
+-- Start checkouts (see the top of this file). `p_checkouts` is an array of
+--   {"key", "account", "token", "name", "email", "phone", "currency",
+--    "provider", "email_key", "address", "address_cap", "voucher",
+--    "lines": [{"product", "name", "qty", "unit_price", "paid",
+--               "resource", "email_cap",
+--               "claim": "units" | "seats" | "table",
+--               "seats": [labels] (seats by label), "together"}],
+--    "uses": [{"resource", "refusal": "used_up" | "used_by_you"}]}
+-- (each product once per checkout; `uses`: the voucher's units, none
+-- without a voucher). One row per checkout, in the order given; `detail`
+-- carries what the word needs (`lines` refused or named by their seats,
+-- `products`, the seat refusal's `seats` and `offers`, a voucher's
+-- `refusal`).
+create function hf_start_checkouts(p_checkouts jsonb)
+returns table (status text, order_id uuid, hold_id uuid, number text,
+               created_at timestamptz, detail jsonb)
+language plpgsql as $$
+declare
+    s inventory_settings;
+    v_n integer;
+    v_now timestamptz;
+    -- the checkouts, by position
+    c_key text[]; c_account text[]; c_token text[]; c_name text[]; c_email text[];
+    c_phone text[]; c_currency text[]; c_provider text[]; c_email_key text[];
+    c_address text[]; c_address_cap integer[]; c_voucher text[];
+    c_amount bigint[]; c_discount bigint[];
+    -- where each checkout's lines and holds lie in the arrays below
+    c_l1 integer[]; c_l2 integer[]; c_h1 integer[]; c_h2 integer[];
+    -- the lines, by checkout and then as given
+    l_ck integer[]; l_product text[]; l_name text[]; l_qty integer[]; l_price bigint[];
+    l_paid bigint[]; l_resource text[]; l_email_cap integer[]; l_claim text[];
+    l_seats text[]; l_together boolean[];
+    l_h integer[];          -- the hold of its resource, in h_
+    l_egroup integer[];     -- its (e-mail, product) when the e-mail is capped
+    l_email_used integer[]; -- what that e-mail holds of it in pending orders
+    l_named text[];         -- its name once its seats are chosen
+    -- a party's table: the room, the stay, the tables, the booking's terms
+    l_room text[]; l_during tstzrange[]; l_tables jsonb[]; l_deposit bigint[];
+    l_cancel timestamptz[];
+    -- the holds each checkout asks for: its lines' units and the
+    -- voucher's uses of one resource, summed
+    h_ck integer[]; h_resource text[]; h_qty integer[]; h_units integer[];
+    h_use text[];           -- a voucher's use: the refusal when it is short
+    h_r integer[];          -- its resource, in r_
+    h_agroup integer[];     -- its (address, resource) when the address is capped
+    h_address_used integer[];
+    h_id uuid[];
+    -- the resources of the batch, ascending, and what they have left
+    r_id text[]; r_left integer[]; r_granted integer[]; r_next timestamptz[];
+    r_swept boolean[];
+    -- what the batch granted so far, per capped group
+    v_egranted integer[]; v_agranted integer[];
+    -- seats and tables the batch's started checkouts chose
+    sp_l integer[] := '{}'; sp_seat bigint[] := '{}';
+    tp_room text[] := '{}'; tp_table text[] := '{}'; tp_during tstzrange[] := '{}';
+    v_one_section boolean;
+    -- the answers
+    v_status text[]; v_order uuid[]; v_purchase uuid[]; v_basket uuid[]; v_detail jsonb[];
+    -- one checkout's: its seats (kept when it starts), what refuses it
+    v_seats_l integer[]; v_seats_id bigint[];
+    v_short text[]; v_want integer[]; v_left integer[]; v_refusal text;
+    v_off_sale text[];
+    v_unknown text[];
+    v_found uuid;
+    v_room integer; v_address_room integer; v_mine integer; v_count integer; v_mark integer;
+    v_written integer; v_started integer;
+    v_exclude bigint[];
+    v_labels text[];
+    v_terms record;
+    v_tables text[];
+    v_during tstzrange;
+    v_r integer;
+    v_choice record;
+    v_row record;
+begin
+    v_n := coalesce(jsonb_array_length(p_checkouts), 0);
+    if v_n not between 1 and 1000 then
+        perform hf_bad_input(format('a batch starts 1 to 1000 checkouts, got %s', v_n));
+    end if;
+    select * into s from inventory_settings;
+
+    -- the checkouts, their lines and their holds, read once
+    select array_agg(x.doc->>'key' order by x.n), array_agg(x.doc->>'account' order by x.n),
+           array_agg(x.doc->>'token' order by x.n), array_agg(x.doc->>'name' order by x.n),
+           array_agg(x.doc->>'email' order by x.n), array_agg(x.doc->>'phone' order by x.n),
+           array_agg(x.doc->>'currency' order by x.n), array_agg(x.doc->>'provider' order by x.n),
+           array_agg(x.doc->>'email_key' order by x.n), array_agg(x.doc->>'address' order by x.n),
+           array_agg((x.doc->>'address_cap')::integer order by x.n),
+           array_agg(x.doc->>'voucher' order by x.n)
+      into c_key, c_account, c_token, c_name, c_email, c_phone, c_currency, c_provider,
+           c_email_key, c_address, c_address_cap, c_voucher
+      from jsonb_array_elements(p_checkouts) with ordinality as x(doc, n);
+    if exists (select 1 from generate_series(1, v_n) i
+                where c_key[i] is null or length(c_key[i]) not between 1 and 255
+                   or c_account[i] is null or length(c_account[i]) not between 1 and 200
+                   or c_token[i] is null or c_name[i] is null or c_email[i] is null
+                   or c_currency[i] is null or c_provider[i] is null
+                   or coalesce(jsonb_typeof(p_checkouts->(i - 1)->'lines'), '') <> 'array'
+                   or jsonb_array_length(p_checkouts->(i - 1)->'lines') not between 1 and 100) then
+        perform hf_bad_input('every checkout needs its key (1 to 255 characters), its account '
+                             '(1 to 200), its token, customer, currency, provider and 1 to 100 lines');
+    end if;
+    select array_agg(g.ck order by g.ck, x.k), array_agg(x.line->>'product' order by g.ck, x.k),
+           array_agg(x.line->>'name' order by g.ck, x.k),
+           array_agg((x.line->>'qty')::integer order by g.ck, x.k),
+           array_agg((x.line->>'unit_price')::bigint order by g.ck, x.k),
+           array_agg(coalesce((x.line->>'paid')::bigint,
+                              (x.line->>'unit_price')::bigint * (x.line->>'qty')::integer)
+                     order by g.ck, x.k),
+           array_agg(x.line->>'resource' order by g.ck, x.k),
+           array_agg((x.line->>'email_cap')::integer order by g.ck, x.k),
+           array_agg(coalesce(x.line->>'claim', 'units') order by g.ck, x.k),
+           array_agg(case jsonb_typeof(x.line->'seats') when 'array' then (x.line->'seats')::text end
+                     order by g.ck, x.k),
+           array_agg(coalesce((x.line->>'together')::boolean, true) order by g.ck, x.k)
+      into l_ck, l_product, l_name, l_qty, l_price, l_paid, l_resource, l_email_cap, l_claim,
+           l_seats, l_together
+      from generate_series(1, v_n) as g(ck),
+           jsonb_array_elements(p_checkouts->(g.ck - 1)->'lines') with ordinality as x(line, k);
+    if exists (select 1 from generate_subscripts(l_ck, 1) k
+                where l_product[k] is null or l_name[k] is null or l_resource[k] is null
+                   or l_qty[k] is null or l_qty[k] <= 0 or l_price[k] is null or l_price[k] < 0
+                   or l_paid[k] < 0 or l_claim[k] not in ('units', 'seats', 'table')) then
+        perform hf_bad_input('every line needs a product, a name, a resource, a positive qty, '
+                             'a price and a claim (units, seats or table)');
+    end if;
+    if exists (select 1 from unnest(l_ck, l_product) as x(ck, product)
+                group by x.ck, x.product having count(*) > 1) then
+        perform hf_bad_input('a checkout names each product once');
+    end if;
+    select array_agg(x.amount order by x.ck), array_agg(x.discount order by x.ck)
+      into c_amount, c_discount
+      from (select l_ck[k] as ck, sum(l_paid[k]) as amount,
+                   sum(l_price[k] * l_qty[k] - l_paid[k]) as discount
+              from generate_subscripts(l_ck, 1) k group by 1) x;
+    select array_agg(h.ck order by h.ck, h.resource), array_agg(h.resource order by h.ck, h.resource),
+           array_agg(h.qty order by h.ck, h.resource),
+           array_agg(coalesce(h.units, 0) order by h.ck, h.resource),
+           array_agg(h.use_ order by h.ck, h.resource)
+      into h_ck, h_resource, h_qty, h_units, h_use
+      from (select u.ck, u.resource, sum(u.qty)::integer as qty,
+                   (sum(u.qty) filter (where u.use_ is null))::integer as units,
+                   max(u.use_) as use_
+              from (select l_ck[k] as ck, l_resource[k] as resource, l_qty[k] as qty,
+                           null::text as use_
+                      from generate_subscripts(l_ck, 1) k
+                    union all
+                    select g.ck, u.use->>'resource', 1, coalesce(u.use->>'refusal', 'used_up')
+                      from generate_series(1, v_n) as g(ck),
+                           jsonb_array_elements(p_checkouts->(g.ck - 1)->'uses') as u(use)) u
+             group by u.ck, u.resource) h;
+    if exists (select 1 from unnest(h_resource) as x(id) where x.id is null) then
+        perform hf_bad_input('a voucher''s use needs its resource');
+    end if;
+    c_l1 := array_fill(null::integer, array[v_n]);
+    c_l2 := c_l1;
+    c_h1 := c_l1;
+    c_h2 := c_l1;
+    for k in 1 .. cardinality(l_ck) loop
+        c_l1[l_ck[k]] := coalesce(c_l1[l_ck[k]], k);
+        c_l2[l_ck[k]] := k;
+    end loop;
+    for h in 1 .. cardinality(h_ck) loop
+        c_h1[h_ck[h]] := coalesce(c_h1[h_ck[h]], h);
+        c_h2[h_ck[h]] := h;
+    end loop;
+    l_h := array_fill(null::integer, array[cardinality(l_ck)]);
+    for k in 1 .. cardinality(l_ck) loop
+        for h in c_h1[l_ck[k]] .. c_h2[l_ck[k]] loop
+            if h_resource[h] = l_resource[k] then
+                l_h[k] := h;
+            end if;
+        end loop;
+    end loop;
+    select array_agg(distinct x.id order by x.id) into r_id from unnest(h_resource) as x(id);
+    h_r := array(select array_position(r_id, h_resource[h]) from generate_subscripts(h_ck, 1) h
+                  order by h);
+    v_one_section := (select count(distinct l_resource[k]) from generate_subscripts(l_ck, 1) k
+                       where l_claim[k] = 'seats') <= 1;
+
+    -- Lock: every e-mail and address of the batch, in one order, before
+    -- any order row and before any resource.
+    perform hf_limit_lock(k.k)
+       from (select distinct k from unnest(c_email_key || c_address) k
+              where k is not null order by k) k;
+    -- Lock: every resource of the batch, ascending id.
+    perform 1 from resources x where x.id = any (r_id) order by x.id for no key update;
+    -- Lock: with a cap across resources, every account of the batch, in
+    -- the order of their lock keys (as hf_hold_many takes them).
+    if s.account_cap is not null and s.cap_scope = 'global' then
+        perform pg_advisory_xact_lock(k)
+           from (select distinct hashtextextended('holdfast.account:' || a, 0) as k
+                   from unnest(c_account) a order by 1) keys;
+    end if;
+    -- Lock: every room a party of the batch is seated in, ascending id.
+    perform 1 from dining_rooms d
+     where d.collection in (select t.room from dining_times t
+                             where t.product_id in (select l_product[k]
+                                                      from generate_subscripts(l_ck, 1) k
+                                                     where l_claim[k] = 'table'))
+     order by d.collection for no key update;
+    v_now := clock_timestamp();
+    -- a section's expired holds end, so their seats are free to choose
+    perform hf_seat_expire_due(x.r)
+       from (select distinct l_resource[k] as r from generate_subscripts(l_ck, 1) k
+              where l_claim[k] = 'seats' order by 1) as x(r);
+    r_left := array_fill(null::integer, array[cardinality(r_id)]);
+    r_next := array_fill(null::timestamptz, array[cardinality(r_id)]);
+    for v_row in select x.id, x.total - x.held - x.sold as left_, x.next_expiry
+               from resources x where x.id = any (r_id) loop
+        v_r := array_position(r_id, v_row.id);
+        r_left[v_r] := v_row.left_;
+        r_next[v_r] := v_row.next_expiry;
+    end loop;
+    r_granted := array_fill(0, array[cardinality(r_id)]);
+    r_swept := array_fill(false, array[cardinality(r_id)]);
+    select coalesce(array_agg(x.r), '{}') into v_unknown
+      from unnest(r_id, r_left) as x(r, left_) where x.left_ is null;
+    -- a sale opens and closes by this database's clock, the same for every
+    -- process
+    select coalesce(array_agg(p.id), '{}') into v_off_sale
+      from products p
+     where p.id = any (l_product)
+       and ((p.sale_opens_at is not null and p.sale_opens_at > now())
+            or (p.sale_closes_at is not null and p.sale_closes_at <= now()));
+
+    -- What each capped e-mail holds of a product, and each capped address
+    -- of a resource, in pending orders: one statement each for the whole
+    -- batch (a call per checkout was most of a batch's time), with the
+    -- group its checkouts' grants are counted in.
+    if exists (select 1 from generate_subscripts(l_ck, 1) k
+                where l_email_cap[k] is not null and c_email_key[l_ck[k]] is not null) then
+        select array_agg(coalesce(u.used, 0) order by x.k), array_agg(x.g order by x.k)
+          into l_email_used, l_egroup
+          from (select k, c_email_key[l_ck[k]] as email_key, l_product[k] as product,
+                       case when l_email_cap[k] is not null and c_email_key[l_ck[k]] is not null
+                            then dense_rank() over (order by c_email_key[l_ck[k]], l_product[k])
+                       end as g
+                  from generate_subscripts(l_ck, 1) k) x
+          left join lateral (
+               select sum(l.qty)::integer as used
+                 from orders o join order_lines l on l.order_id = o.id
+                where x.g is not null and o.email_key = x.email_key
+                  and o.state in ('pending', 'settling') and l.product_id = x.product
+                  and hf_purchase_live(o.hold_id)) u on true;
+        v_egranted := array_fill(0, array[cardinality(l_ck)]);
+    end if;
+    if exists (select 1 from unnest(c_address_cap, c_address) as a(cap, address)
+                where a.cap is not null and a.address is not null) then
+        select array_agg(coalesce(u.used, 0) order by x.h), array_agg(x.g order by x.h)
+          into h_address_used, h_agroup
+          from (select h, c_address[h_ck[h]] as address, h_resource[h] as resource,
+                       case when c_address_cap[h_ck[h]] is not null
+                                 and c_address[h_ck[h]] is not null and h_use[h] is null
+                            then dense_rank() over (order by c_address[h_ck[h]], h_resource[h])
+                       end as g
+                  from generate_subscripts(h_ck, 1) h) x
+          left join lateral (
+               select sum(l.qty)::integer as used
+                 from orders o join order_lines l on l.order_id = o.id
+                 join products p on p.id = l.product_id
+                where x.g is not null and o.client_address = x.address
+                  and o.state in ('pending', 'settling') and p.resource_id = x.resource
+                  and hf_purchase_live(o.hold_id)) u on true;
+        v_agranted := array_fill(0, array[cardinality(h_ck)]);
+    end if;
+
+    v_status := array_fill(null::text, array[v_n]);
+    v_order := array_fill(null::uuid, array[v_n]);
+    v_purchase := array_fill(null::uuid, array[v_n]);
+    v_basket := array_fill(null::uuid, array[v_n]);
+    v_detail := array_fill(null::jsonb, array[v_n]);
+    h_id := array_fill(null::uuid, array[cardinality(h_ck)]);
+    l_named := l_name;
+    l_room := array_fill(null::text, array[cardinality(l_ck)]);
+    l_during := array_fill(null::tstzrange, array[cardinality(l_ck)]);
+    l_tables := array_fill(null::jsonb, array[cardinality(l_ck)]);
+    l_deposit := array_fill(null::bigint, array[cardinality(l_ck)]);
+    l_cancel := array_fill(null::timestamptz, array[cardinality(l_ck)]);
+
+    -- Each checkout in arrival order, against what the ones before it in
+    -- the batch were granted: all of it, or nothing.
+    <<checkouts>>
+    for i in 1 .. v_n loop
+        -- a form repeated in this batch is its first's, answered at the end
+        continue when c_key[i] = any (c_key[1 : i - 1]);
+        select o.id into v_found from orders o where o.checkout_key = c_key[i];
+        if v_found is not null then
+            v_status[i] := 'already_started';
+            v_order[i] := v_found;
+            continue;
+        end if;
+        -- a hold outside any order has the form's key: not this checkout's
+        if exists (select 1 from holds x
+                    where x.resource_id = any (h_resource[c_h1[i] : c_h2[i]])
+                      and x.account_id = c_account[i] and x.idempotency_key = c_key[i]) then
+            v_status[i] := 'key_in_use';
+            continue;
+        end if;
+        if h_resource[c_h1[i] : c_h2[i]] && v_unknown then
+            v_status[i] := 'unknown_products';
+            v_detail[i] := jsonb_build_object('products', to_jsonb(array(
+                select l_product[k] from generate_series(c_l1[i], c_l2[i]) k
+                 where l_resource[k] = any (v_unknown) order by k)));
+            continue;
+        end if;
+        if l_product[c_l1[i] : c_l2[i]] && v_off_sale then
+            v_status[i] := 'not_on_sale';
+            v_detail[i] := jsonb_build_object('lines', (
+                select jsonb_agg(jsonb_build_object('product', p.id, 'opens_at', p.sale_opens_at,
+                                                    'closes_at', p.sale_closes_at) order by p.id)
+                  from products p
+                 where p.id = any (l_product[c_l1[i] : c_l2[i]]) and p.id = any (v_off_sale)));
+            continue;
+        end if;
+
+        -- the fair-sale limits: what the e-mail holds of each product and
+        -- the address of each resource, with the batch's grants before it
+        v_short := '{}';
+        v_want := '{}';
+        v_left := '{}';
+        for k in c_l1[i] .. c_l2[i] loop
+            v_room := null;
+            if l_egroup[k] is not null then
+                v_room := l_email_cap[k] - l_email_used[k] - v_egranted[l_egroup[k]];
+            end if;
+            if h_agroup[l_h[k]] is not null then
+                -- the checkout's own lines on the resource count together
+                v_address_room := c_address_cap[i] - h_address_used[l_h[k]]
+                                  - v_agranted[h_agroup[l_h[k]]] - (h_units[l_h[k]] - l_qty[k]);
+                v_room := least(coalesce(v_room, v_address_room), v_address_room);
+            end if;
+            if l_qty[k] > v_room then
+                v_short := v_short || l_product[k];
+                v_want := v_want || l_qty[k];
+                v_left := v_left || v_room;
+            end if;
+        end loop;
+        -- the engine's cap per account (inventory_settings), with the
+        -- batch's grants to the same account
+        if cardinality(v_short) = 0 and s.account_cap is not null then
+            for h in c_h1[i] .. c_h2[i] loop
+                select coalesce(sum(x.qty), 0) into v_mine from holds x
+                 where x.account_id = c_account[i]
+                   and (s.cap_scope = 'global' or x.resource_id = h_resource[h])
+                   and (x.state = 'awaiting_payment' or (x.state = 'held' and x.expires_at > v_now));
+                select v_mine + coalesce(sum(h_qty[g]), 0) into v_mine
+                  from generate_subscripts(h_ck, 1) g
+                 where v_status[h_ck[g]] = 'started' and c_account[h_ck[g]] = c_account[i]
+                   and (s.cap_scope = 'global' or h_resource[g] = h_resource[h]);
+                select case when s.cap_scope = 'global' then sum(h_qty[g]) else h_qty[h] end
+                  into v_count
+                  from generate_series(c_h1[i], c_h2[i]) g;
+                if v_mine + v_count > s.account_cap then
+                    select array_agg(l_product[k] order by k), array_agg(l_qty[k] order by k),
+                           array_agg(s.account_cap - v_mine)
+                      into v_short, v_want, v_left
+                      from generate_series(c_l1[i], c_l2[i]) k
+                     where s.cap_scope = 'global' or l_resource[k] = h_resource[h];
+                    exit;
+                end if;
+            end loop;
+        end if;
+        if cardinality(v_short) > 0 then
+            v_status[i] := 'over_limit';
+            v_detail[i] := jsonb_build_object('lines', hf_short_lines(v_short, v_want, v_left));
+            continue;
+        end if;
+
+        -- the units: what each resource has left after the batch's grants
+        -- (expired holds count as free: looked for once, when needed and
+        -- due)
+        v_refusal := null;
+        for h in c_h1[i] .. c_h2[i] loop
+            v_r := h_r[h];
+            if r_left[v_r] < h_qty[h] and not r_swept[v_r] and r_next[v_r] <= v_now then
+                perform hf_expire_due_plain(r_id[v_r], v_now, 'lazy-expiry', null);
+                r_swept[v_r] := true;
+                select x.total - x.held - x.sold into v_room from resources x where x.id = r_id[v_r];
+                r_left[v_r] := v_room - r_granted[v_r];
+            end if;
+            continue when r_left[v_r] >= h_qty[h];
+            if h_use[h] is not null then
+                -- the buyer's own use says more than the voucher's last
+                v_refusal := case when v_refusal = 'used_by_you' then v_refusal else h_use[h] end;
+            else
+                for k in c_l1[i] .. c_l2[i] loop
+                    if l_h[k] = h then
+                        v_short := v_short || l_product[k];
+                        v_want := v_want || l_qty[k];
+                        v_left := v_left || r_left[v_r];
+                    end if;
+                end loop;
+            end if;
+        end loop;
+        if v_refusal is not null then
+            v_status[i] := 'bad_voucher';
+            v_detail[i] := jsonb_build_object('refusal', v_refusal);
+            continue;
+        elsif cardinality(v_short) > 0 then
+            v_status[i] := 'sold_out';
+            v_detail[i] := jsonb_build_object('lines', hf_short_lines(v_short, v_want, v_left));
+            continue;
+        end if;
+
+        -- the seats of each seat line, chosen under its section's lock
+        -- around the seats the batch chose before
+        v_seats_l := '{}';
+        v_seats_id := '{}';
+        for k in c_l1[i] .. c_l2[i] loop
+            continue when l_claim[k] <> 'seats';
+            if v_one_section then
+                v_exclude := sp_seat;
+            else
+                v_exclude := array(select sp_seat[x] from generate_subscripts(sp_seat, 1) x
+                                    where l_resource[sp_l[x]] = l_resource[k]);
+            end if;
+            v_labels := case when l_seats[k] is not null
+                             then array(select jsonb_array_elements_text(l_seats[k]::jsonb)) end;
+            select * into v_choice from hf_seat_choose(l_resource[k], v_labels, l_qty[k], l_together[k],
+                                                v_exclude);
+            if v_choice.status = 'chosen' then
+                v_seats_l := v_seats_l || array_fill(k, array[cardinality(v_choice.seat_ids)]);
+                v_seats_id := v_seats_id || v_choice.seat_ids;
+                l_named[k] := l_name[k] || ' — ' || array_to_string(v_choice.labels, ', ');
+                continue;
+            end if;
+            v_status[i] := v_choice.status;
+            if v_choice.status = 'sold_out' then
+                v_detail[i] := jsonb_build_object('lines', hf_short_lines(
+                    array[l_product[k]], array[l_qty[k]], array[v_choice.free]));
+            else
+                -- seats_taken, unknown_seats, not_together: the seats, and
+                -- others offered
+                v_detail[i] := jsonb_build_object('product', l_product[k],
+                                                  'seats', to_jsonb(coalesce(v_choice.taken, '{}')),
+                                                  'offers', coalesce(v_choice.offers, '[]'),
+                                                  'split_allowed', coalesce(v_choice.split_allowed, false));
+            end if;
+            continue checkouts;
+        end loop;
+
+        -- the party of each booking line: the table or joined set its room
+        -- gives it for its stay (hf_free_sets, the best first), around the
+        -- tables the batch chose before
+        v_mark := cardinality(tp_room);
+        for k in c_l1[i] .. c_l2[i] loop
+            continue when l_claim[k] <> 'table';
+            v_tables := null;
+            -- (a function of one row: a product with no dining time reads as nulls)
+            select * into v_terms from hf_table_terms(l_product[k], l_qty[k]);
+            if v_terms.room is not null then
+                v_during := tstzrange(v_terms.starts_at, v_terms.starts_at + v_terms.turn, '[)');
+                select f.tables into v_tables
+                  from hf_free_sets(v_terms.room, l_qty[k], v_during, null)
+                       with ordinality as f(set_id, tables, max_party, joined, idle, priority, n)
+                 where not exists (select 1 from unnest(tp_room, tp_table, tp_during) as b(room, t, d)
+                                    where b.room = v_terms.room and b.t = any (f.tables)
+                                      and b.d && v_during)
+                 order by f.n
+                 limit 1;
+            end if;
+            if v_tables is null then
+                -- the tables an earlier line of this checkout chose stay free
+                tp_room := tp_room[1 : v_mark];
+                tp_table := tp_table[1 : v_mark];
+                tp_during := tp_during[1 : v_mark];
+                v_status[i] := 'no_table';
+                v_detail[i] := jsonb_build_object('lines', hf_short_lines(
+                    array[l_product[k]], array[l_qty[k]], array[0]));
+                continue checkouts;
+            end if;
+            l_room[k] := v_terms.room;
+            l_during[k] := v_during;
+            l_tables[k] := to_jsonb(v_tables);
+            l_deposit[k] := v_terms.deposit_per_cover;
+            l_cancel[k] := v_terms.cancel_until;
+            tp_room := tp_room || array_fill(v_terms.room, array[cardinality(v_tables)]);
+            tp_table := tp_table || v_tables;
+            tp_during := tp_during || array_fill(v_during, array[cardinality(v_tables)]);
+        end loop;
+
+        -- granted: its order and its holds (one is its purchase; several,
+        -- a basket of them), and what the batch has left for the rest
+        v_status[i] := 'started';
+        v_order[i] := gen_random_uuid();
+        if c_h1[i] <> c_h2[i] then
+            v_basket[i] := gen_random_uuid();
+        end if;
+        for h in c_h1[i] .. c_h2[i] loop
+            h_id[h] := hf_uuid_v7();
+            r_left[h_r[h]] := r_left[h_r[h]] - h_qty[h];
+            r_granted[h_r[h]] := r_granted[h_r[h]] + h_qty[h];
+            if h_agroup[h] is not null then
+                v_agranted[h_agroup[h]] := v_agranted[h_agroup[h]] + h_units[h];
+            end if;
+        end loop;
+        v_purchase[i] := coalesce(v_basket[i], h_id[c_h1[i]]);
+        for k in c_l1[i] .. c_l2[i] loop
+            if l_egroup[k] is not null then
+                v_egranted[l_egroup[k]] := v_egranted[l_egroup[k]] + l_qty[k];
+            end if;
+        end loop;
+        sp_l := sp_l || v_seats_l;
+        sp_seat := sp_seat || v_seats_id;
+    end loop;
+
+    -- The orders, in key order (two batches sharing keys wait on each
+    -- other's orders in one direction only); a key that gets its order
+    -- from a transaction that commits first writes nothing more, and is
+    -- that order.
+    insert into orders (id, token, checkout_key, customer_name, customer_email, customer_phone,
+                        currency, amount_minor, provider, email_key, client_address,
+                        voucher_code, discount_minor, hold_id)
+    select v_order[i], c_token[i], c_key[i], c_name[i], c_email[i], c_phone[i], c_currency[i],
+           c_amount[i], c_provider[i], c_email_key[i], c_address[i], c_voucher[i],
+           c_discount[i], v_purchase[i]
+      from generate_series(1, v_n) i
+     where v_status[i] = 'started'
+     order by c_key[i], i
+    on conflict (checkout_key) do nothing;
+    get diagnostics v_written = row_count;
+    select count(*) into v_started from unnest(v_status) x where x = 'started';
+    if v_written < v_started then
+        for i in 1 .. v_n loop
+            continue when v_status[i] is distinct from 'started'
+                       or exists (select 1 from orders o where o.id = v_order[i]);
+            select o.id into v_found from orders o where o.checkout_key = c_key[i];
+            v_status[i] := 'already_started';
+            v_order[i] := v_found;
+            v_purchase[i] := null;
+        end loop;
+    end if;
+
+    -- each started order's lines, its holds and their history, its pins
+    -- and its bookings: one statement each for the batch
+    insert into order_lines (order_id, product_id, name, qty, unit_price_minor, paid_minor)
+    select v_order[l_ck[k]], l_product[k], l_named[k], l_qty[k], l_price[k], l_paid[k]
+      from generate_subscripts(l_ck, 1) k
+     where v_status[l_ck[k]] = 'started';
+    insert into holds (id, basket_id, resource_id, account_id, qty, idempotency_key, expires_at)
+    select h_id[h], v_basket[h_ck[h]], h_resource[h], c_account[h_ck[h]], h_qty[h], c_key[h_ck[h]],
+           v_now + s.hold_ttl
+      from generate_subscripts(h_ck, 1) h
+     where v_status[h_ck[h]] = 'started';
+    insert into hold_events (hold_id, kind, to_state, actor, detail)
+    select h_id[h], 'held', 'held', c_account[h_ck[h]],
+           jsonb_strip_nulls(jsonb_build_object('qty', h_qty[h], 'basket_id', v_basket[h_ck[h]],
+                                                'ttl_seconds', extract(epoch from s.hold_ttl)))
+      from generate_subscripts(h_ck, 1) h
+     where v_status[h_ck[h]] = 'started';
+    -- one counter update per resource; the CHECK still has the last word
+    update resources x
+       set held = x.held + g.qty, next_expiry = least(x.next_expiry, v_now + s.hold_ttl),
+           updated_at = v_now
+      from (select h_resource[h] as resource, sum(h_qty[h]) as qty
+              from generate_subscripts(h_ck, 1) h
+             where v_status[h_ck[h]] = 'started'
+             group by 1) g
+     where x.id = g.resource;
+    insert into seat_pins (seat_id, hold_id)
+    select sp_seat[x], h_id[l_h[sp_l[x]]]
+      from generate_subscripts(sp_seat, 1) x
+     where v_status[l_ck[sp_l[x]]] = 'started';
+    insert into table_pins (hold_id, room, table_id, during)
+    select h_id[l_h[k]], l_room[k], t.id, l_during[k]
+      from generate_subscripts(l_ck, 1) k, jsonb_array_elements_text(l_tables[k]) as t(id)
+     where v_status[l_ck[k]] = 'started';
+    insert into bookings (hold_id, order_id, room, product_id, party, starts_at, ends_at, tables,
+                          deposit_per_cover_minor, cancel_until)
+    select h_id[l_h[k]], v_order[l_ck[k]], l_room[k], l_product[k], l_qty[k], lower(l_during[k]),
+           upper(l_during[k]), array(select jsonb_array_elements_text(l_tables[k])),
+           l_deposit[k], l_cancel[k]
+      from generate_subscripts(l_ck, 1) k
+     where l_tables[k] is not null and v_status[l_ck[k]] = 'started';
+
+    -- a started order whose seats name its lines says so
+    for i in 1 .. v_n loop
+        continue when v_status[i] is distinct from 'started'
+                   or not exists (select 1 from generate_series(c_l1[i], c_l2[i]) k
+                                   where l_named[k] <> l_name[k]);
+        v_detail[i] := jsonb_build_object('lines', (
+            select jsonb_agg(jsonb_build_object('product', l_product[k], 'name', l_named[k])
+                             order by k)
+              from generate_series(c_l1[i], c_l2[i]) k));
+    end loop;
+    -- a form sent twice in one batch is its first's: the same order, or
+    -- the same refusal
+    for i in 1 .. v_n loop
+        continue when not (c_key[i] = any (c_key[1 : i - 1]));
+        v_r := array_position(c_key, c_key[i]);
+        v_status[i] := case when v_status[v_r] = 'started' then 'already_started'
+                            else v_status[v_r] end;
+        v_order[i] := v_order[v_r];
+        v_detail[i] := case when v_status[v_r] = 'started' then null else v_detail[v_r] end;
+    end loop;
+
+    return query
+        select v_status[i], v_order[i], v_purchase[i], o.number, now(), v_detail[i]
+          from generate_series(1, v_n) i
+          left join orders o on o.id = v_order[i]
+         order by i;
+end;
+$$;
