@@ -1,14 +1,17 @@
 -- Helpers for bench/seats-db (the database's part of reserved seating,
 -- proved at SQL level): a hall, sections of rows of seats, and a checkout
--- of one section through hf_start_seat_checkouts, the path the combiner
--- takes (migrations/0180_seating.sql). They live in a schema of their own,
--- `seatbench`, in a scratch database only; nothing of the product uses them.
+-- of one section through hf_start_checkouts, the one path every checkout
+-- takes (migrations/0180_seating.sql, 0210_one_checkout_path.sql). They
+-- live in a schema of their own, `seatbench`, in a scratch database only;
+-- nothing of the product uses them.
 
 create schema seatbench;
 
--- The kind `seat`, as `holdfast migrate` writes product_kinds from the
--- kinds the code knows (a seat's units get ticket codes).
-insert into product_kinds (kind, code) values ('seat', 'ticket') on conflict (kind) do nothing;
+-- The kinds `seat` and `ticket`, as `holdfast migrate` writes product_kinds
+-- from the kinds the code knows (their units get ticket codes, checked at
+-- an event's door: 0200 wants the one with the other).
+insert into product_kinds (kind, code, checked_by)
+values ('seat', 'ticket', 'event'), ('ticket', 'ticket', 'event') on conflict (kind) do nothing;
 
 -- An event's collection and a seat category of it.
 create function seatbench.hall(p_collection text, p_category text, p_price bigint)
@@ -75,6 +78,41 @@ create table seatbench.answers (
     at      timestamptz not null default clock_timestamp()
 );
 
+-- One shopper's checkout of `p_qty` of one product, as hf_start_checkouts
+-- takes it: a section's seats (`p_seats` the labels, "C-11,C-12", or
+-- null for the best, together unless `p_together` is false), or a plain
+-- product's units (`p_seated` false). `p_email_cap`: the most its e-mail
+-- may hold of it.
+create function seatbench.one(p_product text, p_qty integer, p_seats text,
+                              p_together boolean default true, p_key text default null,
+                              p_seated boolean default true, p_email_cap integer default null)
+returns jsonb
+language sql volatile as $$
+    select jsonb_strip_nulls(jsonb_build_object(
+        'key', k.key, 'account', 'checkout:' || k.key,
+        'token', replace(gen_random_uuid()::text, '-', ''),
+        'name', 'A Shopper', 'email', 'shopper@example.com', 'currency', 'eur',
+        'provider', 'stripe',
+        'email_key', case when p_email_cap is not null then k.key || '@example.com' end,
+        'lines', jsonb_build_array(jsonb_build_object(
+            'product', p.id, 'name', initcap(p.id), 'qty', p_qty, 'unit_price', p.price_minor,
+            'resource', p.resource_id, 'email_cap', p_email_cap,
+            'claim', case when p_seated then 'seats' else 'units' end,
+            'seats', case when p_seated then to_jsonb(string_to_array(p_seats, ',')) end,
+            'together', case when p_seated then p_together end))))
+      from products p, (select coalesce(p_key, gen_random_uuid()::text) as key) k
+     where p.id = p_product
+$$;
+
+-- The seats a hold has pinned, as the plan labels them.
+create function seatbench.pinned(p_hold uuid)
+returns text[]
+language sql stable as $$
+    select array_agg(s.label order by s.row_rank, s.run, s.pos)
+      from seat_pins p join seats s on s.id = p.seat_id
+     where p.hold_id = p_hold and p.live
+$$;
+
 -- One shopper's checkout of one section, as the combiner would send it
 -- alone: `p_seats` the labels ("C-11,C-12") or null for the best `p_qty`.
 create function seatbench.checkout(p_section text, p_qty integer, p_seats text,
@@ -84,21 +122,24 @@ returns table (status text, order_id uuid, hold_id uuid, seats text[], taken tex
                offers jsonb, split_allowed boolean)
 language plpgsql as $$
 declare
-    v_key text := coalesce(p_key, gen_random_uuid()::text);
     r record;
+    v_seats text[];
+    v_taken text[];
 begin
     select * into r
-      from hf_start_seat_checkouts(
-               (select resource_id from seat_sections where product_id = p_section),
-               array[v_key], array['checkout:' || v_key], array[p_qty], array[p_section],
-               array[initcap(p_section)], array[(select price_minor from products where id = p_section)],
-               array['eur'], array[replace(gen_random_uuid()::text, '-', '')], array['A Shopper'],
-               array['shopper@example.com'], array['stripe'], array[null::text],
-               array[null::text], array[null::integer], array[null::integer],
-               array[p_seats], array[p_together]) c;
+      from hf_start_checkouts(jsonb_build_array(
+               seatbench.one(p_section, p_qty, p_seats, p_together, p_key))) c;
+    if r.status = 'started' then
+        v_seats := seatbench.pinned(r.hold_id);
+    end if;
+    v_taken := array(select jsonb_array_elements_text(r.detail->'seats'));
+    if r.detail is null or not r.detail ? 'seats' then
+        v_taken := null;
+    end if;
     insert into seatbench.answers (section, status, seats, taken, offers)
-    values (p_section, r.status, r.seats, r.taken, r.offers);
-    return query select r.status, r.order_id, r.hold_id, r.seats, r.taken, r.offers, r.split_allowed;
+    values (p_section, r.status, v_seats, v_taken, r.detail->'offers');
+    return query select r.status, r.order_id, r.hold_id, v_seats, v_taken, r.detail->'offers',
+                        (r.detail->>'split_allowed')::boolean;
 end;
 $$;
 
@@ -138,7 +179,7 @@ $$;
 
 -- A general-admission tier beside the seats (a plain resource of `p_total`
 -- units, a ticket of the hall), and one shopper's checkout of it through
--- hf_start_checkouts: the race's yardstick.
+-- hf_start_checkouts (units, no seats): the race's yardstick.
 create function seatbench.ga(p_id text, p_collection text, p_total integer)
 returns void
 language sql as $$
@@ -152,54 +193,41 @@ create function seatbench.ga_checkout(p_id text, p_qty integer)
 returns text
 language plpgsql as $$
 declare
-    v_key text := gen_random_uuid()::text;
     v_status text;
 begin
     select c.status into v_status
-      from hf_start_checkouts(
-               p_id, array[v_key], array['checkout:' || v_key], array[p_qty], array[p_id],
-               array[initcap(p_id)], array[2000::bigint], array['eur'],
-               array[replace(gen_random_uuid()::text, '-', '')], array['A Shopper'],
-               array['shopper@example.com'], array['stripe'], array[null::text],
-               array[null::text], array[null::integer], array[null::integer]) c;
+      from hf_start_checkouts(jsonb_build_array(
+               seatbench.one(p_id, p_qty, null, p_seated => false))) c;
     insert into seatbench.answers (section, status) values (p_id, v_status);
     return v_status;
 end;
 $$;
 
--- `p_n` shoppers' checkouts of one section in one call, as the seats'
--- combiner sends a batch: each asks for the best `p_qty` together. Answers
--- how many started and were refused, seats granted twice (from the
--- answers), and the call's milliseconds (before the commit).
+-- `p_n` shoppers' checkouts of one section in one call, as the combiner
+-- sends a batch: each asks for the best `p_qty` together. Answers how many
+-- started and were refused, seats granted twice (from the answers), and
+-- the call's milliseconds (before the commit).
 create function seatbench.checkout_batch(p_section text, p_n integer, p_qty integer)
 returns table (started bigint, refused bigint, twice bigint, ms numeric)
 language plpgsql as $$
 declare
-    v_keys text[] := array(select gen_random_uuid()::text from generate_series(1, p_n));
-    v_price bigint := (select price_minor from products where id = p_section);
+    v_batch jsonb := (select jsonb_agg(seatbench.one(p_section, p_qty, null))
+                        from generate_series(1, p_n));
     v_t0 timestamptz := clock_timestamp();
+    v_ms numeric;
 begin
     create temporary table batch_answers on commit drop as
-    select c.status, c.seats
-      from hf_start_seat_checkouts(
-               (select resource_id from seat_sections where product_id = p_section),
-               v_keys, array(select 'checkout:' || k from unnest(v_keys) k),
-               array_fill(p_qty, array[p_n]), array_fill(p_section, array[p_n]),
-               array_fill(initcap(p_section), array[p_n]), array_fill(v_price, array[p_n]),
-               array_fill('eur'::text, array[p_n]),
-               array(select replace(gen_random_uuid()::text, '-', '') from generate_series(1, p_n)),
-               array_fill('A Shopper'::text, array[p_n]), array_fill('shopper@example.com'::text, array[p_n]),
-               array_fill('stripe'::text, array[p_n]), array_fill(null::text, array[p_n]),
-               array_fill(null::text, array[p_n]), array_fill(null::integer, array[p_n]),
-               array_fill(null::integer, array[p_n]), array_fill(null::text, array[p_n]),
-               array_fill(true, array[p_n])) c;
+    select c.status, c.hold_id from hf_start_checkouts(v_batch) c;
+    v_ms := round(extract(epoch from clock_timestamp() - v_t0) * 1000, 1);
+    alter table batch_answers add column seats text[];
+    update batch_answers set seats = seatbench.pinned(hold_id) where status = 'started';
     insert into seatbench.answers (section, status, seats)
     select p_section, a.status, a.seats from batch_answers a;
     return query
         select count(*) filter (where a.status = 'started'), count(*) filter (where a.status <> 'started'),
                (select count(*) from (select s from batch_answers b, unnest(b.seats) s
                                        where b.status = 'started' group by s having count(*) > 1) d),
-               round(extract(epoch from clock_timestamp() - v_t0) * 1000, 1)
+               v_ms
           from batch_answers a;
 end;
 $$;

@@ -256,12 +256,15 @@ begin
     -- confirmed: the pins live on; a refund of one code gives its seat back
     perform hf_confirm(r.hold_id, 'pay_' || r.hold_id);
     assert (select count(*) from seat_pins where hold_id = r.hold_id and live) = 6, 'sold: 6 pins live';
-    insert into order_codes (code, order_id, product_id)
-    select 'code-' || g || '-' || r.order_id, r.order_id, 'balcony' from generate_series(1, 6) g;
-    assert (select count(distinct seat_id) from order_codes where order_id = r.order_id) = 6,
-        'each code carries its own seat';
+    insert into order_items (code, order_id, product_id)
+    select 'C' || g || '-' || upper(substr(replace(r.order_id::text, '-', ''), 1, 12)), r.order_id,
+           'balcony'
+      from generate_series(1, 6) g;
+    assert (select count(distinct seat_id) from order_items where order_id = r.order_id) = 6,
+        'each item carries its own seat';
     v_pins := hf_seat_return((select hold_id from orders where id = r.order_id),
-                             array['code-1-' || r.order_id], true);
+                             array(select id from order_items where order_id = r.order_id
+                                    order by code limit 1), true);
     assert v_pins = 1, format('one pin ended by the refund, got %s', v_pins);
     perform hf_return(r.hold_id, 1, true, 'staff', 'refund');
     assert (select count(*) from seat_pins where hold_id = r.hold_id and live) = 5, 'sold: 5 pins live';
@@ -270,68 +273,54 @@ begin
 end $$;
 select 'ok  pins end with their hold: release, expiry (swept, or ended by the next choice); a refund gives one seat back';
 
--- A basket of several products holds every claim at once (hf_hold_basket,
--- which takes every section's lock), then pins each seat line's seats
--- (hf_seat_claim) and names them on the order's line; a seat taken
--- refuses the line and the caller rolls the whole basket back.
+-- A basket of several products is one checkout (hf_start_checkouts):
+-- every claim held at once, under every resource's lock, each seat line's
+-- seats chosen and pinned beside its units and named on the order's line;
+-- a seat taken refuses the whole basket, and nothing of it is held.
 select seatbench.ga('ga-basket', 'hall', 10);
 do $$
 declare
+    v_basket jsonb := seatbench.one('stalls', 2, 'B-1,B-2', p_key => 'basket-1');
     o uuid;
-    b uuid;
     r record;
 begin
-    insert into orders (token, checkout_key, customer_name, customer_email, currency, amount_minor,
-                        provider)
-    values (md5('basket-1'), 'basket-1', 'A Shopper', 'a@example.com', 'eur', 10000, 'stripe')
-    returning id into o;
-    insert into order_lines (order_id, product_id, name, qty, unit_price_minor)
-    values (o, 'stalls', 'Stalls', 2, 4000), (o, 'ga-basket', 'Ga-Basket', 1, 2000);
-    select x.basket_id into b
-      from hf_hold_basket(array['ga-basket', 'stalls'], array[1, 2], 'basket-1', 'basket-1') x limit 1;
-    update orders set hold_id = b where id = o;
-    select * into r from hf_seat_claim(b, 'stalls', '{B-1,B-2}', 2, true, o, 'stalls');
-    assert r.status = 'chosen', format('the basket''s seats chosen, got %s', r.status);
+    v_basket := jsonb_set(v_basket, '{lines}', (v_basket->'lines')
+                    || (seatbench.one('ga-basket', 1, null, p_seated => false)->'lines'));
+    select * into r from hf_start_checkouts(jsonb_build_array(v_basket));
+    assert r.status = 'started', format('the basket started, got %s %s', r.status, r.detail);
+    o := r.order_id;
+    assert (select count(*) from holds where basket_id = r.hold_id) = 2, 'a basket of two holds';
     assert (select name from order_lines where order_id = o and product_id = 'stalls') = 'Stalls — B-1, B-2',
         'the order line names its seats';
     assert hf_webhook_order(o) -> 'lines' @> '[{"product_id": "stalls", "seats": ["B-1", "B-2"]}]',
         format('the webhook''s order names the seats, got %s', hf_webhook_order(o) -> 'lines');
-    assert not (hf_webhook_order(o) -> 'lines' -> 0 ? 'seats'), 'a GA line has no seats';
-    -- the same start run again: its seats, nothing more pinned or named
-    select * into r from hf_seat_claim(b, 'stalls', null, 2, true, o, 'stalls');
-    assert r.status = 'chosen' and r.labels = '{B-1,B-2}', format('again: B-1, B-2, got %s', r.labels);
+    assert exists (select 1 from jsonb_array_elements(hf_webhook_order(o) -> 'lines') l
+                    where l->>'product_id' = 'ga-basket' and not l ? 'seats'), 'a GA line has no seats';
+    -- the same form again: its order, nothing more pinned or named
+    select * into r from hf_start_checkouts(jsonb_build_array(v_basket));
+    assert r.status = 'already_started' and r.order_id = o, format('again: its order, got %s', r.status);
     assert (select count(*) from seat_pins p join holds h on h.id = p.hold_id
-             where h.basket_id = b and p.live) = 2, 'still two pins';
+             where h.purchase_id = (select hold_id from orders where id = o) and p.live) = 2,
+        'still two pins';
     assert (select name from order_lines where order_id = o and product_id = 'stalls') = 'Stalls — B-1, B-2',
         'named once';
     assert not exists (select 1 from hf_check() where drift), 'no drift after a basket';
 end $$;
 do $$
 declare
-    o uuid;
-    b uuid;
+    v_basket jsonb := seatbench.one('stalls', 2, 'B-2,B-3', p_key => 'basket-2');
     r record;
 begin
-    begin
-        insert into orders (token, checkout_key, customer_name, customer_email, currency,
-                            amount_minor, provider)
-        values (md5('basket-2'), 'basket-2', 'B Shopper', 'b@example.com', 'eur', 10000, 'stripe')
-        returning id into o;
-        insert into order_lines (order_id, product_id, name, qty, unit_price_minor)
-        values (o, 'stalls', 'Stalls', 2, 4000), (o, 'ga-basket', 'Ga-Basket', 1, 2000);
-        select x.basket_id into b
-          from hf_hold_basket(array['ga-basket', 'stalls'], array[1, 2], 'basket-2', 'basket-2') x limit 1;
-        select * into r from hf_seat_claim(b, 'stalls', '{B-2,B-3}', 2, true, o, 'stalls');
-        assert r.status = 'taken' and r.taken = '{B-2}', format('B-2 taken, got %s %s', r.status, r.taken);
-        raise exception 'roll the basket back' using errcode = 'P0001';
-    exception when raise_exception then
-        null;
-    end;
+    v_basket := jsonb_set(v_basket, '{lines}', (v_basket->'lines')
+                    || (seatbench.one('ga-basket', 1, null, p_seated => false)->'lines'));
+    select * into r from hf_start_checkouts(jsonb_build_array(v_basket));
+    assert r.status = 'seats_taken' and r.detail->'seats' = '["B-2"]',
+        format('B-2 taken, got %s %s', r.status, r.detail);
     assert not exists (select 1 from orders where checkout_key = 'basket-2'), 'nothing of the basket stays';
-    assert (select held from resources where id = 'ga-basket') = 1, 'the GA unit went back with it';
-    assert not exists (select 1 from hf_check() where drift), 'no drift after the roll back';
+    assert (select held from resources where id = 'ga-basket') = 1, 'the GA unit was not held';
+    assert not exists (select 1 from hf_check() where drift), 'no drift after the refusal';
 end $$;
-select 'ok  a basket of seats and GA holds all at once and names its seats (line, webhook); a taken seat rolls it all back';
+select 'ok  a basket of seats and GA is one checkout, held at once, its seats named (line, webhook); a taken seat refuses it all';
 
 -- The waiting list is offered seats together: a section sold out with one
 -- entry waiting for 2; a hold of 2 released hands its seats to the offer,
@@ -434,10 +423,10 @@ begin
     assert not exists (select 1 from hf_check() where drift), 'no drift after the edits';
     -- a refund gives E-13 back; dropping it from the plan then blocks it
     -- (a code names it), and bringing it back puts it on sale again
-    insert into order_codes (code, order_id, product_id)
-    select 'circle-' || g, (select id from orders where hold_id = r.hold_id), 'circle'
+    insert into order_items (code, order_id, product_id)
+    select 'CIRCLE-' || g, (select id from orders where hold_id = r.hold_id), 'circle'
       from generate_series(1, 12) g;
-    perform hf_seat_return(r.hold_id, array(select code from order_codes c join seats s on s.id = c.seat_id
+    perform hf_seat_return(r.hold_id, array(select c.id from order_items c join seats s on s.id = c.seat_id
                                              where s.label = 'E-13' and s.section = 'circle'), true);
     perform hf_return(r.hold_id, 1, true, 'staff', 'refund');
     select * into p from hf_seat_plan('circle',
@@ -475,39 +464,37 @@ begin
 end $$;
 select 'ok  a plan in the compact form: rows, aisles, access places; an edit keeps held and sold seats (refused when it drops one), blocks a seat once sold, and bad shapes are refused';
 
--- A combined start (hf_start_seat_checkouts with several checkouts, as the
--- seats' combiner sends them): seats chosen for one are not chosen for the
--- next; and a checkout refused after its seats were chosen (over its
--- e-mail's limit) gives them back, to a checkout that was refused for them.
+-- A combined start (hf_start_checkouts with several checkouts, as the
+-- combiner sends them): seats chosen for one are not chosen for the next;
+-- and a checkout refused (over its e-mail's limit) takes no seat, so the
+-- next one naming them gets them.
 select seatbench.section('combo', 'hall', 'stalls');
 select seatbench.plan('combo', 2);
 do $$
 declare
     r record;
     v_status text[];
-    v_seats text[][];
+    v_seats text[];
     v_taken text[];
 begin
     for r in
-        select * from hf_start_seat_checkouts(
-            'combo', array['k1', 'k2', 'k3', 'k4'], array['a1', 'a2', 'a3', 'a4'], array[2, 2, 2, 2],
-            array['combo', 'combo', 'combo', 'combo'], array['Combo', 'Combo', 'Combo', 'Combo'],
-            array[4000, 4000, 4000, 4000]::bigint[], array['eur', 'eur', 'eur', 'eur'],
-            array[md5('k1'), md5('k2'), md5('k3'), md5('k4')], array['A', 'B', 'C', 'D'],
-            array['a@x.io', 'b@x.io', 'c@x.io', 'd@x.io'], array['stripe', 'stripe', 'stripe', 'stripe'],
-            -- k1's e-mail may hold 1 only: it is refused after its seats were chosen
-            array['a@x.io', 'b@x.io', 'c@x.io', 'd@x.io'], array[null, null, null, null]::text[],
-            array[1, null, null, null]::int[], array[null, null, null, null]::int[],
-            array['R1-5,R1-6', 'R1-6,R1-7', null, 'R1-5,R1-6'], array[true, true, true, true])
+        select c.status, c.hold_id, c.detail
+          from hf_start_checkouts(jsonb_build_array(
+                   -- k1's e-mail may hold 1 only: it is refused
+                   seatbench.one('combo', 2, 'R1-5,R1-6', p_key => 'k1', p_email_cap => 1),
+                   seatbench.one('combo', 2, 'R1-6,R1-7', p_key => 'k2', p_email_cap => 10),
+                   seatbench.one('combo', 2, null, p_key => 'k3'),
+                   seatbench.one('combo', 2, 'R1-5,R1-6', p_key => 'k4'))) c
     loop
         v_status := v_status || r.status;
-        v_taken := v_taken || coalesce(array_to_string(r.taken, ','), '') ;
-        v_seats := v_seats || coalesce(array_to_string(r.seats, ','), '');
+        v_taken := v_taken || coalesce((select string_agg(t, ',')
+                                          from jsonb_array_elements_text(r.detail->'seats') t), '');
+        v_seats := v_seats || coalesce(array_to_string(seatbench.pinned(r.hold_id), ','), '');
     end loop;
-    -- k2 comes before k4: it gets R1-6 back, and k4 is told R1-6 is taken
+    -- k2 comes before k4: it gets R1-6, and k4 is told R1-6 is taken
     assert v_status = '{over_limit,started,started,seats_taken}',
         format('k1 over its limit, k2 and k3 started, k4 seats_taken, got %s', v_status);
-    assert v_seats[2] = 'R1-6,R1-7', format('k2 got R1-6,R1-7 once k1 gave R1-6 back, got %s', v_seats[2]);
+    assert v_seats[2] = 'R1-6,R1-7', format('k2 got R1-6,R1-7, k1 having taken none, got %s', v_seats[2]);
     assert v_taken[4] = 'R1-6', format('k4 told R1-6 is taken, got %s', v_taken[4]);
     assert not exists (select 1 from hf_check('combo') where drift), 'no drift';
     assert (select count(*) from seat_pins p join seats s on s.id = p.seat_id
@@ -515,7 +502,7 @@ begin
     assert v_seats[3] not like '%R1-5%' and v_seats[3] not like '%R1-6%' and v_seats[3] not like '%R1-7%',
         format('k3''s best 2 are none of the named, got %s', v_seats[3]);
 end $$;
-select 'ok  a combined start: seats chosen for one checkout are not chosen for the next; seats given back by a checkout refused after all go to the first refused for them';
+select 'ok  a combined start: seats chosen for one checkout are not chosen for the next; a checkout refused takes none, so the next naming them gets them';
 
 do $$
 begin
