@@ -443,6 +443,80 @@ async fn two_processes_combining_checkouts_sell_one_tier_exactly_once() {
     assert_no_drift(&db.inventory()).await;
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_hundred_baskets_of_a_ticket_and_a_slot_share_calls_and_sell_each_unit_once() {
+    let db = TestDb::with_connections(30).await;
+    db.load_demo().await;
+    let slot = db.first_slot().await;
+    resource(&db.inventory(), "harbour-lights-vip", 30).await;
+    resource(&db.inventory(), &slot, 100).await;
+    let checkouts = Checkouts::new(db.pool.clone());
+    let barrier = std::sync::Arc::new(tokio::sync::Barrier::new(100));
+    let outcomes = join_all((0..100).map(|i| {
+        let (checkouts, barrier) = (checkouts.clone(), barrier.clone());
+        let mut basket = form(
+            &format!("pair-{i}"),
+            &format!("p{i}"),
+            "harbour-lights-vip",
+            1,
+        );
+        basket.lines.push(WantedLine::units(slot.clone(), qty(1)));
+        tokio::spawn(async move {
+            barrier.wait().await;
+            checkouts.start(&basket).await.unwrap()
+        })
+    }))
+    .await;
+    let (mut started, mut refused) = (0, 0);
+    for outcome in outcomes {
+        match outcome.unwrap() {
+            StartOutcome::Started {
+                order,
+                lines,
+                resource,
+            } => {
+                assert_eq!(resource, None, "a basket of two resources");
+                assert_eq!(lines.len(), 2);
+                assert_eq!(
+                    order.amount_minor,
+                    lines.iter().map(|l| l.paid_minor).sum::<i64>()
+                );
+                started += 1;
+            }
+            // only the ticket runs out: the slot is named nowhere
+            StartOutcome::SoldOut { lines } => {
+                assert_eq!(lines.len(), 1);
+                assert_eq!(
+                    (lines[0].product_id.as_str(), lines[0].available),
+                    ("harbour-lights-vip", 0)
+                );
+                refused += 1;
+            }
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+    assert_eq!((started, refused), (30, 70));
+    let (calls, _) = checkouts.calls();
+    assert!(
+        (1..100).contains(&calls),
+        "the baskets shared calls, took {calls}"
+    );
+    assert_eq!(held_and_sold(&db, "harbour-lights-vip").await, (30, 0));
+    assert_eq!(held_and_sold(&db, &slot).await, (30, 0));
+    // each order holds a basket of two holds, one per line
+    let (orders, lines, holds, mismatched): (i64, i64, i64, i64) = sqlx::query_as(
+        "select (select count(*) from orders), (select count(*) from order_lines), \
+                (select count(*) from holds h join orders o on o.hold_id = h.basket_id), \
+                (select count(*) from orders o \
+                  where (select count(*) from holds h where h.basket_id = o.hold_id) <> 2)",
+    )
+    .fetch_one(&db.pool)
+    .await
+    .unwrap();
+    assert_eq!((orders, lines, holds, mismatched), (30, 60, 60, 0));
+    assert_no_drift(&db.inventory()).await;
+}
+
 #[tokio::test]
 async fn a_hold_that_ended_before_its_payment_phase_ends_the_order_and_keeps_the_basket() {
     let db = TestDb::new().await;

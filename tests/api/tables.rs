@@ -290,6 +290,79 @@ async fn two_hundred_parties_race_for_the_last_table_at_half_past_seven() {
     assert_no_drift(&db.inventory()).await;
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn two_hundred_parties_through_the_combiner_share_calls_each_seated_or_told_no_table() {
+    let db = TestDb::with_connections(40).await;
+    // six tables for two to four, and covers for everyone: the tables are
+    // what runs out
+    let tables = (1..=6)
+        .map(|i| table(&format!("T{i}"), 2, 4, 100))
+        .collect();
+    set_up(&db, &room(1000, tables, vec![])).await;
+    let checkouts = checkout::Checkouts::new(db.pool.clone());
+    let barrier = std::sync::Arc::new(tokio::sync::Barrier::new(200));
+    // 180 forms; every tenth is sent twice at once (a double click)
+    let key = |i: usize| format!("crowd-{:03}", if i % 10 == 1 { i - 1 } else { i });
+    let outcomes = join_all((0..200).map(|i| {
+        let (checkouts, barrier) = (checkouts.clone(), barrier.clone());
+        let form = booking(&key(i), 2, 19, 30);
+        tokio::spawn(async move {
+            barrier.wait().await;
+            checkouts.start(&form).await.unwrap()
+        })
+    }))
+    .await;
+    let mut answers: std::collections::BTreeMap<String, Vec<Option<uuid::Uuid>>> =
+        Default::default();
+    for (i, outcome) in outcomes.into_iter().enumerate() {
+        let order = match outcome.unwrap() {
+            StartOutcome::Started {
+                order, resource, ..
+            } => {
+                assert_eq!(resource, Some(time_id(19, 30)), "one resource, combined");
+                Some(order.id)
+            }
+            StartOutcome::AlreadyStarted { order } => Some(order.id),
+            StartOutcome::NoTable { lines } => {
+                assert_eq!((lines[0].requested, lines[0].available), (2, 0));
+                None
+            }
+            other => panic!("expected a table or no table, got {other:?}"),
+        };
+        answers.entry(key(i)).or_default().push(order);
+    }
+    // a form sent twice is one answer: the same booking, or no table twice
+    assert_eq!(answers.len(), 180);
+    assert!(
+        answers.values().all(|a| a.iter().all(|o| *o == a[0])),
+        "{answers:?}"
+    );
+    let seated: Vec<uuid::Uuid> = answers.values().filter_map(|a| a[0]).collect();
+    assert_eq!(seated.len(), 6, "one party a table");
+    let calls = checkouts.calls().0;
+    assert!(
+        (1..180).contains(&calls),
+        "the crowd shared calls, took {calls}"
+    );
+    // each party at its own table, its covers held once
+    let mut tables: Vec<Vec<String>> = Vec::new();
+    for order in &seated {
+        tables.push(tables_of(&db, *order).await);
+    }
+    tables.sort();
+    tables.dedup();
+    assert_eq!(tables.len(), 6);
+    assert_eq!(live_pins(&db).await, 6);
+    assert_eq!(held_and_sold(&db, &time_id(19, 30)).await, (12, 0));
+    let (orders, bookings): (i64, i64) =
+        sqlx::query_as("select (select count(*) from orders), (select count(*) from bookings)")
+            .fetch_one(&db.pool)
+            .await
+            .unwrap();
+    assert_eq!((orders, bookings), (6, 6));
+    assert_no_drift(&db.inventory()).await;
+}
+
 /// Start a booking and pay it: its page named, a captured payment for
 /// exactly its deposit reported by the webhook, confirmed by the one
 /// confirm routine.
