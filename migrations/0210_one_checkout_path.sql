@@ -224,7 +224,11 @@ declare
     c_key text[]; c_account text[]; c_token text[]; c_name text[]; c_email text[];
     c_phone text[]; c_currency text[]; c_provider text[]; c_email_key text[];
     c_address text[]; c_address_cap integer[]; c_voucher text[];
+    c_first integer[];      -- where its key is first in the batch
     c_amount bigint[]; c_discount bigint[];
+    c_pins boolean[];       -- it has seat or table lines
+    c_existing uuid[];      -- the order its key has already
+    c_named boolean[];      -- its seats name a line
     -- where each checkout's lines and holds lie in the arrays below
     c_l1 integer[]; c_l2 integer[]; c_h1 integer[]; c_h2 integer[];
     -- the lines, by checkout and then as given
@@ -255,13 +259,16 @@ declare
     sp_l integer[] := '{}'; sp_seat bigint[] := '{}';
     tp_room text[] := '{}'; tp_table text[] := '{}'; tp_during tstzrange[] := '{}';
     v_one_section boolean;
+    v_capped boolean;
+    -- checkouts refused before they are looked at: their key holds units
+    -- outside any order, a resource is unknown, a sale is not open
+    v_key_used integer[]; v_unknown_ck integer[]; v_off_ck integer[];
+    v_off_sale text[];
     -- the answers
     v_status text[]; v_order uuid[]; v_purchase uuid[]; v_basket uuid[]; v_detail jsonb[];
     -- one checkout's: its seats (kept when it starts), what refuses it
     v_seats_l integer[]; v_seats_id bigint[];
     v_short text[]; v_want integer[]; v_left integer[]; v_refusal text;
-    v_off_sale text[];
-    v_unknown text[];
     v_found uuid;
     v_room integer; v_address_room integer; v_mine integer; v_count integer; v_mark integer;
     v_written integer; v_started integer;
@@ -280,60 +287,73 @@ begin
     end if;
     select * into s from inventory_settings;
 
-    -- the checkouts, their lines and their holds, read once
-    select array_agg(x.doc->>'key' order by x.n), array_agg(x.doc->>'account' order by x.n),
+    -- The checkouts, their lines and their holds, read once; a key seen
+    -- earlier in the batch is its first's.
+    select array_agg(x.key order by x.n), array_agg(x.doc->>'account' order by x.n),
            array_agg(x.doc->>'token' order by x.n), array_agg(x.doc->>'name' order by x.n),
            array_agg(x.doc->>'email' order by x.n), array_agg(x.doc->>'phone' order by x.n),
            array_agg(x.doc->>'currency' order by x.n), array_agg(x.doc->>'provider' order by x.n),
            array_agg(x.doc->>'email_key' order by x.n), array_agg(x.doc->>'address' order by x.n),
            array_agg((x.doc->>'address_cap')::integer order by x.n),
-           array_agg(x.doc->>'voucher' order by x.n)
+           array_agg(x.doc->>'voucher' order by x.n), array_agg(x.first order by x.n)
       into c_key, c_account, c_token, c_name, c_email, c_phone, c_currency, c_provider,
-           c_email_key, c_address, c_address_cap, c_voucher
-      from jsonb_array_elements(p_checkouts) with ordinality as x(doc, n);
-    if exists (select 1 from generate_series(1, v_n) i
-                where c_key[i] is null or length(c_key[i]) not between 1 and 255
-                   or c_account[i] is null or length(c_account[i]) not between 1 and 200
-                   or c_token[i] is null or c_name[i] is null or c_email[i] is null
-                   or c_currency[i] is null or c_provider[i] is null
-                   or coalesce(jsonb_typeof(p_checkouts->(i - 1)->'lines'), '') <> 'array'
-                   or jsonb_array_length(p_checkouts->(i - 1)->'lines') not between 1 and 100) then
+           c_email_key, c_address, c_address_cap, c_voucher, c_first
+      from (select e.doc, e.n, e.doc->>'key' as key,
+                   (min(e.n) over (partition by e.doc->>'key'))::integer as first
+              from jsonb_array_elements(p_checkouts) with ordinality as e(doc, n)) x;
+    if exists (select 1 from unnest(c_key, c_account, c_token, c_name, c_email, c_currency,
+                                    c_provider) as c(key, account, token, name, email, currency,
+                                                     provider)
+                where c.key is null or length(c.key) not between 1 and 255
+                   or c.account is null or length(c.account) not between 1 and 200
+                   or c.token is null or c.name is null or c.email is null
+                   or c.currency is null or c.provider is null)
+       or exists (select 1 from jsonb_array_elements(p_checkouts) c
+                   where coalesce(jsonb_typeof(c->'lines'), '') <> 'array'
+                      or jsonb_array_length(c->'lines') not between 1 and 100) then
         perform hf_bad_input('every checkout needs its key (1 to 255 characters), its account '
                              '(1 to 200), its token, customer, currency, provider and 1 to 100 lines');
     end if;
-    select array_agg(g.ck order by g.ck, x.k), array_agg(x.line->>'product' order by g.ck, x.k),
-           array_agg(x.line->>'name' order by g.ck, x.k),
-           array_agg((x.line->>'qty')::integer order by g.ck, x.k),
-           array_agg((x.line->>'unit_price')::bigint order by g.ck, x.k),
+    select array_agg(x.ck order by x.ck, x.k), array_agg(x.line->>'product' order by x.ck, x.k),
+           array_agg(x.line->>'name' order by x.ck, x.k),
+           array_agg((x.line->>'qty')::integer order by x.ck, x.k),
+           array_agg((x.line->>'unit_price')::bigint order by x.ck, x.k),
            array_agg(coalesce((x.line->>'paid')::bigint,
                               (x.line->>'unit_price')::bigint * (x.line->>'qty')::integer)
-                     order by g.ck, x.k),
-           array_agg(x.line->>'resource' order by g.ck, x.k),
-           array_agg((x.line->>'email_cap')::integer order by g.ck, x.k),
-           array_agg(coalesce(x.line->>'claim', 'units') order by g.ck, x.k),
+                     order by x.ck, x.k),
+           array_agg(x.line->>'resource' order by x.ck, x.k),
+           array_agg((x.line->>'email_cap')::integer order by x.ck, x.k),
+           array_agg(coalesce(x.line->>'claim', 'units') order by x.ck, x.k),
            array_agg(case jsonb_typeof(x.line->'seats') when 'array' then (x.line->'seats')::text end
-                     order by g.ck, x.k),
-           array_agg(coalesce((x.line->>'together')::boolean, true) order by g.ck, x.k)
+                     order by x.ck, x.k),
+           array_agg(coalesce((x.line->>'together')::boolean, true) order by x.ck, x.k)
       into l_ck, l_product, l_name, l_qty, l_price, l_paid, l_resource, l_email_cap, l_claim,
            l_seats, l_together
-      from generate_series(1, v_n) as g(ck),
-           jsonb_array_elements(p_checkouts->(g.ck - 1)->'lines') with ordinality as x(line, k);
-    if exists (select 1 from generate_subscripts(l_ck, 1) k
-                where l_product[k] is null or l_name[k] is null or l_resource[k] is null
-                   or l_qty[k] is null or l_qty[k] <= 0 or l_price[k] is null or l_price[k] < 0
-                   or l_paid[k] < 0 or l_claim[k] not in ('units', 'seats', 'table')) then
+      from (select c.n::integer as ck, l.line, l.k
+              from jsonb_array_elements(p_checkouts) with ordinality as c(doc, n),
+                   jsonb_array_elements(c.doc->'lines') with ordinality as l(line, k)) x;
+    if exists (select 1 from unnest(l_product, l_name, l_resource, l_qty, l_price, l_paid, l_claim)
+                               as l(product, name, resource, qty, price, paid, claim)
+                where l.product is null or l.name is null or l.resource is null
+                   or l.qty is null or l.qty <= 0 or l.price is null or l.price < 0
+                   or l.paid < 0 or l.claim not in ('units', 'seats', 'table'))
+       or exists (select 1 from unnest(l_ck, l_product) as x(ck, product)
+                   group by x.ck, x.product having count(*) > 1) then
         perform hf_bad_input('every line needs a product, a name, a resource, a positive qty, '
-                             'a price and a claim (units, seats or table)');
+                             'a price and a claim (units, seats or table), each product once');
     end if;
-    if exists (select 1 from unnest(l_ck, l_product) as x(ck, product)
-                group by x.ck, x.product having count(*) > 1) then
-        perform hf_bad_input('a checkout names each product once');
-    end if;
-    select array_agg(x.amount order by x.ck), array_agg(x.discount order by x.ck)
-      into c_amount, c_discount
-      from (select l_ck[k] as ck, sum(l_paid[k]) as amount,
-                   sum(l_price[k] * l_qty[k] - l_paid[k]) as discount
-              from generate_subscripts(l_ck, 1) k group by 1) x;
+    -- per checkout: its lines, its amount and discount, whether it pins
+    select array_agg(x.l1 order by x.ck), array_agg(x.l2 order by x.ck),
+           array_agg(x.amount order by x.ck), array_agg(x.discount order by x.ck),
+           array_agg(x.pins order by x.ck)
+      into c_l1, c_l2, c_amount, c_discount, c_pins
+      from (select l.ck, min(l.k)::integer as l1, max(l.k)::integer as l2,
+                   sum(l.paid) as amount, sum(l.price * l.qty - l.paid) as discount,
+                   bool_or(l.claim <> 'units') as pins
+              from unnest(l_ck, l_qty, l_price, l_paid, l_claim) with ordinality
+                   as l(ck, qty, price, paid, claim, k)
+             group by l.ck) x;
+    -- its holds: the lines' units and the voucher's uses, per resource
     select array_agg(h.ck order by h.ck, h.resource), array_agg(h.resource order by h.ck, h.resource),
            array_agg(h.qty order by h.ck, h.resource),
            array_agg(coalesce(h.units, 0) order by h.ck, h.resource),
@@ -342,42 +362,36 @@ begin
       from (select u.ck, u.resource, sum(u.qty)::integer as qty,
                    (sum(u.qty) filter (where u.use_ is null))::integer as units,
                    max(u.use_) as use_
-              from (select l_ck[k] as ck, l_resource[k] as resource, l_qty[k] as qty,
-                           null::text as use_
-                      from generate_subscripts(l_ck, 1) k
+              from (select l.ck, l.resource, l.qty, null::text as use_
+                      from unnest(l_ck, l_resource, l_qty) as l(ck, resource, qty)
                     union all
-                    select g.ck, u.use->>'resource', 1, coalesce(u.use->>'refusal', 'used_up')
-                      from generate_series(1, v_n) as g(ck),
-                           jsonb_array_elements(p_checkouts->(g.ck - 1)->'uses') as u(use)) u
+                    select c.n::integer, u.use->>'resource', 1, coalesce(u.use->>'refusal', 'used_up')
+                      from jsonb_array_elements(p_checkouts) with ordinality as c(doc, n),
+                           jsonb_array_elements(c.doc->'uses') as u(use)) u
              group by u.ck, u.resource) h;
     if exists (select 1 from unnest(h_resource) as x(id) where x.id is null) then
         perform hf_bad_input('a voucher''s use needs its resource');
     end if;
-    c_l1 := array_fill(null::integer, array[v_n]);
-    c_l2 := c_l1;
-    c_h1 := c_l1;
-    c_h2 := c_l1;
-    for k in 1 .. cardinality(l_ck) loop
-        c_l1[l_ck[k]] := coalesce(c_l1[l_ck[k]], k);
-        c_l2[l_ck[k]] := k;
-    end loop;
-    for h in 1 .. cardinality(h_ck) loop
-        c_h1[h_ck[h]] := coalesce(c_h1[h_ck[h]], h);
-        c_h2[h_ck[h]] := h;
-    end loop;
-    l_h := array_fill(null::integer, array[cardinality(l_ck)]);
-    for k in 1 .. cardinality(l_ck) loop
-        for h in c_h1[l_ck[k]] .. c_h2[l_ck[k]] loop
-            if h_resource[h] = l_resource[k] then
-                l_h[k] := h;
-            end if;
-        end loop;
-    end loop;
+    select array_agg(x.h1 order by x.ck), array_agg(x.h2 order by x.ck)
+      into c_h1, c_h2
+      from (select h.ck, min(h.n)::integer as h1, max(h.n)::integer as h2
+              from unnest(h_ck) with ordinality as h(ck, n) group by h.ck) x;
+    select array_agg(h.n::integer order by l.k)
+      into l_h
+      from unnest(l_ck, l_resource) with ordinality as l(ck, resource, k)
+      join unnest(h_ck, h_resource) with ordinality as h(ck, resource, n)
+        on h.ck = l.ck and h.resource = l.resource;
     select array_agg(distinct x.id order by x.id) into r_id from unnest(h_resource) as x(id);
-    h_r := array(select array_position(r_id, h_resource[h]) from generate_subscripts(h_ck, 1) h
-                  order by h);
-    v_one_section := (select count(distinct l_resource[k]) from generate_subscripts(l_ck, 1) k
-                       where l_claim[k] = 'seats') <= 1;
+    select array_agg(r.n::integer order by h.n)
+      into h_r
+      from unnest(h_resource) with ordinality as h(resource, n)
+      join unnest(r_id) with ordinality as r(id, n) on r.id = h.resource;
+    v_one_section := (select count(distinct l.resource) from unnest(l_resource, l_claim) l(resource, claim)
+                       where l.claim = 'seats') <= 1;
+    v_capped := exists (select 1 from unnest(l_ck, l_email_cap) as l(ck, cap)
+                         where l.cap is not null and c_email_key[l.ck] is not null)
+                or exists (select 1 from unnest(c_address_cap, c_address) as a(cap, address)
+                            where a.cap is not null and a.address is not null);
 
     -- Lock: every e-mail and address of the batch, in one order, before
     -- any order row and before any resource.
@@ -394,68 +408,75 @@ begin
                    from unnest(c_account) a order by 1) keys;
     end if;
     -- Lock: every room a party of the batch is seated in, ascending id.
-    perform 1 from dining_rooms d
-     where d.collection in (select t.room from dining_times t
-                             where t.product_id in (select l_product[k]
-                                                      from generate_subscripts(l_ck, 1) k
-                                                     where l_claim[k] = 'table'))
-     order by d.collection for no key update;
+    if 'table' = any (l_claim) then
+        perform 1 from dining_rooms d
+         where d.collection in (select t.room from dining_times t
+                                 join unnest(l_product, l_claim) as l(product, claim)
+                                   on l.product = t.product_id and l.claim = 'table')
+         order by d.collection for no key update;
+    end if;
     v_now := clock_timestamp();
     -- a section's expired holds end, so their seats are free to choose
-    perform hf_seat_expire_due(x.r)
-       from (select distinct l_resource[k] as r from generate_subscripts(l_ck, 1) k
-              where l_claim[k] = 'seats' order by 1) as x(r);
-    r_left := array_fill(null::integer, array[cardinality(r_id)]);
-    r_next := array_fill(null::timestamptz, array[cardinality(r_id)]);
-    for v_row in select x.id, x.total - x.held - x.sold as left_, x.next_expiry
-               from resources x where x.id = any (r_id) loop
-        v_r := array_position(r_id, v_row.id);
-        r_left[v_r] := v_row.left_;
-        r_next[v_r] := v_row.next_expiry;
-    end loop;
+    if 'seats' = any (l_claim) then
+        perform hf_seat_expire_due(x.r)
+           from (select distinct l.resource as r from unnest(l_resource, l_claim) as l(resource, claim)
+                  where l.claim = 'seats' order by 1) as x(r);
+    end if;
+
+    -- What the locks let this call see, read once for the batch: each
+    -- resource's counters, the order each key has, the keys holding units
+    -- outside any order, the products whose sale is not open by this
+    -- database's clock (the same for every process).
+    select array_agg(x.total - x.held - x.sold order by r.n), array_agg(x.next_expiry order by r.n)
+      into r_left, r_next
+      from unnest(r_id) with ordinality as r(id, n) left join resources x on x.id = r.id;
     r_granted := array_fill(0, array[cardinality(r_id)]);
     r_swept := array_fill(false, array[cardinality(r_id)]);
-    select coalesce(array_agg(x.r), '{}') into v_unknown
-      from unnest(r_id, r_left) as x(r, left_) where x.left_ is null;
-    -- a sale opens and closes by this database's clock, the same for every
-    -- process
-    select coalesce(array_agg(p.id), '{}') into v_off_sale
-      from products p
-     where p.id = any (l_product)
-       and ((p.sale_opens_at is not null and p.sale_opens_at > now())
-            or (p.sale_closes_at is not null and p.sale_closes_at <= now()));
+    select array_agg(o.id order by c.n)
+      into c_existing
+      from unnest(c_key) with ordinality as c(key, n) left join orders o on o.checkout_key = c.key;
+    select coalesce(array_agg(distinct h.ck), '{}')
+      into v_key_used
+      from unnest(h_ck, h_resource) as h(ck, resource)
+      join holds x on x.resource_id = h.resource and x.account_id = c_account[h.ck]
+                  and x.idempotency_key = c_key[h.ck];
+    select coalesce(array_agg(distinct h.ck), '{}')
+      into v_unknown_ck
+      from unnest(h_ck, h_r) as h(ck, r) where r_left[h.r] is null;
+    select coalesce(array_agg(distinct p.id), '{}'), coalesce(array_agg(distinct l.ck), '{}')
+      into v_off_sale, v_off_ck
+      from unnest(l_ck, l_product) as l(ck, product)
+      join products p on p.id = l.product
+     where (p.sale_opens_at is not null and p.sale_opens_at > now())
+        or (p.sale_closes_at is not null and p.sale_closes_at <= now());
 
     -- What each capped e-mail holds of a product, and each capped address
     -- of a resource, in pending orders: one statement each for the whole
     -- batch (a call per checkout was most of a batch's time), with the
     -- group its checkouts' grants are counted in.
-    if exists (select 1 from generate_subscripts(l_ck, 1) k
-                where l_email_cap[k] is not null and c_email_key[l_ck[k]] is not null) then
+    if v_capped then
         select array_agg(coalesce(u.used, 0) order by x.k), array_agg(x.g order by x.k)
           into l_email_used, l_egroup
-          from (select k, c_email_key[l_ck[k]] as email_key, l_product[k] as product,
-                       case when l_email_cap[k] is not null and c_email_key[l_ck[k]] is not null
-                            then dense_rank() over (order by c_email_key[l_ck[k]], l_product[k])
+          from (select l.k, c_email_key[l.ck] as email_key, l.product,
+                       case when l.cap is not null and c_email_key[l.ck] is not null
+                            then dense_rank() over (order by c_email_key[l.ck], l.product)
                        end as g
-                  from generate_subscripts(l_ck, 1) k) x
+                  from unnest(l_ck, l_product, l_email_cap) with ordinality
+                       as l(ck, product, cap, k)) x
           left join lateral (
                select sum(l.qty)::integer as used
                  from orders o join order_lines l on l.order_id = o.id
                 where x.g is not null and o.email_key = x.email_key
                   and o.state in ('pending', 'settling') and l.product_id = x.product
                   and hf_purchase_live(o.hold_id)) u on true;
-        v_egranted := array_fill(0, array[cardinality(l_ck)]);
-    end if;
-    if exists (select 1 from unnest(c_address_cap, c_address) as a(cap, address)
-                where a.cap is not null and a.address is not null) then
-        select array_agg(coalesce(u.used, 0) order by x.h), array_agg(x.g order by x.h)
+        select array_agg(coalesce(u.used, 0) order by x.n), array_agg(x.g order by x.n)
           into h_address_used, h_agroup
-          from (select h, c_address[h_ck[h]] as address, h_resource[h] as resource,
-                       case when c_address_cap[h_ck[h]] is not null
-                                 and c_address[h_ck[h]] is not null and h_use[h] is null
-                            then dense_rank() over (order by c_address[h_ck[h]], h_resource[h])
+          from (select h.n, c_address[h.ck] as address, h.resource,
+                       case when c_address_cap[h.ck] is not null
+                                 and c_address[h.ck] is not null and h.use_ is null
+                            then dense_rank() over (order by c_address[h.ck], h.resource)
                        end as g
-                  from generate_subscripts(h_ck, 1) h) x
+                  from unnest(h_ck, h_resource, h_use) with ordinality as h(ck, resource, use_, n)) x
           left join lateral (
                select sum(l.qty)::integer as used
                  from orders o join order_lines l on l.order_id = o.id
@@ -463,49 +484,48 @@ begin
                 where x.g is not null and o.client_address = x.address
                   and o.state in ('pending', 'settling') and p.resource_id = x.resource
                   and hf_purchase_live(o.hold_id)) u on true;
+        v_egranted := array_fill(0, array[cardinality(l_ck)]);
         v_agranted := array_fill(0, array[cardinality(h_ck)]);
     end if;
 
     v_status := array_fill(null::text, array[v_n]);
     v_order := array_fill(null::uuid, array[v_n]);
-    v_purchase := array_fill(null::uuid, array[v_n]);
     v_basket := array_fill(null::uuid, array[v_n]);
     v_detail := array_fill(null::jsonb, array[v_n]);
-    h_id := array_fill(null::uuid, array[cardinality(h_ck)]);
+    c_named := array_fill(false, array[v_n]);
     l_named := l_name;
-    l_room := array_fill(null::text, array[cardinality(l_ck)]);
-    l_during := array_fill(null::tstzrange, array[cardinality(l_ck)]);
-    l_tables := array_fill(null::jsonb, array[cardinality(l_ck)]);
-    l_deposit := array_fill(null::bigint, array[cardinality(l_ck)]);
-    l_cancel := array_fill(null::timestamptz, array[cardinality(l_ck)]);
+    if true = any (c_pins) then
+        l_room := array_fill(null::text, array[cardinality(l_ck)]);
+        l_during := array_fill(null::tstzrange, array[cardinality(l_ck)]);
+        l_tables := array_fill(null::jsonb, array[cardinality(l_ck)]);
+        l_deposit := array_fill(null::bigint, array[cardinality(l_ck)]);
+        l_cancel := array_fill(null::timestamptz, array[cardinality(l_ck)]);
+    end if;
 
     -- Each checkout in arrival order, against what the ones before it in
     -- the batch were granted: all of it, or nothing.
     <<checkouts>>
     for i in 1 .. v_n loop
         -- a form repeated in this batch is its first's, answered at the end
-        continue when c_key[i] = any (c_key[1 : i - 1]);
-        select o.id into v_found from orders o where o.checkout_key = c_key[i];
-        if v_found is not null then
+        continue when c_first[i] <> i;
+        if c_existing[i] is not null then
             v_status[i] := 'already_started';
-            v_order[i] := v_found;
+            v_order[i] := c_existing[i];
             continue;
         end if;
         -- a hold outside any order has the form's key: not this checkout's
-        if exists (select 1 from holds x
-                    where x.resource_id = any (h_resource[c_h1[i] : c_h2[i]])
-                      and x.account_id = c_account[i] and x.idempotency_key = c_key[i]) then
+        if i = any (v_key_used) then
             v_status[i] := 'key_in_use';
             continue;
         end if;
-        if h_resource[c_h1[i] : c_h2[i]] && v_unknown then
+        if i = any (v_unknown_ck) then
             v_status[i] := 'unknown_products';
             v_detail[i] := jsonb_build_object('products', to_jsonb(array(
                 select l_product[k] from generate_series(c_l1[i], c_l2[i]) k
-                 where l_resource[k] = any (v_unknown) order by k)));
+                 where r_left[h_r[l_h[k]]] is null order by k)));
             continue;
         end if;
-        if l_product[c_l1[i] : c_l2[i]] && v_off_sale then
+        if i = any (v_off_ck) then
             v_status[i] := 'not_on_sale';
             v_detail[i] := jsonb_build_object('lines', (
                 select jsonb_agg(jsonb_build_object('product', p.id, 'opens_at', p.sale_opens_at,
@@ -515,28 +535,30 @@ begin
             continue;
         end if;
 
-        -- the fair-sale limits: what the e-mail holds of each product and
-        -- the address of each resource, with the batch's grants before it
         v_short := '{}';
         v_want := '{}';
         v_left := '{}';
-        for k in c_l1[i] .. c_l2[i] loop
-            v_room := null;
-            if l_egroup[k] is not null then
-                v_room := l_email_cap[k] - l_email_used[k] - v_egranted[l_egroup[k]];
-            end if;
-            if h_agroup[l_h[k]] is not null then
-                -- the checkout's own lines on the resource count together
-                v_address_room := c_address_cap[i] - h_address_used[l_h[k]]
-                                  - v_agranted[h_agroup[l_h[k]]] - (h_units[l_h[k]] - l_qty[k]);
-                v_room := least(coalesce(v_room, v_address_room), v_address_room);
-            end if;
-            if l_qty[k] > v_room then
-                v_short := v_short || l_product[k];
-                v_want := v_want || l_qty[k];
-                v_left := v_left || v_room;
-            end if;
-        end loop;
+        -- the fair-sale limits: what the e-mail holds of each product and
+        -- the address of each resource, with the batch's grants before it
+        if v_capped then
+            for k in c_l1[i] .. c_l2[i] loop
+                v_room := null;
+                if l_egroup[k] is not null then
+                    v_room := l_email_cap[k] - l_email_used[k] - v_egranted[l_egroup[k]];
+                end if;
+                if h_agroup[l_h[k]] is not null then
+                    -- the checkout's own lines on the resource count together
+                    v_address_room := c_address_cap[i] - h_address_used[l_h[k]]
+                                      - v_agranted[h_agroup[l_h[k]]] - (h_units[l_h[k]] - l_qty[k]);
+                    v_room := least(coalesce(v_room, v_address_room), v_address_room);
+                end if;
+                if l_qty[k] > v_room then
+                    v_short := v_short || l_product[k];
+                    v_want := v_want || l_qty[k];
+                    v_left := v_left || v_room;
+                end if;
+            end loop;
+        end if;
         -- the engine's cap per account (inventory_settings), with the
         -- batch's grants to the same account
         if cardinality(v_short) = 0 and s.account_cap is not null then
@@ -545,10 +567,10 @@ begin
                  where x.account_id = c_account[i]
                    and (s.cap_scope = 'global' or x.resource_id = h_resource[h])
                    and (x.state = 'awaiting_payment' or (x.state = 'held' and x.expires_at > v_now));
-                select v_mine + coalesce(sum(h_qty[g]), 0) into v_mine
-                  from generate_subscripts(h_ck, 1) g
-                 where v_status[h_ck[g]] = 'started' and c_account[h_ck[g]] = c_account[i]
-                   and (s.cap_scope = 'global' or h_resource[g] = h_resource[h]);
+                select v_mine + coalesce(sum(g.qty), 0) into v_mine
+                  from unnest(h_ck, h_resource, h_qty) as g(ck, resource, qty)
+                 where v_status[g.ck] = 'started' and c_account[g.ck] = c_account[i]
+                   and (s.cap_scope = 'global' or g.resource = h_resource[h]);
                 select case when s.cap_scope = 'global' then sum(h_qty[g]) else h_qty[h] end
                   into v_count
                   from generate_series(c_h1[i], c_h2[i]) g;
@@ -604,107 +626,120 @@ begin
             continue;
         end if;
 
-        -- the seats of each seat line, chosen under its section's lock
-        -- around the seats the batch chose before
         v_seats_l := '{}';
         v_seats_id := '{}';
-        for k in c_l1[i] .. c_l2[i] loop
-            continue when l_claim[k] <> 'seats';
-            if v_one_section then
-                v_exclude := sp_seat;
-            else
-                v_exclude := array(select sp_seat[x] from generate_subscripts(sp_seat, 1) x
-                                    where l_resource[sp_l[x]] = l_resource[k]);
-            end if;
-            v_labels := case when l_seats[k] is not null
-                             then array(select jsonb_array_elements_text(l_seats[k]::jsonb)) end;
-            select * into v_choice from hf_seat_choose(l_resource[k], v_labels, l_qty[k], l_together[k],
-                                                v_exclude);
-            if v_choice.status = 'chosen' then
-                v_seats_l := v_seats_l || array_fill(k, array[cardinality(v_choice.seat_ids)]);
-                v_seats_id := v_seats_id || v_choice.seat_ids;
-                l_named[k] := l_name[k] || ' — ' || array_to_string(v_choice.labels, ', ');
-                continue;
-            end if;
-            v_status[i] := v_choice.status;
-            if v_choice.status = 'sold_out' then
-                v_detail[i] := jsonb_build_object('lines', hf_short_lines(
-                    array[l_product[k]], array[l_qty[k]], array[v_choice.free]));
-            else
-                -- seats_taken, unknown_seats, not_together: the seats, and
-                -- others offered
-                v_detail[i] := jsonb_build_object('product', l_product[k],
-                                                  'seats', to_jsonb(coalesce(v_choice.taken, '{}')),
-                                                  'offers', coalesce(v_choice.offers, '[]'),
-                                                  'split_allowed', coalesce(v_choice.split_allowed, false));
-            end if;
-            continue checkouts;
-        end loop;
-
-        -- the party of each booking line: the table or joined set its room
-        -- gives it for its stay (hf_free_sets, the best first), around the
-        -- tables the batch chose before
         v_mark := cardinality(tp_room);
         for k in c_l1[i] .. c_l2[i] loop
-            continue when l_claim[k] <> 'table';
-            v_tables := null;
-            -- (a function of one row: a product with no dining time reads as nulls)
-            select * into v_terms from hf_table_terms(l_product[k], l_qty[k]);
-            if v_terms.room is not null then
-                v_during := tstzrange(v_terms.starts_at, v_terms.starts_at + v_terms.turn, '[)');
-                select f.tables into v_tables
-                  from hf_free_sets(v_terms.room, l_qty[k], v_during, null)
-                       with ordinality as f(set_id, tables, max_party, joined, idle, priority, n)
-                 where not exists (select 1 from unnest(tp_room, tp_table, tp_during) as b(room, t, d)
-                                    where b.room = v_terms.room and b.t = any (f.tables)
-                                      and b.d && v_during)
-                 order by f.n
-                 limit 1;
-            end if;
-            if v_tables is null then
-                -- the tables an earlier line of this checkout chose stay free
-                tp_room := tp_room[1 : v_mark];
-                tp_table := tp_table[1 : v_mark];
-                tp_during := tp_during[1 : v_mark];
+            exit when not c_pins[i];
+            if l_claim[k] = 'seats' then
+                -- its seats, chosen under its section's lock around the
+                -- seats the batch chose before
+                if v_one_section then
+                    v_exclude := sp_seat;
+                else
+                    v_exclude := array(select sp_seat[x] from generate_subscripts(sp_seat, 1) x
+                                        where l_resource[sp_l[x]] = l_resource[k]);
+                end if;
+                v_labels := case when l_seats[k] is not null
+                                 then array(select jsonb_array_elements_text(l_seats[k]::jsonb)) end;
+                select * into v_choice from hf_seat_choose(l_resource[k], v_labels, l_qty[k],
+                                                           l_together[k], v_exclude);
+                if v_choice.status = 'chosen' then
+                    v_seats_l := v_seats_l || array_fill(k, array[cardinality(v_choice.seat_ids)]);
+                    v_seats_id := v_seats_id || v_choice.seat_ids;
+                    l_named[k] := l_name[k] || ' — ' || array_to_string(v_choice.labels, ', ');
+                    c_named[i] := true;
+                    continue;
+                end if;
+                v_status[i] := v_choice.status;
+                if v_choice.status = 'sold_out' then
+                    v_detail[i] := jsonb_build_object('lines', hf_short_lines(
+                        array[l_product[k]], array[l_qty[k]], array[v_choice.free]));
+                else
+                    -- seats_taken, unknown_seats, not_together: the seats,
+                    -- and others offered
+                    v_detail[i] := jsonb_build_object(
+                        'product', l_product[k], 'seats', to_jsonb(coalesce(v_choice.taken, '{}')),
+                        'offers', coalesce(v_choice.offers, '[]'),
+                        'split_allowed', coalesce(v_choice.split_allowed, false));
+                end if;
+            elsif l_claim[k] = 'table' then
+                -- its party: the table or joined set its room gives it for
+                -- its stay (hf_free_sets, the best first), around the
+                -- tables the batch chose before
+                v_tables := null;
+                -- (one row: a product with no dining time reads as nulls)
+                select * into v_terms from hf_table_terms(l_product[k], l_qty[k]);
+                if v_terms.room is not null then
+                    v_during := tstzrange(v_terms.starts_at, v_terms.starts_at + v_terms.turn, '[)');
+                    select f.tables into v_tables
+                      from hf_free_sets(v_terms.room, l_qty[k], v_during, null)
+                           with ordinality as f(set_id, tables, max_party, joined, idle, priority, n)
+                     where not exists (select 1 from unnest(tp_room, tp_table, tp_during) as b(room, t, d)
+                                        where b.room = v_terms.room and b.t = any (f.tables)
+                                          and b.d && v_during)
+                     order by f.n
+                     limit 1;
+                end if;
+                if v_tables is not null then
+                    l_room[k] := v_terms.room;
+                    l_during[k] := v_during;
+                    l_tables[k] := to_jsonb(v_tables);
+                    l_deposit[k] := v_terms.deposit_per_cover;
+                    l_cancel[k] := v_terms.cancel_until;
+                    tp_room := tp_room || array_fill(v_terms.room, array[cardinality(v_tables)]);
+                    tp_table := tp_table || v_tables;
+                    tp_during := tp_during || array_fill(v_during, array[cardinality(v_tables)]);
+                    continue;
+                end if;
                 v_status[i] := 'no_table';
                 v_detail[i] := jsonb_build_object('lines', hf_short_lines(
                     array[l_product[k]], array[l_qty[k]], array[0]));
-                continue checkouts;
+            else
+                continue;
             end if;
-            l_room[k] := v_terms.room;
-            l_during[k] := v_during;
-            l_tables[k] := to_jsonb(v_tables);
-            l_deposit[k] := v_terms.deposit_per_cover;
-            l_cancel[k] := v_terms.cancel_until;
-            tp_room := tp_room || array_fill(v_terms.room, array[cardinality(v_tables)]);
-            tp_table := tp_table || v_tables;
-            tp_during := tp_during || array_fill(v_during, array[cardinality(v_tables)]);
+            -- refused: the tables an earlier line of it chose stay free
+            tp_room := tp_room[1 : v_mark];
+            tp_table := tp_table[1 : v_mark];
+            tp_during := tp_during[1 : v_mark];
+            continue checkouts;
         end loop;
 
-        -- granted: its order and its holds (one is its purchase; several,
-        -- a basket of them), and what the batch has left for the rest
+        -- granted: its order (and a basket of holds when it holds
+        -- several), and what the batch has left for the rest
         v_status[i] := 'started';
         v_order[i] := gen_random_uuid();
         if c_h1[i] <> c_h2[i] then
             v_basket[i] := gen_random_uuid();
         end if;
         for h in c_h1[i] .. c_h2[i] loop
-            h_id[h] := hf_uuid_v7();
             r_left[h_r[h]] := r_left[h_r[h]] - h_qty[h];
             r_granted[h_r[h]] := r_granted[h_r[h]] + h_qty[h];
             if h_agroup[h] is not null then
                 v_agranted[h_agroup[h]] := v_agranted[h_agroup[h]] + h_units[h];
             end if;
         end loop;
-        v_purchase[i] := coalesce(v_basket[i], h_id[c_h1[i]]);
-        for k in c_l1[i] .. c_l2[i] loop
-            if l_egroup[k] is not null then
-                v_egranted[l_egroup[k]] := v_egranted[l_egroup[k]] + l_qty[k];
-            end if;
-        end loop;
-        sp_l := sp_l || v_seats_l;
-        sp_seat := sp_seat || v_seats_id;
+        if v_capped then
+            for k in c_l1[i] .. c_l2[i] loop
+                if l_egroup[k] is not null then
+                    v_egranted[l_egroup[k]] := v_egranted[l_egroup[k]] + l_qty[k];
+                end if;
+            end loop;
+        end if;
+        if c_pins[i] then
+            sp_l := sp_l || v_seats_l;
+            sp_seat := sp_seat || v_seats_id;
+        end if;
     end loop;
+
+    -- every granted hold's id (time-ordered), and each order's purchase:
+    -- its one hold, or its basket
+    select array_agg(case when v_status[h.ck] = 'started' then hf_uuid_v7() end order by h.n)
+      into h_id
+      from unnest(h_ck) with ordinality as h(ck, n);
+    select array_agg(coalesce(c.basket, h_id[c.h1]) order by c.n)
+      into v_purchase
+      from unnest(v_basket, c_h1) with ordinality as c(basket, h1, n);
 
     -- The orders, in key order (two batches sharing keys wait on each
     -- other's orders in one direction only); a key that gets its order
@@ -713,12 +748,14 @@ begin
     insert into orders (id, token, checkout_key, customer_name, customer_email, customer_phone,
                         currency, amount_minor, provider, email_key, client_address,
                         voucher_code, discount_minor, hold_id)
-    select v_order[i], c_token[i], c_key[i], c_name[i], c_email[i], c_phone[i], c_currency[i],
-           c_amount[i], c_provider[i], c_email_key[i], c_address[i], c_voucher[i],
-           c_discount[i], v_purchase[i]
-      from generate_series(1, v_n) i
-     where v_status[i] = 'started'
-     order by c_key[i], i
+    select c.id, c.token, c.key, c.name, c.email, c.phone, c.currency, c.amount, c.provider,
+           c.email_key, c.address, c.voucher, c.discount, c.purchase
+      from unnest(v_status, v_order, c_token, c_key, c_name, c_email, c_phone, c_currency,
+                  c_amount, c_provider, c_email_key, c_address, c_voucher, c_discount, v_purchase)
+           with ordinality as c(status, id, token, key, name, email, phone, currency, amount,
+                                provider, email_key, address, voucher, discount, purchase, n)
+     where c.status = 'started'
+     order by c.key, c.n
     on conflict (checkout_key) do nothing;
     get diagnostics v_written = row_count;
     select count(*) into v_started from unnest(v_status) x where x = 'started';
@@ -736,50 +773,54 @@ begin
     -- each started order's lines, its holds and their history, its pins
     -- and its bookings: one statement each for the batch
     insert into order_lines (order_id, product_id, name, qty, unit_price_minor, paid_minor)
-    select v_order[l_ck[k]], l_product[k], l_named[k], l_qty[k], l_price[k], l_paid[k]
-      from generate_subscripts(l_ck, 1) k
-     where v_status[l_ck[k]] = 'started';
+    select v_order[l.ck], l.product, l.name, l.qty, l.price, l.paid
+      from unnest(l_ck, l_product, l_named, l_qty, l_price, l_paid)
+           as l(ck, product, name, qty, price, paid)
+     where v_status[l.ck] = 'started';
     insert into holds (id, basket_id, resource_id, account_id, qty, idempotency_key, expires_at)
-    select h_id[h], v_basket[h_ck[h]], h_resource[h], c_account[h_ck[h]], h_qty[h], c_key[h_ck[h]],
-           v_now + s.hold_ttl
-      from generate_subscripts(h_ck, 1) h
-     where v_status[h_ck[h]] = 'started';
+    select h.id, v_basket[h.ck], h.resource, c_account[h.ck], h.qty, c_key[h.ck], v_now + s.hold_ttl
+      from unnest(h_ck, h_id, h_resource, h_qty) as h(ck, id, resource, qty)
+     where v_status[h.ck] = 'started';
     insert into hold_events (hold_id, kind, to_state, actor, detail)
-    select h_id[h], 'held', 'held', c_account[h_ck[h]],
-           jsonb_strip_nulls(jsonb_build_object('qty', h_qty[h], 'basket_id', v_basket[h_ck[h]],
-                                                'ttl_seconds', extract(epoch from s.hold_ttl)))
-      from generate_subscripts(h_ck, 1) h
-     where v_status[h_ck[h]] = 'started';
+    select h.id, 'held', 'held', c_account[h.ck],
+           case when v_basket[h.ck] is null
+                then jsonb_build_object('qty', h.qty, 'ttl_seconds', extract(epoch from s.hold_ttl))
+                else jsonb_build_object('qty', h.qty, 'basket_id', v_basket[h.ck],
+                                        'ttl_seconds', extract(epoch from s.hold_ttl)) end
+      from unnest(h_ck, h_id, h_qty) as h(ck, id, qty)
+     where v_status[h.ck] = 'started';
     -- one counter update per resource; the CHECK still has the last word
     update resources x
        set held = x.held + g.qty, next_expiry = least(x.next_expiry, v_now + s.hold_ttl),
            updated_at = v_now
-      from (select h_resource[h] as resource, sum(h_qty[h]) as qty
-              from generate_subscripts(h_ck, 1) h
-             where v_status[h_ck[h]] = 'started'
+      from (select h.resource, sum(h.qty) as qty
+              from unnest(h_ck, h_resource, h_qty) as h(ck, resource, qty)
+             where v_status[h.ck] = 'started'
              group by 1) g
      where x.id = g.resource;
-    insert into seat_pins (seat_id, hold_id)
-    select sp_seat[x], h_id[l_h[sp_l[x]]]
-      from generate_subscripts(sp_seat, 1) x
-     where v_status[l_ck[sp_l[x]]] = 'started';
-    insert into table_pins (hold_id, room, table_id, during)
-    select h_id[l_h[k]], l_room[k], t.id, l_during[k]
-      from generate_subscripts(l_ck, 1) k, jsonb_array_elements_text(l_tables[k]) as t(id)
-     where v_status[l_ck[k]] = 'started';
-    insert into bookings (hold_id, order_id, room, product_id, party, starts_at, ends_at, tables,
-                          deposit_per_cover_minor, cancel_until)
-    select h_id[l_h[k]], v_order[l_ck[k]], l_room[k], l_product[k], l_qty[k], lower(l_during[k]),
-           upper(l_during[k]), array(select jsonb_array_elements_text(l_tables[k])),
-           l_deposit[k], l_cancel[k]
-      from generate_subscripts(l_ck, 1) k
-     where l_tables[k] is not null and v_status[l_ck[k]] = 'started';
+    if cardinality(sp_seat) > 0 then
+        insert into seat_pins (seat_id, hold_id)
+        select p.seat, h_id[l_h[p.l]]
+          from unnest(sp_l, sp_seat) as p(l, seat)
+         where v_status[l_ck[p.l]] = 'started';
+    end if;
+    if cardinality(tp_room) > 0 then
+        insert into table_pins (hold_id, room, table_id, during)
+        select h_id[l_h[k]], l_room[k], t.id, l_during[k]
+          from generate_subscripts(l_ck, 1) k, jsonb_array_elements_text(l_tables[k]) as t(id)
+         where l_tables[k] is not null and v_status[l_ck[k]] = 'started';
+        insert into bookings (hold_id, order_id, room, product_id, party, starts_at, ends_at,
+                              tables, deposit_per_cover_minor, cancel_until)
+        select h_id[l_h[k]], v_order[l_ck[k]], l_room[k], l_product[k], l_qty[k],
+               lower(l_during[k]), upper(l_during[k]),
+               array(select jsonb_array_elements_text(l_tables[k])), l_deposit[k], l_cancel[k]
+          from generate_subscripts(l_ck, 1) k
+         where l_tables[k] is not null and v_status[l_ck[k]] = 'started';
+    end if;
 
     -- a started order whose seats name its lines says so
     for i in 1 .. v_n loop
-        continue when v_status[i] is distinct from 'started'
-                   or not exists (select 1 from generate_series(c_l1[i], c_l2[i]) k
-                                   where l_named[k] <> l_name[k]);
+        continue when not c_named[i] or v_status[i] is distinct from 'started';
         v_detail[i] := jsonb_build_object('lines', (
             select jsonb_agg(jsonb_build_object('product', l_product[k], 'name', l_named[k])
                              order by k)
@@ -788,8 +829,8 @@ begin
     -- a form sent twice in one batch is its first's: the same order, or
     -- the same refusal
     for i in 1 .. v_n loop
-        continue when not (c_key[i] = any (c_key[1 : i - 1]));
-        v_r := array_position(c_key, c_key[i]);
+        continue when c_first[i] = i;
+        v_r := c_first[i];
         v_status[i] := case when v_status[v_r] = 'started' then 'already_started'
                             else v_status[v_r] end;
         v_order[i] := v_order[v_r];
@@ -797,9 +838,10 @@ begin
     end loop;
 
     return query
-        select v_status[i], v_order[i], v_purchase[i], o.number, now(), v_detail[i]
-          from generate_series(1, v_n) i
-          left join orders o on o.id = v_order[i]
-         order by i;
+        select c.status, c.id, c.purchase, o.number, now(), c.detail
+          from unnest(v_status, v_order, v_purchase, v_detail) with ordinality
+               as c(status, id, purchase, detail, n)
+          left join orders o on o.id = c.id
+         order by c.n;
 end;
 $$;
