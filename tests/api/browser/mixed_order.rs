@@ -96,7 +96,10 @@ async fn a_mixed_orders_page_has_a_card_per_code_and_a_cancelled_table_says_so()
             }
             scroll_to(&shopper, ".unit-codes").await;
             shopper.screenshot(&format!("{stage}-{size}-tickets")).await;
-            assert!(shopper.fits_width().await, "{stage} ({size}) scrolls sideways");
+            assert!(
+                shopper.fits_width().await,
+                "{stage} ({size}) scrolls sideways"
+            );
             let violations = shopper.axe_violations().await;
             assert!(violations.is_empty(), "{stage} ({size}): {violations:#?}");
             shopper.close().await;
