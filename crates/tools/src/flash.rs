@@ -16,7 +16,7 @@ use rand::Rng;
 use serde::Serialize;
 use sqlx::PgPool;
 
-use crate::simulate::{form_field, location};
+use crate::browser::{form_field, location};
 
 /// What to run.
 #[derive(Debug, Clone)]

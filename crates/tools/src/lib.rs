@@ -6,6 +6,7 @@
 //! with `cargo run -p holdfast-tools -- <command>`.
 
 pub mod bench;
+mod browser;
 pub mod flash;
 pub mod naive;
 pub mod simulate;
