@@ -302,7 +302,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             );
             let pool = database::connect_and_migrate(&settings()?, 2).await?;
             let report =
-                holdfast_tools::flash::watch(pool, &shop, &product, streams, changes).await?;
+                holdfast_tools::watch::watch(pool, &shop, &product, streams, changes).await?;
             print(json, &report, || report.lines());
             if report.missed > 0 {
                 return Ok(ExitCode::from(4));
