@@ -32,10 +32,6 @@ fn is_default_max(max: &i32) -> bool {
     *max == DEFAULT_MAX_PER_ORDER
 }
 
-fn pickup_slot() -> ProductKind {
-    ProductKind::PickupSlot
-}
-
 fn thirty() -> i64 {
     30
 }
@@ -225,7 +221,7 @@ impl SaleWindow {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct PickupSlots {
     pub collection: String,
-    #[serde(default = "pickup_slot")]
+    #[serde(default = "ProductKind::made_by_default")]
     pub kind: ProductKind,
     #[serde(default = "thirty")]
     pub slot_minutes: i64,
@@ -624,7 +620,7 @@ impl CatalogueFile {
                     seating: seating::read(pool, &collection.id).await?,
                     tiers: own
                         .iter()
-                        .filter(|p| p.kind != ProductKind::Seat)
+                        .filter(|p| p.kind.written_as_tier())
                         .map(|p| TierSpec {
                             id: p.id.clone(),
                             name: p.name.clone(),

@@ -27,7 +27,10 @@ pub struct Schedule {
     pub collection: String,
     /// What it makes: a kind a schedule can make (pickup slots when the
     /// catalogue file does not say).
-    #[serde(default = "pickup_slot", skip_serializing_if = "is_pickup_slot")]
+    #[serde(
+        default = "ProductKind::made_by_default",
+        skip_serializing_if = "ProductKind::is_made_by_default"
+    )]
     pub kind: ProductKind,
     /// The collection's title and lede on the shop's pages.
     pub title: String,
@@ -58,14 +61,6 @@ pub struct Schedule {
 
 fn ten() -> i32 {
     super::edit::DEFAULT_MAX_PER_ORDER
-}
-
-fn pickup_slot() -> ProductKind {
-    ProductKind::PickupSlot
-}
-
-fn is_pickup_slot(kind: &ProductKind) -> bool {
-    *kind == ProductKind::PickupSlot
 }
 
 impl Schedule {

@@ -3,7 +3,7 @@
 
 use sqlx::PgPool;
 
-use crate::catalogue::Choice;
+use crate::catalogue::{Choice, ProductKind};
 
 /// A basket line with what the basket page shows.
 #[derive(Debug, Clone, sqlx::FromRow)]
@@ -76,6 +76,9 @@ pub enum Added {
     TooMany { max_per_order: i32, in_basket: i32 },
     /// No such product is for sale.
     Unknown,
+    /// The product's kind does not take a choice of that shape (seats for
+    /// a jar, a party for a section): nothing was added.
+    NotChosenThatWay { kind: ProductKind },
 }
 
 /// Add what a shopper chose of an active product (its units, up to its
@@ -99,9 +102,21 @@ pub async fn add(
 ) -> sqlx::Result<Added> {
     let qty = choice.qty().get();
     let (labels, best) = seat_columns(choice);
-    let (max, in_basket, added, again): (Option<i32>, Option<i32>, Option<i32>, bool) =
-        sqlx::query_as(
-            "with p as (select id, max_per_order, \
+    // the kinds that take this choice: a product of another kind is not
+    // added, and says why
+    let takes: Vec<&str> = ProductKind::ALL
+        .into_iter()
+        .filter(|kind| kind.choice().takes_in_basket(choice))
+        .map(ProductKind::as_str)
+        .collect();
+    let (max, in_basket, added, again, kind): (
+        Option<i32>,
+        Option<i32>,
+        Option<i32>,
+        bool,
+        Option<ProductKind>,
+    ) = sqlx::query_as(
+        "with p as (select id, max_per_order, kind, \
                                case when hidden then $5 end as unlocked_by \
                           from products \
                          where id = $2 and active \
@@ -116,7 +131,7 @@ pub async fn add(
                   put as (insert into basket_lines (basket_id, product_id, qty, last_add, \
                                                     unlocked_by, seat_labels, seat_best) \
                           select $1, p.id, $3, $4, p.unlocked_by, $6, $7 from p \
-                           where $3 <= p.max_per_order \
+                           where $3 <= p.max_per_order and p.kind = any ($9) \
                              and not exists (select 1 from had where had.last_add = $4) \
                           on conflict (basket_id, product_id) \
                           do update set qty = basket_lines.qty * (not $8)::int + excluded.qty, \
@@ -130,22 +145,26 @@ pub async fn add(
                                       where id = excluded.product_id) \
                           returning qty) \
              select (select max_per_order from p), (select qty from had), (select qty from put), \
-                    exists (select 1 from had where had.last_add = $4)",
-        )
-        .bind(basket)
-        .bind(product)
-        .bind(qty)
-        .bind(add)
-        .bind(code)
-        .bind(labels.as_deref())
-        .bind(best)
-        .bind(matches!(choice, Choice::Seats { .. }))
-        .fetch_one(pool)
-        .await?;
+                    exists (select 1 from had where had.last_add = $4), (select kind from p)",
+    )
+    .bind(basket)
+    .bind(product)
+    .bind(qty)
+    .bind(add)
+    .bind(code)
+    .bind(labels.as_deref())
+    .bind(best)
+    .bind(matches!(choice, Choice::Seats { .. }))
+    .bind(&takes)
+    .fetch_one(pool)
+    .await?;
     if again && max.is_some() {
         return Ok(Added::Added {
             qty: in_basket.unwrap_or(qty),
         });
+    }
+    if let Some(kind) = kind.filter(|kind| !takes.contains(&kind.as_str())) {
+        return Ok(Added::NotChosenThatWay { kind });
     }
     Ok(match (max, added) {
         (None, _) => Added::Unknown,

@@ -346,7 +346,7 @@ pub async fn save_event(
     event: &CollectionEdit,
     new: bool,
 ) -> super::Result<Saved> {
-    if event.kind != CollectionKind::Event {
+    if !event.kind.holds_tiers() {
         return Err(StaffError::InvalidInput("that is not an event".into()));
     }
     event.check().map_err(|e| StaffError::InvalidInput(e.0))?;
@@ -364,7 +364,7 @@ pub async fn save_event(
             });
         }
         (true, None) => None,
-        (false, Some((before, false))) if before.kind == CollectionKind::Event => Some(before),
+        (false, Some((before, false))) if before.kind == event.kind => Some(before),
         (false, _) => return Ok(Saved::NotFound),
     };
     let mut event = event.clone();
@@ -533,7 +533,7 @@ async fn save_product(
             sold,
         });
     }
-    if before.is_none() && save.collection_kind == CollectionKind::Shelf {
+    if before.is_none() && save.collection_kind.products_start_as_drafts() {
         publishing::start_as_draft(&mut tx, Thing::Product(&product.id)).await?;
     }
     let mut after = json!(product);
@@ -585,7 +585,7 @@ pub async fn save_schedule(
             ));
         }
         (true, None) => None,
-        (false, Some((c, false))) if c.kind == CollectionKind::Schedule => {
+        (false, Some((c, false))) if c.kind.made_by_schedules() => {
             match self::schedule(pool, &schedule.collection).await? {
                 Some(before) => Some(before),
                 None => return Ok((Saved::NotFound, Published::default())),

@@ -76,15 +76,9 @@ pub async fn editor_of(pool: &PgPool, collection: &str) -> sqlx::Result<String> 
             .fetch_optional(pool)
             .await?;
     let segment: String = form_urlencoded::byte_serialize(collection.as_bytes()).collect();
-    Ok(match kind {
-        Some(crate::catalogue::CollectionKind::Event) => {
-            format!("/admin/catalogue/events/{segment}")
-        }
-        Some(crate::catalogue::CollectionKind::Schedule) => {
-            format!("/admin/catalogue/schedules/{segment}")
-        }
-        _ => "/admin/catalogue".to_owned(),
-    })
+    Ok(kind
+        .and_then(|kind| kind.editor(&segment))
+        .unwrap_or_else(|| "/admin/catalogue".to_owned()))
 }
 
 /// The collections that are drafts, not archived.

@@ -1093,3 +1093,65 @@ async fn orders_page_by_cursor_each_once_and_the_last_page_says_so() {
     made.sort();
     assert_eq!(sorted, made, "every order once");
 }
+
+/// A line carrying a field its kind does not take is refused as
+/// `bad_lines`, naming the field, and nothing is made: seats or
+/// `together` on a jar or a ticket, `together` or `seats` on a table, a
+/// party on a jar or a section (issue 44: `seats` on a jar and `together`
+/// on a table were answered 201, the field silently ignored).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_line_with_a_field_its_kind_does_not_take_is_refused_and_nothing_is_made() {
+    let app = shop().await;
+    let token = key_with(&app, &[Scope::StartCheckouts]).await;
+    let (room, at): (String, chrono::DateTime<chrono::Utc>) = sqlx::query_as(
+        "select room, starts_at from dining_times where starts_at > now() + interval '1 day' \
+          order by starts_at limit 1",
+    )
+    .fetch_one(&app.db.pool)
+    .await
+    .unwrap();
+    let at = at.to_rfc3339();
+    let lines = [
+        json!({ "product_id": "wild-honey", "qty": 1, "seats": ["C-12"] }),
+        json!({ "product_id": "wild-honey", "qty": 2, "together": true }),
+        json!({ "product_id": "harbour-lights-general", "qty": 1, "together": false }),
+        json!({ "product_id": "harbour-lights-general", "seats": ["A-1"] }),
+        json!({ "product_id": room, "party": 2, "at": at, "together": true }),
+        json!({ "product_id": room, "party": 2, "at": at, "seats": ["T5"] }),
+        json!({ "product_id": "wild-honey", "party": 2, "at": at }),
+        json!({ "product_id": "winter-gala-stalls", "party": 2, "at": at }),
+    ];
+    let before = (count(&app, "orders").await, count(&app, "holds").await);
+    for (n, line) in lines.iter().enumerate() {
+        let body = json!({ "lines": [line], "name": "Ada", "email": "ada@example.com",
+                           "phone": "+44 20 7946 0000" });
+        let (status, answer) = post_to(
+            &app,
+            &token,
+            "/checkouts",
+            Some(&format!("kind-fields-{n}")),
+            &body.to_string(),
+        )
+        .await;
+        assert_eq!(status, 422, "{line}: {answer}");
+        is_error(&answer, "bad_lines");
+        let message = answer["error"]["message"].as_str().unwrap();
+        assert!(message.contains("nothing was done"), "{line}: {message}");
+    }
+    assert_eq!(
+        (count(&app, "orders").await, count(&app, "holds").await),
+        before
+    );
+    // the same lines without the stray field are taken
+    let (status, answer) = post_to(
+        &app,
+        &token,
+        "/checkouts",
+        Some("kind-fields-ok"),
+        &json!({ "lines": [{ "product_id": "wild-honey", "qty": 1 }],
+                 "name": "Ada", "email": "ada@example.com" })
+        .to_string(),
+    )
+    .await;
+    assert_eq!(status, 201, "{answer}");
+}

@@ -30,6 +30,7 @@ mod health;
 mod home;
 mod housekeeping;
 mod images;
+mod items_migration;
 mod journey;
 mod kinds_in_the_database;
 mod lifecycle;

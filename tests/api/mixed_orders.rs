@@ -343,6 +343,8 @@ async fn a_cancelled_table_says_so_everywhere_and_nothing_else_of_the_order_chan
         "{page}"
     );
     assert!(!page.contains("Cancel this booking"), "{page}");
+    // its line says so too; the others do not
+    assert_eq!(page.matches("line-state\">Cancelled<").count(), 1, "{page}");
     assert!(page.contains(&ticket.code), "{page}");
     assert!(
         page.contains(&format!("alt=\"QR code of {}\"", ticket.code)),

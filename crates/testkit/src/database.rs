@@ -56,10 +56,10 @@ fn with_database(url: &str, name: &str) -> PgConnectOptions {
         .database(name)
 }
 
-/// Name of the template for the current migrations and the lists the
-/// code owns (`holdfast migrate` writes the product and collection kinds
-/// and the providers after the migrations), so a changed migration or a
-/// new kind gets a new template rather than a stale one.
+/// Name of the template for the current migrations (and the kinds and
+/// providers the code knows, whose rows the migrations write), so a
+/// changed migration or a new kind gets a new template rather than a
+/// stale one.
 fn template_name() -> String {
     use holdfast::catalogue::{CollectionKind, ProductKind};
     use holdfast::payments::ProviderKind;
@@ -171,11 +171,26 @@ impl TestDb {
         let admin_url = admin_url().await;
         let admin = PgPool::connect(&admin_url).await.expect("admin pool");
         let template = ensure_template(&admin).await;
+        Self::created(admin, admin_url, Some(&template), max).await
+    }
+
+    /// An empty database of its own, not migrated: for a test that
+    /// migrates it in steps (data written as an older schema held it).
+    pub async fn unmigrated() -> Self {
+        init_logs();
+        let admin_url = admin_url().await;
+        let admin = PgPool::connect(&admin_url).await.expect("admin pool");
+        Self::created(admin, admin_url, None, 10).await
+    }
+
+    async fn created(admin: PgPool, admin_url: String, template: Option<&str>, max: u32) -> Self {
         let name = format!("t_{}", Uuid::new_v4().simple());
+        let from = template
+            .map(|template| format!(" template {}", quote_identifier(template)))
+            .unwrap_or_default();
         sqlx::query(&format!(
-            "create database {} template {}",
-            quote_identifier(&name),
-            quote_identifier(&template)
+            "create database {}{from}",
+            quote_identifier(&name)
         ))
         .execute(&admin)
         .await

@@ -14,18 +14,22 @@
 //! - [`sandbox`]: the provider sandbox on port 0, its webhooks, and the
 //!   adapters pointed at it;
 //! - [`shop`]: the shop on port 0 ([`spawn_app`]) and what a test asks it;
-//! - [`shopper`]: browsers, the basket and checkout form, redirects;
+//! - [`shopper`]: the basket and checkout form, redirects, what a shopper
+//!   does in the shop;
 //! - [`purchase`]: the one way a test buys ([`TestApp::buy`]), or starts
 //!   a checkout and pays later;
 //! - [`staff`]: a staff account and a signed-in staff browser;
 //! - [`process`]: `holdfast` as a process (`serve`, `worker`, commands);
 //! - [`tls`]: a test certificate authority and an HTTPS front;
-//! - [`clock`]: the shop's time zone and the nights its clocks change.
+//! - [`clock`]: the shop's time zone and the nights its clocks change;
+//! - [`client`]: HTTP clients with Holdfast's TLS setup, and browsers with
+//!   their own cookie jars (the kit's lowest room).
 //!
 //! Everything a test usually needs is also at the crate's root:
 //! `use holdfast_testkit::*;`, or by name (`use holdfast_testkit::{spawn_app,
 //! TestApp};`). Logs stay quiet unless `TEST_LOG` is set.
 
+pub mod client;
 pub mod clock;
 pub mod database;
 pub mod engine;
@@ -37,6 +41,7 @@ pub mod shopper;
 pub mod staff;
 pub mod tls;
 
+pub use client::{browser, browser_from, http_builder, http_client};
 pub use database::{TestDb, load_demo, snapshot, workspace_root};
 pub use engine::{
     account, assert_no_drift, drain_outbox, expired_by_provider, fast_clock, held_and_sold,
@@ -49,8 +54,7 @@ pub use sandbox::{
 };
 pub use shop::{TestApp, spawn_app, spawn_app_shaped, spawn_app_with};
 pub use shopper::{
-    browser, browser_from, checkout_key, field, form_lines, hidden, http_builder, http_client,
-    location, read_page, text_of, token_of, try_field,
+    checkout_key, field, form_lines, hidden, location, read_page, text_of, token_of, try_field,
 };
 pub use staff::{PASSWORD, STAFF_EMAIL, STAFF_PASSWORD};
 pub use tls::{TlsFront, tls_front};

@@ -6,9 +6,9 @@
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
+use crate::client::http_client;
 use crate::database::TestDb;
 use crate::sandbox::TestSandbox;
-use crate::shopper::http_client;
 
 /// A port nobody listens on at the moment of asking.
 pub fn free_port() -> u16 {

@@ -40,10 +40,11 @@ use reqwest::{Client, RequestBuilder, StatusCode};
 use sqlx::PgPool;
 use uuid::Uuid;
 
+use crate::client::http_client;
 use crate::database::TestDb;
 use crate::sandbox::TestSandbox;
 use crate::shop::TestApp;
-use crate::shopper::{checkout_key, field, form_lines, http_client, location, read_page, text_of};
+use crate::shopper::{checkout_key, field, form_lines, location, read_page, text_of};
 
 /// What a shopper buys, who they are, and how they pay.
 #[derive(Debug, Clone)]

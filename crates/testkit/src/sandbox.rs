@@ -7,7 +7,7 @@ use std::time::Duration;
 use holdfast::payments::{PageLine, PageRequest};
 use uuid::Uuid;
 
-use crate::shopper::{http_builder, http_client};
+use crate::client::{http_builder, http_client};
 
 /// The provider sandbox on a random port: its Stripe, its Razorpay, its
 /// mailbox, and the settings (keys, secrets) it was started with.

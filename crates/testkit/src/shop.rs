@@ -6,10 +6,10 @@ use std::net::TcpListener;
 
 use holdfast::startup::Application;
 
+use crate::client::browser;
 use crate::database::TestDb;
 use crate::engine::drain_outbox;
 use crate::sandbox::{TestSandbox, spawn_sandbox};
-use crate::shopper::browser;
 
 /// The shop on a random port against its own database and its own sandbox,
 /// with the sandbox's webhooks pointed at the shop.

@@ -1,36 +1,10 @@
-//! Shoppers: browsers with their own cookie jars (and, where a test needs
-//! it, their own client address), and the shop's pages as a browser reads
-//! them: the basket, the checkout form, redirects, form fields.
+//! Shoppers: the shop's pages as a browser reads them (the basket, the
+//! checkout form, redirects, form fields) and what a shopper does there,
+//! one request at a time. The browsers themselves are in `client.rs`.
 
 use reqwest::Response;
 
 use crate::shop::TestApp;
-
-/// A new shopper: own cookie jar, redirects left to the test.
-pub fn browser() -> reqwest::Client {
-    http_builder().cookie_store(true).build().expect("client")
-}
-
-/// A new shopper whose connections come from `ip` (another 127.x.y.z
-/// address is another client to the shop's limits).
-pub fn browser_from(ip: std::net::IpAddr) -> reqwest::Client {
-    http_builder()
-        .cookie_store(true)
-        .local_address(ip)
-        .build()
-        .expect("client")
-}
-
-/// An HTTP client with Holdfast's TLS setup (rustls with aws-lc-rs, the
-/// only crypto backend built), redirects left to the test.
-pub fn http_builder() -> reqwest::ClientBuilder {
-    holdfast::payments::http::client_builder(&holdfast::payments::http::TrustedRoots::mozilla())
-}
-
-/// [`http_builder`], built.
-pub fn http_client() -> reqwest::Client {
-    http_builder().build().expect("client")
-}
 
 /// The text of the page at `url` as `browser` gets it, whatever its status.
 pub async fn read_page(browser: &reqwest::Client, url: &str) -> String {

@@ -4,8 +4,9 @@
 use holdfast::configuration::Secret;
 use reqwest::StatusCode;
 
+use crate::client::browser;
 use crate::shop::TestApp;
-use crate::shopper::{browser, hidden, location, read_page};
+use crate::shopper::{hidden, location, read_page};
 
 /// The staff account [`TestApp::add_staff`] makes.
 pub const STAFF_EMAIL: &str = "grace@holdfast.test";

@@ -82,39 +82,7 @@ enum Command {
     /// A crowd of shoppers for one product of a running shop, paying at
     /// the Stripe sandbox, until it is sold for good; then the ledger
     /// (exit 4 if it does not hold). See bench/flash-sale.
-    FlashSale {
-        /// The shop
-        #[arg(long)]
-        shop: String,
-        /// The Stripe sandbox (`holdfast-tools sandbox`), with /stripe
-        #[arg(long)]
-        sandbox: String,
-        #[arg(long)]
-        product: String,
-        /// The collection whose page the crowd browses
-        #[arg(long)]
-        collection: String,
-        #[arg(long, default_value_t = 10_000)]
-        shoppers: usize,
-        /// Shoppers on their way at once
-        #[arg(long, default_value_t = 1_000)]
-        concurrency: usize,
-        /// Share of winners who leave the payment page instead of paying
-        #[arg(long, default_value_t = 0.05)]
-        abandon: f64,
-        /// Give up after this many seconds
-        #[arg(long, default_value_t = 300)]
-        limit: u64,
-        /// Instead of the crowd, the payment burst: --shoppers check out,
-        /// --concurrency at a time, then all pay at once and the webhooks
-        /// confirm; prints grants/s and confirmations/s
-        #[arg(long)]
-        burst: bool,
-        /// In the burst, every shopper comes back to the shop after paying
-        /// (the returns confirm too, racing the webhooks)
-        #[arg(long, requires = "burst")]
-        returns: bool,
-    },
+    FlashSale(FlashSaleArgs),
     /// Pages watching one product of a running shop over server-sent
     /// events, and how fast a capacity change reaches every one of them
     Watch {
@@ -129,32 +97,72 @@ enum Command {
         changes: usize,
     },
     /// Holds per second on one resource
-    Throughput {
-        #[arg(long, default_value_t = 5.0)]
-        seconds: f64,
-        #[arg(long, default_value_t = 32)]
-        concurrency: usize,
-        /// An existing resource (default: a fresh one with room for everything)
-        #[arg(long)]
-        resource: Option<String>,
-        /// TTL of each hold (e.g. 1s, for expiry churn); default: the setting
-        #[arg(long)]
-        ttl: Option<String>,
-        /// How often a sweeper runs alongside (default: every second with --ttl)
-        #[arg(long)]
-        sweep_every: Option<String>,
-        /// Also print holds granted in each second
-        #[arg(long)]
-        per_second: bool,
-        /// Take holds through the combiner (concurrent holds share calls)
-        #[arg(long)]
-        combine: bool,
-        /// Run the direct path, the combiner and neveroversell's nos_hold
-        /// (fetched from PyPI, in its own database on the same server) one
-        /// after another with the same callers, and print the ratios
-        #[arg(long, conflicts_with_all = ["combine", "resource"])]
-        compare_neveroversell: bool,
-    },
+    Throughput(ThroughputArgs),
+}
+
+// The flags of `flash-sale` (its help is the variant's, above).
+#[derive(Debug, clap::Args)]
+struct FlashSaleArgs {
+    /// The shop
+    #[arg(long)]
+    shop: String,
+    /// The Stripe sandbox (`holdfast-tools sandbox`), with /stripe
+    #[arg(long)]
+    sandbox: String,
+    #[arg(long)]
+    product: String,
+    /// The collection whose page the crowd browses
+    #[arg(long)]
+    collection: String,
+    #[arg(long, default_value_t = 10_000)]
+    shoppers: usize,
+    /// Shoppers on their way at once
+    #[arg(long, default_value_t = 1_000)]
+    concurrency: usize,
+    /// Share of winners who leave the payment page instead of paying
+    #[arg(long, default_value_t = 0.05)]
+    abandon: f64,
+    /// Give up after this many seconds
+    #[arg(long, default_value_t = 300)]
+    limit: u64,
+    /// Instead of the crowd, the payment burst: --shoppers check out,
+    /// --concurrency at a time, then all pay at once and the webhooks
+    /// confirm; prints grants/s and confirmations/s
+    #[arg(long)]
+    burst: bool,
+    /// In the burst, every shopper comes back to the shop after paying
+    /// (the returns confirm too, racing the webhooks)
+    #[arg(long, requires = "burst")]
+    returns: bool,
+}
+
+// The flags of `throughput` (its help is the variant's, above).
+#[derive(Debug, clap::Args)]
+struct ThroughputArgs {
+    #[arg(long, default_value_t = 5.0)]
+    seconds: f64,
+    #[arg(long, default_value_t = 32)]
+    concurrency: usize,
+    /// An existing resource (default: a fresh one with room for everything)
+    #[arg(long)]
+    resource: Option<String>,
+    /// TTL of each hold (e.g. 1s, for expiry churn); default: the setting
+    #[arg(long)]
+    ttl: Option<String>,
+    /// How often a sweeper runs alongside (default: every second with --ttl)
+    #[arg(long)]
+    sweep_every: Option<String>,
+    /// Also print holds granted in each second
+    #[arg(long)]
+    per_second: bool,
+    /// Take holds through the combiner (concurrent holds share calls)
+    #[arg(long)]
+    combine: bool,
+    /// Run the direct path, the combiner and neveroversell's nos_hold
+    /// (fetched from PyPI, in its own database on the same server) one
+    /// after another with the same callers, and print the ratios
+    #[arg(long, conflicts_with_all = ["combine", "resource"])]
+    compare_neveroversell: bool,
 }
 
 #[derive(Debug, Clone, Copy, clap::ValueEnum)]
@@ -244,52 +252,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             let report = bench::race(pool, Capacity::parse(units)?, buyers, naive).await?;
             print(json, &report, || report.line());
         }
-        Command::FlashSale {
-            shop,
-            sandbox,
-            product,
-            collection,
-            shoppers,
-            concurrency,
-            abandon,
-            limit,
-            burst,
-            returns,
-        } => {
-            anyhow::ensure!(
-                (0.0..=1.0).contains(&abandon),
-                "--abandon is a share from 0 to 1"
-            );
-            anyhow::ensure!(
-                shoppers > 0 && concurrency > 0,
-                "--shoppers and --concurrency must be at least 1"
-            );
-            let pool = database::connect_and_migrate(&settings()?, 4).await?;
-            let options = holdfast_tools::flash::FlashOptions {
-                shop: shop.trim_end_matches('/').to_owned(),
-                sandbox: sandbox.trim_end_matches('/').to_owned(),
-                product,
-                collection,
-                shoppers,
-                concurrency,
-                abandon,
-                limit: std::time::Duration::from_secs(limit),
-                returns,
-            };
-            if burst {
-                let report = holdfast_tools::flash::burst(pool, options).await?;
-                print(json, &report, || report.lines());
-                if report.paid != report.orders as i64 || report.drifting_resources != 0 {
-                    return Ok(ExitCode::from(4));
-                }
-                return Ok(ExitCode::SUCCESS);
-            }
-            let report = holdfast_tools::flash::run(pool, options).await?;
-            print(json, &report, || report.lines());
-            if !report.holds() {
-                return Ok(ExitCode::from(4));
-            }
-        }
+        Command::FlashSale(args) => return flash_sale(json, &settings, args).await,
         Command::Watch {
             shop,
             product,
@@ -302,69 +265,134 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             );
             let pool = database::connect_and_migrate(&settings()?, 2).await?;
             let report =
-                holdfast_tools::flash::watch(pool, &shop, &product, streams, changes).await?;
+                holdfast_tools::watch::watch(pool, &shop, &product, streams, changes).await?;
             print(json, &report, || report.lines());
             if report.missed > 0 {
                 return Ok(ExitCode::from(4));
             }
         }
-        Command::Throughput {
-            seconds,
-            concurrency,
-            resource,
-            ttl,
-            sweep_every,
-            per_second,
-            combine,
-            compare_neveroversell,
-        } => {
-            let connections = (concurrency as u32).clamp(2, 500) + 2;
-            let pool = database::connect_and_migrate(&settings()?, connections).await?;
-            let options = bench::ThroughputOptions {
-                seconds,
-                concurrency,
-                resource: resource.as_deref().map(ResourceId::parse).transpose()?,
-                ttl: ttl
-                    .as_deref()
-                    .map(|t| Span::parse_text("--ttl", t))
-                    .transpose()?,
-                sweep_every: sweep_every
-                    .as_deref()
-                    .map(|t| Span::parse_text("--sweep-every", t))
-                    .transpose()?,
-                path: if combine {
-                    bench::HoldPath::Combined
-                } else {
-                    bench::HoldPath::Direct
-                },
-            };
-            if compare_neveroversell {
-                let comparison = bench::compare(pool, options).await?;
-                print(json, &comparison, || comparison.lines());
-                return Ok(ExitCode::SUCCESS);
-            }
-            let report = bench::throughput(pool, options).await?;
-            if json {
-                let mut value = serde_json::json!({
-                    "holds": report.holds,
-                    "seconds": report.seconds,
-                    "holds_per_second": report.holds_per_second,
-                    "p50_ms": report.p50_ms,
-                    "p99_ms": report.p99_ms,
-                });
-                if per_second {
-                    value["per_second"] = serde_json::json!(report.per_second);
-                }
-                println!("{value}");
-            } else {
-                println!("{}", report.line());
-                if per_second {
-                    for (second, holds) in report.per_second.iter().enumerate() {
-                        println!("  second {:>3}: {holds} holds", second + 1);
-                    }
-                }
+        Command::Throughput(args) => throughput(json, &settings, args).await?,
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `flash-sale`: the crowd, or the payment burst; exit 4 when its ledger
+/// does not hold.
+async fn flash_sale(
+    json: bool,
+    settings: &impl Fn() -> anyhow::Result<DatabaseSettings>,
+    args: FlashSaleArgs,
+) -> anyhow::Result<ExitCode> {
+    let FlashSaleArgs {
+        shop,
+        sandbox,
+        product,
+        collection,
+        shoppers,
+        concurrency,
+        abandon,
+        limit,
+        burst,
+        returns,
+    } = args;
+    anyhow::ensure!(
+        (0.0..=1.0).contains(&abandon),
+        "--abandon is a share from 0 to 1"
+    );
+    anyhow::ensure!(
+        shoppers > 0 && concurrency > 0,
+        "--shoppers and --concurrency must be at least 1"
+    );
+    let pool = database::connect_and_migrate(&settings()?, 4).await?;
+    let options = holdfast_tools::flash::FlashOptions {
+        shop: shop.trim_end_matches('/').to_owned(),
+        sandbox: sandbox.trim_end_matches('/').to_owned(),
+        product,
+        collection,
+        shoppers,
+        concurrency,
+        abandon,
+        limit: std::time::Duration::from_secs(limit),
+        returns,
+    };
+    if burst {
+        let report = holdfast_tools::flash::burst(pool, options).await?;
+        print(json, &report, || report.lines());
+        if report.paid != report.orders as i64 || report.drifting_resources != 0 {
+            return Ok(ExitCode::from(4));
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+    let report = holdfast_tools::flash::run(pool, options).await?;
+    print(json, &report, || report.lines());
+    if !report.holds() {
+        return Ok(ExitCode::from(4));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `throughput`: holds per second on one resource, or the comparison with
+/// neveroversell.
+async fn throughput(
+    json: bool,
+    settings: &impl Fn() -> anyhow::Result<DatabaseSettings>,
+    args: ThroughputArgs,
+) -> anyhow::Result<()> {
+    let ThroughputArgs {
+        seconds,
+        concurrency,
+        resource,
+        ttl,
+        sweep_every,
+        per_second,
+        combine,
+        compare_neveroversell,
+    } = args;
+    let connections = (concurrency as u32).clamp(2, 500) + 2;
+    let pool = database::connect_and_migrate(&settings()?, connections).await?;
+    let options = bench::ThroughputOptions {
+        seconds,
+        concurrency,
+        resource: resource.as_deref().map(ResourceId::parse).transpose()?,
+        ttl: ttl
+            .as_deref()
+            .map(|t| Span::parse_text("--ttl", t))
+            .transpose()?,
+        sweep_every: sweep_every
+            .as_deref()
+            .map(|t| Span::parse_text("--sweep-every", t))
+            .transpose()?,
+        path: if combine {
+            bench::HoldPath::Combined
+        } else {
+            bench::HoldPath::Direct
+        },
+    };
+    if compare_neveroversell {
+        let comparison = bench::compare(pool, options).await?;
+        print(json, &comparison, || comparison.lines());
+        return Ok(());
+    }
+    let report = bench::throughput(pool, options).await?;
+    if json {
+        let mut value = serde_json::json!({
+            "holds": report.holds,
+            "seconds": report.seconds,
+            "holds_per_second": report.holds_per_second,
+            "p50_ms": report.p50_ms,
+            "p99_ms": report.p99_ms,
+        });
+        if per_second {
+            value["per_second"] = serde_json::json!(report.per_second);
+        }
+        println!("{value}");
+    } else {
+        println!("{}", report.line());
+        if per_second {
+            for (second, holds) in report.per_second.iter().enumerate() {
+                println!("  second {:>3}: {holds} holds", second + 1);
             }
         }
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(())
 }

@@ -86,6 +86,10 @@ pub struct CollectionSheet {
     /// the home page lists its days with what is left, its own page one
     /// day's times; otherwise every product is a card.
     pub by_day: bool,
+    /// A product added to it alone starts as a draft, put on sale when
+    /// staff publish it (a stock item); otherwise it goes on sale with its
+    /// collection.
+    pub products_start_as_drafts: bool,
 }
 
 const EVENT: CollectionSheet = CollectionSheet {
@@ -103,6 +107,7 @@ const EVENT: CollectionSheet = CollectionSheet {
     on_shop: OnShop::Products,
     lends_its_time: true,
     by_day: false,
+    products_start_as_drafts: false,
 };
 
 const SCHEDULE: CollectionSheet = CollectionSheet {
@@ -117,6 +122,7 @@ const SCHEDULE: CollectionSheet = CollectionSheet {
     on_shop: OnShop::Products,
     lends_its_time: false,
     by_day: true,
+    products_start_as_drafts: false,
 };
 
 const SHELF: CollectionSheet = CollectionSheet {
@@ -131,6 +137,7 @@ const SHELF: CollectionSheet = CollectionSheet {
     on_shop: OnShop::Products,
     lends_its_time: false,
     by_day: false,
+    products_start_as_drafts: true,
 };
 
 const DINING_ROOM: CollectionSheet = CollectionSheet {
@@ -146,6 +153,7 @@ const DINING_ROOM: CollectionSheet = CollectionSheet {
     on_shop: OnShop::Page("/dining/{collection}", "Book a table"),
     lends_its_time: false,
     by_day: false,
+    products_start_as_drafts: false,
 };
 
 impl CollectionKind {
@@ -187,6 +195,21 @@ impl CollectionKind {
     /// Whether it may hold products of `kind`.
     pub fn may_hold(self, kind: ProductKind) -> bool {
         kind.collection() == self
+    }
+
+    /// It holds tiers of an event (the event editor's collections).
+    pub fn holds_tiers(self) -> bool {
+        self.holds().any(ProductKind::written_as_tier)
+    }
+
+    /// A schedule makes its products (the schedule editor's collections).
+    pub fn made_by_schedules(self) -> bool {
+        self.holds().any(ProductKind::scheduled)
+    }
+
+    /// A product added to it alone starts as a draft.
+    pub fn products_start_as_drafts(self) -> bool {
+        self.sheet().products_start_as_drafts
     }
 
     /// Whether the shop offers its products a day at a time.

@@ -135,6 +135,24 @@ impl ChoiceKind {
         }
     }
 
+    /// The fields a line of this choice takes, in words for a refusal:
+    /// "takes qty, not seats or a party".
+    pub fn fields_words(self) -> &'static str {
+        match self {
+            ChoiceKind::Quantity => "takes qty alone, not seats, together or a party",
+            ChoiceKind::Party => "takes party and at, not qty, seats or together",
+            ChoiceKind::Seats => "takes seats by label or qty (with together), not a party",
+        }
+    }
+
+    /// How a line of this choice's count is said: "Party of 4", or "4".
+    pub fn count_words(self, qty: i32) -> String {
+        match self {
+            ChoiceKind::Party => format!("Party of {qty}"),
+            ChoiceKind::Quantity | ChoiceKind::Seats => qty.to_string(),
+        }
+    }
+
     /// Whether a choice is one a kind of this choice takes.
     pub fn accepts(self, choice: &Choice) -> bool {
         matches!(
@@ -143,6 +161,14 @@ impl ChoiceKind {
                 | (ChoiceKind::Party, Choice::Party { .. })
                 | (ChoiceKind::Seats, Choice::Seats { .. })
         )
+    }
+
+    /// Whether a basket may keep this choice for a product of this kind: so
+    /// many units for any (a party's size, the best seats), seats only for
+    /// seats, a party at a time only for a party. A line carrying a field
+    /// its kind does not take is refused, never quietly dropped.
+    pub fn takes_in_basket(self, choice: &Choice) -> bool {
+        matches!(choice, Choice::Units { .. }) || self.accepts(choice)
     }
 
     /// A choice as a kind of this choice takes it: a number of units of a

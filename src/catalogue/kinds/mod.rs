@@ -85,6 +85,16 @@ pub struct Sheet {
     pub named_with_collection: bool,
     /// How one item of it is named.
     pub item: ItemWords,
+    /// An order of it keeps the shopper's phone (a restaurant calls a
+    /// party that is late).
+    pub asks_phone: bool,
+    /// The catalogue file writes a product of it as a tier of its event
+    /// (a seated section is written with its event's seating instead).
+    pub written_as_tier: bool,
+    /// Where a shopper chooses a line of it when a number is not enough,
+    /// `{product}` filled in (a seated section's map); `None`: the add
+    /// form says it all.
+    pub chosen_at: Option<&'static str>,
 }
 
 /// How one item of a kind is named, from its line's name.
@@ -326,6 +336,46 @@ impl ProductKind {
             _ if units > 1 => format!("{line_name} × {units}"),
             _ => line_name.to_owned(),
         }
+    }
+
+    /// An order of it keeps the shopper's phone.
+    pub fn asks_phone(self) -> bool {
+        self.sheet().asks_phone
+    }
+
+    /// The catalogue file writes it as a tier of its event.
+    pub fn written_as_tier(self) -> bool {
+        self.sheet().written_as_tier
+    }
+
+    /// The page where a shopper chooses a line of product `id`; `None`:
+    /// its add form is enough.
+    pub fn chosen_at(self, id: &str) -> Option<String> {
+        self.sheet()
+            .chosen_at
+            .map(|path| path.replace("{product}", id))
+    }
+
+    /// What a schedule makes when its file or form names no kind.
+    pub fn made_by_default() -> ProductKind {
+        ProductKind::PickupSlot
+    }
+
+    /// It is what a schedule makes by default (the file leaves it out).
+    pub fn is_made_by_default(&self) -> bool {
+        *self == Self::made_by_default()
+    }
+
+    /// How a line's count is said: "Party of 4" for a party, else the
+    /// number.
+    pub fn count_words(self, qty: i32) -> String {
+        self.choice().count_words(qty)
+    }
+
+    /// A line of it is a party at a time (said "Party of 4", booked
+    /// rather than counted).
+    pub fn is_party(self) -> bool {
+        self.choice() == ChoiceKind::Party
     }
 
     /// What a shopper chooses for one line of it.

@@ -32,4 +32,7 @@ pub(super) const SHEET: Sheet = Sheet {
     choice: ChoiceKind::Seats,
     named_with_collection: true,
     item: ItemWords::Seat,
+    asks_phone: false,
+    written_as_tier: false,
+    chosen_at: Some("/seats/{product}"),
 };

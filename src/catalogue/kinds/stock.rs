@@ -29,4 +29,7 @@ pub(super) const SHEET: Sheet = Sheet {
     choice: ChoiceKind::Quantity,
     named_with_collection: false,
     item: ItemWords::Line,
+    asks_phone: false,
+    written_as_tier: false,
+    chosen_at: None,
 };

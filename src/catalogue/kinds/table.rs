@@ -37,4 +37,7 @@ pub(super) const SHEET: Sheet = Sheet {
     // the time's name says which room
     named_with_collection: false,
     item: ItemWords::Party,
+    asks_phone: true,
+    written_as_tier: false,
+    chosen_at: None,
 };

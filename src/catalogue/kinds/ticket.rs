@@ -31,4 +31,7 @@ pub(super) const SHEET: Sheet = Sheet {
     choice: ChoiceKind::Quantity,
     named_with_collection: true,
     item: ItemWords::Line,
+    asks_phone: false,
+    written_as_tier: true,
+    chosen_at: None,
 };

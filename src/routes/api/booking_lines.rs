@@ -49,9 +49,10 @@ pub(super) async fn resolve(
         })?;
         return Ok((product_id.to_owned(), choice));
     }
-    let (Some(party), Some(at), None, None) = (party, at, qty, seats) else {
+    let (Some(party), Some(at), None, None, None) = (party, at, qty, seats, together) else {
         return Err(bad(format!(
-            "{product_id}: a table takes party and at (a time with its offset), not qty; nothing was done"
+            "{product_id}: a table takes party and at (a time with its offset), not qty, seats \
+             or together; nothing was done"
         )));
     };
     let at = at.with_timezone(&Utc);

@@ -206,6 +206,53 @@ pub async fn start(
     Ok(HttpResponse::Created().json(body))
 }
 
+/// The API's basket for this key's checkout, filled with its lines: each
+/// added once (a run again adds nothing more), or why a line cannot be.
+async fn fill_basket(
+    shop: &Shop,
+    basket_id: &str,
+    choices: &[(String, Choice)],
+) -> Result<(), ApiError> {
+    for (product_id, choice) in choices {
+        let add =
+            uuid::Uuid::from_slice(&Sha256::digest(format!("{basket_id}:{product_id}"))[..16])
+                .expect("16 bytes");
+        let added = retry("basket_add", Bound::Shopper, || {
+            basket::add(&shop.pool, basket_id, product_id, choice, add, None)
+        })
+        .await?;
+        match added {
+            basket::Added::Added { .. } => {}
+            basket::Added::Unknown => {
+                return Err(ApiError::new(
+                    ErrorCode::UnknownProduct,
+                    format!("{} is not for sale; nothing was held", product_id),
+                ));
+            }
+            basket::Added::NotChosenThatWay { kind } => {
+                return Err(ApiError::new(
+                    ErrorCode::BadLines,
+                    format!(
+                        "{product_id}: a {} {}; nothing was done",
+                        kind.sheet().noun,
+                        kind.choice().fields_words()
+                    ),
+                ));
+            }
+            basket::Added::TooMany { max_per_order, .. } => {
+                return Err(ApiError::new(
+                    ErrorCode::OverLimit,
+                    format!(
+                        "one order takes at most {max_per_order} of {}; nothing was held",
+                        product_id
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
 async fn run(
     shop: &Shop,
     request: &HttpRequest,
@@ -235,33 +282,7 @@ async fn run(
     let checkout_key = IdempotencyKey::parse(&format!("api-{}", &digest[..40]))
         .map_err(|e| ApiError::new(ErrorCode::InvalidInput, e.0))?;
     let basket_id = format!("api-{}", &digest[..40]);
-    for (product_id, choice) in choices {
-        let add =
-            uuid::Uuid::from_slice(&Sha256::digest(format!("{basket_id}:{product_id}"))[..16])
-                .expect("16 bytes");
-        let added = retry("basket_add", Bound::Shopper, || {
-            basket::add(&shop.pool, &basket_id, product_id, choice, add, None)
-        })
-        .await?;
-        match added {
-            basket::Added::Added { .. } => {}
-            basket::Added::Unknown => {
-                return Err(ApiError::new(
-                    ErrorCode::UnknownProduct,
-                    format!("{} is not for sale; nothing was held", product_id),
-                ));
-            }
-            basket::Added::TooMany { max_per_order, .. } => {
-                return Err(ApiError::new(
-                    ErrorCode::OverLimit,
-                    format!(
-                        "one order takes at most {max_per_order} of {}; nothing was held",
-                        product_id
-                    ),
-                ));
-            }
-        }
-    }
+    fill_basket(shop, &basket_id, choices).await?;
     let begun = checkout::begin(
         shop.desk(),
         BeginRequest {

@@ -119,6 +119,13 @@ pub async fn add_to_basket(
         basket::Added::Unknown => {
             return Err(ShopError::not_found("that product is not for sale"));
         }
+        basket::Added::NotChosenThatWay { kind } => {
+            return Err(ShopError::bad_request(&format!(
+                "a {} {}",
+                kind.sheet().noun,
+                kind.choice().fields_words()
+            )));
+        }
         basket::Added::TooMany {
             max_per_order,
             in_basket,
@@ -243,7 +250,9 @@ pub async fn update_basket(
     })
     .await?;
     match changed {
-        basket::Added::Added { .. } | basket::Added::Unknown => Ok(see_other("/basket")),
+        basket::Added::Added { .. }
+        | basket::Added::Unknown
+        | basket::Added::NotChosenThatWay { .. } => Ok(see_other("/basket")),
         basket::Added::TooMany {
             max_per_order,
             in_basket,

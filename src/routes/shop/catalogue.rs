@@ -7,7 +7,7 @@ use askama::Template;
 use serde::Deserialize;
 
 use super::{basket_count, pending_note};
-use crate::catalogue::{ChoiceKind, Sale};
+use crate::catalogue::Sale;
 use crate::money;
 use crate::retry::{Bound, retry};
 use crate::routes::ShopError;
@@ -272,7 +272,7 @@ async fn catalogue_page(
             added: query.added.as_deref() == Some(row.id.as_str()),
             starts_at: row.starts_at,
             time: String::new(),
-            map_href: seat_map(row.kind.choice(), &row.id),
+            map_href: row.kind.chosen_at(&row.id).unwrap_or_default(),
             id: row.id,
         });
     }
@@ -407,12 +407,4 @@ pub fn doors_and_venue(
         .flatten()
         .collect::<Vec<_>>()
         .join(" · ")
-}
-
-/// A seated section's seat map (`/seats/{id}`); empty for other kinds.
-fn seat_map(choice: ChoiceKind, id: &str) -> String {
-    match choice {
-        ChoiceKind::Seats => format!("/seats/{id}"),
-        ChoiceKind::Quantity | ChoiceKind::Party => String::new(),
-    }
 }

@@ -251,8 +251,8 @@ pub(super) async fn party_products(
     shop: &Shop,
     ids: &[String],
 ) -> Result<std::collections::HashSet<String>, ShopError> {
-    use crate::catalogue::{ChoiceKind, ProductKind};
-    let party = |kind: ProductKind| kind.choice() == ChoiceKind::Party;
+    use crate::catalogue::ProductKind;
+    let party = ProductKind::is_party;
     let known = shop.live.now().and_then(|snapshot| {
         ids.iter()
             .map(|id| {
@@ -284,5 +284,5 @@ pub(super) async fn party_products(
 
 /// A line's count in the shop's words: "Party of 4" for a booking.
 pub(super) fn party_words(qty: i32) -> String {
-    format!("Party of {qty}")
+    crate::catalogue::ChoiceKind::Party.count_words(qty)
 }

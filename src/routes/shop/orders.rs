@@ -145,6 +145,28 @@ impl OrderPage {
             .map_or("", String::as_str)
     }
 
+    /// A line all of whose items were refunded or cancelled, said so
+    /// beside it: "Cancelled", "Refunded"; empty while any still stands.
+    fn line_state(&self, line: &checkout::OrderLine) -> &'static str {
+        let items: Vec<&Item> = self
+            .sections
+            .iter()
+            .flat_map(|section| section.cards.iter())
+            .flat_map(|card| card.items.iter())
+            .filter(|item| item.product_id == line.product_id)
+            .collect();
+        if items.is_empty() || !items.iter().all(|item| item.state.is_void()) {
+            ""
+        } else if items
+            .iter()
+            .any(|item| item.state == items::ItemState::Cancelled)
+        {
+            "Cancelled"
+        } else {
+            "Refunded"
+        }
+    }
+
     /// When and where a line happens; empty: its name says it all.
     fn occasion(&self, line: &checkout::OrderLine) -> &str {
         self.occasions

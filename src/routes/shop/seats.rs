@@ -306,7 +306,9 @@ pub async fn choose(
     .await?;
     match added {
         basket::Added::Added { .. } => {}
-        basket::Added::Unknown => return Err(ShopError::not_found("there is no such section")),
+        basket::Added::Unknown | basket::Added::NotChosenThatWay { .. } => {
+            return Err(ShopError::not_found("there is no such section"));
+        }
         basket::Added::TooMany { .. } => {
             return Err(ShopError::bad_request(
                 "one order takes fewer seats of this section",

@@ -12,7 +12,7 @@ use actix_web::{HttpRequest, HttpResponse};
 use serde_json::{Value, json};
 
 use crate::delivery::Pacing;
-use crate::dialect::Dialect;
+use crate::dialect::{Body, Dialect};
 
 /// When a payment on an order is captured.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -206,6 +206,10 @@ impl RazorpayError {
 
 /// Razorpay's words for requests the sandbox cannot read.
 pub(crate) struct RazorpayDialect;
+
+/// A request's body as Razorpay's handlers (the API's and the hosted
+/// page's) take it: refused in Razorpay's words when it cannot be read.
+pub(crate) type RazorpayBody = Body<RazorpayDialect>;
 
 impl Dialect for RazorpayDialect {
     fn refuse(status: StatusCode, message: &str, field: Option<&str>) -> HttpResponse {

@@ -5,8 +5,7 @@
 //! the shop (`razorpay_*` fields, or `error[…]` ones).
 
 use super::RazorpaySandbox;
-use super::objects::{Payment, RazorpayError};
-use super::routes::RazorpayBody;
+use super::objects::{Payment, RazorpayBody, RazorpayError};
 use crate::pages::{amount_text, escape, not_found, page, redirect};
 use crate::random_id;
 use actix_web::{HttpResponse, web};

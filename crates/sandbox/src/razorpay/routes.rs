@@ -11,17 +11,15 @@ use chrono::Utc;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::objects::{Order, Payment, RazorpayDialect, RazorpayError, Refund};
+use super::objects::{Order, Payment, RazorpayBody, RazorpayDialect, RazorpayError, Refund};
 use super::requests::{CapturePayment, CreateOrder, CreateRefund};
 use super::{RazorpaySandbox, State};
 use crate::controls::{AutoQuery, DeliveryQuery, OutcomeQuery, later};
 use crate::delivery::Pacing;
-use crate::dialect::{self, Body};
+use crate::dialect;
 use crate::idempotency::Claim;
 use crate::ledger::RefundRecord;
 use crate::random_id;
-
-pub(super) type RazorpayBody = Body<RazorpayDialect>;
 
 pub(crate) fn routes(config: &mut web::ServiceConfig) {
     dialect::rules::<RazorpayDialect>(config);

@@ -12,9 +12,16 @@ use actix_web::http::StatusCode;
 use actix_web::{HttpRequest, HttpResponse};
 use serde_json::{Value, json};
 
-use super::requests::LineItem;
 use crate::delivery::Pacing;
 use crate::dialect::Dialect;
+
+/// One line of a Checkout Session.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct LineItem {
+    pub(crate) name: String,
+    pub(crate) quantity: i64,
+    pub(crate) unit_amount: i64,
+}
 
 #[derive(Debug, Clone)]
 pub(crate) struct Session {

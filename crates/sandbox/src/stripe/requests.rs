@@ -12,7 +12,7 @@ use std::collections::HashMap;
 use serde::Deserialize;
 
 use super::methods::methods;
-use super::objects::StripeError;
+use super::objects::{LineItem, StripeError};
 use crate::dialect::media_type;
 
 /// The first API version without `payment_method_types` on Checkout
@@ -83,14 +83,6 @@ pub(crate) fn parse_form<T: for<'de> Deserialize<'de>>(
                 ),
             }
         })
-}
-
-/// One line of a Checkout Session.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct LineItem {
-    pub(crate) name: String,
-    pub(crate) quantity: i64,
-    pub(crate) unit_amount: i64,
 }
 
 /// `POST /v1/checkout/sessions`, as the sandbox takes it.
