@@ -47,7 +47,7 @@ use chrono::{DateTime, Utc};
 use sqlx::PgPool;
 use tokio::sync::{broadcast, mpsc, oneshot};
 
-use crate::catalogue::seating::SectionSeats;
+use crate::catalogue::seats::SectionSeats;
 use crate::catalogue::{Availability, Stock};
 use kept::KeptPage;
 
@@ -166,7 +166,7 @@ impl LiveStock {
     pub async fn section_seats(&self, product: &str) -> sqlx::Result<Option<Arc<SectionSeats>>> {
         match self.now() {
             Some(snapshot) => Ok(snapshot.section(product).cloned()),
-            None => Ok(crate::catalogue::seating::map::section(&self.pool, product)
+            None => Ok(crate::catalogue::seats::map::section(&self.pool, product)
                 .await?
                 .map(Arc::new)),
         }

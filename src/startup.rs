@@ -83,6 +83,8 @@ impl Application {
                 .configure(routes::admin::routes)
                 .configure(routes::api::routes)
                 .configure(routes::shop::routes)
+                .configure(routes::seats::routes)
+                .configure(routes::tables::routes)
                 .configure(routes::webhooks::routes)
         })
         .listen(listener)?

@@ -16,11 +16,11 @@ use serde::{Deserialize, Serialize};
 use sqlx::PgPool;
 
 use super::ProductKind;
-use super::dining::{self, RoomSpec};
 use super::edit::{CollectionEdit, DEFAULT_MAX_PER_ORDER, ProductEdit, PutProduct};
 use super::kinds::{CollectionKind, InFile};
 use super::schedules::{self, Schedule};
-use super::seating::{self, SeatingSpec};
+use super::seats::{self, SeatingSpec};
+use super::tables::{self, RoomSpec};
 use crate::clock::ShopZone;
 use crate::vouchers::{self, NewVoucher};
 
@@ -541,14 +541,14 @@ impl CatalogueFile {
             report.slots_published = published.created;
         }
         for room in &self.dining_rooms {
-            dining::save_room(pool, room)
+            tables::save_room(pool, room)
                 .await
                 .with_context(|| format!("cannot store dining room {}", room.id))?;
-            dining::times::close_days(pool, zone, &room.id).await?;
+            tables::times::close_days(pool, zone, &room.id).await?;
             let today = zone.today(now);
             for ahead in 0..=i64::from(room.days_ahead) {
                 report.times_published +=
-                    dining::times::publish_day(pool, zone, &room.id, today + Duration::days(ahead))
+                    tables::times::publish_day(pool, zone, &room.id, today + Duration::days(ahead))
                         .await?;
             }
         }
@@ -617,7 +617,7 @@ impl CatalogueFile {
                     ends_at: collection.ends_at.map(|at| iso(at, zone)),
                     lasts_minutes: None,
                     venue: collection.venue.clone(),
-                    seating: seating::read(pool, &collection.id).await?,
+                    seating: seats::read(pool, &collection.id).await?,
                     tiers: own
                         .iter()
                         .filter(|p| p.kind.written_as_tier())
@@ -637,7 +637,7 @@ impl CatalogueFile {
                 // a dining room's times are published from the room
                 (InFile::DiningRooms, _) => {
                     file.dining_rooms
-                        .extend(dining::read_room(pool, &collection.id).await?);
+                        .extend(tables::read_room(pool, &collection.id).await?);
                 }
                 (InFile::Products, false) => {
                     file.collections.push(collection.clone());

@@ -3,12 +3,10 @@
 //! is answered), and the catalogue file ([`file`]). The pages read products
 //! through [`crate::live`].
 
-pub mod dining;
 pub mod edit;
 mod file;
 pub mod kinds;
 pub mod schedules;
-pub mod seating;
 
 use chrono::{DateTime, Utc};
 use serde::Serialize;
@@ -23,6 +21,7 @@ pub use kinds::{
     CalendarEntry, CheckedBy, Choice, ChoiceError, ChoiceFields, ChoiceKind, CodeShape, CodeWords,
     CollectionKind, ProductKind, Sharing,
 };
+pub use kinds::{seats, tables};
 
 /// A product as the shop shows it, with its collection's words.
 #[derive(Debug, Clone, Serialize, sqlx::FromRow)]

@@ -16,7 +16,7 @@ use tokio::sync::broadcast;
 
 use super::{LiveStock, MAX_WATCHERS, WATCH_GAP, WATCH_KEEPALIVE};
 use crate::catalogue::Stock;
-use crate::catalogue::seating::{SeatState, SectionSeats};
+use crate::catalogue::seats::{SeatState, SectionSeats};
 
 /// One map watching a section's seats.
 #[derive(Debug)]

@@ -15,14 +15,14 @@ use std::sync::Arc;
 use sqlx::PgPool;
 
 use super::snapshot::{LevelRow, Snapshot};
-use crate::catalogue::seating::{self, SectionHead, SectionSeats};
+use crate::catalogue::seats::{self, SectionHead, SectionSeats};
 
 /// Seats read with one read of levels: the heads (a full read), and the
 /// seats of the sections whose version moved.
 #[derive(Default)]
 pub(super) struct SeatRead {
     pub(super) heads: Option<Vec<SectionHead>>,
-    pub(super) seats: Vec<(String, String, Vec<seating::SeatShown>)>,
+    pub(super) seats: Vec<(String, String, Vec<seats::SeatShown>)>,
 }
 
 /// Reads what memory needs of the seats with these levels: `full` reads
@@ -34,7 +34,7 @@ pub(super) async fn read_seats(
     rows: &[LevelRow],
 ) -> sqlx::Result<SeatRead> {
     let heads = if full {
-        Some(seating::map::heads(pool, None).await?)
+        Some(seats::map::heads(pool, None).await?)
     } else {
         None
     };
@@ -80,7 +80,7 @@ pub(super) async fn read_seats(
     let seats = if stale.is_empty() {
         Vec::new()
     } else {
-        seating::map::seats(pool, &stale).await?
+        seats::map::seats(pool, &stale).await?
     };
     Ok(SeatRead { heads, seats })
 }

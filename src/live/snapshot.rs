@@ -10,7 +10,7 @@ use std::time::Instant;
 use chrono::{DateTime, Utc};
 use sqlx::PgPool;
 
-use crate::catalogue::seating::SectionSeats;
+use crate::catalogue::seats::SectionSeats;
 use crate::catalogue::{Availability, Product, Stock};
 
 /// One resource as memory last read it.

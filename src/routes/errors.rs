@@ -9,7 +9,7 @@
 
 use actix_web::http::StatusCode;
 
-use crate::catalogue::kinds::seat_choice::SeatReason;
+use crate::catalogue::kinds::seats::choice::SeatReason;
 use crate::checkout::Begun;
 
 macro_rules! error_codes {

@@ -6,8 +6,10 @@ pub mod edge;
 pub mod errors;
 pub mod health;
 mod render;
+pub mod seats;
 pub mod security;
 pub mod shop;
+pub mod tables;
 pub mod webhooks;
 
 use actix_web::http::StatusCode;

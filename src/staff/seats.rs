@@ -11,7 +11,7 @@ use sqlx::PgPool;
 
 use super::{StaffError, StaffMember};
 use crate::audit;
-use crate::catalogue::seating::admin::{self, CategoryInfo, PlanOutcome, SetOutcome};
+use crate::catalogue::seats::admin::{self, CategoryInfo, PlanOutcome, SetOutcome};
 
 /// What staff do to the seats they ticked.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -120,7 +120,7 @@ pub async fn set_seats(
 }
 
 /// The section's plan replaced by `rows` (checked already, as
-/// `catalogue::seating::typed_rows` makes them), recorded.
+/// `catalogue::seats::typed_rows` makes them), recorded.
 pub async fn replace_plan(
     pool: &PgPool,
     staff: &StaffMember,

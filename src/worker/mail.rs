@@ -293,7 +293,7 @@ impl Mailer {
         };
         // an offer of seats says them
         let seats = match order.filter(|_| offer) {
-            Some(order) => crate::catalogue::seating::seats_words(pool, order)
+            Some(order) => crate::catalogue::seats::seats_words(pool, order)
                 .await?
                 .unwrap_or_default(),
             None => String::new(),

@@ -41,7 +41,7 @@ pub async fn publish_once(pool: &PgPool, zone: ShopZone) -> anyhow::Result<Optio
 const DINING_LOCK: i64 = 0x6866_5f64_696e_696e;
 
 /// Publish every dining room's times for its window of days as of the
-/// database's now (`catalogue::dining::times::publish_window`), unless
+/// database's now (`catalogue::tables::times::publish_window`), unless
 /// another worker is doing it (then `None`): the number of times made.
 pub async fn publish_dining_once(pool: &PgPool, zone: ShopZone) -> anyhow::Result<Option<usize>> {
     let mut lock = pool.begin().await?;
@@ -53,7 +53,7 @@ pub async fn publish_dining_once(pool: &PgPool, zone: ShopZone) -> anyhow::Resul
     if !got {
         return Ok(None);
     }
-    let made = crate::catalogue::dining::times::publish_window(pool, zone, now).await?;
+    let made = crate::catalogue::tables::times::publish_window(pool, zone, now).await?;
     lock.commit().await?;
     Ok(Some(made))
 }

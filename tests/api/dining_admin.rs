@@ -184,13 +184,13 @@ async fn the_rooms_set_up_is_changed_whole_and_a_set_up_that_does_not_hold_is_re
             .await
         }
     };
-    let mut spec = holdfast::catalogue::dining::read_room(&app.db.pool, ROOM)
+    let mut spec = holdfast::catalogue::tables::read_room(&app.db.pool, ROOM)
         .await
         .unwrap()
         .unwrap();
     // a join of a table the room lacks: said beside the field, kept, nothing stored
     let mut bad = spec.clone();
-    bad.joins.push(holdfast::catalogue::dining::JoinSpec {
+    bad.joins.push(holdfast::catalogue::tables::JoinSpec {
         id: "T1+T9".into(),
         tables: vec!["T1".into(), "T9".into()],
         min_party: 5,
@@ -212,14 +212,14 @@ async fn the_rooms_set_up_is_changed_whole_and_a_set_up_that_does_not_hold_is_re
             .unwrap()
             .contains("the set-up does not read")
     );
-    let stored = holdfast::catalogue::dining::read_room(&app.db.pool, ROOM)
+    let stored = holdfast::catalogue::tables::read_room(&app.db.pool, ROOM)
         .await
         .unwrap()
         .unwrap();
     assert_eq!(stored, spec);
     // a second table, joinable with the first, and more covers a quarter hour
     spec.tables.push(table("T2", 1, 4, 100));
-    spec.joins.push(holdfast::catalogue::dining::JoinSpec {
+    spec.joins.push(holdfast::catalogue::tables::JoinSpec {
         id: "T1+T2".into(),
         tables: vec!["T1".into(), "T2".into()],
         min_party: 5,
@@ -230,7 +230,7 @@ async fn the_rooms_set_up_is_changed_whole_and_a_set_up_that_does_not_hold_is_re
     let saved = save(serde_json::to_string(&spec).unwrap()).await;
     assert_eq!(saved.status(), 303);
     assert!(location(&saved).ends_with("said=saved"));
-    let stored = holdfast::catalogue::dining::read_room(&app.db.pool, ROOM)
+    let stored = holdfast::catalogue::tables::read_room(&app.db.pool, ROOM)
         .await
         .unwrap()
         .unwrap();
@@ -258,7 +258,7 @@ async fn the_rooms_set_up_is_changed_whole_and_a_set_up_that_does_not_hold_is_re
         .collect();
     assert_eq!(left, [crate::tables::time_id(19, 30)]);
     assert_eq!(
-        holdfast::catalogue::dining::read_room(&app.db.pool, ROOM)
+        holdfast::catalogue::tables::read_room(&app.db.pool, ROOM)
             .await
             .unwrap()
             .unwrap()
@@ -266,7 +266,7 @@ async fn the_rooms_set_up_is_changed_whole_and_a_set_up_that_does_not_hold_is_re
         [day()]
     );
     // and nothing is published for it again
-    let made = holdfast::catalogue::dining::times::publish_day(
+    let made = holdfast::catalogue::tables::times::publish_day(
         &app.db.pool,
         holdfast::clock::ShopZone::UTC,
         ROOM,

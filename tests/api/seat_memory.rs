@@ -8,7 +8,7 @@
 use std::time::{Duration, Instant};
 
 use futures::future::join_all;
-use holdfast::catalogue::seating::SeatState;
+use holdfast::catalogue::seats::SeatState;
 use holdfast::live::{LiveStock, TRUST_FOR};
 use holdfast::staff::api_keys::Scope;
 use holdfast::staff::refunds::{RefundOutcome, RefundRequest, refund_order};

@@ -7,7 +7,7 @@
 //! own rules are proved by bench/seats-db.
 
 use futures::future::join_all;
-use holdfast::catalogue::kinds::seat_choice::SeatReason;
+use holdfast::catalogue::kinds::seats::choice::SeatReason;
 use holdfast::catalogue::{Choice, ChoiceFields};
 use holdfast::checkout::{self, CheckoutStart, Customer, StartOutcome, WantedLine};
 use holdfast::inventory::IdempotencyKey;

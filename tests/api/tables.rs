@@ -7,8 +7,8 @@
 
 use chrono::{DateTime, Duration, NaiveDate, NaiveTime, Utc};
 use futures::future::join_all;
-use holdfast::catalogue::dining::times::{bookable, nearest, publish_day};
-use holdfast::catalogue::dining::{JoinSpec, PeriodSpec, RoomSpec, TableSpec, TurnSpec};
+use holdfast::catalogue::tables::times::{bookable, nearest, publish_day};
+use holdfast::catalogue::tables::{JoinSpec, PeriodSpec, RoomSpec, TableSpec, TurnSpec};
 use holdfast::catalogue::{Choice, ChoiceFields};
 use holdfast::checkout::{
     self, AttachOutcome, CheckoutStart, Customer, Fulfilment, Source, StartOutcome, WantedLine,
@@ -86,7 +86,7 @@ pub(crate) fn time_id(hh: u32, mm: u32) -> String {
 }
 
 pub(crate) async fn set_up(db: &TestDb, spec: &RoomSpec) {
-    holdfast::catalogue::dining::save_room(&db.pool, spec)
+    holdfast::catalogue::tables::save_room(&db.pool, spec)
         .await
         .expect("room");
     let made = publish_day(&db.pool, ShopZone::UTC, ROOM, day())
@@ -928,7 +928,7 @@ async fn times_of(db: &TestDb, room: &str) -> i64 {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn the_worker_publishes_the_days_that_come_into_each_rooms_window() {
-    use holdfast::catalogue::dining::times::publish_window;
+    use holdfast::catalogue::tables::times::publish_window;
     use holdfast::worker::schedules::publish_dining_once;
     let db = TestDb::new().await;
     let zone = ShopZone::UTC;
@@ -942,7 +942,7 @@ async fn the_worker_publishes_the_days_that_come_into_each_rooms_window() {
     second.id = "terrace".into();
     second.closed_days.clear();
     for spec in [&first, &second] {
-        holdfast::catalogue::dining::save_room(&db.pool, spec)
+        holdfast::catalogue::tables::save_room(&db.pool, spec)
             .await
             .unwrap();
     }
@@ -954,7 +954,7 @@ async fn the_worker_publishes_the_days_that_come_into_each_rooms_window() {
     // a time already published is never changed: the pacing changes, the
     // times of the window keep theirs
     first.pacing = 30;
-    holdfast::catalogue::dining::save_room(&db.pool, &first)
+    holdfast::catalogue::tables::save_room(&db.pool, &first)
         .await
         .unwrap();
     // a day passes: the third day after comes into the window

@@ -3,7 +3,7 @@
 //!
 //! A kind says what a shopper may choose for one line of it
 //! ([`ChoiceKind`]): a number of units, a party at a time (a table), or
-//! seats of a section ([`super::seat_choice`]). A choice is parsed once,
+//! seats of a section ([`super::seats::choice`]). A choice is parsed once,
 //! at the edge (the basket form, the basket's rows, the JSON API), into a
 //! [`Choice`], and the kind turns it into the [`Claim`] the checkout's one
 //! transaction makes in the engine. Every claim is units of one resource
@@ -13,7 +13,7 @@
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 
-use super::seat_choice::{SeatPick, SeatsError};
+use super::seats::choice::{SeatPick, SeatsError};
 use crate::inventory::{BasketLine, Quantity, ResourceId};
 
 /// Most units one line may ask for, at any edge.

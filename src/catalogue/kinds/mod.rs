@@ -1,7 +1,8 @@
 //! What a product is, and everything that differs between kinds
 //! (docs/contract.md §15). This folder is the room: each kind's answers are
 //! one [`Sheet`] in a file of its own ([`pickup`], [`ticket`], [`stock`],
-//! [`table`], [`seat`]),
+//! and, each in its folder with the rest of what is only theirs, tables
+//! ([`tables`]) and seats ([`seats`])),
 //! and [`ProductKind::sheet`] is the one `match` that maps a stored kind to
 //! its sheet. A new kind is a variant below, a file with its sheet, and an
 //! arm in that match: the compiler names every answer it still owes
@@ -25,10 +26,9 @@
 mod collections;
 pub mod line;
 mod pickup;
-mod seat;
-pub mod seat_choice;
+pub mod seats;
 mod stock;
-mod table;
+pub mod tables;
 mod ticket;
 
 use chrono::{DateTime, Duration, Utc};
@@ -239,8 +239,8 @@ impl ProductKind {
             ProductKind::PickupSlot => &pickup::SHEET,
             ProductKind::Ticket => &ticket::SHEET,
             ProductKind::Stock => &stock::SHEET,
-            ProductKind::Table => &table::SHEET,
-            ProductKind::Seat => &seat::SHEET,
+            ProductKind::Table => &tables::sheet::SHEET,
+            ProductKind::Seat => &seats::sheet::SHEET,
         }
     }
 

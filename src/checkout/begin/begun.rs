@@ -4,7 +4,7 @@
 //! it was read so a page can show it again.
 
 use crate::catalogue::Stock;
-use crate::catalogue::kinds::seat_choice::SeatRefusal;
+use crate::catalogue::kinds::seats::choice::SeatRefusal;
 use crate::checkout::basket::BasketLine;
 use crate::checkout::{OffSaleLine, Order, ShortLine};
 use crate::limits::TooFast;

@@ -12,7 +12,7 @@ use uuid::Uuid;
 use super::plan::Planned;
 use super::{OffSaleLine, StartOutcome};
 use crate::catalogue::Sale;
-use crate::catalogue::kinds::seat_choice::{SeatReason, SeatRefusal};
+use crate::catalogue::kinds::seats::choice::{SeatReason, SeatRefusal};
 use crate::checkout::{
     CheckoutError, Order, OrderLine, OrderState, Result, ShortLine, order_by_id,
 };

@@ -148,7 +148,7 @@ pub enum StartOutcome {
     /// together), with other seats offered: nothing held. Its word is its
     /// reason's.
     SeatsRefused {
-        refusal: crate::catalogue::kinds::seat_choice::SeatRefusal,
+        refusal: crate::catalogue::kinds::seats::choice::SeatRefusal,
     },
 }
 

@@ -10,7 +10,7 @@ use crate::clock::ShopZone;
 /// A refusal from the domain ("the URL must start with https://; nothing
 /// was changed") in a form's words: a sentence, saying that nothing was
 /// changed.
-pub(super) fn refusal(message: &str) -> String {
+pub(crate) fn refusal(message: &str) -> String {
     let mut chars = message.trim().chars();
     let said: String = match chars.next() {
         Some(first) => first.to_uppercase().chain(chars).collect(),
@@ -24,14 +24,14 @@ pub(super) fn refusal(message: &str) -> String {
 }
 
 #[derive(Debug, Default, Clone)]
-pub(super) struct Form {
+pub(crate) struct Form {
     values: Vec<(String, String)>,
     /// (field, message); an empty field is the form's as a whole.
     errors: Vec<(String, String)>,
 }
 
 impl Form {
-    pub(super) fn typed(values: Vec<(String, String)>) -> Self {
+    pub(crate) fn typed(values: Vec<(String, String)>) -> Self {
         Self {
             values,
             errors: Vec::new(),
@@ -39,7 +39,7 @@ impl Form {
     }
 
     /// A field's value as typed ("" when the form did not send it).
-    pub(super) fn value(&self, name: &str) -> &str {
+    pub(crate) fn value(&self, name: &str) -> &str {
         self.values
             .iter()
             .find(|(n, _)| n == name)
@@ -47,7 +47,7 @@ impl Form {
     }
 
     /// Every value sent under a name (ticked boxes, a multiple select).
-    pub(super) fn all(&self, name: &str) -> Vec<&str> {
+    pub(crate) fn all(&self, name: &str) -> Vec<&str> {
         self.values
             .iter()
             .filter(|(n, _)| n == name)
@@ -56,17 +56,17 @@ impl Form {
     }
 
     /// Whether a box of this name and value is ticked (or an option chosen).
-    pub(super) fn has(&self, name: &str, value: &str) -> bool {
+    pub(crate) fn has(&self, name: &str, value: &str) -> bool {
         self.values.iter().any(|(n, v)| n == name && v == value)
     }
 
     /// Whether a checkbox was ticked.
-    pub(super) fn ticked(&self, name: &str) -> bool {
+    pub(crate) fn ticked(&self, name: &str) -> bool {
         self.values.iter().any(|(n, _)| n == name)
     }
 
     /// Fill a field in (a page showing what is stored).
-    pub(super) fn set(&mut self, name: &str, value: impl Into<String>) {
+    pub(crate) fn set(&mut self, name: &str, value: impl Into<String>) {
         let value = value.into();
         match self.values.iter_mut().find(|(n, _)| n == name) {
             Some(field) => field.1 = value,
@@ -75,39 +75,39 @@ impl Form {
     }
 
     /// Tick a box, choose an option.
-    pub(super) fn add(&mut self, name: &str, value: impl Into<String>) {
+    pub(crate) fn add(&mut self, name: &str, value: impl Into<String>) {
         self.values.push((name.to_owned(), value.into()));
     }
 
-    pub(super) fn error(&self, name: &str) -> Option<&str> {
+    pub(crate) fn error(&self, name: &str) -> Option<&str> {
         self.errors
             .iter()
             .find(|(n, _)| n == name)
             .map(|(_, m)| m.as_str())
     }
 
-    pub(super) fn invalid(&self, name: &str) -> bool {
+    pub(crate) fn invalid(&self, name: &str) -> bool {
         self.error(name).is_some()
     }
 
-    pub(super) fn errors(&self) -> &[(String, String)] {
+    pub(crate) fn errors(&self) -> &[(String, String)] {
         &self.errors
     }
 
     /// A field's error (the first one a field gets is the one shown).
-    pub(super) fn fail(&mut self, name: &str, message: impl Into<String>) {
+    pub(crate) fn fail(&mut self, name: &str, message: impl Into<String>) {
         if !self.invalid(name) || name.is_empty() {
             self.errors.push((name.to_owned(), message.into()));
         }
     }
 
-    pub(super) fn ok(&self) -> bool {
+    pub(crate) fn ok(&self) -> bool {
         self.errors.is_empty()
     }
 
     /// The ids a field's `aria-describedby` names: its hint, if it has
     /// one, and its error, if it has one.
-    pub(super) fn described(&self, name: &str, hint: &str) -> String {
+    pub(crate) fn described(&self, name: &str, hint: &str) -> String {
         let mut ids = Vec::new();
         if !hint.is_empty() {
             ids.push(format!("f-{name}-hint"));
@@ -120,7 +120,7 @@ impl Form {
 
     /// Text of at most `max` characters, trimmed; `required` refuses it
     /// empty.
-    pub(super) fn text(&mut self, name: &str, label: &str, max: usize, required: bool) -> String {
+    pub(crate) fn text(&mut self, name: &str, label: &str, max: usize, required: bool) -> String {
         let value = self.value(name).trim().to_owned();
         if required && value.is_empty() {
             self.fail(name, format!("{label} is needed"));
@@ -137,7 +137,7 @@ impl Form {
     }
 
     /// A whole number from `min` to `max`.
-    pub(super) fn whole(&mut self, name: &str, label: &str, min: i64, max: i64) -> Option<i64> {
+    pub(crate) fn whole(&mut self, name: &str, label: &str, min: i64, max: i64) -> Option<i64> {
         let typed = self.value(name).trim().replace(['_', ' '], "");
         if typed.is_empty() {
             self.fail(name, format!("{label} is needed: a whole number"));
@@ -160,7 +160,7 @@ impl Form {
     }
 
     /// An amount of money, in major units (`35.50`): its minor units.
-    pub(super) fn money(&mut self, name: &str, label: &str) -> Option<i64> {
+    pub(crate) fn money(&mut self, name: &str, label: &str) -> Option<i64> {
         match crate::money::parse(self.value(name)) {
             Ok(minor) if minor <= 100_000_000 => Some(minor),
             Ok(_) => {
@@ -176,7 +176,7 @@ impl Form {
 
     /// A moment, in the shop's zone or with an explicit offset; empty is
     /// `None`, and refused when `required`.
-    pub(super) fn moment(
+    pub(crate) fn moment(
         &mut self,
         name: &str,
         label: &str,
@@ -203,7 +203,7 @@ impl Form {
     }
 
     /// A wall-clock time (`08:00`).
-    pub(super) fn time(&mut self, name: &str, label: &str) -> Option<NaiveTime> {
+    pub(crate) fn time(&mut self, name: &str, label: &str) -> Option<NaiveTime> {
         let typed = self.value(name).trim().to_owned();
         match NaiveTime::parse_from_str(&typed, "%H:%M")
             .or_else(|_| NaiveTime::parse_from_str(&typed, "%H:%M:%S"))
@@ -223,7 +223,7 @@ impl Form {
     }
 
     /// Dates (`2026-12-25`), separated by spaces, commas or lines.
-    pub(super) fn dates(&mut self, name: &str, label: &str) -> Vec<NaiveDate> {
+    pub(crate) fn dates(&mut self, name: &str, label: &str) -> Vec<NaiveDate> {
         let typed = self.value(name).to_owned();
         let mut dates = Vec::new();
         for word in typed

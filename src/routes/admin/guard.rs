@@ -12,8 +12,8 @@ use actix_web::middleware::Next;
 use actix_web::{HttpMessage, HttpRequest, HttpResponse, ResponseError, web};
 
 use super::pages::{admin_message, see_other};
+use super::route_table::route_for;
 use super::session::STAFF_COOKIE;
-use super::table::route_for;
 use crate::audit;
 use crate::payments::signature::same_text;
 use crate::routes::ShopError;

@@ -6,15 +6,14 @@
 //! second factor the member lacks, nothing but enrolling. Thin handlers:
 //! parse, call `staff`, render. One file per page group; beside them the
 //! guard ([`guard`]), what the pages share ([`pages`]), the notices an
-//! action returns with ([`notices`]) and the route table ([`table`]). This
+//! action returns with ([`notices`]) and the route table ([`route_table`]). This
 //! one registers the routes.
 
 mod activity;
 mod api_keys;
-mod catalogue;
-mod dining;
+pub(super) mod catalogue;
 mod exports;
-mod form;
+pub(super) mod form;
 mod guard;
 mod holds;
 mod home;
@@ -29,10 +28,10 @@ mod records;
 mod redeem;
 mod refunds;
 mod resources;
+mod route_table;
 mod session;
 mod staff_accounts;
 mod storefront;
-mod table;
 mod two_factor;
 mod vouchers;
 mod waitlist;
@@ -42,8 +41,8 @@ use actix_web::web;
 
 pub use guard::require_staff;
 pub use notices::NoticeQuery;
+pub use route_table::{AdminRoute, ROUTES, Verb, route_for};
 pub use session::STAFF_COOKIE;
-pub use table::{AdminRoute, ROUTES, Verb, route_for};
 
 /// The staff pages: the login outside the staff-only scope, everything else
 /// behind [`require_staff`], from the route table.
@@ -56,10 +55,6 @@ pub fn routes(config: &mut web::ServiceConfig) {
         .route("/static/redeem.js", web::get().to(redeem::redeem_script))
         .route("/static/admin.css", web::get().to(pages::stylesheet))
         .route("/static/admin.js", web::get().to(pages::script))
-        .route(
-            "/static/seat-plan.css",
-            web::get().to(catalogue::seat_plan_stylesheet),
-        )
         .route("/admin/login", web::get().to(session::login_page))
         .route("/admin/login", web::post().to(session::login))
         .route("/admin/login/code", web::get().to(session::code_page))

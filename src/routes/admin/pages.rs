@@ -18,8 +18,8 @@ use crate::staff::{Session, StaffError};
 use crate::state::Shop;
 
 /// Rows a list page shows at most.
-pub(super) const LIST_LIMIT: i64 = 200;
-pub(super) const HOLD_STATES: [&str; 5] = [
+pub(crate) const LIST_LIMIT: i64 = 200;
+pub(crate) const HOLD_STATES: [&str; 5] = [
     "held",
     "awaiting_payment",
     "confirmed",
@@ -40,20 +40,20 @@ impl From<StaffError> for ShopError {
 }
 
 /// The shop's redirect, never cached.
-pub(super) fn see_other(location: &str) -> HttpResponse {
+pub(crate) fn see_other(location: &str) -> HttpResponse {
     let mut response = crate::routes::render::see_other(location);
     no_store(&mut response);
     response
 }
 
 /// The shop's rendering, never cached.
-pub(super) fn render<T: Template>(status: StatusCode, page: &T) -> Result<HttpResponse, ShopError> {
+pub(crate) fn render<T: Template>(status: StatusCode, page: &T) -> Result<HttpResponse, ShopError> {
     let mut response = crate::routes::render::render(status, page)?;
     no_store(&mut response);
     Ok(response)
 }
 
-pub(super) fn no_store(response: &mut HttpResponse) {
+pub(crate) fn no_store(response: &mut HttpResponse) {
     response.headers_mut().insert(
         header::CACHE_CONTROL,
         header::HeaderValue::from_static("no-store"),
@@ -62,14 +62,14 @@ pub(super) fn no_store(response: &mut HttpResponse) {
 
 #[derive(Template)]
 #[template(path = "admin/message.html")]
-pub(super) struct MessagePage<'a> {
-    pub(super) headline: &'a str,
-    pub(super) explanation: &'a str,
-    pub(super) next_href: &'a str,
-    pub(super) next_label: &'a str,
+pub(crate) struct MessagePage<'a> {
+    pub(crate) headline: &'a str,
+    pub(crate) explanation: &'a str,
+    pub(crate) next_href: &'a str,
+    pub(crate) next_label: &'a str,
 }
 
-pub(super) fn admin_message(status: StatusCode, headline: &str, explanation: &str) -> HttpResponse {
+pub(crate) fn admin_message(status: StatusCode, headline: &str, explanation: &str) -> HttpResponse {
     let page = MessagePage {
         headline,
         explanation,
@@ -82,7 +82,7 @@ pub(super) fn admin_message(status: StatusCode, headline: &str, explanation: &st
 
 /// Templates hand helpers a value or a reference to one, depending on
 /// where it came from; this takes either.
-pub(super) trait Plain<T> {
+pub(crate) trait Plain<T> {
     fn plain(&self) -> T;
 }
 
@@ -107,7 +107,7 @@ macro_rules! plain {
 }
 plain!(DateTime<Utc>, f64, i64, Uuid);
 
-pub(super) fn age(seconds: impl Plain<f64>) -> String {
+pub(crate) fn age(seconds: impl Plain<f64>) -> String {
     let seconds = seconds.plain().max(0.0) as i64;
     match seconds {
         0..60 => format!("{seconds} s"),
@@ -117,41 +117,41 @@ pub(super) fn age(seconds: impl Plain<f64>) -> String {
     }
 }
 
-pub(super) fn short(id: impl Plain<Uuid>) -> String {
+pub(crate) fn short(id: impl Plain<Uuid>) -> String {
     id.plain().to_string()[..8].to_owned()
 }
 
-pub(super) fn same(a: &str, b: &str) -> bool {
+pub(crate) fn same(a: &str, b: &str) -> bool {
     a == b
 }
 
-pub(super) fn money(minor: impl Plain<i64>, currency: &str) -> String {
+pub(crate) fn money(minor: impl Plain<i64>, currency: &str) -> String {
     crate::money::format(minor.plain(), currency)
 }
 
 /// What every admin page's frame shows.
-pub(super) struct Nav {
-    pub(super) email: String,
-    pub(super) csrf: String,
+pub(crate) struct Nav {
+    pub(crate) email: String,
+    pub(crate) csrf: String,
     /// The signed-in member's role: the links shown are those it may use.
-    pub(super) role: Role,
-    pub(super) flagged: i64,
-    pub(super) notice: String,
-    pub(super) notice_kind: &'static str,
+    pub(crate) role: Role,
+    pub(crate) flagged: i64,
+    pub(crate) notice: String,
+    pub(crate) notice_kind: &'static str,
     /// The shop's zone, which every time on the admin is shown in.
-    pub(super) zone: crate::clock::ShopZone,
+    pub(crate) zone: crate::clock::ShopZone,
     /// Only enrolling is open to this session (the links would only lead
     /// back to it).
-    pub(super) enrolling: bool,
+    pub(crate) enrolling: bool,
     /// The menu's groups this member may open.
-    pub(super) menu: Vec<super::menu::MenuGroup>,
+    pub(crate) menu: Vec<super::menu::MenuGroup>,
 }
 
 impl Nav {
     /// Whether the signed-in member may use pages that need `permission`
     /// (by its name in [`Permission::as_str`]), for the links the
     /// navigation shows.
-    pub(super) fn may(&self, permission: &str) -> bool {
+    pub(crate) fn may(&self, permission: &str) -> bool {
         !self.enrolling
             && Permission::ALL
                 .into_iter()
@@ -160,23 +160,23 @@ impl Nav {
     }
 
     /// A moment, in the shop's zone ("2026-12-01 19:02:03 CET").
-    pub(super) fn clock(&self, at: impl Plain<DateTime<Utc>>) -> String {
+    pub(crate) fn clock(&self, at: impl Plain<DateTime<Utc>>) -> String {
         self.zone.stamp(at.plain())
     }
 
     /// When something happens, in the shop's zone ("Saturday 20 March,
     /// 19:30 CET").
-    pub(super) fn when(&self, at: impl Plain<DateTime<Utc>>) -> String {
+    pub(crate) fn when(&self, at: impl Plain<DateTime<Utc>>) -> String {
         self.zone.long(at.plain())
     }
 
     /// The shop's zone, as the forms name it.
-    pub(super) fn zone_name(&self) -> &'static str {
+    pub(crate) fn zone_name(&self) -> &'static str {
         self.zone.name()
     }
 }
 
-pub(super) async fn nav(
+pub(crate) async fn nav(
     shop: &Shop,
     session: &Session,
     notice: &NoticeQuery,
@@ -199,7 +199,7 @@ pub(super) async fn nav(
 }
 
 /// Where a role's work starts: the page signing in leads to.
-pub(super) fn start_page(role: Role) -> &'static str {
+pub(crate) fn start_page(role: Role) -> &'static str {
     match role {
         Role::Owner => "/admin",
         Role::BoxOffice => "/admin/orders",
@@ -208,17 +208,17 @@ pub(super) fn start_page(role: Role) -> &'static str {
 }
 
 /// A filter's value, if one was given.
-pub(super) fn given(value: &Option<String>) -> Option<&str> {
+pub(crate) fn given(value: &Option<String>) -> Option<&str> {
     value.as_deref().map(str::trim).filter(|v| !v.is_empty())
 }
 
-pub(super) fn parse_id(value: &str, what: &str) -> Result<Uuid, ShopError> {
+pub(crate) fn parse_id(value: &str, what: &str) -> Result<Uuid, ShopError> {
     Uuid::parse_str(value).map_err(|_| ShopError::not_found(&format!("no such {what}")))
 }
 
 /// `GET /static/admin.css`: the admin's own layout (the menu, tables in
 /// their own box on a phone), over the shop's stylesheet.
-pub(super) async fn stylesheet() -> HttpResponse {
+pub(crate) async fn stylesheet() -> HttpResponse {
     HttpResponse::Ok()
         .content_type("text/css; charset=utf-8")
         .insert_header((header::CACHE_CONTROL, "public, max-age=3600"))
@@ -227,7 +227,7 @@ pub(super) async fn stylesheet() -> HttpResponse {
 
 /// `GET /static/admin.js`: marks the page's own menu entry; the home page's
 /// and the orders' live figures. Every page works without it.
-pub(super) async fn script() -> HttpResponse {
+pub(crate) async fn script() -> HttpResponse {
     HttpResponse::Ok()
         .content_type("text/javascript; charset=utf-8")
         .insert_header((header::CACHE_CONTROL, "public, max-age=3600"))

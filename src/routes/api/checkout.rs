@@ -9,7 +9,7 @@ use actix_web::{HttpRequest, HttpResponse, web};
 use serde::Deserialize;
 use sha2::{Digest, Sha256};
 
-use super::{ApiError, ErrorCode, booking_lines, json_body, key_of};
+use super::{ApiError, ErrorCode, json_body, key_of, table_lines};
 use crate::catalogue::Choice;
 use crate::checkout::{self, BeginRequest, Begun, ShortLine, basket};
 use crate::inventory::IdempotencyKey;
@@ -141,10 +141,10 @@ pub async fn start(
     let mut choices: Vec<(String, Choice)> = Vec::with_capacity(body.lines.len());
     for l in &body.lines {
         choices.push(
-            booking_lines::resolve(
+            table_lines::resolve(
                 &shop.pool,
                 &l.product_id,
-                booking_lines::Units {
+                table_lines::Units {
                     qty: l.qty,
                     seats: l.seats.clone(),
                     together: l.together,
@@ -312,12 +312,12 @@ async fn run(
             "currency": order.currency,
         });
         // a booking says its tables and its stay
-        let bookings = booking_lines::bookings_of(&shop.pool, order.id).await?;
+        let bookings = table_lines::bookings_of(&shop.pool, order.id).await?;
         if !bookings.is_empty() {
             answer["bookings"] = serde_json::Value::Array(bookings);
         }
         // a seat line says the seats it got, section by section
-        let seats = crate::catalogue::seating::order_seats(&shop.pool, order.id).await?;
+        let seats = crate::catalogue::seats::order_seats(&shop.pool, order.id).await?;
         if !seats.is_empty() {
             answer["seats"] = serde_json::to_value(seats).unwrap_or_default();
         }
@@ -387,7 +387,7 @@ async fn short_error(shop: &Shop, code: ErrorCode, lines: &[ShortLine]) -> sqlx:
         })
         .collect();
     // a table taken: the nearest times that seat the party
-    let nearest = booking_lines::nearest_words(&shop.pool, lines).await?;
+    let nearest = table_lines::nearest_words(&shop.pool, lines).await?;
     let nearest = if nearest.is_empty() {
         String::new()
     } else {

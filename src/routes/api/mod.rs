@@ -6,13 +6,13 @@
 //! Every error is `{"error": {"code", "message"}}` with a stable code;
 //! every POST needs an `Idempotency-Key`.
 
-mod booking_lines;
 mod checkout;
-mod dining;
 mod exports;
 mod reads;
 mod seats;
 mod staff;
+mod table_lines;
+mod tables;
 
 use actix_web::body::{BoxBody, MessageBody};
 use actix_web::dev::{ServiceRequest, ServiceResponse};
@@ -266,7 +266,7 @@ pub static ROUTES: &[ApiRoute] = &[
     route!(Get "/openapi.json", None => openapi),
     route!(Get "/catalogue", Some(Scope::ReadCatalogue) => reads::catalogue),
     route!(Get "/availability", Some(Scope::ReadCatalogue) => reads::availability),
-    route!(Get "/dining/{room}/times", Some(Scope::ReadCatalogue) => dining::times),
+    route!(Get "/dining/{room}/times", Some(Scope::ReadCatalogue) => tables::times),
     route!(Get "/products/{id}/seats", Some(Scope::ReadCatalogue) => seats::seats),
     route!(Post "/checkouts", Some(Scope::StartCheckouts) => checkout::start),
     route!(Get "/orders/by-token/{token}", Some(Scope::StartCheckouts) => reads::order_by_token),
@@ -409,7 +409,7 @@ impl utoipa::Modify for BearerKeys {
         openapi,
         reads::catalogue,
         reads::availability,
-        dining::times,
+        tables::times,
         seats::seats,
         checkout::start,
         reads::order_by_token,

@@ -10,7 +10,7 @@ use actix_web::{HttpResponse, web};
 use serde::Serialize;
 
 use super::{ApiError, ErrorCode};
-use crate::catalogue::seating::SeatState;
+use crate::catalogue::seats::SeatState;
 use crate::retry::{Bound, retry};
 use crate::state::Shop;
 

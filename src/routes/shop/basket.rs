@@ -234,7 +234,8 @@ pub async fn update_basket(
     // a party's size is chosen with its time (the room decides which
     // tables seat it): the basket takes it away, never changes it
     let parties =
-        super::dining::party_products(&shop, std::slice::from_ref(&form.product_id)).await?;
+        crate::routes::tables::book::party_products(&shop, std::slice::from_ref(&form.product_id))
+            .await?;
     if qty > 0 && !parties.is_empty() {
         let told = Told {
             problems: vec![Problem::plain(
@@ -318,7 +319,7 @@ pub async fn apply_voucher(
 }
 
 /// The cookie that names a new basket.
-pub(super) fn basket_cookie(shop: &Shop, id: String) -> Cookie<'static> {
+pub(in crate::routes) fn basket_cookie(shop: &Shop, id: String) -> Cookie<'static> {
     Cookie::build(BASKET_COOKIE, id)
         .path("/")
         .http_only(true)
@@ -512,7 +513,7 @@ pub(super) async fn basket_page_of(
         told.voucher = applied.code.to_string();
     }
     let ids: Vec<String> = rows.iter().map(|r| r.product_id.clone()).collect();
-    let parties = super::dining::party_products(shop, &ids).await?;
+    let parties = crate::routes::tables::book::party_products(shop, &ids).await?;
     let page = BasketPage {
         // a booking asks a phone
         asks_phone: !parties.is_empty(),

@@ -89,7 +89,7 @@ async fn offer_other_times(
     for (line, problem) in lines.iter().zip(problems.iter_mut()) {
         let party = line.requested;
         let mut offered = crate::retry::retry("dining_read", crate::retry::Bound::Shopper, || {
-            crate::catalogue::dining::times::nearest(&shop.pool, &line.product_id, party, 3)
+            crate::catalogue::tables::times::nearest(&shop.pool, &line.product_id, party, 3)
         })
         .await?;
         if offered.is_empty() {

@@ -4,15 +4,12 @@
 
 mod assets;
 mod availability;
-mod basket;
-mod cancel;
+pub(super) mod basket;
 pub(crate) mod catalogue;
 mod checkout;
-mod dining;
 mod orders;
 mod queue;
 mod returns;
-mod seats;
 mod waitlist;
 
 use actix_web::http::StatusCode;
@@ -233,10 +230,6 @@ pub fn routes(config: &mut web::ServiceConfig) {
             "/checkout/cancel/{token}",
             web::post().to(returns::checkout_leave),
         )
-        .route("/dining/{room}", web::get().to(dining::times))
-        .route("/seats/{section}", web::get().to(seats::map))
-        .route("/seats/{section}/stream", web::get().to(seats::stream))
-        .route("/seats/{section}", web::post().to(seats::choose))
         .route("/waitlist/{product}", web::get().to(waitlist::join_form))
         .route("/waitlist/{product}", web::post().to(waitlist::join))
         .route("/waitlist/entry/{token}", web::get().to(waitlist::entry))
@@ -257,7 +250,5 @@ pub fn routes(config: &mut web::ServiceConfig) {
         .route(
             "/orders/{token}/calendar.ics",
             web::get().to(orders::calendar),
-        )
-        .route("/orders/{token}/cancel", web::get().to(cancel::ask))
-        .route("/orders/{token}/cancel", web::post().to(cancel::cancel));
+        );
 }

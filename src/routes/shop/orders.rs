@@ -214,10 +214,11 @@ pub async fn order_page(
     let staff_explanation = staff_refund.as_ref().map(|(reason, _)| {
         format!("The shop refunded it: {reason}. The money is on its way back to you.")
     });
-    let (cancel_words, can_cancel) = super::cancel::order_words(&shop, &order).await?;
+    let (cancel_words, can_cancel) =
+        crate::routes::tables::cancel::order_words(&shop, &order).await?;
     let asked = query.cancel.as_deref() == Some("refused");
-    let cancel_refused = super::cancel::refused_words(&shop, &order, asked).await?;
-    let guest_cancelled = super::cancel::cancelled_words(&shop, &order).await?;
+    let cancel_refused = crate::routes::tables::cancel::refused_words(&shop, &order, asked).await?;
+    let guest_cancelled = crate::routes::tables::cancel::cancelled_words(&shop, &order).await?;
     let settling = match order.state {
         OrderState::Settling => {
             let view = retry("order_read", Bound::Shopper, || {
@@ -391,7 +392,7 @@ impl PayPage {
     /// A line's count: "Party of 4" for a booking, else its quantity.
     fn count(&self, line: &checkout::OrderLine) -> String {
         if self.parties.contains(&line.product_id) {
-            super::dining::party_words(line.qty)
+            crate::routes::tables::book::party_words(line.qty)
         } else {
             line.qty.to_string()
         }
@@ -456,7 +457,7 @@ pub async fn pay_page(
     })
     .await?;
     let ids: Vec<String> = lines.iter().map(|l| l.product_id.clone()).collect();
-    let parties = super::dining::party_products(&shop, &ids).await?;
+    let parties = crate::routes::tables::book::party_products(&shop, &ids).await?;
     let page = PayPage {
         parties,
         basket_count: 0,

@@ -290,7 +290,7 @@ async fn entry_html(
     // the seats set aside for an offer of a seated section
     let seats = match (&order, entry.state()) {
         (Some(order), EntryState::Offered) => retry("order_read", Bound::Shopper, || {
-            crate::catalogue::seating::seats_words(&shop.pool, order.id)
+            crate::catalogue::seats::seats_words(&shop.pool, order.id)
         })
         .await?
         .unwrap_or_default(),

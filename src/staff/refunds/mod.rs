@@ -539,7 +539,7 @@ impl Refund<'_> {
             .execute(&mut **tx)
             .await?;
         // the stopped items' seats come back before their units do
-        crate::catalogue::seating::give_back(tx, purchase, &self.stopped_ids(), request.restock)
+        crate::catalogue::seats::give_back(tx, purchase, &self.stopped_ids(), request.restock)
             .await?;
         walk.sort_by(|a, b| a.0.cmp(b.0));
         let actor = format!("refund:{}", request.by);

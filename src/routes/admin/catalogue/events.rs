@@ -9,7 +9,7 @@ use chrono::NaiveTime;
 
 use super::{Answer, Fields, after_save, checked, new_id, price, product_form, read_sold, segment};
 use crate::catalogue::edit::{CollectionEdit, DEFAULT_MAX_PER_ORDER, ProductEdit};
-use crate::catalogue::seating::admin::{self as seating, SectionLine};
+use crate::catalogue::seats::admin::{self as seating, SectionLine};
 use crate::catalogue::{CollectionKind, ProductKind};
 use crate::clock::ShopZone;
 use crate::routes::ShopError;

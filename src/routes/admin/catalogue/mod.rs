@@ -1,7 +1,7 @@
 //! The Catalogue pages: what the shop sells, and forms to create, change
 //! and archive events with their tiers ([`events`]), schedules ([`schedules`])
-//! and stock items ([`stock`]), a seated event's sections' plans
-//! ([`seats`]), what was archived ([`archived`]), and publishing drafts
+//! and stock items ([`stock`]), what was archived ([`archived`]), and
+//! publishing drafts
 //! ([`publishing`]). Thin handlers: each reads its form into the
 //! domain's types (each field's error beside its field), calls
 //! `staff::catalogue`, and answers with the page again (400 for bad input,
@@ -13,7 +13,6 @@ mod archived;
 mod events;
 mod publishing;
 mod schedules;
-mod seats;
 mod stock;
 
 pub use archived::{archived_page, restore_collection, restore_product};
@@ -25,10 +24,6 @@ pub use events::{
     create_event, create_tier, event_page, new_event, new_tier, save_event, save_tier, tier_page,
 };
 pub use schedules::{create_schedule, new_schedule, save_schedule, schedule_page};
-pub use seats::{
-    change_category, change_seats, replace_plan, save_category, seat_plan_stylesheet, section_page,
-    set_splits,
-};
 pub use stock::{create_stock, new_stock, save_stock, stock_page};
 
 use actix_web::http::StatusCode;
@@ -49,13 +44,13 @@ use crate::staff::{Session, StaffError};
 use crate::state::Shop;
 
 /// A path segment of an id, as the pages' links write it.
-pub(super) fn segment(id: &str) -> String {
+pub(in crate::routes) fn segment(id: &str) -> String {
     let encoded: String = form_urlencoded::byte_serialize(id.as_bytes()).collect();
     encoded.replace('+', "%20")
 }
 
 /// The form's fields, as a browser sends them.
-type Fields = web::Form<Vec<(String, String)>>;
+pub(in crate::routes) type Fields = web::Form<Vec<(String, String)>>;
 
 // ---- the list ----
 

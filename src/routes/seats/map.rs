@@ -11,8 +11,7 @@ use actix_web::{HttpRequest, HttpResponse, web};
 use askama::Template;
 use serde::Deserialize;
 
-use super::basket_count;
-use crate::catalogue::seating::{MapFrame, SeatState, SectionSeats};
+use crate::catalogue::seats::{MapFrame, SeatState, SectionSeats};
 use crate::catalogue::{Choice, ChoiceFields};
 use crate::checkout::{self, basket};
 use crate::live::SeatsWatched;
@@ -20,6 +19,7 @@ use crate::money;
 use crate::retry::{Bound, retry};
 use crate::routes::ShopError;
 use crate::routes::render::{render, see_other};
+use crate::routes::shop::basket_count;
 use crate::state::Shop;
 
 #[derive(Deserialize)]
@@ -62,7 +62,7 @@ struct RowLabel {
 }
 
 #[derive(Template)]
-#[template(path = "seats.html")]
+#[template(path = "seats/map.html")]
 struct SeatsPage {
     basket_count: i64,
     section_id: String,
@@ -295,7 +295,7 @@ pub async fn choose(
             "choose 1 to 100 seats, or pick seats on the map",
         ));
     };
-    let (basket_id, fresh) = match super::basket_id(&request) {
+    let (basket_id, fresh) = match crate::routes::shop::basket_id(&request) {
         Some(id) => (id, false),
         None => (checkout::codes::order_token(), true),
     };
@@ -318,7 +318,9 @@ pub async fn choose(
     let mut response = see_other("/basket");
     if fresh {
         response
-            .add_cookie(&super::basket::basket_cookie(&shop, basket_id))
+            .add_cookie(&crate::routes::shop::basket::basket_cookie(
+                &shop, basket_id,
+            ))
             .map_err(|e| ShopError::internal(e.into()))?;
     }
     Ok(response)

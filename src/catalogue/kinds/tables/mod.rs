@@ -1,4 +1,6 @@
-//! A dining room (docs/design.md, "Tables: a party at a time"): what staff
+//! Tables: a party's table in a dining room, everything that is the table
+//! kind's alone (docs/design.md, "Tables: a party at a time"). The kind's
+//! sheet ([`sheet`]); the room: what staff
 //! set up (its tables, the sets that may be joined, service periods with
 //! their cancellation policy, turn times by party size, pacing), kept in
 //! the room's own tables (migration 0160), and its bookable times
@@ -6,6 +8,7 @@
 //! the quarter hour's pacing counter. Which table a party gets is the
 //! database's choice, in the checkout's one transaction.
 
+pub(super) mod sheet;
 pub mod times;
 
 use chrono::NaiveTime;

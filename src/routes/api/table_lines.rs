@@ -126,7 +126,7 @@ pub(super) async fn nearest_words(pool: &PgPool, lines: &[ShortLine]) -> sqlx::R
     let mut words = Vec::new();
     for line in lines {
         let nearest =
-            crate::catalogue::dining::times::nearest(pool, &line.product_id, line.requested, 3)
+            crate::catalogue::tables::times::nearest(pool, &line.product_id, line.requested, 3)
                 .await?;
         if nearest.is_empty() {
             continue;

@@ -12,13 +12,13 @@ use actix_web::http::StatusCode;
 use actix_web::{HttpResponse, web};
 use askama::Template;
 
-use super::{Fields, segment};
-use crate::catalogue::seating::admin::{
+use crate::catalogue::seats::admin::{
     self, CategoryInfo, PlanOutcome, SeatInfo, SectionInfo, SetOutcome,
 };
-use crate::catalogue::seating::{self, MapFrame, PlacedSeat};
+use crate::catalogue::seats::{self, MapFrame, PlacedSeat};
 use crate::routes::ShopError;
 use crate::routes::admin::NoticeQuery;
+use crate::routes::admin::catalogue::{Fields, segment};
 use crate::routes::admin::form::Form;
 use crate::routes::admin::pages::{Nav, money, nav, render, see_other};
 use crate::staff::Session;
@@ -53,7 +53,7 @@ pub(super) struct RowView {
 }
 
 #[derive(Template)]
-#[template(path = "admin/seat_section.html")]
+#[template(path = "seats/section.html")]
 pub(super) struct SectionPage {
     nav: Nav,
     form: Form,
@@ -172,7 +172,7 @@ fn stored_form(
             access: &s.access,
         })
         .collect();
-    form.set("rows", seating::compact(&placed));
+    form.set("rows", seats::compact(&placed));
     for c in categories {
         form.set(&format!("cat-{}-name", c.id), &c.name);
         form.set(&format!("cat-{}-colour", c.id), &c.colour);
@@ -438,7 +438,7 @@ pub async fn replace_plan(
     let rows = if typed.len() > 200_000 {
         Err("The plan is at most 200,000 characters".to_owned())
     } else {
-        seating::typed_rows(&typed)
+        seats::typed_rows(&typed)
     };
     let status = match rows {
         Err(words) => {
@@ -605,7 +605,7 @@ pub async fn seat_plan_stylesheet() -> HttpResponse {
             actix_web::http::header::CACHE_CONTROL,
             "public, max-age=3600",
         ))
-        .body(include_str!("../../../../static/seat-plan.css"))
+        .body(include_str!("../../../static/seat-plan.css"))
 }
 
 #[cfg(test)]

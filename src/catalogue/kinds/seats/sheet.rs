@@ -1,15 +1,15 @@
 //! A seat at a seated event, sold by section (docs/design.md, "Reserved
 //! seating"): each section is a product of this kind with a resource of
 //! its own, whose units are its seats on sale. A line chooses the best
-//! seats or names them ([`super::seat_choice`]); each unit gets a ticket
+//! seats or names them ([`super::choice`]); each unit gets a ticket
 //! code that admits one person once and carries its seat, and the mail
 //! carries a calendar file as a ticket's does.
 
-use super::{
+use crate::catalogue::kinds::{
     CheckedBy, ChoiceKind, CodeShape, CodeWords, CollectionKind, ItemWords, Sharing, Sheet, Timing,
 };
 
-pub(super) const SHEET: Sheet = Sheet {
+pub(in crate::catalogue::kinds) const SHEET: Sheet = Sheet {
     name: "seat",
     noun: "section",
     collection: CollectionKind::Event,

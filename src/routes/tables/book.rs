@@ -1,7 +1,7 @@
 //! A dining room's booking page (`/dining/{room}`): the guest chooses a
 //! day and a party size, and sees the times that can still seat the
 //! party with the covers each has left, as the database answers
-//! (`catalogue::dining::times::bookable`); a time is booked by adding the
+//! (`catalogue::tables::times::bookable`); a time is booked by adding the
 //! party to the basket (its product, the party as its quantity), and the
 //! checkout's one transaction seats it (docs/design.md, "Tables: a party
 //! at a time"). Nobody ever picks a table.
@@ -12,12 +12,12 @@ use askama::Template;
 use chrono::{Duration, NaiveDate, NaiveTime};
 use serde::Deserialize;
 
-use super::basket_count;
-use crate::catalogue::dining::times::bookable;
+use crate::catalogue::tables::times::bookable;
 use crate::money;
 use crate::retry::{Bound, retry};
 use crate::routes::ShopError;
 use crate::routes::render::render;
+use crate::routes::shop::basket_count;
 use crate::state::Shop;
 
 #[derive(Deserialize)]
@@ -35,7 +35,7 @@ struct TimeRow {
 }
 
 #[derive(Template)]
-#[template(path = "dining.html")]
+#[template(path = "tables/book.html")]
 struct DiningPage {
     basket_count: i64,
     room_id: String,
@@ -212,7 +212,7 @@ async fn day_times(
     room_id: &str,
     from: chrono::DateTime<chrono::Utc>,
     party: i32,
-) -> Result<Vec<crate::catalogue::dining::times::BookableTime>, ShopError> {
+) -> Result<Vec<crate::catalogue::tables::times::BookableTime>, ShopError> {
     let key = format!("dining:{room_id}:{}:{party}", from.timestamp());
     if let Some(kept) = shop.live.kept_page(&key, DAY_FRESH_FOR)
         && let Ok(rows) = serde_json::from_slice(&kept)
@@ -247,7 +247,7 @@ async fn day_times(
 /// Which of these products are a party at a time (a table booking): from
 /// memory's kinds when it knows them all, else the database's. The basket
 /// and the pay page say such a line as its party, not a quantity.
-pub(super) async fn party_products(
+pub(crate) async fn party_products(
     shop: &Shop,
     ids: &[String],
 ) -> Result<std::collections::HashSet<String>, ShopError> {
@@ -283,6 +283,6 @@ pub(super) async fn party_products(
 }
 
 /// A line's count in the shop's words: "Party of 4" for a booking.
-pub(super) fn party_words(qty: i32) -> String {
+pub(crate) fn party_words(qty: i32) -> String {
     crate::catalogue::ChoiceKind::Party.count_words(qty)
 }

@@ -1,5 +1,7 @@
-//! Reserved seating's side of the code (docs/design.md, "Reserved
-//! seating"): a seated event's plan from the catalogue file ([`plan`]) or
+//! Seats: everything of reserved seating that is the seat kind's alone
+//! (docs/design.md, "Reserved seating"). The kind's sheet ([`sheet`]),
+//! what a shopper asks of a section ([`choice`]), a seated event's plan
+//! from the catalogue file ([`plan`]) or
 //! typed by staff in the admin ([`typed`]), what the admin's seat plan
 //! pages read and change ([`admin`]), and what the application asks of a
 //! plan. The
@@ -8,9 +10,11 @@
 //! SQL of its own.
 
 pub mod admin;
+pub mod choice;
 mod held;
 pub mod map;
 mod plan;
+pub(super) mod sheet;
 mod typed;
 
 use sqlx::{Postgres, Transaction};

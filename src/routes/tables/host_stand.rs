@@ -15,12 +15,12 @@ use chrono::{DateTime, Duration, NaiveDate, Utc};
 use serde::Deserialize;
 use uuid::Uuid;
 
-use super::notices::NoticeQuery;
-use super::pages::{Nav, nav, render, see_other};
-use crate::catalogue::dining::times::close_days;
-use crate::catalogue::dining::{RoomSpec, read_room, save_room};
+use crate::catalogue::tables::times::close_days;
+use crate::catalogue::tables::{RoomSpec, read_room, save_room};
 use crate::redemption::{self, Door, Outcome};
 use crate::routes::ShopError;
+use crate::routes::admin::NoticeQuery;
+use crate::routes::admin::pages::{Nav, nav, render, see_other};
 use crate::staff::Session;
 use crate::state::Shop;
 
@@ -58,7 +58,7 @@ impl Booked {
 }
 
 #[derive(Template)]
-#[template(path = "admin/dining_day.html")]
+#[template(path = "tables/host_stand.html")]
 struct DayPage {
     nav: Nav,
     room: String,
@@ -317,7 +317,7 @@ pub async fn move_booking(
 }
 
 #[derive(Template)]
-#[template(path = "admin/dining_setup.html")]
+#[template(path = "tables/setup.html")]
 struct SetupPage {
     nav: Nav,
     room: String,

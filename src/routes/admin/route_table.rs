@@ -8,10 +8,10 @@ use actix_web::web;
 
 use super::home::home;
 use super::{
-    activity, api_keys, catalogue, dining, exports, holds, images, orders, records, redeem,
-    refunds, resources, session, staff_accounts, storefront, two_factor, vouchers, waitlist,
-    webhooks,
+    activity, api_keys, catalogue, exports, holds, images, orders, records, redeem, refunds,
+    resources, session, staff_accounts, storefront, two_factor, vouchers, waitlist, webhooks,
 };
+use crate::routes::{seats, tables};
 use crate::staff::roles::Permission;
 
 /// How an admin route is asked for.
@@ -117,12 +117,12 @@ pub static ROUTES: &[AdminRoute] = &[
     route!(Post "/catalogue/events/{id}/tiers", Catalogue => catalogue::create_tier),
     route!(Get "/catalogue/events/{id}/tiers/{tier}", Catalogue => catalogue::tier_page),
     route!(Post "/catalogue/events/{id}/tiers/{tier}", Catalogue => catalogue::save_tier),
-    route!(Get "/catalogue/events/{id}/sections/{section}", Catalogue => catalogue::section_page),
-    route!(Post "/catalogue/events/{id}/sections/{section}/seats", Catalogue => catalogue::change_seats),
-    route!(Post "/catalogue/events/{id}/sections/{section}/category", Catalogue => catalogue::change_category),
-    route!(Post "/catalogue/events/{id}/sections/{section}/plan", Catalogue => catalogue::replace_plan),
-    route!(Post "/catalogue/events/{id}/sections/{section}/categories/{category}", Catalogue => catalogue::save_category),
-    route!(Post "/catalogue/events/{id}/sections/{section}/splits", Catalogue => catalogue::set_splits),
+    route!(Get "/catalogue/events/{id}/sections/{section}", Catalogue => seats::plan::section_page),
+    route!(Post "/catalogue/events/{id}/sections/{section}/seats", Catalogue => seats::plan::change_seats),
+    route!(Post "/catalogue/events/{id}/sections/{section}/category", Catalogue => seats::plan::change_category),
+    route!(Post "/catalogue/events/{id}/sections/{section}/plan", Catalogue => seats::plan::replace_plan),
+    route!(Post "/catalogue/events/{id}/sections/{section}/categories/{category}", Catalogue => seats::plan::save_category),
+    route!(Post "/catalogue/events/{id}/sections/{section}/splits", Catalogue => seats::plan::set_splits),
     route!(Get "/catalogue/schedules/new", Catalogue => catalogue::new_schedule),
     route!(Post "/catalogue/schedules", Catalogue => catalogue::create_schedule),
     route!(Get "/catalogue/schedules/{id}", Catalogue => catalogue::schedule_page),
@@ -144,12 +144,12 @@ pub static ROUTES: &[AdminRoute] = &[
     route!(Post "/catalogue/products/{id}/image", Catalogue => images::product_image),
     route!(Post "/catalogue/products/{id}/restore", Catalogue => catalogue::restore_product),
     route!(Post "/catalogue/collections/{id}/restore", Catalogue => catalogue::restore_collection),
-    route!(Get "/dining/{room}", Redeem => dining::day_page),
-    route!(Post "/dining/{room}/seat", Redeem => dining::seat),
-    route!(Post "/dining/{room}/no-show", Redeem => dining::no_show),
-    route!(Post "/dining/{room}/move", Redeem => dining::move_booking),
-    route!(Get "/dining/{room}/setup", Catalogue => dining::setup_page),
-    route!(Post "/dining/{room}/setup", Catalogue => dining::save_setup),
+    route!(Get "/dining/{room}", Redeem => tables::host_stand::day_page),
+    route!(Post "/dining/{room}/seat", Redeem => tables::host_stand::seat),
+    route!(Post "/dining/{room}/no-show", Redeem => tables::host_stand::no_show),
+    route!(Post "/dining/{room}/move", Redeem => tables::host_stand::move_booking),
+    route!(Get "/dining/{room}/setup", Catalogue => tables::host_stand::setup_page),
+    route!(Post "/dining/{room}/setup", Catalogue => tables::host_stand::save_setup),
     route!(Get "/vouchers", Vouchers => vouchers::vouchers_page),
     route!(Get "/vouchers/new", Vouchers => vouchers::new_voucher),
     route!(Post "/vouchers", Vouchers => vouchers::create_voucher),

@@ -1,7 +1,7 @@
 //! A dining room's bookable times over the API (issue 36):
 //! `GET /api/v1/dining/{room}/times?date=&party=`, the times of a day that
 //! can seat a party, with the places each has left, as the database
-//! answers (`catalogue::dining::times::bookable`), the same answer the
+//! answers (`catalogue::tables::times::bookable`), the same answer the
 //! booking page shows.
 
 use actix_web::{HttpResponse, web};
@@ -9,7 +9,7 @@ use chrono::{Duration, NaiveDate, NaiveTime};
 use serde::Deserialize;
 
 use super::{ApiError, ErrorCode};
-use crate::catalogue::dining::times::bookable;
+use crate::catalogue::tables::times::bookable;
 use crate::retry::{Bound, retry};
 use crate::state::Shop;
 

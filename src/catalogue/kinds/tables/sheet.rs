@@ -6,11 +6,11 @@
 //! time"). Each booking has a code of its own, given at the host stand
 //! once.
 
-use super::{
+use crate::catalogue::kinds::{
     CheckedBy, ChoiceKind, CodeShape, CodeWords, CollectionKind, ItemWords, Sharing, Sheet, Timing,
 };
 
-pub(super) const SHEET: Sheet = Sheet {
+pub(in crate::catalogue::kinds) const SHEET: Sheet = Sheet {
     name: "table",
     noun: "bookable time",
     collection: CollectionKind::DiningRoom,

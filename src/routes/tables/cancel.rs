@@ -9,19 +9,19 @@ use actix_web::http::StatusCode;
 use actix_web::{HttpResponse, web};
 use askama::Template;
 
-use super::{message, order_of_link};
 use crate::checkout::Order;
 use crate::money;
 use crate::retry::{Bound, retry};
 use crate::routes::ShopError;
 use crate::routes::render::{render, see_other};
+use crate::routes::shop::{message, order_of_link};
 use crate::staff::cancellations::{self, Cancelled, Policy, Refusal};
 use crate::state::Shop;
 
 /// What the order page says of an order's bookings: the policy in words,
 /// and whether it offers the cancel link now. Empty words: no booking
 /// stands.
-pub(super) async fn order_words(shop: &Shop, order: &Order) -> Result<(String, bool), ShopError> {
+pub(crate) async fn order_words(shop: &Shop, order: &Order) -> Result<(String, bool), ShopError> {
     let policy = retry("order_read", Bound::Shopper, || {
         cancellations::policy(&shop.pool, order.id)
     })
@@ -51,7 +51,7 @@ fn policy_words(shop: &Shop, policy: &Policy) -> String {
 }
 
 #[derive(Template)]
-#[template(path = "dining_cancel.html")]
+#[template(path = "tables/cancel.html")]
 struct CancelPage {
     basket_count: i64,
     token: String,
@@ -130,7 +130,7 @@ pub async fn cancel(
 /// After a refused cancel (`?cancel=refused`), why the booking was not
 /// cancelled, as the database says now; empty when it was not asked or a
 /// cancel would go through.
-pub(super) async fn refused_words(
+pub(crate) async fn refused_words(
     shop: &Shop,
     order: &Order,
     asked: bool,
@@ -164,7 +164,7 @@ pub(super) async fn refused_words(
 
 /// The order page's words for an order its guest cancelled; `None`: they
 /// did not.
-pub(super) async fn cancelled_words(
+pub(crate) async fn cancelled_words(
     shop: &Shop,
     order: &Order,
 ) -> Result<Option<String>, ShopError> {

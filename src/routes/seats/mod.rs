@@ -1,0 +1,26 @@
+//! Seats' pages, beside each other (docs/design.md, "Reserved seating"):
+//! the shopper's seat map of a section ([`map`], `/seats/{section}`) and
+//! the admin's plan editor ([`plan`], registered from the admin's route
+//! table, which says the permission each needs). What a seat is and what
+//! the database is asked about it is the kind's folder,
+//! [`crate::catalogue::seats`]; the API's seat read stays with the API's
+//! route table (`routes/api/seats.rs`). This file registers the shop's
+//! seat routes and the plan editor's stylesheet.
+
+pub(crate) mod map;
+pub(crate) mod plan;
+
+use actix_web::web;
+
+/// The shopper's seat map: drawn, followed live, and chosen from; and
+/// the plan editor's stylesheet.
+pub fn routes(config: &mut web::ServiceConfig) {
+    config
+        .route(
+            "/static/seat-plan.css",
+            web::get().to(plan::seat_plan_stylesheet),
+        )
+        .route("/seats/{section}", web::get().to(map::map))
+        .route("/seats/{section}/stream", web::get().to(map::stream))
+        .route("/seats/{section}", web::post().to(map::choose));
+}

@@ -1,0 +1,24 @@
+//! Tables' pages, beside each other (docs/design.md, "Tables: a party at a
+//! time"): the shopper's booking page of a room ([`book`],
+//! `/dining/{room}`), the guest's cancel ([`cancel`],
+//! `/orders/{token}/cancel`), and the admin's host stand with the room's
+//! setup ([`host_stand`], registered from the admin's route table, which
+//! says the permission each needs). What a table is and the room's times
+//! are the kind's folder, [`crate::catalogue::tables`]; the API's times
+//! and booking lines stay with the API's route table
+//! (`routes/api/tables.rs`, `routes/api/table_lines.rs`). This file
+//! registers the shop's table routes.
+
+pub(crate) mod book;
+pub(crate) mod cancel;
+pub(crate) mod host_stand;
+
+use actix_web::web;
+
+/// The shopper's booking page and a guest's cancel.
+pub fn routes(config: &mut web::ServiceConfig) {
+    config
+        .route("/dining/{room}", web::get().to(book::times))
+        .route("/orders/{token}/cancel", web::get().to(cancel::ask))
+        .route("/orders/{token}/cancel", web::post().to(cancel::cancel));
+}
