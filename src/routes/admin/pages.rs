@@ -18,8 +18,8 @@ use crate::staff::{Session, StaffError};
 use crate::state::Shop;
 
 /// Rows a list page shows at most.
-pub(crate) const LIST_LIMIT: i64 = 200;
-pub(crate) const HOLD_STATES: [&str; 5] = [
+pub(super) const LIST_LIMIT: i64 = 200;
+pub(super) const HOLD_STATES: [&str; 5] = [
     "held",
     "awaiting_payment",
     "confirmed",
@@ -53,7 +53,7 @@ pub(crate) fn render<T: Template>(status: StatusCode, page: &T) -> Result<HttpRe
     Ok(response)
 }
 
-pub(crate) fn no_store(response: &mut HttpResponse) {
+pub(super) fn no_store(response: &mut HttpResponse) {
     response.headers_mut().insert(
         header::CACHE_CONTROL,
         header::HeaderValue::from_static("no-store"),
@@ -62,14 +62,14 @@ pub(crate) fn no_store(response: &mut HttpResponse) {
 
 #[derive(Template)]
 #[template(path = "admin/message.html")]
-pub(crate) struct MessagePage<'a> {
-    pub(crate) headline: &'a str,
-    pub(crate) explanation: &'a str,
-    pub(crate) next_href: &'a str,
-    pub(crate) next_label: &'a str,
+pub(super) struct MessagePage<'a> {
+    pub(super) headline: &'a str,
+    pub(super) explanation: &'a str,
+    pub(super) next_href: &'a str,
+    pub(super) next_label: &'a str,
 }
 
-pub(crate) fn admin_message(status: StatusCode, headline: &str, explanation: &str) -> HttpResponse {
+pub(super) fn admin_message(status: StatusCode, headline: &str, explanation: &str) -> HttpResponse {
     let page = MessagePage {
         headline,
         explanation,
@@ -107,7 +107,7 @@ macro_rules! plain {
 }
 plain!(DateTime<Utc>, f64, i64, Uuid);
 
-pub(crate) fn age(seconds: impl Plain<f64>) -> String {
+pub(super) fn age(seconds: impl Plain<f64>) -> String {
     let seconds = seconds.plain().max(0.0) as i64;
     match seconds {
         0..60 => format!("{seconds} s"),
@@ -117,11 +117,11 @@ pub(crate) fn age(seconds: impl Plain<f64>) -> String {
     }
 }
 
-pub(crate) fn short(id: impl Plain<Uuid>) -> String {
+pub(super) fn short(id: impl Plain<Uuid>) -> String {
     id.plain().to_string()[..8].to_owned()
 }
 
-pub(crate) fn same(a: &str, b: &str) -> bool {
+pub(super) fn same(a: &str, b: &str) -> bool {
     a == b
 }
 
@@ -199,7 +199,7 @@ pub(crate) async fn nav(
 }
 
 /// Where a role's work starts: the page signing in leads to.
-pub(crate) fn start_page(role: Role) -> &'static str {
+pub(super) fn start_page(role: Role) -> &'static str {
     match role {
         Role::Owner => "/admin",
         Role::BoxOffice => "/admin/orders",
@@ -208,17 +208,17 @@ pub(crate) fn start_page(role: Role) -> &'static str {
 }
 
 /// A filter's value, if one was given.
-pub(crate) fn given(value: &Option<String>) -> Option<&str> {
+pub(super) fn given(value: &Option<String>) -> Option<&str> {
     value.as_deref().map(str::trim).filter(|v| !v.is_empty())
 }
 
-pub(crate) fn parse_id(value: &str, what: &str) -> Result<Uuid, ShopError> {
+pub(super) fn parse_id(value: &str, what: &str) -> Result<Uuid, ShopError> {
     Uuid::parse_str(value).map_err(|_| ShopError::not_found(&format!("no such {what}")))
 }
 
 /// `GET /static/admin.css`: the admin's own layout (the menu, tables in
 /// their own box on a phone), over the shop's stylesheet.
-pub(crate) async fn stylesheet() -> HttpResponse {
+pub(super) async fn stylesheet() -> HttpResponse {
     HttpResponse::Ok()
         .content_type("text/css; charset=utf-8")
         .insert_header((header::CACHE_CONTROL, "public, max-age=3600"))
@@ -227,7 +227,7 @@ pub(crate) async fn stylesheet() -> HttpResponse {
 
 /// `GET /static/admin.js`: marks the page's own menu entry; the home page's
 /// and the orders' live figures. Every page works without it.
-pub(crate) async fn script() -> HttpResponse {
+pub(super) async fn script() -> HttpResponse {
     HttpResponse::Ok()
         .content_type("text/javascript; charset=utf-8")
         .insert_header((header::CACHE_CONTROL, "public, max-age=3600"))
