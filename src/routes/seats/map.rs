@@ -325,3 +325,19 @@ pub async fn choose(
     }
     Ok(response)
 }
+
+/// `GET /static/seats.css`: the seat map's.
+pub async fn stylesheet() -> HttpResponse {
+    HttpResponse::Ok()
+        .content_type("text/css; charset=utf-8")
+        .insert_header((header::CACHE_CONTROL, "public, max-age=3600"))
+        .body(include_str!("../../../static/seats/map.css"))
+}
+
+/// `GET /static/seats.js`: the seat map follows the shop's stream.
+pub async fn script() -> HttpResponse {
+    HttpResponse::Ok()
+        .content_type("text/javascript; charset=utf-8")
+        .insert_header((header::CACHE_CONTROL, "public, max-age=3600"))
+        .body(include_str!("../../../static/seats/map.js"))
+}

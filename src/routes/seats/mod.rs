@@ -5,17 +5,20 @@
 //! the database is asked about it is the kind's folder,
 //! [`crate::catalogue::seats`]; the API's seat read stays with the API's
 //! route table (`routes/api/seats.rs`). This file registers the shop's
-//! seat routes and the plan editor's stylesheet.
+//! seat routes and the seat pages' styles and script
+//! (`static/seats/`).
 
 pub(crate) mod map;
 pub(crate) mod plan;
 
 use actix_web::web;
 
-/// The shopper's seat map: drawn, followed live, and chosen from; and
-/// the plan editor's stylesheet.
+/// The shopper's seat map: drawn, followed live, and chosen from, with
+/// its style and script; and the plan editor's stylesheet.
 pub fn routes(config: &mut web::ServiceConfig) {
     config
+        .route("/static/seats.css", web::get().to(map::stylesheet))
+        .route("/static/seats.js", web::get().to(map::script))
         .route(
             "/static/seat-plan.css",
             web::get().to(plan::seat_plan_stylesheet),

@@ -605,7 +605,7 @@ pub async fn seat_plan_stylesheet() -> HttpResponse {
             actix_web::http::header::CACHE_CONTROL,
             "public, max-age=3600",
         ))
-        .body(include_str!("../../../static/seat-plan.css"))
+        .body(include_str!("../../../static/seats/plan.css"))
 }
 
 #[cfg(test)]

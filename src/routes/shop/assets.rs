@@ -13,22 +13,6 @@ pub async fn stylesheet() -> HttpResponse {
         .body(include_str!("../../../static/shop.css"))
 }
 
-/// `GET /static/seats.css`: the seat map's.
-pub async fn seats_stylesheet() -> HttpResponse {
-    HttpResponse::Ok()
-        .content_type("text/css; charset=utf-8")
-        .insert_header((header::CACHE_CONTROL, "public, max-age=3600"))
-        .body(include_str!("../../../static/seats.css"))
-}
-
-/// `GET /static/seats.js`: the seat map follows the shop's stream.
-pub async fn seats_script() -> HttpResponse {
-    HttpResponse::Ok()
-        .content_type("text/javascript; charset=utf-8")
-        .insert_header((header::CACHE_CONTROL, "public, max-age=3600"))
-        .body(include_str!("../../../static/seats.js"))
-}
-
 /// `GET /static/theme/{rrggbb}.css`: the shop's accent colour. The address
 /// names the colour, so browsers keep it for good.
 pub async fn theme(digits: web::Path<String>) -> HttpResponse {

@@ -196,8 +196,6 @@ pub fn routes(config: &mut web::ServiceConfig) {
             web::get().to(queue::order_json),
         )
         .route("/static/shop.css", web::get().to(assets::stylesheet))
-        .route("/static/seats.css", web::get().to(assets::seats_stylesheet))
-        .route("/static/seats.js", web::get().to(assets::seats_script))
         .route("/static/theme/{digits}", web::get().to(assets::theme))
         .route("/images/{id}/{width}", web::get().to(assets::image))
         .route("/availability", web::get().to(availability::availability))
