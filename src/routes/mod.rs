@@ -1,4 +1,6 @@
-//! Thin handlers: parse into domain types, call, render.
+//! Thin handlers: parse into domain types, call, render. A folder per
+//! audience (`shop`, `admin`, `api`), and one per feature that only one
+//! kind has (`seats`, `tables`), holding its shop and admin pages.
 
 pub mod admin;
 pub mod api;
