@@ -19,7 +19,6 @@ use holdfast_testkit::*;
 
 mod admin_pages;
 mod basket_pay;
-mod dining;
 mod door;
 mod goals;
 mod host_stand;
@@ -28,6 +27,7 @@ mod pickup_days;
 mod seat_admin;
 mod seats;
 mod storefront;
+mod tables;
 mod tickets;
 
 const CHROMIUM: &str = "/usr/bin/chromium";

@@ -15,7 +15,7 @@ use crate::tables::{ROOM, book, day, room, set_up, table, time_id};
 async fn a_guest_chooses_a_time_for_four_on_a_phone_and_a_desk() {
     let (app, driver, _turn) = shop_and_driver().await;
     app.load_demo().await;
-    let shots = target_screenshots().join("dining");
+    let shots = target_screenshots().join("tables");
     let _ = std::fs::remove_dir_all(&shots);
     for (width, height, size) in [(390, 844, "phone"), (1280, 900, "desk")] {
         let mut before = Browser::open(&driver, shots.join("before")).await;
