@@ -162,10 +162,7 @@ pub async fn turn_on(
         .bind(&commitment)
         .execute(&mut *tx)
         .await?;
-    sqlx::query("select hf_hand_over($1, clock_timestamp())")
-        .bind(&resource)
-        .execute(&mut *tx)
-        .await?;
+    crate::waitlist::hand_over(&mut tx, &resource).await?;
     crate::audit::record(
         &mut tx,
         by,
@@ -247,10 +244,7 @@ pub async fn draw(pool: &PgPool, product_id: &str) -> sqlx::Result<bool> {
         .bind(product_id)
         .execute(&mut *tx)
         .await?;
-    sqlx::query("select hf_hand_over($1, clock_timestamp())")
-        .bind(&resource)
-        .execute(&mut *tx)
-        .await?;
+    crate::waitlist::hand_over(&mut tx, &resource).await?;
     // nothing may have been free: no process keeps a place from before the
     // draw all the same
     crate::waitlist::line_moved(&mut tx, &resource).await?;
