@@ -135,7 +135,9 @@ impl Confirmation {
         .bind(order_id)
         .fetch_all(pool)
         .await?;
-        let occasions = crate::checkout::line_occasions(pool, order_id, zone).await?;
+        let occasions = crate::checkout::LineTimes::of(pool, order_id)
+            .await?
+            .occasions(zone);
         let items = items::of_order(pool, order_id)
             .await?
             .into_iter()
