@@ -12,6 +12,7 @@ use sqlx::PgPool;
 use uuid::Uuid;
 
 use crate::checkout::OrderState;
+use crate::checkout::settling::SettlingView;
 
 /// Orders a page shows at most.
 pub const PAGE: i64 = 50;
@@ -91,28 +92,14 @@ pub struct FoundOrder {
     pub flag: Option<String>,
     pub created_at: DateTime<Utc>,
     pub paid_at: Option<DateTime<Utc>>,
-    pub settle_method: Option<String>,
-    pub settling_until: Option<DateTime<Utc>>,
-    pub late_money: Option<String>,
+    /// A payment that settles in days, and money that came after the
+    /// holds ended.
+    #[sqlx(flatten)]
+    pub settling: SettlingView,
     /// Refund jobs not yet done.
     pub refunds_pending: i64,
     /// `2 × Harbour Lights — VIP; 1 × Wild heather honey`
     pub items: String,
-}
-
-impl FoundOrder {
-    /// The settling method in words (`SEPA Direct Debit`); empty: none.
-    pub fn settle_words(&self) -> String {
-        self.settle_method
-            .as_deref()
-            .map(crate::checkout::settling::method_words)
-            .unwrap_or_default()
-    }
-
-    /// What the late-money rule decided, in words; empty: nothing came late.
-    pub fn late_words(&self) -> &'static str {
-        crate::checkout::settling::late_money_words(self.late_money.as_deref())
-    }
 }
 
 /// One page of what matches.
@@ -193,7 +180,7 @@ pub async fn search(pool: &PgPool, asked: &OrderSearch) -> sqlx::Result<Found> {
     let mut orders: Vec<FoundOrder> = sqlx::query_as(&format!(
         "select o.id, o.number, o.state, o.customer_name, o.customer_email, o.currency, o.amount_minor,
                 o.refunded_minor, o.provider, o.flag, o.created_at, o.paid_at,
-                o.settle_method, o.settling_until, o.late_money,
+                o.settle_method, o.settling_until, o.late_money, o.late_money_at,
                 (select count(*) from outbox_jobs j where j.kind = 'refund'
                     and j.state = 'pending' and j.payload->>'order_id' = o.id::text)
                     as refunds_pending,

@@ -5,6 +5,8 @@ use chrono::{DateTime, Utc};
 use sqlx::PgPool;
 use uuid::Uuid;
 
+use crate::checkout::settling::SettlingView;
+
 /// One row of the resources page.
 #[derive(Debug, Clone, sqlx::FromRow)]
 pub struct ResourceRow {
@@ -165,29 +167,10 @@ pub struct OrderRow {
     /// Refund jobs not yet done.
     pub refunds_pending: i64,
     pub refunds_done: i64,
-    /// A payment that settles in days: its method and until when the
-    /// units are the shopper's.
-    pub settle_method: Option<String>,
-    pub settling_until: Option<DateTime<Utc>>,
-    /// Money that came after the holds ended: `claimed_again` or
-    /// `refunded`, and when.
-    pub late_money: Option<String>,
-    pub late_money_at: Option<DateTime<Utc>>,
-}
-
-impl OrderRow {
-    /// The settling method in words (`SEPA Direct Debit`); empty: none.
-    pub fn settle_words(&self) -> String {
-        self.settle_method
-            .as_deref()
-            .map(crate::checkout::settling::method_words)
-            .unwrap_or_default()
-    }
-
-    /// What the late-money rule decided, in words; empty: nothing came late.
-    pub fn late_words(&self) -> &'static str {
-        crate::checkout::settling::late_money_words(self.late_money.as_deref())
-    }
+    /// A payment that settles in days, and money that came after the
+    /// holds ended.
+    #[sqlx(flatten)]
+    pub settling: SettlingView,
 }
 
 macro_rules! order_columns {
