@@ -8,7 +8,9 @@
 //! matched as text, never as a pattern.
 
 use chrono::{DateTime, Utc};
-use sqlx::PgPool;
+use sqlx::error::BoxDynError;
+use sqlx::postgres::PgArguments;
+use sqlx::{Arguments, PgPool};
 use uuid::Uuid;
 
 use crate::checkout::OrderState;
@@ -151,34 +153,51 @@ const MATCHES: &str = "
   and ($7::timestamptz is null or o.created_at >= $7)
   and ($8::timestamptz is null or o.created_at < $8)";
 
-pub async fn search(pool: &PgPool, asked: &OrderSearch) -> sqlx::Result<Found> {
+/// What [`MATCHES`] binds, `$1` to `$9`, from what staff asked for.
+fn matching(asked: &OrderSearch) -> Result<PgArguments, BoxDynError> {
     let text = asked
         .text
         .as_deref()
         .map(str::trim)
         .filter(|t| !t.is_empty());
-    let like = text.map(contained);
-    let code = text.map(crate::redemption::normalise);
-    let number = text.and_then(order_number);
     let states: Option<Vec<&str>> = match (asked.state, asked.stage) {
         (Some(state), _) => Some(vec![state.as_str()]),
         (None, Some(stage)) => Some(stage.states().to_vec()),
         (None, None) => None,
     };
-    let total: i64 = sqlx::query_scalar(&format!("select count(*) from orders o where {MATCHES}"))
-        .bind(text)
-        .bind(&like)
-        .bind(&code)
-        .bind(&states)
-        .bind(asked.flagged_only)
-        .bind(&asked.product)
-        .bind(asked.from)
-        .bind(asked.until)
-        .bind(&number)
-        .fetch_one(pool)
-        .await?;
-    let mut orders: Vec<FoundOrder> = sqlx::query_as(&format!(
-        "select o.id, o.number, o.state, o.customer_name, o.customer_email, o.currency, o.amount_minor,
+    let mut arguments = PgArguments::default();
+    arguments.add(text)?;
+    arguments.add(text.map(contained))?;
+    arguments.add(text.map(crate::redemption::normalise))?;
+    arguments.add(states)?;
+    arguments.add(asked.flagged_only)?;
+    arguments.add(asked.product.as_deref())?;
+    arguments.add(asked.from)?;
+    arguments.add(asked.until)?;
+    arguments.add(text.and_then(order_number))?;
+    Ok(arguments)
+}
+
+/// [`matching`], then `$10` to `$12`: orders older than the last of the
+/// page before, one more than a page (whether there is a next).
+fn paging(asked: &OrderSearch) -> Result<PgArguments, BoxDynError> {
+    let mut arguments = matching(asked)?;
+    arguments.add(asked.after.map(|(at, _)| at))?;
+    arguments.add(asked.after.map(|(_, id)| id))?;
+    arguments.add(PAGE + 1)?;
+    Ok(arguments)
+}
+
+pub async fn search(pool: &PgPool, asked: &OrderSearch) -> sqlx::Result<Found> {
+    let total: i64 = sqlx::query_scalar_with(
+        &format!("select count(*) from orders o where {MATCHES}"),
+        matching(asked).map_err(sqlx::Error::Encode)?,
+    )
+    .fetch_one(pool)
+    .await?;
+    let mut orders: Vec<FoundOrder> = sqlx::query_as_with(
+        &format!(
+            "select o.id, o.number, o.state, o.customer_name, o.customer_email, o.currency, o.amount_minor,
                 o.refunded_minor, o.provider, o.flag, o.created_at, o.paid_at,
                 o.settle_method, o.settling_until, o.late_money, o.late_money_at,
                 (select count(*) from outbox_jobs j where j.kind = 'refund'
@@ -192,19 +211,9 @@ pub async fn search(pool: &PgPool, asked: &OrderSearch) -> sqlx::Result<Found> {
             and ($10::timestamptz is null or (o.created_at, o.id) < ($10, $11))
           order by o.created_at desc, o.id desc
           limit $12"
-    ))
-    .bind(text)
-    .bind(&like)
-    .bind(&code)
-    .bind(&states)
-    .bind(asked.flagged_only)
-    .bind(&asked.product)
-    .bind(asked.from)
-    .bind(asked.until)
-    .bind(&number)
-    .bind(asked.after.map(|(at, _)| at))
-    .bind(asked.after.map(|(_, id)| id))
-    .bind(PAGE + 1)
+        ),
+        paging(asked).map_err(sqlx::Error::Encode)?,
+    )
     .fetch_all(pool)
     .await?;
     let next = if orders.len() as i64 > PAGE {
