@@ -6,25 +6,16 @@ use sqlx::PgPool;
 use uuid::Uuid;
 
 use crate::checkout::settling::SettlingView;
+use crate::inventory::CheckRow;
 
 /// One row of the resources page.
 #[derive(Debug, Clone, sqlx::FromRow)]
 pub struct ResourceRow {
-    pub resource_id: String,
-    pub total: i32,
-    pub held: i32,
-    pub sold: i32,
-    pub rows_held: i32,
-    pub rows_sold: i32,
-    pub drift: bool,
+    /// Its counters beside what its rows say.
+    #[sqlx(flatten)]
+    pub check: CheckRow,
     /// The products selling it, for people who think in products.
     pub products: String,
-}
-
-impl ResourceRow {
-    pub fn available(&self) -> i32 {
-        self.total - self.held - self.sold
-    }
 }
 
 pub async fn resources(pool: &PgPool, only: Option<&str>) -> sqlx::Result<Vec<ResourceRow>> {
