@@ -22,7 +22,7 @@ use crate::staff::api_keys::{self, ApiKey, Idempotent};
 use crate::staff::refunds::{self, RefundOutcome, RefundRequest};
 use crate::staff::vouchers::{self, VoucherCreated};
 use crate::state::Shop;
-use crate::vouchers::{NewVoucher, VoucherCode};
+use crate::vouchers::{Created, NewVoucher, VoucherCode};
 
 fn invalid(message: impl Into<String>) -> ApiError {
     ApiError::new(ErrorCode::InvalidInput, message)
@@ -356,12 +356,14 @@ pub async fn vouchers_create(
             vouchers::create_by(&shop.pool, Actor::from(&key), &voucher, &currency).await?;
         let refused = |code, message: String| Err(ApiError::new(code, message));
         match created {
-            VoucherCreated::Created { code } => Ok((StatusCode::CREATED, json!({ "code": code }))),
-            VoucherCreated::Exists { code } => Err(ApiError::new(
+            VoucherCreated::Made(Created::Created { code }) => {
+                Ok((StatusCode::CREATED, json!({ "code": code })))
+            }
+            VoucherCreated::Made(Created::Exists { code }) => Err(ApiError::new(
                 ErrorCode::Exists,
                 format!("a voucher {code} exists already (perhaps archived); nothing was changed"),
             )),
-            VoucherCreated::UnknownProducts { ids } => refused(
+            VoucherCreated::Made(Created::UnknownProducts { ids }) => refused(
                 ErrorCode::UnknownProducts,
                 format!(
                     "the shop does not sell {}; nothing was changed",
