@@ -9,16 +9,16 @@
 use actix_web::http::StatusCode;
 use actix_web::{HttpRequest, HttpResponse, web};
 use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::json;
 use sha2::{Digest, Sha256};
 
-use super::checkout::{idempotency_key, worth_another_try};
+use super::checkout::{idempotency_key, once};
 use super::{ApiError, ErrorCode, json_body, key_of};
 use crate::audit::{self, Actor};
 use crate::redemption::{self, Door, Outcome};
 use crate::retry::{Bound, retry};
 use crate::staff::StaffError;
-use crate::staff::api_keys::{self, ApiKey, Idempotent};
+use crate::staff::api_keys::ApiKey;
 use crate::staff::refunds::{self, RefundOutcome, RefundRequest};
 use crate::staff::vouchers::{self, VoucherCreated};
 use crate::state::Shop;
@@ -48,55 +48,6 @@ impl From<StaffError> for ApiError {
 /// routine keys itself by (no two keys share one).
 fn derived(key: &ApiKey, idem: &str) -> [u8; 32] {
     Sha256::digest(format!("{}:{idem}", key.id)).into()
-}
-
-/// Run `work` once per key, `Idempotency-Key` and body: a replay gets the
-/// first answer, another body 422; a failure worth another try (5xx) is
-/// not kept.
-/// Run `work` once per API key and `Idempotency-Key`: a replay with the
-/// same `what` (the action and the object it acts on, normalised) and body
-/// gets the kept answer; another action or body under the key is refused.
-async fn once<F, Fut>(
-    shop: &Shop,
-    what: &str,
-    key: &ApiKey,
-    idem: &str,
-    raw: &[u8],
-    work: F,
-) -> Result<HttpResponse, ApiError>
-where
-    F: FnOnce() -> Fut,
-    Fut: std::future::Future<Output = Result<(StatusCode, Value), ApiError>>,
-{
-    match api_keys::claim(&shop.pool, key, idem, what, raw).await? {
-        Idempotent::Answered { status, body } => {
-            return Ok(
-                HttpResponse::build(StatusCode::from_u16(status).unwrap_or(StatusCode::OK))
-                    .json(body),
-            );
-        }
-        Idempotent::OtherBody => {
-            return Err(ApiError::new(
-                ErrorCode::IdempotencyKeyReused,
-                "this Idempotency-Key was used with another body; nothing was done",
-            ));
-        }
-        Idempotent::Fresh | Idempotent::Unanswered => {}
-    }
-    let answer = work().await;
-    match &answer {
-        Err(error) if worth_another_try(error.status) => {
-            api_keys::forget(&shop.pool, key, idem).await?;
-        }
-        Err(error) => {
-            api_keys::answer(&shop.pool, key, idem, error.status.as_u16(), &error.body()).await?
-        }
-        Ok((status, body)) => {
-            api_keys::answer(&shop.pool, key, idem, status.as_u16(), body).await?
-        }
-    }
-    let (status, body) = answer?;
-    Ok(HttpResponse::build(status).json(body))
 }
 
 #[derive(Deserialize, utoipa::ToSchema)]
