@@ -130,6 +130,19 @@ pub fn worth_another_try(status: StatusCode) -> bool {
     status.is_server_error() || status == StatusCode::TOO_MANY_REQUESTS
 }
 
+/// A JSON POST of the API, read as each is: the key the guard let
+/// through, its `Idempotency-Key`, its body, and the bytes the key's
+/// answer is kept against.
+pub async fn posted<T: serde::de::DeserializeOwned>(
+    request: &HttpRequest,
+    payload: web::Payload,
+) -> Result<(ApiKey, String, T, Vec<u8>), ApiError> {
+    let key = key_of(request).expect("the guard let a key through");
+    let idem = idempotency_key(request)?;
+    let (body, raw) = json_body(payload).await?;
+    Ok((key, idem, body, raw))
+}
+
 /// The `Idempotency-Key` header: 1 to 64 letters, digits, `-` or `_`.
 pub fn idempotency_key(request: &HttpRequest) -> Result<String, ApiError> {
     let key = request
@@ -171,9 +184,7 @@ pub async fn start(
     request: HttpRequest,
     payload: web::Payload,
 ) -> Result<HttpResponse, ApiError> {
-    let key = key_of(&request).expect("the guard let a key through");
-    let idem = idempotency_key(&request)?;
-    let (body, raw): (CheckoutBody, Vec<u8>) = json_body(payload).await?;
+    let (key, idem, body, raw) = posted::<CheckoutBody>(&request, payload).await?;
     if body.lines.is_empty()
         || body.lines.len() > 20
         || body

@@ -12,8 +12,8 @@ use serde::Deserialize;
 use serde_json::json;
 use sha2::{Digest, Sha256};
 
-use super::checkout::{idempotency_key, once};
-use super::{ApiError, ErrorCode, json_body, key_of};
+use super::checkout::{idempotency_key, once, posted};
+use super::{ApiError, ErrorCode, key_of};
 use crate::audit::{self, Actor};
 use crate::redemption::{self, Door, Outcome};
 use crate::retry::{Bound, retry};
@@ -104,9 +104,7 @@ pub async fn refund(
     id: web::Path<String>,
     payload: web::Payload,
 ) -> Result<HttpResponse, ApiError> {
-    let key = key_of(&request).expect("the guard let a key through");
-    let idem = idempotency_key(&request)?;
-    let (body, raw): (RefundBody, Vec<u8>) = json_body(payload).await?;
+    let (key, idem, body, raw) = posted::<RefundBody>(&request, payload).await?;
     let not_found = || ApiError::new(ErrorCode::NotFound, "no such order");
     let order_id = uuid::Uuid::parse_str(&id).map_err(|_| not_found())?;
     let by = key.actor_name();
@@ -207,9 +205,7 @@ pub async fn redeem(
     request: HttpRequest,
     payload: web::Payload,
 ) -> Result<HttpResponse, ApiError> {
-    let key = key_of(&request).expect("the guard let a key through");
-    let idem = idempotency_key(&request)?;
-    let (body, raw): (RedeemBody, Vec<u8>) = json_body(payload).await?;
+    let (key, idem, body, raw) = posted::<RedeemBody>(&request, payload).await?;
     let place = body.place.trim();
     if place.chars().count() > 100 {
         return Err(invalid(
@@ -297,9 +293,7 @@ pub async fn vouchers_create(
     request: HttpRequest,
     payload: web::Payload,
 ) -> Result<HttpResponse, ApiError> {
-    let key = key_of(&request).expect("the guard let a key through");
-    let idem = idempotency_key(&request)?;
-    let (voucher, raw): (NewVoucher, Vec<u8>) = json_body(payload).await?;
+    let (key, idem, voucher, raw) = posted::<NewVoucher>(&request, payload).await?;
     voucher.check().map_err(|e| invalid(e.0))?;
     once(&shop, "create voucher", &key, &idem, &raw, || async {
         let currency = crate::staff::catalogue::shop_currency(&shop.pool).await?;
