@@ -163,8 +163,8 @@ pub async fn turn_on(
         .execute(&mut *tx)
         .await?;
     crate::waitlist::hand_over(&mut tx, &resource).await?;
-    crate::audit::record(
-        &mut tx,
+    crate::audit::commit(
+        tx,
         by,
         "turn_queue_on",
         product_id,
@@ -172,8 +172,6 @@ pub async fn turn_on(
         serde_json::json!({ "commitment": commitment, "sale_opens_at": opens }),
     )
     .await?;
-    tx.commit().await?;
-    crate::audit::log_action(by, "turn_queue_on", product_id, "on");
     Ok(commitment)
 }
 

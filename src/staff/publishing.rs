@@ -124,17 +124,7 @@ pub async fn publish(
         }
     }
     let target = thing.id();
-    audit::record(
-        &mut tx,
-        staff,
-        "publish",
-        target,
-        "done",
-        serde_json::json!({}),
-    )
-    .await?;
-    tx.commit().await?;
-    audit::log_action(staff, "publish", target, "done");
+    audit::commit(tx, staff, "publish", target, "done", serde_json::json!({})).await?;
     Ok(Publishing::Done)
 }
 
@@ -163,9 +153,7 @@ pub async fn unpublish(
     let target = thing.id();
     if ordered > 0 {
         let detail = serde_json::json!({ "order_lines": ordered });
-        audit::record(&mut tx, staff, "unpublish", target, "has_orders", detail).await?;
-        tx.commit().await?;
-        audit::log_action(staff, "unpublish", target, "has_orders");
+        audit::commit(tx, staff, "unpublish", target, "has_orders", detail).await?;
         return Ok(Publishing::HasOrders(ordered));
     }
     let (mark, products) = match thing {
@@ -181,8 +169,8 @@ pub async fn unpublish(
     for sql in [mark, products] {
         sqlx::query(sql).bind(target).execute(&mut *tx).await?;
     }
-    audit::record(
-        &mut tx,
+    audit::commit(
+        tx,
         staff,
         "unpublish",
         target,
@@ -190,8 +178,6 @@ pub async fn unpublish(
         serde_json::json!({}),
     )
     .await?;
-    tx.commit().await?;
-    audit::log_action(staff, "unpublish", target, "done");
     Ok(Publishing::Done)
 }
 

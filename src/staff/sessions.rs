@@ -101,8 +101,8 @@ pub async fn end_session(pool: &PgPool, session: &Session) -> Result<()> {
         .bind(session_hash(&session.id))
         .execute(&mut *tx)
         .await?;
-    audit::record(
-        &mut tx,
+    audit::commit(
+        tx,
         &session.staff,
         "logout",
         &session.staff.email,
@@ -110,8 +110,6 @@ pub async fn end_session(pool: &PgPool, session: &Session) -> Result<()> {
         serde_json::json!({}),
     )
     .await?;
-    tx.commit().await?;
-    audit::log_action(&session.staff, "logout", &session.staff.email, "ok");
     Ok(())
 }
 
@@ -137,9 +135,7 @@ pub(super) async fn open_session(
     .bind(SESSION_HOURS as f64)
     .execute(&mut *tx)
     .await?;
-    audit::record(&mut tx, &staff, "login", &staff.email, "ok", detail).await?;
-    tx.commit().await?;
-    audit::log_action(&staff, "login", &staff.email, "ok");
+    audit::commit(tx, &staff, "login", &staff.email, "ok", detail).await?;
     Ok(Session {
         must_enrol: must_enrol(staff.role, two_factor, required_for_refunds),
         staff,

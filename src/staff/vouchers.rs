@@ -71,17 +71,7 @@ pub async fn create_by(
         Created::Created { code } => code,
         refused => return Ok(VoucherCreated::Made(refused)),
     };
-    audit::record(
-        &mut tx,
-        by,
-        "create_voucher",
-        &code,
-        "created",
-        json!(voucher),
-    )
-    .await?;
-    tx.commit().await?;
-    audit::log_action(by, "create_voucher", &code, "created");
+    audit::commit(tx, by, "create_voucher", &code, "created", json!(voucher)).await?;
     Ok(VoucherCreated::Made(Created::Created { code }))
 }
 
@@ -102,17 +92,7 @@ pub async fn archive_by(pool: &PgPool, by: Actor<'_>, code: &VoucherCode) -> sup
         return Ok(false);
     }
     let voucher = vouchers::find(&mut *tx, code).await?;
-    audit::record(
-        &mut tx,
-        by,
-        "archive_voucher",
-        code.as_str(),
-        "archived",
-        json!({ "held": voucher.as_ref().map(|v| v.held), "used": voucher.as_ref().map(|v| v.used) }),
-    )
-    .await?;
-    tx.commit().await?;
-    audit::log_action(by, "archive_voucher", code.as_str(), "archived");
+    audit::commit(tx, by, "archive_voucher", code.as_str(), "archived", json!({ "held": voucher.as_ref().map(|v| v.held), "used": voucher.as_ref().map(|v| v.used) })).await?;
     Ok(true)
 }
 
@@ -128,16 +108,6 @@ pub async fn restore(
         return Ok(false);
     }
     let voucher = vouchers::find(&mut *tx, code).await?;
-    audit::record(
-        &mut tx,
-        staff,
-        "restore_voucher",
-        code.as_str(),
-        "restored",
-        json!({ "held": voucher.as_ref().map(|v| v.held), "used": voucher.as_ref().map(|v| v.used) }),
-    )
-    .await?;
-    tx.commit().await?;
-    audit::log_action(staff, "restore_voucher", code.as_str(), "restored");
+    audit::commit(tx, staff, "restore_voucher", code.as_str(), "restored", json!({ "held": voucher.as_ref().map(|v| v.held), "used": voucher.as_ref().map(|v| v.used) })).await?;
     Ok(true)
 }
