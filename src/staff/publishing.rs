@@ -88,6 +88,20 @@ pub async fn draft_collections(pool: &PgPool) -> sqlx::Result<Vec<String>> {
         .await
 }
 
+/// Why nothing changes when `thing` is to become a draft (`draft`) or go
+/// on sale: there is none such, or it is so already. Locks its row.
+async fn nothing_to_change(
+    tx: &mut Transaction<'_, Postgres>,
+    thing: Thing<'_>,
+    draft: bool,
+) -> sqlx::Result<Option<Publishing>> {
+    Ok(match draft_for_update(tx, thing).await? {
+        None => Some(Publishing::NotFound),
+        Some(is) if is == draft => Some(Publishing::Unchanged),
+        Some(_) => None,
+    })
+}
+
 /// Put a draft on sale: a collection with its products not archived (nor
 /// drafts of their own), or a product.
 pub async fn publish(
@@ -96,10 +110,8 @@ pub async fn publish(
     thing: Thing<'_>,
 ) -> super::Result<Publishing> {
     let mut tx = pool.begin().await?;
-    match draft_for_update(&mut tx, thing).await? {
-        None => return Ok(Publishing::NotFound),
-        Some(false) => return Ok(Publishing::Unchanged),
-        Some(true) => {}
+    if let Some(nothing) = nothing_to_change(&mut tx, thing, false).await? {
+        return Ok(nothing);
     }
     match thing {
         Thing::Collection(id) => {
@@ -135,10 +147,8 @@ pub async fn unpublish(
     thing: Thing<'_>,
 ) -> super::Result<Publishing> {
     let mut tx = pool.begin().await?;
-    match draft_for_update(&mut tx, thing).await? {
-        None => return Ok(Publishing::NotFound),
-        Some(true) => return Ok(Publishing::Unchanged),
-        Some(false) => {}
+    if let Some(nothing) = nothing_to_change(&mut tx, thing, true).await? {
+        return Ok(nothing);
     }
     let products = match thing {
         Thing::Collection(_) => "select id from products where collection = $1",
