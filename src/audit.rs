@@ -75,6 +75,23 @@ pub async fn record<'a>(
     Ok(())
 }
 
+/// The end of a change the log records: the action appended in the
+/// change's transaction, the two committed together, then the log line.
+pub async fn commit<'a>(
+    mut tx: Transaction<'_, Postgres>,
+    by: impl Into<Actor<'a>>,
+    action: &str,
+    target: &str,
+    outcome: &str,
+    detail: serde_json::Value,
+) -> sqlx::Result<()> {
+    let by = by.into();
+    record(&mut tx, by, action, target, outcome, detail).await?;
+    tx.commit().await?;
+    log_action(by, action, target, outcome);
+    Ok(())
+}
+
 /// Logs an action once its transaction has committed.
 pub fn log_action<'a>(by: impl Into<Actor<'a>>, action: &str, target: &str, outcome: &str) {
     let by = by.into();

@@ -264,8 +264,8 @@ pub async fn put_up(
         return Ok(false);
     }
     let outcome = if image.is_some() { "saved" } else { "removed" };
-    audit::record(
-        &mut tx,
+    audit::commit(
+        tx,
         by,
         "set_image",
         &target.describe(),
@@ -273,8 +273,6 @@ pub async fn put_up(
         serde_json::json!({ "image": id }),
     )
     .await?;
-    tx.commit().await?;
-    audit::log_action(by, "set_image", &target.describe(), outcome);
     Ok(true)
 }
 

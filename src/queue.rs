@@ -162,12 +162,9 @@ pub async fn turn_on(
         .bind(&commitment)
         .execute(&mut *tx)
         .await?;
-    sqlx::query("select hf_hand_over($1, clock_timestamp())")
-        .bind(&resource)
-        .execute(&mut *tx)
-        .await?;
-    crate::audit::record(
-        &mut tx,
+    crate::waitlist::hand_over(&mut tx, &resource).await?;
+    crate::audit::commit(
+        tx,
         by,
         "turn_queue_on",
         product_id,
@@ -175,8 +172,6 @@ pub async fn turn_on(
         serde_json::json!({ "commitment": commitment, "sale_opens_at": opens }),
     )
     .await?;
-    tx.commit().await?;
-    crate::audit::log_action(by, "turn_queue_on", product_id, "on");
     Ok(commitment)
 }
 
@@ -247,10 +242,7 @@ pub async fn draw(pool: &PgPool, product_id: &str) -> sqlx::Result<bool> {
         .bind(product_id)
         .execute(&mut *tx)
         .await?;
-    sqlx::query("select hf_hand_over($1, clock_timestamp())")
-        .bind(&resource)
-        .execute(&mut *tx)
-        .await?;
+    crate::waitlist::hand_over(&mut tx, &resource).await?;
     // nothing may have been free: no process keeps a place from before the
     // draw all the same
     crate::waitlist::line_moved(&mut tx, &resource).await?;

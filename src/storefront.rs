@@ -319,8 +319,8 @@ pub async fn save(pool: &PgPool, by: Actor<'_>, edit: &StorefrontEdit) -> sqlx::
     .bind(&edit.imprint_url)
     .execute(&mut *tx)
     .await?;
-    audit::record(
-        &mut tx,
+    audit::commit(
+        tx,
         by,
         "change_setting",
         "storefront",
@@ -328,8 +328,6 @@ pub async fn save(pool: &PgPool, by: Actor<'_>, edit: &StorefrontEdit) -> sqlx::
         serde_json::json!({ "name": edit.name, "accent": edit.accent }),
     )
     .await?;
-    tx.commit().await?;
-    audit::log_action(by, "change_setting", "storefront", "saved");
     Ok(Saved::Saved)
 }
 

@@ -156,6 +156,17 @@ pub async fn entries(pool: &PgPool, product_id: &str) -> sqlx::Result<Vec<Entry>
     .await
 }
 
+/// What is free on the resource goes to its line (the database's
+/// handover, `hf_hand_over`): held for the first waiting entry it fits, or
+/// back on sale when nobody waits.
+pub(crate) async fn hand_over(conn: &mut sqlx::PgConnection, resource: &str) -> sqlx::Result<()> {
+    sqlx::query("select hf_hand_over($1, clock_timestamp())")
+        .bind(resource)
+        .execute(conn)
+        .await?;
+    Ok(())
+}
+
 /// The resource's line moved though its stock may not have: a new version
 /// of its row, and word of it, so every process's kept pages of the line
 /// (`LiveStock::kept_page`) and its line in memory ([`Lines`]) are read

@@ -54,7 +54,7 @@ pub use confirm::{
 };
 pub use confirmations::{Confirmations, Seen};
 pub use free::confirm_free;
-pub use issued::{line_days, line_occasions};
+pub use issued::LineTimes;
 pub use order::{
     Customer, Order, OrderLine, OrderState, order_by_checkout_key, order_by_id, order_by_id_in,
     order_by_provider_session, order_by_token, order_lines,

@@ -100,6 +100,11 @@ impl SettlingView {
             .map(method_words)
             .unwrap_or_default()
     }
+
+    /// What the late-money rule decided, in words; empty: nothing came late.
+    pub fn late_words(&self) -> &'static str {
+        late_money_words(self.late_money.as_deref())
+    }
 }
 
 /// What the late-money rule decided (`orders.late_money`), in staff's

@@ -28,6 +28,13 @@ pub struct CheckRow {
     pub drift: bool,
 }
 
+impl CheckRow {
+    /// What is left to sell: the total less what is held and sold.
+    pub fn available(&self) -> i32 {
+        self.total - self.held - self.sold
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, sqlx::FromRow)]
 pub struct Repair {
     pub resource_id: String,

@@ -273,21 +273,21 @@ pub fn sections(items: &[Item]) -> Vec<Section> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn item(id: i64, code: &str, kind: ProductKind, state: ItemState) -> Item {
+impl Item {
+    /// A valid item of `kind` under `code`, of a line of one unit with no
+    /// event, venue or times: what a test changes the rest of.
+    pub(crate) fn example(code: &str, kind: ProductKind) -> Self {
         Item {
-            id,
+            id: 1,
             code: code.into(),
             order_id: Uuid::nil(),
-            product_id: format!("p{id}"),
+            product_id: "p1".into(),
             kind,
-            state,
+            state: ItemState::Valid,
             state_at: None,
-            line_name: format!("Line {id}"),
+            line_name: "Line 1".into(),
             seat: None,
-            line_qty: 2,
+            line_qty: 1,
             line_refunded: 0,
             collection_title: String::new(),
             venue: String::new(),
@@ -295,6 +295,22 @@ mod tests {
             ends_at: None,
             doors_at: None,
             booking: None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn item(id: i64, code: &str, kind: ProductKind, state: ItemState) -> Item {
+        Item {
+            id,
+            product_id: format!("p{id}"),
+            state,
+            line_name: format!("Line {id}"),
+            line_qty: 2,
+            ..Item::example(code, kind)
         }
     }
 

@@ -191,8 +191,8 @@ pub async fn add_endpoint(
     .bind(by.name())
     .execute(&mut *tx)
     .await?;
-    crate::audit::record(
-        &mut tx,
+    crate::audit::commit(
+        tx,
         by,
         "add_webhook",
         &id,
@@ -200,8 +200,6 @@ pub async fn add_endpoint(
         serde_json::json!({ "url": url, "events": events, "allow_private": new.allow_private }),
     )
     .await?;
-    tx.commit().await?;
-    crate::audit::log_action(by, "add_webhook", &id, "ok");
     Ok(Added {
         id,
         url,
@@ -371,8 +369,8 @@ pub async fn replay(
     .execute(&mut *tx)
     .await?
     .rows_affected();
-    crate::audit::record(
-        &mut tx,
+    crate::audit::commit(
+        tx,
         by,
         "replay_webhook",
         endpoint_id,
@@ -380,8 +378,6 @@ pub async fn replay(
         serde_json::json!({ "job": job, "since": since, "replayed": replayed }),
     )
     .await?;
-    tx.commit().await?;
-    crate::audit::log_action(by, "replay_webhook", endpoint_id, "ok");
     Ok(replayed)
 }
 

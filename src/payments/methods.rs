@@ -278,8 +278,8 @@ pub async fn save(
             )
         })
         .collect();
-    audit::record(
-        &mut tx,
+    audit::commit(
+        tx,
         by,
         "change_setting",
         "pay_methods",
@@ -287,8 +287,6 @@ pub async fn save(
         chosen.into(),
     )
     .await?;
-    tx.commit().await?;
-    audit::log_action(by, "change_setting", "pay_methods", "saved");
     Ok(Ok(()))
 }
 

@@ -1,3 +1,7 @@
+//! `POST /webhooks/{provider}`: a provider's notification, read up to a
+//! size limit, handed to [`crate::webhooks`] to verify and act on, and
+//! answered as the provider expects (2xx once its effect is committed).
+
 use actix_web::{HttpRequest, HttpResponse, web};
 use futures::StreamExt;
 
@@ -23,23 +27,19 @@ pub async fn webhook(
     };
     let name = provider.kind().as_str();
     let Some(body) = read_limited(payload).await else {
-        tracing::warn!(
-            provider = name,
-            verdict = "rejected",
-            reason = "unreadable or oversized",
-            "webhook"
+        return refused(
+            name,
+            "unreadable or oversized",
+            "body unreadable or too large",
         );
-        return HttpResponse::BadRequest().body("body unreadable or too large");
     };
     if !storable_json(&body) {
         crate::metrics::webhook(name, "rejected");
-        tracing::warn!(
-            provider = name,
-            verdict = "rejected",
-            reason = "text that cannot be stored",
-            "webhook"
+        return refused(
+            name,
+            "text that cannot be stored",
+            "body carries a NUL character or is not UTF-8",
         );
-        return HttpResponse::BadRequest().body("body carries a NUL character or is not UTF-8");
     }
     let headers = request
         .headers()
@@ -58,6 +58,13 @@ pub async fn webhook(
     })
     .await;
     answer(provider.as_ref(), receipt)
+}
+
+/// A body turned away before it is read as an event: logged with why,
+/// answered 400 in `words`.
+fn refused(provider: &str, reason: &str, words: &'static str) -> HttpResponse {
+    tracing::warn!(provider, verdict = "rejected", reason, "webhook");
+    HttpResponse::BadRequest().body(words)
 }
 
 /// Whether a JSON body's strings could all be stored: UTF-8, with no NUL

@@ -210,8 +210,8 @@ pub async fn enable(pool: &PgPool, by: Actor<'_>, staff_id: i64) -> Result<Chang
         .bind(staff_id)
         .execute(&mut *tx)
         .await?;
-    audit::record(
-        &mut tx,
+    audit::commit(
+        tx,
         by,
         "enable_staff",
         &email,
@@ -219,8 +219,6 @@ pub async fn enable(pool: &PgPool, by: Actor<'_>, staff_id: i64) -> Result<Chang
         serde_json::json!({}),
     )
     .await?;
-    tx.commit().await?;
-    audit::log_action(by, "enable_staff", &email, "changed");
     Ok(Change::Done)
 }
 

@@ -119,8 +119,8 @@ pub async fn release_hold(
         HoldReleased::Paid => "refused_paid",
         HoldReleased::NotFound => "not_found",
     };
-    audit::record(
-        &mut tx,
+    audit::commit(
+        tx,
         staff,
         "release_hold",
         &hold.to_string(),
@@ -128,8 +128,6 @@ pub async fn release_hold(
         json!({ "purchase_id": purchase, "order_id": order, "state_after": after }),
     )
     .await?;
-    tx.commit().await?;
-    audit::log_action(staff, "release_hold", &hold.to_string(), word);
     Ok(outcome)
 }
 
@@ -195,9 +193,7 @@ pub async fn set_capacity(
         ),
         CapacityChanged::NotFound => ("not_found", json!({})),
     };
-    audit::record(&mut tx, staff, "set_capacity", id.as_str(), word, detail).await?;
-    tx.commit().await?;
-    audit::log_action(staff, "set_capacity", id.as_str(), word);
+    audit::commit(tx, staff, "set_capacity", id.as_str(), word, detail).await?;
     Ok(outcome)
 }
 
@@ -282,8 +278,8 @@ pub async fn retry_refund(
         RefundRetry::AlreadyDone => "already_done",
         RefundRetry::NotFound => "not_found",
     };
-    audit::record(
-        &mut tx,
+    audit::commit(
+        tx,
         staff,
         "retry_refund",
         &job.to_string(),
@@ -291,7 +287,5 @@ pub async fn retry_refund(
         json!({ "order_id": order }),
     )
     .await?;
-    tx.commit().await?;
-    audit::log_action(staff, "retry_refund", &job.to_string(), word);
     Ok(outcome)
 }

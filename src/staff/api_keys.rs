@@ -192,8 +192,8 @@ pub async fn create(
     .bind(by.name())
     .fetch_one(&mut *tx)
     .await?;
-    audit::record(
-        &mut tx,
+    audit::commit(
+        tx,
         by,
         "add_api_key",
         &id,
@@ -201,8 +201,6 @@ pub async fn create(
         serde_json::json!({ "name": name, "scopes": scopes }),
     )
     .await?;
-    tx.commit().await?;
-    audit::log_action(by, "add_api_key", &id, "ok");
     Ok((row, token))
 }
 

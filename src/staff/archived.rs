@@ -147,8 +147,8 @@ pub async fn restore_collection(
         .execute(&mut *tx)
         .await?;
     let products = i64::try_from(products).unwrap_or(i64::MAX);
-    audit::record(
-        &mut tx,
+    audit::commit(
+        tx,
         staff,
         "restore_collection",
         id,
@@ -157,8 +157,6 @@ pub async fn restore_collection(
                 "archived_at": row.archived_at }),
     )
     .await?;
-    tx.commit().await?;
-    audit::log_action(staff, "restore_collection", id, "restored");
     Ok(Restored::Done { products })
 }
 
@@ -201,8 +199,8 @@ pub async fn restore_product(
         .bind(id)
         .execute(&mut *tx)
         .await?;
-    audit::record(
-        &mut tx,
+    audit::commit(
+        tx,
         staff,
         "restore_product",
         id,
@@ -211,7 +209,5 @@ pub async fn restore_product(
                 "sold": row.sold }),
     )
     .await?;
-    tx.commit().await?;
-    audit::log_action(staff, "restore_product", id, "restored");
     Ok(Restored::Done { products: 1 })
 }

@@ -382,9 +382,7 @@ pub async fn save_event(
         None => ("created", after),
         Some(before) => ("updated", changes(&json!(before), &after)),
     };
-    audit::record(&mut tx, staff, "save_event", &event.id, word, detail).await?;
-    tx.commit().await?;
-    audit::log_action(staff, "save_event", &event.id, word);
+    audit::commit(tx, staff, "save_event", &event.id, word, detail).await?;
     Ok(Saved::Done { created: new })
 }
 
@@ -515,9 +513,8 @@ async fn save_product(
     {
         // nothing of the save is written; the refusal is recorded
         tx.rollback().await?;
-        let mut tx = pool.begin().await?;
-        audit::record(
-            &mut tx,
+        audit::commit(
+            pool.begin().await?,
             staff,
             save.action,
             &product.id,
@@ -525,8 +522,6 @@ async fn save_product(
             json!({ "requested": requested, "held": held, "sold": sold }),
         )
         .await?;
-        tx.commit().await?;
-        audit::log_action(staff, save.action, &product.id, "refused_below_committed");
         return Ok(Saved::CapacityRefused {
             requested,
             held,
@@ -544,9 +539,7 @@ async fn save_product(
         None => ("created", after),
         Some(before) => ("updated", changes(&json!(before.edit()), &after)),
     };
-    audit::record(&mut tx, staff, save.action, &product.id, word, detail).await?;
-    tx.commit().await?;
-    audit::log_action(staff, save.action, &product.id, word);
+    audit::commit(tx, staff, save.action, &product.id, word, detail).await?;
     Ok(Saved::Done { created: new })
 }
 
@@ -608,8 +601,8 @@ pub async fn save_schedule(
         Some(before) => ("updated", changes(&json!(before), &after)),
     };
     detail["published"] = json!(published);
-    audit::record(
-        &mut tx,
+    audit::commit(
+        tx,
         staff,
         "save_schedule",
         &schedule.collection,
@@ -617,8 +610,6 @@ pub async fn save_schedule(
         detail,
     )
     .await?;
-    tx.commit().await?;
-    audit::log_action(staff, "save_schedule", &schedule.collection, word);
     Ok((Saved::Done { created: new }, published))
 }
 
@@ -632,8 +623,8 @@ pub async fn archive_product(pool: &PgPool, staff: &StaffMember, id: &str) -> su
     if !edit::archive_product_in(&mut tx, id).await? {
         return Ok(false);
     }
-    audit::record(
-        &mut tx,
+    audit::commit(
+        tx,
         staff,
         "archive_product",
         id,
@@ -642,8 +633,6 @@ pub async fn archive_product(pool: &PgPool, staff: &StaffMember, id: &str) -> su
                 "sold": before.sold }),
     )
     .await?;
-    tx.commit().await?;
-    audit::log_action(staff, "archive_product", id, "archived");
     Ok(true)
 }
 
@@ -668,8 +657,8 @@ pub async fn archive_collection(
     if !edit::archive_collection_in(&mut tx, id).await? {
         return Ok(false);
     }
-    audit::record(
-        &mut tx,
+    audit::commit(
+        tx,
         staff,
         "archive_collection",
         id,
@@ -677,8 +666,6 @@ pub async fn archive_collection(
         json!({ "kind": before.kind, "title": before.title, "products": products }),
     )
     .await?;
-    tx.commit().await?;
-    audit::log_action(staff, "archive_collection", id, "archived");
     Ok(true)
 }
 

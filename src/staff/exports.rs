@@ -23,12 +23,40 @@ mod door;
 mod filter;
 mod orders;
 
-pub use attendees::{AttendeeLine, attendees_csv};
+use sqlx::PgPool;
+
+use crate::audit::Actor;
+use crate::clock::ShopZone;
+
+pub use attendees::AttendeeLine;
 pub use choices::{CollectionChoice, ProductChoice, choices};
 pub use csv::{CsvExport, Exports, push_cell, push_line};
 pub use door::{DOOR_LIST_LIMIT, DoorList, door_list, sale_title};
 pub use filter::{Days, ExportFilter, FilterForm};
-pub use orders::orders_csv;
+
+/// Which export: one line per order, or one per ticket or pickup code.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Csv {
+    Orders,
+    Attendees,
+}
+
+/// The orders or the codes a filter covers, as CSV; recorded in Activity
+/// as `export_orders` or `export_attendees`. The admin's Exports page and
+/// the API both take their files here.
+pub async fn export_csv(
+    pool: &PgPool,
+    exports: &Exports,
+    by: Actor<'_>,
+    filter: &ExportFilter,
+    zone: ShopZone,
+    what: Csv,
+) -> Result<CsvExport, ExportError> {
+    match what {
+        Csv::Orders => csv::export::<orders::OrderLine>(pool, exports, by, filter, zone).await,
+        Csv::Attendees => csv::export::<AttendeeLine>(pool, exports, by, filter, zone).await,
+    }
+}
 
 #[derive(Debug, thiserror::Error)]
 pub enum ExportError {

@@ -176,9 +176,7 @@ pub async fn invite(
     }
     issue(&mut tx, email.as_str(), role, &by.name()).await?;
     let detail = serde_json::json!({ "role": role, "hours": INVITE_HOURS });
-    audit::record(&mut tx, by, "invite_staff", email.as_str(), "sent", detail).await?;
-    tx.commit().await?;
-    audit::log_action(by, "invite_staff", email.as_str(), "sent");
+    audit::commit(tx, by, "invite_staff", email.as_str(), "sent", detail).await?;
     Ok(Invited::Sent)
 }
 
@@ -209,9 +207,7 @@ pub async fn resend(pool: &PgPool, by: Actor<'_>, id: i64) -> Result<bool> {
     close(&mut tx, id).await?;
     issue(&mut tx, &open.email, open.role, &by.name()).await?;
     let detail = serde_json::json!({});
-    audit::record(&mut tx, by, "resend_invite", &open.email, "sent", detail).await?;
-    tx.commit().await?;
-    audit::log_action(by, "resend_invite", &open.email, "sent");
+    audit::commit(tx, by, "resend_invite", &open.email, "sent", detail).await?;
     Ok(true)
 }
 
@@ -224,17 +220,7 @@ pub async fn cancel(pool: &PgPool, by: Actor<'_>, id: i64) -> Result<bool> {
     };
     close(&mut tx, id).await?;
     let detail = serde_json::json!({});
-    audit::record(
-        &mut tx,
-        by,
-        "cancel_invite",
-        &open.email,
-        "cancelled",
-        detail,
-    )
-    .await?;
-    tx.commit().await?;
-    audit::log_action(by, "cancel_invite", &open.email, "cancelled");
+    audit::commit(tx, by, "cancel_invite", &open.email, "cancelled", detail).await?;
     Ok(true)
 }
 
@@ -327,8 +313,6 @@ pub async fn accept(pool: &PgPool, token: &Secret, password: &Secret) -> Result<
     let by = format!("{email} (invited)");
     let by = Actor::Operator(&by);
     let detail = serde_json::json!({ "role": role });
-    audit::record(&mut tx, by, "accept_invite", &email, "created", detail).await?;
-    tx.commit().await?;
-    audit::log_action(by, "accept_invite", &email, "created");
+    audit::commit(tx, by, "accept_invite", &email, "created", detail).await?;
     Ok(Accepted::Created { email })
 }

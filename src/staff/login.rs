@@ -12,9 +12,8 @@ use sqlx::PgPool;
 
 use super::passwords::verify_password;
 use super::roles;
-use super::sessions::{Session, must_enrol, session_hash, start_session};
+use super::sessions::{Session, open_session, session_hash};
 use super::{MAX_PASSWORD_BYTES, Result, StaffEmail, StaffMember};
-use crate::audit;
 use crate::configuration::Secret;
 use crate::keys::random_token;
 
@@ -309,25 +308,8 @@ pub async fn log_in(
     }
     let mut tx = pool.begin().await?;
     attempt.forget(&mut tx).await?;
-    let (session_id, csrf_token) = start_session(&mut tx, &staff).await?;
-    audit::record(
-        &mut tx,
-        &staff,
-        "login",
-        &staff.email,
-        "ok",
-        serde_json::json!({}),
-    )
-    .await?;
-    tx.commit().await?;
-    audit::log_action(&staff, "login", &staff.email, "ok");
-    Ok(LoginOutcome::SignedIn(Session {
-        must_enrol: must_enrol(staff.role, false, required),
-        staff,
-        csrf_token,
-        id: session_id,
-        two_factor: false,
-    }))
+    let session = open_session(tx, staff, false, required, serde_json::json!({})).await?;
+    Ok(LoginOutcome::SignedIn(session))
 }
 
 async fn lock(pool: &PgPool, keys: &[&str]) -> sqlx::Result<LoginOutcome> {

@@ -8,10 +8,13 @@
 //! matched as text, never as a pattern.
 
 use chrono::{DateTime, Utc};
-use sqlx::PgPool;
+use sqlx::error::BoxDynError;
+use sqlx::postgres::PgArguments;
+use sqlx::{Arguments, PgPool};
 use uuid::Uuid;
 
 use crate::checkout::OrderState;
+use crate::checkout::settling::SettlingView;
 
 /// Orders a page shows at most.
 pub const PAGE: i64 = 50;
@@ -91,28 +94,14 @@ pub struct FoundOrder {
     pub flag: Option<String>,
     pub created_at: DateTime<Utc>,
     pub paid_at: Option<DateTime<Utc>>,
-    pub settle_method: Option<String>,
-    pub settling_until: Option<DateTime<Utc>>,
-    pub late_money: Option<String>,
+    /// A payment that settles in days, and money that came after the
+    /// holds ended.
+    #[sqlx(flatten)]
+    pub settling: SettlingView,
     /// Refund jobs not yet done.
     pub refunds_pending: i64,
     /// `2 × Harbour Lights — VIP; 1 × Wild heather honey`
     pub items: String,
-}
-
-impl FoundOrder {
-    /// The settling method in words (`SEPA Direct Debit`); empty: none.
-    pub fn settle_words(&self) -> String {
-        self.settle_method
-            .as_deref()
-            .map(crate::checkout::settling::method_words)
-            .unwrap_or_default()
-    }
-
-    /// What the late-money rule decided, in words; empty: nothing came late.
-    pub fn late_words(&self) -> &'static str {
-        crate::checkout::settling::late_money_words(self.late_money.as_deref())
-    }
 }
 
 /// One page of what matches.
@@ -164,36 +153,53 @@ const MATCHES: &str = "
   and ($7::timestamptz is null or o.created_at >= $7)
   and ($8::timestamptz is null or o.created_at < $8)";
 
-pub async fn search(pool: &PgPool, asked: &OrderSearch) -> sqlx::Result<Found> {
+/// What [`MATCHES`] binds, `$1` to `$9`, from what staff asked for.
+fn matching(asked: &OrderSearch) -> Result<PgArguments, BoxDynError> {
     let text = asked
         .text
         .as_deref()
         .map(str::trim)
         .filter(|t| !t.is_empty());
-    let like = text.map(contained);
-    let code = text.map(crate::redemption::normalise);
-    let number = text.and_then(order_number);
     let states: Option<Vec<&str>> = match (asked.state, asked.stage) {
         (Some(state), _) => Some(vec![state.as_str()]),
         (None, Some(stage)) => Some(stage.states().to_vec()),
         (None, None) => None,
     };
-    let total: i64 = sqlx::query_scalar(&format!("select count(*) from orders o where {MATCHES}"))
-        .bind(text)
-        .bind(&like)
-        .bind(&code)
-        .bind(&states)
-        .bind(asked.flagged_only)
-        .bind(&asked.product)
-        .bind(asked.from)
-        .bind(asked.until)
-        .bind(&number)
-        .fetch_one(pool)
-        .await?;
-    let mut orders: Vec<FoundOrder> = sqlx::query_as(&format!(
-        "select o.id, o.number, o.state, o.customer_name, o.customer_email, o.currency, o.amount_minor,
+    let mut arguments = PgArguments::default();
+    arguments.add(text)?;
+    arguments.add(text.map(contained))?;
+    arguments.add(text.map(crate::redemption::normalise))?;
+    arguments.add(states)?;
+    arguments.add(asked.flagged_only)?;
+    arguments.add(asked.product.as_deref())?;
+    arguments.add(asked.from)?;
+    arguments.add(asked.until)?;
+    arguments.add(text.and_then(order_number))?;
+    Ok(arguments)
+}
+
+/// [`matching`], then `$10` to `$12`: orders older than the last of the
+/// page before, one more than a page (whether there is a next).
+fn paging(asked: &OrderSearch) -> Result<PgArguments, BoxDynError> {
+    let mut arguments = matching(asked)?;
+    arguments.add(asked.after.map(|(at, _)| at))?;
+    arguments.add(asked.after.map(|(_, id)| id))?;
+    arguments.add(PAGE + 1)?;
+    Ok(arguments)
+}
+
+pub async fn search(pool: &PgPool, asked: &OrderSearch) -> sqlx::Result<Found> {
+    let total: i64 = sqlx::query_scalar_with(
+        &format!("select count(*) from orders o where {MATCHES}"),
+        matching(asked).map_err(sqlx::Error::Encode)?,
+    )
+    .fetch_one(pool)
+    .await?;
+    let mut orders: Vec<FoundOrder> = sqlx::query_as_with(
+        &format!(
+            "select o.id, o.number, o.state, o.customer_name, o.customer_email, o.currency, o.amount_minor,
                 o.refunded_minor, o.provider, o.flag, o.created_at, o.paid_at,
-                o.settle_method, o.settling_until, o.late_money,
+                o.settle_method, o.settling_until, o.late_money, o.late_money_at,
                 (select count(*) from outbox_jobs j where j.kind = 'refund'
                     and j.state = 'pending' and j.payload->>'order_id' = o.id::text)
                     as refunds_pending,
@@ -205,19 +211,9 @@ pub async fn search(pool: &PgPool, asked: &OrderSearch) -> sqlx::Result<Found> {
             and ($10::timestamptz is null or (o.created_at, o.id) < ($10, $11))
           order by o.created_at desc, o.id desc
           limit $12"
-    ))
-    .bind(text)
-    .bind(&like)
-    .bind(&code)
-    .bind(&states)
-    .bind(asked.flagged_only)
-    .bind(&asked.product)
-    .bind(asked.from)
-    .bind(asked.until)
-    .bind(&number)
-    .bind(asked.after.map(|(at, _)| at))
-    .bind(asked.after.map(|(_, id)| id))
-    .bind(PAGE + 1)
+        ),
+        paging(asked).map_err(sqlx::Error::Encode)?,
+    )
     .fetch_all(pool)
     .await?;
     let next = if orders.len() as i64 > PAGE {

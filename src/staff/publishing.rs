@@ -88,6 +88,20 @@ pub async fn draft_collections(pool: &PgPool) -> sqlx::Result<Vec<String>> {
         .await
 }
 
+/// Why nothing changes when `thing` is to become a draft (`draft`) or go
+/// on sale: there is none such, or it is so already. Locks its row.
+async fn nothing_to_change(
+    tx: &mut Transaction<'_, Postgres>,
+    thing: Thing<'_>,
+    draft: bool,
+) -> sqlx::Result<Option<Publishing>> {
+    Ok(match draft_for_update(tx, thing).await? {
+        None => Some(Publishing::NotFound),
+        Some(is) if is == draft => Some(Publishing::Unchanged),
+        Some(_) => None,
+    })
+}
+
 /// Put a draft on sale: a collection with its products not archived (nor
 /// drafts of their own), or a product.
 pub async fn publish(
@@ -96,10 +110,8 @@ pub async fn publish(
     thing: Thing<'_>,
 ) -> super::Result<Publishing> {
     let mut tx = pool.begin().await?;
-    match draft_for_update(&mut tx, thing).await? {
-        None => return Ok(Publishing::NotFound),
-        Some(false) => return Ok(Publishing::Unchanged),
-        Some(true) => {}
+    if let Some(nothing) = nothing_to_change(&mut tx, thing, false).await? {
+        return Ok(nothing);
     }
     match thing {
         Thing::Collection(id) => {
@@ -124,17 +136,7 @@ pub async fn publish(
         }
     }
     let target = thing.id();
-    audit::record(
-        &mut tx,
-        staff,
-        "publish",
-        target,
-        "done",
-        serde_json::json!({}),
-    )
-    .await?;
-    tx.commit().await?;
-    audit::log_action(staff, "publish", target, "done");
+    audit::commit(tx, staff, "publish", target, "done", serde_json::json!({})).await?;
     Ok(Publishing::Done)
 }
 
@@ -145,10 +147,8 @@ pub async fn unpublish(
     thing: Thing<'_>,
 ) -> super::Result<Publishing> {
     let mut tx = pool.begin().await?;
-    match draft_for_update(&mut tx, thing).await? {
-        None => return Ok(Publishing::NotFound),
-        Some(true) => return Ok(Publishing::Unchanged),
-        Some(false) => {}
+    if let Some(nothing) = nothing_to_change(&mut tx, thing, true).await? {
+        return Ok(nothing);
     }
     let products = match thing {
         Thing::Collection(_) => "select id from products where collection = $1",
@@ -163,9 +163,7 @@ pub async fn unpublish(
     let target = thing.id();
     if ordered > 0 {
         let detail = serde_json::json!({ "order_lines": ordered });
-        audit::record(&mut tx, staff, "unpublish", target, "has_orders", detail).await?;
-        tx.commit().await?;
-        audit::log_action(staff, "unpublish", target, "has_orders");
+        audit::commit(tx, staff, "unpublish", target, "has_orders", detail).await?;
         return Ok(Publishing::HasOrders(ordered));
     }
     let (mark, products) = match thing {
@@ -181,8 +179,8 @@ pub async fn unpublish(
     for sql in [mark, products] {
         sqlx::query(sql).bind(target).execute(&mut *tx).await?;
     }
-    audit::record(
-        &mut tx,
+    audit::commit(
+        tx,
         staff,
         "unpublish",
         target,
@@ -190,8 +188,6 @@ pub async fn unpublish(
         serde_json::json!({}),
     )
     .await?;
-    tx.commit().await?;
-    audit::log_action(staff, "unpublish", target, "done");
     Ok(Publishing::Done)
 }
 

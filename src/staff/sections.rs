@@ -60,8 +60,8 @@ pub async fn move_section(
     .execute(&mut *tx)
     .await?;
     let word = if to == Move::Up { "up" } else { "down" };
-    audit::record(
-        &mut tx,
+    audit::commit(
+        tx,
         staff,
         "move_collection",
         id,
@@ -69,7 +69,5 @@ pub async fn move_section(
         json!({ "place": other + 1, "of": order.len() }),
     )
     .await?;
-    tx.commit().await?;
-    audit::log_action(staff, "move_collection", id, word);
     Ok(true)
 }

@@ -101,8 +101,8 @@ pub async fn end_session(pool: &PgPool, session: &Session) -> Result<()> {
         .bind(session_hash(&session.id))
         .execute(&mut *tx)
         .await?;
-    audit::record(
-        &mut tx,
+    audit::commit(
+        tx,
         &session.staff,
         "logout",
         &session.staff.email,
@@ -110,28 +110,37 @@ pub async fn end_session(pool: &PgPool, session: &Session) -> Result<()> {
         serde_json::json!({}),
     )
     .await?;
-    tx.commit().await?;
-    audit::log_action(&session.staff, "logout", &session.staff.email, "ok");
     Ok(())
 }
 
-/// A new session row for `staff`, in the caller's transaction: the
-/// cookie's id and the session's CSRF token.
-pub(super) async fn start_session(
-    tx: &mut sqlx::Transaction<'_, sqlx::Postgres>,
-    staff: &StaffMember,
-) -> sqlx::Result<(String, String)> {
-    let session_id = random_token();
+/// A member signed in, with a second factor (`two_factor`) or a password
+/// alone: a session starts and the login is recorded with `detail`, in the
+/// sign-in's transaction, which commits here.
+pub(super) async fn open_session(
+    mut tx: sqlx::Transaction<'_, sqlx::Postgres>,
+    staff: StaffMember,
+    two_factor: bool,
+    required_for_refunds: bool,
+    detail: serde_json::Value,
+) -> sqlx::Result<Session> {
+    let id = random_token();
     let csrf_token = random_token();
     sqlx::query(
         "insert into staff_sessions (id_hash, staff_id, csrf_token, expires_at) \
          values ($1, $2, $3, now() + $4 * interval '1 hour')",
     )
-    .bind(session_hash(&session_id))
+    .bind(session_hash(&id))
     .bind(staff.id)
     .bind(&csrf_token)
     .bind(SESSION_HOURS as f64)
-    .execute(&mut **tx)
+    .execute(&mut *tx)
     .await?;
-    Ok((session_id, csrf_token))
+    audit::commit(tx, &staff, "login", &staff.email, "ok", detail).await?;
+    Ok(Session {
+        must_enrol: must_enrol(staff.role, two_factor, required_for_refunds),
+        staff,
+        csrf_token,
+        id,
+        two_factor,
+    })
 }

@@ -5,24 +5,17 @@ use chrono::{DateTime, Utc};
 use sqlx::PgPool;
 use uuid::Uuid;
 
+use crate::checkout::settling::SettlingView;
+use crate::inventory::CheckRow;
+
 /// One row of the resources page.
 #[derive(Debug, Clone, sqlx::FromRow)]
 pub struct ResourceRow {
-    pub resource_id: String,
-    pub total: i32,
-    pub held: i32,
-    pub sold: i32,
-    pub rows_held: i32,
-    pub rows_sold: i32,
-    pub drift: bool,
+    /// Its counters beside what its rows say.
+    #[sqlx(flatten)]
+    pub check: CheckRow,
     /// The products selling it, for people who think in products.
     pub products: String,
-}
-
-impl ResourceRow {
-    pub fn available(&self) -> i32 {
-        self.total - self.held - self.sold
-    }
 }
 
 pub async fn resources(pool: &PgPool, only: Option<&str>) -> sqlx::Result<Vec<ResourceRow>> {
@@ -165,29 +158,10 @@ pub struct OrderRow {
     /// Refund jobs not yet done.
     pub refunds_pending: i64,
     pub refunds_done: i64,
-    /// A payment that settles in days: its method and until when the
-    /// units are the shopper's.
-    pub settle_method: Option<String>,
-    pub settling_until: Option<DateTime<Utc>>,
-    /// Money that came after the holds ended: `claimed_again` or
-    /// `refunded`, and when.
-    pub late_money: Option<String>,
-    pub late_money_at: Option<DateTime<Utc>>,
-}
-
-impl OrderRow {
-    /// The settling method in words (`SEPA Direct Debit`); empty: none.
-    pub fn settle_words(&self) -> String {
-        self.settle_method
-            .as_deref()
-            .map(crate::checkout::settling::method_words)
-            .unwrap_or_default()
-    }
-
-    /// What the late-money rule decided, in words; empty: nothing came late.
-    pub fn late_words(&self) -> &'static str {
-        crate::checkout::settling::late_money_words(self.late_money.as_deref())
-    }
+    /// A payment that settles in days, and money that came after the
+    /// holds ended.
+    #[sqlx(flatten)]
+    pub settling: SettlingView,
 }
 
 macro_rules! order_columns {

@@ -10,20 +10,11 @@ use super::{StaffError, StaffMember};
 use crate::audit::{self, Actor};
 use crate::vouchers::{self, Created, NewVoucher, VoucherCode};
 
-/// What creating a voucher from the admin came to.
+/// What creating a voucher from the admin came to: what
+/// [`vouchers::create_in`] says, or refused before it is asked.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum VoucherCreated {
-    Created {
-        code: String,
-    },
-    /// A voucher of that code exists (perhaps archived): nothing changed.
-    Exists {
-        code: String,
-    },
-    /// Products it names that the shop does not sell.
-    UnknownProducts {
-        ids: Vec<String>,
-    },
+    Made(Created),
     /// Products it would unlock that are not hidden: everyone can buy
     /// them already.
     NotHidden {
@@ -78,21 +69,10 @@ pub async fn create_by(
         .map_err(invalid)?;
     let code = match created {
         Created::Created { code } => code,
-        Created::Exists { code } => return Ok(VoucherCreated::Exists { code }),
-        Created::UnknownProducts { ids } => return Ok(VoucherCreated::UnknownProducts { ids }),
+        refused => return Ok(VoucherCreated::Made(refused)),
     };
-    audit::record(
-        &mut tx,
-        by,
-        "create_voucher",
-        &code,
-        "created",
-        json!(voucher),
-    )
-    .await?;
-    tx.commit().await?;
-    audit::log_action(by, "create_voucher", &code, "created");
-    Ok(VoucherCreated::Created { code })
+    audit::commit(tx, by, "create_voucher", &code, "created", json!(voucher)).await?;
+    Ok(VoucherCreated::Made(Created::Created { code }))
 }
 
 /// Stop a voucher: no checkout may start with it again; uses held run
@@ -112,17 +92,7 @@ pub async fn archive_by(pool: &PgPool, by: Actor<'_>, code: &VoucherCode) -> sup
         return Ok(false);
     }
     let voucher = vouchers::find(&mut *tx, code).await?;
-    audit::record(
-        &mut tx,
-        by,
-        "archive_voucher",
-        code.as_str(),
-        "archived",
-        json!({ "held": voucher.as_ref().map(|v| v.held), "used": voucher.as_ref().map(|v| v.used) }),
-    )
-    .await?;
-    tx.commit().await?;
-    audit::log_action(by, "archive_voucher", code.as_str(), "archived");
+    audit::commit(tx, by, "archive_voucher", code.as_str(), "archived", json!({ "held": voucher.as_ref().map(|v| v.held), "used": voucher.as_ref().map(|v| v.used) })).await?;
     Ok(true)
 }
 
@@ -138,16 +108,6 @@ pub async fn restore(
         return Ok(false);
     }
     let voucher = vouchers::find(&mut *tx, code).await?;
-    audit::record(
-        &mut tx,
-        staff,
-        "restore_voucher",
-        code.as_str(),
-        "restored",
-        json!({ "held": voucher.as_ref().map(|v| v.held), "used": voucher.as_ref().map(|v| v.used) }),
-    )
-    .await?;
-    tx.commit().await?;
-    audit::log_action(staff, "restore_voucher", code.as_str(), "restored");
+    audit::commit(tx, staff, "restore_voucher", code.as_str(), "restored", json!({ "held": voucher.as_ref().map(|v| v.held), "used": voucher.as_ref().map(|v| v.used) })).await?;
     Ok(true)
 }

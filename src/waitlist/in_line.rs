@@ -6,7 +6,7 @@ use serde_json::json;
 use sqlx::PgPool;
 use uuid::Uuid;
 
-use super::{line_moved, token_shaped};
+use super::{hand_over, line_moved, token_shaped};
 use crate::audit::{self, Actor};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -73,10 +73,7 @@ pub async fn confirm(pool: &PgPool, token: &str) -> sqlx::Result<Confirmed> {
     };
     let answer = match confirmed {
         Some(resource) => {
-            sqlx::query("select hf_hand_over($1, clock_timestamp())")
-                .bind(resource)
-                .execute(&mut *tx)
-                .await?;
+            hand_over(&mut tx, &resource).await?;
             Confirmed::InLine
         }
         None => {
@@ -140,10 +137,7 @@ pub async fn remove(pool: &PgPool, by: Actor<'_>, entry_id: Uuid) -> sqlx::Resul
     };
     // what was set aside for the line is looked at again: for those behind
     // this entry, or back on sale when nobody waits
-    sqlx::query("select hf_hand_over($1, clock_timestamp())")
-        .bind(&resource)
-        .execute(&mut *tx)
-        .await?;
+    hand_over(&mut tx, &resource).await?;
     line_moved(&mut tx, &resource).await?;
     if let Actor::Staff(_) = by {
         audit::record(

@@ -20,8 +20,9 @@ pub async fn open_page(
     let base = desk.base_url;
     // a dated line says its date at the provider too: "Winter Jazz —
     // General, Mon 20 Dec 19:30 CET" (a read failing leaves the names)
-    let days = crate::checkout::line_days(desk.pool, order.id, desk.zone)
+    let days = crate::checkout::LineTimes::of(desk.pool, order.id)
         .await
+        .map(|lines| lines.days(desk.zone))
         .unwrap_or_default();
     let named = |line: &OrderLine| match days.get(&line.product_id) {
         Some(day) => format!("{}, {day}", line.name),

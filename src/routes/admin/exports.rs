@@ -17,7 +17,7 @@ use crate::checkout::OrderState;
 use crate::routes::ShopError;
 use crate::staff::Session;
 use crate::staff::exports::{
-    self, AttendeeLine, CollectionChoice, CsvExport, DOOR_LIST_LIMIT, DoorList, ExportError,
+    self, AttendeeLine, CollectionChoice, Csv, CsvExport, DOOR_LIST_LIMIT, DoorList, ExportError,
     ExportFilter, FilterForm, ProductChoice,
 };
 use crate::state::Shop;
@@ -175,12 +175,6 @@ fn download(export: CsvExport) -> HttpResponse {
     response
 }
 
-#[derive(Clone, Copy)]
-enum Csv {
-    Orders,
-    Attendees,
-}
-
 async fn csv(
     shop: &Shop,
     session: &Session,
@@ -190,15 +184,8 @@ async fn csv(
     let form = FilterForm::from_query(request.query_string());
     let exported = async {
         let filter = ExportFilter::parse(&form)?;
-        let (pool, exports, staff) = (&shop.pool, &shop.exports, &session.staff);
-        match what {
-            Csv::Orders => {
-                exports::orders_csv(pool, exports, Actor::from(staff), &filter, shop.zone).await
-            }
-            Csv::Attendees => {
-                exports::attendees_csv(pool, exports, Actor::from(staff), &filter, shop.zone).await
-            }
-        }
+        let by = Actor::from(&session.staff);
+        exports::export_csv(&shop.pool, &shop.exports, by, &filter, shop.zone, what).await
     };
     match exported.await.map_err(Refusal::from) {
         Ok(export) => Ok(download(export)),

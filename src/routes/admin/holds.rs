@@ -71,7 +71,7 @@ pub async fn holds(
         resource_ids: views::resources(&shop.pool, None)
             .await?
             .into_iter()
-            .map(|r| r.resource_id)
+            .map(|r| r.check.resource_id)
             .collect(),
         states: HOLD_STATES.to_vec(),
         filter_resource: resource.unwrap_or_default(),

@@ -95,12 +95,12 @@ async fn resource_page(
     };
     let form = refused.unwrap_or_else(|| {
         let mut form = Form::default();
-        form.set("total", r.total.to_string());
+        form.set("total", r.check.total.to_string());
         form
     });
     let page = ResourcePage {
         nav: nav(shop, session, notice).await?,
-        editor: editor_of(shop, &r.resource_id).await?,
+        editor: editor_of(shop, &r.check.resource_id).await?,
         r,
         form,
     };

@@ -16,7 +16,7 @@ use crate::staff::catalogue;
 use crate::staff::vouchers::{self, VoucherCreated};
 use crate::staff::{Session, StaffError};
 use crate::state::Shop;
-use crate::vouchers::{Discount, NewVoucher, Voucher, VoucherCode};
+use crate::vouchers::{Created, Discount, NewVoucher, Voucher, VoucherCode};
 
 #[derive(Template)]
 #[template(path = "admin/vouchers.html")]
@@ -201,10 +201,10 @@ pub async fn create_voucher(
     };
     let currency = catalogue::shop_currency(&shop.pool).await?;
     let status = match vouchers::create(&shop.pool, &session.staff, &voucher, &currency).await {
-        Ok(VoucherCreated::Created { .. }) => {
+        Ok(VoucherCreated::Made(Created::Created { .. })) => {
             return Ok(see_other("/admin/vouchers?notice=voucher_created"));
         }
-        Ok(VoucherCreated::Exists { code }) => {
+        Ok(VoucherCreated::Made(Created::Exists { code })) => {
             form.fail(
                 "code",
                 format!(
@@ -214,7 +214,7 @@ pub async fn create_voucher(
             );
             StatusCode::CONFLICT
         }
-        Ok(VoucherCreated::UnknownProducts { ids }) => {
+        Ok(VoucherCreated::Made(Created::UnknownProducts { ids })) => {
             form.fail(
                 "products",
                 format!(

@@ -184,8 +184,8 @@ pub async fn set_rules(
     if changed == 0 {
         return Err(ShopError::not_found("no such product on sale"));
     }
-    crate::audit::record(
-        &mut tx,
+    crate::audit::commit(
+        tx,
         &session.staff,
         "waitlist_rules",
         &product,
@@ -193,8 +193,6 @@ pub async fn set_rules(
         serde_json::json!({ "claim_minutes": minutes, "in_order": in_order }),
     )
     .await?;
-    tx.commit().await?;
-    crate::audit::log_action(&session.staff, "waitlist_rules", &product, "changed");
     Ok(see_other("/admin/waitlist?notice=waitlist_rules"))
 }
 

@@ -7,6 +7,7 @@
 use actix_web::http::StatusCode;
 use actix_web::{HttpRequest, HttpResponse, web};
 use serde::Deserialize;
+use serde_json::Value;
 use sha2::{Digest, Sha256};
 
 use super::{ApiError, ErrorCode, json_body, key_of, table_lines};
@@ -16,7 +17,7 @@ use crate::inventory::IdempotencyKey;
 use crate::payments::methods::PayMethod;
 use crate::retry::{Bound, retry};
 use crate::routes::errors::checkout_code;
-use crate::staff::api_keys::{self, Idempotent};
+use crate::staff::api_keys::{self, ApiKey, Idempotent};
 use crate::state::Shop;
 
 #[derive(Deserialize, utoipa::ToSchema)]
@@ -74,11 +75,72 @@ pub struct CheckoutLine {
     together: Option<bool>,
 }
 
+/// Run `work` once per API key and `Idempotency-Key`: a replay with the
+/// same `what` (the action and the object it acts on, normalised) and body
+/// gets the kept answer; another action or body under the key is refused;
+/// an answer [`worth_another_try`] is not kept. Every POST of the API runs
+/// here.
+pub async fn once<F, Fut>(
+    shop: &Shop,
+    what: &str,
+    key: &ApiKey,
+    idem: &str,
+    raw: &[u8],
+    work: F,
+) -> Result<HttpResponse, ApiError>
+where
+    F: FnOnce() -> Fut,
+    Fut: std::future::Future<Output = Result<(StatusCode, Value), ApiError>>,
+{
+    match api_keys::claim(&shop.pool, key, idem, what, raw).await? {
+        Idempotent::Answered { status, body } => {
+            return Ok(
+                HttpResponse::build(StatusCode::from_u16(status).unwrap_or(StatusCode::OK))
+                    .json(body),
+            );
+        }
+        Idempotent::OtherBody => {
+            return Err(ApiError::new(
+                ErrorCode::IdempotencyKeyReused,
+                "this Idempotency-Key was used with another body; nothing was done",
+            ));
+        }
+        Idempotent::Fresh | Idempotent::Unanswered => {}
+    }
+    let answer = work().await;
+    match &answer {
+        Err(error) if worth_another_try(error.status) => {
+            api_keys::forget(&shop.pool, key, idem).await?;
+        }
+        Err(error) => {
+            api_keys::answer(&shop.pool, key, idem, error.status.as_u16(), &error.body()).await?
+        }
+        Ok((status, body)) => {
+            api_keys::answer(&shop.pool, key, idem, status.as_u16(), body).await?
+        }
+    }
+    let (status, body) = answer?;
+    Ok(HttpResponse::build(status).json(body))
+}
+
 /// Whether an answer is kept under its `Idempotency-Key`: not a failure
 /// of ours (5xx) nor "too fast" (429), which the same request may meet
 /// differently later; every other answer is the request's, for good.
 pub fn worth_another_try(status: StatusCode) -> bool {
     status.is_server_error() || status == StatusCode::TOO_MANY_REQUESTS
+}
+
+/// A JSON POST of the API, read as each is: the key the guard let
+/// through, its `Idempotency-Key`, its body, and the bytes the key's
+/// answer is kept against.
+pub async fn posted<T: serde::de::DeserializeOwned>(
+    request: &HttpRequest,
+    payload: web::Payload,
+) -> Result<(ApiKey, String, T, Vec<u8>), ApiError> {
+    let key = key_of(request).expect("the guard let a key through");
+    let idem = idempotency_key(request)?;
+    let (body, raw) = json_body(payload).await?;
+    Ok((key, idem, body, raw))
 }
 
 /// The `Idempotency-Key` header: 1 to 64 letters, digits, `-` or `_`.
@@ -122,9 +184,7 @@ pub async fn start(
     request: HttpRequest,
     payload: web::Payload,
 ) -> Result<HttpResponse, ApiError> {
-    let key = key_of(&request).expect("the guard let a key through");
-    let idem = idempotency_key(&request)?;
-    let (body, raw): (CheckoutBody, Vec<u8>) = json_body(payload).await?;
+    let (key, idem, body, raw) = posted::<CheckoutBody>(&request, payload).await?;
     if body.lines.is_empty()
         || body.lines.len() > 20
         || body
@@ -155,55 +215,23 @@ pub async fn start(
             .await?,
         );
     }
-    match api_keys::claim(&shop.pool, &key, &idem, "checkout", &raw).await? {
-        Idempotent::Answered { status, body } => {
-            return Ok(
-                HttpResponse::build(StatusCode::from_u16(status).unwrap_or(StatusCode::OK))
-                    .json(body),
-            );
-        }
-        Idempotent::OtherBody => {
-            return Err(ApiError::new(
-                ErrorCode::IdempotencyKeyReused,
-                "this Idempotency-Key was used with another body; nothing was done",
-            ));
-        }
-        Idempotent::Fresh | Idempotent::Unanswered => {}
-    }
-    let answer = run(&shop, &request, &key, &idem, body, &choices).await;
-    match &answer {
-        // worth another try with the same key: not kept
-        Err(error) if worth_another_try(error.status) => {
-            api_keys::forget(&shop.pool, &key, &idem).await?;
-        }
-        Err(error) => {
-            api_keys::answer(
-                &shop.pool,
-                &key,
-                &idem,
-                error.status.as_u16(),
-                &error.body(),
-            )
-            .await?
-        }
-        Ok(body) => {
-            api_keys::answer(&shop.pool, &key, &idem, 201, body).await?;
-            // the key's checkout, in Activity (after its own commit)
-            let mut tx = shop.pool.begin().await?;
-            crate::audit::record(
-                &mut tx,
-                &key,
-                "api_checkout",
-                body["order_token"].as_str().unwrap_or(""),
-                body["state"].as_str().unwrap_or("started"),
-                serde_json::json!({ "amount_minor": body["amount_minor"], "currency": body["currency"] }),
-            )
-            .await?;
-            tx.commit().await?;
-        }
-    }
-    let body = answer?;
-    Ok(HttpResponse::Created().json(body))
+    once(&shop, "checkout", &key, &idem, &raw, || async {
+        let body = run(&shop, &request, &key, &idem, body, &choices).await?;
+        // the key's checkout, in Activity
+        let mut tx = shop.pool.begin().await?;
+        crate::audit::record(
+            &mut tx,
+            &key,
+            "api_checkout",
+            body["order_token"].as_str().unwrap_or(""),
+            body["state"].as_str().unwrap_or("started"),
+            serde_json::json!({ "amount_minor": body["amount_minor"], "currency": body["currency"] }),
+        )
+        .await?;
+        tx.commit().await?;
+        Ok((StatusCode::CREATED, body))
+    })
+    .await
 }
 
 /// The API's basket for this key's checkout, filled with its lines: each

@@ -1,6 +1,5 @@
 //! The exports for a staff key: orders and attendees as CSV, through the
-//! same routines as the admin's Exports page ([`exports::orders_csv`],
-//! [`exports::attendees_csv`]): streamed from a database cursor, at most
+//! same routine as the admin's Exports page ([`exports::export_csv`]): streamed from a database cursor, at most
 //! four at once per process, each recorded in Activity with the key as
 //! the actor before its first row is read.
 
@@ -9,7 +8,7 @@ use actix_web::{HttpRequest, HttpResponse, web};
 
 use super::{ApiError, ErrorCode, key_of};
 use crate::audit::Actor;
-use crate::staff::exports::{self, CsvExport, ExportError, ExportFilter, FilterForm};
+use crate::staff::exports::{self, Csv, CsvExport, ExportError, ExportFilter, FilterForm};
 use crate::state::Shop;
 
 /// The query's fields: the admin's filter, each optional.
@@ -56,6 +55,16 @@ fn filter_of(request: &HttpRequest) -> Result<ExportFilter, ApiError> {
     Ok(ExportFilter::parse(&FilterForm::from_query(query))?)
 }
 
+/// The export a key asks for, with the filter of its query.
+async fn csv(shop: &Shop, request: &HttpRequest, what: Csv) -> Result<HttpResponse, ApiError> {
+    let key = key_of(request).expect("the guard let a key through");
+    let filter = filter_of(request)?;
+    let by = Actor::from(&key);
+    let export =
+        exports::export_csv(&shop.pool, &shop.exports, by, &filter, shop.zone, what).await?;
+    Ok(download(export))
+}
+
 fn download(export: CsvExport) -> HttpResponse {
     HttpResponse::Ok()
         .content_type("text/csv; charset=utf-8")
@@ -87,17 +96,7 @@ pub async fn orders_csv(
     shop: web::Data<Shop>,
     request: HttpRequest,
 ) -> Result<HttpResponse, ApiError> {
-    let key = key_of(&request).expect("the guard let a key through");
-    let filter = filter_of(&request)?;
-    let export = exports::orders_csv(
-        &shop.pool,
-        &shop.exports,
-        Actor::from(&key),
-        &filter,
-        shop.zone,
-    )
-    .await?;
-    Ok(download(export))
+    csv(&shop, &request, Csv::Orders).await
 }
 
 /// `GET /api/v1/exports/attendees.csv`: one line per ticket or pickup code.
@@ -121,15 +120,5 @@ pub async fn attendees_csv(
     shop: web::Data<Shop>,
     request: HttpRequest,
 ) -> Result<HttpResponse, ApiError> {
-    let key = key_of(&request).expect("the guard let a key through");
-    let filter = filter_of(&request)?;
-    let export = exports::attendees_csv(
-        &shop.pool,
-        &shop.exports,
-        Actor::from(&key),
-        &filter,
-        shop.zone,
-    )
-    .await?;
-    Ok(download(export))
+    csv(&shop, &request, Csv::Attendees).await
 }

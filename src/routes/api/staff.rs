@@ -9,20 +9,20 @@
 use actix_web::http::StatusCode;
 use actix_web::{HttpRequest, HttpResponse, web};
 use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::json;
 use sha2::{Digest, Sha256};
 
-use super::checkout::{idempotency_key, worth_another_try};
-use super::{ApiError, ErrorCode, json_body, key_of};
+use super::checkout::{idempotency_key, once, posted};
+use super::{ApiError, ErrorCode, key_of};
 use crate::audit::{self, Actor};
 use crate::redemption::{self, Door, Outcome};
 use crate::retry::{Bound, retry};
 use crate::staff::StaffError;
-use crate::staff::api_keys::{self, ApiKey, Idempotent};
+use crate::staff::api_keys::ApiKey;
 use crate::staff::refunds::{self, RefundOutcome, RefundRequest};
 use crate::staff::vouchers::{self, VoucherCreated};
 use crate::state::Shop;
-use crate::vouchers::{NewVoucher, VoucherCode};
+use crate::vouchers::{Created, NewVoucher, VoucherCode};
 
 fn invalid(message: impl Into<String>) -> ApiError {
     ApiError::new(ErrorCode::InvalidInput, message)
@@ -48,55 +48,6 @@ impl From<StaffError> for ApiError {
 /// routine keys itself by (no two keys share one).
 fn derived(key: &ApiKey, idem: &str) -> [u8; 32] {
     Sha256::digest(format!("{}:{idem}", key.id)).into()
-}
-
-/// Run `work` once per key, `Idempotency-Key` and body: a replay gets the
-/// first answer, another body 422; a failure worth another try (5xx) is
-/// not kept.
-/// Run `work` once per API key and `Idempotency-Key`: a replay with the
-/// same `what` (the action and the object it acts on, normalised) and body
-/// gets the kept answer; another action or body under the key is refused.
-async fn once<F, Fut>(
-    shop: &Shop,
-    what: &str,
-    key: &ApiKey,
-    idem: &str,
-    raw: &[u8],
-    work: F,
-) -> Result<HttpResponse, ApiError>
-where
-    F: FnOnce() -> Fut,
-    Fut: std::future::Future<Output = Result<(StatusCode, Value), ApiError>>,
-{
-    match api_keys::claim(&shop.pool, key, idem, what, raw).await? {
-        Idempotent::Answered { status, body } => {
-            return Ok(
-                HttpResponse::build(StatusCode::from_u16(status).unwrap_or(StatusCode::OK))
-                    .json(body),
-            );
-        }
-        Idempotent::OtherBody => {
-            return Err(ApiError::new(
-                ErrorCode::IdempotencyKeyReused,
-                "this Idempotency-Key was used with another body; nothing was done",
-            ));
-        }
-        Idempotent::Fresh | Idempotent::Unanswered => {}
-    }
-    let answer = work().await;
-    match &answer {
-        Err(error) if worth_another_try(error.status) => {
-            api_keys::forget(&shop.pool, key, idem).await?;
-        }
-        Err(error) => {
-            api_keys::answer(&shop.pool, key, idem, error.status.as_u16(), &error.body()).await?
-        }
-        Ok((status, body)) => {
-            api_keys::answer(&shop.pool, key, idem, status.as_u16(), body).await?
-        }
-    }
-    let (status, body) = answer?;
-    Ok(HttpResponse::build(status).json(body))
 }
 
 #[derive(Deserialize, utoipa::ToSchema)]
@@ -153,9 +104,7 @@ pub async fn refund(
     id: web::Path<String>,
     payload: web::Payload,
 ) -> Result<HttpResponse, ApiError> {
-    let key = key_of(&request).expect("the guard let a key through");
-    let idem = idempotency_key(&request)?;
-    let (body, raw): (RefundBody, Vec<u8>) = json_body(payload).await?;
+    let (key, idem, body, raw) = posted::<RefundBody>(&request, payload).await?;
     let not_found = || ApiError::new(ErrorCode::NotFound, "no such order");
     let order_id = uuid::Uuid::parse_str(&id).map_err(|_| not_found())?;
     let by = key.actor_name();
@@ -256,9 +205,7 @@ pub async fn redeem(
     request: HttpRequest,
     payload: web::Payload,
 ) -> Result<HttpResponse, ApiError> {
-    let key = key_of(&request).expect("the guard let a key through");
-    let idem = idempotency_key(&request)?;
-    let (body, raw): (RedeemBody, Vec<u8>) = json_body(payload).await?;
+    let (key, idem, body, raw) = posted::<RedeemBody>(&request, payload).await?;
     let place = body.place.trim();
     if place.chars().count() > 100 {
         return Err(invalid(
@@ -346,9 +293,7 @@ pub async fn vouchers_create(
     request: HttpRequest,
     payload: web::Payload,
 ) -> Result<HttpResponse, ApiError> {
-    let key = key_of(&request).expect("the guard let a key through");
-    let idem = idempotency_key(&request)?;
-    let (voucher, raw): (NewVoucher, Vec<u8>) = json_body(payload).await?;
+    let (key, idem, voucher, raw) = posted::<NewVoucher>(&request, payload).await?;
     voucher.check().map_err(|e| invalid(e.0))?;
     once(&shop, "create voucher", &key, &idem, &raw, || async {
         let currency = crate::staff::catalogue::shop_currency(&shop.pool).await?;
@@ -356,12 +301,14 @@ pub async fn vouchers_create(
             vouchers::create_by(&shop.pool, Actor::from(&key), &voucher, &currency).await?;
         let refused = |code, message: String| Err(ApiError::new(code, message));
         match created {
-            VoucherCreated::Created { code } => Ok((StatusCode::CREATED, json!({ "code": code }))),
-            VoucherCreated::Exists { code } => Err(ApiError::new(
+            VoucherCreated::Made(Created::Created { code }) => {
+                Ok((StatusCode::CREATED, json!({ "code": code })))
+            }
+            VoucherCreated::Made(Created::Exists { code }) => Err(ApiError::new(
                 ErrorCode::Exists,
                 format!("a voucher {code} exists already (perhaps archived); nothing was changed"),
             )),
-            VoucherCreated::UnknownProducts { ids } => refused(
+            VoucherCreated::Made(Created::UnknownProducts { ids }) => refused(
                 ErrorCode::UnknownProducts,
                 format!(
                     "the shop does not sell {}; nothing was changed",

@@ -187,9 +187,10 @@ pub async fn order_page(
     })
     .await?;
     let occasions = retry("order_read", Bound::Shopper, || {
-        checkout::line_occasions(&shop.pool, order.id, shop.zone)
+        checkout::LineTimes::of(&shop.pool, order.id)
     })
-    .await?;
+    .await?
+    .occasions(shop.zone);
     let product_ids: Vec<String> = lines.iter().map(|l| l.product_id.clone()).collect();
     let pictures = retry("order_read", Bound::Shopper, || {
         crate::images::pictures_of(&shop.pool, &product_ids, crate::images::THUMB_WIDTH)

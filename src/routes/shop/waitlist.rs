@@ -241,6 +241,18 @@ async fn entry_of_link(shop: &Shop, token: &str) -> Result<Entry, ShopError> {
     .ok_or_else(|| ShopError::not_found("no such waiting-list entry"))
 }
 
+/// The entry a link is about to change: its page, as this shopper was
+/// shown it, is not answered from memory again.
+async fn entry_to_change(
+    shop: &Shop,
+    request: &HttpRequest,
+    token: &str,
+) -> Result<Entry, ShopError> {
+    let entry = entry_of_link(shop, token).await?;
+    shop.live.forget_page(&page_key(request, token));
+    Ok(entry)
+}
+
 /// How long an entry's page may be answered from memory while its
 /// product's resource is unchanged: every change to the line changes the
 /// resource's row (an offer, a payment, a lapse, an entry that leaves), so
@@ -397,8 +409,7 @@ pub async fn leave(
     request: HttpRequest,
     token: web::Path<String>,
 ) -> Result<HttpResponse, ShopError> {
-    let entry = entry_of_link(&shop, &token).await?;
-    shop.live.forget_page(&page_key(&request, &token));
+    let entry = entry_to_change(&shop, &request, &token).await?;
     retry("waitlist_leave", Bound::Shopper, || {
         waitlist::remove(
             &shop.pool,
@@ -417,8 +428,7 @@ pub async fn claim(
     request: HttpRequest,
     token: web::Path<String>,
 ) -> Result<HttpResponse, ShopError> {
-    let entry = entry_of_link(&shop, &token).await?;
-    shop.live.forget_page(&page_key(&request, &token));
+    let entry = entry_to_change(&shop, &request, &token).await?;
     match waitlist::claim(shop.desk(), &entry).await? {
         Claim::Pay { url } => Ok(see_other(&url)),
         Claim::Paid { order_token } => Ok(see_other(&format!("/orders/{order_token}"))),

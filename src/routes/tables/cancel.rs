@@ -75,9 +75,10 @@ pub async fn ask(
         return Ok(see_other(&format!("/orders/{}", order.token)));
     };
     let occasions = retry("order_read", Bound::Shopper, || {
-        crate::checkout::line_occasions(&shop.pool, order.id, shop.zone)
+        crate::checkout::LineTimes::of(&shop.pool, order.id)
     })
-    .await?;
+    .await?
+    .occasions(shop.zone);
     let words = if policy.deposit_minor > 0 {
         format!(
             "Your table goes to other guests and your deposit of {} is refunded in full.",

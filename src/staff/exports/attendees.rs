@@ -4,13 +4,10 @@
 //! reads the same rows.
 
 use chrono::{DateTime, Utc};
-use sqlx::{FromRow, PgPool};
+use sqlx::FromRow;
 use uuid::Uuid;
 
-use super::ExportError;
-use super::csv::{CsvExport, CsvRow, Exports, export, moment, yes};
-use super::filter::ExportFilter;
-use crate::audit::Actor;
+use super::csv::{CsvRow, moment, yes};
 use crate::clock::ShopZone;
 
 /// One item with its code (a code two items share is on both lines), who
@@ -122,15 +119,3 @@ select i.code, k.code as kind,
    and ($2::timestamptz is null or o.paid_at >= $2)
    and ($3::timestamptz is null or o.paid_at < $3)
  order by lower(o.customer_name), o.customer_name, o.id, k.code, i.code, i.id";
-
-/// The codes a filter covers, as CSV; recorded in Activity as
-/// `export_attendees`.
-pub async fn attendees_csv(
-    pool: &PgPool,
-    exports: &Exports,
-    by: Actor<'_>,
-    filter: &ExportFilter,
-    zone: ShopZone,
-) -> Result<CsvExport, ExportError> {
-    export::<AttendeeLine>(pool, exports, by, filter, zone).await
-}

@@ -353,10 +353,7 @@ pub(super) async fn record_export(
     if let Actor::Staff(member) = by {
         detail["role"] = json!(member.role);
     }
-    let mut tx = pool.begin().await?;
-    audit::record(&mut tx, by, action, &words, "started", detail).await?;
-    tx.commit().await?;
-    audit::log_action(by, action, &words, "started");
+    audit::commit(pool.begin().await?, by, action, &words, "started", detail).await?;
     Ok(())
 }
 

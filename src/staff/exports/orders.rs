@@ -2,19 +2,16 @@
 //! what was bought, what was paid after its voucher, what was given back.
 
 use chrono::{DateTime, Utc};
-use sqlx::{FromRow, PgPool};
+use sqlx::FromRow;
 use uuid::Uuid;
 
-use super::ExportError;
-use super::csv::{CsvExport, CsvRow, Exports, export, moment};
-use super::filter::ExportFilter;
-use crate::audit::Actor;
+use super::csv::{CsvRow, moment};
 use crate::clock::ShopZone;
 
 /// One order: what was bought, what was paid for it after its voucher, what
 /// was given back.
 #[derive(Debug, Clone, FromRow)]
-struct OrderLine {
+pub(super) struct OrderLine {
     id: Uuid,
     created_at: DateTime<Utc>,
     paid_at: Option<DateTime<Utc>>,
@@ -160,15 +157,3 @@ select o.id, o.created_at, o.paid_at, o.state, o.flag, o.customer_name, o.custom
    and ($2::timestamptz is null or o.paid_at >= $2)
    and ($3::timestamptz is null or o.paid_at < $3)
  order by o.created_at, o.id";
-
-/// The orders a filter covers, as CSV; recorded in Activity as
-/// `export_orders`.
-pub async fn orders_csv(
-    pool: &PgPool,
-    exports: &Exports,
-    by: Actor<'_>,
-    filter: &ExportFilter,
-    zone: ShopZone,
-) -> Result<CsvExport, ExportError> {
-    export::<OrderLine>(pool, exports, by, filter, zone).await
-}

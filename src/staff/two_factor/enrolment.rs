@@ -172,8 +172,8 @@ pub async fn confirm(
     .execute(&mut *tx)
     .await?;
     let codes = replace_recovery_codes(&mut tx, staff.id).await?;
-    audit::record(
-        &mut tx,
+    audit::commit(
+        tx,
         staff,
         "two_factor_on",
         &staff.email,
@@ -181,8 +181,6 @@ pub async fn confirm(
         serde_json::json!({ "recovery_codes": RECOVERY_CODES }),
     )
     .await?;
-    tx.commit().await?;
-    audit::log_action(staff, "two_factor_on", &staff.email, "on");
     Ok(Confirmed::On(codes))
 }
 
@@ -251,17 +249,7 @@ pub async fn new_recovery_codes(
     };
     attempt.forget(&mut tx).await?;
     let codes = replace_recovery_codes(&mut tx, staff.id).await?;
-    audit::record(
-        &mut tx,
-        staff,
-        "new_recovery_codes",
-        &staff.email,
-        "made",
-        serde_json::json!({ "recovery_codes": RECOVERY_CODES, "confirmed_with": verified.as_str() }),
-    )
-    .await?;
-    tx.commit().await?;
-    audit::log_action(staff, "new_recovery_codes", &staff.email, "made");
+    audit::commit(tx, staff, "new_recovery_codes", &staff.email, "made", serde_json::json!({ "recovery_codes": RECOVERY_CODES, "confirmed_with": verified.as_str() })).await?;
     Ok(Changed::Done(codes))
 }
 
@@ -285,8 +273,8 @@ pub async fn turn_off(
     };
     attempt.forget(&mut tx).await?;
     forget(&mut tx, staff.id).await?;
-    audit::record(
-        &mut tx,
+    audit::commit(
+        tx,
         staff,
         "two_factor_off",
         &staff.email,
@@ -294,8 +282,6 @@ pub async fn turn_off(
         serde_json::json!({ "confirmed_with": verified.as_str() }),
     )
     .await?;
-    tx.commit().await?;
-    audit::log_action(staff, "two_factor_off", &staff.email, "off");
     Ok(Changed::Done(()))
 }
 
@@ -334,8 +320,8 @@ pub async fn reset(pool: &PgPool, by: Actor<'_>, staff_id: i64) -> Result<bool> 
     forget(&mut tx, staff_id).await?;
     crate::staff::accounts::end_sessions(&mut tx, staff_id).await?;
     let outcome = if was_on { "reset" } else { "was_off" };
-    audit::record(
-        &mut tx,
+    audit::commit(
+        tx,
         by,
         "reset_two_factor",
         &email,
@@ -343,8 +329,6 @@ pub async fn reset(pool: &PgPool, by: Actor<'_>, staff_id: i64) -> Result<bool> 
         serde_json::json!({}),
     )
     .await?;
-    tx.commit().await?;
-    audit::log_action(by, "reset_two_factor", &email, outcome);
     Ok(was_on)
 }
 

@@ -50,8 +50,8 @@ pub async fn set_required_for_refunds(
         return Ok(SettingOutcome::Unchanged);
     }
     let word = if on { "on" } else { "off" };
-    audit::record(
-        &mut tx,
+    audit::commit(
+        tx,
         &by.staff,
         "change_setting",
         "two_factor_for_refunds",
@@ -59,7 +59,5 @@ pub async fn set_required_for_refunds(
         serde_json::json!({}),
     )
     .await?;
-    tx.commit().await?;
-    audit::log_action(&by.staff, "change_setting", "two_factor_for_refunds", word);
     Ok(SettingOutcome::Changed)
 }

@@ -12,7 +12,7 @@ use crate::configuration::Secret;
 use crate::keys::SessionKey;
 use crate::payments::signature::same_text;
 use crate::staff::login::{Attempt, CHALLENGE_WRONG_CODES, LoginOutcome};
-use crate::staff::sessions::{Session, must_enrol, session_hash, start_session};
+use crate::staff::sessions::{Session, open_session, session_hash};
 use crate::staff::{Result, StaffMember, roles};
 
 /// A sign-in waiting for its code, as its page needs it.
@@ -139,7 +139,6 @@ async fn sign_in(
         return Ok(CodeOutcome::StartOver);
     }
     attempt.forget(&mut tx).await?;
-    let (session_id, csrf_token) = start_session(&mut tx, &staff).await?;
     let recovery_codes_left = match verified {
         Verified::Recovery => Some(
             sqlx::query_scalar(
@@ -157,28 +156,12 @@ async fn sign_in(
     )
     .fetch_one(&mut *tx)
     .await?;
-    audit::record(
-        &mut tx,
-        &staff,
-        "login",
-        &staff.email,
-        "ok",
-        serde_json::json!({
-            "second_factor": verified.as_str(),
-            "recovery_codes_left": recovery_codes_left,
-        }),
-    )
-    .await?;
-    tx.commit().await?;
-    audit::log_action(&staff, "login", &staff.email, "ok");
+    let detail = serde_json::json!({
+        "second_factor": verified.as_str(),
+        "recovery_codes_left": recovery_codes_left,
+    });
     Ok(CodeOutcome::SignedIn {
-        session: Session {
-            must_enrol: must_enrol(staff.role, true, required),
-            staff,
-            csrf_token,
-            id: session_id,
-            two_factor: true,
-        },
+        session: open_session(tx, staff, true, required, detail).await?,
         recovery_codes_left,
     })
 }

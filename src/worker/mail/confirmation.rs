@@ -135,7 +135,9 @@ impl Confirmation {
         .bind(order_id)
         .fetch_all(pool)
         .await?;
-        let occasions = crate::checkout::line_occasions(pool, order_id, zone).await?;
+        let occasions = crate::checkout::LineTimes::of(pool, order_id)
+            .await?
+            .occasions(zone);
         let items = items::of_order(pool, order_id)
             .await?
             .into_iter()
@@ -352,27 +354,13 @@ fn ics_text(text: &str) -> String {
 mod tests {
     use super::*;
     use crate::catalogue::ProductKind;
-    use crate::items::ItemState;
 
     fn item(code: &str, name: &str, kind: ProductKind, units: i32) -> Item {
         Item {
-            id: 1,
-            code: code.into(),
-            order_id: Uuid::nil(),
             product_id: name.to_lowercase(),
-            kind,
-            state: ItemState::Valid,
-            state_at: None,
             line_name: name.into(),
-            seat: None,
             line_qty: units,
-            line_refunded: 0,
-            collection_title: String::new(),
-            venue: String::new(),
-            starts_at: None,
-            ends_at: None,
-            doors_at: None,
-            booking: None,
+            ..Item::example(code, kind)
         }
     }
 
