@@ -177,14 +177,7 @@ pub async fn save_room(pool: &PgPool, room: &RoomSpec) -> sqlx::Result<()> {
 
 async fn save_tables(tx: &mut sqlx::PgConnection, room: &RoomSpec) -> sqlx::Result<()> {
     let ids: Vec<&str> = room.tables.iter().map(|t| t.id.as_str()).collect();
-    sqlx::query(
-        "update dining_tables set archived_at = now() \
-          where room = $1 and archived_at is null and not (id = any ($2))",
-    )
-    .bind(&room.id)
-    .bind(&ids)
-    .execute(&mut *tx)
-    .await?;
+    archive_unlisted(tx, "dining_tables", &room.id, &ids).await?;
     for (position, t) in room.tables.iter().enumerate() {
         sqlx::query(
             "insert into dining_tables (room, id, min_party, max_party, area, priority, position) \
@@ -204,14 +197,7 @@ async fn save_tables(tx: &mut sqlx::PgConnection, room: &RoomSpec) -> sqlx::Resu
         .await?;
     }
     let joins: Vec<&str> = room.joins.iter().map(|j| j.id.as_str()).collect();
-    sqlx::query(
-        "update dining_joins set archived_at = now() \
-          where room = $1 and archived_at is null and not (id = any ($2))",
-    )
-    .bind(&room.id)
-    .bind(&joins)
-    .execute(&mut *tx)
-    .await?;
+    archive_unlisted(tx, "dining_joins", &room.id, &joins).await?;
     for j in &room.joins {
         sqlx::query(
             "insert into dining_joins (room, id, tables, min_party, max_party, priority) \
@@ -229,6 +215,25 @@ async fn save_tables(tx: &mut sqlx::PgConnection, room: &RoomSpec) -> sqlx::Resu
         .execute(&mut *tx)
         .await?;
     }
+    Ok(())
+}
+
+/// A room's tables (or joins) the saved room no longer lists are archived,
+/// not deleted: past bookings still name them.
+async fn archive_unlisted(
+    tx: &mut sqlx::PgConnection,
+    table: &'static str,
+    room: &str,
+    listed: &[&str],
+) -> sqlx::Result<()> {
+    sqlx::query(&format!(
+        "update {table} set archived_at = now() \
+          where room = $1 and archived_at is null and not (id = any ($2))"
+    ))
+    .bind(room)
+    .bind(listed)
+    .execute(&mut *tx)
+    .await?;
     Ok(())
 }
 
