@@ -580,6 +580,14 @@ begin
                       into v_short, v_want, v_left
                       from generate_series(c_l1[i], c_l2[i]) k
                      where s.cap_scope = 'global' or l_resource[k] = h_resource[h];
+                    -- a voucher's use carries no line: every line goes
+                    -- with it (an empty list would read as no refusal)
+                    if v_short is null then
+                        select array_agg(l_product[k] order by k), array_agg(l_qty[k] order by k),
+                               array_agg(s.account_cap - v_mine)
+                          into v_short, v_want, v_left
+                          from generate_series(c_l1[i], c_l2[i]) k;
+                    end if;
                     exit;
                 end if;
             end loop;

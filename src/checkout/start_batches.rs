@@ -182,11 +182,38 @@ impl Batch for Starts {
     const MAX: usize = MAX_BATCH;
 
     async fn run(&self, _key: &str, requests: Vec<Arc<Planned>>) -> Vec<Result<StartRow>> {
-        each(requests.len(), start_batch(&self.pool, &requests).await)
+        match start_batch(&self.pool, &requests).await {
+            // the database refused the call for what one checkout carried
+            // (a constraint, bad input): the call wrote nothing, and each
+            // runs again alone, so that checkout's error is its own
+            Err(error) if requests.len() > 1 && refused_by_the_database(&error) => {
+                let mut alone = Vec::with_capacity(requests.len());
+                for request in &requests {
+                    let answer = start_batch(&self.pool, std::slice::from_ref(request)).await;
+                    alone.extend(each(1, answer));
+                }
+                alone
+            }
+            answers => each(requests.len(), answers),
+        }
     }
 
     fn lost() -> Result<StartRow> {
         Err(lost())
+    }
+}
+
+/// The database answered the call with an error that running it again
+/// whole would meet again (not a lost connection, a deadlock or a
+/// serialization failure: those are run again whole, by the caller).
+fn refused_by_the_database(error: &CheckoutError) -> bool {
+    match error {
+        CheckoutError::InvalidInput(_) => true,
+        CheckoutError::Database(error) => {
+            error.as_database_error().is_some()
+                && matches!(crate::retry::classify(error), crate::retry::Failure::Final)
+        }
+        CheckoutError::Inventory(_) => false,
     }
 }
 

@@ -806,3 +806,120 @@ async fn one_form_down_both_paths_at_once_is_one_order_and_never_a_deadlock() {
     assert_eq!((orders, holding), (30, 30));
     assert_no_drift(&db.inventory()).await;
 }
+
+/// A checkout the database refuses outright (here a trigger stands in for
+/// a constraint one checkout breaks) fails alone: the call it shared is
+/// run again one checkout at a time, so every other shopper of the batch
+/// still gets their order, and the refused one writes nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn one_checkout_the_database_refuses_fails_alone_not_its_whole_batch() {
+    let db = TestDb::with_connections(40).await;
+    db.load_demo().await;
+    resource(&db.inventory(), "harbour-lights-vip", 500).await;
+    sqlx::raw_sql(
+        "create function poison_order() returns trigger language plpgsql as $$ begin \
+           if new.customer_email = 'poison@example.com' then \
+             raise check_violation using message = 'this order may not be written'; \
+           end if; return new; end $$; \
+         create trigger poison_order before insert on orders \
+           for each row execute function poison_order();",
+    )
+    .execute(&db.pool)
+    .await
+    .unwrap();
+    let checkouts = Checkouts::new(db.pool.clone());
+    let barrier = std::sync::Arc::new(tokio::sync::Barrier::new(200));
+    let outcomes = join_all((0..200).map(|i| {
+        let (checkouts, barrier) = (checkouts.clone(), barrier.clone());
+        tokio::spawn(async move {
+            let mut start = form(
+                &format!("mixed-{i}"),
+                &format!("m{i}"),
+                "harbour-lights-vip",
+                1,
+            );
+            if i % 50 == 7 {
+                start.customer = Customer::parse("Pat Poison", "poison@example.com").unwrap();
+            }
+            barrier.wait().await;
+            (i, checkouts.start(&start).await)
+        })
+    }))
+    .await;
+    let (mut started, mut failed) = (0, 0);
+    for outcome in outcomes {
+        match outcome.unwrap() {
+            (i, Ok(StartOutcome::Started { .. })) if i % 50 != 7 => started += 1,
+            (i, Err(_)) if i % 50 == 7 => failed += 1,
+            (i, other) => panic!("checkout {i}: unexpected {other:?}"),
+        }
+    }
+    assert_eq!((started, failed), (196, 4));
+    let (start_calls, _) = checkouts.calls();
+    assert!(
+        start_calls < 200,
+        "the checkouts shared calls: {start_calls}"
+    );
+    assert_eq!(
+        books(&db, "harbour-lights-vip").await,
+        (196, 196, 196, 196, 0)
+    );
+}
+
+/// The engine's cap per account and resource counts a voucher's use like
+/// any hold: a basket whose earlier checkout holds the voucher's last use
+/// it may have is refused `over_limit` for a second use, even when its
+/// lines alone are within the cap, and nothing more is held.
+#[tokio::test]
+async fn a_vouchers_use_past_the_cap_per_resource_is_over_the_limit() {
+    use holdfast::inventory::{CapScope, InventorySettings};
+    let db = TestDb::new().await;
+    db.load_demo().await;
+    let inventory = db.inventory();
+    let settings = inventory.settings().await.unwrap();
+    inventory
+        .configure(&InventorySettings {
+            account_cap: Some(1),
+            cap_scope: CapScope::Resource,
+            ..settings
+        })
+        .await
+        .unwrap();
+    resource(&inventory, "voucher-uses", 100).await;
+    let with_use = |key: &str, product: &str| {
+        let mut checkout = one(key, product, 1);
+        checkout["account"] = serde_json::json!("basket:same");
+        checkout["uses"] = serde_json::json!([{ "resource": "voucher-uses" }]);
+        checkout
+    };
+    let call = |checkout: serde_json::Value| {
+        let pool = db.pool.clone();
+        async move {
+            let rows: Vec<(String, Option<Uuid>)> =
+                sqlx::query_as("select status, order_id from hf_start_checkouts($1)")
+                    .bind(serde_json::json!([checkout]))
+                    .fetch_all(&pool)
+                    .await
+                    .unwrap();
+            rows[0].0.clone()
+        }
+    };
+    assert_eq!(
+        call(with_use("first", "harbour-lights-general")).await,
+        "started"
+    );
+    // the line's resource sorts before the voucher's: the line is within
+    // the cap, the use is not
+    assert_eq!(
+        call(with_use("second", "harbour-lights-vip")).await,
+        "over_limit"
+    );
+    let held: (i32, i32) = sqlx::query_as(
+        "select (select held from resources where id = 'voucher-uses'), \
+                (select held from resources where id = 'harbour-lights-vip')",
+    )
+    .fetch_one(&db.pool)
+    .await
+    .unwrap();
+    assert_eq!(held, (1, 0));
+}
