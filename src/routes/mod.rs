@@ -4,6 +4,7 @@
 
 pub mod admin;
 pub mod api;
+pub(crate) mod api_error;
 pub mod edge;
 pub mod errors;
 pub mod health;

@@ -10,13 +10,14 @@ use serde::Deserialize;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-use super::{ApiError, ErrorCode, json_body, key_of, table_lines};
+use super::{ApiError, ErrorCode, json_body, key_of};
 use crate::catalogue::Choice;
 use crate::checkout::{self, BeginRequest, Begun, ShortLine, basket};
 use crate::inventory::IdempotencyKey;
 use crate::payments::methods::PayMethod;
 use crate::retry::{Bound, retry};
 use crate::routes::errors::checkout_code;
+use crate::routes::tables::api_lines as table_lines;
 use crate::staff::api_keys::{self, ApiKey, Idempotent};
 use crate::state::Shop;
 

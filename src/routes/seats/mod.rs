@@ -1,13 +1,14 @@
 //! Seats' pages, beside each other (docs/design.md, "Reserved seating"):
 //! the shopper's seat map of a section ([`map`], `/seats/{section}`) and
 //! the admin's plan editor ([`plan`], registered from the admin's route
-//! table, which says the permission each needs). What a seat is and what
-//! the database is asked about it is the kind's folder,
-//! [`crate::catalogue::seats`]; the API's seat read stays with the API's
-//! route table (`routes/api/seats.rs`). This file registers the shop's
-//! seat routes and the seat pages' styles and script
+//! table, which says the permission each needs), and the API's read of a
+//! section's seats ([`api`], registered from the API's route table, which
+//! says the scope it needs). What a seat is and what the database is asked
+//! about it is the kind's folder, [`crate::catalogue::seats`]. This file
+//! registers the shop's seat routes and the seat pages' styles and script
 //! (`static/seats/`).
 
+pub(crate) mod api;
 pub(crate) mod map;
 pub(crate) mod plan;
 

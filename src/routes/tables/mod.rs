@@ -3,12 +3,15 @@
 //! `/dining/{room}`), the guest's cancel ([`cancel`],
 //! `/orders/{token}/cancel`), and the admin's host stand with the room's
 //! setup ([`host_stand`], registered from the admin's route table, which
-//! says the permission each needs). What a table is and the room's times
-//! are the kind's folder, [`crate::catalogue::tables`]; the API's times
-//! and booking lines stay with the API's route table
-//! (`routes/api/tables.rs`, `routes/api/table_lines.rs`). This file
-//! registers the shop's table routes.
+//! says the permission each needs), and the API's: a room's times ([`api`],
+//! registered from the API's route table, which says the scope it needs)
+//! and a booking as a checkout's line ([`api_lines`], read by the API's
+//! checkout). What a table is and the room's times are the kind's folder,
+//! [`crate::catalogue::tables`]. This file registers the shop's table
+//! routes.
 
+pub(crate) mod api;
+pub(crate) mod api_lines;
 pub(crate) mod book;
 pub(crate) mod cancel;
 pub(crate) mod host_stand;

@@ -8,9 +8,10 @@ use actix_web::{HttpResponse, web};
 use chrono::{Duration, NaiveDate, NaiveTime};
 use serde::Deserialize;
 
-use super::{ApiError, ErrorCode};
 use crate::catalogue::tables::times::bookable;
 use crate::retry::{Bound, retry};
+use crate::routes::api_error::{ApiError, ErrorBody};
+use crate::routes::errors::ErrorCode;
 use crate::state::Shop;
 
 #[derive(Deserialize)]
@@ -32,10 +33,10 @@ struct Room {
            ("party" = i32, Query, description = "The party's size, 1 to the room's largest")),
     responses((status = 200, description = "Each time of the day: its product, start, the places \
                                              left and whether a free table seats the party now"),
-              (status = 400, description = "No day or party, or one out of range", body = super::ErrorBody),
-              (status = 404, description = "No such dining room", body = super::ErrorBody),
-              (status = 401, description = "No live key", body = super::ErrorBody),
-              (status = 403, description = "The key lacks read_catalogue", body = super::ErrorBody)))]
+              (status = 400, description = "No day or party, or one out of range", body = ErrorBody),
+              (status = 404, description = "No such dining room", body = ErrorBody),
+              (status = 401, description = "No live key", body = ErrorBody),
+              (status = 403, description = "The key lacks read_catalogue", body = ErrorBody)))]
 pub async fn times(
     shop: web::Data<Shop>,
     room_id: web::Path<String>,

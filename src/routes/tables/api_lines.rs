@@ -8,13 +8,14 @@
 use chrono::{DateTime, FixedOffset, Utc};
 use sqlx::PgPool;
 
-use super::{ApiError, ErrorCode};
 use crate::catalogue::{Choice, ChoiceFields};
 use crate::checkout::ShortLine;
+use crate::routes::api_error::ApiError;
+use crate::routes::errors::ErrorCode;
 
 /// What a line asks of a product that is not a table: so many units, or a
 /// seated section's seats (by label, or the best so many, together or not).
-pub(super) struct Units {
+pub(crate) struct Units {
     pub qty: Option<i32>,
     pub seats: Option<Vec<String>>,
     pub together: Option<bool>,
@@ -22,7 +23,7 @@ pub(super) struct Units {
 
 /// A line's product and choice as the basket takes them: a booking's time
 /// found from its room (or time) and moment, or so many units.
-pub(super) async fn resolve(
+pub(crate) async fn resolve(
     pool: &PgPool,
     product_id: &str,
     units: Units,
@@ -86,7 +87,7 @@ pub(super) async fn resolve(
 
 /// The bookings an order holds, for its 201: each time's product, party,
 /// tables and stay.
-pub(super) async fn bookings_of(
+pub(crate) async fn bookings_of(
     pool: &PgPool,
     order_id: uuid::Uuid,
 ) -> sqlx::Result<Vec<serde_json::Value>> {
@@ -122,7 +123,7 @@ pub(super) async fn bookings_of(
 /// For refused booking lines: the nearest times that seat each party, as
 /// words a client can read ("bistro-20261205-2100 at 2026-12-05T21:00:00+00:00");
 /// empty when no refused line is a table's.
-pub(super) async fn nearest_words(pool: &PgPool, lines: &[ShortLine]) -> sqlx::Result<String> {
+pub(crate) async fn nearest_words(pool: &PgPool, lines: &[ShortLine]) -> sqlx::Result<String> {
     let mut words = Vec::new();
     for line in lines {
         let nearest =

@@ -9,9 +9,10 @@
 use actix_web::{HttpResponse, web};
 use serde::Serialize;
 
-use super::{ApiError, ErrorCode};
 use crate::catalogue::seats::SeatState;
 use crate::retry::{Bound, retry};
+use crate::routes::api_error::{ApiError, ErrorBody};
+use crate::routes::errors::ErrorCode;
 use crate::state::Shop;
 
 /// One seat as the API says it.
@@ -37,9 +38,9 @@ struct Seat<'a> {
     responses((status = 200, description = "Every seat of the section, from the stage back: its \
                                              id, label, section, row, number, category, price_minor, \
                                              accessible and state (free, taken or blocked)"),
-              (status = 404, description = "No such seated section", body = super::ErrorBody),
-              (status = 401, description = "No live key", body = super::ErrorBody),
-              (status = 403, description = "The key lacks read_catalogue", body = super::ErrorBody)))]
+              (status = 404, description = "No such seated section", body = ErrorBody),
+              (status = 401, description = "No live key", body = ErrorBody),
+              (status = 403, description = "The key lacks read_catalogue", body = ErrorBody)))]
 pub async fn seats(
     shop: web::Data<Shop>,
     product: web::Path<String>,
