@@ -75,14 +75,6 @@ async fn items_by_kind(app: &TestApp, order: uuid::Uuid) -> HashMap<String, Vec<
     by
 }
 
-async fn order_id(app: &TestApp, token: &str) -> uuid::Uuid {
-    sqlx::query_scalar("select id from orders where token = $1")
-        .bind(token)
-        .fetch_one(&app.db.pool)
-        .await
-        .unwrap()
-}
-
 async fn booking_hold(app: &TestApp, order: uuid::Uuid) -> uuid::Uuid {
     sqlx::query_scalar("select hold_id from bookings where order_id = $1")
         .bind(order)
@@ -105,7 +97,7 @@ async fn mixed_purchase(app: &TestApp, guest: &reqwest::Client) -> (String, uuid
         )
         .await;
     let token = paid.started.token.clone();
-    let order = order_id(app, &token).await;
+    let order = app.order_id(&token).await;
     (token, order)
 }
 
@@ -439,7 +431,7 @@ async fn a_refund_names_the_seat_that_goes_back_and_the_other_stays() {
     app.add_staff().await;
     let section = "winter-gala-stalls";
     let paid = app.buy(&browser(), &Purchase::of(section, 2)).await;
-    let order = order_id(&app, &paid.started.token).await;
+    let order = app.order_id(&paid.started.token).await;
     let seats: Vec<(i64, String, String)> = sqlx::query_as(
         "select i.id, s.label, i.code from order_items i join seats s on s.id = i.seat_id \
           where i.order_id = $1 order by s.row_rank, s.run, s.pos",

@@ -10,14 +10,6 @@ use holdfast_testkit::*;
 
 const TIER: &str = "harbour-lights-vip";
 
-async fn order_id(app: &TestApp, token: &str) -> uuid::Uuid {
-    sqlx::query_scalar("select id from orders where token = $1")
-        .bind(token)
-        .fetch_one(&app.db.pool)
-        .await
-        .unwrap()
-}
-
 async fn refund(
     app: &TestApp,
     staff: &reqwest::Client,
@@ -70,7 +62,7 @@ async fn a_partial_then_a_full_refund_racing_the_late_webhook_give_back_exactly_
     let session_id = &paid.started.page_id;
     let token = token_of(&paid.order_url());
     assert_eq!(app.order_state(&token).await, "paid");
-    let order = order_id(&app, &token).await;
+    let order = app.order_id(&token).await;
     // the tier is sold out: only refunded units can be bought now
     let (held, sold) = held_and_sold(&app.db, TIER).await;
     sqlx::query("update resources set total = $2 where id = $1")

@@ -22,14 +22,6 @@ async fn bistro(app: &TestApp, deposit_minor: i64, cancel_hours: i32) {
     app.settled().await;
 }
 
-async fn order_id(app: &TestApp, token: &str) -> uuid::Uuid {
-    sqlx::query_scalar("select id from orders where token = $1")
-        .bind(token)
-        .fetch_one(&app.db.pool)
-        .await
-        .unwrap()
-}
-
 async fn count(app: &TestApp, sql: &str) -> i64 {
     sqlx::query_scalar(sql)
         .fetch_one(&app.db.pool)
@@ -75,7 +67,7 @@ async fn a_cancel_before_the_cut_off_refunds_the_deposit_and_offers_the_table_to
         )
         .await;
     let token = paid.started.token.clone();
-    let order = order_id(&app, &token).await;
+    let order = app.order_id(&token).await;
     assert_eq!(tables_of(&app.db, order).await, ["T1"]);
     // Grace waits for 19:30: covers are left, the one table is not
     let joined = waitlist::join(
@@ -275,7 +267,7 @@ async fn booked(app: &TestApp, guest: &reqwest::Client) -> (String, uuid::Uuid) 
         )
         .await;
     let token = paid.started.token.clone();
-    let order = order_id(app, &token).await;
+    let order = app.order_id(&token).await;
     (token, order)
 }
 

@@ -93,6 +93,15 @@ impl TestApp {
         );
     }
 
+    /// An order's id, by its token.
+    pub async fn order_id(&self, token: &str) -> uuid::Uuid {
+        sqlx::query_scalar("select id from orders where token = $1")
+            .bind(token)
+            .fetch_one(&self.db.pool)
+            .await
+            .unwrap()
+    }
+
     /// An order's state, by its token.
     pub async fn order_state(&self, token: &str) -> String {
         sqlx::query_scalar("select state::text from orders where token = $1")
