@@ -31,10 +31,12 @@ mod kept;
 mod refresh;
 mod seat_watch;
 mod seats;
+mod settings;
 mod snapshot;
 mod watch;
 
 pub use seat_watch::{SeatChange, SeatWatch, SeatsWatched};
+pub use settings::{CLAIMS_KEPT_FOR, DiningTime, LiveKey, ShopSettings};
 pub use snapshot::{Level, Snapshot};
 pub use watch::{MAX_WATCHERS, WATCH_GAP, WATCH_KEEPALIVE, Watch, Watched};
 
@@ -64,6 +66,9 @@ pub const LISTENING_TRUST_FOR: Duration = Duration::from_secs(5);
 /// The listening connection's `application_name`, to find it in
 /// `pg_stat_activity`.
 pub const LISTENER_NAME: &str = "holdfast-live";
+
+/// The `application_name` of memory's own connection for its reads.
+pub const READER_NAME: &str = "holdfast-memory";
 
 /// The shop's stock in memory, kept fresh by a task of its own that ends
 /// when the last clone is dropped. Cheap to clone.
@@ -172,6 +177,53 @@ impl LiveStock {
         }
     }
 
+    /// The shop's currency and the owner's ways to pay: from memory if it
+    /// may be believed, else from the database.
+    pub async fn ways_to_pay(&self) -> sqlx::Result<(String, crate::payments::methods::Ways)> {
+        match self.now() {
+            Some(snapshot) => {
+                let settings = snapshot.settings();
+                Ok((settings.currency.clone(), settings.ways.clone()))
+            }
+            None => Ok((
+                crate::catalogue::shop_currency(&self.pool).await?,
+                crate::payments::methods::read(&self.pool).await?,
+            )),
+        }
+    }
+
+    /// Which of these products are a party at a time (a table booking):
+    /// from memory's kinds when it knows them all, else the database's.
+    pub async fn parties(&self, ids: &[String]) -> sqlx::Result<std::collections::HashSet<String>> {
+        use crate::catalogue::ProductKind;
+        let known = self.now().and_then(|snapshot| {
+            ids.iter()
+                .map(|id| {
+                    snapshot
+                        .product(id)
+                        .map(|(p, _)| (id.clone(), p.kind.is_party()))
+                })
+                .collect::<Option<Vec<(String, bool)>>>()
+        });
+        let kinds = match known {
+            Some(kinds) => kinds,
+            None => {
+                let rows: Vec<(String, ProductKind)> =
+                    sqlx::query_as("select id, kind from products where id = any($1)")
+                        .bind(ids)
+                        .fetch_all(&self.pool)
+                        .await?;
+                rows.into_iter()
+                    .map(|(id, kind)| (id, kind.is_party()))
+                    .collect()
+            }
+        };
+        Ok(kinds
+            .into_iter()
+            .filter_map(|(id, is_party)| is_party.then_some(id))
+            .collect())
+    }
+
     /// Products whose stock changed, as memory learns of them.
     pub fn changes(&self) -> broadcast::Receiver<Arc<Vec<Stock>>> {
         self.inner.changes.subscribe()
@@ -219,13 +271,13 @@ impl Inner {
     /// (a full read). Tells the watchers what changed.
     fn merge(
         &self,
-        products: Option<(Vec<crate::catalogue::Product>, chrono::Duration)>,
+        full: Option<snapshot::FullRead>,
         rows: Vec<snapshot::LevelRow>,
         seats: seats::SeatRead,
     ) {
         let old = self.current();
         let sections = seats::merged_sections(old.as_deref(), seats);
-        let Some((snapshot, changes)) = Snapshot::merged(old.as_deref(), products, rows, sections)
+        let Some((snapshot, changes)) = Snapshot::merged(old.as_deref(), full, rows, sections)
         else {
             return; // nothing to merge into before the first full read
         };

@@ -23,6 +23,7 @@ create table api_idempotency (
     constraint api_idempotency_key_shape CHECK ((idempotency_key ~ '^[A-Za-z0-9_-]{1,64}$'::text)),
     constraint api_idempotency_api_key_id_fkey FOREIGN KEY (api_key_id) REFERENCES api_keys(id)
 );
+CREATE INDEX api_idempotency_created ON public.api_idempotency USING btree (created_at);
 
 -- table api_keys (made by 0061_api_keys.sql)
 create table api_keys (
@@ -42,6 +43,7 @@ create table api_keys (
     constraint api_key_revoked_by CHECK (((revoked_at IS NULL) = (revoked_by IS NULL))),
     constraint api_key_scopes CHECK (((cardinality(scopes) >= 1) AND (cardinality(scopes) <= 10)))
 );
+CREATE TRIGGER api_keys_notify_catalogue AFTER INSERT OR DELETE OR UPDATE ON public.api_keys FOR EACH STATEMENT EXECUTE FUNCTION hf_notify_catalogue();
 
 -- table basket_lines (made by 0004_shop.sql; changed by 0017_known_outcomes.sql,
 --   0019_staff_run_the_sale.sql, 0180_seating.sql)
@@ -564,6 +566,7 @@ create table pay_methods (
     constraint pay_method_known CHECK ((method = ANY (ARRAY['card'::text, 'upi'::text, 'netbanking'::text, 'sepa_debit'::text]))),
     constraint pay_method_provider_known CHECK ((provider = ANY (ARRAY['razorpay'::text, 'stripe'::text])))
 );
+CREATE TRIGGER pay_methods_notify_catalogue AFTER INSERT OR DELETE OR UPDATE ON public.pay_methods FOR EACH STATEMENT EXECUTE FUNCTION hf_notify_catalogue();
 
 -- table payment_refs (made by 0001_inventory_schema.sql)
 create table payment_refs (
@@ -719,6 +722,7 @@ create table schedules (
     constraint pickup_schedules_collection_fkey FOREIGN KEY (collection) REFERENCES collections(id),
     constraint schedules_kind_fkey FOREIGN KEY (kind) REFERENCES product_kinds(kind)
 );
+CREATE TRIGGER schedules_notify_catalogue AFTER INSERT OR DELETE OR UPDATE ON public.schedules FOR EACH STATEMENT EXECUTE FUNCTION hf_notify_catalogue();
 
 -- table seat_categories (made by 0180_seating.sql)
 create table seat_categories (

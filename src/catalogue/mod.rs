@@ -279,3 +279,24 @@ pub async fn kinds_of(pool: &PgPool, ids: &[String]) -> sqlx::Result<Vec<Product
         .fetch_all(pool)
         .await
 }
+
+/// The shop's currency: the one its catalogue sells in (`eur` while it
+/// sells nothing yet).
+pub async fn shop_currency(pool: &PgPool) -> sqlx::Result<String> {
+    Ok(catalogue_currency(pool)
+        .await?
+        .unwrap_or_else(|| "eur".into()))
+}
+
+/// The currency most of what the catalogue sells is in; `None` while it
+/// sells nothing.
+pub async fn catalogue_currency(pool: &PgPool) -> sqlx::Result<Option<String>> {
+    sqlx::query_scalar(
+        "select currency from (select currency from products where active \
+                               union all select currency from schedules \
+                                where archived_at is null) c \
+          group by currency order by count(*) desc, currency limit 1",
+    )
+    .fetch_optional(pool)
+    .await
+}

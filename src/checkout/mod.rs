@@ -47,7 +47,7 @@ pub mod start;
 mod start_batches;
 
 pub use attach::{AttachOutcome, attach_payment};
-pub use begin::{BeginRequest, Begun, Desk, begin, open_page};
+pub use begin::{BeginRequest, Begun, Desk, api_lines_refused, begin, open_page};
 pub use confirm::{
     Fulfilment, PaymentReport, Source, confirm_payment, confirm_payment_in, confirm_payments_in,
     payment_matches,

@@ -15,7 +15,7 @@ use tokio::sync::{mpsc, oneshot};
 
 use super::seats::read_seats;
 use super::snapshot::{read_all, read_levels};
-use super::{Inner, LISTENER_NAME, REFRESH_EVERY};
+use super::{Inner, LISTENER_NAME, READER_NAME, REFRESH_EVERY};
 
 /// What the listening task tells the refreshing one.
 enum Heard {
@@ -34,13 +34,17 @@ pub(super) async fn keep_fresh(
     mut asked: mpsc::UnboundedReceiver<oneshot::Sender<()>>,
 ) {
     let (heard_tx, mut heard) = mpsc::unbounded_channel();
-    // the listener has a connection of its own, named so it can be found
-    let options = (*pool.connect_options())
-        .clone()
-        .application_name(LISTENER_NAME);
+    // the listener has a connection of its own, named so it can be found;
+    // the reads have their own too: the crowd waiting for the shop's pool
+    // never delays what memory learns, and memory's reads never count
+    // among the requests' round trips
+    let options = (*pool.connect_options()).clone();
     let listen_pool = PgPoolOptions::new()
         .max_connections(1)
-        .connect_lazy_with(options);
+        .connect_lazy_with(options.clone().application_name(LISTENER_NAME));
+    let pool = PgPoolOptions::new()
+        .max_connections(1)
+        .connect_lazy_with(options.application_name(READER_NAME));
     tokio::spawn(listen(listen_pool.clone(), heard_tx));
     let mut tick = tokio::time::interval(REFRESH_EVERY);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -104,14 +108,14 @@ pub(super) async fn keep_fresh(
         }
         let old = me.current();
         let read = async {
-            let (products, rows, clock_offset) = read_all(&pool).await?;
+            let (full, rows) = read_all(&pool, old.as_deref()).await?;
             let seats = read_seats(&pool, old.as_deref(), true, &rows).await?;
-            Ok::<_, sqlx::Error>((products, rows, clock_offset, seats))
+            Ok::<_, sqlx::Error>((full, rows, seats))
         };
         match read.await {
-            Ok((products, rows, clock_offset, seats)) => {
+            Ok((full, rows, seats)) => {
                 me.full_reads.fetch_add(1, Ordering::Relaxed);
-                me.merge(Some((products, clock_offset)), rows, seats);
+                me.merge(Some(full), rows, seats);
                 complained = false;
                 for done in waiting {
                     let _ = done.send(());
@@ -126,6 +130,7 @@ pub(super) async fn keep_fresh(
         }
     }
     listen_pool.close().await;
+    pool.close().await;
 }
 
 /// Listens on its own connection and tells [`keep_fresh`] what it hears,

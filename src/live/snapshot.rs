@@ -10,6 +10,7 @@ use std::time::Instant;
 use chrono::{DateTime, Utc};
 use sqlx::PgPool;
 
+use super::settings::{ShopSettings, read_settings};
 use crate::catalogue::seats::SectionSeats;
 use crate::catalogue::{Availability, Product, Stock};
 
@@ -53,6 +54,20 @@ pub struct Snapshot {
     /// The database's clock less this process's, as the last full read saw
     /// it: memory judges sale windows by the database's clock.
     clock_offset: chrono::Duration,
+    /// The shop's settings, as the last full read found them.
+    settings: Arc<ShopSettings>,
+    /// When the last full read began, by this process's clock: everything
+    /// committed before it is in memory.
+    full_read_began: DateTime<Utc>,
+}
+
+/// What a full read finds besides the levels: the catalogue, the clock
+/// and the settings.
+pub(super) struct FullRead {
+    pub(super) products: Vec<Product>,
+    pub(super) clock_offset: chrono::Duration,
+    pub(super) settings: Arc<ShopSettings>,
+    pub(super) began: DateTime<Utc>,
 }
 
 impl Snapshot {
@@ -61,6 +76,17 @@ impl Snapshot {
     /// read's round trip).
     pub fn database_now(&self) -> DateTime<Utc> {
         Utc::now() + self.clock_offset
+    }
+
+    /// The shop's settings, as the last full read found them.
+    pub fn settings(&self) -> &ShopSettings {
+        &self.settings
+    }
+
+    /// When the last full read began: every change committed before it is
+    /// in memory, and none after it that memory has not heard of.
+    pub fn full_read_began(&self) -> DateTime<Utc> {
+        self.full_read_began
     }
 
     /// Active products of one collection (or all) with what is left, in page
@@ -153,7 +179,8 @@ const LEVELS: &str = "select r.id as resource_id, s.available_now, s.pending, s.
 /// Reads the whole catalogue: the same order as `catalogue::availability`.
 pub(super) async fn read_all(
     pool: &PgPool,
-) -> sqlx::Result<(Vec<Product>, Vec<LevelRow>, chrono::Duration)> {
+    old: Option<&Snapshot>,
+) -> sqlx::Result<(FullRead, Vec<LevelRow>)> {
     // the database's clock against ours, around one small query
     let before = Utc::now();
     let database: DateTime<Utc> = sqlx::query_scalar("select clock_timestamp()")
@@ -171,7 +198,16 @@ pub(super) async fn read_all(
     .await?;
     let resources: Vec<&str> = products.iter().map(|p| p.resource_id.as_str()).collect();
     let levels = read_levels(pool, &resources).await?;
-    Ok((products, levels, clock_offset))
+    let settings = read_settings(pool, old.map(|o| &*o.settings)).await?;
+    Ok((
+        FullRead {
+            products,
+            clock_offset,
+            settings: Arc::new(settings),
+            began: before,
+        },
+        levels,
+    ))
 }
 
 pub(super) async fn read_levels(pool: &PgPool, resources: &[&str]) -> sqlx::Result<Vec<LevelRow>> {
@@ -187,15 +223,30 @@ impl Snapshot {
     /// `None` before the first full read (nothing to merge into).
     pub(super) fn merged(
         old: Option<&Snapshot>,
-        products: Option<(Vec<Product>, chrono::Duration)>,
+        full: Option<FullRead>,
         rows: Vec<LevelRow>,
         (sections, seats_changed): (HashMap<String, Arc<SectionSeats>>, Vec<String>),
     ) -> Option<(Snapshot, Vec<Stock>)> {
         let now = Utc::now();
-        let full = products.is_some();
-        let (products, clock_offset) = match (products, old) {
-            (Some(read), _) => read,
-            (None, Some(old)) => (old.products.clone(), old.clock_offset),
+        let (
+            full,
+            FullRead {
+                products,
+                clock_offset,
+                settings,
+                began: full_read_began,
+            },
+        ) = match (full, old) {
+            (Some(read), _) => (true, read),
+            (None, Some(old)) => (
+                false,
+                FullRead {
+                    products: old.products.clone(),
+                    clock_offset: old.clock_offset,
+                    settings: old.settings.clone(),
+                    began: old.full_read_began,
+                },
+            ),
             (None, None) => return None,
         };
         let mut levels = if full {
@@ -241,6 +292,8 @@ impl Snapshot {
             sections,
             read_at,
             clock_offset,
+            settings,
+            full_read_began,
         };
         let changes: Vec<Stock> = snapshot
             .products

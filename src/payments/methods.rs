@@ -161,6 +161,22 @@ impl Ways {
             .collect()
     }
 
+    /// The way named `name` and the provider that serves it in this shop,
+    /// for a basket in `currency`, as its owner chose; `None`: no such way,
+    /// or not offered here (the checkout form's and the API's one rule).
+    pub fn serving(
+        &self,
+        providers: &Providers,
+        currency: &str,
+        name: &str,
+    ) -> Option<(ProviderKind, PayMethod)> {
+        let method = PayMethod::parse(name)?;
+        self.offered(providers, currency)
+            .into_iter()
+            .find(|(offered, _)| *offered == method)
+            .map(|(method, kind)| (kind, method))
+    }
+
     /// What the owner chose for `method`: `Some(None)` not offered,
     /// `None` never set.
     pub fn chosen(&self, method: PayMethod) -> Option<Option<ProviderKind>> {
@@ -193,26 +209,6 @@ pub async fn read(pool: &PgPool) -> sqlx::Result<Ways> {
             })
             .collect(),
     ))
-}
-
-/// The way named `name` and the provider that serves it in this shop, for
-/// a basket in `currency`, as its owner chose; `None`: no such way, or not
-/// offered here (the checkout form's and the API's one rule).
-pub async fn serving(
-    pool: &PgPool,
-    providers: &Providers,
-    currency: &str,
-    name: &str,
-) -> sqlx::Result<Option<(ProviderKind, PayMethod)>> {
-    let Some(method) = PayMethod::parse(name) else {
-        return Ok(None);
-    };
-    Ok(read(pool)
-        .await?
-        .offered(providers, currency)
-        .into_iter()
-        .find(|(offered, _)| *offered == method)
-        .map(|(method, kind)| (kind, method)))
 }
 
 /// Why a choice was not saved: the provider does not take that way.

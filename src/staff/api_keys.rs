@@ -7,6 +7,8 @@
 //! only the SHA-256 of its secret is stored, compared in constant time.
 //! Every key's actions are recorded in Activity with the key as the actor.
 
+use std::collections::HashMap;
+
 use chrono::{DateTime, Utc};
 use rand::RngCore;
 use serde::Serialize;
@@ -15,6 +17,7 @@ use sqlx::PgPool;
 
 use super::roles::Permission;
 use crate::audit::{self, Actor};
+use crate::live::LiveKey;
 
 /// What a key may do.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
@@ -277,52 +280,107 @@ pub async fn list(pool: &PgPool) -> sqlx::Result<Vec<ApiKeyRow>> {
     .await
 }
 
+/// A token's key id and its secret's hash, if it is shaped as a key's
+/// (`hf_<12 hex>_<secret>`).
+fn token_parts(token: &str) -> Option<(&str, Vec<u8>)> {
+    let (id, secret) = token.strip_prefix("hf_")?.split_once('_')?;
+    (id.len() == 12 && !secret.is_empty() && secret.len() <= 128).then(|| (id, hash(secret)))
+}
+
+/// Whether two secrets' hashes are the same, compared in constant time.
+fn same_hash(stored: &[u8], given: &[u8]) -> bool {
+    stored.len() == given.len()
+        && stored
+            .iter()
+            .zip(given)
+            .fold(0u8, |acc, (a, b)| acc | (a ^ b))
+            == 0
+}
+
+/// A key whose last use is older than this is marked used again.
+const MARK_EVERY: chrono::Duration = chrono::Duration::minutes(1);
+
 /// The live key a token names, if any: its secret's hash compared in
 /// constant time. Marks its last use (at most once a minute, so a busy key
 /// does not write on every request).
 pub async fn authenticate(pool: &PgPool, token: &str) -> sqlx::Result<Option<ApiKey>> {
-    let Some((id, secret)) = token
-        .strip_prefix("hf_")
-        .and_then(|rest| rest.split_once('_'))
-    else {
+    let Some((id, given)) = token_parts(token) else {
         return Ok(None);
     };
-    if id.len() != 12 || secret.is_empty() || secret.len() > 128 {
-        return Ok(None);
-    }
-    /// A live key as signing checks it.
-    #[derive(sqlx::FromRow)]
-    struct Live {
-        name: String,
-        scopes: Vec<String>,
-        secret_hash: Vec<u8>,
-    }
-    let row: Option<Live> = sqlx::query_as(
-        "select name, scopes, secret_hash from api_keys where id = $1 and revoked_at is null",
+    let row: Option<LiveKey> = sqlx::query_as(
+        "select id, name, scopes, secret_hash, last_used_at, revoked_at from api_keys \
+          where id = $1 and revoked_at is null",
     )
     .bind(id)
     .fetch_optional(pool)
     .await?;
-    // compared whether or not the key exists, in constant time
-    let Live {
-        name,
-        scopes,
-        secret_hash: stored,
-    } = row.unwrap_or_else(|| Live {
-        name: String::new(),
-        scopes: Vec::new(),
-        secret_hash: vec![0u8; 32],
-    });
-    let given = hash(secret);
-    let same = stored.len() == given.len()
-        && stored
-            .iter()
-            .zip(&given)
-            .fold(0u8, |acc, (a, b)| acc | (a ^ b))
-            == 0;
-    if !same || name.is_empty() {
+    let Some(key) = signed(row.as_ref(), &given) else {
         return Ok(None);
+    };
+    mark_used(pool, id).await?;
+    Ok(Some(key))
+}
+
+/// The live key a token names, from memory's copy of the keys (no read),
+/// compared as [`authenticate`] compares: `None` when memory does not know
+/// the token's key (made since its last read, or never: the database
+/// answers), `Some(None)` for a key revoked or a secret not its. Its last
+/// use is marked at most once a minute per key and process, after the
+/// answer: a write no request waits for.
+pub fn authenticate_from<'a>(
+    known: impl FnOnce(&str) -> Option<&'a LiveKey>,
+    pool: &PgPool,
+    token: &str,
+) -> Option<Option<ApiKey>> {
+    let Some((id, given)) = token_parts(token) else {
+        return Some(None);
+    };
+    let known = known(id)?;
+    let live = known.revoked_at.is_none().then_some(known);
+    let Some(key) = signed(live, &given) else {
+        return Some(None);
+    };
+    let used_lately = known
+        .last_used_at
+        .is_some_and(|at| at > Utc::now() - MARK_EVERY);
+    if !used_lately && marks_due(id) {
+        let (pool, id) = (pool.clone(), id.to_owned());
+        tokio::spawn(async move {
+            if let Err(error) = mark_used(&pool, &id).await {
+                tracing::debug!(%error, "could not mark an API key used");
+            }
+        });
     }
+    Some(Some(key))
+}
+
+/// The key `live` is, if the secret's hash given is its (compared in
+/// constant time whether or not there is a key).
+fn signed(live: Option<&LiveKey>, given: &[u8]) -> Option<ApiKey> {
+    let stored = live.map_or(&[0u8; 32][..], |k| &k.secret_hash[..]);
+    let same = same_hash(stored, given);
+    let live = live?;
+    (same && !live.name.is_empty()).then(|| ApiKey {
+        id: live.id.clone(),
+        name: live.name.clone(),
+        scopes: live.scopes.iter().filter_map(|s| Scope::parse(s)).collect(),
+    })
+}
+
+/// Whether this process should mark `id` used now: not done within
+/// [`MARK_EVERY`].
+fn marks_due(id: &str) -> bool {
+    static MARKED: std::sync::LazyLock<std::sync::Mutex<HashMap<String, std::time::Instant>>> =
+        std::sync::LazyLock::new(Default::default);
+    let mut marked = MARKED.lock().unwrap_or_else(|e| e.into_inner());
+    let every = MARK_EVERY.to_std().unwrap_or_default();
+    marked.retain(|_, at| at.elapsed() < every);
+    marked
+        .insert(id.to_owned(), std::time::Instant::now())
+        .is_none()
+}
+
+async fn mark_used(pool: &PgPool, id: &str) -> sqlx::Result<()> {
     sqlx::query(
         "update api_keys set last_used_at = now() \
           where id = $1 and (last_used_at is null or last_used_at < now() - interval '1 minute')",
@@ -330,11 +388,7 @@ pub async fn authenticate(pool: &PgPool, token: &str) -> sqlx::Result<Option<Api
     .bind(id)
     .execute(pool)
     .await?;
-    Ok(Some(ApiKey {
-        id: id.to_owned(),
-        name,
-        scopes: scopes.iter().filter_map(|s| Scope::parse(s)).collect(),
-    }))
+    Ok(())
 }
 
 /// A key acts as itself: how the audit log records what it did.

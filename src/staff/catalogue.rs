@@ -276,26 +276,7 @@ pub async fn shelf_for(pool: &PgPool, typed: &str) -> super::Result<CollectionEd
     })
 }
 
-/// The shop's currency: the one its catalogue sells in (`eur` while it
-/// sells nothing yet).
-pub async fn shop_currency(pool: &PgPool) -> sqlx::Result<String> {
-    Ok(catalogue_currency(pool)
-        .await?
-        .unwrap_or_else(|| "eur".into()))
-}
-
-/// The currency most of what the catalogue sells is in; `None` while it
-/// sells nothing.
-pub async fn catalogue_currency(pool: &PgPool) -> sqlx::Result<Option<String>> {
-    sqlx::query_scalar(
-        "select currency from (select currency from products where active \
-                               union all select currency from schedules \
-                                where archived_at is null) c \
-          group by currency order by count(*) desc, currency limit 1",
-    )
-    .fetch_optional(pool)
-    .await
-}
+pub use crate::catalogue::{catalogue_currency, shop_currency};
 
 /// A product as it is now (on sale or archived), its row locked for the
 /// save: `no key update`, so a hold ending on its resource can still write

@@ -47,6 +47,7 @@ mod razorpay_adapter;
 mod recovery;
 mod redemption;
 mod roles;
+mod round_trips;
 mod sale_windows;
 mod scale_out;
 mod schedule_days;

@@ -2,7 +2,8 @@
 //! PostgreSQL server the app uses (the private cluster under `.holdfast/`
 //! unless `DATABASE_URL` names another), and what tests read from it whole.
 
-use std::sync::OnceLock;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
 
 use holdfast::catalogue::CatalogueFile;
 use holdfast::configuration::DatabaseSettings;
@@ -48,6 +49,25 @@ async fn admin_url() -> String {
         .expose()
         .to_owned();
     SERVER.get_or_init(|| url).clone()
+}
+
+/// `options` counting into `handed_out` every connection the pool hands
+/// out: an idle one before it is given (`before_acquire`), a new one once
+/// it is open (`after_connect`).
+fn counted(
+    options: sqlx::postgres::PgPoolOptions,
+    handed_out: &Arc<AtomicU64>,
+) -> sqlx::postgres::PgPoolOptions {
+    let (idle, new) = (handed_out.clone(), handed_out.clone());
+    options
+        .before_acquire(move |_, _| {
+            idle.fetch_add(1, Ordering::SeqCst);
+            Box::pin(async { Ok(true) })
+        })
+        .after_connect(move |_, _| {
+            new.fetch_add(1, Ordering::SeqCst);
+            Box::pin(async { Ok(()) })
+        })
 }
 
 fn with_database(url: &str, name: &str) -> PgConnectOptions {
@@ -159,6 +179,8 @@ pub struct TestDb {
     pub name: String,
     pub url: String,
     admin_url: String,
+    /// Connections `pool` has handed out ([`TestDb::round_trips`]).
+    handed_out: Arc<AtomicU64>,
 }
 
 impl TestDb {
@@ -196,19 +218,33 @@ impl TestDb {
         .await
         .expect("create test database");
         admin.close().await;
-        let pool = sqlx::postgres::PgPoolOptions::new()
-            .max_connections(max)
-            .acquire_timeout(std::time::Duration::from_secs(60))
-            .connect_with(with_database(&admin_url, &name))
-            .await
-            .expect("test pool");
+        let handed_out = Arc::new(AtomicU64::new(0));
+        let pool = counted(
+            sqlx::postgres::PgPoolOptions::new()
+                .max_connections(max)
+                .acquire_timeout(std::time::Duration::from_secs(60)),
+            &handed_out,
+        )
+        .connect_with(with_database(&admin_url, &name))
+        .await
+        .expect("test pool");
         let url = with_database_url(&admin_url, &name);
         Self {
             pool,
             name,
             url,
             admin_url,
+            handed_out,
         }
+    }
+
+    /// Connections this database's pool has handed out so far: an idle
+    /// one taken or a new one opened, whoever asked (the shop, or the test
+    /// itself). Every query, transaction or call on the pool takes one, so
+    /// a stretch in which this does not move made no database round trip
+    /// through the pool (the shop's memory reads on a pool of its own).
+    pub fn round_trips(&self) -> u64 {
+        self.handed_out.load(Ordering::SeqCst)
     }
 
     pub fn inventory(&self) -> Inventory {

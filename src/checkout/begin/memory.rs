@@ -5,9 +5,12 @@
 //! database answers.
 
 use super::{BeginRequest, Begun, Desk};
+use chrono::{DateTime, Utc};
+
 use crate::catalogue::Sale;
 use crate::checkout::basket::BasketLine;
 use crate::checkout::{OffSaleLine, Supply, Wanted, codes, short_lines};
+use crate::live::{LiveStock, Snapshot};
 
 /// How near a sale's opening or closing memory leaves the answer to the
 /// database (its estimate of the database's clock is off by a read's round
@@ -28,6 +31,33 @@ pub(super) fn refused_from_memory(desk: Desk<'_>, request: &BeginRequest) -> Opt
     let key = request.checkout_key.as_str();
     let minted = codes::key_minted_at(key).max(desk.live.refused_form_at(key))?;
     let lines = request.form_lines.as_ref()?.lines();
+    let refused = judged(&snapshot, lines, minted)?;
+    desk.live.refused();
+    Some(refused)
+}
+
+/// An API checkout's lines (product, units) memory can refuse, without a
+/// database round trip, as [`refused_from_memory`] refuses a form's: the
+/// caller has made sure its `Idempotency-Key` was not claimed before the
+/// last full read began (`ShopSettings::claimed`), and memory believes
+/// only levels it has seen unchanged since then. So a request that
+/// started an order under the key, whose hold changed a level, is the
+/// database's to answer again; one memory refuses is kept nowhere (as
+/// Stripe keeps nothing for a request that did not start executing).
+pub fn api_lines_refused(
+    live: &LiveStock,
+    snapshot: &Snapshot,
+    lines: &[(String, i32)],
+) -> Option<Begun> {
+    let refused = judged(snapshot, lines, snapshot.full_read_began())?;
+    live.refused();
+    Some(refused)
+}
+
+/// Lines refused by memory: a sale not open (clearly, by the database's
+/// clock as memory knows it), or fewer left than wanted of a product whose
+/// level memory saw settle before `minted`.
+fn judged(snapshot: &Snapshot, lines: &[(String, i32)], minted: DateTime<Utc>) -> Option<Begun> {
     let now = chrono::Utc::now();
     let mut wanted = Vec::with_capacity(lines.len());
     let mut basket = Vec::with_capacity(lines.len());
@@ -73,7 +103,6 @@ pub(super) fn refused_from_memory(desk: Desk<'_>, request: &BeginRequest) -> Opt
         })
         .collect();
     if !off_sale.is_empty() {
-        desk.live.refused();
         return Some(Begun::NotOnSale {
             lines: off_sale,
             basket,
@@ -93,7 +122,6 @@ pub(super) fn refused_from_memory(desk: Desk<'_>, request: &BeginRequest) -> Opt
         .filter(|line| line.available == 0)
         .map(|line| line.product_id.clone())
         .collect();
-    desk.live.refused();
     Some(Begun::SoldOut {
         sold_out: snapshot.stock(&sold_out),
         lines: short,

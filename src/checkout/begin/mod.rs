@@ -27,6 +27,7 @@ mod request;
 mod voucher;
 
 pub use begun::Begun;
+pub use memory::api_lines_refused;
 pub use page::open_page;
 pub use request::{BeginRequest, Desk};
 

@@ -105,11 +105,13 @@ pub async fn revoke(
     session: web::ReqData<Session>,
     id: web::Path<String>,
 ) -> Result<HttpResponse, ShopError> {
-    Ok(see_other(
-        if api_keys::revoke(&shop.pool, Actor::from(&session.staff), &id).await? {
-            "/admin/api-keys?notice=api_key_revoked"
-        } else {
-            "/admin/api-keys?notice=staff_unchanged"
-        },
-    ))
+    let revoked = api_keys::revoke(&shop.pool, Actor::from(&session.staff), &id).await?;
+    // keys sign from memory: this process forgets the key before the
+    // owner is told (every other hears of it within milliseconds)
+    shop.live.refresh().await;
+    Ok(see_other(if revoked {
+        "/admin/api-keys?notice=api_key_revoked"
+    } else {
+        "/admin/api-keys?notice=staff_unchanged"
+    }))
 }

@@ -14,6 +14,7 @@ use super::{ApiError, ErrorCode, json_body, key_of};
 use crate::catalogue::Choice;
 use crate::checkout::{self, BeginRequest, Begun, ShortLine, basket};
 use crate::inventory::IdempotencyKey;
+use crate::payments::ProviderKind;
 use crate::payments::methods::PayMethod;
 use crate::retry::{Bound, retry};
 use crate::routes::errors::checkout_code;
@@ -198,11 +199,17 @@ pub async fn start(
             "give 1 to 20 lines of 1 to 100 units of a product id; nothing was done",
         ));
     }
+    // the sold-out crowd is answered from memory and writes nothing
+    if let Some(refused) = refused_from_memory(&shop, &key, &idem, &body) {
+        let code = checkout_code(&refused).expect("a refusal has its code");
+        return Err(refusal(&shop, code, refused).await?);
+    }
     // each line as the basket takes it: a table's time found from its room
     let mut choices: Vec<(String, Choice)> = Vec::with_capacity(body.lines.len());
     for l in &body.lines {
         choices.push(
             table_lines::resolve(
+                &shop.live,
                 &shop.pool,
                 &l.product_id,
                 table_lines::Units {
@@ -352,7 +359,12 @@ async fn run(
         }
         return Ok(answer);
     };
-    Err(match begun {
+    Err(refusal(shop, code, begun).await?)
+}
+
+/// A checkout that started nothing, in the API's words.
+async fn refusal(shop: &Shop, code: ErrorCode, begun: Begun) -> Result<ApiError, ApiError> {
+    Ok(match begun {
         Begun::BadCustomer { reason } => ApiError::new(code, reason),
         Begun::SoldOut { lines, .. } | Begun::NoTable { lines, .. } => {
             short_error(shop, code, &lines).await?
@@ -376,6 +388,130 @@ async fn run(
     })
 }
 
+/// A checkout memory can refuse without a database round trip
+/// ([`checkout::api_lines_refused`]): memory may be believed, the
+/// `Idempotency-Key` was not claimed before its last full read, the body
+/// is one the database would not refuse first (a provider and a way to
+/// pay offered, a shopper's address that reads, a customer who may buy
+/// what the lines ask, no voucher to judge), and every line asks so many
+/// units (or the best seats) of a product memory knows, within one
+/// order's most, or a party at a time of a room whose times around it
+/// memory keeps (`routes::tables::around`). `None`: the database answers,
+/// and keeps its answer.
+fn refused_from_memory(
+    shop: &Shop,
+    key: &ApiKey,
+    idem: &str,
+    body: &CheckoutBody,
+) -> Option<Begun> {
+    let snapshot = shop.live.now()?;
+    let settings = snapshot.settings();
+    if settings.claimed(&key.id, idem) || body.voucher.is_some() {
+        return None;
+    }
+    let provider = match body.provider.as_deref() {
+        None => shop.payments.default_kind(),
+        Some(name) => ProviderKind::parse(name),
+    };
+    provider.filter(|kind| shop.payments.get(*kind).is_some())?;
+    if let Some(method) = body.method.as_deref() {
+        let (kind, _) = settings
+            .ways
+            .serving(&shop.payments, &settings.currency, method)?;
+        if body.provider.as_deref().is_some_and(|p| p != kind.as_str()) {
+            return None;
+        }
+    }
+    if body
+        .shopper_address
+        .as_deref()
+        .map(str::trim)
+        .is_some_and(|a| !a.is_empty() && a.parse::<std::net::IpAddr>().is_err())
+    {
+        return None;
+    }
+    let mut lines: Vec<(String, i32)> = Vec::with_capacity(body.lines.len());
+    // the party lines, with the times around each as memory keeps them
+    let mut parties = Vec::new();
+    for line in &body.lines {
+        if line.seats.is_some() {
+            return None;
+        }
+        let (product_id, qty, choice) = match (line.party, line.at) {
+            (None, None) => {
+                let qty = line.qty.filter(|q| (1..=100).contains(q))?;
+                let choice = Choice::from_fields(crate::catalogue::ChoiceFields {
+                    qty: Some(i64::from(qty)),
+                    together: line.together,
+                    ..Default::default()
+                })
+                .ok()?;
+                (line.product_id.clone(), qty, choice)
+            }
+            (Some(party), Some(at)) if line.qty.is_none() && line.together.is_none() => {
+                let at = at.with_timezone(&chrono::Utc);
+                let time = settings.dining_time(&line.product_id, at)?;
+                let choice = Choice::from_fields(crate::catalogue::ChoiceFields {
+                    party: Some(i64::from(party)),
+                    at: Some(at),
+                    ..Default::default()
+                })
+                .ok()?;
+                let around =
+                    crate::routes::tables::around::kept(&shop.live, &time.product_id, party)?;
+                parties.push((time.product_id.clone(), party, around));
+                (time.product_id.clone(), party, choice)
+            }
+            _ => return None,
+        };
+        let (product, _) = snapshot.product(&product_id)?;
+        let takes = product.kind.choice().takes_in_basket(&choice);
+        if !takes
+            || product.hidden
+            || qty > product.max_per_order
+            || lines.iter().any(|(id, _)| *id == product_id)
+        {
+            return None;
+        }
+        lines.push((product_id, qty));
+    }
+    // a party's guest gives a phone: without a customer who may buy, the
+    // database's answer is that
+    checkout::Customer::parse(&body.name, &body.email)
+        .and_then(|c| c.with_phone(body.phone.as_deref(), !parties.is_empty()))
+        .ok()?;
+    if let Some(refused) = checkout::api_lines_refused(&shop.live, &snapshot, &lines) {
+        return Some(refused);
+    }
+    // covers enough, but no table free for the party's stay, as memory
+    // keeps the room's answer around its time: the database seats the
+    // lines in their order, so the first party no table seats alone is
+    // the one it refuses
+    for (product_id, party, around) in &parties {
+        let asked = around.asked()?;
+        if asked.seats {
+            continue;
+        }
+        if asked.covers_left < *party {
+            return None;
+        }
+        shop.live.refused();
+        return Some(Begun::NoTable {
+            lines: vec![ShortLine {
+                product_id: product_id.clone(),
+                name: snapshot
+                    .product(product_id)
+                    .map(|(p, _)| p.name.clone())
+                    .unwrap_or_default(),
+                requested: *party,
+                available: 0,
+            }],
+            basket: Vec::new(),
+        });
+    }
+    None
+}
+
 /// The provider named for a checkout and the way to pay: a `method` is
 /// served by the provider the shop's owner chose for it (and `provider`,
 /// if named too, must be that one); without one, `provider` as sent.
@@ -386,8 +522,8 @@ async fn way_to_pay(
     let Some(name) = body.method.as_deref() else {
         return Ok((body.provider.clone(), None));
     };
-    let currency = crate::staff::catalogue::shop_currency(&shop.pool).await?;
-    match crate::payments::methods::serving(&shop.pool, &shop.payments, &currency, name).await? {
+    let (currency, ways) = shop.live.ways_to_pay().await?;
+    match ways.serving(&shop.payments, &currency, name) {
         Some((kind, method)) if body.provider.as_deref().is_none_or(|p| p == kind.as_str()) => {
             Ok((Some(kind.as_str().to_owned()), Some(method)))
         }
@@ -415,8 +551,16 @@ async fn short_error(shop: &Shop, code: ErrorCode, lines: &[ShortLine]) -> sqlx:
             ),
         })
         .collect();
-    // a table taken: the nearest times that seat the party
-    let nearest = table_lines::nearest_words(&shop.pool, lines).await?;
+    // a table taken: the nearest times that seat the party (only a
+    // party has times to offer; memory says which lines are)
+    let ids: Vec<String> = lines.iter().map(|l| l.product_id.clone()).collect();
+    let parties = shop.live.parties(&ids).await?;
+    let tables: Vec<ShortLine> = lines
+        .iter()
+        .filter(|l| parties.contains(&l.product_id))
+        .cloned()
+        .collect();
+    let nearest = table_lines::nearest_words(&shop.live, &shop.pool, &tables).await?;
     let nearest = if nearest.is_empty() {
         String::new()
     } else {

@@ -547,9 +547,10 @@ pub(super) async fn basket_page_of(
         form_lines: basket::FormLines::of(&rows),
         told,
         ways: retry("pay_methods_read", Bound::Shopper, || {
-            crate::payments::methods::read(&shop.pool)
+            shop.live.ways_to_pay()
         })
         .await?
+        .1
         .offered(&shop.payments, &currency)
         .into_iter()
         .map(|(method, _)| (method.as_str(), method.label(), method.hint()))

@@ -79,17 +79,29 @@ fn describe_short(
 }
 
 /// A party no table seats at its time is offered the nearest times that
-/// can seat it (the database's answer, `times::nearest`), in the time's
+/// can seat it (the database's answer, kept in memory: `tables::around`), in the time's
 /// order: "Times that can seat 4 that day: 19:00, 19:15, 19:30."
 async fn offer_other_times(
     shop: &Shop,
     lines: &[ShortLine],
     problems: &mut [Problem],
 ) -> Result<(), ShopError> {
+    // only a party has times to offer; memory says which lines are
+    let ids: Vec<String> = lines.iter().map(|l| l.product_id.clone()).collect();
+    let parties = crate::routes::tables::book::party_products(shop, &ids).await?;
     for (line, problem) in lines.iter().zip(problems.iter_mut()) {
+        if !parties.contains(&line.product_id) {
+            continue;
+        }
         let party = line.requested;
         let mut offered = crate::retry::retry("dining_read", crate::retry::Bound::Shopper, || {
-            crate::catalogue::tables::times::nearest(&shop.pool, &line.product_id, party, 3)
+            crate::routes::tables::around::nearest(
+                &shop.live,
+                &shop.pool,
+                &line.product_id,
+                party,
+                3,
+            )
         })
         .await?;
         if offered.is_empty() {
@@ -179,15 +191,12 @@ async fn way_to_pay(
 > {
     let not_offered =
         || ShopError::bad_request("That way of paying is not offered. Choose another one.");
-    let currency = retry("shop_currency_read", Bound::Shopper, || {
-        crate::staff::catalogue::shop_currency(&shop.pool)
+    let (currency, ways) = retry("pay_methods_read", Bound::Shopper, || {
+        shop.live.ways_to_pay()
     })
     .await?;
-    retry("pay_methods_read", Bound::Shopper, || {
-        crate::payments::methods::serving(&shop.pool, &shop.payments, &currency, name)
-    })
-    .await?
-    .ok_or_else(not_offered)
+    ways.serving(&shop.payments, &currency, name)
+        .ok_or_else(not_offered)
 }
 
 /// The basket as it was read, with the lines that refused its checkout.

@@ -24,6 +24,7 @@ pub(crate) struct Units {
 /// A line's product and choice as the basket takes them: a booking's time
 /// found from its room (or time) and moment, or so many units.
 pub(crate) async fn resolve(
+    live: &crate::live::LiveStock,
     pool: &PgPool,
     product_id: &str,
     units: Units,
@@ -57,14 +58,27 @@ pub(crate) async fn resolve(
         )));
     };
     let at = at.with_timezone(&Utc);
-    let time: Option<String> = sqlx::query_scalar(
-        "select product_id from dining_times \
-          where (room = $1 or product_id = $1) and starts_at = $2",
-    )
-    .bind(product_id)
-    .bind(at)
-    .fetch_optional(pool)
-    .await?;
+    // the room's times from memory; a time it does not know (published
+    // since its last read) from the database
+    let remembered = live.now().and_then(|snapshot| {
+        snapshot
+            .settings()
+            .dining_time(product_id, at)
+            .map(|t| t.product_id.clone())
+    });
+    let time: Option<String> = match remembered {
+        Some(time) => Some(time),
+        None => {
+            sqlx::query_scalar(
+                "select product_id from dining_times \
+                  where (room = $1 or product_id = $1) and starts_at = $2",
+            )
+            .bind(product_id)
+            .bind(at)
+            .fetch_optional(pool)
+            .await?
+        }
+    };
     let time = time.ok_or_else(|| {
         bad(format!(
             "{product_id} has no bookable time at {}; GET /api/v1/dining/{{room}}/times lists them; \
@@ -123,12 +137,15 @@ pub(crate) async fn bookings_of(
 /// For refused booking lines: the nearest times that seat each party, as
 /// words a client can read ("bistro-20261205-2100 at 2026-12-05T21:00:00+00:00");
 /// empty when no refused line is a table's.
-pub(crate) async fn nearest_words(pool: &PgPool, lines: &[ShortLine]) -> sqlx::Result<String> {
+pub(crate) async fn nearest_words(
+    live: &crate::live::LiveStock,
+    pool: &PgPool,
+    lines: &[ShortLine],
+) -> sqlx::Result<String> {
     let mut words = Vec::new();
     for line in lines {
         let nearest =
-            crate::catalogue::tables::times::nearest(pool, &line.product_id, line.requested, 3)
-                .await?;
+            super::around::nearest(live, pool, &line.product_id, line.requested, 3).await?;
         if nearest.is_empty() {
             continue;
         }

@@ -251,35 +251,7 @@ pub(crate) async fn party_products(
     shop: &Shop,
     ids: &[String],
 ) -> Result<std::collections::HashSet<String>, ShopError> {
-    use crate::catalogue::ProductKind;
-    let party = ProductKind::is_party;
-    let known = shop.live.now().and_then(|snapshot| {
-        ids.iter()
-            .map(|id| {
-                snapshot
-                    .product(id)
-                    .map(|(p, _)| (id.clone(), party(p.kind)))
-            })
-            .collect::<Option<Vec<(String, bool)>>>()
-    });
-    let kinds = match known {
-        Some(kinds) => kinds,
-        None => {
-            let rows: Vec<(String, ProductKind)> = retry("basket_read", Bound::Shopper, || {
-                sqlx::query_as("select id, kind from products where id = any($1)")
-                    .bind(ids)
-                    .fetch_all(&shop.pool)
-            })
-            .await?;
-            rows.into_iter()
-                .map(|(id, kind)| (id, party(kind)))
-                .collect()
-        }
-    };
-    Ok(kinds
-        .into_iter()
-        .filter_map(|(id, is_party)| is_party.then_some(id))
-        .collect())
+    Ok(retry("basket_read", Bound::Shopper, || shop.live.parties(ids)).await?)
 }
 
 /// A line's count in the shop's words: "Party of 4" for a booking.

@@ -6,12 +6,14 @@
 //! says the permission each needs), and the API's: a room's times ([`api`],
 //! registered from the API's route table, which says the scope it needs)
 //! and a booking as a checkout's line ([`api_lines`], read by the API's
-//! checkout). What a table is and the room's times are the kind's folder,
+//! checkout); and the times around a refused party's ([`around`]), what
+//! a refusal offers instead, kept in memory. What a table is and the room's times are the kind's folder,
 //! [`crate::catalogue::tables`]. This file registers the shop's table
 //! routes.
 
 pub(crate) mod api;
 pub(crate) mod api_lines;
+pub(crate) mod around;
 pub(crate) mod book;
 pub(crate) mod cancel;
 pub(crate) mod host_stand;

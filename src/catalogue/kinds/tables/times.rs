@@ -209,14 +209,21 @@ pub async fn nearest(
         return Ok(Vec::new());
     };
     let window = Duration::hours(6);
-    let mut times: Vec<BookableTime> = bookable(pool, &room, at - window, at + window, party)
-        .await?
-        .into_iter()
+    let times = bookable(pool, &room, at - window, at + window, party).await?;
+    Ok(nearest_of(&times, at, n))
+}
+
+/// Of a room's bookable times for a party, the `n` others than `at` that
+/// seat it, nearest to `at` first.
+pub fn nearest_of(times: &[BookableTime], at: DateTime<Utc>, n: usize) -> Vec<BookableTime> {
+    let mut times: Vec<BookableTime> = times
+        .iter()
         .filter(|t| t.seats && t.starts_at != at)
+        .cloned()
         .collect();
     times.sort_by_key(|t| ((t.starts_at - at).num_seconds().abs(), t.starts_at));
     times.truncate(n);
-    Ok(times)
+    times
 }
 
 /// Withdraw the room's times on its closed days that nobody holds or
