@@ -98,6 +98,8 @@ struct Inner {
     /// Pages memory may answer again while what they show is unchanged
     /// ([`LiveStock::kept_page`]).
     pages: std::sync::Mutex<HashMap<String, KeptPage>>,
+    /// Pages rendered from memory ([`LiveStock::rendered`]).
+    rendered: std::sync::Mutex<HashMap<String, kept::Rendered>>,
     /// Pages watching.
     watchers: AtomicUsize,
     /// Asks for a full read now; answered once it is in.
@@ -120,6 +122,7 @@ impl LiveStock {
             refusals: AtomicU64::new(0),
             refused_forms: Default::default(),
             pages: Default::default(),
+            rendered: Default::default(),
             watchers: AtomicUsize::new(0),
         });
         tokio::spawn(refresh::keep_fresh(

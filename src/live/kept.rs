@@ -1,14 +1,33 @@
 //! Answers memory may give again while what they show is unchanged: a
 //! checkout form the database refused as short, and a page (or a dining
 //! room's day) the database answered, each kept until its resources
-//! change (or, for a page, a while). A full memory of them starts again.
+//! change (or, for a page, a while); and a page rendered from memory,
+//! kept while memory's snapshot is the one it was rendered from. A full
+//! memory of them starts again.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use chrono::{DateTime, Utc};
 
-use super::LiveStock;
+use super::{LiveStock, Snapshot};
+
+/// A page rendered from one snapshot of memory.
+#[derive(Debug, Clone)]
+pub(super) struct Rendered {
+    html: bytes::Bytes,
+    /// The snapshot it shows: any change to memory makes another.
+    snapshot: Arc<Snapshot>,
+    /// When what it says would change by the clock alone (a sale opens or
+    /// closes), by the database's clock.
+    until: DateTime<Utc>,
+    rendered_at: Instant,
+}
+
+/// How long a rendered page is given again at most, whatever changes:
+/// what it says of the time ("back in a few minutes") stays true.
+const RENDERED_FOR: Duration = Duration::from_secs(1);
 
 /// A page as the database last answered it.
 #[derive(Debug, Clone)]
@@ -113,6 +132,42 @@ impl LiveStock {
         }
         answer("memory");
         Some(kept.html)
+    }
+
+    /// A page rendered from the snapshot memory answers from now, while
+    /// it is that one, before its `until` and younger than a second: the
+    /// crowd on the catalogue is given a copy, not a rendering each.
+    pub fn rendered(&self, key: &str) -> Option<bytes::Bytes> {
+        let snapshot = self.now()?;
+        let rendered = self
+            .inner
+            .rendered
+            .lock()
+            .expect("never poisoned")
+            .get(key)
+            .cloned()?;
+        let fresh = Arc::ptr_eq(&rendered.snapshot, &snapshot)
+            && snapshot.database_now() < rendered.until
+            && rendered.rendered_at.elapsed() < RENDERED_FOR;
+        fresh.then_some(rendered.html)
+    }
+
+    /// Keep a page rendered from `snapshot`, to give again while memory
+    /// answers from it and before `until` (the database's clock).
+    pub fn keep_rendered(
+        &self,
+        key: &str,
+        snapshot: Arc<Snapshot>,
+        until: DateTime<Utc>,
+        html: bytes::Bytes,
+    ) {
+        let rendered = Rendered {
+            html,
+            snapshot,
+            until,
+            rendered_at: Instant::now(),
+        };
+        keep(&self.inner.rendered, key, rendered);
     }
 
     /// Forget a kept page (its shopper changed something).

@@ -204,6 +204,17 @@ async fn every_refusal_memory_can_give_is_given_without_a_database_round_trip() 
     }
     app.settled().await;
 
+    let anonymous = browser();
+    without_the_database(&app, "the catalogue page", |_| async {
+        let page = read_page(&anonymous, &format!("{}/", app.address)).await;
+        assert!(page.contains("VIP"), "{page}");
+    })
+    .await;
+    without_the_database(&app, "a section's seat map", |_| async {
+        let page = read_page(&anonymous, &format!("{}/seats/{SECTION}", app.address)).await;
+        assert!(page.contains("taken"), "{page}");
+    })
+    .await;
     without_the_database(&app, "a fresh form for a sold-out tier", |_| async {
         let (status, page) = submit(&app, &fresh, &fresh_page, None).await;
         assert_eq!(status, 409, "{page}");

@@ -172,39 +172,34 @@ async fn catalogue_page(
     query: &CodeQuery,
     preview: bool,
 ) -> Result<HttpResponse, ShopError> {
+    // a shopper with no basket and no code is given the copy memory
+    // rendered last, while memory is unchanged: the crowd refreshing the
+    // catalogue costs no rendering each
+    let copy = copy_key(request, query).filter(|_| !preview);
+    if let Some(html) = copy.as_deref().and_then(|key| shop.live.rendered(key)) {
+        return Ok(HttpResponse::Ok()
+            .content_type("text/html; charset=utf-8")
+            .body(html));
+    }
+    let snapshot = shop.live.now();
     let code = query.code.as_deref();
     let mut rows = rows_of(shop, only, preview).await?;
     // the hidden products a valid access code unlocks, in their place
-    let mut unlocked_by = String::new();
-    if let Some(code) = code.and_then(|c| VoucherCode::parse(c).ok()) {
-        let (voucher, db_now) = retry("voucher_read", Bound::Shopper, || {
-            crate::vouchers::find_now(&shop.pool, &code)
-        })
-        .await?;
-        if let Some(voucher) = voucher.filter(|v| {
-            !v.archived
-                && v.valid_from.is_none_or(|from| from <= db_now)
-                && v.valid_until.is_none_or(|until| db_now < until)
-        }) {
-            let hidden = retry("catalogue_read", Bound::Shopper, || {
-                crate::catalogue::unlocked(&shop.pool, &voucher.unlocks, only)
-            })
-            .await?;
-            if !hidden.is_empty() {
-                unlocked_by = voucher.code.to_string();
-                rows.extend(hidden);
-                rows.sort_by(|a, b| {
-                    (a.collection_position, &a.collection)
-                        .cmp(&(b.collection_position, &b.collection))
-                });
-            }
-        }
-    }
+    let unlocked_by = unlock(shop, code, only, &mut rows).await?;
     let now = shop
         .live
         .now()
         .map(|snapshot| snapshot.database_now())
         .unwrap_or_else(chrono::Utc::now);
+    // what the page says changes by the clock alone when a sale opens or
+    // closes: a copy is given until then at most
+    let until = rows
+        .iter()
+        .flat_map(|row| [row.sale_opens_at, row.sale_closes_at])
+        .flatten()
+        .filter(|at| *at > now)
+        .min()
+        .unwrap_or(now + chrono::Duration::days(1));
     let mut sections: Vec<Section> = Vec::new();
     for row in rows {
         if sections.last().is_none_or(|s| s.id != row.collection) {
@@ -310,7 +305,66 @@ async fn catalogue_page(
         sections,
         here,
     };
-    render(StatusCode::OK, &page)
+    let (Some(key), Some(snapshot)) = (copy, snapshot) else {
+        return render(StatusCode::OK, &page);
+    };
+    let html = bytes::Bytes::from(page.render().map_err(|e| ShopError::internal(e.into()))?);
+    shop.live.keep_rendered(&key, snapshot, until, html.clone());
+    Ok(HttpResponse::Ok()
+        .content_type("text/html; charset=utf-8")
+        .body(html))
+}
+
+/// The hidden products a valid access code unlocks, put among `rows` in
+/// their place; the code that unlocked them (empty: none).
+async fn unlock(
+    shop: &Shop,
+    code: Option<&str>,
+    only: Option<&str>,
+    rows: &mut Vec<crate::catalogue::Availability>,
+) -> Result<String, ShopError> {
+    let mut unlocked_by = String::new();
+    if let Some(code) = code.and_then(|c| VoucherCode::parse(c).ok()) {
+        let (voucher, db_now) = retry("voucher_read", Bound::Shopper, || {
+            crate::vouchers::find_now(&shop.pool, &code)
+        })
+        .await?;
+        if let Some(voucher) = voucher.filter(|v| {
+            !v.archived
+                && v.valid_from.is_none_or(|from| from <= db_now)
+                && v.valid_until.is_none_or(|until| db_now < until)
+        }) {
+            let hidden = retry("catalogue_read", Bound::Shopper, || {
+                crate::catalogue::unlocked(&shop.pool, &voucher.unlocks, only)
+            })
+            .await?;
+            if !hidden.is_empty() {
+                unlocked_by = voucher.code.to_string();
+                rows.extend(hidden);
+                rows.sort_by(|a, b| {
+                    (a.collection_position, &a.collection)
+                        .cmp(&(b.collection_position, &b.collection))
+                });
+            }
+        }
+    }
+    Ok(unlocked_by)
+}
+
+/// The key a page's copy is kept under, for a shopper with no basket and
+/// no code (what else the page depends on is in its address: the product
+/// just added, the day shown); `None`: rendered for this shopper alone.
+fn copy_key(request: &HttpRequest, query: &CodeQuery) -> Option<String> {
+    let short = |text: &Option<String>| text.as_deref().is_none_or(|t| t.len() <= 64);
+    let anonymous = query.code.is_none() && super::basket_id(request).is_none();
+    (anonymous && short(&query.added) && short(&query.day)).then(|| {
+        format!(
+            "catalogue:{}?added={}&day={}",
+            request.path(),
+            query.added.as_deref().unwrap_or_default(),
+            query.day.as_deref().unwrap_or_default()
+        )
+    })
 }
 
 /// A description every product of a section shares (a schedule's units
