@@ -29,15 +29,28 @@ pub(super) struct Rendered {
 /// what it says of the time ("back in a few minutes") stays true.
 const RENDERED_FOR: Duration = Duration::from_secs(1);
 
-/// A page as the database last answered it.
-#[derive(Debug, Clone)]
+/// A page as the database last answered it (or an answer as a value).
+#[derive(Clone)]
 pub(super) struct KeptPage {
     html: bytes::Bytes,
+    /// The answer as a value, for one read every request would parse.
+    value: Option<Arc<dyn std::any::Any + Send + Sync>>,
     /// The resources whose changes make it stale.
     resources: Vec<String>,
     /// When the reads behind it began.
     read_at: DateTime<Utc>,
     kept_at: Instant,
+}
+
+impl std::fmt::Debug for KeptPage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("KeptPage")
+            .field("bytes", &self.html.len())
+            .field("value", &self.value.is_some())
+            .field("resources", &self.resources)
+            .field("read_at", &self.read_at)
+            .finish()
+    }
 }
 
 /// Entries of a memory of answers at most; a full one starts again.
@@ -88,6 +101,7 @@ impl LiveStock {
     ) {
         let kept = KeptPage {
             html: answer,
+            value: None,
             resources,
             read_at,
             kept_at: Instant::now(),
@@ -95,9 +109,40 @@ impl LiveStock {
         keep(&self.inner.pages, key, kept);
     }
 
+    /// [`LiveStock::keep_answer`] for an answer kept as a value.
+    pub fn keep_value<T: std::any::Any + Send + Sync>(
+        &self,
+        key: &str,
+        resources: Vec<String>,
+        read_at: DateTime<Utc>,
+        value: Arc<T>,
+    ) {
+        let kept = KeptPage {
+            html: bytes::Bytes::new(),
+            value: Some(value),
+            resources,
+            read_at,
+            kept_at: Instant::now(),
+        };
+        keep(&self.inner.pages, key, kept);
+    }
+
+    /// [`LiveStock::kept_page`] for an answer kept as a value.
+    pub fn kept_value<T: std::any::Any + Send + Sync>(
+        &self,
+        key: &str,
+        fresh_for: Duration,
+    ) -> Option<Arc<T>> {
+        self.fresh_kept(key, fresh_for)?.value?.downcast().ok()
+    }
+
     /// A kept page, if memory may be believed, it is younger than
     /// `fresh_for`, and its resource has not changed since its reads.
     pub fn kept_page(&self, key: &str, fresh_for: Duration) -> Option<bytes::Bytes> {
+        Some(self.fresh_kept(key, fresh_for)?.html)
+    }
+
+    fn fresh_kept(&self, key: &str, fresh_for: Duration) -> Option<KeptPage> {
         let answer = |answer: &str| crate::metrics::kept_page(answer);
         let kept = self
             .inner
@@ -131,7 +176,7 @@ impl LiveStock {
             return None;
         }
         answer("memory");
-        Some(kept.html)
+        Some(kept)
     }
 
     /// A page rendered from the snapshot memory answers from now, while

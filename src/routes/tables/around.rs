@@ -8,10 +8,10 @@
 //! and for [`AROUND_FRESH_FOR`] at most (a table set up by staff changes
 //! no counter). Every booking is still decided by the database.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
-use serde::{Deserialize, Serialize};
 use sqlx::PgPool;
 
 use crate::catalogue::tables::times::{BookableTime, bookable, nearest_of};
@@ -24,7 +24,7 @@ pub(crate) const AROUND_FRESH_FOR: Duration = Duration::from_secs(5);
 const WINDOW: chrono::Duration = chrono::Duration::hours(6);
 
 /// The room's times around one, for one party.
-#[derive(Debug, Serialize, Deserialize)]
+#[derive(Debug)]
 pub(crate) struct Around {
     /// The time asked for.
     pub at: DateTime<Utc>,
@@ -50,9 +50,8 @@ fn key(product_id: &str, party: i32) -> String {
 }
 
 /// The times around `product_id`'s for `party`, from memory only.
-pub(crate) fn kept(live: &LiveStock, product_id: &str, party: i32) -> Option<Around> {
-    let kept = live.kept_page(&key(product_id, party), AROUND_FRESH_FOR)?;
-    serde_json::from_slice(&kept).ok()
+pub(crate) fn kept(live: &LiveStock, product_id: &str, party: i32) -> Option<Arc<Around>> {
+    live.kept_value(&key(product_id, party), AROUND_FRESH_FOR)
 }
 
 /// The times around `product_id`'s for `party`: from memory, else read
@@ -62,7 +61,7 @@ pub(crate) async fn around(
     pool: &PgPool,
     product_id: &str,
     party: i32,
-) -> sqlx::Result<Option<Around>> {
+) -> sqlx::Result<Option<Arc<Around>>> {
     if let Some(kept) = kept(live, product_id, party) {
         return Ok(Some(kept));
     }
@@ -86,10 +85,10 @@ pub(crate) async fn around(
     let Some((room, at)) = time else {
         return Ok(None);
     };
-    let around = Around {
+    let around = Arc::new(Around {
         at,
         times: bookable(pool, &room, at - WINDOW, at + WINDOW, party).await?,
-    };
+    });
     // kept only when memory knows every time's counters, the asked one's
     // too (a change to any makes it stale)
     let resources: Option<Vec<String>> = snapshot.and_then(|s| {
@@ -98,13 +97,8 @@ pub(crate) async fn around(
             .map(|id| s.product(id).map(|(p, _)| p.resource_id.clone()))
             .collect()
     });
-    if let (Some(resources), Ok(answer)) = (resources, serde_json::to_vec(&around)) {
-        live.keep_answer(
-            &key(product_id, party),
-            resources,
-            read_at,
-            bytes::Bytes::from(answer),
-        );
+    if let Some(resources) = resources {
+        live.keep_value(&key(product_id, party), resources, read_at, around.clone());
     }
     Ok(Some(around))
 }
