@@ -1,11 +1,11 @@
 -- The crowd from memory (issue 45): every answer the shop's memory can
 -- give is given without a database round trip, so memory keeps the
--- shop's settings those answers need (src/live/settings.rs): the
--- currency, the ways to pay, the live API keys, the Idempotency-Keys
--- claimed lately. A change to a setting tells memory to read everything
--- again at once, as a change to a product already does; a key revoked
--- stops signing within the notification's milliseconds, not at the next
--- full read.
+-- shop's settings those answers need (src/live/settings.rs): the shop's
+-- name and looks, the currency, the ways to pay, the API keys, the
+-- Idempotency-Keys claimed lately. A change to a setting tells memory to
+-- read everything again at once, as a change to a product already does:
+-- a key revoked stops signing within the notification's milliseconds,
+-- not at the next full read.
 
 create trigger api_keys_notify_catalogue
     after insert or update or delete on api_keys
@@ -13,6 +13,11 @@ create trigger api_keys_notify_catalogue
 
 create trigger pay_methods_notify_catalogue
     after insert or update or delete on pay_methods
+    for each statement execute function hf_notify_catalogue();
+
+-- every page shows the shop's name and looks from memory
+create trigger storefront_notify_catalogue
+    after insert or update or delete on storefront
     for each statement execute function hf_notify_catalogue();
 
 -- the shop's currency counts its schedules' too

@@ -4,8 +4,10 @@
 //! the admin's Settings page ([`save`], recorded in Activity) and shown on
 //! every shopper's page: `templates/base.html` reads [`shown`], the copy
 //! the request's middleware (`routes::edge::storefront`) put in place from
-//! [`Storefronts`], a copy in memory read again every few seconds (and at
-//! once after a save here), so a page costs no query.
+//! the shop's memory (`live::ShopSettings`, read with the stock and at
+//! once after a save), or while memory may not be believed from
+//! [`Storefronts`], a copy read again every few seconds; so a page costs no
+//! query.
 //!
 //! The accent colour paints buttons with white text on them and links on
 //! the page's pale background, so a colour is taken only when both read at

@@ -975,6 +975,7 @@ create table storefront (
     constraint storefront_words_shape CHECK (((length(description) <= 300) AND (length(contact_email) <= 254))),
     constraint storefront_logo_id_fkey FOREIGN KEY (logo_id) REFERENCES images(id)
 );
+CREATE TRIGGER storefront_notify_catalogue AFTER INSERT OR DELETE OR UPDATE ON public.storefront FOR EACH STATEMENT EXECUTE FUNCTION hf_notify_catalogue();
 
 -- table table_pins (made by 0160_tables.sql)
 create table table_pins (

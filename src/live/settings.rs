@@ -1,5 +1,6 @@
 //! The shop's settings in memory, read with every full read: what the
-//! crowd's answers need besides the stock. The currency most of the
+//! crowd's answers need besides the stock. The shop's name and looks
+//! (every page shows them), the currency most of the
 //! catalogue sells in and the ways to pay the owner chose (the basket's
 //! form and its answers offer them), the live API keys (a request is
 //! signed without a read; a revoked key stops signing at the next full
@@ -13,11 +14,13 @@
 //! read every [`REFRESH_EVERY`](super::REFRESH_EVERY) is the safety net.
 
 use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 use sqlx::PgPool;
 
 use crate::payments::methods::{self, Ways};
+use crate::storefront::Storefront;
 
 /// How long memory keeps the `Idempotency-Key`s claimed: a key older than
 /// this sent again may be answered as a new request (Stripe keeps its
@@ -39,6 +42,8 @@ pub struct ShopSettings {
     pub ways: Ways,
     keys: HashMap<String, LiveKey>,
     claims: Claims,
+    /// The shop's name and looks, as every page shows them.
+    pub storefront: Arc<Storefront>,
     /// The restaurant's times on sale, by room in time order, and by
     /// product.
     dining: HashMap<String, Vec<DiningTime>>,
@@ -119,6 +124,7 @@ pub(super) async fn read_settings(
     old: Option<&ShopSettings>,
 ) -> sqlx::Result<ShopSettings> {
     let currency = crate::catalogue::shop_currency(pool).await?;
+    let storefront = Arc::new(Storefront::read(pool).await?);
     let ways = methods::read(pool).await?;
     let keys: Vec<LiveKey> = sqlx::query_as(
         "select id, name, scopes, secret_hash, last_used_at, revoked_at from api_keys",
@@ -172,6 +178,7 @@ pub(super) async fn read_settings(
         ways,
         keys: keys.into_iter().map(|k| (k.id.clone(), k)).collect(),
         claims,
+        storefront,
         dining,
         dining_products,
     })

@@ -133,7 +133,12 @@ pub async fn storefront<B: MessageBody + 'static>(
     next: Next<B>,
 ) -> Result<ServiceResponse<B>, actix_web::Error> {
     let front = match request.app_data::<actix_web::web::Data<crate::state::Shop>>() {
-        Some(shop) => shop.storefronts.current(&shop.pool).await,
+        // memory's copy while it may be believed (read with the stock,
+        // at once after a save), else the copy read every few seconds
+        Some(shop) => match shop.live.now() {
+            Some(snapshot) => std::sync::Arc::clone(&snapshot.settings().storefront),
+            None => shop.storefronts.current(&shop.pool).await,
+        },
         None => std::sync::Arc::default(),
     };
     crate::storefront::SHOWN

@@ -54,9 +54,9 @@ pub fn api_lines_refused(
     Some(refused)
 }
 
-/// Lines refused by memory: a sale not open (clearly, by the database's
-/// clock as memory knows it), or fewer left than wanted of a product whose
-/// level memory saw settle before `minted`.
+/// Lines refused by memory: a sale not open yet or closed before `minted`
+/// (clearly, by the database's clock as memory knows it), or fewer left
+/// than wanted of a product whose level memory saw settle before `minted`.
 fn judged(snapshot: &Snapshot, lines: &[(String, i32)], minted: DateTime<Utc>) -> Option<Begun> {
     let now = chrono::Utc::now();
     let mut wanted = Vec::with_capacity(lines.len());
@@ -83,6 +83,7 @@ fn judged(snapshot: &Snapshot, lines: &[(String, i32)], minted: DateTime<Utc>) -
     // last read's offset from this process's clock): refused here only
     // when it is clearly so; near the moment, the database decides
     let db_now = snapshot.database_now();
+    let minted_by_db = minted + (db_now - now) - NEAR_THE_MOMENT;
     let off_sale: Vec<OffSaleLine> = lines
         .iter()
         .filter_map(|(id, _)| {
@@ -92,7 +93,12 @@ fn judged(snapshot: &Snapshot, lines: &[(String, i32)], minted: DateTime<Utc>) -
                 product.sale(db_now + NEAR_THE_MOMENT),
             ) {
                 (Sale::Opens { at }, Sale::Opens { .. }) => Sale::Opens { at },
-                (Sale::Closed { at }, Sale::Closed { .. }) => Sale::Closed { at },
+                // closed before the form was made (before memory's last
+                // full read, for the API): a first submit that started an
+                // order did so before, and goes to it through the database
+                (Sale::Closed { at }, Sale::Closed { .. }) if at < minted_by_db => {
+                    Sale::Closed { at }
+                }
                 _ => return None,
             };
             Some(OffSaleLine {

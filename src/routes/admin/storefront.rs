@@ -27,6 +27,9 @@ pub async fn save(
     match storefront::save(&shop.pool, (&session.staff).into(), &form).await? {
         Saved::Saved => {
             shop.storefronts.forget();
+            // pages show the shop from memory: this process reads it
+            // before the owner is told (every other hears of it at once)
+            shop.live.refresh().await;
             Ok(see_other("/admin/settings?notice=shop_saved#shop"))
         }
         Saved::Refused(refused) => {
@@ -98,7 +101,12 @@ pub async fn save_pay_ways(
         Err(unknown)
     };
     match saved {
-        Ok(()) => Ok(see_other("/admin/settings?notice=pay_saved#pay")),
+        Ok(()) => {
+            // the checkout offers the ways from memory: this process reads
+            // them before the owner is told
+            shop.live.refresh().await;
+            Ok(see_other("/admin/settings?notice=pay_saved#pay"))
+        }
         Err(refused) => {
             let page = SettingsPage {
                 nav: nav(&shop, &session, &NoticeQuery::default()).await?,
