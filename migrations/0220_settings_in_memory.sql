@@ -7,8 +7,10 @@
 -- a key revoked stops signing within the notification's milliseconds,
 -- not at the next full read.
 
+-- (not a key's last use, marked once a minute: it would have every
+-- process read everything again for nothing)
 create trigger api_keys_notify_catalogue
-    after insert or update or delete on api_keys
+    after insert or delete or update of name, scopes, secret_hash, revoked_at on api_keys
     for each statement execute function hf_notify_catalogue();
 
 create trigger pay_methods_notify_catalogue

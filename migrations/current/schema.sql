@@ -43,7 +43,7 @@ create table api_keys (
     constraint api_key_revoked_by CHECK (((revoked_at IS NULL) = (revoked_by IS NULL))),
     constraint api_key_scopes CHECK (((cardinality(scopes) >= 1) AND (cardinality(scopes) <= 10)))
 );
-CREATE TRIGGER api_keys_notify_catalogue AFTER INSERT OR DELETE OR UPDATE ON public.api_keys FOR EACH STATEMENT EXECUTE FUNCTION hf_notify_catalogue();
+CREATE TRIGGER api_keys_notify_catalogue AFTER INSERT OR DELETE OR UPDATE OF name, scopes, secret_hash, revoked_at ON public.api_keys FOR EACH STATEMENT EXECUTE FUNCTION hf_notify_catalogue();
 
 -- table basket_lines (made by 0004_shop.sql; changed by 0017_known_outcomes.sql,
 --   0019_staff_run_the_sale.sql, 0180_seating.sql)

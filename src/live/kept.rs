@@ -25,6 +25,10 @@ pub(super) struct Rendered {
     rendered_at: Instant,
 }
 
+/// Rendered pages kept at most: each holds a page and its snapshot, and
+/// their addresses are the shopper's to choose.
+const RENDERED_AT_MOST: usize = 64;
+
 /// How long a rendered page is given again at most, whatever changes:
 /// what it says of the time ("back in a few minutes") stays true.
 const RENDERED_FOR: Duration = Duration::from_secs(1);
@@ -212,7 +216,15 @@ impl LiveStock {
             until,
             rendered_at: Instant::now(),
         };
-        keep(&self.inner.rendered, key, rendered);
+        let mut kept = self.inner.rendered.lock().expect("never poisoned");
+        if kept.len() >= RENDERED_AT_MOST {
+            // copies of snapshots gone first, all if that is not enough
+            kept.retain(|_, r| Arc::ptr_eq(&r.snapshot, &rendered.snapshot));
+            if kept.len() >= RENDERED_AT_MOST {
+                kept.clear();
+            }
+        }
+        kept.insert(key.to_owned(), rendered);
     }
 
     /// Forget a kept page (its shopper changed something).

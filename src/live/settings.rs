@@ -14,7 +14,7 @@
 //! read every [`REFRESH_EVERY`](super::REFRESH_EVERY) is the safety net.
 
 use std::collections::{HashMap, HashSet};
-use std::sync::Arc;
+use std::sync::{Arc, RwLock};
 
 use chrono::{DateTime, Utc};
 use sqlx::PgPool;
@@ -33,7 +33,7 @@ pub const CLAIMS_KEPT_FOR: chrono::Duration = chrono::Duration::hours(24);
 const CLAIMS_OVERLAP: chrono::Duration = chrono::Duration::seconds(10);
 
 /// The shop's settings, as the last full read found them.
-#[derive(Debug, Default)]
+#[derive(Default)]
 pub struct ShopSettings {
     /// The currency most of the catalogue sells in (`eur` while it sells
     /// nothing): the one the shop's ways to pay are offered for.
@@ -41,7 +41,10 @@ pub struct ShopSettings {
     /// The owner's ways to pay.
     pub ways: Ways,
     keys: HashMap<String, LiveKey>,
-    claims: Claims,
+    /// Shared by every snapshot and grown in place by each read (a
+    /// snapshot's reader may see claims newer than its read: more reason
+    /// to ask the database, never less).
+    claims: Arc<RwLock<Claims>>,
     /// The shop's name and looks, as every page shows them.
     pub storefront: Arc<Storefront>,
     /// The restaurant's times on sale, by room in time order, and by
@@ -50,9 +53,19 @@ pub struct ShopSettings {
     dining_products: HashMap<String, (String, usize)>,
 }
 
+impl std::fmt::Debug for ShopSettings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ShopSettings")
+            .field("currency", &self.currency)
+            .field("keys", &self.keys.len())
+            .field("dining_times", &self.dining_products.len())
+            .finish_non_exhaustive()
+    }
+}
+
 /// An API key as signing checks it (`staff::api_keys::authenticate_from`):
 /// memory keeps them all, live and revoked.
-#[derive(Debug, Clone, sqlx::FromRow)]
+#[derive(Clone, sqlx::FromRow)]
 pub struct LiveKey {
     pub id: String,
     pub name: String,
@@ -65,6 +78,17 @@ pub struct LiveKey {
     pub revoked_at: Option<DateTime<Utc>>,
 }
 
+/// Never its secret's hash.
+impl std::fmt::Debug for LiveKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LiveKey")
+            .field("id", &self.id)
+            .field("name", &self.name)
+            .field("revoked", &self.revoked_at.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
 /// A bookable time of a room.
 #[derive(Debug, Clone, sqlx::FromRow)]
 pub struct DiningTime {
@@ -74,11 +98,13 @@ pub struct DiningTime {
 }
 
 /// The `Idempotency-Key`s claimed within [`CLAIMS_KEPT_FOR`], by API key.
-#[derive(Debug, Default, Clone)]
+#[derive(Default)]
 struct Claims {
     by_key: HashMap<String, HashMap<String, DateTime<Utc>>>,
     /// The newest claim seen.
     newest: Option<DateTime<Utc>>,
+    /// When claims past [`CLAIMS_KEPT_FOR`] were last let go.
+    pruned_at: Option<DateTime<Utc>>,
 }
 
 impl ShopSettings {
@@ -91,6 +117,8 @@ impl ShopSettings {
     /// [`CLAIMS_KEPT_FOR`]) before the read.
     pub fn claimed(&self, key_id: &str, idempotency_key: &str) -> bool {
         self.claims
+            .read()
+            .expect("never poisoned")
             .by_key
             .get(key_id)
             .is_some_and(|claims| claims.contains_key(idempotency_key))
@@ -131,8 +159,11 @@ pub(super) async fn read_settings(
     )
     .fetch_all(pool)
     .await?;
-    let mut claims = old.map(|o| o.claims.clone()).unwrap_or_default();
-    let since = claims.newest.map(|newest| newest - CLAIMS_OVERLAP);
+    let claims = old.map(|o| o.claims.clone()).unwrap_or_default();
+    let since = {
+        let claims = claims.read().expect("never poisoned");
+        claims.newest.map(|newest| newest - CLAIMS_OVERLAP)
+    };
     let fresh: Vec<(String, String, DateTime<Utc>)> = sqlx::query_as(
         "select api_key_id, idempotency_key, created_at from api_idempotency \
           where created_at >= coalesce($1, now() - make_interval(secs => $2))",
@@ -141,24 +172,35 @@ pub(super) async fn read_settings(
     .bind(CLAIMS_KEPT_FOR.num_seconds() as f64)
     .fetch_all(pool)
     .await?;
-    let cutoff = Utc::now() - CLAIMS_KEPT_FOR;
-    for (key_id, idempotency_key, at) in fresh {
-        claims.newest = Some(claims.newest.map_or(at, |n| n.max(at)));
-        claims
-            .by_key
-            .entry(key_id)
-            .or_default()
-            .insert(idempotency_key, at);
+    {
+        let mut claims = claims.write().expect("never poisoned");
+        for (key_id, idempotency_key, at) in fresh {
+            claims.newest = Some(claims.newest.map_or(at, |n| n.max(at)));
+            claims
+                .by_key
+                .entry(key_id)
+                .or_default()
+                .insert(idempotency_key, at);
+        }
+        // claims past their day, and a revoked key's, let go once a minute
+        let now = Utc::now();
+        if claims
+            .pruned_at
+            .is_none_or(|at| now - at > chrono::Duration::minutes(1))
+        {
+            let cutoff = now - CLAIMS_KEPT_FOR;
+            let live: HashSet<&str> = keys
+                .iter()
+                .filter(|k| k.revoked_at.is_none())
+                .map(|k| k.id.as_str())
+                .collect();
+            claims.by_key.retain(|key_id, by_idem| {
+                by_idem.retain(|_, at| *at >= cutoff);
+                live.contains(key_id.as_str()) && !by_idem.is_empty()
+            });
+            claims.pruned_at = Some(now);
+        }
     }
-    let live: HashSet<&str> = keys
-        .iter()
-        .filter(|k| k.revoked_at.is_none())
-        .map(|k| k.id.as_str())
-        .collect();
-    claims.by_key.retain(|key_id, by_idem| {
-        by_idem.retain(|_, at| *at >= cutoff);
-        live.contains(key_id.as_str()) && !by_idem.is_empty()
-    });
     let times: Vec<DiningTime> = sqlx::query_as(
         "select t.product_id, t.room, t.starts_at from dining_times t \
            join products p on p.id = t.product_id \

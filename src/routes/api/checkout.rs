@@ -487,10 +487,21 @@ fn refused_from_memory(
     // keeps the room's answer around its time: the database seats the
     // lines in their order, so the first party no table seats alone is
     // the one it refuses
+    let now = chrono::Utc::now();
     for (product_id, party, around) in &parties {
         let asked = around.asked()?;
         if asked.seats {
             continue;
+        }
+        // a hold past its end around the time is free to the database:
+        // it may seat the party where the kept answer did not
+        let due = around.times.iter().any(|t| {
+            snapshot
+                .product(&t.product_id)
+                .is_none_or(|(_, level)| level.something_due(now))
+        });
+        if due {
+            return None;
         }
         if asked.covers_left < *party {
             return None;

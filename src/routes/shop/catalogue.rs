@@ -352,19 +352,17 @@ async fn unlock(
 }
 
 /// The key a page's copy is kept under, for a shopper with no basket and
-/// no code (what else the page depends on is in its address: the product
-/// just added, the day shown); `None`: rendered for this shopper alone.
+/// no code, nothing just added, and a day (if any) that is one: the page
+/// and the day it shows. `None`: rendered for this request alone.
 fn copy_key(request: &HttpRequest, query: &CodeQuery) -> Option<String> {
-    let short = |text: &Option<String>| text.as_deref().is_none_or(|t| t.len() <= 64);
     let anonymous = query.code.is_none() && super::basket_id(request).is_none();
-    (anonymous && short(&query.added) && short(&query.day)).then(|| {
-        format!(
-            "catalogue:{}?added={}&day={}",
-            request.path(),
-            query.added.as_deref().unwrap_or_default(),
-            query.day.as_deref().unwrap_or_default()
-        )
-    })
+    let day = match query.day.as_deref() {
+        None => String::new(),
+        Some(text) => chrono::NaiveDate::parse_from_str(text, "%Y-%m-%d")
+            .ok()?
+            .to_string(),
+    };
+    (anonymous && query.added.is_none()).then(|| format!("catalogue:{}?day={day}", request.path()))
 }
 
 /// A description every product of a section shares (a schedule's units
