@@ -162,6 +162,17 @@ impl Providers {
         self.offered.first().map(|p| p.kind())
     }
 
+    /// The provider that serves a checkout naming `name` (the default when
+    /// it names none); `None`: the shop has no keys for the one named (or
+    /// offers none). The form's, the API's and memory's one rule.
+    pub fn chosen(&self, name: Option<&str>) -> Option<ProviderKind> {
+        match name {
+            None => self.default_kind(),
+            Some(name) => ProviderKind::parse(name),
+        }
+        .filter(|kind| self.get(*kind).is_some())
+    }
+
     /// The adapter for an order's provider, or an error naming it.
     pub fn for_order(
         &self,

@@ -16,7 +16,15 @@ pub(crate) fn see_other(location: &str) -> HttpResponse {
 
 pub(crate) fn render<T: Template>(status: StatusCode, page: &T) -> Result<HttpResponse, ShopError> {
     let body = page.render().map_err(|e| ShopError::internal(e.into()))?;
-    Ok(HttpResponse::build(status)
+    Ok(html(status, body))
+}
+
+/// A page already rendered.
+pub(crate) fn html(
+    status: StatusCode,
+    body: impl actix_web::body::MessageBody + 'static,
+) -> HttpResponse {
+    HttpResponse::build(status)
         .content_type("text/html; charset=utf-8")
-        .body(body))
+        .body(body)
 }

@@ -71,19 +71,28 @@ async fn api_checkout(app: &TestApp, token: &str, idem: &str, line: Value) -> (u
     (status, response.json().await.unwrap_or(Value::Null))
 }
 
+/// The API's checkout of `line` under `idem`, refused with `code`: its
+/// answer's body.
+async fn api_refused(app: &TestApp, token: &str, idem: String, line: Value, code: &str) -> Value {
+    let (status, body) = api_checkout(app, token, &idem, line).await;
+    assert_eq!(status, 409, "{body}");
+    assert_eq!(body["error"]["code"], code, "{body}");
+    body
+}
+
 /// Runs `case` [`TIMES`] times and asserts the shop's pool handed out no
 /// connection meanwhile, naming the case that did.
-async fn without_the_database<F, Fut>(app: &TestApp, what: &str, mut case: F)
+async fn without_the_database<F, Fut, T>(app: &TestApp, what: &str, mut case: F)
 where
     F: FnMut(usize) -> Fut,
-    Fut: std::future::Future<Output = ()>,
+    Fut: std::future::Future<Output = T>,
 {
     // memory freshly read (on its own pool): believed for the whole case,
     // however slow the machine
     app.settled().await;
     let before = app.db.round_trips();
     for i in 0..TIMES {
-        case(i).await;
+        let _answer = case(i).await;
     }
     let trips = app.db.round_trips() - before;
     assert_eq!(
@@ -233,36 +242,18 @@ async fn every_refusal_memory_can_give_is_given_without_a_database_round_trip() 
     })
     .await;
     without_the_database(&app, "the API: units of a sold-out tier", |i| {
-        let token = token.clone();
-        let app = &app;
-        async move {
-            let line = json!({ "product_id": VIP, "qty": 1 });
-            let (status, body) = api_checkout(app, &token, &format!("vip-{i}"), line).await;
-            assert_eq!(status, 409, "{body}");
-            assert_eq!(body["error"]["code"], "sold_out", "{body}");
-        }
+        let line = json!({ "product_id": VIP, "qty": 1 });
+        api_refused(&app, &token, format!("vip-{i}"), line, "sold_out")
     })
     .await;
     without_the_database(&app, "the API: 2 seats together in a full section", |i| {
-        let token = token.clone();
-        let app = &app;
-        async move {
-            let line = json!({ "product_id": SECTION, "qty": 2, "together": true });
-            let (status, body) = api_checkout(app, &token, &format!("seats-{i}"), line).await;
-            assert_eq!(status, 409, "{body}");
-            assert_eq!(body["error"]["code"], "sold_out", "{body}");
-        }
+        let line = json!({ "product_id": SECTION, "qty": 2, "together": true });
+        api_refused(&app, &token, format!("seats-{i}"), line, "sold_out")
     })
     .await;
     without_the_database(&app, "the API: a tier not on sale yet", |i| {
-        let token = token.clone();
-        let app = &app;
-        async move {
-            let line = json!({ "product_id": "harbour-lights-general", "qty": 1 });
-            let (status, body) = api_checkout(app, &token, &format!("early-{i}"), line).await;
-            assert_eq!(status, 409, "{body}");
-            assert_eq!(body["error"]["code"], "not_on_sale", "{body}");
-        }
+        let line = json!({ "product_id": "harbour-lights-general", "qty": 1 });
+        api_refused(&app, &token, format!("early-{i}"), line, "not_on_sale")
     })
     .await;
     // a refused party is offered the nearest times that seat it: the
@@ -289,12 +280,10 @@ async fn every_refusal_memory_can_give_is_given_without_a_database_round_trip() 
         &app,
         "the API: a table at a time whose covers are gone",
         |i| {
-            let (token, line) = (token.clone(), party_at(covers_gone_at));
-            let app = &app;
+            let line = party_at(covers_gone_at);
+            let refused = api_refused(&app, &token, format!("covers-{i}"), line, "sold_out");
             async move {
-                let (status, body) = api_checkout(app, &token, &format!("covers-{i}"), line).await;
-                assert_eq!(status, 409, "{body}");
-                assert_eq!(body["error"]["code"], "sold_out", "{body}");
+                let body = refused.await;
                 let message = body["error"]["message"].as_str().unwrap();
                 assert!(message.contains("times that seat 2 near"), "{body}");
             }
@@ -315,13 +304,8 @@ async fn every_refusal_memory_can_give_is_given_without_a_database_round_trip() 
         "{body}"
     );
     without_the_database(&app, "the API: a table at a time with no table left", |i| {
-        let (token, line) = (token.clone(), party_at(no_table_at));
-        let app = &app;
-        async move {
-            let (status, body) = api_checkout(app, &token, &format!("tables-{i}"), line).await;
-            assert_eq!(status, 409, "{body}");
-            assert_eq!(body["error"]["code"], "no_table", "{body}");
-        }
+        let line = party_at(no_table_at);
+        api_refused(&app, &token, format!("tables-{i}"), line, "no_table")
     })
     .await;
     assert_eq!(

@@ -9,9 +9,5 @@ use crate::payments::ProviderKind;
 /// The provider that serves this checkout; `None`: the shop does not
 /// offer the one named (or offers none).
 pub(super) fn chosen(desk: Desk<'_>, request: &BeginRequest) -> Option<ProviderKind> {
-    match request.provider.as_deref() {
-        None => desk.payments.default_kind(),
-        Some(name) => ProviderKind::parse(name),
-    }
-    .filter(|kind| desk.payments.get(*kind).is_some())
+    desk.payments.chosen(request.provider.as_deref())
 }

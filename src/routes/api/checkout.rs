@@ -14,7 +14,6 @@ use super::{ApiError, ErrorCode, json_body, key_of};
 use crate::catalogue::Choice;
 use crate::checkout::{self, BeginRequest, Begun, ShortLine, basket};
 use crate::inventory::IdempotencyKey;
-use crate::payments::ProviderKind;
 use crate::payments::methods::PayMethod;
 use crate::retry::{Bound, retry};
 use crate::routes::errors::checkout_code;
@@ -409,11 +408,7 @@ fn refused_from_memory(
     if settings.claimed(&key.id, idem) || body.voucher.is_some() {
         return None;
     }
-    let provider = match body.provider.as_deref() {
-        None => shop.payments.default_kind(),
-        Some(name) => ProviderKind::parse(name),
-    };
-    provider.filter(|kind| shop.payments.get(*kind).is_some())?;
+    shop.payments.chosen(body.provider.as_deref())?;
     if let Some(method) = body.method.as_deref() {
         let (kind, _) = settings
             .ways

@@ -11,7 +11,7 @@ use crate::catalogue::Sale;
 use crate::money;
 use crate::retry::{Bound, retry};
 use crate::routes::ShopError;
-use crate::routes::render::render;
+use crate::routes::render::{html as html_page, render};
 use crate::state::Shop;
 use crate::vouchers::VoucherCode;
 
@@ -177,9 +177,7 @@ async fn catalogue_page(
     // catalogue costs no rendering each
     let copy = copy_key(request, query).filter(|_| !preview);
     if let Some(html) = copy.as_deref().and_then(|key| shop.live.rendered(key)) {
-        return Ok(HttpResponse::Ok()
-            .content_type("text/html; charset=utf-8")
-            .body(html));
+        return Ok(html_page(StatusCode::OK, html));
     }
     let snapshot = shop.live.now();
     let code = query.code.as_deref();
@@ -310,9 +308,7 @@ async fn catalogue_page(
     };
     let html = bytes::Bytes::from(page.render().map_err(|e| ShopError::internal(e.into()))?);
     shop.live.keep_rendered(&key, snapshot, until, html.clone());
-    Ok(HttpResponse::Ok()
-        .content_type("text/html; charset=utf-8")
-        .body(html))
+    Ok(html_page(StatusCode::OK, html))
 }
 
 /// The hidden products a valid access code unlocks, put among `rows` in
