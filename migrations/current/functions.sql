@@ -46,8 +46,8 @@ create type purchase_shape as (
     max_extensions_used integer
 );
 
--- hf_attach_payments (last written by 0013_one_engine.sql)
-CREATE OR REPLACE FUNCTION public.hf_attach_payments(p_resource text, p_orders uuid[], p_window_seconds integer[], p_session_ids text[], p_urls text[], p_expires timestamp with time zone[], p_baskets text[])
+-- hf_attach_payments (last written by 0230_seats_chosen_together.sql)
+CREATE OR REPLACE FUNCTION public.hf_attach_payments(p_resources text[], p_orders uuid[], p_window_seconds integer[], p_session_ids text[], p_urls text[], p_expires timestamp with time zone[], p_baskets text[])
  RETURNS TABLE(order_id uuid, status text, order_state text)
  LANGUAGE plpgsql
 AS $function$
@@ -62,7 +62,8 @@ begin
     if v_n not between 1 and 1000 then
         perform hf_bad_input(format('a batch attaches 1 to 1000 payments, got %s', v_n));
     end if;
-    if coalesce(cardinality(p_window_seconds), -1) <> v_n or coalesce(cardinality(p_session_ids), -1) <> v_n
+    if coalesce(cardinality(p_resources), -1) <> v_n
+       or coalesce(cardinality(p_window_seconds), -1) <> v_n or coalesce(cardinality(p_session_ids), -1) <> v_n
        or coalesce(cardinality(p_urls), -1) <> v_n or coalesce(cardinality(p_expires), -1) <> v_n
        or coalesce(cardinality(p_baskets), -1) <> v_n then
         perform hf_bad_input('every payment needs each of its fields: arrays of one length');
@@ -73,9 +74,9 @@ begin
         perform hf_bad_input(format('a payment window must be longer than the hold TTL (%s)', s.hold_ttl));
     end if;
 
-    -- lock: the orders, then the resource
+    -- lock: the orders, then the resources, ascending
     perform 1 from orders where id = any(p_orders) order by id for update;
-    perform 1 from resources where id = p_resource for no key update;
+    perform 1 from resources where id = any(p_resources) order by id for no key update;
     v_now := clock_timestamp();
 
     for i in 1 .. v_n loop
@@ -93,7 +94,7 @@ begin
                                 then 'not_one_product' else 'not_found' end;
             continue;
         end if;
-        if h.resource_id <> p_resource or h.basket_id is not null then
+        if h.resource_id is distinct from p_resources[i] or h.basket_id is not null then
             v_status[i] := 'not_one_product';
             continue;
         end if;
@@ -2389,34 +2390,6 @@ AS $function$
     insert into seat_pins (seat_id, hold_id) select unnest(p_seat_ids), p_hold
 $function$;
 
--- hf_seat_pin_guard (last written by 0180_seating.sql)
-CREATE OR REPLACE FUNCTION public.hf_seat_pin_guard()
- RETURNS trigger
- LANGUAGE plpgsql
-AS $function$
-declare
-    v_seat seats;
-    v_hold holds;
-begin
-    select * into v_seat from seats where id = new.seat_id;
-    select * into v_hold from holds where id = new.hold_id;
-    if v_seat.state <> 'open' then
-        raise exception 'seat % is not on sale (%)', v_seat.label, v_seat.state
-            using errcode = 'check_violation', constraint = 'seat_pin_on_sale';
-    end if;
-    if not exists (select 1 from seat_sections s
-                    where s.product_id = v_seat.section and s.resource_id = v_hold.resource_id) then
-        raise exception 'seat % is not of the section its hold holds', v_seat.label
-            using errcode = 'check_violation', constraint = 'seat_pin_section';
-    end if;
-    if v_hold.state not in ('held', 'awaiting_payment', 'confirmed') or not new.live then
-        raise exception 'a pin is made live, on a live hold'
-            using errcode = 'check_violation', constraint = 'seat_pin_live_hold';
-    end if;
-    return new;
-end;
-$function$;
-
 -- hf_seat_pins_end (last written by 0180_seating.sql)
 CREATE OR REPLACE FUNCTION public.hf_seat_pins_end()
  RETURNS trigger
@@ -2428,6 +2401,39 @@ begin
            end_reason = new.state
      where hold_id = new.id and live;
     return null;
+end;
+$function$;
+
+-- hf_seat_pins_guard (last written by 0230_seats_chosen_together.sql)
+CREATE OR REPLACE FUNCTION public.hf_seat_pins_guard()
+ RETURNS trigger
+ LANGUAGE plpgsql
+AS $function$
+declare
+    v record;
+begin
+    select s.label, s.state, x.product_id is null as elsewhere,
+           h.state not in ('held', 'awaiting_payment', 'confirmed') or not n.live as dead
+      into v
+      from inserted n
+      join seats s on s.id = n.seat_id
+      join holds h on h.id = n.hold_id
+      left join seat_sections x on x.product_id = s.section and x.resource_id = h.resource_id
+     where s.state <> 'open' or x.product_id is null
+        or h.state not in ('held', 'awaiting_payment', 'confirmed') or not n.live
+     order by s.state = 'open', x.product_id is not null
+     limit 1;
+    if not found then
+        return null;
+    elsif v.state <> 'open' then
+        raise exception 'seat % is not on sale (%)', v.label, v.state
+            using errcode = 'check_violation', constraint = 'seat_pin_on_sale';
+    elsif v.elsewhere then
+        raise exception 'seat % is not of the section its hold holds', v.label
+            using errcode = 'check_violation', constraint = 'seat_pin_section';
+    end if;
+    raise exception 'a pin is made live, on a live hold'
+        using errcode = 'check_violation', constraint = 'seat_pin_live_hold';
 end;
 $function$;
 
@@ -2742,6 +2748,39 @@ AS $function$
       from seats s where s.id = any (p_ids)
 $function$;
 
+-- hf_seats_free (last written by 0230_seats_chosen_together.sql)
+CREATE OR REPLACE FUNCTION public.hf_seats_free(p_limit_keys text[], p_resources text[])
+ RETURNS TABLE(resource_id text, splits boolean, first_fit boolean, middle double precision, id bigint, label text, row_rank integer, run integer, pos integer, x integer)
+ LANGUAGE plpgsql
+AS $function$
+begin
+    if coalesce(cardinality(p_resources), 0) not between 1 and 10000 then
+        perform hf_bad_input('read the free seats of 1 to 10000 resources');
+    end if;
+    perform hf_limit_lock(k.k)
+       from (select distinct k from unnest(p_limit_keys) k where k is not null order by k) k;
+    perform 1 from resources r where r.id = any (p_resources) order by r.id for no key update;
+    -- a section's expired holds end, so their seats are free to choose
+    perform hf_seat_expire_due(x.resource_id)
+       from seat_sections x where x.resource_id = any (p_resources) order by x.resource_id;
+    return query
+        with section as materialized (
+            -- the middle of each section's width, once a section
+            select x.product_id, x.resource_id, x.chooser = 'first_fit' as first_fit,
+                   (select (min(a.x) + max(a.x)) / 2.0::float8
+                      from seats a where a.section = x.product_id) as middle
+              from seat_sections x
+             where x.resource_id = any (p_resources))
+        select x.resource_id, coalesce((select t.splits from seating_settings t), false),
+               x.first_fit, x.middle, s.id, s.label, s.row_rank, s.run, s.pos, s.x
+          from section x
+          join seats s on s.section = x.product_id
+         where s.state = 'open' and s.access = 'none'
+           and not exists (select 1 from seat_pins p where p.seat_id = s.id and p.live)
+         order by x.resource_id, s.row_rank, s.run, s.pos;
+end;
+$function$;
+
 -- hf_settle_deadline (last written by 0090_settling.sql)
 CREATE OR REPLACE FUNCTION public.hf_settle_deadline(p_from timestamp with time zone, p_days integer, p_business boolean)
  RETURNS timestamp with time zone
@@ -2843,7 +2882,7 @@ AS $function$
       from unnest(p_products, p_requested, p_left) with ordinality as x(product, requested, left_, n);
 $function$;
 
--- hf_start_checkouts (last written by 0210_one_checkout_path.sql)
+-- hf_start_checkouts (last written by 0230_seats_chosen_together.sql)
 CREATE OR REPLACE FUNCTION public.hf_start_checkouts(p_checkouts jsonb)
  RETURNS TABLE(status text, order_id uuid, hold_id uuid, number text, created_at timestamp with time zone, detail jsonb)
  LANGUAGE plpgsql
@@ -2867,6 +2906,8 @@ declare
     l_ck integer[]; l_product text[]; l_name text[]; l_qty integer[]; l_price bigint[];
     l_paid bigint[]; l_resource text[]; l_email_cap integer[]; l_claim text[];
     l_seats text[]; l_together boolean[];
+    l_chosen text[];        -- its seats' ids, when the batch chose them (hf_seats_free)
+    l_apart text[];         -- or the split the batch offers instead
     l_h integer[];          -- the hold of its resource, in h_
     l_egroup integer[];     -- its (e-mail, product) when the e-mail is capped
     l_email_used integer[]; -- what that e-mail holds of it in pending orders
@@ -2905,6 +2946,7 @@ declare
     v_room integer; v_address_room integer; v_mine integer; v_count integer; v_mark integer;
     v_written integer; v_started integer;
     v_exclude bigint[];
+    v_chosen bigint[];
     v_labels text[];
     v_terms record;
     v_tables text[];
@@ -2958,9 +3000,13 @@ begin
            array_agg(coalesce(x.line->>'claim', 'units') order by x.ck, x.k),
            array_agg(case jsonb_typeof(x.line->'seats') when 'array' then (x.line->'seats')::text end
                      order by x.ck, x.k),
-           array_agg(coalesce((x.line->>'together')::boolean, true) order by x.ck, x.k)
+           array_agg(coalesce((x.line->>'together')::boolean, true) order by x.ck, x.k),
+           array_agg(case jsonb_typeof(x.line->'chosen') when 'array' then (x.line->'chosen')::text end
+                     order by x.ck, x.k),
+           array_agg(case jsonb_typeof(x.line->'apart') when 'object' then (x.line->'apart')::text end
+                     order by x.ck, x.k)
       into l_ck, l_product, l_name, l_qty, l_price, l_paid, l_resource, l_email_cap, l_claim,
-           l_seats, l_together
+           l_seats, l_together, l_chosen, l_apart
       from (select c.n::integer as ck, l.line, l.k
               from jsonb_array_elements(p_checkouts) with ordinality as c(doc, n),
                    jsonb_array_elements(c.doc->'lines') with ordinality as l(line, k)) x;
@@ -3271,7 +3317,31 @@ begin
         v_mark := cardinality(tp_room);
         for k in c_l1[i] .. c_l2[i] loop
             exit when not c_pins[i];
-            if l_claim[k] = 'seats' then
+            if l_claim[k] = 'seats' and l_chosen[k] is not null then
+                -- its best seats, chosen by the batch from its read of the
+                -- free seats under these locks (hf_seats_free), labels in
+                -- the plan's order; seat_pins_live and hf_seat_pin_guard
+                -- still refuse a seat taken, off sale or of another section
+                v_labels := array(select jsonb_array_elements_text(l_seats[k]::jsonb));
+                v_chosen := array(select jsonb_array_elements_text(l_chosen[k]::jsonb)::bigint);
+                if cardinality(v_chosen) <> l_qty[k] or cardinality(v_labels) <> l_qty[k] then
+                    perform hf_bad_input(format('%s: chosen seats must be as many as its qty',
+                                                l_product[k]));
+                end if;
+                v_seats_l := v_seats_l || array_fill(k, array[l_qty[k]]);
+                v_seats_id := v_seats_id || v_chosen;
+                l_named[k] := l_name[k] || ' — ' || array_to_string(v_labels, ', ');
+                c_named[i] := true;
+                continue;
+            elsif l_claim[k] = 'seats' and l_apart[k] is not null then
+                -- no stretch of the batch's read holds them: the best
+                -- split it found, offered (as hf_seat_choose offers it)
+                v_status[i] := 'not_together';
+                v_detail[i] := jsonb_build_object(
+                    'product', l_product[k], 'seats', '[]'::jsonb,
+                    'offers', coalesce(l_apart[k]::jsonb->'offers', '[]'),
+                    'split_allowed', coalesce((l_apart[k]::jsonb->>'split_allowed')::boolean, false));
+            elsif l_claim[k] = 'seats' then
                 -- its seats, chosen under its section's lock around the
                 -- seats the batch chose before
                 if v_one_section then

@@ -754,7 +754,7 @@ create table seat_pins (
     constraint seat_pins_seat_id_fkey FOREIGN KEY (seat_id) REFERENCES seats(id)
 );
 CREATE UNIQUE INDEX seat_pins_live ON public.seat_pins USING btree (seat_id) WHERE live;
-CREATE TRIGGER seat_pins_guard BEFORE INSERT ON public.seat_pins FOR EACH ROW EXECUTE FUNCTION hf_seat_pin_guard();
+CREATE TRIGGER seat_pins_guard AFTER INSERT ON public.seat_pins REFERENCING NEW TABLE AS inserted FOR EACH STATEMENT EXECUTE FUNCTION hf_seat_pins_guard();
 
 -- table seat_sections (made by 0180_seating.sql; changed by 0181_seat_chooser.sql)
 create table seat_sections (

@@ -6,11 +6,15 @@
 //! [`Checkouts`] sends the checkouts waiting for the same resources
 //! together, one call for each step (`hf_start_checkouts`, whatever the
 //! lines claim; `hf_attach_payments`), as the engine's
-//! [`crate::inventory::HoldBatches`] does for holds. Each shopper still
-//! gets their own answer, and an order is still written in the same
-//! transaction as its holds and their pins.
+//! [`crate::inventory::HoldBatches`] does for holds. The sections of one
+//! seated event queue together: a call reads their free seats once under
+//! its locks and chooses every best-available line of it in memory
+//! ([`FreeSeats`]), so a seated on-sale goes in calls as large as a
+//! ticket tier's. Each shopper still gets their own answer, and an order
+//! is still written in the same transaction as its holds and their pins.
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 
 use chrono::{DateTime, SubsecRound, Utc};
 use sqlx::PgPool;
@@ -23,6 +27,7 @@ use super::{
     StartOutcome, attach_payment, basket, order_by_id,
 };
 use crate::batching::{Batch, Combiner, share_error};
+use crate::catalogue::seats::{FreeSeats, Pick};
 use crate::payments::PaymentPage;
 
 /// Most checkouts one call carries.
@@ -34,6 +39,9 @@ pub struct Checkouts {
     pool: PgPool,
     starts: Combiner<Starts>,
     attaches: Combiner<Attaches>,
+    /// What each one-resource checkout queued with (its resource, or its
+    /// seated event's sections), so that its payment starts with theirs.
+    queues: Arc<Mutex<HashMap<String, String>>>,
 }
 
 impl Checkouts {
@@ -41,6 +49,7 @@ impl Checkouts {
         Self {
             starts: Combiner::new(Starts { pool: pool.clone() }),
             attaches: Combiner::new(Attaches { pool: pool.clone() }),
+            queues: Arc::default(),
             pool,
         }
     }
@@ -64,7 +73,8 @@ impl Checkouts {
     /// [`super::attach_payment`] for a started order, then the shopper's
     /// basket is emptied if the order is on its way to pay. For an order
     /// that holds one resource (`resource` from [`StartOutcome::Started`])
-    /// it is one combined call with the other orders of that resource.
+    /// it is one combined call with the other orders of what its checkout
+    /// queued with: that resource, or its seated event's sections.
     pub async fn attach(
         &self,
         order: Order,
@@ -80,6 +90,7 @@ impl Checkouts {
             return Ok(attached);
         };
         let one = OneAttach {
+            resource: resource.to_owned(),
             order_id: order.id,
             window_seconds: payment_window_seconds(session.expires_at),
             session_id: session.id.clone(),
@@ -87,7 +98,14 @@ impl Checkouts {
             expires_at: session.expires_at,
             basket_id: basket_id.map(str::to_owned),
         };
-        let (status, state) = self.attaches.call(resource, one).await?;
+        // combined with the payments of the checkouts it queued with
+        let queue = self
+            .queues
+            .lock()
+            .ok()
+            .and_then(|q| q.get(resource).cloned())
+            .unwrap_or_else(|| resource.to_owned());
+        let (status, state) = self.attaches.call(&queue, one).await?;
         let alive = matches!(
             status.as_str(),
             "awaiting_payment" | "replayed" | "confirmed"
@@ -123,6 +141,20 @@ impl Checkouts {
         })
     }
 
+    /// Remembers what a one-resource checkout queues with, when that is
+    /// more than its resource (a seated event's sections): one entry a
+    /// resource.
+    fn queued(&self, planned: &Planned) {
+        if let Some(resource) = &planned.resource
+            && *resource != planned.key
+            && let Ok(mut queues) = self.queues.lock()
+        {
+            queues
+                .entry(resource.clone())
+                .or_insert_with(|| planned.key.clone());
+        }
+    }
+
     /// Calls made so far: (checkout starts, payment starts).
     pub fn calls(&self) -> (u64, u64) {
         (self.starts.calls(), self.attaches.calls())
@@ -147,7 +179,10 @@ async fn start_checkout_via(
         Plan::Decided(outcome) => *outcome,
         Plan::Start(planned) => {
             let row = match combined {
-                Some(combined) => combined.starts.call(&planned.key, planned.clone()).await?,
+                Some(combined) => {
+                    combined.queued(&planned);
+                    combined.starts.call(&planned.key, planned.clone()).await?
+                }
                 None => start_batch(pool, std::slice::from_ref(&planned))
                     .await?
                     .pop()
@@ -219,15 +254,74 @@ fn refused_by_the_database(error: &CheckoutError) -> bool {
 
 /// One call of `hf_start_checkouts`: the checkouts given, each decided in
 /// turn under the locks of all their resources, answered in the order
-/// given.
+/// given. When a line asks for the best seats of a section, the batch
+/// reads its sections' free seats under its locks first and chooses every
+/// such line against that read, in the checkouts' order
+/// ([`FreeSeats`]); the call pins them in the same transaction.
 async fn start_batch(pool: &PgPool, requests: &[Arc<Planned>]) -> Result<Vec<StartRow>> {
     let checkouts: Vec<_> = requests.iter().map(|r| &r.checkout).collect();
+    let asks_best = checkouts
+        .iter()
+        .any(|c| c.lines.iter().any(|l| l.best_seats().is_some()));
+    if !asks_best {
+        return call_start(pool, sqlx::types::Json(checkouts)).await;
+    }
+    let mut limit_keys: Vec<&str> = checkouts.iter().flat_map(|c| c.limit_keys()).collect();
+    let mut resources: Vec<&str> = checkouts.iter().flat_map(|c| c.resources()).collect();
+    for keys in [&mut limit_keys, &mut resources] {
+        keys.sort_unstable();
+        keys.dedup();
+    }
+    let mut tx = pool.begin().await.map_err(classify)?;
+    let mut free = FreeSeats::read(&mut tx, &limit_keys, &resources)
+        .await
+        .map_err(classify)?;
+    let mut chosen = Vec::with_capacity(checkouts.len());
+    for checkout in &checkouts {
+        let mut value = serde_json::to_value(checkout)
+            .map_err(|e| CheckoutError::Database(sqlx::Error::Protocol(e.to_string())))?;
+        for (k, line) in checkout.lines.iter().enumerate() {
+            let Some((qty, together)) = line.best_seats() else {
+                continue;
+            };
+            match free.choose(&line.resource, qty, together) {
+                Some(Pick::Seats(chosen)) => {
+                    value["lines"][k]["seats"] = serde_json::json!(chosen.labels);
+                    value["lines"][k]["chosen"] = serde_json::json!(chosen.ids);
+                }
+                Some(Pick::Apart {
+                    offer,
+                    split_allowed,
+                }) => {
+                    value["lines"][k]["apart"] = serde_json::json!({
+                        "offers": [offer],
+                        "split_allowed": split_allowed,
+                    });
+                }
+                // fewer seats free than it asks: the call says sold out
+                None => {}
+            }
+        }
+        chosen.push(value);
+    }
+    let rows = call_start(&mut *tx, sqlx::types::Json(chosen)).await?;
+    tx.commit().await.map_err(classify)?;
+    Ok(rows)
+}
+
+async fn call_start<'e, T>(
+    db: impl sqlx::PgExecutor<'e>,
+    checkouts: sqlx::types::Json<T>,
+) -> Result<Vec<StartRow>>
+where
+    T: serde::Serialize + Send + Sync + 'e,
+{
     sqlx::query_as(
         "select status, order_id, hold_id, number, created_at, detail \
            from hf_start_checkouts($1)",
     )
-    .bind(sqlx::types::Json(checkouts))
-    .fetch_all(pool)
+    .bind(checkouts)
+    .fetch_all(db)
     .await
     .map_err(classify)
 }
@@ -235,6 +329,7 @@ async fn start_batch(pool: &PgPool, requests: &[Arc<Planned>]) -> Result<Vec<Sta
 /// One started order's payment phase, as `hf_attach_payments` takes it.
 #[derive(Debug, Clone)]
 struct OneAttach {
+    resource: String,
     order_id: Uuid,
     window_seconds: i64,
     session_id: String,
@@ -255,13 +350,10 @@ impl Batch for Attaches {
 
     async fn run(
         &self,
-        resource: &str,
+        _queue: &str,
         requests: Vec<OneAttach>,
     ) -> Vec<Result<(String, Option<OrderState>)>> {
-        each(
-            requests.len(),
-            attach_batch(&self.pool, resource, &requests).await,
-        )
+        each(requests.len(), attach_batch(&self.pool, &requests).await)
     }
 
     fn lost() -> Result<(String, Option<OrderState>)> {
@@ -271,7 +363,6 @@ impl Batch for Attaches {
 
 async fn attach_batch(
     pool: &PgPool,
-    resource: &str,
     requests: &[OneAttach],
 ) -> Result<Vec<(String, Option<OrderState>)>> {
     let windows: Vec<i32> = requests
@@ -279,7 +370,12 @@ async fn attach_batch(
         .map(|r| i32::try_from(r.window_seconds).unwrap_or(i32::MAX))
         .collect();
     sqlx::query_as("select status, order_state from hf_attach_payments($1, $2, $3, $4, $5, $6, $7)")
-        .bind(resource)
+        .bind(
+            requests
+                .iter()
+                .map(|r| r.resource.as_str())
+                .collect::<Vec<_>>(),
+        )
         .bind(requests.iter().map(|r| r.order_id).collect::<Vec<_>>())
         .bind(windows)
         .bind(

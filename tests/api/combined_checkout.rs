@@ -619,7 +619,7 @@ async fn a_payment_window_no_longer_than_the_hold_ttl_is_refused_and_changes_not
         panic!("expected a start");
     };
     let error = sqlx::query(
-        "select * from hf_attach_payments('harbour-lights-vip', array[$1]::uuid[], array[60], \
+        "select * from hf_attach_payments(array['harbour-lights-vip'], array[$1]::uuid[], array[60], \
             array['cs_x'], array['http://x'], array[now()], array[null]::text[])",
     )
     .bind(order.id)
@@ -642,7 +642,8 @@ async fn a_payment_window_no_longer_than_the_hold_ttl_is_refused_and_changes_not
     assert_eq!(resource, None, "a basket of two products is not combined");
     // refused on its own: the others of its batch go on
     let statuses: Vec<String> = sqlx::query_scalar(
-        "select status from hf_attach_payments('harbour-lights-vip', array[$1, $2]::uuid[], \
+        "select status from hf_attach_payments(array['harbour-lights-vip', 'harbour-lights-vip'], \
+                  array[$1, $2]::uuid[], \
             array[3600, 3600], array['cs_y', 'cs_z'], array['http://y', 'http://z'], \
             array[now(), now()], array[null, null]::text[])",
     )

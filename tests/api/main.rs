@@ -56,6 +56,7 @@ mod seat_admin;
 mod seat_batches;
 mod seat_memory;
 mod seats;
+mod seats_best;
 mod seats_everywhere;
 mod settling;
 mod shop_words;

@@ -36,8 +36,8 @@ pub(in crate::checkout) struct Planned {
     pub checkout: Checkout,
     /// Its order's lines, priced, in the checkout's order.
     pub lines: Vec<OrderLine>,
-    /// The resources it holds, ascending and joined: the checkouts of one
-    /// key are combined, as they queue on the same locks.
+    /// What it queues with: the resources it holds, ascending and joined,
+    /// a seated section's as its event (see [`planned`]).
     pub key: String,
     /// The one resource it holds, when it holds one (no voucher's use
     /// beside it): its hold is its purchase.
@@ -63,6 +63,39 @@ pub(in crate::checkout) struct Checkout {
     pub lines: Vec<Line>,
     /// The voucher's units: its next use, and this buyer's one use.
     pub uses: Vec<Use>,
+}
+
+impl Checkout {
+    /// The keys its limits lock (`hf_start_checkouts` locks every e-mail's
+    /// and address's of a batch, capped or not).
+    pub fn limit_keys(&self) -> impl Iterator<Item = &str> {
+        self.email_key
+            .iter()
+            .chain(&self.address)
+            .map(String::as_str)
+    }
+
+    /// Every resource it holds: its lines' and its voucher's.
+    pub fn resources(&self) -> impl Iterator<Item = &str> {
+        self.lines
+            .iter()
+            .map(|l| l.resource.as_str())
+            .chain(self.uses.iter().map(|u| u.resource.as_str()))
+    }
+}
+
+impl Line {
+    /// How many seats it asks to be chosen for it, and whether together,
+    /// when it asks for the best of its section rather than seats by label.
+    pub fn best_seats(&self) -> Option<(usize, bool)> {
+        match &self.claim {
+            ClaimShape::Seats {
+                seats: None,
+                together,
+            } => Some((usize::try_from(self.qty).ok()?, *together)),
+            _ => None,
+        }
+    }
 }
 
 /// One line of a checkout: its order line and what it claims.
@@ -411,12 +444,29 @@ fn planned(start: &CheckoutStart, priced: Priced) -> Planned {
         .collect();
     resources.sort_unstable();
     resources.dedup();
-    // no resource id holds a control character: a line break joins them
-    let key = resources.join("\n");
     let resource = match resources.as_slice() {
         [one] => Some((*one).to_owned()),
         _ => None,
     };
+    // The checkouts of one key are combined. A checkout queues with those
+    // of the same resources, as they wait on the same locks; a seated
+    // section's line queues with its event's other sections, whose best
+    // seats one read chooses together (start_batches.rs), so a seated
+    // on-sale is decided in calls as large as a ticket tier's. No id holds
+    // a control character: a line break joins them, a tab marks an event.
+    let mut queues: Vec<String> = lines
+        .iter()
+        .map(|l| match l.claim {
+            ClaimShape::Seats { .. } => {
+                format!("\t{}", product(&priced.products, &l.product).collection)
+            }
+            _ => l.resource.clone(),
+        })
+        .chain(uses.iter().map(|u| u.resource.clone()))
+        .collect();
+    queues.sort_unstable();
+    queues.dedup();
+    let key = queues.join("\n");
     Planned {
         checkout: Checkout {
             key: start.checkout_key.as_str().to_owned(),

@@ -31,6 +31,8 @@ pub struct ReadLine {
     pub currency: String,
     pub resource_id: String,
     pub kind: ProductKind,
+    /// Its collection's id (the event of a ticket or a section).
+    pub collection: String,
     /// When it happens (a table's time), if it has a time.
     pub starts_at: Option<DateTime<Utc>>,
     /// A line of fewer units pays nothing for them (a party smaller than
@@ -87,6 +89,7 @@ pub async fn read_checkout(
         product_id: Option<String>,
         name: Option<String>,
         collection_title: Option<String>,
+        collection: Option<String>,
         qty: Option<i32>,
         price_minor: Option<i64>,
         currency: Option<String>,
@@ -106,12 +109,12 @@ pub async fn read_checkout(
         settled: Option<bool>,
     }
     let rows: Vec<Row> = sqlx::query_as(&format!(
-        "select k.existing, l.product_id, l.name, l.collection_title, l.qty, l.price_minor, l.currency, \
+        "select k.existing, l.product_id, l.name, l.collection_title, l.collection, l.qty, l.price_minor, l.currency, \
                 l.resource_id, l.kind, l.starts_at, l.priced_from, l.active, l.max_per_order, l.hidden, \
                 l.opens_later, l.closed_at, l.unlocked_by, l.seat_labels, l.seat_best, l.left, l.settled \
            from (select (select id from orders where checkout_key = $1) as existing) k \
            left join lateral ( \
-                select b.product_id, p.name, c.title as collection_title, b.qty, p.price_minor, p.currency, p.resource_id, p.kind, \
+                select b.product_id, p.name, c.title as collection_title, p.collection, b.qty, p.price_minor, p.currency, p.resource_id, p.kind, \
                        p.starts_at, {PRICED_FROM}, p.active, p.max_per_order, p.hidden, \
                        case when p.sale_opens_at > now() then p.sale_opens_at end as opens_later, \
                        case when p.sale_closes_at <= now() then p.sale_closes_at end as closed_at, \
@@ -142,6 +145,7 @@ pub async fn read_checkout(
                 currency: r.currency?,
                 resource_id: r.resource_id?,
                 kind,
+                collection: r.collection?,
                 starts_at: r.starts_at,
                 priced_from: r.priced_from,
                 active: r.active?,
@@ -174,6 +178,7 @@ pub(crate) struct PricedProduct {
     pub(super) id: String,
     pub(super) resource_id: String,
     pub(super) kind: ProductKind,
+    pub(super) collection: String,
     pub(super) starts_at: Option<DateTime<Utc>>,
     /// As [`ReadLine`]'s.
     pub(super) priced_from: Option<i32>,
@@ -207,7 +212,7 @@ pub(super) async fn priced_products(
 ) -> sqlx::Result<Vec<PricedProduct>> {
     let Some(read) = read else {
         let products: Vec<PricedProduct> = sqlx::query_as(&format!(
-            "select p.id, p.resource_id, p.kind, p.starts_at, {PRICED_FROM}, p.name, \
+            "select p.id, p.resource_id, p.kind, p.collection, p.starts_at, {PRICED_FROM}, p.name, \
                     c.title as collection_title, p.price_minor, p.currency, \
                     p.max_per_order, r.total - r.held - r.sold as left, \
                     coalesce(r.next_expiry > now(), true) as settled, p.hidden, \
@@ -236,6 +241,7 @@ pub(super) async fn priced_products(
             id: l.product_id.clone(),
             resource_id: l.resource_id.clone(),
             kind: l.kind,
+            collection: l.collection.clone(),
             starts_at: l.starts_at,
             priced_from: l.priced_from,
             name: l.name.clone(),

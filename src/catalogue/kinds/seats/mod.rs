@@ -10,6 +10,7 @@
 //! SQL of its own.
 
 pub mod admin;
+mod best;
 pub mod choice;
 mod held;
 pub mod map;
@@ -20,6 +21,7 @@ mod typed;
 use sqlx::{Postgres, Transaction};
 use uuid::Uuid;
 
+pub use best::{Chosen, FreeSeats, Pick};
 pub use held::{OrderSeats, order_seats};
 pub use map::{MapFrame, SeatShown, SeatState, SectionHead, SectionSeats};
 pub use plan::{CategorySpec, RowSpec, SeatingSpec, SectionSpec, read};
