@@ -2908,6 +2908,8 @@ declare
     l_seats text[]; l_together boolean[];
     l_chosen text[];        -- its seats' ids, when the batch chose them (hf_seats_free)
     l_apart text[];         -- or the split the batch offers instead
+    -- sections whose lines the batch chose for can no longer be trusted
+    v_diverged text[] := '{}';
     l_h integer[];          -- the hold of its resource, in h_
     l_egroup integer[];     -- its (e-mail, product) when the e-mail is capped
     l_email_used integer[]; -- what that e-mail holds of it in pending orders
@@ -3184,6 +3186,19 @@ begin
     -- the batch were granted: all of it, or nothing.
     <<checkouts>>
     for i in 1 .. v_n loop
+        -- The batch chose its best seats before this call, in this order,
+        -- as if every checkout before this one started with the seats it
+        -- chose and no other seat was taken. When the one before did not
+        -- start (the seats chosen for it stay free) or started with seats
+        -- chosen here (named ones), its sections' later lines are chosen
+        -- here (hf_seat_choose), as the seats really stand.
+        if i > 1 then
+            v_diverged := v_diverged || array(
+                select l_resource[k] from generate_series(c_l1[i - 1], c_l2[i - 1]) k
+                 where l_claim[k] = 'seats'
+                   and case when v_status[i - 1] = 'started' then l_chosen[k] is null
+                            else l_chosen[k] is not null end);
+        end if;
         -- a form repeated in this batch is its first's, answered at the end
         continue when c_first[i] <> i;
         if c_existing[i] is not null then
@@ -3317,11 +3332,15 @@ begin
         v_mark := cardinality(tp_room);
         for k in c_l1[i] .. c_l2[i] loop
             exit when not c_pins[i];
-            if l_claim[k] = 'seats' and l_chosen[k] is not null then
+            if l_claim[k] = 'seats' and l_chosen[k] is not null
+               and not (l_resource[k] = any (v_diverged))
+               and not (array(select jsonb_array_elements_text(l_chosen[k]::jsonb)::bigint)
+                        && (sp_seat || v_seats_id)) then
                 -- its best seats, chosen by the batch from its read of the
                 -- free seats under these locks (hf_seats_free), labels in
-                -- the plan's order; seat_pins_live and hf_seat_pin_guard
-                -- still refuse a seat taken, off sale or of another section
+                -- the plan's order: the application's own choice, never a
+                -- client's (seat_pins_live and the pins' guard still
+                -- refuse a seat taken, off sale or of another section)
                 v_labels := array(select jsonb_array_elements_text(l_seats[k]::jsonb));
                 v_chosen := array(select jsonb_array_elements_text(l_chosen[k]::jsonb)::bigint);
                 if cardinality(v_chosen) <> l_qty[k] or cardinality(v_labels) <> l_qty[k] then
@@ -3333,7 +3352,8 @@ begin
                 l_named[k] := l_name[k] || ' — ' || array_to_string(v_labels, ', ');
                 c_named[i] := true;
                 continue;
-            elsif l_claim[k] = 'seats' and l_apart[k] is not null then
+            elsif l_claim[k] = 'seats' and l_apart[k] is not null
+                  and not (l_resource[k] = any (v_diverged)) then
                 -- no stretch of the batch's read holds them: the best
                 -- split it found, offered (as hf_seat_choose offers it)
                 v_status[i] := 'not_together';
@@ -3342,6 +3362,10 @@ begin
                     'offers', coalesce(l_apart[k]::jsonb->'offers', '[]'),
                     'split_allowed', coalesce((l_apart[k]::jsonb->>'split_allowed')::boolean, false));
             elsif l_claim[k] = 'seats' then
+                if l_chosen[k] is not null or l_apart[k] is not null then
+                    -- the batch's choice no longer holds in this section
+                    v_diverged := v_diverged || l_resource[k];
+                end if;
                 -- its seats, chosen under its section's lock around the
                 -- seats the batch chose before
                 if v_one_section then
@@ -3350,7 +3374,9 @@ begin
                     v_exclude := array(select sp_seat[x] from generate_subscripts(sp_seat, 1) x
                                         where l_resource[sp_l[x]] = l_resource[k]);
                 end if;
-                v_labels := case when l_seats[k] is not null
+                -- (the labels of seats the batch chose are not a shopper's:
+                -- that line asks for the best)
+                v_labels := case when l_seats[k] is not null and l_chosen[k] is null
                                  then array(select jsonb_array_elements_text(l_seats[k]::jsonb)) end;
                 select * into v_choice from hf_seat_choose(l_resource[k], v_labels, l_qty[k],
                                                            l_together[k], v_exclude);

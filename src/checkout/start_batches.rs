@@ -55,7 +55,8 @@ impl Checkouts {
     }
 
     /// [`super::start_checkout`], combined with the other checkouts of the
-    /// same resources waiting at the same moment.
+    /// same resources (a seated event's sections: the same event) waiting
+    /// at the same moment.
     pub async fn start(&self, start: &CheckoutStart) -> Result<StartOutcome> {
         start_checkout_via(&self.pool, Some(self), start, None).await
     }
@@ -277,10 +278,14 @@ async fn start_batch(pool: &PgPool, requests: &[Arc<Planned>]) -> Result<Vec<Sta
         .await
         .map_err(classify)?;
     let mut chosen = Vec::with_capacity(checkouts.len());
+    let mut keys = std::collections::HashSet::new();
     for checkout in &checkouts {
         let mut value = serde_json::to_value(checkout)
             .map_err(|e| CheckoutError::Database(sqlx::Error::Protocol(e.to_string())))?;
-        for (k, line) in checkout.lines.iter().enumerate() {
+        // a form sent twice in one call is answered as its first: it takes
+        // no seats of its own
+        let first = keys.insert(checkout.key.as_str());
+        for (k, line) in checkout.lines.iter().enumerate().filter(|_| first) {
             let Some((qty, together)) = line.best_seats() else {
                 continue;
             };

@@ -5,9 +5,12 @@
 //! blocked at random, both are asked for the same lines one after
 //! another, each around the seats chosen before it, with either chooser
 //! of the section: every answer must be the same, the seats chosen, the
-//! split offered when no stretch holds them, or sold out.
+//! split offered when no stretch holds them, or sold out. Where the
+//! batch's choice no longer holds (a checkout before refused, seats named
+//! beside it), `hf_start_checkouts` chooses as before.
 
 use holdfast::catalogue::seats::{Chosen, FreeSeats, Pick};
+use serde_json::{Value, json};
 
 use crate::seats::hall_in;
 use holdfast_testkit::*;
@@ -143,4 +146,127 @@ async fn chooser_agrees_with_the_database() {
             .all(|k| seen.get(k).is_some_and(|n| *n >= 10)),
         "{seen:?}"
     );
+}
+
+/// One checkout of `qty` seats of the hall as `hf_start_checkouts` takes
+/// it, with what the batch decided for its line (`chosen` and `seats`, or
+/// `apart`), and `extra` lines beside it.
+fn checkout(key: &str, qty: i64, decided: Value, extra: Vec<Value>) -> Value {
+    let mut line = json!({
+        "product": "hall-stalls", "name": "Stalls", "qty": qty, "unit_price": 4000,
+        "resource": "hall-stalls", "claim": "seats", "seats": null, "together": true,
+    });
+    for (field, value) in decided.as_object().unwrap() {
+        line[field] = value.clone();
+    }
+    let mut lines = vec![line];
+    lines.extend(extra);
+    json!({
+        "key": key, "account": format!("basket:{key}"), "token": format!("t-{key}"),
+        "name": "Ada Shopper", "email": "ada@example.com", "currency": "eur",
+        "provider": "stripe", "lines": lines, "uses": [],
+    })
+}
+
+async fn ids(db: &TestDb, labels: &[&str]) -> Vec<i64> {
+    sqlx::query_scalar(
+        "select id from seats where section = 'hall-stalls' and label = any ($1) \
+          order by row_rank, run, pos",
+    )
+    .bind(labels)
+    .fetch_all(&db.pool)
+    .await
+    .unwrap()
+}
+
+/// Each checkout's word and the seats its order holds.
+async fn started(db: &TestDb, batch: Vec<Value>) -> Vec<(String, Vec<String>)> {
+    let rows: Vec<(String, Option<uuid::Uuid>)> =
+        sqlx::query_as("select status, order_id from hf_start_checkouts($1)")
+            .bind(Value::Array(batch))
+            .fetch_all(&db.pool)
+            .await
+            .unwrap();
+    let mut out = Vec::new();
+    for (status, order) in rows {
+        let seats: Vec<String> = sqlx::query_scalar(
+            "select s.label from orders o join holds h on h.purchase_id = o.hold_id \
+               join seat_pins p on p.hold_id = h.id and p.live join seats s on s.id = p.seat_id \
+              where o.id = $1 order by s.row_rank, s.run, s.pos",
+        )
+        .bind(order)
+        .fetch_all(&db.pool)
+        .await
+        .unwrap();
+        out.push((status, seats));
+    }
+    out
+}
+
+#[tokio::test]
+async fn where_the_batchs_choice_no_longer_holds_the_database_chooses_as_before() {
+    let db = TestDb::new().await;
+    hall_in(&db.pool, 1).await;
+    // row A: A-1..A-10, an aisle, A-11..A-20
+
+    // A shopper named A-5 and A-6 on the map; the batch, which does not
+    // choose named seats, chose the same two for the next line: that line
+    // is chosen again around them, and nobody's call fails.
+    let batch = vec![
+        checkout("named", 2, json!({"seats": ["A-5", "A-6"]}), vec![]),
+        checkout(
+            "best",
+            2,
+            json!({"seats": ["A-5", "A-6"], "chosen": ids(&db, &["A-5", "A-6"]).await}),
+            vec![],
+        ),
+    ];
+    let answers = started(&db, batch).await;
+    assert_eq!(
+        answers[0],
+        ("started".into(), vec!["A-5".into(), "A-6".into()])
+    );
+    assert_eq!(answers[1].0, "started");
+    assert_eq!(answers[1].1.len(), 2);
+    assert!(
+        !answers[1].1.iter().any(|s| s == "A-5" || s == "A-6"),
+        "{answers:?}"
+    );
+
+    // A checkout the batch chose A-1, A-2 for is refused (its other line's
+    // product is unknown); the next line, told by the batch that no stretch
+    // holds 3, is chosen again: A-1..A-3 are free, and it gets three
+    // together.
+    let batch = vec![
+        checkout(
+            "refused",
+            2,
+            json!({"seats": ["A-1", "A-2"], "chosen": ids(&db, &["A-1", "A-2"]).await}),
+            vec![
+                json!({"product": "nothing", "name": "Nothing", "qty": 1, "unit_price": 0,
+                        "resource": "no-such-resource", "claim": "units"}),
+            ],
+        ),
+        checkout(
+            "after",
+            3,
+            json!({"apart": {"offers": [["A-1", "A-11", "A-20"]], "split_allowed": false}}),
+            vec![],
+        ),
+    ];
+    let answers = started(&db, batch).await;
+    assert_eq!(answers[0], ("unknown_products".into(), vec![]));
+    assert_eq!(answers[1].0, "started", "{answers:?}");
+    assert_eq!(answers[1].1.len(), 3);
+
+    // while the choice holds, the batch's word is taken as it is
+    let batch = vec![checkout(
+        "trusted",
+        2,
+        json!({"apart": {"offers": [["A-19", "A-20"]], "split_allowed": false}}),
+        vec![],
+    )];
+    let answers = started(&db, batch).await;
+    assert_eq!(answers[0], ("not_together".into(), vec![]));
+    assert_eq!(crate::seats::books(&db).await, (7, 7, false));
 }

@@ -9,8 +9,9 @@
 //! products, locked, off sale, limits per order, lines short of what is
 //! left) and shapes the rest, whatever its lines claim (units, seats, a
 //! party's table), as the one checkout `hf_start_checkouts` takes: the
-//! checkouts waiting for the same resources go in one call
-//! ([`super::start_batches`]); [`answer`] reads what it said of each.
+//! checkouts waiting for the same resources (a seated event's sections
+//! together) go in one call ([`super::start_batches`]); [`answer`] reads
+//! what it said of each.
 
 mod answer;
 mod plan;

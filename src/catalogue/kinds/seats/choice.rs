@@ -1,9 +1,10 @@
 //! What a shopper chooses of a seated section (docs/design.md, "Reserved
 //! seating"): the best seats, together (or apart, when the shop sells a
 //! split), or particular seats by their labels, all or none. This is only
-//! the shape of the ask, parsed once at the edge; the database chooses and
-//! pins the seats under the section's lock (`hf_start_checkouts`, which
-//! asks `hf_seat_choose`).
+//! the shape of the ask, parsed once at the edge; the seats are chosen and
+//! pinned under the section's lock: the best by the checkouts' batch
+//! ([`super::best`]), seats named by `hf_start_checkouts`, which asks
+//! `hf_seat_choose`.
 
 use serde::Serialize;
 
