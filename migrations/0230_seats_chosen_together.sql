@@ -766,7 +766,9 @@ $$;
 -- order's resource instead of one for the call. Otherwise as
 -- 0013_one_engine.sql wrote it: the orders locked, then every resource,
 -- ascending.
-drop function hf_attach_payments(text, uuid[], integer[], text[], text[], timestamptz[], text[]);
+-- (The old form stays, for a process of the release before this one
+-- still running while the new one has migrated: every order on the one
+-- resource.)
 
 create function hf_attach_payments(p_resources text[], p_orders uuid[], p_window_seconds integer[], p_session_ids text[], p_urls text[], p_expires timestamp with time zone[], p_baskets text[])
  RETURNS TABLE(order_id uuid, status text, order_state text)
@@ -901,3 +903,13 @@ drop function hf_seat_pin_guard();
 create trigger seat_pins_guard after insert on seat_pins
     referencing new table as inserted
     for each statement execute function hf_seat_pins_guard();
+
+create or replace function hf_attach_payments(p_resource text, p_orders uuid[],
+    p_window_seconds integer[], p_session_ids text[], p_urls text[],
+    p_expires timestamptz[], p_baskets text[])
+returns table (order_id uuid, status text, order_state text)
+language sql as $$
+    select * from hf_attach_payments(array_fill(p_resource, array[coalesce(cardinality(p_orders), 0)]),
+                                     p_orders, p_window_seconds, p_session_ids, p_urls, p_expires,
+                                     p_baskets)
+$$;

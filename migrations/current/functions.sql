@@ -47,6 +47,16 @@ create type purchase_shape as (
 );
 
 -- hf_attach_payments (last written by 0230_seats_chosen_together.sql)
+CREATE OR REPLACE FUNCTION public.hf_attach_payments(p_resource text, p_orders uuid[], p_window_seconds integer[], p_session_ids text[], p_urls text[], p_expires timestamp with time zone[], p_baskets text[])
+ RETURNS TABLE(order_id uuid, status text, order_state text)
+ LANGUAGE sql
+AS $function$
+    select * from hf_attach_payments(array_fill(p_resource, array[coalesce(cardinality(p_orders), 0)]),
+                                     p_orders, p_window_seconds, p_session_ids, p_urls, p_expires,
+                                     p_baskets)
+$function$;
+
+-- hf_attach_payments (last written by 0230_seats_chosen_together.sql)
 CREATE OR REPLACE FUNCTION public.hf_attach_payments(p_resources text[], p_orders uuid[], p_window_seconds integer[], p_session_ids text[], p_urls text[], p_expires timestamp with time zone[], p_baskets text[])
  RETURNS TABLE(order_id uuid, status text, order_state text)
  LANGUAGE plpgsql

@@ -618,8 +618,9 @@ async fn a_payment_window_no_longer_than_the_hold_ttl_is_refused_and_changes_not
     else {
         panic!("expected a start");
     };
+    // (the one-resource form a process of the release before still calls)
     let error = sqlx::query(
-        "select * from hf_attach_payments(array['harbour-lights-vip'], array[$1]::uuid[], array[60], \
+        "select * from hf_attach_payments('harbour-lights-vip', array[$1]::uuid[], array[60], \
             array['cs_x'], array['http://x'], array[now()], array[null]::text[])",
     )
     .bind(order.id)
