@@ -3,9 +3,10 @@
 //! (`src/catalogue/kinds/seats/best.rs`), the waiting list's offers ask
 //! the database (`hf_seat_choose`, `hf_seat_best`). On a hall with seats
 //! blocked at random, both are asked for the same lines one after
-//! another, each around the seats chosen before it, with either chooser
-//! of the section: every answer must be the same, the seats chosen, the
-//! split offered when no stretch holds them, or sold out. Where the
+//! another, each around the seats chosen before it, together or not, with
+//! either chooser of the section and splits sold or not: every answer must
+//! be the same, the seats chosen, the split offered or sold when no
+//! stretch holds them, or sold out. Where the
 //! batch's choice no longer holds (a checkout before refused, seats named
 //! beside it), `hf_start_checkouts` chooses as before.
 
@@ -28,9 +29,15 @@ impl Lcg {
     }
 }
 
-/// The database's choice of the best `qty` seats together around
-/// `exclude`, in the words of [`Pick`] (`None`: sold out).
-async fn database_choice(db: &TestDb, qty: i32, exclude: &[String]) -> Option<Pick> {
+/// The database's choice of the best `qty` seats (`together` or not)
+/// around `exclude`, in the words of [`Pick`] (`None`: sold out), and
+/// whether it sold a split.
+async fn database_choice(
+    db: &TestDb,
+    qty: i32,
+    together: bool,
+    exclude: &[String],
+) -> (Option<Pick>, bool) {
     type Row = (
         String,
         Option<Vec<String>>,
@@ -39,16 +46,17 @@ async fn database_choice(db: &TestDb, qty: i32, exclude: &[String]) -> Option<Pi
     );
     let (status, labels, offers, split_allowed): Row = sqlx::query_as(
         "select c.status, c.labels, c.offers, c.split_allowed \
-               from hf_seat_choose('hall-stalls', null, $1, true, \
+               from hf_seat_choose('hall-stalls', null, $1, $3, \
                       (select coalesce(array_agg(id), '{}') from seats \
                         where section = 'hall-stalls' and label = any ($2))) c",
     )
     .bind(qty)
     .bind(exclude)
+    .bind(together)
     .fetch_one(&db.pool)
     .await
     .unwrap();
-    match status.as_str() {
+    let pick = match status.as_str() {
         "chosen" => Some(Pick::Seats(Chosen {
             ids: Vec::new(),
             labels: labels.unwrap(),
@@ -59,13 +67,15 @@ async fn database_choice(db: &TestDb, qty: i32, exclude: &[String]) -> Option<Pi
         }),
         "sold_out" => None,
         other => panic!("the database chose {other}"),
-    }
+    };
+    (pick, status == "chosen" && split_allowed == Some(true))
 }
 
 #[tokio::test]
 async fn chooser_agrees_with_the_database() {
     let db = TestDb::new().await;
-    hall_in(&db.pool, 8).await;
+    // 16 rows: the third band of rows (13 to 28) is looked at too
+    hall_in(&db.pool, 16).await;
     let mut rng = Lcg(45);
     let mut compared = 0;
     let mut seen = std::collections::BTreeMap::new();
@@ -104,6 +114,12 @@ async fn chooser_agrees_with_the_database() {
             .execute(&db.pool)
             .await
             .unwrap();
+        // every other hall's shop sells a group its seats apart
+        sqlx::query("update seating_settings set splits = $1")
+            .bind(hall % 2 == 1)
+            .execute(&db.pool)
+            .await
+            .unwrap();
 
         let mut tx = db.pool.begin().await.unwrap();
         let mut free = FreeSeats::read(&mut tx, &[], &["hall-stalls"])
@@ -113,19 +129,32 @@ async fn chooser_agrees_with_the_database() {
         let mut chosen: Vec<String> = Vec::new();
         for _ in 0..12 {
             let qty = 1 + rng.next(6) as usize;
-            let mine = match free.choose("hall-stalls", qty, true) {
+            let together = rng.next(3) != 0;
+            let mine = match free.choose("hall-stalls", qty, together) {
                 Some(Pick::Seats(chosen)) => Some(Pick::Seats(Chosen {
                     ids: Vec::new(),
                     labels: chosen.labels,
                 })),
                 other => other,
             };
-            let theirs = database_choice(&db, qty as i32, &chosen).await;
+            let (theirs, split_sold) = database_choice(&db, qty as i32, together, &chosen).await;
             assert_eq!(
                 mine, theirs,
                 "hall {hall} ({chooser}, {share} % blocked), {qty} seats after {chosen:?}"
             );
             compared += 1;
+            if split_sold {
+                *seen.entry("split sold").or_insert(0) += 1;
+            }
+            // rows M to P (13 to 16): the third band
+            if let Some(Pick::Seats(seats)) = &mine
+                && seats
+                    .labels
+                    .iter()
+                    .any(|l| ('M'..='P').contains(&l.chars().next().unwrap()))
+            {
+                *seen.entry("third band").or_insert(0) += 1;
+            }
             *seen
                 .entry(match &mine {
                     Some(Pick::Seats(_)) => "chosen",
@@ -141,9 +170,9 @@ async fn chooser_agrees_with_the_database() {
     assert_eq!(compared, 24 * 12);
     // every answer was met, often enough to mean something
     assert!(
-        ["chosen", "apart", "sold out"]
+        ["chosen", "apart", "sold out", "split sold", "third band"]
             .iter()
-            .all(|k| seen.get(k).is_some_and(|n| *n >= 10)),
+            .all(|k| seen.get(k).is_some_and(|n| *n >= 5)),
         "{seen:?}"
     );
 }
