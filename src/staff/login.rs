@@ -313,10 +313,13 @@ pub async fn log_in(
 }
 
 async fn lock(pool: &PgPool, keys: &[&str]) -> sqlx::Result<LoginOutcome> {
+    // the rows locked in key order, as the count takes them: a burst's
+    // locks and counts cannot deadlock
     sqlx::query(
-        "update login_throttle \
-            set locked_until = greatest(locked_until, now() + $2 * interval '1 minute') \
-          where key = any($1)",
+        "update login_throttle t \
+            set locked_until = greatest(t.locked_until, now() + $2 * interval '1 minute') \
+           from (select key from login_throttle where key = any($1) order by key for update) k \
+          where t.key = k.key",
     )
     .bind(keys)
     .bind(LOCK_MINUTES as f64)

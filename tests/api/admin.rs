@@ -335,7 +335,8 @@ async fn a_strangers_burst_from_one_address_does_not_lock_the_owner_out() {
             .iter()
             .filter(|s| **s == StatusCode::TOO_MANY_REQUESTS)
             .count(),
-        40 - refused
+        40 - refused,
+        "{statuses:?}"
     );
     // the stranger is locked out, even with the right password
     let (_, theirs) = app
