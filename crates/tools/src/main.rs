@@ -98,6 +98,19 @@ enum Command {
     },
     /// Holds per second on one resource
     Throughput(ThroughputArgs),
+    /// Prepared API checkouts (JSON lines of {"key", "body"} on stdin)
+    /// sent to a running shop at one moment; each answer, timed from it,
+    /// a JSON line on stdout (bench/table-drop)
+    Fire {
+        /// The shop (http://host:port)
+        #[arg(long)]
+        shop: String,
+        /// The moment (RFC 3339; default: now)
+        #[arg(long)]
+        at: Option<chrono::DateTime<chrono::Utc>>,
+        #[arg(long, default_value_t = 64)]
+        connections: usize,
+    },
 }
 
 // The flags of `flash-sale` (its help is the variant's, above).
@@ -272,6 +285,24 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             }
         }
         Command::Throughput(args) => throughput(json, &settings, args).await?,
+        Command::Fire {
+            shop,
+            at,
+            connections,
+        } => {
+            let token = std::env::var("HOLDFAST_API_TOKEN")
+                .map_err(|_| anyhow::anyhow!("set HOLDFAST_API_TOKEN to the API key's token"))?;
+            let shots = std::io::read_to_string(std::io::stdin())?
+                .lines()
+                .filter(|l| !l.trim().is_empty())
+                .map(serde_json::from_str)
+                .collect::<Result<Vec<holdfast_tools::fire::Shot>, _>>()?;
+            let at = at.unwrap_or_else(chrono::Utc::now);
+            let answers = holdfast_tools::fire::fire(&shop, &token, shots, at, connections).await?;
+            for answer in answers {
+                println!("{}", serde_json::to_string(&answer)?);
+            }
+        }
     }
     Ok(ExitCode::SUCCESS)
 }
