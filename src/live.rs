@@ -24,11 +24,13 @@
 //! listener is reconnecting.
 //!
 //! By concern: the snapshot memory answers from ([`snapshot`]), the task
-//! that keeps it fresh ([`refresh`]), pages watching stock ([`watch`]) and
-//! answers kept while nothing changed ([`kept`]).
+//! that keeps it fresh ([`refresh`]), seated sections' seats ([`seats`]),
+//! dining rooms' tables and stays ([`rooms`]), pages watching stock
+//! ([`watch`]) and answers kept while nothing changed ([`kept`]).
 
 mod kept;
 mod refresh;
+mod rooms;
 mod seat_watch;
 mod seats;
 mod settings;
@@ -277,10 +279,13 @@ impl Inner {
         full: Option<snapshot::FullRead>,
         rows: Vec<snapshot::LevelRow>,
         seats: seats::SeatRead,
+        rooms: rooms::RoomRead,
     ) {
         let old = self.current();
         let sections = seats::merged_sections(old.as_deref(), seats);
-        let Some((snapshot, changes)) = Snapshot::merged(old.as_deref(), full, rows, sections)
+        let rooms = rooms::merged_rooms(old.as_deref(), rooms);
+        let Some((snapshot, changes)) =
+            Snapshot::merged(old.as_deref(), full, rows, sections, rooms)
         else {
             return; // nothing to merge into before the first full read
         };

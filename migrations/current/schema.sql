@@ -141,6 +141,7 @@ create table dining_joins (
     constraint dining_join_tables CHECK (((cardinality(tables) >= 2) AND (cardinality(tables) <= 8))),
     constraint dining_joins_room_fkey FOREIGN KEY (room) REFERENCES dining_rooms(collection)
 );
+CREATE TRIGGER dining_joins_notify_catalogue AFTER INSERT OR DELETE OR UPDATE ON public.dining_joins FOR EACH STATEMENT EXECUTE FUNCTION hf_notify_catalogue();
 
 -- table dining_periods (made by 0160_tables.sql)
 create table dining_periods (
@@ -160,8 +161,10 @@ create table dining_periods (
     constraint dining_period_weekdays CHECK (((weekdays <@ ARRAY[1, 2, 3, 4, 5, 6, 7]) AND (cardinality(weekdays) >= 1))),
     constraint dining_periods_room_fkey FOREIGN KEY (room) REFERENCES dining_rooms(collection)
 );
+CREATE TRIGGER dining_periods_notify_catalogue AFTER INSERT OR DELETE OR UPDATE ON public.dining_periods FOR EACH STATEMENT EXECUTE FUNCTION hf_notify_catalogue();
 
--- table dining_rooms (made by 0160_tables.sql; changed by 0161_tables_fill.sql)
+-- table dining_rooms (made by 0160_tables.sql; changed by 0161_tables_fill.sql,
+--   0240_table_drop.sql)
 create table dining_rooms (
     collection         text not null,
     name               text not null,
@@ -177,6 +180,7 @@ create table dining_rooms (
     archived_at        timestamp with time zone,
     updated_at         timestamp with time zone not null default now(),
     least_fill         integer not null default 0,
+    bookings_open_at   timestamp with time zone,
     constraint dining_rooms_pkey PRIMARY KEY (collection),
     constraint dining_room_book_until CHECK (((book_until_minutes >= 0) AND (book_until_minutes <= 10080))),
     constraint dining_room_chooser_known CHECK ((chooser = ANY (ARRAY['smallest'::text, 'first_fit'::text]))),
@@ -189,6 +193,7 @@ create table dining_rooms (
     constraint dining_room_pacing CHECK (((pacing >= 1) AND (pacing <= 10000))),
     constraint dining_rooms_collection_fkey FOREIGN KEY (collection) REFERENCES collections(id)
 );
+CREATE TRIGGER dining_rooms_notify_catalogue AFTER INSERT OR DELETE OR UPDATE ON public.dining_rooms FOR EACH STATEMENT EXECUTE FUNCTION hf_notify_catalogue();
 
 -- table dining_tables (made by 0160_tables.sql)
 create table dining_tables (
@@ -207,6 +212,7 @@ create table dining_tables (
     constraint dining_table_priority CHECK (((priority >= 0) AND (priority <= 10000))),
     constraint dining_tables_room_fkey FOREIGN KEY (room) REFERENCES dining_rooms(collection)
 );
+CREATE TRIGGER dining_tables_notify_catalogue AFTER INSERT OR DELETE OR UPDATE ON public.dining_tables FOR EACH STATEMENT EXECUTE FUNCTION hf_notify_catalogue();
 
 -- table dining_times (made by 0160_tables.sql)
 create table dining_times (
@@ -234,6 +240,7 @@ create table dining_turns (
     constraint dining_turn_party CHECK (((up_to_party >= 1) AND (up_to_party <= 100))),
     constraint dining_turns_room_fkey FOREIGN KEY (room) REFERENCES dining_rooms(collection)
 );
+CREATE TRIGGER dining_turns_notify_catalogue AFTER INSERT OR DELETE OR UPDATE ON public.dining_turns FOR EACH STATEMENT EXECUTE FUNCTION hf_notify_catalogue();
 
 -- table hold_events (made by 0001_inventory_schema.sql; changed by 0012_after_the_sale.sql,
 --   0090_settling.sql)

@@ -13,6 +13,7 @@ use sqlx::PgPool;
 use sqlx::postgres::{PgListener, PgPoolOptions};
 use tokio::sync::{mpsc, oneshot};
 
+use super::rooms::read_rooms;
 use super::seats::read_seats;
 use super::snapshot::{read_all, read_levels};
 use super::{Inner, LISTENER_NAME, READER_NAME, REFRESH_EVERY};
@@ -91,12 +92,13 @@ pub(super) async fn keep_fresh(
             let read = async {
                 let rows = read_levels(&pool, &ids).await?;
                 let seats = read_seats(&pool, old.as_deref(), false, &rows).await?;
-                Ok::<_, sqlx::Error>((rows, seats))
+                let rooms = read_rooms(&pool, old.as_deref(), false, &rows).await?;
+                Ok::<_, sqlx::Error>((rows, seats, rooms))
             };
             match read.await {
-                Ok((rows, seats)) => {
+                Ok((rows, seats, rooms)) => {
                     me.notified_reads.fetch_add(1, Ordering::Relaxed);
-                    me.merge(None, rows, seats);
+                    me.merge(None, rows, seats, rooms);
                 }
                 // the next tick reads everything
                 Err(error) => tracing::debug!(%error, "cannot read the notified stock"),
@@ -110,12 +112,13 @@ pub(super) async fn keep_fresh(
         let read = async {
             let (full, rows) = read_all(&pool, old.as_deref()).await?;
             let seats = read_seats(&pool, old.as_deref(), true, &rows).await?;
-            Ok::<_, sqlx::Error>((full, rows, seats))
+            let rooms = read_rooms(&pool, old.as_deref(), true, &rows).await?;
+            Ok::<_, sqlx::Error>((full, rows, seats, rooms))
         };
         match read.await {
-            Ok((full, rows, seats)) => {
+            Ok((full, rows, seats, rooms)) => {
                 me.full_reads.fetch_add(1, Ordering::Relaxed);
-                me.merge(Some(full), rows, seats);
+                me.merge(Some(full), rows, seats, rooms);
                 complained = false;
                 for done in waiting {
                     let _ = done.send(());

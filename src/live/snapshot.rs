@@ -12,6 +12,8 @@ use sqlx::PgPool;
 
 use super::settings::{ShopSettings, read_settings};
 use crate::catalogue::seats::SectionSeats;
+use crate::catalogue::tables::fit::RoomMemory;
+use crate::catalogue::tables::times::BookableTime;
 use crate::catalogue::{Availability, Product, Stock};
 
 /// One resource as memory last read it.
@@ -36,6 +38,11 @@ impl Level {
     pub fn something_due(&self, now: DateTime<Utc>) -> bool {
         self.first_ends_at.is_some_and(|at| at <= now)
     }
+
+    /// Whether the resource row is still at `version`.
+    pub(super) fn is_version(&self, version: &str) -> bool {
+        self.version == version
+    }
 }
 
 /// The catalogue and its stock at one moment.
@@ -49,6 +56,9 @@ pub struct Snapshot {
     /// Seated sections on sale and their seats, by product id
     /// ([`super::seats`]).
     pub(super) sections: HashMap<String, Arc<SectionSeats>>,
+    /// Dining rooms and the stays on their tables, by room
+    /// ([`super::rooms`]).
+    pub(super) rooms: HashMap<String, RoomMemory>,
     /// When everything was last read.
     pub(super) read_at: Instant,
     /// The database's clock less this process's, as the last full read saw
@@ -160,6 +170,30 @@ impl Snapshot {
     pub fn section(&self, product: &str) -> Option<&Arc<SectionSeats>> {
         self.sections.get(product)
     }
+
+    /// A dining room as memory knows it (not archived).
+    pub fn room(&self, room: &str) -> Option<&RoomMemory> {
+        self.rooms.get(room)
+    }
+
+    /// The room's times from `from` until `to` a party of `party` could
+    /// book now, earliest first, as `hf_bookable_times` answers (covers
+    /// as a hold could take them); `None`: memory knows no such room.
+    pub fn bookable(
+        &self,
+        room: &str,
+        (from, to): (DateTime<Utc>, DateTime<Utc>),
+        party: i32,
+    ) -> Option<Vec<BookableTime>> {
+        let memory = self.rooms.get(room)?;
+        Some(memory.plan.bookable(
+            &memory.stays,
+            (from, to),
+            party,
+            self.database_now(),
+            |resource| self.levels.get(resource).map(|l| l.available.max(0)),
+        ))
+    }
 }
 
 #[derive(sqlx::FromRow)]
@@ -226,6 +260,7 @@ impl Snapshot {
         full: Option<FullRead>,
         rows: Vec<LevelRow>,
         (sections, seats_changed): (HashMap<String, Arc<SectionSeats>>, Vec<String>),
+        rooms: HashMap<String, RoomMemory>,
     ) -> Option<(Snapshot, Vec<Stock>)> {
         let now = Utc::now();
         let (
@@ -290,6 +325,7 @@ impl Snapshot {
             by_id,
             levels,
             sections,
+            rooms,
             read_at,
             clock_offset,
             settings,

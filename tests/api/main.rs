@@ -71,6 +71,7 @@ mod stripe_cli;
 mod tables;
 mod tables_admin;
 mod tables_cancel;
+mod tables_memory;
 mod tables_pages;
 mod time_zone;
 mod two_factor;

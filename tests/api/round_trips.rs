@@ -1,11 +1,10 @@
 //! The crowd's answers never wait on the database (issue 45's guard): each
 //! refusal the shop's memory can give — a sold-out or not-yet-on-sale line
 //! in the shop's form, fresh or replayed, with or without a way to pay
-//! chosen, a table at a time whose covers are gone; and in the API,
-//! counted units, a seated section's seats, a table at a time with no
-//! covers or no table left — is answered with no connection taken from
-//! the shop's pool. The count is
-//! the pool's own (`TestDb::round_trips`: every idle connection handed out
+//! chosen, a table at a time whose covers are gone or with no table left;
+//! and in the API, counted units, a seated section's seats, a table at a
+//! time with no covers or no table left — is answered with no connection
+//! taken from the shop's pool. The count is the pool's own (`TestDb::round_trips`: every idle connection handed out
 //! and every new one opened); memory reads on a pool of its own. A feature
 //! that puts a read in front of the memory check fails here.
 
@@ -153,6 +152,8 @@ async fn every_refusal_memory_can_give_is_given_without_a_database_round_trip() 
     };
     let diner = browser();
     app.add(&diner, covers_gone, 2).await;
+    let table_diner = browser();
+    app.add(&table_diner, no_table, 2).await;
     app.settled().await;
     let stale_page = basket_page(&app, &stale).await;
     app.start(&browser(), &Purchase::of(VIP, 1)).await;
@@ -307,6 +308,16 @@ async fn every_refusal_memory_can_give_is_given_without_a_database_round_trip() 
         let line = party_at(no_table_at);
         api_refused(&app, &token, format!("tables-{i}"), line, "no_table")
     })
+    .await;
+    let table_page = basket_page(&app, &table_diner).await;
+    without_the_database(
+        &app,
+        "a form for a table at a time with no table left",
+        |_| async {
+            let (status, page) = submit(&app, &table_diner, &table_page, None).await;
+            assert_eq!(status, 409, "{page}");
+        },
+    )
     .await;
     assert_eq!(
         no_table,

@@ -46,6 +46,7 @@ pub(crate) fn room(pacing: i32, tables: Vec<TableSpec>, joins: Vec<JoinSpec>) ->
         largest_party: 10,
         least_fill: 0,
         closed_days: Vec::new(),
+        bookings_open_at: None,
         tables,
         joins,
         periods: vec![PeriodSpec {
@@ -97,7 +98,7 @@ pub(crate) async fn set_up(db: &TestDb, spec: &RoomSpec) {
 }
 
 /// The checkout form `key` for a party at a time.
-fn booking(key: &str, party: i64, hh: u32, mm: u32) -> CheckoutStart {
+pub(crate) fn booking(key: &str, party: i64, hh: u32, mm: u32) -> CheckoutStart {
     let choice = Choice::from_fields(ChoiceFields {
         party: Some(party),
         at: Some(at(hh, mm)),

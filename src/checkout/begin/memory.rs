@@ -1,15 +1,15 @@
 //! The sold-out crowd answered from the shop's memory, without a database
 //! round trip and without writing anything: a form whose lines memory
-//! shows cannot be had (a sale not open, fewer units left than wanted) is
-//! refused here, but only when memory may be believed; otherwise the
-//! database answers.
+//! shows cannot be had (a sale not open, fewer units left than wanted, no
+//! free table that seats a party at its time) is refused here, but only
+//! when memory may be believed; otherwise the database answers.
 
 use super::{BeginRequest, Begun, Desk};
 use chrono::{DateTime, Utc};
 
 use crate::catalogue::Sale;
 use crate::checkout::basket::BasketLine;
-use crate::checkout::{OffSaleLine, Supply, Wanted, codes, short_lines};
+use crate::checkout::{OffSaleLine, ShortLine, Supply, Wanted, codes, short_lines};
 use crate::live::{LiveStock, Snapshot};
 
 /// How near a sale's opening or closing memory leaves the answer to the
@@ -121,7 +121,7 @@ fn judged(snapshot: &Snapshot, lines: &[(String, i32)], minted: DateTime<Utc>) -
         })
     });
     if short.is_empty() {
-        return None;
+        return no_table(snapshot, lines, basket, minted, now);
     }
     let sold_out: Vec<String> = short
         .iter()
@@ -131,6 +131,59 @@ fn judged(snapshot: &Snapshot, lines: &[(String, i32)], minted: DateTime<Utc>) -
     Some(Begun::SoldOut {
         sold_out: snapshot.stock(&sold_out),
         lines: short,
+        basket,
+    })
+}
+
+/// A party's lines memory can refuse when their covers are there: its
+/// room, as memory knows it (its tables and their stays, as fresh as its
+/// counters), has no free table or joined set for the party's turn, and
+/// every party line's time settled before `minted` (a first submit that
+/// took the table changed its time, so a double submit goes on to the
+/// database and its order). `None`: ask the database.
+fn no_table(
+    snapshot: &Snapshot,
+    lines: &[(String, i32)],
+    basket: Vec<BasketLine>,
+    minted: DateTime<Utc>,
+    now: DateTime<Utc>,
+) -> Option<Begun> {
+    let mut refused = Vec::new();
+    for (id, party) in lines {
+        let (product, level) = snapshot.product(id)?;
+        if !product.kind.is_party() {
+            continue;
+        }
+        if level.something_due(now) || level.changed_at >= minted {
+            return None;
+        }
+        let time = snapshot.settings().dining_of(id)?;
+        let hours = chrono::Duration::hours(6);
+        let around = (time.starts_at - hours, time.starts_at + hours);
+        let times = snapshot.bookable(&time.room, around, *party)?;
+        // a hold past its end around the time is free to the database:
+        // it may seat the party where memory would not
+        let due = times.iter().any(|t| {
+            snapshot
+                .product(&t.product_id)
+                .is_none_or(|(_, level)| level.something_due(now))
+        });
+        let asked = times.iter().find(|t| t.product_id == *id)?;
+        if due || asked.covers_left < *party {
+            return None;
+        }
+        if !asked.seats {
+            refused.push(ShortLine {
+                product_id: id.clone(),
+                name: product.name.clone(),
+                requested: *party,
+                // as the database says a party no table seats
+                available: 0,
+            });
+        }
+    }
+    (!refused.is_empty()).then_some(Begun::NoTable {
+        lines: refused,
         basket,
     })
 }

@@ -1,8 +1,9 @@
 //! A dining room's bookable times over the API (issue 36):
 //! `GET /api/v1/dining/{room}/times?date=&party=`, the times of a day that
-//! can seat a party, with the places each has left, as the database
-//! answers (`catalogue::tables::times::bookable`), the same answer the
-//! booking page shows.
+//! can seat a party, with the places each has left: from memory's room
+//! (`catalogue::tables::fit`) when memory may be believed, else as the
+//! database answers (`catalogue::tables::times::bookable`); the same
+//! answer the booking page shows.
 
 use actix_web::{HttpResponse, web};
 use chrono::{Duration, NaiveDate, NaiveTime};
@@ -42,14 +43,24 @@ pub async fn times(
     room_id: web::Path<String>,
     query: web::Query<TimesQuery>,
 ) -> Result<HttpResponse, ApiError> {
-    let room: Option<Room> = retry("dining_read", Bound::Shopper, || {
-        sqlx::query_as::<_, Room>(
-            "select largest_party from dining_rooms where collection = $1 and archived_at is null",
-        )
-        .bind(room_id.as_str())
-        .fetch_optional(&shop.pool)
-    })
-    .await?;
+    let snapshot = shop.live.now();
+    let remembered = snapshot.as_ref().and_then(|s| s.room(room_id.as_str()));
+    let room: Option<Room> = match remembered {
+        Some(memory) => Some(Room {
+            largest_party: memory.plan.largest_party,
+        }),
+        None => {
+            retry("dining_read", Bound::Shopper, || {
+                sqlx::query_as::<_, Room>(
+                    "select largest_party from dining_rooms \
+                      where collection = $1 and archived_at is null",
+                )
+                .bind(room_id.as_str())
+                .fetch_optional(&shop.pool)
+            })
+            .await?
+        }
+    };
     let Some(room) = room else {
         return Err(ApiError::new(ErrorCode::NotFound, "no such dining room"));
     };
@@ -75,16 +86,23 @@ pub async fn times(
         .zone
         .at(date, NaiveTime::MIN)
         .map_err(|e| ApiError::new(ErrorCode::BadQuery, e))?;
-    let times = retry("dining_read", Bound::Shopper, || {
-        bookable(
-            &shop.pool,
-            room_id.as_str(),
-            from,
-            from + Duration::days(1),
-            party,
-        )
-    })
-    .await?;
+    let day = (from, from + Duration::days(1));
+    let in_memory = remembered.and_then(|_| snapshot.as_ref()?.bookable(&room_id, day, party));
+    let times = match in_memory {
+        Some(times) => times,
+        None => {
+            retry("dining_read", Bound::Shopper, || {
+                bookable(
+                    &shop.pool,
+                    room_id.as_str(),
+                    from,
+                    from + Duration::days(1),
+                    party,
+                )
+            })
+            .await?
+        }
+    };
     Ok(HttpResponse::Ok().json(serde_json::json!({
         "room": room_id.as_str(),
         "date": date,

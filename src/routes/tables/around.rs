@@ -1,15 +1,16 @@
 //! A party's times around the one it asked for: what a refusal offers
 //! instead ("Times that can seat 4 that day: 19:00, 19:15"), and what lets
 //! memory refuse the crowd at a full time without the database. The room's
-//! times six hours either side, as the database last answered for that
-//! party (`hf_bookable_times`: covers left, and whether a free table or
-//! joined set seats it), kept in memory while none of those times changed
-//! (a booking, a release, a table moved: each changes its time's counters)
-//! and for [`AROUND_FRESH_FOR`] at most (a table set up by staff changes
-//! no counter). Every booking is still decided by the database.
+//! times six hours either side, with covers left and whether a free table
+//! or joined set seats the party: from memory's room (its tables and the
+//! stays on them, `catalogue::tables::fit`, as fresh as memory's counters)
+//! when memory may be believed; else as the database answers
+//! (`hf_bookable_times`), kept in memory while none of those times changed
+//! and for [`AROUND_FRESH_FOR`] at most. Every booking is still decided by
+//! the database.
 
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use chrono::{DateTime, Utc};
 use sqlx::PgPool;
@@ -19,6 +20,9 @@ use crate::live::LiveStock;
 
 /// How long memory offers a kept answer at most.
 pub(crate) const AROUND_FRESH_FOR: Duration = Duration::from_secs(5);
+
+/// How long a refusal waits for memory to see what the database saw.
+const AGREE_WITHIN: Duration = Duration::from_millis(200);
 
 /// How far either side of the time asked the times offered lie.
 const WINDOW: chrono::Duration = chrono::Duration::hours(6);
@@ -49,21 +53,44 @@ fn key(product_id: &str, party: i32) -> String {
     format!("around:{product_id}:{party}")
 }
 
-/// The times around `product_id`'s for `party`, from memory only.
+/// The times around `product_id`'s for `party`, from memory only: its
+/// room's tables and stays, else an answer the database gave and nothing
+/// has changed since.
 pub(crate) fn kept(live: &LiveStock, product_id: &str, party: i32) -> Option<Arc<Around>> {
-    live.kept_value(&key(product_id, party), AROUND_FRESH_FOR)
+    let from_room = live.now().and_then(|snapshot| {
+        let time = snapshot.settings().dining_of(product_id)?;
+        let window = (time.starts_at - WINDOW, time.starts_at + WINDOW);
+        let times = snapshot.bookable(&time.room, window, party)?;
+        Some(Arc::new(Around {
+            at: time.starts_at,
+            times,
+        }))
+    });
+    from_room.or_else(|| live.kept_value(&key(product_id, party), AROUND_FRESH_FOR))
 }
 
-/// The times around `product_id`'s for `party`: from memory, else read
-/// (and kept). `None`: `product_id` is no time of a room.
+/// The times around `product_id`'s for `party`, who was refused at it:
+/// from memory once it agrees, else read (and kept). `None`: `product_id`
+/// is no time of a room.
 pub(crate) async fn around(
     live: &LiveStock,
     pool: &PgPool,
     product_id: &str,
     party: i32,
 ) -> sqlx::Result<Option<Arc<Around>>> {
-    if let Some(kept) = kept(live, product_id, party) {
-        return Ok(Some(kept));
+    // the party was refused at its time: memory may lag the commit that
+    // took the table by milliseconds, so its answer is taken once it
+    // agrees (the time asked seats nobody of the party), waited for a
+    // moment; else the database's
+    let agree_by = Instant::now() + AGREE_WITHIN;
+    while let Some(kept) = kept(live, product_id, party) {
+        if kept.asked().is_none_or(|asked| !asked.seats) {
+            return Ok(Some(kept));
+        }
+        if Instant::now() >= agree_by {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(2)).await;
     }
     // every change committed before this moment is in the reads below
     let read_at = Utc::now();

@@ -203,8 +203,9 @@ pub async fn times(
 const DAY_FRESH_FOR: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// A day's times for a party: the crowd is answered from memory (the
-/// database's last answer) while none of the day's times changed since
-/// its read began, for a second at most; the database decides every
+/// room's tables and stays; while memory may not be believed, the
+/// database's last answer while none of the day's times changed since its
+/// read began, for a second at most); the database decides every
 /// booking all the same, and a time gone meanwhile is refused at checkout
 /// with the nearest that seat the party.
 async fn day_times(
@@ -213,6 +214,15 @@ async fn day_times(
     from: chrono::DateTime<chrono::Utc>,
     party: i32,
 ) -> Result<Vec<crate::catalogue::tables::times::BookableTime>, ShopError> {
+    // memory's room: its tables and the stays on them
+    let day = (from, from + Duration::days(1));
+    if let Some(times) = shop
+        .live
+        .now()
+        .and_then(|s| s.bookable(room_id, day, party))
+    {
+        return Ok(times);
+    }
     let key = format!("dining:{room_id}:{}:{party}", from.timestamp());
     if let Some(kept) = shop.live.kept_page(&key, DAY_FRESH_FOR)
         && let Ok(rows) = serde_json::from_slice(&kept)

@@ -8,6 +8,7 @@
 //! the quarter hour's pacing counter. Which table a party gets is the
 //! database's choice, in the checkout's one transaction.
 
+pub mod fit;
 pub(super) mod sheet;
 pub mod times;
 
@@ -56,6 +57,12 @@ pub struct RoomSpec {
     /// are withdrawn ([`times::close_days`]).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub closed_days: Vec<chrono::NaiveDate>,
+    /// A table drop: the moment every time of the room that starts after
+    /// it opens for booking (until then the crowd reads "not on sale
+    /// yet"); the times published later open then too. None: times open
+    /// as they are published.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bookings_open_at: Option<chrono::DateTime<chrono::Utc>>,
 }
 
 /// A table: its name, the parties it seats, where it is, its priority.
@@ -148,14 +155,15 @@ pub async fn save_room(pool: &PgPool, room: &RoomSpec) -> sqlx::Result<()> {
     sqlx::query(
         "insert into dining_rooms (collection, name, description, currency, interval_minutes, \
                                    pacing, days_ahead, book_until_minutes, largest_party, \
-                                   closed_days, least_fill) \
-         values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) \
+                                   closed_days, least_fill, bookings_open_at) \
+         values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) \
          on conflict (collection) do update set name = excluded.name, \
              description = excluded.description, currency = excluded.currency, \
              interval_minutes = excluded.interval_minutes, pacing = excluded.pacing, \
              days_ahead = excluded.days_ahead, book_until_minutes = excluded.book_until_minutes, \
              largest_party = excluded.largest_party, closed_days = excluded.closed_days, \
-             least_fill = excluded.least_fill, updated_at = now()",
+             least_fill = excluded.least_fill, \
+             bookings_open_at = excluded.bookings_open_at, updated_at = now()",
     )
     .bind(&room.id)
     .bind(&room.name)
@@ -168,10 +176,12 @@ pub async fn save_room(pool: &PgPool, room: &RoomSpec) -> sqlx::Result<()> {
     .bind(room.largest_party)
     .bind(&room.closed_days)
     .bind(room.least_fill)
+    .bind(room.bookings_open_at)
     .execute(&mut *tx)
     .await?;
     save_tables(&mut tx, room).await?;
     save_periods(&mut tx, room).await?;
+    times::open_at(&mut tx, &room.id).await?;
     tx.commit().await
 }
 
@@ -347,6 +357,7 @@ pub async fn read_room(pool: &PgPool, id: &str) -> sqlx::Result<Option<RoomSpec>
         largest_party: i32,
         closed_days: Vec<chrono::NaiveDate>,
         least_fill: i32,
+        bookings_open_at: Option<chrono::DateTime<chrono::Utc>>,
     }
     #[derive(sqlx::FromRow)]
     struct Table {
@@ -381,7 +392,7 @@ pub async fn read_room(pool: &PgPool, id: &str) -> sqlx::Result<Option<RoomSpec>
     }
     let Some(room): Option<Room> = sqlx::query_as(
         "select name, description, currency, interval_minutes, pacing, days_ahead, \
-                book_until_minutes, largest_party, closed_days, least_fill \
+                book_until_minutes, largest_party, closed_days, least_fill, bookings_open_at \
            from dining_rooms where collection = $1 and archived_at is null",
     )
     .bind(id)
@@ -430,6 +441,7 @@ pub async fn read_room(pool: &PgPool, id: &str) -> sqlx::Result<Option<RoomSpec>
         largest_party: room.largest_party,
         least_fill: room.least_fill,
         closed_days: room.closed_days,
+        bookings_open_at: room.bookings_open_at,
         tables: tables
             .into_iter()
             .map(|t| TableSpec {

@@ -33,6 +33,7 @@ struct Room {
     book_until_minutes: i32,
     largest_party: i32,
     closed_days: Vec<NaiveDate>,
+    bookings_open_at: Option<DateTime<Utc>>,
 }
 
 #[derive(sqlx::FromRow)]
@@ -81,7 +82,7 @@ pub async fn publish_day(
 ) -> sqlx::Result<usize> {
     let room: Room = sqlx::query_as(
         "select name, currency, interval_minutes, pacing, book_until_minutes, largest_party, \
-                closed_days \
+                closed_days, bookings_open_at \
            from dining_rooms where collection = $1 and archived_at is null",
     )
     .bind(room_id)
@@ -140,9 +141,11 @@ async fn publish_time(
                     on conflict (id) do nothing returning id), \
               p as (insert into products (id, resource_id, kind, name, price_minor, currency, \
                                           starts_at, collection, position, max_per_order, \
-                                          sale_closes_at) \
+                                          sale_closes_at, sale_opens_at) \
                     select $1, r.id, $3, $4, $5, $6, $7, $8, $9, $10, \
-                           $7 - make_interval(mins => $11) from r \
+                           $7 - make_interval(mins => $11), \
+                           case when $13 < $7 - make_interval(mins => $11) then $13 end \
+                      from r \
                     returning id) \
          insert into dining_times (product_id, room, period, resource_id, starts_at) \
          select p.id, $8, $12, p.id, $7 from p",
@@ -159,9 +162,32 @@ async fn publish_time(
     .bind(room.largest_party.min(100))
     .bind(room.book_until_minutes)
     .bind(&period.name)
+    .bind(room.bookings_open_at)
     .execute(&mut *tx)
     .await?;
     Ok(usize::try_from(made.rows_affected()).unwrap_or(0))
+}
+
+/// The room's times opened as its setting says: each time whose sale
+/// closes after `bookings_open_at` opens at that moment, every other one
+/// (and all of them, with no setting) as soon as it is published. Run
+/// when the room is saved; times already begun are left as they are.
+pub async fn open_at(tx: &mut sqlx::PgConnection, room_id: &str) -> sqlx::Result<u64> {
+    let changed = sqlx::query(
+        "update products p \
+            set sale_opens_at = case when r.bookings_open_at < p.sale_closes_at \
+                                     then r.bookings_open_at end \
+           from dining_times t, dining_rooms r \
+          where t.product_id = p.id and r.collection = t.room and t.room = $1 \
+            and t.starts_at > now() and p.queue_seed is null \
+            and p.sale_opens_at is distinct from \
+                (case when r.bookings_open_at < p.sale_closes_at then r.bookings_open_at end)",
+    )
+    .bind(room_id)
+    .execute(&mut *tx)
+    .await?
+    .rows_affected();
+    Ok(changed)
 }
 
 /// The room's times from `from` until `to` a party of `party` could book
