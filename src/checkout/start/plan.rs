@@ -452,12 +452,15 @@ fn planned(start: &CheckoutStart, priced: Priced) -> Planned {
     // of the same resources, as they wait on the same locks; a seated
     // section's line queues with its event's other sections, whose best
     // seats one read chooses together (start_batches.rs), so a seated
-    // on-sale is decided in calls as large as a ticket tier's. No id holds
-    // a control character: a line break joins them, a tab marks an event.
+    // on-sale is decided in calls as large as a ticket tier's; a party
+    // queues with its room's other times, as every call seating a party
+    // locks the room (a table drop's grants: one call for the room, not
+    // one a time, each waiting on the last). No id holds a control
+    // character: a line break joins them, a tab marks an event or a room.
     let mut queues: Vec<String> = lines
         .iter()
         .map(|l| match l.claim {
-            ClaimShape::Seats { .. } => {
+            ClaimShape::Seats { .. } | ClaimShape::Table => {
                 format!("\t{}", product(&priced.products, &l.product).collection)
             }
             _ => l.resource.clone(),
