@@ -217,7 +217,10 @@ async fn a_pickup_a_table_and_a_ticket_have_a_code_each_and_each_door_admits_its
         stand.contains(&table.code),
         "the stand shows the booking's code: {stand}"
     );
-    assert!(stand.contains("<td class=\"state\">seated</td>"), "{stand}");
+    assert!(
+        stand.contains("<td class=\"state\" data-label=\"State\">seated</td>"),
+        "{stand}"
+    );
 
     // each item was used once, at its own place
     let states: Vec<(String, ItemState)> = items::of_order(&app.db.pool, order)
@@ -367,7 +370,7 @@ async fn a_cancelled_table_says_so_everywhere_and_nothing_else_of_the_order_chan
         .admin_page(&staff, &format!("/admin/dining/{ROOM}?date={date}"))
         .await;
     assert!(
-        stand.contains("<td class=\"state\">cancelled</td>"),
+        stand.contains("<td class=\"state\" data-label=\"State\">cancelled</td>"),
         "{stand}"
     );
     let stand_door = holdfast::redemption::Door {

@@ -139,7 +139,9 @@ async fn the_host_stand_seats_marks_a_no_show_and_moves_a_booking_to_a_free_tabl
     let page = app.admin_page(&staff, &day_path).await;
     for state in ["seated", "no-show", "booked"] {
         assert!(
-            page.contains(&format!("<td class=\"state\">{state}</td>")),
+            page.contains(&format!(
+                "<td class=\"state\" data-label=\"State\">{state}</td>"
+            )),
             "{page}"
         );
     }
@@ -275,4 +277,77 @@ async fn the_rooms_set_up_is_changed_whole_and_a_set_up_that_does_not_hold_is_re
     .await
     .unwrap();
     assert_eq!(made, 0);
+}
+
+#[tokio::test]
+async fn the_host_stand_is_in_the_menu_and_its_day_counts_what_still_stands() {
+    let app = spawn_app().await;
+    app.add_staff().await;
+    let (staff, _) = app.staff_browser().await;
+    // a shop without a dining room has no host stand in its menu
+    let home = app.admin_page(&staff, "/admin").await;
+    assert!(!home.contains("href=\"/admin/dining\""), "{home}");
+    set_up(&app.db, &room(10, vec![table("T1", 1, 4, 100)], vec![])).await;
+    app.settled().await;
+    let home = app.admin_page(&staff, "/admin").await;
+    assert!(
+        home.contains("<a href=\"/admin/dining\">Host stand</a>"),
+        "{home}"
+    );
+    // the menu's entry opens the shop's one room; the catalogue's card links
+    // to it too (a room from the catalogue file has no schedule)
+    let opened = staff
+        .get(format!("{}/admin/dining", app.address))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(opened.status(), 303);
+    assert_eq!(
+        opened.headers()["location"],
+        format!("/admin/dining/{ROOM}")
+    );
+    let catalogue = app.admin_page(&staff, "/admin/catalogue").await;
+    assert!(
+        catalogue.contains(&format!("<a href=\"/admin/dining/{ROOM}\">")),
+        "{catalogue}"
+    );
+    assert!(
+        !catalogue.contains("no schedule publishes them"),
+        "{catalogue}"
+    );
+    // a guest books two and cancels: the day says no booking stands
+    let guest = browser();
+    app.add(&guest, &crate::tables::time_id(19, 30), 2).await;
+    let answer = app.checkout(&guest).await;
+    assert_eq!(answer.status(), 303);
+    let token = answer.headers()["location"]
+        .to_str()
+        .unwrap()
+        .trim_start_matches("/orders/")
+        .to_owned();
+    let date = day().format("%Y-%m-%d").to_string();
+    let day_path = format!("/admin/dining/{ROOM}?date={date}");
+    let page = app.admin_page(&staff, &day_path).await;
+    assert!(page.contains(": 1 booking, 2 guests</h2>"), "{page}");
+    let cancelled = browser()
+        .post(format!("{}/orders/{token}/cancel", app.address))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(cancelled.status(), 303);
+    let page = app.admin_page(&staff, &day_path).await;
+    assert!(page.contains(": no bookings; 1 cancelled</h2>"), "{page}");
+    // the days either side, and back to today
+    let before = (day() - chrono::Duration::days(1)).format("%Y-%m-%d");
+    let after = (day() + chrono::Duration::days(1)).format("%Y-%m-%d");
+    assert!(
+        page.contains(&format!("?date={before}\" rel=\"prev\""))
+            && page.contains(&format!("?date={after}\" rel=\"next\""))
+            && page.contains(&format!("<a href=\"/admin/dining/{ROOM}\">Today</a>")),
+        "{page}"
+    );
+    let today = app
+        .admin_page(&staff, &format!("/admin/dining/{ROOM}"))
+        .await;
+    assert!(today.contains("Today, "), "{today}");
 }

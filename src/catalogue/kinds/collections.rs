@@ -76,6 +76,10 @@ pub struct CollectionSheet {
     /// catalogue file until its admin pages are built).
     pub create: Option<(&'static str, &'static str)>,
     pub listing: Listing,
+    /// Its products are published by a schedule of its own (without one,
+    /// the catalogue file made them and nothing edits them here); a
+    /// dining room publishes its own times.
+    pub published_by_schedule: bool,
     pub in_file: InFile,
     /// How the shop's pages show it.
     pub on_shop: OnShop,
@@ -103,6 +107,7 @@ const EVENT: CollectionSheet = CollectionSheet {
     )),
     create: Some(("/admin/catalogue/events/new", "New event")),
     listing: Listing::Table,
+    published_by_schedule: false,
     in_file: InFile::Events,
     on_shop: OnShop::Products,
     lends_its_time: true,
@@ -118,6 +123,7 @@ const SCHEDULE: CollectionSheet = CollectionSheet {
     add_product: None,
     create: Some(("/admin/catalogue/schedules/new", "New schedule")),
     listing: Listing::Summary,
+    published_by_schedule: true,
     in_file: InFile::Products,
     on_shop: OnShop::Products,
     lends_its_time: false,
@@ -133,6 +139,7 @@ const SHELF: CollectionSheet = CollectionSheet {
     add_product: None,
     create: Some(("/admin/catalogue/stock/new", "New stock item")),
     listing: Listing::Table,
+    published_by_schedule: false,
     in_file: InFile::Products,
     on_shop: OnShop::Products,
     lends_its_time: false,
@@ -149,6 +156,7 @@ const DINING_ROOM: CollectionSheet = CollectionSheet {
     add_product: None,
     create: None,
     listing: Listing::Summary,
+    published_by_schedule: false,
     in_file: InFile::DiningRooms,
     on_shop: OnShop::Page("/dining/{collection}", "Book a table"),
     lends_its_time: false,

@@ -22,6 +22,8 @@ struct Entry {
     href: &'static str,
     permission: Permission,
     count: Count,
+    /// Shown only in a shop with a dining room (the host stand).
+    with_rooms: bool,
 }
 
 const fn entry(label: &'static str, href: &'static str, permission: Permission) -> Entry {
@@ -30,6 +32,7 @@ const fn entry(label: &'static str, href: &'static str, permission: Permission) 
         href,
         permission,
         count: Count::None,
+        with_rooms: false,
     }
 }
 
@@ -69,6 +72,10 @@ const GROUPS: &[(&str, &[Entry])] = &[
         "Check-in",
         &[
             entry("Check a code in", "/admin/redeem", Permission::Redeem),
+            Entry {
+                with_rooms: true,
+                ..entry("Host stand", "/admin/dining", Permission::Redeem)
+            },
             entry("Door lists", "/admin/door-list", Permission::DoorList),
         ],
     ),
@@ -121,9 +128,15 @@ pub(crate) struct MenuItem {
     pub(crate) count: i64,
 }
 
-/// The menu for a role. While a session may only enrol a second factor,
-/// the menu holds that page alone (every other link would lead back to it).
-pub(crate) fn menu(role: Role, enrolling: bool, flagged: i64, orphans: i64) -> Vec<MenuGroup> {
+/// The menu for a role, in a shop with a dining room or not (`rooms`).
+/// While a session may only enrol a second factor, the menu holds that
+/// page alone (every other link would lead back to it).
+pub(crate) fn menu(
+    role: Role,
+    enrolling: bool,
+    (flagged, orphans): (i64, i64),
+    rooms: bool,
+) -> Vec<MenuGroup> {
     GROUPS
         .iter()
         .filter_map(|(label, entries)| {
@@ -131,7 +144,7 @@ pub(crate) fn menu(role: Role, enrolling: bool, flagged: i64, orphans: i64) -> V
                 if enrolling {
                     e.permission == Permission::SignedIn
                 } else {
-                    role.may(e.permission)
+                    role.may(e.permission) && (rooms || !e.with_rooms)
                 }
             });
             let first = open.next()?;
@@ -159,7 +172,7 @@ mod tests {
     use super::*;
 
     fn hrefs(role: Role, enrolling: bool) -> Vec<&'static str> {
-        menu(role, enrolling, 0, 0)
+        menu(role, enrolling, (0, 0), true)
             .into_iter()
             .flat_map(|g| std::iter::once(g.href).chain(g.items.into_iter().map(|i| i.href)))
             .collect()
@@ -168,10 +181,19 @@ mod tests {
     #[test]
     fn each_role_sees_the_pages_it_may_open_and_an_enrolling_session_one() {
         let owner = hrefs(Role::Owner, false);
-        assert_eq!(owner.len(), 19, "{owner:?}");
+        assert_eq!(owner.len(), 20, "{owner:?}");
         assert_eq!(owner[0], "/admin");
         let door = hrefs(Role::Door, false);
-        assert_eq!(door, ["/admin/redeem", "/admin/two-factor"]);
+        assert_eq!(
+            door,
+            ["/admin/redeem", "/admin/dining", "/admin/two-factor"]
+        );
+        // a shop without a dining room has no host stand
+        let no_rooms: Vec<&str> = menu(Role::Door, false, (0, 0), false)
+            .into_iter()
+            .flat_map(|g| std::iter::once(g.href).chain(g.items.into_iter().map(|i| i.href)))
+            .collect();
+        assert_eq!(no_rooms, ["/admin/redeem", "/admin/two-factor"]);
         let boxed = hrefs(Role::BoxOffice, false);
         assert!(boxed.contains(&"/admin/vouchers") && !boxed.contains(&"/admin/resources"));
         assert!(!boxed.contains(&"/admin/catalogue/archived"));

@@ -184,6 +184,10 @@ pub(crate) async fn nav(
     let (notice, notice_kind) = notice.text();
     let flagged = views::flagged_count(&shop.pool).await?;
     let orphans = views::orphan_count(&shop.pool).await?;
+    let rooms: bool =
+        sqlx::query_scalar("select exists (select 1 from dining_rooms where archived_at is null)")
+            .fetch_one(&shop.pool)
+            .await?;
     let role = session.staff.role;
     Ok(Nav {
         email: session.staff.email.clone(),
@@ -194,7 +198,7 @@ pub(crate) async fn nav(
         notice_kind,
         zone: shop.zone,
         enrolling: session.must_enrol,
-        menu: super::menu::menu(role, session.must_enrol, flagged, orphans),
+        menu: super::menu::menu(role, session.must_enrol, (flagged, orphans), rooms),
     })
 }
 

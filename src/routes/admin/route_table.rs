@@ -144,6 +144,7 @@ pub static ROUTES: &[AdminRoute] = &[
     route!(Post "/catalogue/products/{id}/image", Catalogue => images::product_image),
     route!(Post "/catalogue/products/{id}/restore", Catalogue => catalogue::restore_product),
     route!(Post "/catalogue/collections/{id}/restore", Catalogue => catalogue::restore_collection),
+    route!(Get "/dining", Redeem => tables::host_stand::rooms),
     route!(Get "/dining/{room}", Redeem => tables::host_stand::day_page),
     route!(Post "/dining/{room}/seat", Redeem => tables::host_stand::seat),
     route!(Post "/dining/{room}/no-show", Redeem => tables::host_stand::no_show),

@@ -65,13 +65,44 @@ struct DayPage {
     name: String,
     date: String,
     day: String,
+    /// The days before and after, and today (`YYYY-MM-DD`), for the links.
+    before: String,
+    after: String,
+    today: String,
     bookings: Vec<Booked>,
-    covers: i64,
 }
 
 impl DayPage {
     fn hhmm(&self, at: &DateTime<Utc>) -> String {
         self.nav.zone.local(*at).format("%H:%M").to_string()
+    }
+
+    /// The day in numbers: the bookings still standing or seated and their
+    /// guests, then those cancelled or refunded ("2 bookings, 6 guests;
+    /// 1 cancelled").
+    fn counts(&self) -> String {
+        let kept: Vec<&Booked> = self
+            .bookings
+            .iter()
+            .filter(|b| b.state != "cancelled" && b.state != "refunded")
+            .collect();
+        let guests: i32 = kept.iter().map(|b| b.party).sum();
+        let plural =
+            |n: usize, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
+        let mut words = if kept.is_empty() {
+            "no bookings".to_owned()
+        } else {
+            format!(
+                "{}, {}",
+                plural(kept.len(), "booking", "bookings"),
+                plural(usize::try_from(guests).unwrap_or(0), "guest", "guests")
+            )
+        };
+        let gone = self.bookings.len() - kept.len();
+        if gone > 0 {
+            words.push_str(&format!("; {gone} cancelled"));
+        }
+        words
     }
 }
 
@@ -103,6 +134,31 @@ async fn room_name(shop: &Shop, room: &str) -> Result<String, ShopError> {
         .fetch_optional(&shop.pool)
         .await?
         .ok_or_else(|| ShopError::not_found("no such dining room"))
+}
+
+#[derive(Template)]
+#[template(path = "tables/host_stands.html")]
+struct RoomsPage {
+    nav: Nav,
+    rooms: Vec<(String, String)>,
+}
+
+/// `GET /admin/dining`: the host stand, as the menu opens it: the room's
+/// day at once when the shop has one room, else its rooms to choose from.
+pub async fn rooms(
+    shop: web::Data<Shop>,
+    session: web::ReqData<Session>,
+) -> Result<HttpResponse, ShopError> {
+    let rooms: Vec<(String, String)> = sqlx::query_as(
+        "select collection, name from dining_rooms where archived_at is null order by name",
+    )
+    .fetch_all(&shop.pool)
+    .await?;
+    if let [(room, _)] = rooms.as_slice() {
+        return Ok(see_other(&format!("/admin/dining/{room}")));
+    }
+    let nav = nav(&shop, &session, &NoticeQuery::default()).await?;
+    render(StatusCode::OK, &RoomsPage { nav, rooms })
 }
 
 /// `GET /admin/dining/{room}[?date=YYYY-MM-DD]`: the day's bookings.
@@ -155,17 +211,20 @@ pub async fn day_page(
     let (words, kind) = said(query.said.as_deref());
     nav.notice = words.to_owned();
     nav.notice_kind = kind;
+    let ymd = |d: NaiveDate| d.format("%Y-%m-%d").to_string();
     let page = DayPage {
         nav,
-        covers: bookings
-            .iter()
-            .filter(|b| b.state != "cancelled" && b.state != "refunded")
-            .map(|b| i64::from(b.party))
-            .sum(),
         room: room.into_inner(),
         name,
-        date: date.format("%Y-%m-%d").to_string(),
-        day: date.format("%A %-d %B").to_string(),
+        date: ymd(date),
+        day: if date == today {
+            format!("Today, {}", date.format("%A %-d %B"))
+        } else {
+            date.format("%A %-d %B").to_string()
+        },
+        before: ymd(date - Duration::days(1)),
+        after: ymd(date + Duration::days(1)),
+        today: ymd(today),
         bookings,
     };
     render(StatusCode::OK, &page)

@@ -1,7 +1,8 @@
 //! The host stand's day in a real browser at a phone's size (390×844) and
-//! a desk's (1280×900): the day's bookings by time, a party seated with
-//! one tap, and the room's set-up. No horizontal scroll; axe-core finds
-//! nothing.
+//! a desk's (1280×900): opened from the menu on today, the day's bookings
+//! by time (each a card on a phone, its buttons in reach), a party seated
+//! with one tap, and the room's set-up. No horizontal scroll; axe-core
+//! finds nothing.
 
 use super::*;
 use crate::tables::{ROOM, day, paid_booking, room, set_up, table};
@@ -46,6 +47,30 @@ async fn the_host_stand_seats_a_party_on_a_phone_and_a_desk() {
             }
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
+        // the menu's Host stand: the shop's rooms (the demo's and this
+        // one), each opening its day, today first
+        // (on a phone the menu unfolds as its button opens it: #menu)
+        staff.go(&format!("{}/admin#menu", app.address)).await;
+        staff.click("a[href='/admin/dining']").await;
+        staff.wait_for_text("h1", "Host stand").await;
+        assert!(
+            staff.fits_width().await,
+            "the rooms scroll sideways at {size}"
+        );
+        staff.screenshot(&format!("rooms-{size}")).await;
+        let violations = staff.axe_violations().await;
+        assert!(violations.is_empty(), "rooms: {violations:#?}");
+        staff
+            .click(&format!("a[href='/admin/dining/{ROOM}']"))
+            .await;
+        staff.wait_for_path(&format!("/admin/dining/{ROOM}")).await;
+        let today = staff.wait_for_text("#day-heading", "Today, ").await;
+        assert!(today.contains("no bookings"), "{today}");
+        assert!(
+            staff.fits_width().await,
+            "today's stand scrolls sideways at {size}"
+        );
+        staff.screenshot(&format!("today-{size}")).await;
         staff
             .go(&format!(
                 "{}/admin/dining/{ROOM}?date={}",
@@ -55,6 +80,12 @@ async fn the_host_stand_seats_a_party_on_a_phone_and_a_desk() {
             .await;
         let heading = staff.wait_for_text("#day-heading", "4 bookings").await;
         assert!(heading.contains("15 guests"), "{heading}");
+        // on a phone each booking is a card: its buttons in reach, nothing
+        // off to the side
+        assert!(
+            staff.fits_width().await,
+            "the day scrolls sideways at {size}"
+        );
         staff.screenshot(&format!("day-{size}")).await;
         let violations = staff.axe_violations().await;
         assert!(violations.is_empty(), "day: {violations:#?}");

@@ -89,7 +89,7 @@ impl CollectionView {
         let (link, summary) = match sheet.listing {
             Listing::Table => (c.kind.editor(&c.id), None),
             Listing::Summary => {
-                let published = row.schedule.is_some();
+                let published = !sheet.published_by_schedule || row.schedule.is_some();
                 let mut summary = units_summary(&row.products, zone);
                 if !published {
                     summary.push_str(" (from the catalogue file; no schedule publishes them)");
