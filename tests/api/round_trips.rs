@@ -4,9 +4,11 @@
 //! chosen, a table at a time whose covers are gone or with no table left;
 //! and in the API, counted units, a seated section's seats, a table at a
 //! time with no covers or no table left — is answered with no connection
-//! taken from the shop's pool. The count is the pool's own (`TestDb::round_trips`: every idle connection handed out
-//! and every new one opened); memory reads on a pool of its own. A feature
-//! that puts a read in front of the memory check fails here.
+//! taken from the shop's pool; nor do the catalogue, a seat map and a
+//! restaurant's booking page. The count is the pool's own
+//! (`TestDb::round_trips`: every idle connection handed out and every new
+//! one opened); memory reads on a pool of its own. A feature that puts a
+//! read in front of the memory check fails here.
 
 use holdfast::catalogue::seats::SeatState;
 use holdfast::inventory::Capacity;
@@ -217,6 +219,15 @@ async fn every_refusal_memory_can_give_is_given_without_a_database_round_trip() 
     without_the_database(&app, "a section's seat map", |_| async {
         let page = read_page(&anonymous, &format!("{}/seats/{SECTION}", app.address)).await;
         assert!(page.contains("taken"), "{page}");
+    })
+    .await;
+    without_the_database(&app, "a restaurant's booking page", |_| async {
+        let page = read_page(
+            &anonymous,
+            &format!("{}/dining/harbour-bistro?party=2", app.address),
+        )
+        .await;
+        assert!(page.contains("tables left for 2"), "{page}");
     })
     .await;
     without_the_database(&app, "a fresh form for a sold-out tier", |_| async {

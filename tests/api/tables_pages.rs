@@ -1,7 +1,8 @@
 //! A guest books a table in the shop (issue 36, the pages): the catalogue
 //! links to the dining room's page instead of listing its times; the page
-//! answers a day and a party size with the times that can still seat the
-//! party and the places each has left, as the database decides; a time
+//! answers a day and a party size (the first day with a time for the party
+//! unless one is asked) with the times that can still seat the party, by
+//! service, and the tables each has left for it; a time
 //! is booked through the basket and the checkout's one transaction, which
 //! seats the party at a table. Bad input is answered clearly and changes
 //! nothing.
@@ -50,9 +51,12 @@ async fn a_guest_sees_the_times_that_seat_the_party_and_books_one_through_the_ba
         ),
         "{page}"
     );
-    assert!(page.contains("10 places left"), "{page}");
-    // a full time says only that: 19:30's six places seat nobody of four
-    assert!(!page.contains("6 places left"), "{page}");
+    // what is left is said as tables for the party, not covers: one
+    // four-top, whatever the pacing's ten places; the times under their
+    // service
+    assert!(page.contains("The last table for 4"), "{page}");
+    assert!(!page.contains("places left"), "{page}");
+    assert!(page.contains(">Dinner</h3>"), "{page}");
 
     // bad input: said, with status 400, and the page still works
     for bad in [
@@ -660,4 +664,66 @@ async fn the_crowd_is_answered_from_memory_until_a_time_of_the_day_changes() {
         "{page}"
     );
     assert!(bookable(&page, 19, 30), "{page}");
+}
+
+#[tokio::test]
+async fn the_booking_page_opens_on_the_first_day_with_times_by_service_with_tables_left() {
+    let app = spawn_app().await;
+    let mut spec = room(
+        40,
+        vec![
+            table("T1", 1, 2, 100),
+            table("T2", 1, 2, 100),
+            table("T4", 3, 4, 100),
+        ],
+        vec![],
+    );
+    spec.periods.push(holdfast::catalogue::tables::PeriodSpec {
+        name: "lunch".into(),
+        weekdays: (1..=7).collect(),
+        opens: chrono::NaiveTime::from_hms_opt(12, 0, 0).unwrap(),
+        last_seating: chrono::NaiveTime::from_hms_opt(13, 0, 0).unwrap(),
+        deposit_minor: 0,
+        deposit_from_party: 1,
+        cancel_hours: 24,
+    });
+    holdfast::catalogue::tables::save_room(&app.db.pool, &spec)
+        .await
+        .unwrap();
+    // only the day three days ahead has times: today's would be a dead end
+    holdfast::catalogue::tables::times::publish_day(
+        &app.db.pool,
+        holdfast::clock::ShopZone::UTC,
+        ROOM,
+        day(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(book(&app.db, "two", 2, 19, 30).await.unwrap(), ["T1"]);
+    app.settled().await;
+    let page = read_page(&browser(), &format!("{}/dining/{ROOM}", app.address)).await;
+    assert!(
+        page.contains(&format!("value=\"{}\"", day().format("%Y-%m-%d"))),
+        "{page}"
+    );
+    // lunch first, then dinner, each time under its service
+    let lunch = page.find(">Lunch</h3>").expect("a lunch heading");
+    let dinner = page.find(">Dinner</h3>").expect("a dinner heading");
+    assert!(lunch < dinner, "{page}");
+    let noon = page.find(&format!("value=\"{}\"", time_id(12, 0))).unwrap();
+    let seven = page.find(&format!("value=\"{}\"", time_id(19, 0))).unwrap();
+    assert!(lunch < noon && noon < dinner && dinner < seven, "{page}");
+    // two two-tops at noon; at 19:30 one is taken, and 18:00–21:00 share it
+    assert!(page.contains("2 tables left for 2"), "{page}");
+    assert!(page.contains("The last table for 2"), "{page}");
+    // a party no time of any day seats: the first day, saying so
+    let six = read_page(
+        &browser(),
+        &format!("{}/dining/{ROOM}?party=6", app.address),
+    )
+    .await;
+    assert!(
+        six.contains("There are no times to book that day."),
+        "{six}"
+    );
 }

@@ -1,7 +1,10 @@
 //! A dining room's booking page (`/dining/{room}`): the guest chooses a
-//! day and a party size, and sees the times that can still seat the
-//! party with the covers each has left, as the database answers
-//! (`catalogue::tables::times::bookable`); a time is booked by adding the
+//! day and a party size (the first day with a time for the party unless
+//! they chose one), and sees the times that can still seat the party by
+//! service, with the tables left for it, from memory's room
+//! (`catalogue::tables::fit`; the database's answer,
+//! `catalogue::tables::times::bookable`, while memory may not be
+//! believed); a time is booked by adding the
 //! party to the basket (its product, the party as its quantity), and the
 //! checkout's one transaction seats it (docs/design.md, "Tables: a party
 //! at a time"). Nobody ever picks a table.
@@ -12,7 +15,8 @@ use askama::Template;
 use chrono::{Duration, NaiveDate, NaiveTime};
 use serde::Deserialize;
 
-use crate::catalogue::tables::times::bookable;
+use crate::catalogue::tables::fit::PeriodPlan;
+use crate::catalogue::tables::times::{BookableTime, bookable};
 use crate::money;
 use crate::retry::{Bound, retry};
 use crate::routes::ShopError;
@@ -31,7 +35,15 @@ struct TimeRow {
     product_id: String,
     /// "19:30"
     time: String,
-    covers_left: i32,
+    /// "2 tables left for 4", as memory counts them; empty when it
+    /// cannot.
+    left: String,
+}
+
+/// The times of one service ("Lunch", "Dinner").
+struct Service {
+    heading: String,
+    times: Vec<TimeRow>,
 }
 
 #[derive(Template)]
@@ -54,19 +66,95 @@ struct DiningPage {
     /// Cancelled so many hours before its time, a booking's deposit is
     /// refunded in full.
     cancel_hours: i32,
-    times: Vec<TimeRow>,
+    /// The times that seat the party, by service, in time order.
+    services: Vec<Service>,
     /// The times full for the party, "18:00, 18:15", or empty.
     full: String,
     error: String,
 }
 
-#[derive(sqlx::FromRow)]
-struct Room {
+/// What the booking page says of a room and its services.
+struct RoomFacts {
     name: String,
     description: String,
     currency: String,
     largest_party: i32,
     days_ahead: i32,
+    periods: Vec<PeriodPlan>,
+}
+
+/// The room as memory knows it, else as the database has it; `None`: no
+/// such room.
+async fn room_facts(shop: &Shop, room_id: &str) -> Result<Option<RoomFacts>, ShopError> {
+    let remembered = shop
+        .live
+        .now()
+        .and_then(|s| s.room(room_id).map(|m| m.plan.clone()));
+    if let Some(plan) = remembered {
+        return Ok(Some(RoomFacts {
+            name: plan.name.clone(),
+            description: plan.description.clone(),
+            currency: plan.currency.clone(),
+            largest_party: plan.largest_party,
+            days_ahead: plan.days_ahead,
+            periods: plan.periods.clone(),
+        }));
+    }
+    #[derive(sqlx::FromRow)]
+    struct Room {
+        name: String,
+        description: String,
+        currency: String,
+        largest_party: i32,
+        days_ahead: i32,
+    }
+    let room = retry("dining_read", Bound::Shopper, || {
+        sqlx::query_as::<_, Room>(
+            "select name, description, currency, largest_party, days_ahead from dining_rooms \
+              where collection = $1 and archived_at is null",
+        )
+        .bind(room_id)
+        .fetch_optional(&shop.pool)
+    })
+    .await?;
+    let Some(room) = room else {
+        return Ok(None);
+    };
+    let periods = retry("dining_read", Bound::Shopper, || {
+        sqlx::query_as::<_, PeriodPlan>(
+            "select name, deposit_minor, deposit_from_party, cancel_hours from dining_periods \
+              where room = $1 order by opens, name",
+        )
+        .bind(room_id)
+        .fetch_all(&shop.pool)
+    })
+    .await?;
+    Ok(Some(RoomFacts {
+        name: room.name,
+        description: room.description,
+        currency: room.currency,
+        largest_party: room.largest_party,
+        days_ahead: room.days_ahead,
+        periods,
+    }))
+}
+
+/// The first day from `today` to `last` with a time that seats `party`,
+/// as memory knows the room (`None`: none, or memory cannot say).
+fn first_day_with_times(
+    shop: &Shop,
+    room_id: &str,
+    (today, last): (NaiveDate, NaiveDate),
+    party: i32,
+) -> Option<NaiveDate> {
+    let from = shop.zone.at(today, NaiveTime::MIN).ok()?;
+    let to = shop
+        .zone
+        .at(last + Duration::days(1), NaiveTime::MIN)
+        .ok()?;
+    let times = shop.live.now()?.bookable(room_id, (from, to), party)?;
+    let first = times.iter().find(|t| t.seats)?;
+    Some(shop.zone.local(first.starts_at).date_naive())
 }
 
 /// `GET /dining/{room}?date=2026-12-18&party=4`
@@ -80,38 +168,12 @@ pub async fn times(
     if room_id.is_empty() || room_id.len() > 100 {
         return Err(unknown());
     }
-    let room: Room = retry("dining_read", Bound::Shopper, || {
-        sqlx::query_as::<_, Room>(
-            "select name, description, currency, largest_party, days_ahead from dining_rooms \
-              where collection = $1 and archived_at is null",
-        )
-        .bind(room_id.as_str())
-        .fetch_optional(&shop.pool)
-    })
-    .await?
-    .ok_or_else(unknown)?;
+    let room = room_facts(&shop, room_id.as_str())
+        .await?
+        .ok_or_else(unknown)?;
     let today = shop.zone.today(chrono::Utc::now());
     let last = today + Duration::days(i64::from(room.days_ahead));
     let mut error = String::new();
-    let date = match query
-        .date
-        .as_deref()
-        .map(str::trim)
-        .filter(|d| !d.is_empty())
-    {
-        None => today,
-        Some(typed) => match NaiveDate::parse_from_str(typed, "%Y-%m-%d") {
-            Ok(day) if day >= today && day <= last => day,
-            _ => {
-                error = format!(
-                    "Choose a day from {} to {}.",
-                    today.format("%a %-d %b"),
-                    last.format("%a %-d %b")
-                );
-                today
-            }
-        },
-    };
     let party = match query
         .party
         .as_deref()
@@ -130,31 +192,44 @@ pub async fn times(
             }
         },
     };
+    let party_i32 = i32::try_from(party).unwrap_or(2);
+    let date = match query
+        .date
+        .as_deref()
+        .map(str::trim)
+        .filter(|d| !d.is_empty())
+    {
+        // the first day that has a time for the party, not a day whose
+        // service is over
+        None => {
+            first_day_with_times(&shop, room_id.as_str(), (today, last), party_i32).unwrap_or(today)
+        }
+        Some(typed) => match NaiveDate::parse_from_str(typed, "%Y-%m-%d") {
+            Ok(day) if day >= today && day <= last => day,
+            _ => {
+                error = format!(
+                    "Choose a day from {} to {}.",
+                    today.format("%a %-d %b"),
+                    last.format("%a %-d %b")
+                );
+                today
+            }
+        },
+    };
     let from = shop
         .zone
         .at(date, NaiveTime::MIN)
         .map_err(|e| ShopError::internal(anyhow::anyhow!(e)))?;
-    let party_i32 = i32::try_from(party).unwrap_or(2);
     let rows = day_times(&shop, room_id.as_str(), from, party_i32).await?;
     // the policy a booking of this party copies: shown before paying
-    #[derive(sqlx::FromRow)]
-    struct Policy {
-        deposit_minor: i64,
-        cancel_hours: i32,
-    }
-    let policy = retry("dining_read", Bound::Shopper, || {
-        sqlx::query_as::<_, Policy>(
-            "select deposit_minor, cancel_hours from dining_periods \
-              where room = $1 and deposit_minor > 0 and deposit_from_party <= $2 \
-              order by deposit_minor desc, cancel_hours desc limit 1",
-        )
-        .bind(room_id.as_str())
-        .bind(party_i32)
-        .fetch_optional(&shop.pool)
-    })
-    .await?;
+    let policy = room
+        .periods
+        .iter()
+        .filter(|p| p.deposit_minor > 0 && p.deposit_from_party <= party_i32)
+        .max_by_key(|p| (p.deposit_minor, p.cancel_hours));
     let (deposit, cancel_hours) = policy.map_or((0, 0), |p| (p.deposit_minor, p.cancel_hours));
     let clock = |at| shop.zone.local(at).format("%H:%M").to_string();
+    let services = services(&shop, room_id.as_str(), &room.periods, &rows, party_i32).await?;
     let page = DiningPage {
         basket_count: basket_count(&shop, &request).await?,
         room_id: room_id.into_inner(),
@@ -172,15 +247,7 @@ pub async fn times(
         } else {
             String::new()
         },
-        times: rows
-            .iter()
-            .filter(|t| t.seats)
-            .map(|t| TimeRow {
-                product_id: t.product_id.clone(),
-                time: clock(t.starts_at),
-                covers_left: t.covers_left.max(0),
-            })
-            .collect(),
+        services,
         full: rows
             .iter()
             .filter(|t| !t.seats)
@@ -195,6 +262,82 @@ pub async fn times(
         StatusCode::BAD_REQUEST
     };
     render(status, &page)
+}
+
+/// The times that seat the party, by service in the room's order, each
+/// saying how many tables are left for the party (memory's count, with
+/// the covers the time has left); what memory cannot place goes under
+/// one heading.
+async fn services(
+    shop: &Shop,
+    room_id: &str,
+    periods: &[PeriodPlan],
+    rows: &[BookableTime],
+    party: i32,
+) -> Result<Vec<Service>, ShopError> {
+    let snapshot = shop.live.now();
+    let memory = snapshot.as_ref().and_then(|s| s.room(room_id));
+    let seating: Vec<&BookableTime> = rows.iter().filter(|t| t.seats).collect();
+    // each time's period: memory's, else the database's
+    let period_of: std::collections::HashMap<String, String> = match memory {
+        Some(m) => seating
+            .iter()
+            .filter_map(|t| {
+                Some((
+                    t.product_id.clone(),
+                    m.plan.time(&t.product_id)?.period.clone(),
+                ))
+            })
+            .collect(),
+        None => {
+            let ids: Vec<String> = seating.iter().map(|t| t.product_id.clone()).collect();
+            retry("dining_read", Bound::Shopper, || {
+                sqlx::query_as::<_, (String, String)>(
+                    "select product_id, period from dining_times where product_id = any($1)",
+                )
+                .bind(&ids)
+                .fetch_all(&shop.pool)
+            })
+            .await?
+            .into_iter()
+            .collect()
+        }
+    };
+    let mut services: Vec<(Option<usize>, Service)> = Vec::new();
+    for t in seating {
+        let at = periods
+            .iter()
+            .position(|p| period_of.get(&t.product_id) == Some(&p.name));
+        let left = memory
+            .and_then(|m| {
+                let time = m.plan.time(&t.product_id)?;
+                let tables = m.plan.tables_for(&m.stays, time, party);
+                let by_covers = usize::try_from(t.covers_left / party.max(1)).unwrap_or(0);
+                Some(tables.min(by_covers))
+            })
+            .map(|n| match n {
+                1 => format!("The last table for {party}"),
+                n => format!("{n} tables left for {party}"),
+            })
+            .unwrap_or_default();
+        let row = TimeRow {
+            product_id: t.product_id.clone(),
+            time: shop.zone.local(t.starts_at).format("%H:%M").to_string(),
+            left,
+        };
+        match services.iter_mut().find(|(p, _)| *p == at) {
+            Some((_, service)) => service.times.push(row),
+            None => services.push((
+                at,
+                Service {
+                    heading: at.map_or_else(|| "Times".to_owned(), |i| periods[i].heading()),
+                    times: vec![row],
+                },
+            )),
+        }
+    }
+    services.sort_by_key(|(at, _)| at.unwrap_or(usize::MAX));
+    Ok(services.into_iter().map(|(_, s)| s).collect())
 }
 
 /// How long memory answers a day's times without the database: a change

@@ -24,6 +24,13 @@ pub struct RoomPlan {
     /// Holding tables for fuller parties (`dining_rooms.least_fill`).
     pub least_fill: i32,
     pub largest_party: i32,
+    /// What the booking page says of it.
+    pub name: String,
+    pub description: String,
+    pub currency: String,
+    pub days_ahead: i32,
+    /// Its service periods, earliest first.
+    pub periods: Vec<PeriodPlan>,
     /// Its tables and joined sets that may seat a party now.
     pub sets: Vec<TableSet>,
     /// (up to party, minutes), smallest first.
@@ -40,6 +47,26 @@ pub struct RoomMemory {
     pub stays: Arc<Stays>,
 }
 
+/// A service period: its name and its booking policy.
+#[derive(Debug, Clone, PartialEq, sqlx::FromRow)]
+pub struct PeriodPlan {
+    pub name: String,
+    pub deposit_minor: i64,
+    pub deposit_from_party: i32,
+    pub cancel_hours: i32,
+}
+
+impl PeriodPlan {
+    /// Its name as a guest reads it: "dinner" → "Dinner".
+    pub fn heading(&self) -> String {
+        let mut chars = self.name.replace('-', " ").chars().collect::<Vec<_>>();
+        if let Some(first) = chars.first_mut() {
+            *first = first.to_ascii_uppercase();
+        }
+        chars.into_iter().collect()
+    }
+}
+
 /// A table, or tables joined, seating a party of `min_party..=max_party`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TableSet {
@@ -54,6 +81,8 @@ pub struct RoomTime {
     pub product_id: String,
     pub resource_id: String,
     pub starts_at: DateTime<Utc>,
+    /// Its service period's name.
+    pub period: String,
     /// The period's first time that day, and its last seating.
     pub period_opens: DateTime<Utc>,
     pub last_seating: DateTime<Utc>,
@@ -109,10 +138,43 @@ impl RoomPlan {
     /// from `time`, as the room's rule lets it (`hf_free_sets` offers at
     /// least one).
     pub fn seats(&self, stays: &Stays, time: &RoomTime, party: i32) -> bool {
+        self.free_sets(stays, time, party).next().is_some()
+    }
+
+    /// How many parties of `party` the room could still seat at `time`
+    /// at once: free tables and joined sets that seat it, none sharing a
+    /// table (single tables counted first).
+    pub fn tables_for(&self, stays: &Stays, time: &RoomTime, party: i32) -> usize {
+        let mut free: Vec<&TableSet> = self.free_sets(stays, time, party).collect();
+        free.sort_by_key(|set| set.tables.len());
+        let mut taken: Vec<&str> = Vec::new();
+        let mut count = 0;
+        for set in free {
+            if set.tables.iter().all(|t| !taken.contains(&t.as_str())) {
+                taken.extend(set.tables.iter().map(String::as_str));
+                count += 1;
+            }
+        }
+        count
+    }
+
+    /// The time of `product_id`, if it is one of the room's.
+    pub fn time(&self, product_id: &str) -> Option<&RoomTime> {
+        self.times.iter().find(|t| t.product_id == product_id)
+    }
+
+    /// The free tables and joined sets that seat `party` for its turn from
+    /// `time`, as the room's rule lets them (`hf_free_sets`' filter).
+    fn free_sets<'a>(
+        &'a self,
+        stays: &'a Stays,
+        time: &'a RoomTime,
+        party: i32,
+    ) -> impl Iterator<Item = &'a TableSet> + 'a {
         let turn = self.turn(party);
         let start = time.starts_at;
         let end = start + Duration::minutes(turn);
-        self.sets.iter().any(|set| {
+        self.sets.iter().filter(move |set| {
             if party < set.min_party || party > set.max_party {
                 return false;
             }
@@ -198,6 +260,10 @@ struct PlanRow {
     room: String,
     least_fill: i32,
     largest_party: i32,
+    name: String,
+    description: String,
+    currency: String,
+    days_ahead: i32,
 }
 
 #[derive(sqlx::FromRow)]
@@ -216,11 +282,33 @@ struct TimeRow {
 /// Every room's plan, not archived ones.
 pub async fn plans(pool: &PgPool) -> sqlx::Result<Vec<RoomPlan>> {
     let rooms: Vec<PlanRow> = sqlx::query_as(
-        "select collection as room, least_fill, largest_party from dining_rooms \
-          where archived_at is null order by collection",
+        "select collection as room, least_fill, largest_party, name, description, currency, \
+                days_ahead \
+           from dining_rooms where archived_at is null order by collection",
     )
     .fetch_all(pool)
     .await?;
+    let periods: Vec<(String, PeriodPlan)> = sqlx::query_as::<_, (String, String, i64, i32, i32)>(
+        "select room, name, deposit_minor, deposit_from_party, cancel_hours from dining_periods \
+          order by room, opens, name",
+    )
+    .fetch_all(pool)
+    .await?
+    .into_iter()
+    .map(
+        |(room, name, deposit_minor, deposit_from_party, cancel_hours)| {
+            (
+                room,
+                PeriodPlan {
+                    name,
+                    deposit_minor,
+                    deposit_from_party,
+                    cancel_hours,
+                },
+            )
+        },
+    )
+    .collect();
     // a joined set counts when all its tables are the room's, none archived
     let sets: Vec<(String, Vec<String>, i32, i32)> = sqlx::query_as(
         "select t.room, array[t.id], t.min_party, t.max_party from dining_tables t \
@@ -254,6 +342,11 @@ pub async fn plans(pool: &PgPool) -> sqlx::Result<Vec<RoomPlan>> {
             room: r.room,
             least_fill: r.least_fill,
             largest_party: r.largest_party,
+            name: r.name,
+            description: r.description,
+            currency: r.currency,
+            days_ahead: r.days_ahead,
+            periods: Vec::new(),
             sets: Vec::new(),
             turns: Vec::new(),
             times: Vec::new(),
@@ -272,6 +365,11 @@ pub async fn plans(pool: &PgPool) -> sqlx::Result<Vec<RoomPlan>> {
                 min_party,
                 max_party,
             });
+        }
+    }
+    for (room, period) in periods {
+        if let Some(i) = of(&room) {
+            plans[i].periods.push(period);
         }
     }
     for (room, up_to, minutes) in turns {
@@ -310,6 +408,7 @@ fn with_periods(rows: Vec<TimeRow>) -> Vec<RoomTime> {
                 product_id: me.product_id.clone(),
                 resource_id: me.resource_id.clone(),
                 starts_at: me.starts_at,
+                period: me.period.clone(),
                 period_opens,
                 last_seating: period_opens + length(me),
                 offered: me.offered,
