@@ -197,6 +197,15 @@ impl LiveStock {
         }
     }
 
+    /// How long delayed ways to pay take to settle: from memory if it may
+    /// be believed, else from the database.
+    pub async fn settle_terms(&self) -> sqlx::Result<crate::payments::timing::SettleTerms> {
+        match self.now() {
+            Some(snapshot) => Ok(snapshot.settings().settle.clone()),
+            None => crate::payments::timing::read(&self.pool).await,
+        }
+    }
+
     /// Which of these products are a party at a time (a table booking):
     /// from memory's kinds when it knows them all, else the database's.
     pub async fn parties(&self, ids: &[String]) -> sqlx::Result<std::collections::HashSet<String>> {

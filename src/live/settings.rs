@@ -2,7 +2,8 @@
 //! crowd's answers need besides the stock. The shop's name and looks
 //! (every page shows them), the currency most of the
 //! catalogue sells in and the ways to pay the owner chose (the basket's
-//! form and its answers offer them), the live API keys (a request is
+//! form and its answers offer them) with the windows delayed ones settle
+//! in, the live API keys (a request is
 //! signed without a read; a revoked key stops signing at the next full
 //! read, which a revocation asks for at once), the API's `Idempotency-Key`s
 //! claimed lately (a key used before is the database's to answer), and the
@@ -20,6 +21,7 @@ use chrono::{DateTime, Utc};
 use sqlx::PgPool;
 
 use crate::payments::methods::{self, Ways};
+use crate::payments::timing::{self, SettleTerms};
 use crate::storefront::Storefront;
 
 /// How long memory keeps the `Idempotency-Key`s claimed: a key older than
@@ -40,6 +42,8 @@ pub struct ShopSettings {
     pub currency: String,
     /// The owner's ways to pay.
     pub ways: Ways,
+    /// How long delayed ways take to settle: which the basket may offer.
+    pub settle: SettleTerms,
     keys: HashMap<String, LiveKey>,
     /// Shared by every snapshot and grown in place by each read (a
     /// snapshot's reader may see claims newer than its read: more reason
@@ -154,6 +158,7 @@ pub(super) async fn read_settings(
     let currency = crate::catalogue::shop_currency(pool).await?;
     let storefront = Arc::new(Storefront::read(pool).await?);
     let ways = methods::read(pool).await?;
+    let settle = timing::read(pool).await?;
     let keys: Vec<LiveKey> = sqlx::query_as(
         "select id, name, scopes, secret_hash, last_used_at, revoked_at from api_keys",
     )
@@ -218,6 +223,7 @@ pub(super) async fn read_settings(
     Ok(ShopSettings {
         currency,
         ways,
+        settle,
         keys: keys.into_iter().map(|k| (k.id.clone(), k)).collect(),
         claims,
         storefront,

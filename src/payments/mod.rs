@@ -12,6 +12,7 @@ pub mod razorpay;
 mod registry;
 pub mod signature;
 pub mod stripe;
+pub mod timing;
 
 pub use registry::{ProviderSettings, Providers};
 #[cfg(feature = "sandbox")]

@@ -123,7 +123,7 @@ pub fn checkout_code(begun: &Begun) -> Option<ErrorCode> {
         Begun::Pay { .. } | Begun::Confirmed { .. } | Begun::Again { .. } => return None,
         Begun::EmptyBasket => ErrorCode::BadLines,
         Begun::BadCustomer { .. } => ErrorCode::BadCustomer,
-        Begun::UnknownProvider => ErrorCode::UnknownProvider,
+        Begun::UnknownProvider | Begun::TooSlowToPay { .. } => ErrorCode::UnknownProvider,
         Begun::TooFast(_) => ErrorCode::TooFast,
         Begun::SoldOut { .. } => ErrorCode::SoldOut,
         Begun::OverLimit { .. } => ErrorCode::OverLimit,

@@ -16,11 +16,18 @@ use holdfast_testkit::*;
 
 const VIP: &str = "harbour-lights-vip";
 
-/// A shopper's checkout of one VIP ticket paying `method`: the shop's
+/// A jar of honey: it starts at no moment, so a bank debit may pay for it.
+const HONEY: &str = "wild-honey";
+
+/// A shopper's checkout of one jar of honey paying `method`: the shop's
 /// answer.
 async fn check_out_with(app: &TestApp, method: &str) -> reqwest::Response {
+    check_out_of(app, HONEY, method).await
+}
+
+async fn check_out_of(app: &TestApp, product: &str, method: &str) -> reqwest::Response {
     let shopper = browser();
-    app.add(&shopper, VIP, 1).await;
+    app.add(&shopper, product, 1).await;
     let basket = read_page(&shopper, &format!("{}/basket", app.address)).await;
     shopper
         .post(format!("{}/checkout", app.address))
@@ -38,8 +45,12 @@ async fn check_out_with(app: &TestApp, method: &str) -> reqwest::Response {
 
 /// The basket's ways to pay, as its form offers them.
 async fn ways_offered(app: &TestApp) -> Vec<String> {
+    ways_offered_for(app, HONEY).await
+}
+
+async fn ways_offered_for(app: &TestApp, product: &str) -> Vec<String> {
     let shopper = browser();
-    app.add(&shopper, VIP, 1).await;
+    app.add(&shopper, product, 1).await;
     let basket = read_page(&shopper, &format!("{}/basket", app.address)).await;
     basket
         .split("name=\"method\" value=\"")
@@ -390,4 +401,81 @@ async fn the_api_takes_a_way_to_pay_and_refuses_one_not_offered() {
             .await
             .unwrap();
     assert_eq!(held, 0, "no basket for a refused way");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bank_debit_is_offered_only_for_what_starts_after_it_could_clear() {
+    let app = spawn_app().await;
+    app.load_demo().await;
+    app.add_staff().await;
+    let token =
+        crate::api_v1::key_with(&app, &[holdfast::staff::api_keys::Scope::StartCheckouts]).await;
+    app.settled().await;
+    let orders = || async {
+        sqlx::query_scalar::<_, i64>("select count(*) from orders")
+            .fetch_one(&app.db.pool)
+            .await
+            .unwrap()
+    };
+    let why = "SEPA Direct Debit is not offered for this order: the bank can take up to 14 \
+               banking days to clear it, and your order starts sooner.";
+    // the concert is in 14 days: a debit could clear after it (14 banking
+    // days, a day's grace, a day's margin), so the basket offers cards
+    // alone and says why; honey starts at no moment
+    assert_eq!(ways_offered_for(&app, VIP).await, ["card"]);
+    let shopper = browser();
+    app.add(&shopper, VIP, 1).await;
+    let basket = read_page(&shopper, &format!("{}/basket", app.address)).await;
+    assert!(basket.contains(why), "{basket}");
+    assert_eq!(ways_offered(&app).await, ["card", "sepa_debit"]);
+    // a form sent with the debit anyway is refused with the reason, and
+    // the API's too; nothing is made
+    let before = orders().await;
+    let answer = check_out_of(&app, VIP, "sepa_debit").await;
+    assert_eq!(answer.status(), StatusCode::BAD_REQUEST);
+    let page = answer.text().await.unwrap();
+    assert!(page.contains(why), "{page}");
+    let answer = http_client()
+        .post(format!("{}/api/v1/checkouts", app.address))
+        .bearer_auth(&token)
+        .header("idempotency-key", "debit-too-late")
+        .json(&serde_json::json!({
+            "lines": [{ "product_id": VIP, "qty": 1 }],
+            "name": "Ada", "email": "ada@example.com", "method": "sepa_debit",
+        }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answer.status(), StatusCode::UNPROCESSABLE_ENTITY);
+    let body: serde_json::Value = answer.json().await.unwrap();
+    assert_eq!(body["error"]["code"], "unknown_provider", "{body}");
+    assert!(
+        body["error"]["message"].as_str().unwrap().starts_with(why),
+        "{body}"
+    );
+    assert_eq!(orders().await, before, "nothing made");
+    let held: i64 =
+        sqlx::query_scalar("select coalesce(sum(held), 0)::bigint from resources where id = $1")
+            .bind(VIP)
+            .fetch_one(&app.db.pool)
+            .await
+            .unwrap();
+    assert_eq!(held, 0, "nothing held");
+    // the concert moved two months on: the debit clears in time
+    sqlx::query(
+        "update products set starts_at = starts_at + interval '60 days', \
+                ends_at = ends_at + interval '60 days' \
+          where collection = 'harbour-lights'",
+    )
+    .execute(&app.db.pool)
+    .await
+    .unwrap();
+    app.settled().await;
+    assert_eq!(ways_offered_for(&app, VIP).await, ["card", "sepa_debit"]);
+    let answer = check_out_of(&app, VIP, "sepa_debit").await;
+    assert_eq!(answer.status(), StatusCode::SEE_OTHER);
+    assert_eq!(
+        newest_order(&app).await,
+        ("stripe".to_owned(), vec!["sepa_debit".to_owned()])
+    );
 }

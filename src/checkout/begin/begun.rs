@@ -28,6 +28,9 @@ pub enum Begun {
     BadCustomer { reason: String },
     /// That way of paying is not offered here.
     UnknownProvider,
+    /// That way of paying may settle after the order starts (a bank debit
+    /// for a concert on Sunday); the reason says so. Nothing was held.
+    TooSlowToPay { reason: String },
     /// The client's address is over its rate.
     TooFast(TooFast),
     /// Lines that cannot be had now; nothing was held. `basket` is the

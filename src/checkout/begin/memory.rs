@@ -27,6 +27,10 @@ const NEAR_THE_MOMENT: chrono::Duration = chrono::Duration::milliseconds(250);
 /// started; a form the database refused started no order, so its replays
 /// cost that one read until the product changes. `None`: ask the database.
 pub(super) fn refused_from_memory(desk: Desk<'_>, request: &BeginRequest) -> Option<Begun> {
+    // a bank debit is judged against the order's start first
+    if request.pay_method.is_some_and(|m| m.settles_later()) {
+        return None;
+    }
     let snapshot = desk.live.now()?;
     let key = request.checkout_key.as_str();
     let minted = codes::key_minted_at(key).max(desk.live.refused_form_at(key))?;

@@ -129,6 +129,19 @@ async fn prepare(
     if let Err(too_fast) = taken {
         return Ok(Err(Begun::TooFast(too_fast)));
     }
+    // a bank debit whose money may come after the first item starts
+    if let Some(method) = request.pay_method.filter(|m| m.settles_later()) {
+        let terms = retry("pay_methods_read", Bound::Shopper, || {
+            desk.live.settle_terms()
+        })
+        .await?;
+        let starts = read.lines.iter().filter_map(|l| l.starts_at).min();
+        if let Some(slow) = terms.too_slow(provider, method, starts, chrono::Utc::now()) {
+            return Ok(Err(Begun::TooSlowToPay {
+                reason: slow.words(),
+            }));
+        }
+    }
     let voucher = match voucher::typed(desk, request, read, &customer).await? {
         Ok(voucher) => voucher,
         Err(refused) => return Ok(Err(refused)),

@@ -365,6 +365,9 @@ async fn run(
 async fn refusal(shop: &Shop, code: ErrorCode, begun: Begun) -> Result<ApiError, ApiError> {
     Ok(match begun {
         Begun::BadCustomer { reason } => ApiError::new(code, reason),
+        Begun::TooSlowToPay { reason } => {
+            ApiError::new(code, format!("{reason} Nothing was held."))
+        }
         Begun::SoldOut { lines, .. } | Begun::NoTable { lines, .. } => {
             short_error(shop, code, &lines).await?
         }
@@ -410,10 +413,11 @@ fn refused_from_memory(
     }
     shop.payments.chosen(body.provider.as_deref())?;
     if let Some(method) = body.method.as_deref() {
-        let (kind, _) = settings
+        let (kind, method) = settings
             .ways
             .serving(&shop.payments, &settings.currency, method)?;
-        if body.provider.as_deref().is_some_and(|p| p != kind.as_str()) {
+        // a bank debit is judged against the order's start first
+        if body.provider.as_deref().is_some_and(|p| p != kind.as_str()) || method.settles_later() {
             return None;
         }
     }

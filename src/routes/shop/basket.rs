@@ -378,6 +378,9 @@ struct BasketPage {
     /// The ways to pay a shopper may choose for this basket: (form value,
     /// label, hint) ([`crate::payments::methods`]).
     ways: Vec<(&'static str, &'static str, &'static str)>,
+    /// Ways the owner offers that this basket cannot use, each saying why
+    /// ([`crate::payments::timing`]).
+    too_slow: Vec<String>,
     /// A line is a booking: its guest gives a phone.
     asks_phone: bool,
     /// Every line is a booking: the column says "Party".
@@ -514,6 +517,33 @@ pub(super) async fn basket_page_of(
     }
     let ids: Vec<String> = rows.iter().map(|r| r.product_id.clone()).collect();
     let parties = crate::routes::tables::book::party_products(shop, &ids).await?;
+    // a way whose money may come after the first item starts is left out,
+    // and the page says why
+    let (_, ways) = retry("pay_methods_read", Bound::Shopper, || {
+        shop.live.ways_to_pay()
+    })
+    .await?;
+    let terms = retry("pay_methods_read", Bound::Shopper, || {
+        shop.live.settle_terms()
+    })
+    .await?;
+    let starts = rows.iter().filter_map(|r| r.starts_at).min();
+    let now = chrono::Utc::now();
+    let mut too_slow = Vec::new();
+    let ways = ways
+        .offered(&shop.payments, &currency)
+        .into_iter()
+        .filter(
+            |(method, kind)| match terms.too_slow(*kind, *method, starts, now) {
+                Some(slow) => {
+                    too_slow.push(slow.words());
+                    false
+                }
+                None => true,
+            },
+        )
+        .map(|(method, _)| (method.as_str(), method.label(), method.hint()))
+        .collect();
     let page = BasketPage {
         // a booking asks a phone
         asks_phone: !parties.is_empty(),
@@ -546,15 +576,8 @@ pub(super) async fn basket_page_of(
         checkout_key: checkout::codes::checkout_key(),
         form_lines: basket::FormLines::of(&rows),
         told,
-        ways: retry("pay_methods_read", Bound::Shopper, || {
-            shop.live.ways_to_pay()
-        })
-        .await?
-        .1
-        .offered(&shop.payments, &currency)
-        .into_iter()
-        .map(|(method, _)| (method.as_str(), method.label(), method.hint()))
-        .collect(),
+        ways,
+        too_slow,
     };
     render(status, &page)
 }

@@ -240,7 +240,7 @@ async fn tell(
         Begun::UnknownProvider => Err(ShopError::bad_request(
             "That way of paying is not offered here.",
         )),
-        Begun::BadCustomer { reason } => {
+        Begun::BadCustomer { reason } | Begun::TooSlowToPay { reason } => {
             let told = Told {
                 error: reason,
                 ..form.refilled()
