@@ -206,6 +206,28 @@ impl LiveStock {
         }
     }
 
+    /// When the first of these products starts (none: none starts at a
+    /// moment): from memory if it may be believed, else the database's.
+    pub async fn first_start(&self, ids: &[String]) -> sqlx::Result<Option<DateTime<Utc>>> {
+        let known = self.now().and_then(|snapshot| {
+            ids.iter()
+                .map(|id| snapshot.product(id).map(|(p, _)| p.starts_at))
+                .collect::<Option<Vec<Option<DateTime<Utc>>>>>()
+        });
+        match known {
+            Some(starts) => Ok(starts.into_iter().flatten().min()),
+            None => {
+                sqlx::query_scalar(
+                    "select min(coalesce(p.starts_at, c.starts_at)) from products p \
+                       join collections c on c.id = p.collection where p.id = any($1)",
+                )
+                .bind(ids)
+                .fetch_one(&self.pool)
+                .await
+            }
+        }
+    }
+
     /// Which of these products are a party at a time (a table booking):
     /// from memory's kinds when it knows them all, else the database's.
     pub async fn parties(&self, ids: &[String]) -> sqlx::Result<std::collections::HashSet<String>> {

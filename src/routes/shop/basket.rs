@@ -527,7 +527,11 @@ pub(super) async fn basket_page_of(
         shop.live.settle_terms()
     })
     .await?;
-    let starts = rows.iter().filter_map(|r| r.starts_at).min();
+    // (the lines' own `starts_at` is for showing: a slot's name says it)
+    let starts = retry("basket_read", Bound::Shopper, || {
+        shop.live.first_start(&ids)
+    })
+    .await?;
     let now = chrono::Utc::now();
     let mut too_slow = Vec::new();
     let ways = ways
