@@ -59,9 +59,12 @@ pub(super) async fn read_rooms(
         })
         .filter_map(|row| room_of.get(row.resource_id.as_str()).copied())
         .collect();
-    // a room memory has no stays of is read whatever its levels say
+    // a room memory has no stays of is read whatever its levels say, and
+    // so is one whose plan changed (a time published meanwhile may have
+    // been booked in a notified read that did not know it was the room's)
     for plan in &known {
-        if old_rooms.is_none_or(|rooms| !rooms.contains_key(&plan.room)) {
+        let old_plan = old_rooms.and_then(|rooms| rooms.get(&plan.room));
+        if old_plan.is_none_or(|old| plans.is_some() && *old.plan != **plan) {
             stale.insert(&plan.room);
         }
     }

@@ -727,3 +727,33 @@ async fn the_booking_page_opens_on_the_first_day_with_times_by_service_with_tabl
         "{six}"
     );
 }
+
+#[tokio::test]
+async fn before_a_rooms_bookings_open_its_page_says_when_and_offers_no_time() {
+    let app = spawn_app().await;
+    let mut spec = room(10, vec![table("T1", 1, 4, 100)], vec![]);
+    spec.bookings_open_at = Some(chrono::Utc::now() + chrono::Duration::hours(2));
+    set_up(&app.db, &spec).await;
+    app.settled().await;
+    let url = format!(
+        "{}/dining/{ROOM}?date={}&party=2",
+        app.address,
+        day().format("%Y-%m-%d")
+    );
+    let page = read_page(&browser(), &url).await;
+    assert!(page.contains("Bookings for this day open"), "{page}");
+    assert!(!page.contains("name=\"product_id\""), "{page}");
+    assert!(!page.contains("There are no times"), "{page}");
+    // open now: the times are offered
+    spec.bookings_open_at = None;
+    holdfast::catalogue::tables::save_room(&app.db.pool, &spec)
+        .await
+        .unwrap();
+    app.settled().await;
+    let page = read_page(&browser(), &url).await;
+    assert!(!page.contains("Bookings for this day open"), "{page}");
+    assert!(
+        page.contains(&format!("value=\"{}\"", time_id(19, 30))),
+        "{page}"
+    );
+}

@@ -492,6 +492,13 @@ fn refused_from_memory(
         if asked.seats {
             continue;
         }
+        // a first try under this key that took the table changed its
+        // time after memory's last full read: the database answers its
+        // retry (with the order it made), not memory
+        let (_, level) = snapshot.product(product_id)?;
+        if level.changed_at >= snapshot.full_read_began() {
+            return None;
+        }
         // a hold past its end around the time is free to the database:
         // it may seat the party where the kept answer did not
         let due = around.times.iter().any(|t| {

@@ -79,8 +79,8 @@ fn describe_short(
 }
 
 /// A party no table seats at its time is offered the nearest times that
-/// can seat it (the database's answer, kept in memory: `tables::around`), in the time's
-/// order: "Times that can seat 4 that day: 19:00, 19:15, 19:30."
+/// can seat it (memory's room, `tables::around`), in the time's order:
+/// "Times that can seat 4 that day: 19:00, 19:15, 19:30."
 async fn offer_other_times(
     shop: &Shop,
     lines: &[ShortLine],

@@ -70,6 +70,9 @@ struct DiningPage {
     services: Vec<Service>,
     /// The times full for the party, "18:00, 18:15", or empty.
     full: String,
+    /// When the day's bookings open, in words, if they have not yet (a
+    /// table drop); empty otherwise.
+    opens: String,
     error: String,
 }
 
@@ -152,8 +155,16 @@ fn first_day_with_times(
         .zone
         .at(last + Duration::days(1), NaiveTime::MIN)
         .ok()?;
-    let times = shop.live.now()?.bookable(room_id, (from, to), party)?;
-    let first = times.iter().find(|t| t.seats)?;
+    let snapshot = shop.live.now()?;
+    let times = snapshot.bookable(room_id, (from, to), party)?;
+    let plan = &snapshot.room(room_id)?.plan;
+    let now = snapshot.database_now();
+    let first = times.iter().find(|t| {
+        t.seats
+            && plan
+                .time(&t.product_id)
+                .is_some_and(|time| time.sale_opens_at.is_none_or(|at| at <= now))
+    })?;
     Some(shop.zone.local(first.starts_at).date_naive())
 }
 
@@ -220,7 +231,17 @@ pub async fn times(
         .zone
         .at(date, NaiveTime::MIN)
         .map_err(|e| ShopError::internal(anyhow::anyhow!(e)))?;
-    let rows = day_times(&shop, room_id.as_str(), from, party_i32).await?;
+    let mut rows = day_times(&shop, room_id.as_str(), from, party_i32).await?;
+    // a table drop: times whose bookings open later are not offered yet,
+    // and the page says when they open
+    let opening = not_open_yet(&shop, room_id.as_str(), &rows);
+    let opens = opening
+        .iter()
+        .map(|(_, at)| *at)
+        .min()
+        .map(|at| format!("Bookings for this day open {}.", shop.zone.long(at)))
+        .unwrap_or_default();
+    rows.retain(|t| !opening.iter().any(|(id, _)| *id == t.product_id));
     // the policy a booking of this party copies: shown before paying
     let policy = room
         .periods
@@ -254,6 +275,7 @@ pub async fn times(
             .map(|t| clock(t.starts_at))
             .collect::<Vec<_>>()
             .join(", "),
+        opens,
         error,
     };
     let status = if page.error.is_empty() {
@@ -262,6 +284,29 @@ pub async fn times(
         StatusCode::BAD_REQUEST
     };
     render(status, &page)
+}
+
+/// The day's times whose bookings open later, with that moment, as
+/// memory knows them (a table drop; none while memory may not be believed:
+/// the checkout still refuses them as not on sale yet).
+fn not_open_yet(
+    shop: &Shop,
+    room_id: &str,
+    rows: &[BookableTime],
+) -> Vec<(String, chrono::DateTime<chrono::Utc>)> {
+    let Some(snapshot) = shop.live.now() else {
+        return Vec::new();
+    };
+    let Some(memory) = snapshot.room(room_id) else {
+        return Vec::new();
+    };
+    let now = snapshot.database_now();
+    rows.iter()
+        .filter_map(|t| {
+            let at = memory.plan.time(&t.product_id)?.sale_opens_at?;
+            (at > now).then(|| (t.product_id.clone(), at))
+        })
+        .collect()
 }
 
 /// The times that seat the party, by service in the room's order, each

@@ -77,9 +77,9 @@ impl DayPage {
         self.nav.zone.local(*at).format("%H:%M").to_string()
     }
 
-    /// The day in numbers: the bookings still standing or seated and their
-    /// guests, then those cancelled or refunded ("2 bookings, 6 guests;
-    /// 1 cancelled").
+    /// The day in numbers: the bookings still standing, seated or marked
+    /// no-show, and their guests, then those cancelled and those refunded
+    /// ("2 bookings, 6 guests; 1 cancelled").
     fn counts(&self) -> String {
         let kept: Vec<&Booked> = self
             .bookings
@@ -98,9 +98,11 @@ impl DayPage {
                 plural(usize::try_from(guests).unwrap_or(0), "guest", "guests")
             )
         };
-        let gone = self.bookings.len() - kept.len();
-        if gone > 0 {
-            words.push_str(&format!("; {gone} cancelled"));
+        for state in ["cancelled", "refunded"] {
+            let gone = self.bookings.iter().filter(|b| b.state == state).count();
+            if gone > 0 {
+                words.push_str(&format!("; {gone} {state}"));
+            }
         }
         words
     }

@@ -35,7 +35,8 @@ pub struct RoomPlan {
     pub sets: Vec<TableSet>,
     /// (up to party, minutes), smallest first.
     pub turns: Vec<(i32, i32)>,
-    /// Every time of the room, earliest first.
+    /// The room's times from a day ago on (what can still meet a time not
+    /// begun), earliest first.
     pub times: Vec<RoomTime>,
 }
 
@@ -88,6 +89,8 @@ pub struct RoomTime {
     pub last_seating: DateTime<Utc>,
     /// Active and not archived: it may be offered.
     pub offered: bool,
+    /// When its bookings open (a table drop), if not yet at publishing.
+    pub sale_opens_at: Option<DateTime<Utc>>,
     pub sale_closes_at: Option<DateTime<Utc>>,
 }
 
@@ -276,6 +279,7 @@ struct TimeRow {
     opens: NaiveTime,
     last_seating: NaiveTime,
     offered: bool,
+    sale_opens_at: Option<DateTime<Utc>>,
     sale_closes_at: Option<DateTime<Utc>>,
 }
 
@@ -328,10 +332,12 @@ pub async fn plans(pool: &PgPool) -> sqlx::Result<Vec<RoomPlan>> {
     .await?;
     let times: Vec<TimeRow> = sqlx::query_as(
         "select t.room, t.product_id, t.resource_id, t.starts_at, t.period, pe.opens, \
-                pe.last_seating, p.active and p.archived_at is null as offered, p.sale_closes_at \
+                pe.last_seating, p.active and p.archived_at is null as offered, p.sale_opens_at, \
+                p.sale_closes_at \
            from dining_times t \
            join dining_periods pe on pe.room = t.room and pe.name = t.period \
            join products p on p.id = t.product_id \
+          where t.starts_at > now() - interval '1 day' \
           order by t.room, t.starts_at",
     )
     .fetch_all(pool)
@@ -391,19 +397,24 @@ pub async fn plans(pool: &PgPool) -> sqlx::Result<Vec<RoomPlan>> {
 
 /// Each time with its period as that day has it: the period's first time
 /// within its length (eleven hours at most) before it, and that plus the
-/// period's length, as `hf_free_sets` reads them.
+/// period's length, as `hf_free_sets` reads them. `rows` are in time
+/// order.
 fn with_periods(rows: Vec<TimeRow>) -> Vec<RoomTime> {
     let length = |r: &TimeRow| r.last_seating - r.opens;
+    // each period's times, earliest first
+    let mut by_period: HashMap<&str, Vec<DateTime<Utc>>> = HashMap::new();
+    for row in &rows {
+        by_period
+            .entry(&row.period)
+            .or_default()
+            .push(row.starts_at);
+    }
     rows.iter()
         .map(|me| {
             let reach = length(me).min(Duration::hours(11));
-            let period_opens = rows
-                .iter()
-                .filter(|t| t.period == me.period)
-                .map(|t| t.starts_at)
-                .filter(|at| *at <= me.starts_at && *at >= me.starts_at - reach)
-                .min()
-                .unwrap_or(me.starts_at);
+            let starts = &by_period[me.period.as_str()];
+            let first = starts.partition_point(|at| *at < me.starts_at - reach);
+            let period_opens = starts.get(first).copied().unwrap_or(me.starts_at);
             RoomTime {
                 product_id: me.product_id.clone(),
                 resource_id: me.resource_id.clone(),
@@ -412,6 +423,7 @@ fn with_periods(rows: Vec<TimeRow>) -> Vec<RoomTime> {
                 period_opens,
                 last_seating: period_opens + length(me),
                 offered: me.offered,
+                sale_opens_at: me.sale_opens_at,
                 sale_closes_at: me.sale_closes_at,
             }
         })
