@@ -592,6 +592,20 @@ async fn the_api_books_a_party_at_a_time_and_a_crowd_for_the_last_table_is_offer
         );
     }
     assert_eq!(crate::tables::live_pins(&app.db).await, 2);
+    // the winner's client sends its request again, several times: its own
+    // booking, never "no table" from memory (which knows both tables are
+    // taken, and the key's claim)
+    let winner = answers.iter().position(|(s, _)| *s == 201).unwrap();
+    for _ in 0..5 {
+        let (status, again) = post(
+            format!("race-{winner}"),
+            serde_json::json!({ "product_id": time_id(19, 30), "party": 4, "at": at.to_rfc3339() }),
+        )
+        .await;
+        assert_eq!(status, 201, "{again}");
+        assert_eq!(again["order_token"], won[0]["order_token"], "{again}");
+    }
+    assert_eq!(crate::tables::live_pins(&app.db).await, 2);
     // what is not a booking's line: said, nothing done
     for (line, words) in [
         (
