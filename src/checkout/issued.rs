@@ -76,12 +76,6 @@ impl LineTimes {
     /// When each dated line happens, short ("Mon 20 Dec 19:30 CET"), by
     /// product id: for the provider's line, which has only a name. A kind
     /// whose name says when (a slot) has none.
-    /// When the order's first line starts (none: nothing in it starts at
-    /// a moment).
-    pub fn first_start(&self) -> Option<chrono::DateTime<chrono::Utc>> {
-        self.0.iter().filter_map(|row| row.starts_at).min()
-    }
-
     pub fn days(self, zone: ShopZone) -> HashMap<String, String> {
         self.0
             .into_iter()

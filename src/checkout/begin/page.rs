@@ -20,16 +20,10 @@ pub async fn open_page(
     let base = desk.base_url;
     // a dated line says its date at the provider too: "Winter Jazz —
     // General, Mon 20 Dec 19:30 CET" (a read failing leaves the names)
-    let times = crate::checkout::LineTimes::of(desk.pool, order.id).await;
-    let first_start = times.as_ref().ok().and_then(|t| t.first_start());
-    let days = times.map(|lines| lines.days(desk.zone)).unwrap_or_default();
-    // no way chosen (a waiting-list claim, an older form, a shop whose
-    // ways were all too slow for this order): a provider whose bank debit
-    // could clear after the first item starts is asked for cards alone
-    let method = match method {
-        Some(method) => Some(method),
-        None => instant_only(desk, order.provider, first_start).await,
-    };
+    let days = crate::checkout::LineTimes::of(desk.pool, order.id)
+        .await
+        .map(|lines| lines.days(desk.zone))
+        .unwrap_or_default();
     let named = |line: &OrderLine| match days.get(&line.product_id) {
         Some(day) => format!("{}, {day}", line.name),
         None => line.name.clone(),
@@ -67,21 +61,4 @@ pub async fn open_page(
         method,
     };
     provider.open_page(&request).await
-}
-
-/// Cards alone, when `provider`'s bank debit could clear after the order's
-/// first item starts; `None` (the provider's own list) otherwise.
-async fn instant_only(
-    desk: Desk<'_>,
-    provider: crate::payments::ProviderKind,
-    first_start: Option<chrono::DateTime<chrono::Utc>>,
-) -> Option<PayMethod> {
-    first_start?;
-    let debit = PayMethod::ALL
-        .into_iter()
-        .find(|m| m.settles_later() && crate::payments::methods::provider_takes(provider, *m))?;
-    let terms = desk.live.settle_terms().await.ok()?;
-    terms
-        .too_slow(provider, debit, first_start, chrono::Utc::now())
-        .map(|_| PayMethod::Card)
 }
