@@ -16,11 +16,12 @@ use serde_json::{Value, json};
 use crate::seats::hall_in;
 use holdfast_testkit::*;
 
-/// A small generator of its own: the same halls on every run.
-struct Lcg(u64);
+/// A small generator of its own: the same halls (and, in
+/// `tables_memory.rs`, rooms) on every run.
+pub(crate) struct Lcg(pub(crate) u64);
 
 impl Lcg {
-    fn next(&mut self, below: u64) -> u64 {
+    pub(crate) fn next(&mut self, below: u64) -> u64 {
         self.0 = self
             .0
             .wrapping_mul(6_364_136_223_846_793_005)

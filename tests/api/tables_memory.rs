@@ -13,21 +13,9 @@ use holdfast::checkout::{self, StartOutcome};
 use holdfast::clock::ShopZone;
 use holdfast_testkit::*;
 
+use crate::seats_best::Lcg;
 use crate::tables::{ROOM, at, book, booking, day, room, table};
 use holdfast_testkit::engine;
-
-/// The same rooms on every run.
-struct Lcg(u64);
-
-impl Lcg {
-    fn next(&mut self, below: u64) -> u64 {
-        self.0 = self
-            .0
-            .wrapping_mul(6_364_136_223_846_793_005)
-            .wrapping_add(1_442_695_040_888_963_407);
-        (self.0 >> 33) % below
-    }
-}
 
 /// A room of 5 to 12 tables of random sizes, some joinable in pairs,
 /// lunch and dinner, two or three turns, a small pacing.
