@@ -61,8 +61,9 @@ impl Shop {
         session_key: SessionKey,
     ) -> Self {
         let confirmations = crate::checkout::Confirmations::new(pool.clone());
+        let live = crate::live::LiveStock::start(pool.clone());
         Self {
-            checkouts: crate::checkout::Checkouts::new(pool.clone()),
+            checkouts: crate::checkout::Checkouts::remembering(pool.clone(), live.clone()),
             fairness: crate::limits::client::Fairness::new(
                 pool.clone(),
                 settings.limits.clone(),
@@ -71,7 +72,7 @@ impl Shop {
             webhooks: crate::webhooks::Webhooks::new(confirmations.clone()),
             confirmations,
             metrics: crate::metrics::Exporter::new(settings.metrics_token.clone()),
-            live: crate::live::LiveStock::start(pool.clone()),
+            live,
             joins: crate::waitlist::Joins::new(pool.clone()),
             lines: crate::waitlist::Lines::default(),
             storefronts: crate::storefront::Storefronts::default(),

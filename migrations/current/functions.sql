@@ -2451,6 +2451,7 @@ $function$;
 CREATE OR REPLACE FUNCTION public.hf_seat_plan(p_section text, p_rows jsonb)
  RETURNS TABLE(status text, added integer, placed integer, removed integer, refused text[], total integer)
  LANGUAGE plpgsql
+ SET jit TO 'off'
 AS $function$
 declare
     v_section seat_sections;
@@ -3589,6 +3590,112 @@ begin
                as c(status, id, purchase, detail, n)
           left join orders o on o.id = c.id
          order by c.n;
+end;
+$function$;
+
+-- hf_start_checkouts_chosen (last written by 0250_seats_chosen_ahead.sql)
+CREATE OR REPLACE FUNCTION public.hf_start_checkouts_chosen(p_checkouts jsonb)
+ RETURNS TABLE(status text, order_id uuid, hold_id uuid, number text, created_at timestamp with time zone, detail jsonb)
+ LANGUAGE plpgsql
+ SET jit TO 'off'
+AS $function$
+declare
+    v_checkouts jsonb := p_checkouts;
+    v_c integer[];
+    v_l integer[];
+    v_product text[];
+    v_seat bigint[];
+    v_line record;
+    v_own integer[] := '{}';
+    v_row record;
+    v_i integer := 0;
+    v_pinned jsonb;
+begin
+    -- hf_start_checkouts says what is wrong with a call that is no list
+    if jsonb_typeof(p_checkouts) = 'array' then
+        -- its locks, in its order: the e-mails' and addresses' keys, then
+        -- every resource of the batch, ascending
+        perform hf_limit_lock(k.k)
+           from (select distinct k
+                   from jsonb_array_elements(p_checkouts) c,
+                        unnest(array[c->>'email_key', c->>'address']) k
+                  where k is not null order by k) k;
+        perform 1 from resources x
+         where x.id in (select l->>'resource'
+                          from jsonb_array_elements(p_checkouts) c,
+                               jsonb_array_elements(c->'lines') l
+                        union
+                        select u->>'resource'
+                          from jsonb_array_elements(p_checkouts) c,
+                               jsonb_array_elements(c->'uses') u)
+         order by x.id for no key update;
+        -- every seat chosen: its checkout, its line, its section
+        select array_agg(c.n - 1), array_agg(l.n - 1), array_agg(l.v->>'product'),
+               array_agg(i.id::bigint)
+          into v_c, v_l, v_product, v_seat
+          from jsonb_array_elements(p_checkouts) with ordinality c(v, n),
+               jsonb_array_elements(c.v->'lines') with ordinality l(v, n),
+               jsonb_array_elements_text(case jsonb_typeof(l.v->'chosen')
+                                         when 'array' then l.v->'chosen' else '[]' end) as i(id);
+        -- each looked up by its keys (offset 0 keeps them lookups: the
+        -- planner would scan every seat and every pin to hash them)
+        for v_line in
+            select distinct u.c, u.l
+              from unnest(v_c, v_l, v_product, v_seat) as u(c, l, product, seat)
+              left join lateral (select s.section, s.state, s.access from seats s
+                                  where s.id = u.seat offset 0) s on true
+              left join lateral (select p.seat_id from seat_pins p
+                                  where p.seat_id = u.seat and p.live offset 0) p on true
+             where s.section is distinct from u.product or s.state <> 'open'
+                or s.access <> 'none' or p.seat_id is not null
+        loop
+            v_checkouts := jsonb_set(v_checkouts, array[v_line.c::text, 'lines', v_line.l::text],
+                                     ((v_checkouts->v_line.c->'lines'->v_line.l) - 'chosen')
+                                     || '{"seats": null}');
+        end loop;
+        -- a split offered from memory (to a line that asks for its seats
+        -- together: no stretch holds them) says whether the shop sells
+        -- splits as the shop says it now
+        for v_line in
+            select c.n - 1 as c, l.n - 1 as l
+              from jsonb_array_elements(v_checkouts) with ordinality c(v, n),
+                   jsonb_array_elements(c.v->'lines') with ordinality l(v, n)
+             where jsonb_typeof(l.v->'apart') = 'object'
+        loop
+            v_checkouts := jsonb_set(v_checkouts,
+                                     array[v_line.c::text, 'lines', v_line.l::text, 'apart', 'split_allowed'],
+                                     to_jsonb(coalesce((select t.splits from seating_settings t), false)));
+        end loop;
+        -- the checkouts whose seats the call chooses itself (a best line
+        -- without a choice, or seats named by the shopper)
+        select coalesce(array_agg(distinct c.n), '{}')
+          into v_own
+          from jsonb_array_elements(v_checkouts) with ordinality c(v, n),
+               jsonb_array_elements(c.v->'lines') l(v)
+         where l.v->>'claim' = 'seats' and jsonb_typeof(l.v->'chosen') is distinct from 'array';
+    end if;
+    -- each started one of those says which seats it was given
+    -- (`pinned`: seat ids by section resource), so that the application's
+    -- next choice, made before its memory hears of them, leaves them
+    for v_row in select * from hf_start_checkouts(v_checkouts) loop
+        v_i := v_i + 1;
+        if v_row.status = 'started' and v_i = any (v_own) then
+            select jsonb_object_agg(x.resource_id, x.seats)
+              into v_pinned
+              from (select h.resource_id, jsonb_agg(p.seat_id order by p.seat_id) as seats
+                      from holds h join seat_pins p on p.hold_id = h.id and p.live
+                     where h.purchase_id = v_row.hold_id
+                     group by h.resource_id) x;
+            v_row.detail := coalesce(v_row.detail, '{}') || jsonb_build_object('pinned', v_pinned);
+        end if;
+        status := v_row.status;
+        order_id := v_row.order_id;
+        hold_id := v_row.hold_id;
+        number := v_row.number;
+        created_at := v_row.created_at;
+        detail := v_row.detail;
+        return next;
+    end loop;
 end;
 $function$;
 

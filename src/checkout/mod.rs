@@ -40,6 +40,7 @@ pub mod order;
 pub mod outbox;
 pub mod refund;
 pub mod release;
+mod seats_ahead;
 pub mod settle;
 pub mod settling;
 mod short;

@@ -21,13 +21,15 @@ use sqlx::PgPool;
 use uuid::Uuid;
 
 use super::attach::payment_window_seconds;
-use super::start::{Plan, Planned, StartRow, outcome, plan};
+use super::seats_ahead::SeatsAhead;
+use super::start::{Checkout, Plan, Planned, StartRow, outcome, plan};
 use super::{
     AttachOutcome, CheckoutError, CheckoutRead, CheckoutStart, Order, OrderState, Result,
     StartOutcome, attach_payment, basket, order_by_id,
 };
 use crate::batching::{Batch, Combiner, share_error};
 use crate::catalogue::seats::{FreeSeats, Pick};
+use crate::live::LiveStock;
 use crate::payments::PaymentPage;
 
 /// Most checkouts one call carries.
@@ -39,15 +41,32 @@ pub struct Checkouts {
     pool: PgPool,
     starts: Combiner<Starts>,
     attaches: Combiner<Attaches>,
+    /// Best seats chosen from memory, when they are.
+    ahead: Option<SeatsAhead>,
     /// What each one-resource checkout queued with (its resource, or its
     /// seated event's sections), so that its payment starts with theirs.
     queues: Arc<Mutex<HashMap<String, String>>>,
 }
 
 impl Checkouts {
+    /// Checkouts that read every free seat under their locks.
     pub fn new(pool: PgPool) -> Self {
+        Self::started(pool, None)
+    }
+
+    /// Checkouts whose best seats are chosen from memory's seats ahead of
+    /// the locks ([`super::seats_ahead`]): the shop's.
+    pub fn remembering(pool: PgPool, live: LiveStock) -> Self {
+        Self::started(pool, Some(SeatsAhead::new(live)))
+    }
+
+    fn started(pool: PgPool, ahead: Option<SeatsAhead>) -> Self {
         Self {
-            starts: Combiner::new(Starts { pool: pool.clone() }),
+            starts: Combiner::new(Starts {
+                pool: pool.clone(),
+                ahead: ahead.clone(),
+            }),
+            ahead,
             attaches: Combiner::new(Attaches { pool: pool.clone() }),
             queues: Arc::default(),
             pool,
@@ -160,6 +179,11 @@ impl Checkouts {
     pub fn calls(&self) -> (u64, u64) {
         (self.starts.calls(), self.attaches.calls())
     }
+
+    /// Checkout starts whose best seats were chosen from memory so far.
+    pub fn seats_chosen_ahead(&self) -> u64 {
+        self.ahead.as_ref().map_or(0, SeatsAhead::calls)
+    }
 }
 
 /// Step one of checkout: in one transaction, the pending order and a hold on
@@ -184,7 +208,7 @@ async fn start_checkout_via(
                     combined.queued(&planned);
                     combined.starts.call(&planned.key, planned.clone()).await?
                 }
-                None => start_batch(pool, std::slice::from_ref(&planned))
+                None => start_batch(pool, None, std::slice::from_ref(&planned))
                     .await?
                     .pop()
                     .ok_or_else(|| CheckoutError::Database(sqlx::Error::RowNotFound))?,
@@ -210,6 +234,7 @@ async fn start_checkout_via(
 
 struct Starts {
     pool: PgPool,
+    ahead: Option<SeatsAhead>,
 }
 
 impl Batch for Starts {
@@ -218,14 +243,16 @@ impl Batch for Starts {
     const MAX: usize = MAX_BATCH;
 
     async fn run(&self, _key: &str, requests: Vec<Arc<Planned>>) -> Vec<Result<StartRow>> {
-        match start_batch(&self.pool, &requests).await {
+        let ahead = self.ahead.as_ref();
+        match start_batch(&self.pool, ahead, &requests).await {
             // the database refused the call for what one checkout carried
             // (a constraint, bad input): the call wrote nothing, and each
             // runs again alone, so that checkout's error is its own
             Err(error) if requests.len() > 1 && refused_by_the_database(&error) => {
                 let mut alone = Vec::with_capacity(requests.len());
                 for request in &requests {
-                    let answer = start_batch(&self.pool, std::slice::from_ref(request)).await;
+                    let answer =
+                        start_batch(&self.pool, ahead, std::slice::from_ref(request)).await;
                     alone.extend(each(1, answer));
                 }
                 alone
@@ -256,16 +283,50 @@ fn refused_by_the_database(error: &CheckoutError) -> bool {
 /// One call of `hf_start_checkouts`: the checkouts given, each decided in
 /// turn under the locks of all their resources, answered in the order
 /// given. When a line asks for the best seats of a section, the batch
-/// reads its sections' free seats under its locks first and chooses every
-/// such line against that read, in the checkouts' order
-/// ([`FreeSeats`]); the call pins them in the same transaction.
-async fn start_batch(pool: &PgPool, requests: &[Arc<Planned>]) -> Result<Vec<StartRow>> {
+/// chooses every such line first, in the checkouts' order ([`FreeSeats`]):
+/// from memory's seats when it may ([`SeatsAhead`]; one statement, which
+/// checks the seats under its locks), else from a read of its sections'
+/// free seats under its locks, in the transaction that pins them.
+async fn start_batch(
+    pool: &PgPool,
+    ahead: Option<&SeatsAhead>,
+    requests: &[Arc<Planned>],
+) -> Result<Vec<StartRow>> {
     let checkouts: Vec<_> = requests.iter().map(|r| &r.checkout).collect();
-    let asks_best = checkouts
+    let mut sections: Vec<&str> = checkouts
         .iter()
-        .any(|c| c.lines.iter().any(|l| l.best_seats().is_some()));
-    if !asks_best {
-        return call_start(pool, sqlx::types::Json(checkouts)).await;
+        .flat_map(|c| c.lines.iter())
+        .filter(|l| l.best_seats().is_some())
+        .map(|l| l.resource.as_str())
+        .collect();
+    if sections.is_empty() {
+        return call_start(pool, "hf_start_checkouts", sqlx::types::Json(checkouts)).await;
+    }
+    sections.sort_unstable();
+    sections.dedup();
+    if let Some(ahead) = ahead
+        && let Some(mut free) = ahead.free(&sections)
+    {
+        let (chosen, picks) = choose(&checkouts, &mut free, true)?;
+
+        let rows = call_start(pool, "hf_start_checkouts_chosen", sqlx::types::Json(chosen)).await?;
+        // the seats given are left by the next choice: as the call says
+        // when it chose any of them itself (it then says all of them),
+        // else as chosen here
+        for (row, picked) in rows.iter().zip(&picks) {
+            if row.status != "started" {
+                continue;
+            }
+            let mut said = false;
+            for (resource, ids) in row.pinned() {
+                ahead.pinned(resource, ids);
+                said = true;
+            }
+            for (resource, ids) in picked.iter().filter(|_| !said) {
+                ahead.pinned(resource, ids);
+            }
+        }
+        return Ok(rows);
     }
     let mut limit_keys: Vec<&str> = checkouts.iter().flat_map(|c| c.limit_keys()).collect();
     let mut resources: Vec<&str> = checkouts.iter().flat_map(|c| c.resources()).collect();
@@ -277,11 +338,33 @@ async fn start_batch(pool: &PgPool, requests: &[Arc<Planned>]) -> Result<Vec<Sta
     let mut free = FreeSeats::read(&mut tx, &limit_keys, &resources)
         .await
         .map_err(classify)?;
+    let (chosen, _) = choose(&checkouts, &mut free, false)?;
+    let rows = call_start(&mut *tx, "hf_start_checkouts", sqlx::types::Json(chosen)).await?;
+    tx.commit().await.map_err(classify)?;
+    Ok(rows)
+}
+
+/// Seats a checkout was given by the batch's choice: its sections' ids.
+type Picked<'c> = Vec<(&'c str, Vec<i64>)>;
+
+/// The checkouts as `hf_start_checkouts` takes them, each best-available
+/// line with the seats the batch chose for it (`chosen`, labels as
+/// `seats`) or the split offered when no stretch holds them (`apart`;
+/// from memory only to a line that asks for its seats together: memory
+/// does not sell splits); and what each was given. A line given neither
+/// is chosen by the call.
+fn choose<'c>(
+    checkouts: &[&'c Checkout],
+    free: &mut FreeSeats,
+    from_memory: bool,
+) -> Result<(Vec<serde_json::Value>, Vec<Picked<'c>>)> {
     let mut chosen = Vec::with_capacity(checkouts.len());
+    let mut picks = Vec::with_capacity(checkouts.len());
     let mut keys = std::collections::HashSet::new();
-    for checkout in &checkouts {
+    for checkout in checkouts {
         let mut value = serde_json::to_value(checkout)
             .map_err(|e| CheckoutError::Database(sqlx::Error::Protocol(e.to_string())))?;
+        let mut picked = Vec::new();
         // a form sent twice in one call is answered as its first: it takes
         // no seats of its own
         let first = keys.insert(checkout.key.as_str());
@@ -290,41 +373,44 @@ async fn start_batch(pool: &PgPool, requests: &[Arc<Planned>]) -> Result<Vec<Sta
                 continue;
             };
             match free.choose(&line.resource, qty, together) {
-                Some(Pick::Seats(chosen)) => {
-                    value["lines"][k]["seats"] = serde_json::json!(chosen.labels);
-                    value["lines"][k]["chosen"] = serde_json::json!(chosen.ids);
+                Some(Pick::Seats(seats)) => {
+                    value["lines"][k]["seats"] = serde_json::json!(seats.labels);
+                    value["lines"][k]["chosen"] = serde_json::json!(seats.ids);
+                    picked.push((line.resource.as_str(), seats.ids));
                 }
                 Some(Pick::Apart {
                     offer,
                     split_allowed,
-                }) => {
+                }) if together || !from_memory => {
                     value["lines"][k]["apart"] = serde_json::json!({
                         "offers": [offer],
                         "split_allowed": split_allowed,
                     });
                 }
-                // fewer seats free than it asks: the call says sold out
-                None => {}
+                // fewer seats free than it asks, or a split memory may
+                // not decide: the call says
+                _ => {}
             }
         }
         chosen.push(value);
+        picks.push(picked);
     }
-    let rows = call_start(&mut *tx, sqlx::types::Json(chosen)).await?;
-    tx.commit().await.map_err(classify)?;
-    Ok(rows)
+    Ok((chosen, picks))
 }
 
+/// `function` (`hf_start_checkouts`, or `hf_start_checkouts_chosen` for
+/// seats chosen ahead of its locks) on these checkouts.
 async fn call_start<'e, T>(
     db: impl sqlx::PgExecutor<'e>,
+    function: &'static str,
     checkouts: sqlx::types::Json<T>,
 ) -> Result<Vec<StartRow>>
 where
     T: serde::Serialize + Send + Sync + 'e,
 {
-    sqlx::query_as(
-        "select status, order_id, hold_id, number, created_at, detail \
-           from hf_start_checkouts($1)",
-    )
+    sqlx::query_as(&format!(
+        "select status, order_id, hold_id, number, created_at, detail from {function}($1)"
+    ))
     .bind(checkouts)
     .fetch_all(db)
     .await

@@ -171,6 +171,13 @@ impl Snapshot {
         self.sections.get(product)
     }
 
+    /// The seated section on sale that sells `resource`'s units.
+    pub fn section_on(&self, resource: &str) -> Option<&Arc<SectionSeats>> {
+        self.sections
+            .values()
+            .find(|s| s.head.resource_id == resource)
+    }
+
     /// A dining room as memory knows it (not archived).
     pub fn room(&self, room: &str) -> Option<&RoomMemory> {
         self.rooms.get(room)

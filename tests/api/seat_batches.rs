@@ -320,3 +320,110 @@ async fn a_form_sent_twice_in_one_call_gets_its_firsts_answer_and_never_units_wi
         .unwrap();
     assert_eq!(orders, 2);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn two_processes_choosing_seats_from_their_own_memory_sell_each_seat_once() {
+    use holdfast::catalogue::Choice;
+    use holdfast::catalogue::seats::choice::SeatPick;
+    use holdfast::checkout::{CheckoutStart, Customer, WantedLine};
+    use holdfast::inventory::IdempotencyKey;
+    use holdfast::live::LiveStock;
+
+    let db = TestDb::with_connections(30).await;
+    hall_in(&db.pool, 5).await;
+    // two shops' worth of checkouts, each with its own connections and its
+    // own memory of the seats: neither hears of the other's pins before it
+    // chooses again
+    let mut both = Vec::new();
+    for _ in 0..2 {
+        let pool = sqlx::postgres::PgPoolOptions::new()
+            .max_connections(15)
+            .connect(&db.url)
+            .await
+            .unwrap();
+        let live = LiveStock::start(pool.clone());
+        assert!(live.refresh().await);
+        both.push(Checkouts::remembering(pool, live));
+    }
+    let barrier = std::sync::Arc::new(tokio::sync::Barrier::new(300));
+    let outcomes = join_all((0..300).map(|i| {
+        let (checkouts, barrier) = (both[i % 2].clone(), barrier.clone());
+        let start = CheckoutStart {
+            checkout_key: IdempotencyKey::parse(&format!("two-{i}")).unwrap(),
+            order_token: holdfast::checkout::codes::order_token(),
+            voucher: None,
+            account: account(&format!("basket:t{i}")),
+            lines: vec![WantedLine {
+                product_id: "hall-stalls".into(),
+                choice: Choice::Seats {
+                    pick: SeatPick::Best {
+                        qty: qty(2),
+                        together: true,
+                    },
+                },
+            }],
+            customer: Customer::parse("Ada Shopper", &format!("two{i}@example.com")).unwrap(),
+            provider: holdfast::payments::ProviderKind::Stripe,
+            limits: Default::default(),
+        };
+        tokio::spawn(async move {
+            barrier.wait().await;
+            checkouts.start(&start).await.unwrap()
+        })
+    }))
+    .await;
+    let mut words = std::collections::BTreeMap::<&str, usize>::new();
+    for outcome in &outcomes {
+        let outcome = outcome.as_ref().unwrap();
+        *words.entry(outcome.word()).or_default() += 1;
+        assert!(
+            matches!(outcome.word(), "started" | "sold_out" | "not_together"),
+            "{outcome:?}"
+        );
+    }
+    let started = words.get("started").copied().unwrap_or(0);
+    // each started order holds two seats next to each other, no seat is
+    // held twice, and the counters are the pins
+    let (held, pins, drift) = books(&db).await;
+    assert_eq!(
+        (held, pins),
+        (2 * started as i32, 2 * started as i64),
+        "{words:?}"
+    );
+    assert!(!drift);
+    let twice: i64 = sqlx::query_scalar(
+        "select count(*) from (select seat_id from seat_pins where live \
+                                group by seat_id having count(*) > 1) x",
+    )
+    .fetch_one(&db.pool)
+    .await
+    .unwrap();
+    let apart: i64 = sqlx::query_scalar(
+        "select count(*) from (select p.hold_id from seat_pins p join seats s on s.id = p.seat_id \
+                                where p.live group by p.hold_id \
+                               having count(distinct s.run) <> 1 \
+                                   or max(s.pos) - min(s.pos) <> count(*) - 1) x",
+    )
+    .fetch_one(&db.pool)
+    .await
+    .unwrap();
+    assert_eq!((twice, apart), (0, 0));
+    // nobody was refused while two seats together were free: none are now
+    // (seats were only taken)
+    let pairs_left: i64 = sqlx::query_scalar(
+        "select count(*) from seats a join seats b on b.section = a.section and b.run = a.run \
+                                                    and b.pos = a.pos + 1 \
+          where a.section = 'hall-stalls' \
+            and not exists (select 1 from seat_pins p where p.seat_id = a.id and p.live) \
+            and not exists (select 1 from seat_pins p where p.seat_id = b.id and p.live)",
+    )
+    .fetch_one(&db.pool)
+    .await
+    .unwrap();
+    assert_eq!(pairs_left, 0, "{words:?}");
+    assert!(started >= 45, "{words:?}");
+    // both chose from their memory
+    for checkouts in &both {
+        assert!(checkouts.seats_chosen_ahead() > 0);
+    }
+}

@@ -211,14 +211,28 @@ async fn ids(db: &TestDb, labels: &[&str]) -> Vec<i64> {
 
 /// Each checkout's word and the seats its order holds.
 async fn started(db: &TestDb, batch: Vec<Value>) -> Vec<(String, Vec<String>)> {
-    let rows: Vec<(String, Option<uuid::Uuid>)> =
-        sqlx::query_as("select status, order_id from hf_start_checkouts($1)")
-            .bind(Value::Array(batch))
-            .fetch_all(&db.pool)
-            .await
-            .unwrap();
+    started_by(db, "hf_start_checkouts", batch)
+        .await
+        .into_iter()
+        .map(|(word, seats, _)| (word, seats))
+        .collect()
+}
+
+/// [`started`] by `function`, with each answer's detail.
+async fn started_by(
+    db: &TestDb,
+    function: &str,
+    batch: Vec<Value>,
+) -> Vec<(String, Vec<String>, Option<Value>)> {
+    let rows: Vec<(String, Option<uuid::Uuid>, Option<Value>)> = sqlx::query_as(&format!(
+        "select status, order_id, detail from {function}($1)"
+    ))
+    .bind(Value::Array(batch))
+    .fetch_all(&db.pool)
+    .await
+    .unwrap();
     let mut out = Vec::new();
-    for (status, order) in rows {
+    for (status, order, detail) in rows {
         let seats: Vec<String> = sqlx::query_scalar(
             "select s.label from orders o join holds h on h.purchase_id = o.hold_id \
                join seat_pins p on p.hold_id = h.id and p.live join seats s on s.id = p.seat_id \
@@ -228,7 +242,7 @@ async fn started(db: &TestDb, batch: Vec<Value>) -> Vec<(String, Vec<String>)> {
         .fetch_all(&db.pool)
         .await
         .unwrap();
-        out.push((status, seats));
+        out.push((status, seats, detail));
     }
     out
 }
@@ -299,4 +313,132 @@ async fn where_the_batchs_choice_no_longer_holds_the_database_chooses_as_before(
     let answers = started(&db, batch).await;
     assert_eq!(answers[0], ("not_together".into(), vec![]));
     assert_eq!(crate::seats::books(&db).await, (7, 7, false));
+}
+
+#[tokio::test]
+async fn seats_chosen_ahead_of_the_locks_are_checked_under_them_and_chosen_again_when_gone() {
+    let db = TestDb::new().await;
+    hall_in(&db.pool, 1).await;
+    // row A: A-1..A-10, an aisle, A-11..A-20; A-5 and A-6 are sold, A-20
+    // is kept for a wheelchair
+    let answers = started(
+        &db,
+        vec![checkout(
+            "earlier",
+            2,
+            json!({"seats": ["A-5", "A-6"]}),
+            vec![],
+        )],
+    )
+    .await;
+    assert_eq!(answers[0].0, "started");
+    sqlx::query(
+        "update seats set access = 'wheelchair' where section = 'hall-stalls' and label = 'A-20'",
+    )
+    .execute(&db.pool)
+    .await
+    .unwrap();
+
+    // memory chose from what it knew: A-12, A-13 (free: taken as they are,
+    // though the database's chooser would not strand A-11), then A-5, A-6
+    // (sold a moment ago), A-19, A-20 (A-20 is for a wheelchair) and a
+    // seat that is not there
+    let chosen = |labels: &[&str], ids: Vec<i64>| json!({"seats": labels, "chosen": ids});
+    let batch = vec![
+        checkout(
+            "kept",
+            2,
+            chosen(&["A-12", "A-13"], ids(&db, &["A-12", "A-13"]).await),
+            vec![],
+        ),
+        checkout(
+            "sold",
+            2,
+            chosen(&["A-5", "A-6"], ids(&db, &["A-5", "A-6"]).await),
+            vec![],
+        ),
+        checkout(
+            "access",
+            2,
+            chosen(&["A-19", "A-20"], ids(&db, &["A-19", "A-20"]).await),
+            vec![],
+        ),
+        checkout("gone", 1, chosen(&["A-99"], vec![i64::MAX]), vec![]),
+    ];
+    let with_detail = started_by(&db, "hf_start_checkouts_chosen", batch).await;
+    // each checkout whose seats the call chose itself says which (the next
+    // choice from memory leaves them); one chosen ahead says nothing
+    assert_eq!(
+        with_detail[0].2.as_ref().and_then(|d| d.get("pinned")),
+        None
+    );
+    for (_, seats, detail) in &with_detail[1..] {
+        let pinned: Vec<i64> =
+            serde_json::from_value(detail.as_ref().unwrap()["pinned"]["hall-stalls"].clone())
+                .unwrap();
+        let labels: Vec<&str> = seats.iter().map(String::as_str).collect();
+        let mut expected = ids(&db, &labels).await;
+        expected.sort_unstable();
+        assert_eq!(pinned, expected, "{detail:?}");
+    }
+    let answers: Vec<(String, Vec<String>)> =
+        with_detail.into_iter().map(|(w, s, _)| (w, s)).collect();
+    assert_eq!(
+        answers[0],
+        ("started".into(), vec!["A-12".into(), "A-13".into()])
+    );
+    let mut given: Vec<&String> = answers.iter().flat_map(|(_, seats)| seats).collect();
+    for (word, seats) in &answers[1..] {
+        assert_eq!(word, "started", "{answers:?}");
+        assert!(
+            !seats
+                .iter()
+                .any(|s| ["A-5", "A-6", "A-20", "A-99"].contains(&s.as_str())),
+            "{answers:?}"
+        );
+    }
+    assert_eq!(
+        answers.iter().map(|(_, s)| s.len()).collect::<Vec<_>>(),
+        [2, 2, 2, 1]
+    );
+    given.sort();
+    given.dedup();
+    assert_eq!(given.len(), 7, "no seat given twice: {answers:?}");
+    assert_eq!(crate::seats::books(&db).await, (9, 9, false));
+
+    // a group memory found no stretch for is offered the split memory
+    // found, and told whether the shop sells splits as it says now
+    sqlx::query("update seating_settings set splits = true")
+        .execute(&db.pool)
+        .await
+        .unwrap();
+    let offer =
+        json!({"apart": {"offers": [["A-1", "A-2", "A-3", "A-4", "A-7"]], "split_allowed": false}});
+    let answers = started_by(
+        &db,
+        "hf_start_checkouts_chosen",
+        vec![checkout("group", 5, offer, vec![])],
+    )
+    .await;
+    assert_eq!(answers[0].0, "not_together", "{answers:?}");
+    let detail = answers[0].2.as_ref().unwrap();
+    assert_eq!(detail["split_allowed"], true, "{detail}");
+    assert_eq!(
+        detail["offers"],
+        json!([["A-1", "A-2", "A-3", "A-4", "A-7"]])
+    );
+
+    // the call says what hf_start_checkouts says of what is no list
+    let refused = sqlx::query("select * from hf_start_checkouts_chosen('{}'::jsonb)")
+        .execute(&db.pool)
+        .await
+        .unwrap_err();
+    assert_eq!(
+        refused
+            .as_database_error()
+            .and_then(|e| e.code())
+            .as_deref(),
+        Some("22023"),
+        "{refused}"
+    );
 }

@@ -50,6 +50,21 @@ pub(in crate::checkout) struct Detail {
     split_allowed: bool,
     /// `bad_voucher`: `used_up` or `used_by_you`.
     refusal: Option<String>,
+    /// Seats the call chose itself for a started checkout, by section
+    /// resource (`hf_start_checkouts_chosen`).
+    #[serde(default)]
+    pinned: std::collections::HashMap<String, Vec<i64>>,
+}
+
+impl StartRow {
+    /// Seats the call chose itself for this started checkout, by section
+    /// resource (said by `hf_start_checkouts_chosen` only).
+    pub fn pinned(&self) -> impl Iterator<Item = (&str, &[i64])> {
+        self.detail
+            .iter()
+            .flat_map(|d| d.0.pinned.iter())
+            .map(|(resource, ids)| (resource.as_str(), ids.as_slice()))
+    }
 }
 
 #[derive(Debug, Deserialize)]

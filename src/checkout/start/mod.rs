@@ -28,7 +28,7 @@ use super::short::ShortLine;
 use super::{Customer, Order, OrderLine};
 
 pub(super) use answer::{StartRow, outcome};
-pub(super) use plan::{Plan, Planned, plan};
+pub(super) use plan::{Checkout, Plan, Planned, plan};
 pub use read::{CheckoutRead, ReadLine, read_checkout};
 
 /// One line the shopper asked for: a product, and what they chose of it.

@@ -21,9 +21,11 @@
 //! it or says why not with its own words; `chooser_agrees_with_the_database`
 //! (tests/api/seats_best.rs) holds the two to the same choices.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use sqlx::{Postgres, Transaction};
+
+use super::map::{SeatState, SectionSeats};
 
 /// One free seat as the chooser reads it.
 #[derive(Debug, Clone, sqlx::FromRow)]
@@ -128,6 +130,50 @@ impl FreeSeats {
             section.chosen.push(false);
         }
         Ok(FreeSeats { sections, splits })
+    }
+
+    /// The free seats of these sections as memory last read them
+    /// ([`SectionSeats`]), less the seats in `taken` (chosen lately and not
+    /// in memory yet): a choice made ahead of the locks, which the call
+    /// checks under them (`hf_start_checkouts_chosen`). It never sells a
+    /// split (whether the shop does is read under the locks): a line no
+    /// stretch holds is offered one, or left to the database.
+    pub fn remembered<'s>(
+        sections: impl IntoIterator<Item = &'s SectionSeats>,
+        taken: &HashSet<i64>,
+    ) -> Self {
+        let mut free = FreeSeats::default();
+        for section in sections {
+            let head = &section.head;
+            let seats: Vec<Free> = section
+                .seats
+                .iter()
+                .filter(|s| s.state == SeatState::Free && s.access == "none")
+                .filter(|s| !taken.contains(&s.id))
+                .map(|s| Free {
+                    resource_id: head.resource_id.clone(),
+                    splits: false,
+                    first_fit: head.first_fit,
+                    middle: head.middle,
+                    id: s.id,
+                    label: s.label.clone(),
+                    row_rank: s.row_rank,
+                    run: s.run,
+                    pos: s.pos,
+                    x: s.x,
+                })
+                .collect();
+            free.sections.insert(
+                head.resource_id.clone(),
+                Section {
+                    first_fit: head.first_fit,
+                    middle: head.middle,
+                    chosen: vec![false; seats.len()],
+                    seats,
+                },
+            );
+        }
+        free
     }
 
     /// What the batch decides for a line asking for the best `qty` seats

@@ -26,6 +26,11 @@ pub struct SectionHead {
     pub price_minor: i64,
     pub currency: String,
     pub max_per_order: i32,
+    /// Its chooser is the baseline `first_fit` (`seat_sections.chooser`).
+    pub first_fit: bool,
+    /// The middle of its seats' width (every seat's, free or not), as the
+    /// chooser measures "nearest the middle".
+    pub middle: f64,
 }
 
 /// A seat's state as a shopper sees it.
@@ -51,6 +56,11 @@ pub struct SeatShown {
     /// `none`, `wheelchair` or `companion`.
     pub access: String,
     pub state: SeatState,
+    /// Where it stands for the chooser: its row from the stage, its run of
+    /// seats next to each other, and its place in the run.
+    pub row_rank: i32,
+    pub run: i32,
+    pub pos: i32,
 }
 
 /// A section's seats, from the stage back, as of one version of its
@@ -124,7 +134,10 @@ pub async fn heads(pool: &PgPool, ids: Option<&[String]>) -> sqlx::Result<Vec<Se
     sqlx::query_as(
         "select x.product_id, x.resource_id, x.name, c.id as event, c.title as event_title, \
                 x.category as category_id, k.name as category, k.colour, \
-                p.price_minor, p.currency, p.max_per_order \
+                p.price_minor, p.currency, p.max_per_order, \
+                x.chooser = 'first_fit' as first_fit, \
+                coalesce((select (min(a.x) + max(a.x)) / 2.0::float8 \
+                            from seats a where a.section = x.product_id), 0) as middle \
            from seat_sections x join products p on p.id = x.product_id \
            join collections c on c.id = x.collection \
            join seat_categories k on k.collection = x.collection and k.id = x.category \
@@ -149,6 +162,9 @@ struct SeatRow {
     y: Option<i32>,
     access: Option<String>,
     state: Option<String>,
+    row_rank: Option<i32>,
+    run: Option<i32>,
+    pos: Option<i32>,
 }
 
 /// The seats of these sections (by product id), each section's with the
@@ -161,7 +177,7 @@ pub async fn seats(
 ) -> sqlx::Result<Vec<(String, String, Vec<SeatShown>)>> {
     let rows: Vec<SeatRow> = sqlx::query_as(
         "select x.product_id as section, r.xmin::text as version, \
-                s.id, s.label, s.row_label, s.number, s.x, s.y, s.access, \
+                s.id, s.label, s.row_label, s.number, s.x, s.y, s.access, s.row_rank, s.run, s.pos, \
                 case when s.id is null then null \
                      when exists (select 1 from seat_pins q where q.seat_id = s.id and q.live) \
                      then 'taken' when s.state = 'open' then 'free' else 'blocked' end as state \
@@ -200,6 +216,9 @@ pub async fn seats(
             y,
             access: row.access.unwrap_or_default(),
             state,
+            row_rank: row.row_rank.unwrap_or_default(),
+            run: row.run.unwrap_or_default(),
+            pos: row.pos.unwrap_or_default(),
         };
         out.last_mut().expect("pushed above").2.push(seat);
     }
