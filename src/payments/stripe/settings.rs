@@ -47,9 +47,10 @@ impl StripeSettings {
     }
 }
 
-/// `HOLDFAST_STRIPE_PAYMENT_METHODS`: `dynamic` (the default) for
-/// whatever the dashboard enables, or a comma-separated list of Stripe
-/// payment method types (`card` for instant methods only).
+/// `HOLDFAST_STRIPE_PAYMENT_METHODS`, for sessions opened with no way
+/// chosen (a chosen way is its session's only method): `dynamic` (the
+/// default) for whatever the dashboard enables, or a comma-separated list
+/// of Stripe payment method types (`card` for instant methods only).
 fn payment_methods(env: Env) -> anyhow::Result<Vec<String>> {
     let listed = env
         .get("HOLDFAST_STRIPE_PAYMENT_METHODS")
