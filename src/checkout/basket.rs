@@ -59,12 +59,18 @@ impl FormLines {
     }
 }
 
-/// Units in the basket.
+/// What the header counts in the basket: its units (tickets, seats,
+/// jars), a party at a time as one booking whatever its size.
 pub async fn count(pool: &PgPool, basket: &str) -> sqlx::Result<i64> {
-    sqlx::query_scalar("select coalesce(sum(qty), 0)::int8 from basket_lines where basket_id = $1")
-        .bind(basket)
-        .fetch_one(pool)
-        .await
+    sqlx::query_scalar(
+        "select coalesce(sum(case when exists (select 1 from dining_times t \
+                                                where t.product_id = l.product_id) \
+                                  then 1 else l.qty end), 0)::int8 \
+           from basket_lines l where l.basket_id = $1",
+    )
+    .bind(basket)
+    .fetch_one(pool)
+    .await
 }
 
 /// What adding to a basket came to.

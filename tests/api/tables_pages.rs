@@ -147,6 +147,17 @@ async fn the_basket_says_a_booking_as_its_party_and_refuses_to_change_the_party_
     let basket = read_page(&guest, &format!("{}/basket", app.address)).await;
     assert!(basket.contains("Party of 4"), "{basket}");
     assert!(basket.contains(">Party</th>"), "{basket}");
+    // the header counts the booking as one, not as its four guests, on
+    // the basket and on every other page
+    assert!(
+        basket.contains("Basket <span class=\"count\">1</span>"),
+        "{basket}"
+    );
+    let booking = read_page(&guest, &format!("{}/dining/{ROOM}", app.address)).await;
+    assert!(
+        booking.contains("Basket <span class=\"count\">1</span>"),
+        "{booking}"
+    );
     assert!(!basket.contains(">Quantity</th>"), "{basket}");
     // the time is said, and no box changes the party
     let when = day().format("%a %-d %b").to_string();

@@ -553,7 +553,14 @@ pub(super) async fn basket_page_of(
         asks_phone: !parties.is_empty(),
         all_parties: !rows.is_empty() && parties.len() == rows.len(),
         free: !rows.is_empty() && subtotal - off == 0,
-        basket_count: rows.iter().map(|r| i64::from(r.qty)).sum(),
+        // a party is one booking, whatever its size (as every page counts)
+        basket_count: rows
+            .iter()
+            .map(|r| match parties.contains(&r.product_id) {
+                true => 1,
+                false => i64::from(r.qty),
+            })
+            .sum(),
         lines: rows
             .iter()
             .map(|r| BasketLineView {
