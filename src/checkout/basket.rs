@@ -20,6 +20,10 @@ pub struct BasketLine {
     /// reads it; a checkout's read leaves it out).
     #[sqlx(default)]
     pub starts_at: Option<chrono::DateTime<chrono::Utc>>,
+    /// The seats picked on the map, by label (a seat line's; none for
+    /// the best available).
+    #[sqlx(default)]
+    pub seats: Option<Vec<String>>,
 }
 
 /// The basket's lines as its checkout form carries them: a JSON list of
@@ -302,7 +306,7 @@ pub async fn lines(pool: &PgPool, basket: &str) -> sqlx::Result<Vec<BasketLine>>
         "select b.product_id, p.name, b.qty, \
                 case when b.qty < coalesce(pe.deposit_from_party, 0) then 0 \
                      else p.price_minor end as price_minor, \
-                p.currency, b.unlocked_by, p.kind, \
+                p.currency, b.unlocked_by, p.kind, b.seat_labels as seats, \
                 c.title as collection_title, coalesce(p.starts_at, c.starts_at) as starts_at \
            from basket_lines b join products p on p.id = b.product_id \
            join collections c on c.id = p.collection \

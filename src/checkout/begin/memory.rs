@@ -81,6 +81,7 @@ fn judged(snapshot: &Snapshot, lines: &[(String, i32)], minted: DateTime<Utc>) -
             currency: product.currency.clone(),
             unlocked_by: None,
             starts_at: None,
+            seats: None,
         });
     }
     // a sale not open by the database's clock, as memory knows it (its

@@ -69,6 +69,7 @@ impl ReadLine {
             currency: self.currency.clone(),
             unlocked_by: self.unlocked_by.clone(),
             starts_at: None,
+            seats: self.seat_labels.clone(),
         }
     }
 }

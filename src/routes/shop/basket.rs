@@ -357,6 +357,9 @@ pub struct BasketLineView {
     pub total: String,
     /// When it happens ("Sun 20 Dec 19:30 CET"); empty: its name says.
     pub when: String,
+    /// The seats picked on the map ("E-5, E-6"): changed on the map, not
+    /// with a quantity. Empty: not seats by name.
+    pub seats: String,
 }
 
 #[derive(Template)]
@@ -570,6 +573,7 @@ pub(super) async fn basket_page_of(
                 party: parties.contains(&r.product_id),
                 total: money::format(r.price_minor * i64::from(r.qty), &r.currency),
                 when: r.starts_at.map(|at| shop.zone.long(at)).unwrap_or_default(),
+                seats: r.seats.as_deref().unwrap_or_default().join(", "),
             })
             .collect(),
         subtotal: money::format(subtotal, &currency),

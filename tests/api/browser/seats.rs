@@ -169,6 +169,23 @@ async fn a_shopper_picks_seats_on_the_map_and_is_told_when_one_is_taken() {
         // before the shopper checks out
         shopper.click(".picked-seats button[type=submit]").await;
         shopper.wait_for_path("/basket").await;
+        // the basket names the seats picked; they change on the map, not
+        // with a quantity box
+        let named = shopper.text(".seats-named").await;
+        assert_eq!(named, format!("Seats {first}, {second}"));
+        let boxes = shopper
+            .client
+            .execute(
+                "return document.querySelectorAll('table.lines input[name=qty]').length;",
+                vec![],
+            )
+            .await
+            .unwrap();
+        assert_eq!(boxes, serde_json::json!(0));
+        shopper.screenshot(&format!("basket-{size}")).await;
+        assert!(fits(&shopper).await, "basket ({size}) scrolls sideways");
+        let violations = shopper.axe_violations().await;
+        assert!(violations.is_empty(), "basket: {violations:#?}");
         take(&app.db.pool, &format!("other-{size}"), SECTION, &[second]).await;
         shopper.fill("input[name=name]", "Ada Lovelace").await;
         shopper.fill("input[name=email]", "ada@example.com").await;
