@@ -140,6 +140,21 @@ async fn a_pickup_a_table_and_a_ticket_have_a_code_each_and_each_door_admits_its
         page.contains(&format!("calendar.ics?code={}", table.code)),
         "{page}"
     );
+    // its lines: the table as its party, the others as counts, and the
+    // total the provider was asked for
+    let lines = page.split("<table class=\"lines\">").nth(1).unwrap();
+    assert!(lines.contains("<td>Party of 2</td>"), "{lines}");
+    assert_eq!(lines.matches("<td>× 1</td>").count(), 2, "{lines}");
+    let amount: i64 = sqlx::query_scalar("select amount_minor from orders where id = $1")
+        .bind(order)
+        .fetch_one(&app.db.pool)
+        .await
+        .unwrap();
+    let total = holdfast::money::format(amount, "eur");
+    assert!(
+        lines.contains(&format!("id=\"order-total\">{total}</th>")),
+        "{total} in {lines}"
+    );
 
     // the bakery's counter on the pickup's day
     let (staff, csrf) = app.staff_browser().await;

@@ -51,6 +51,8 @@ struct OrderPage {
     has_calendar: bool,
     /// Each line's picture, by product id.
     pictures: HashMap<String, String>,
+    /// The lines that are a party at a time (a table booking).
+    parties: std::collections::HashSet<String>,
     /// Its bookings' cancellation policy in words; empty: none stands.
     cancel_words: String,
     /// The guest may cancel now.
@@ -173,6 +175,16 @@ impl OrderPage {
             .get(&line.product_id)
             .map_or("", String::as_str)
     }
+
+    /// A line's count as the page says it: "Party of 4" for a booking,
+    /// else "× 2".
+    fn count(&self, line: &checkout::OrderLine) -> String {
+        if self.parties.contains(&line.product_id) {
+            crate::catalogue::ChoiceKind::Party.count_words(line.qty)
+        } else {
+            format!("× {}", line.qty)
+        }
+    }
 }
 
 /// `GET /orders/{token}`: reachable only by its unguessable link.
@@ -200,6 +212,7 @@ pub async fn order_page(
         items::of_order(&shop.pool, order.id)
     })
     .await?;
+    let parties = crate::routes::tables::book::party_products(&shop, &product_ids).await?;
     // what staff refunded, and why (the latest reason)
     let staff_refund = retry("order_read", Bound::Shopper, || {
         crate::staff::refunds::latest(&shop.pool, order.id)
@@ -272,6 +285,7 @@ pub async fn order_page(
         });
     let page = OrderPage {
         pictures,
+        parties,
         basket_count: 0,
         number: order.number.clone(),
         waiting: order.state == OrderState::Pending,
