@@ -3605,14 +3605,27 @@ declare
     v_l integer[];
     v_product text[];
     v_seat bigint[];
-    v_line record;
-    v_own integer[] := '{}';
+    v_bad_c integer[];
+    v_bad_l integer[];
+    v_seated integer[] := '{}';
     v_row record;
     v_i integer := 0;
     v_pinned jsonb;
 begin
-    -- hf_start_checkouts says what is wrong with a call that is no list
-    if jsonb_typeof(p_checkouts) = 'array' then
+    -- hf_start_checkouts says what is wrong with a call that is no list,
+    -- or whose checkouts carry no lists
+    if jsonb_typeof(p_checkouts) = 'array'
+       and not exists (select 1 from jsonb_array_elements(p_checkouts) c
+                        where jsonb_typeof(c->'lines') is distinct from 'array'
+                           or jsonb_typeof(coalesce(c->'uses', '[]')) <> 'array') then
+        if exists (select 1
+                     from jsonb_array_elements(p_checkouts) c,
+                          jsonb_array_elements(c->'lines') l,
+                          jsonb_array_elements(case jsonb_typeof(l->'chosen')
+                                               when 'array' then l->'chosen' else '[]' end) i(v)
+                    where i.v::text !~ '^[1-9][0-9]{0,17}$') then
+            perform hf_bad_input('chosen seats are seat ids');
+        end if;
         -- its locks, in its order: the e-mails' and addresses' keys, then
         -- every resource of the batch, ascending
         perform hf_limit_lock(k.k)
@@ -3627,7 +3640,7 @@ begin
                         union
                         select u->>'resource'
                           from jsonb_array_elements(p_checkouts) c,
-                               jsonb_array_elements(c->'uses') u)
+                               jsonb_array_elements(coalesce(c->'uses', '[]')) u)
          order by x.id for no key update;
         -- every seat chosen: its checkout, its line, its section
         select array_agg(c.n - 1), array_agg(l.n - 1), array_agg(l.v->>'product'),
@@ -3639,47 +3652,41 @@ begin
                                          when 'array' then l.v->'chosen' else '[]' end) as i(id);
         -- each looked up by its keys (offset 0 keeps them lookups: the
         -- planner would scan every seat and every pin to hash them)
-        for v_line in
-            select distinct u.c, u.l
-              from unnest(v_c, v_l, v_product, v_seat) as u(c, l, product, seat)
-              left join lateral (select s.section, s.state, s.access from seats s
-                                  where s.id = u.seat offset 0) s on true
-              left join lateral (select p.seat_id from seat_pins p
-                                  where p.seat_id = u.seat and p.live offset 0) p on true
-             where s.section is distinct from u.product or s.state <> 'open'
-                or s.access <> 'none' or p.seat_id is not null
-        loop
-            v_checkouts := jsonb_set(v_checkouts, array[v_line.c::text, 'lines', v_line.l::text],
-                                     ((v_checkouts->v_line.c->'lines'->v_line.l) - 'chosen')
-                                     || '{"seats": null}');
-        end loop;
-        -- a split offered from memory (to a line that asks for its seats
-        -- together: no stretch holds them) says whether the shop sells
-        -- splits as the shop says it now
-        for v_line in
-            select c.n - 1 as c, l.n - 1 as l
-              from jsonb_array_elements(v_checkouts) with ordinality c(v, n),
-                   jsonb_array_elements(c.v->'lines') with ordinality l(v, n)
-             where jsonb_typeof(l.v->'apart') = 'object'
-        loop
-            v_checkouts := jsonb_set(v_checkouts,
-                                     array[v_line.c::text, 'lines', v_line.l::text, 'apart', 'split_allowed'],
-                                     to_jsonb(coalesce((select t.splits from seating_settings t), false)));
-        end loop;
-        -- the checkouts whose seats the call chooses itself (a best line
-        -- without a choice, or seats named by the shopper)
+        select coalesce(array_agg(b.c), '{}'), coalesce(array_agg(b.l), '{}')
+          into v_bad_c, v_bad_l
+          from (select distinct u.c, u.l
+                  from unnest(v_c, v_l, v_product, v_seat) as u(c, l, product, seat)
+                  left join lateral (select s.section, s.state, s.access from seats s
+                                      where s.id = u.seat offset 0) s on true
+                  left join lateral (select p.seat_id from seat_pins p
+                                      where p.seat_id = u.seat and p.live offset 0) p on true
+                 where s.section is distinct from u.product or s.state <> 'open'
+                    or s.access <> 'none' or p.seat_id is not null) b;
+        -- those lines lose their choice, in one pass over the batch
+        if cardinality(v_bad_c) > 0 then
+            select jsonb_agg(case when c.n - 1 = any (v_bad_c) then
+                       c.v || jsonb_build_object('lines', (
+                           select jsonb_agg(case when exists (
+                                                  select 1 from unnest(v_bad_c, v_bad_l) b(c, l)
+                                                   where b.c = c.n - 1 and b.l = l.n - 1)
+                                             then (l.v - 'chosen') || '{"seats": null}'
+                                             else l.v end order by l.n)
+                             from jsonb_array_elements(c.v->'lines') with ordinality l(v, n)))
+                       else c.v end order by c.n)
+              into v_checkouts
+              from jsonb_array_elements(p_checkouts) with ordinality c(v, n);
+        end if;
+        -- the checkouts with seats
         select coalesce(array_agg(distinct c.n), '{}')
-          into v_own
+          into v_seated
           from jsonb_array_elements(v_checkouts) with ordinality c(v, n),
                jsonb_array_elements(c.v->'lines') l(v)
-         where l.v->>'claim' = 'seats' and jsonb_typeof(l.v->'chosen') is distinct from 'array';
+         where l.v->>'claim' = 'seats';
     end if;
-    -- each started one of those says which seats it was given
-    -- (`pinned`: seat ids by section resource), so that the application's
-    -- next choice, made before its memory hears of them, leaves them
+    -- each started one with seats says which it was given
     for v_row in select * from hf_start_checkouts(v_checkouts) loop
         v_i := v_i + 1;
-        if v_row.status = 'started' and v_i = any (v_own) then
+        if v_row.status = 'started' and v_i = any (v_seated) then
             select jsonb_object_agg(x.resource_id, x.seats)
               into v_pinned
               from (select h.resource_id, jsonb_agg(p.seat_id order by p.seat_id) as seats

@@ -12,9 +12,12 @@
 //!
 //! Memory hears of a batch's pins a few milliseconds after its commit,
 //! and the next batch of the same event starts at once: the seats this
-//! process pinned lately are kept from its choices until memory shows
-//! them taken ([`KEEP_CHOSEN`] at most), so consecutive batches do not
-//! choose the same seats and fall back to the database.
+//! process pinned lately (as the call says, whoever chose them) are kept
+//! from its choices until memory shows them taken ([`KEEP_CHOSEN`] at
+//! most), so consecutive batches do not choose the same seats and fall
+//! back to the database. Memory never decides that no stretch holds a
+//! line (a hold past its time still shows its seats taken until the
+//! call sweeps it): that line is chosen by the call.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -88,10 +91,15 @@ impl SeatsAhead {
         self.calls.load(Ordering::Relaxed)
     }
 
-    /// Seats a started checkout was given from memory's choice.
+    /// Seats a started checkout was given. What is older than
+    /// [`KEEP_CHOSEN`] goes, in every section (a quiet one too).
     pub(super) fn pinned(&self, resource: &str, ids: &[i64]) {
         if let Ok(mut lately) = self.lately.lock() {
             let now = Instant::now();
+            lately.retain(|_, pinned| {
+                pinned.retain(|(_, at)| now.duration_since(*at) < KEEP_CHOSEN);
+                !pinned.is_empty()
+            });
             lately
                 .entry(resource.to_owned())
                 .or_default()

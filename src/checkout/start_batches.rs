@@ -349,10 +349,10 @@ type Picked<'c> = Vec<(&'c str, Vec<i64>)>;
 
 /// The checkouts as `hf_start_checkouts` takes them, each best-available
 /// line with the seats the batch chose for it (`chosen`, labels as
-/// `seats`) or the split offered when no stretch holds them (`apart`;
-/// from memory only to a line that asks for its seats together: memory
-/// does not sell splits); and what each was given. A line given neither
-/// is chosen by the call.
+/// `seats`) or, read under the locks, the split offered when no stretch
+/// holds them (`apart`: memory's seats of holds past their time are swept
+/// only under the locks, so memory never says that); and what each was
+/// given. A line given neither is chosen by the call.
 fn choose<'c>(
     checkouts: &[&'c Checkout],
     free: &mut FreeSeats,
@@ -381,14 +381,14 @@ fn choose<'c>(
                 Some(Pick::Apart {
                     offer,
                     split_allowed,
-                }) if together || !from_memory => {
+                }) if !from_memory => {
                     value["lines"][k]["apart"] = serde_json::json!({
                         "offers": [offer],
                         "split_allowed": split_allowed,
                     });
                 }
-                // fewer seats free than it asks, or a split memory may
-                // not decide: the call says
+                // fewer seats free than it asks, or no stretch in memory:
+                // the call says
                 _ => {}
             }
         }

@@ -339,94 +339,127 @@ async fn seats_chosen_ahead_of_the_locks_are_checked_under_them_and_chosen_again
     .await
     .unwrap();
 
-    // memory chose from what it knew: A-12, A-13 (free: taken as they are,
-    // though the database's chooser would not strand A-11), then A-5, A-6
-    // (sold a moment ago), A-19, A-20 (A-20 is for a wheelchair) and a
-    // seat that is not there
     let chosen = |labels: &[&str], ids: Vec<i64>| json!({"seats": labels, "chosen": ids});
-    let batch = vec![
-        checkout(
-            "kept",
-            2,
-            chosen(&["A-12", "A-13"], ids(&db, &["A-12", "A-13"]).await),
-            vec![],
-        ),
-        checkout(
-            "sold",
-            2,
-            chosen(&["A-5", "A-6"], ids(&db, &["A-5", "A-6"]).await),
-            vec![],
-        ),
-        checkout(
-            "access",
-            2,
-            chosen(&["A-19", "A-20"], ids(&db, &["A-19", "A-20"]).await),
-            vec![],
-        ),
-        checkout("gone", 1, chosen(&["A-99"], vec![i64::MAX]), vec![]),
-    ];
-    let with_detail = started_by(&db, "hf_start_checkouts_chosen", batch).await;
-    // each checkout whose seats the call chose itself says which (the next
-    // choice from memory leaves them); one chosen ahead says nothing
-    assert_eq!(
-        with_detail[0].2.as_ref().and_then(|d| d.get("pinned")),
-        None
-    );
-    for (_, seats, detail) in &with_detail[1..] {
+    const AHEAD: &str = "hf_start_checkouts_chosen";
+    // every started checkout says the seats it was given (the next choice
+    // from memory leaves them), whoever chose them
+    async fn said_as_given(db: &TestDb, seats: &[String], detail: &Option<Value>) {
         let pinned: Vec<i64> =
             serde_json::from_value(detail.as_ref().unwrap()["pinned"]["hall-stalls"].clone())
                 .unwrap();
         let labels: Vec<&str> = seats.iter().map(String::as_str).collect();
-        let mut expected = ids(&db, &labels).await;
-        expected.sort_unstable();
-        assert_eq!(pinned, expected, "{detail:?}");
+        let mut given = ids(db, &labels).await;
+        given.sort_unstable();
+        assert_eq!(pinned, given, "{detail:?}");
     }
-    let answers: Vec<(String, Vec<String>)> =
-        with_detail.into_iter().map(|(w, s, _)| (w, s)).collect();
-    assert_eq!(
-        answers[0],
-        ("started".into(), vec!["A-12".into(), "A-13".into()])
-    );
-    let mut given: Vec<&String> = answers.iter().flat_map(|(_, seats)| seats).collect();
-    for (word, seats) in &answers[1..] {
-        assert_eq!(word, "started", "{answers:?}");
-        assert!(
-            !seats
-                .iter()
-                .any(|s| ["A-5", "A-6", "A-20", "A-99"].contains(&s.as_str())),
-            "{answers:?}"
-        );
-    }
-    assert_eq!(
-        answers.iter().map(|(_, s)| s.len()).collect::<Vec<_>>(),
-        [2, 2, 2, 1]
-    );
-    given.sort();
-    given.dedup();
-    assert_eq!(given.len(), 7, "no seat given twice: {answers:?}");
-    assert_eq!(crate::seats::books(&db).await, (9, 9, false));
 
-    // a group memory found no stretch for is offered the split memory
-    // found, and told whether the shop sells splits as it says now
-    sqlx::query("update seating_settings set splits = true")
-        .execute(&db.pool)
-        .await
-        .unwrap();
-    let offer =
-        json!({"apart": {"offers": [["A-1", "A-2", "A-3", "A-4", "A-7"]], "split_allowed": false}});
+    // chosen ahead and still free: taken as they are (A-12, A-13, though
+    // the database's chooser would not strand A-11)
+    let ahead = ids(&db, &["A-12", "A-13"]).await;
     let answers = started_by(
         &db,
-        "hf_start_checkouts_chosen",
-        vec![checkout("group", 5, offer, vec![])],
+        AHEAD,
+        vec![checkout(
+            "kept",
+            2,
+            chosen(&["A-12", "A-13"], ahead),
+            vec![],
+        )],
     )
     .await;
-    assert_eq!(answers[0].0, "not_together", "{answers:?}");
-    let detail = answers[0].2.as_ref().unwrap();
-    assert_eq!(detail["split_allowed"], true, "{detail}");
-    assert_eq!(
-        detail["offers"],
-        json!([["A-1", "A-2", "A-3", "A-4", "A-7"]])
+    assert_eq!(answers[0].0, "started");
+    assert_eq!(answers[0].1, ["A-12", "A-13"]);
+    said_as_given(&db, &answers[0].1, &answers[0].2).await;
+
+    // each way a chosen seat can be gone, first in a call of its own: sold
+    // a moment ago, kept for a wheelchair, not there. The line is chosen
+    // by the database, never given that seat, and nobody's call fails.
+    let cases = [
+        ("sold", vec!["A-5", "A-6"], ids(&db, &["A-5", "A-6"]).await),
+        (
+            "access",
+            vec!["A-19", "A-20"],
+            ids(&db, &["A-19", "A-20"]).await,
+        ),
+        ("gone", vec!["A-99"], vec![999_999_999_999]),
+    ];
+    for (key, labels, seat_ids) in cases {
+        let qty = labels.len() as i64;
+        let answers = started_by(
+            &db,
+            AHEAD,
+            vec![checkout(key, qty, chosen(&labels, seat_ids), vec![])],
+        )
+        .await;
+        assert_eq!(answers[0].0, "started", "{key}: {answers:?}");
+        assert_eq!(answers[0].1.len() as i64, qty, "{key}: {answers:?}");
+        assert!(
+            !answers[0]
+                .1
+                .iter()
+                .any(|s| ["A-5", "A-6", "A-12", "A-13", "A-20"].contains(&s.as_str())),
+            "{key}: {answers:?}"
+        );
+        said_as_given(&db, &answers[0].1, &answers[0].2).await;
+    }
+
+    // a line chosen again, then one whose choice still holds: the second
+    // is decided after the first's (its section diverged), and each says
+    // what it was really given
+    let free_pair: Vec<String> = sqlx::query_scalar(
+        "select s.label from seats s where s.section = 'hall-stalls' and s.access = 'none' \
+            and not exists (select 1 from seat_pins p where p.seat_id = s.id and p.live) \
+          order by s.row_rank, s.run, s.pos desc limit 2",
+    )
+    .fetch_all(&db.pool)
+    .await
+    .unwrap();
+    let mut pair: Vec<&str> = free_pair.iter().map(String::as_str).collect();
+    pair.reverse();
+    let batch = vec![
+        checkout(
+            "sold-again",
+            2,
+            chosen(&["A-5", "A-6"], ids(&db, &["A-5", "A-6"]).await),
+            vec![],
+        ),
+        checkout("after", 2, chosen(&pair, ids(&db, &pair).await), vec![]),
+    ];
+    let answers = started_by(&db, AHEAD, batch).await;
+    for (word, seats, detail) in &answers {
+        assert_eq!(word, "started", "{answers:?}");
+        said_as_given(&db, seats, detail).await;
+    }
+    let mut given: Vec<String> = sqlx::query_scalar(
+        "select s.label from seat_pins p join seats s on s.id = p.seat_id where p.live",
+    )
+    .fetch_all(&db.pool)
+    .await
+    .unwrap();
+    let pinned = given.len();
+    given.sort();
+    given.dedup();
+    assert_eq!((pinned, given.len()), (13, 13), "no seat given twice");
+    assert_eq!(crate::seats::books(&db).await, (13, 13, false));
+
+    // a chosen seat that is no seat id is the application's mistake, said
+    // so, and nothing is held
+    let bad = checkout(
+        "bad",
+        1,
+        json!({"seats": ["A-1"], "chosen": ["A-1"]}),
+        vec![],
     );
+    let refused = sqlx::query("select * from hf_start_checkouts_chosen($1)")
+        .bind(Value::Array(vec![bad]))
+        .execute(&db.pool)
+        .await
+        .unwrap_err();
+    assert!(
+        refused.to_string().contains("chosen seats are seat ids"),
+        "{refused}"
+    );
+    assert_eq!(crate::seats::books(&db).await, (13, 13, false));
 
     // the call says what hf_start_checkouts says of what is no list
     let refused = sqlx::query("select * from hf_start_checkouts_chosen('{}'::jsonb)")

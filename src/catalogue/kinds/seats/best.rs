@@ -136,8 +136,7 @@ impl FreeSeats {
     /// ([`SectionSeats`]), less the seats in `taken` (chosen lately and not
     /// in memory yet): a choice made ahead of the locks, which the call
     /// checks under them (`hf_start_checkouts_chosen`). It never sells a
-    /// split (whether the shop does is read under the locks): a line no
-    /// stretch holds is offered one, or left to the database.
+    /// split: a line no stretch holds is left to the database.
     pub fn remembered<'s>(
         sections: impl IntoIterator<Item = &'s SectionSeats>,
         taken: &HashSet<i64>,
