@@ -101,6 +101,15 @@ impl OrderPage {
         item.occasion(self.zone)
     }
 
+    /// When and where a card's first item happens (a ticket's date, doors
+    /// and venue); empty: its name says it all.
+    fn card_occasion(&self, card: &Card) -> String {
+        card.items
+            .first()
+            .map(|item| item.occasion(self.zone))
+            .unwrap_or_default()
+    }
+
     /// The card goes in a calendar: it still admits, and its kind sends
     /// one for a time it has.
     fn card_calendar(&self, card: &Card) -> bool {

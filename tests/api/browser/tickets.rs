@@ -73,6 +73,12 @@ async fn a_ticket_says_its_event_on_the_catalogue_basket_and_order_page_on_a_pho
         ] {
             assert!(body.contains(said), "{said}: {body}");
         }
+        // each ticket's card says its date, doors and venue beside its code
+        let card = shopper.text(".unit-codes li .when").await;
+        assert_eq!(
+            card,
+            "Monday 20 December, 19:30 CET · Doors 19:00 CET · The Pier, Harbour Road 1"
+        );
         shopper.screenshot(&format!("order-{size}")).await;
         wide("order page").await;
         let violations = shopper.axe_violations().await;
