@@ -308,11 +308,9 @@ async fn start_batch(
         && let Some(mut free) = ahead.free(&sections)
     {
         let (chosen, picks) = choose(&checkouts, &mut free, true)?;
-
         let rows = call_start(pool, "hf_start_checkouts_chosen", sqlx::types::Json(chosen)).await?;
         // the seats given are left by the next choice: as the call says
-        // when it chose any of them itself (it then says all of them),
-        // else as chosen here
+        // them (whoever chose them), else as chosen here
         for (row, picked) in rows.iter().zip(&picks) {
             if row.status != "started" {
                 continue;
