@@ -307,22 +307,12 @@ async fn start_batch(
     if let Some(ahead) = ahead
         && let Some(mut free) = ahead.free(&sections)
     {
-        let (chosen, picks) = choose(&checkouts, &mut free, true)?;
+        let chosen = choose(&checkouts, &mut free, true)?;
         let rows = call_start(pool, "hf_start_checkouts_chosen", sqlx::types::Json(chosen)).await?;
-        // the seats given are left by the next choice: as the call says
-        // them (whoever chose them), else as chosen here
-        for (row, picked) in rows.iter().zip(&picks) {
-            if row.status != "started" {
-                continue;
-            }
-            let mut said = false;
-            for (resource, ids) in row.pinned() {
-                ahead.pinned(resource, ids);
-                said = true;
-            }
-            for (resource, ids) in picked.iter().filter(|_| !said) {
-                ahead.pinned(resource, ids);
-            }
+        // the seats given, as the call says them (whoever chose them), are
+        // left by the next choice
+        for (resource, ids) in rows.iter().flat_map(StartRow::pinned) {
+            ahead.pinned(resource, ids);
         }
         return Ok(rows);
     }
@@ -336,33 +326,28 @@ async fn start_batch(
     let mut free = FreeSeats::read(&mut tx, &limit_keys, &resources)
         .await
         .map_err(classify)?;
-    let (chosen, _) = choose(&checkouts, &mut free, false)?;
+    let chosen = choose(&checkouts, &mut free, false)?;
     let rows = call_start(&mut *tx, "hf_start_checkouts", sqlx::types::Json(chosen)).await?;
     tx.commit().await.map_err(classify)?;
     Ok(rows)
 }
 
-/// Seats a checkout was given by the batch's choice: its sections' ids.
-type Picked<'c> = Vec<(&'c str, Vec<i64>)>;
-
 /// The checkouts as `hf_start_checkouts` takes them, each best-available
 /// line with the seats the batch chose for it (`chosen`, labels as
 /// `seats`) or, read under the locks, the split offered when no stretch
 /// holds them (`apart`: memory's seats of holds past their time are swept
-/// only under the locks, so memory never says that); and what each was
-/// given. A line given neither is chosen by the call.
-fn choose<'c>(
-    checkouts: &[&'c Checkout],
+/// only under the locks, so memory never says that). A line given neither
+/// is chosen by the call.
+fn choose(
+    checkouts: &[&Checkout],
     free: &mut FreeSeats,
     from_memory: bool,
-) -> Result<(Vec<serde_json::Value>, Vec<Picked<'c>>)> {
+) -> Result<Vec<serde_json::Value>> {
     let mut chosen = Vec::with_capacity(checkouts.len());
-    let mut picks = Vec::with_capacity(checkouts.len());
     let mut keys = std::collections::HashSet::new();
     for checkout in checkouts {
         let mut value = serde_json::to_value(checkout)
             .map_err(|e| CheckoutError::Database(sqlx::Error::Protocol(e.to_string())))?;
-        let mut picked = Vec::new();
         // a form sent twice in one call is answered as its first: it takes
         // no seats of its own
         let first = keys.insert(checkout.key.as_str());
@@ -374,7 +359,6 @@ fn choose<'c>(
                 Some(Pick::Seats(seats)) => {
                     value["lines"][k]["seats"] = serde_json::json!(seats.labels);
                     value["lines"][k]["chosen"] = serde_json::json!(seats.ids);
-                    picked.push((line.resource.as_str(), seats.ids));
                 }
                 Some(Pick::Apart {
                     offer,
@@ -391,9 +375,8 @@ fn choose<'c>(
             }
         }
         chosen.push(value);
-        picks.push(picked);
     }
-    Ok((chosen, picks))
+    Ok(chosen)
 }
 
 /// `function` (`hf_start_checkouts`, or `hf_start_checkouts_chosen` for

@@ -559,9 +559,12 @@ pub(super) async fn basket_page_of(
         // a party is one booking, whatever its size (as every page counts)
         basket_count: rows
             .iter()
-            .map(|r| match parties.contains(&r.product_id) {
-                true => 1,
-                false => i64::from(r.qty),
+            .map(|r| {
+                if parties.contains(&r.product_id) {
+                    1
+                } else {
+                    i64::from(r.qty)
+                }
             })
             .sum(),
         lines: rows
