@@ -827,7 +827,7 @@ begin
 end;
 $function$;
 
--- hf_free_sets (last written by 0161_tables_fill.sql)
+-- hf_free_sets (last written by 0260_walk_ins.sql)
 CREATE OR REPLACE FUNCTION public.hf_free_sets(p_room text, p_party integer, p_during tstzrange, p_except uuid)
  RETURNS TABLE(set_id text, tables text[], max_party integer, joined boolean, idle interval, priority integer)
  LANGUAGE sql
@@ -878,19 +878,19 @@ AS $function$
            and not exists (select 1 from table_pins p
                             where p.room = p_room and p.table_id = any (s.tables) and p.live
                               and p.during && p_during
-                              and p.hold_id is distinct from p_except)
+                              and (p.hold_id is null or p.hold_id is distinct from p_except))
     ), gaps as (
         -- per table of a set: the end of the stay before (or the period's
         -- first time) and the start of the next one in the period
         select f.set_id, f.joined, f.shortest, x.id,
                greatest((select max(upper(p.during)) from table_pins p
                           where p.room = p_room and p.table_id = x.id and p.live
-                            and p.hold_id is distinct from p_except
+                            and (p.hold_id is null or p.hold_id is distinct from p_except)
                             and upper(p.during) <= lower(p_during)),
                         (select opens from period)) as before,
                (select min(lower(p.during)) from table_pins p
                  where p.room = p_room and p.table_id = x.id and p.live
-                   and p.hold_id is distinct from p_except
+                   and (p.hold_id is null or p.hold_id is distinct from p_except)
                    and lower(p.during) >= upper(p_during)
                    and lower(p.during) <= (select last_seating from period)) as after
           from fitting f, unnest(f.tables) as x(id)
@@ -911,13 +911,13 @@ AS $function$
                    least(coalesce(lower(p_during) - (
                        select max(upper(p.during)) from table_pins p
                         where p.room = p_room and p.table_id = x.id and p.live
-                          and p.hold_id is distinct from p_except
+                          and (p.hold_id is null or p.hold_id is distinct from p_except)
                           and p.during && tstzrange(lower(p_during) - interval '4 hours', lower(p_during))),
                        interval '4 hours'), interval '4 hours')
                  + least(coalesce((
                        select min(lower(p.during)) from table_pins p
                         where p.room = p_room and p.table_id = x.id and p.live
-                          and p.hold_id is distinct from p_except
+                          and (p.hold_id is null or p.hold_id is distinct from p_except)
                           and p.during && tstzrange(upper(p_during), upper(p_during) + interval '4 hours'))
                        - upper(p_during), interval '4 hours'), interval '4 hours'))
               from unnest(f.tables) as x(id)) as idle,
@@ -3984,6 +3984,142 @@ begin
      where order_id = new.id and state in ('offered', 'lapsed');
     return null;
 end;
+$function$;
+
+-- hf_walk_in (last written by 0260_walk_ins.sql)
+CREATE OR REPLACE FUNCTION public.hf_walk_in(p_room text, p_party integer, p_set text, p_name text, p_by text, p_now timestamp with time zone)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+ SET jit TO 'off'
+AS $function$
+declare
+    v_set   record;
+    v_id    uuid;
+    v_until timestamptz;
+begin
+    if p_party is null or p_party not between 1 and 100 then
+        perform hf_bad_input('a party is 1 to 100 guests');
+    end if;
+    -- lock: the room's nearest time's counters, then the room (the
+    -- engine's order); writing the counters row tells memory
+    perform 1 from resources r
+     where r.id = (select t.resource_id from dining_times t where t.room = p_room
+                    order by abs(extract(epoch from t.starts_at - p_now)), t.starts_at
+                    limit 1)
+       for no key update;
+    perform 1 from dining_rooms where collection = p_room and archived_at is null
+       for no key update;
+    if not found then
+        return jsonb_build_object('outcome', 'unknown_room');
+    end if;
+    if p_set is not null
+       and not exists (select 1 from dining_tables where room = p_room and id = p_set and archived_at is null)
+       and not exists (select 1 from dining_joins where room = p_room and id = p_set and archived_at is null) then
+        return jsonb_build_object('outcome', 'unknown_set');
+    end if;
+    select f.* into v_set from hf_walk_in_sets(p_room, p_party, p_now) f
+     where p_set is null or f.set_id = p_set
+     limit 1;
+    if not found then
+        if p_set is null then
+            return jsonb_build_object('outcome', 'none_free');
+        end if;
+        if exists (select 1 from dining_tables where room = p_room and id = p_set
+                      and p_party between min_party and max_party)
+           or exists (select 1 from dining_joins where room = p_room and id = p_set
+                         and p_party between min_party and max_party) then
+            return jsonb_build_object('outcome', 'not_free');
+        end if;
+        return jsonb_build_object('outcome', 'does_not_fit');
+    end if;
+    v_until := least(p_now + v_set.turn, coalesce(v_set.taken_at, 'infinity'));
+    insert into walk_ins (room, party, name, tables, seated_at, until, seated_by)
+    values (p_room, p_party, coalesce(trim(p_name), ''), v_set.tables, p_now, v_until, p_by)
+    returning id into v_id;
+    insert into table_pins (walk_in, room, table_id, during)
+    select v_id, p_room, x.id, tstzrange(p_now, v_until, '[)') from unnest(v_set.tables) as x(id);
+    update resources r set held = r.held
+     where r.id = (select t.resource_id from dining_times t where t.room = p_room
+                    order by abs(extract(epoch from t.starts_at - p_now)), t.starts_at
+                    limit 1);
+    return jsonb_build_object('outcome', 'seated', 'id', v_id, 'tables', to_jsonb(v_set.tables),
+                              'until', v_until);
+end;
+$function$;
+
+-- hf_walk_in_left (last written by 0260_walk_ins.sql)
+CREATE OR REPLACE FUNCTION public.hf_walk_in_left(p_room text, p_id uuid, p_now timestamp with time zone)
+ RETURNS text
+ LANGUAGE plpgsql
+AS $function$
+declare
+    w walk_ins;
+begin
+    perform 1 from resources r
+     where r.id = (select t.resource_id from dining_times t where t.room = p_room
+                    order by abs(extract(epoch from t.starts_at - p_now)), t.starts_at
+                    limit 1)
+       for no key update;
+    select * into w from walk_ins where id = p_id and room = p_room for update;
+    if not found then
+        return 'not_found';
+    end if;
+    if w.left_at is not null then
+        return 'left_before';
+    end if;
+    update walk_ins set left_at = greatest(p_now, seated_at) where id = p_id;
+    update table_pins set live = false where walk_in = p_id and live;
+    update resources r set held = r.held
+     where r.id = (select t.resource_id from dining_times t where t.room = p_room
+                    order by abs(extract(epoch from t.starts_at - p_now)), t.starts_at
+                    limit 1);
+    return 'left';
+end;
+$function$;
+
+-- hf_walk_in_sets (last written by 0260_walk_ins.sql)
+CREATE OR REPLACE FUNCTION public.hf_walk_in_sets(p_room text, p_party integer, p_now timestamp with time zone)
+ RETURNS TABLE(set_id text, tables text[], max_party integer, joined boolean, turn interval, taken_at timestamp with time zone)
+ LANGUAGE sql
+ STABLE
+ SET jit TO 'off'
+AS $function$
+    with turn as (
+        select make_interval(mins => coalesce(
+            (select u.minutes from dining_turns u
+              where u.room = p_room and u.up_to_party >= p_party
+              order by u.up_to_party limit 1),
+            (select u.minutes from dining_turns u
+              where u.room = p_room order by u.up_to_party desc limit 1),
+            120)) as turn
+    ), sets as (
+        select t.id as set_id, array[t.id] as tables, t.min_party, t.max_party,
+               t.priority, false as joined
+          from dining_tables t
+         where t.room = p_room and t.archived_at is null
+        union all
+        select j.id, j.tables, j.min_party, j.max_party, j.priority, true
+          from dining_joins j
+         where j.room = p_room and j.archived_at is null
+           and (select count(*) from dining_tables t
+                 where t.room = p_room and t.id = any (j.tables) and t.archived_at is null)
+               = cardinality(j.tables)
+    ), free as (
+        select s.*, turn.turn,
+               (select min(lower(p.during)) from table_pins p
+                 where p.room = p_room and p.table_id = any (s.tables) and p.live
+                   and lower(p.during) >= p_now
+                   and lower(p.during) < p_now + interval '12 hours') as taken_at
+          from sets s, turn
+         where p_party between s.min_party and s.max_party
+           and not exists (select 1 from table_pins p
+                            where p.room = p_room and p.table_id = any (s.tables) and p.live
+                              and p.during && tstzrange(p_now, p_now + interval '30 minutes', '[)'))
+    )
+    select f.set_id, f.tables, f.max_party, f.joined, f.turn, f.taken_at
+      from free f
+     order by f.taken_at is not null and f.taken_at < p_now + f.turn,
+              f.max_party, f.joined, f.priority, f.set_id;
 $function$;
 
 -- hf_webhook_code_redeemed (last written by 0200_items.sql)

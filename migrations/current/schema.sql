@@ -984,19 +984,23 @@ create table storefront (
 );
 CREATE TRIGGER storefront_notify_catalogue AFTER INSERT OR DELETE OR UPDATE ON public.storefront FOR EACH STATEMENT EXECUTE FUNCTION hf_notify_catalogue();
 
--- table table_pins (made by 0160_tables.sql)
+-- table table_pins (made by 0160_tables.sql; changed by 0260_walk_ins.sql)
 create table table_pins (
-    hold_id  uuid not null,
+    hold_id  uuid,
     room     text not null,
     table_id text not null,
     during   tstzrange not null,
     live     boolean not null default true,
-    constraint table_pins_pkey PRIMARY KEY (hold_id, table_id),
+    walk_in  uuid,
     constraint no_table_booked_twice EXCLUDE USING gist (room WITH =, table_id WITH =, during WITH &&) WHERE (live),
+    constraint pin_is_a_hold_or_a_walk_in CHECK ((num_nonnulls(hold_id, walk_in) = 1)),
     constraint pin_is_a_stay CHECK (((NOT isempty(during)) AND lower_inc(during) AND (NOT upper_inc(during)) AND (NOT lower_inf(during)) AND (NOT upper_inf(during)))),
     constraint table_pins_hold_id_fkey FOREIGN KEY (hold_id) REFERENCES holds(id),
-    constraint table_pins_room_table_id_fkey FOREIGN KEY (room, table_id) REFERENCES dining_tables(room, id)
+    constraint table_pins_room_table_id_fkey FOREIGN KEY (room, table_id) REFERENCES dining_tables(room, id),
+    constraint table_pins_walk_in_fkey FOREIGN KEY (walk_in) REFERENCES walk_ins(id)
 );
+CREATE UNIQUE INDEX table_pins_hold_table ON public.table_pins USING btree (hold_id, table_id);
+CREATE UNIQUE INDEX table_pins_walk_in_table ON public.table_pins USING btree (walk_in, table_id);
 
 -- table vouchers (made by 0019_staff_run_the_sale.sql)
 create table vouchers (
@@ -1069,6 +1073,28 @@ CREATE UNIQUE INDEX waitlist_line_per_product ON public.waitlist_entries USING b
 CREATE INDEX waitlist_live_by_address ON public.waitlist_entries USING btree (product_id, client_address) WHERE ((state = ANY (ARRAY['unconfirmed'::text, 'queued'::text, 'waiting'::text, 'offered'::text])) AND (client_address IS NOT NULL));
 CREATE UNIQUE INDEX waitlist_one_per_email ON public.waitlist_entries USING btree (product_id, email_key) WHERE (state = ANY (ARRAY['unconfirmed'::text, 'queued'::text, 'waiting'::text, 'offered'::text]));
 CREATE INDEX waitlist_queued ON public.waitlist_entries USING btree (product_id) WHERE (state = 'queued'::text);
+
+-- table walk_ins (made by 0260_walk_ins.sql)
+create table walk_ins (
+    id        uuid not null default hf_uuid_v7(),
+    room      text not null,
+    party     integer not null,
+    name      text not null default ''::text,
+    tables    text[] not null,
+    seated_at timestamp with time zone not null,
+    until     timestamp with time zone not null,
+    left_at   timestamp with time zone,
+    seated_by text not null,
+    constraint walk_ins_pkey PRIMARY KEY (id),
+    constraint walk_in_left_after CHECK (((left_at IS NULL) OR (left_at >= seated_at))),
+    constraint walk_in_name_shape CHECK ((length(name) <= 200)),
+    constraint walk_in_party CHECK (((party >= 1) AND (party <= 100))),
+    constraint walk_in_says_who CHECK (((length(seated_by) >= 1) AND (length(seated_by) <= 254))),
+    constraint walk_in_stay CHECK ((until > seated_at)),
+    constraint walk_in_tables CHECK ((cardinality(tables) >= 1)),
+    constraint walk_ins_room_fkey FOREIGN KEY (room) REFERENCES dining_rooms(collection)
+);
+CREATE INDEX walk_ins_by_room_day ON public.walk_ins USING btree (room, seated_at);
 
 -- table webhook_attempts (made by 0060_outgoing_webhooks.sql)
 create table webhook_attempts (

@@ -25,6 +25,7 @@ mod free_orders;
 mod fuzz_regressions;
 mod health;
 mod home;
+mod host_stand;
 mod housekeeping;
 mod images;
 mod items_migration;

@@ -374,10 +374,14 @@ pub(crate) async fn paid_booking(
     hh: u32,
     mm: u32,
 ) -> checkout::Order {
+    paid_start(db, key, &booking(key, party, hh, mm)).await
+}
+
+/// The checkout `start` (of `key`) booked, paid through a payment page and
+/// its webhook, and fulfilled.
+pub(crate) async fn paid_start(db: &TestDb, key: &str, start: &CheckoutStart) -> checkout::Order {
     let StartOutcome::Started { order, .. } =
-        checkout::start_checkout(&db.pool, &booking(key, party, hh, mm))
-            .await
-            .unwrap()
+        checkout::start_checkout(&db.pool, start).await.unwrap()
     else {
         panic!("expected a booking");
     };

@@ -15,6 +15,7 @@ use chrono::{DateTime, Duration, NaiveDate, Utc};
 use serde::Deserialize;
 use uuid::Uuid;
 
+use super::floor::{self, Area, FreeSet, WalkIn};
 use crate::catalogue::tables::times::close_days;
 use crate::catalogue::tables::{RoomSpec, read_room, save_room};
 use crate::redemption::{self, Door, Outcome};
@@ -30,6 +31,8 @@ pub struct DayQuery {
     date: Option<String>,
     /// What the last action did ([`said`]).
     said: Option<String>,
+    /// A booking's code, its guest's name or phone, searched for.
+    q: Option<String>,
 }
 
 /// A booking of the day, as the stand reads it.
@@ -70,34 +73,90 @@ struct DayPage {
     after: String,
     today: String,
     bookings: Vec<Booked>,
+    /// The room's tables by area, now and next (the day's first when it
+    /// is not today).
+    floor: Vec<Area>,
+    walk_ins: Vec<WalkIn>,
+    /// Today only: the tables free for a walk-in now.
+    free: Vec<FreeSet>,
+    is_today: bool,
+    /// What was searched for, and what it found.
+    q: String,
+    found: Option<Vec<Booked>>,
 }
 
 impl DayPage {
+    /// A booking found: its day and time, as a link's words say it.
+    fn when(&self, at: &DateTime<Utc>) -> String {
+        self.nav
+            .zone
+            .local(*at)
+            .format("%a %-d %b, %H:%M")
+            .to_string()
+    }
+
+    fn ymd(&self, at: &DateTime<Utc>) -> String {
+        self.nav.zone.local(*at).format("%Y-%m-%d").to_string()
+    }
+
+    /// A free set's words in the walk-in form: its size and how long it is
+    /// free ("T2, up to 4, free until 20:00").
+    fn free_words(&self, set: &FreeSet) -> String {
+        match set.taken_at {
+            Some(at) => format!(
+                "{}, up to {}, free until {}",
+                set.set_id,
+                set.max_party,
+                self.hhmm(&at)
+            ),
+            None => format!("{}, up to {}", set.set_id, set.max_party),
+        }
+    }
+
     fn hhmm(&self, at: &DateTime<Utc>) -> String {
         self.nav.zone.local(*at).format("%H:%M").to_string()
     }
 
-    /// The day in numbers: the bookings still standing, seated or marked
-    /// no-show, and their guests, then those cancelled and those refunded
-    /// ("2 bookings, 6 guests; 1 cancelled").
+    /// The day in numbers, as the items say: the bookings still standing,
+    /// seated or marked no-show and their guests; how many are seated,
+    /// still expected, no-shows; the walk-ins and their guests; then those
+    /// cancelled and refunded ("4 bookings, 15 guests: 1 seated, 3
+    /// expected; 2 walk-ins, 5 guests; 1 cancelled").
     fn counts(&self) -> String {
+        let plural =
+            |n: usize, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
+        let guests = |n: i32| plural(usize::try_from(n).unwrap_or(0), "guest", "guests");
         let kept: Vec<&Booked> = self
             .bookings
             .iter()
             .filter(|b| b.state != "cancelled" && b.state != "refunded")
             .collect();
-        let guests: i32 = kept.iter().map(|b| b.party).sum();
-        let plural =
-            |n: usize, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
         let mut words = if kept.is_empty() {
             "no bookings".to_owned()
         } else {
+            let of = |state: &str| kept.iter().filter(|b| b.state == state).count();
+            let parts: Vec<String> = [
+                format!("{} seated", of("seated")),
+                format!("{} expected", of("booked")),
+                plural(of("no-show"), "no-show", "no-shows"),
+            ]
+            .into_iter()
+            .filter(|part| !part.starts_with("0 "))
+            .collect();
             format!(
-                "{}, {}",
+                "{}, {}: {}",
                 plural(kept.len(), "booking", "bookings"),
-                plural(usize::try_from(guests).unwrap_or(0), "guest", "guests")
+                guests(kept.iter().map(|b| b.party).sum()),
+                parts.join(", ")
             )
         };
+        if !self.walk_ins.is_empty() {
+            words.push_str(&format!(
+                "; {}, {}",
+                plural(self.walk_ins.len(), "walk-in", "walk-ins"),
+                guests(self.walk_ins.iter().map(|w| w.party).sum())
+            ));
+        }
         for state in ["cancelled", "refunded"] {
             let gone = self.bookings.iter().filter(|b| b.state == state).count();
             if gone > 0 {
@@ -113,7 +172,10 @@ fn said(word: Option<&str>) -> (&'static str, &'static str) {
     match word.unwrap_or_default() {
         "seated" => ("The party is seated; its code is used.", "ok"),
         "seated_before" => ("That party was seated before; nothing changed.", "refused"),
-        "no_show" => ("Marked as a no-show; the deposit is kept.", "ok"),
+        "no_show" => (
+            "Marked as a no-show; the deposit is kept and the table is free.",
+            "ok",
+        ),
         "moved" => ("The booking moved to its new table.", "ok"),
         "not_free" => ("That table is taken then; the booking stayed.", "refused"),
         "does_not_fit" => (
@@ -125,6 +187,25 @@ fn said(word: Option<&str>) -> (&'static str, &'static str) {
             "refused",
         ),
         "saved" => ("The room's set-up is saved.", "ok"),
+        "walked_in" => ("The walk-in party is seated.", "ok"),
+        "walk_in_not_free" => (
+            "That table is taken now or within the half hour; no one was seated.",
+            "refused",
+        ),
+        "walk_in_too_small" => (
+            "That table does not seat the party; no one was seated.",
+            "refused",
+        ),
+        "none_free" => (
+            "No table seats a party that size now; no one was seated.",
+            "refused",
+        ),
+        "walk_in_party" => (
+            "Give the party's size, 1 to 100 guests; no one was seated.",
+            "refused",
+        ),
+        "left" => ("The table is free again.", "ok"),
+        "left_before" => ("That party had left before; nothing changed.", "refused"),
         _ => ("", "ok"),
     }
 }
@@ -163,7 +244,32 @@ pub async fn rooms(
     render(StatusCode::OK, &RoomsPage { nav, rooms })
 }
 
-/// `GET /admin/dining/{room}[?date=YYYY-MM-DD]`: the day's bookings.
+/// A booking as the stand reads it (`Booked`), before its `where`.
+const BOOKED: &str = "select b.hold_id, o.number, i.code, o.customer_name as name, \
+        o.customer_phone as phone, b.party, b.starts_at, b.ends_at, b.tables, \
+        case when i.state = 'cancelled' then 'cancelled' \
+             when i.state = 'refunded' or l.refunded_qty >= l.qty then 'refunded' \
+             when b.no_show_at is not null then 'no-show' \
+             when i.state = 'used' then 'seated' \
+             else 'booked' end as state, \
+        array(select f.set_id from hf_free_sets(b.room, b.party, \
+                                                tstzrange(b.starts_at, b.ends_at, '[)'), \
+                                                b.hold_id) f \
+               where f.tables <> b.tables order by f.set_id) as moves \
+   from bookings b join orders o on o.id = b.order_id \
+   join order_lines l on l.order_id = b.order_id and l.product_id = b.product_id \
+   left join order_items i on i.booking = b.hold_id ";
+
+/// Typed words for `ilike`: its wildcards and escape taken literally.
+fn like_escaped(typed: &str) -> String {
+    typed
+        .replace('\\', "\\\\")
+        .replace('%', "\\%")
+        .replace('_', "\\_")
+}
+
+/// `GET /admin/dining/{room}[?date=YYYY-MM-DD][&q=…]`: the day's bookings,
+/// the floor, the walk-ins, and what a search finds.
 pub async fn day_page(
     shop: web::Data<Shop>,
     session: web::ReqData<Session>,
@@ -185,30 +291,50 @@ pub async fn day_page(
     let (Ok(from), Ok(to)) = (from, to) else {
         return Err(ShopError::bad_request("that day has no midnight here"));
     };
-    let bookings: Vec<Booked> = sqlx::query_as(
-        "select b.hold_id, o.number, i.code, o.customer_name as name, \
-                o.customer_phone as phone, b.party, b.starts_at, b.ends_at, b.tables, \
-                case when i.state = 'cancelled' then 'cancelled' \
-                     when i.state = 'refunded' or l.refunded_qty >= l.qty then 'refunded' \
-                     when b.no_show_at is not null then 'no-show' \
-                     when i.state = 'used' then 'seated' \
-                     else 'booked' end as state, \
-                array(select f.set_id from hf_free_sets(b.room, b.party, \
-                                                        tstzrange(b.starts_at, b.ends_at, '[)'), \
-                                                        b.hold_id) f \
-                       where f.tables <> b.tables order by f.set_id) as moves \
-           from bookings b join orders o on o.id = b.order_id \
-           join order_lines l on l.order_id = b.order_id and l.product_id = b.product_id \
-           left join order_items i on i.booking = b.hold_id \
-          where b.room = $1 and b.starts_at >= $2 and b.starts_at < $3 \
+    let bookings: Vec<Booked> = sqlx::query_as(&format!(
+        "{BOOKED} where b.room = $1 and b.starts_at >= $2 and b.starts_at < $3 \
             and o.state in ('paid', 'refund_pending', 'refunded') \
-          order by b.starts_at, b.tables",
-    )
+          order by b.starts_at, b.tables"
+    ))
     .bind(room.as_str())
     .bind(from)
     .bind(to)
     .fetch_all(&shop.pool)
     .await?;
+    let q = query.q.as_deref().unwrap_or_default().trim().to_owned();
+    let found = match floor::search_terms(&q) {
+        None => None,
+        // from yesterday on: the bookings a host is asked about
+        Some((typed, digits)) => Some(
+            sqlx::query_as(&format!(
+                "{BOOKED} where b.room = $1 and b.starts_at >= $2 \
+                    and o.state in ('paid', 'refund_pending', 'refunded') \
+                    and (upper(i.code) = upper($3) or o.number = upper($3) \
+                         or o.customer_name ilike '%' || $4 || '%' \
+                         or (length($5) >= 4 and regexp_replace(coalesce(o.customer_phone, ''), \
+                                                                '[^0-9]', '', 'g') like '%' || $5 || '%')) \
+                  order by b.starts_at, b.tables limit 30"
+            ))
+            .bind(room.as_str())
+            .bind(shop.zone.at(today - Duration::days(1), midnight).unwrap_or(from))
+            .bind(&typed)
+            .bind(like_escaped(&typed))
+            .bind(&digits)
+            .fetch_all(&shop.pool)
+            .await?,
+        ),
+    };
+    let now = Utc::now();
+    let is_today = date == today;
+    // the floor around now, or the day's first stays
+    let moment = if is_today { now } else { from };
+    let floor = floor::floor(&shop.pool, &room, moment, from, to).await?;
+    let walk_ins = floor::walk_ins(&shop.pool, &room, from, to).await?;
+    let free = if is_today {
+        floor::free_now(&shop.pool, &room, now).await?
+    } else {
+        Vec::new()
+    };
     let mut nav = nav(&shop, &session, &NoticeQuery::default()).await?;
     let (words, kind) = said(query.said.as_deref());
     nav.notice = words.to_owned();
@@ -228,6 +354,12 @@ pub async fn day_page(
         after: ymd(date + Duration::days(1)),
         today: ymd(today),
         bookings,
+        floor,
+        walk_ins,
+        free,
+        is_today,
+        q,
+        found,
     };
     render(StatusCode::OK, &page)
 }
@@ -338,6 +470,26 @@ pub async fn no_show(
     .execute(&mut *tx)
     .await?
     .rows_affected();
+    if marked == 1 {
+        // the table is free from now: the stay ends here (a no-show is
+        // marked once its time has come; before it, the stay stands), and
+        // the time's counters row is written so memory reads the room again
+        // lock: the time's counters before the pins (the engine's order)
+        sqlx::query(
+            "update resources r set held = r.held from holds h \
+              where h.id = $1 and r.id = h.resource_id",
+        )
+        .bind(form.hold)
+        .execute(&mut *tx)
+        .await?;
+        sqlx::query(
+            "update table_pins set during = tstzrange(lower(during), now(), '[)') \
+              where hold_id = $1 and live and lower(during) < now() and upper(during) > now()",
+        )
+        .bind(form.hold)
+        .execute(&mut *tx)
+        .await?;
+    }
     tx.commit().await?;
     Ok(back(
         &room,

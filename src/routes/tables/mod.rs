@@ -2,8 +2,9 @@
 //! time"): the shopper's booking page of a room ([`book`],
 //! `/dining/{room}`), the guest's cancel ([`cancel`],
 //! `/orders/{token}/cancel`), and the admin's host stand with the room's
-//! setup ([`host_stand`], registered from the admin's route table, which
-//! says the permission each needs), and the API's: a room's times ([`api`],
+//! setup ([`host_stand`], its floor and search [`floor`], its walk-ins
+//! [`walk_in`], registered from the admin's route table, which says the
+//! permission each needs), and the API's: a room's times ([`api`],
 //! registered from the API's route table, which says the scope it needs)
 //! and a booking as a checkout's line ([`api_lines`], read by the API's
 //! checkout); and the times around a refused party's ([`around`]), what
@@ -16,7 +17,9 @@ pub(crate) mod api_lines;
 pub(crate) mod around;
 pub(crate) mod book;
 pub(crate) mod cancel;
+pub(crate) mod floor;
 pub(crate) mod host_stand;
+pub(crate) mod walk_in;
 
 use actix_web::web;
 

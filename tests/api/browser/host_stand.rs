@@ -1,7 +1,8 @@
 //! The host stand's day in a real browser at a phone's size (390×844) and
-//! a desk's (1280×900): opened from the menu on today, the day's bookings
-//! by time (each a card on a phone, its buttons in reach), a party seated
-//! with one tap, and the room's set-up. No horizontal scroll; axe-core
+//! a desk's (1280×900): opened from the menu on today, its floor of
+//! tables and a walk-in seated and leaving; the day's bookings by time
+//! (each a card on a phone, its buttons in reach), one found by its code,
+//! a party seated with one tap, and the room's set-up. No horizontal scroll; axe-core
 //! finds nothing.
 
 use super::*;
@@ -71,6 +72,42 @@ async fn the_host_stand_seats_a_party_on_a_phone_and_a_desk() {
             "today's stand scrolls sideways at {size}"
         );
         staff.screenshot(&format!("today-{size}")).await;
+        // the floor: every table a tile, free now; a walk-in of three is
+        // seated at the best free table, and its tile says so
+        for t in ["T1", "T2", "T3", "T8"] {
+            assert!(
+                staff
+                    .text(&format!("li.tile[data-table='{t}']"))
+                    .await
+                    .contains("Free now"),
+                "{t} at {size}"
+            );
+        }
+        staff.fill("input[name=party]", "3").await;
+        staff
+            .fill("input[name=name]", &format!("Walk-in {size}"))
+            .await;
+        staff.click(".walk-in-form button[type=submit]").await;
+        staff
+            .wait_for_text("#notice", "walk-in party is seated")
+            .await;
+        let tile = staff.text("li.tile.seated").await;
+        assert!(
+            tile.contains(&format!("Walk-in: Walk-in {size}, 3")),
+            "{tile}"
+        );
+        assert!(
+            staff.fits_width().await,
+            "the walk-in's stand scrolls sideways at {size}"
+        );
+        staff.screenshot(&format!("walk-in-{size}")).await;
+        let violations = staff.axe_violations().await;
+        assert!(violations.is_empty(), "walk-in: {violations:#?}");
+        // they leave: the table is free again
+        staff
+            .click("tr[data-walk-in] form[action$='/left'] button")
+            .await;
+        staff.wait_for_text("#notice", "free again").await;
         staff
             .go(&format!(
                 "{}/admin/dining/{ROOM}?date={}",
@@ -89,6 +126,20 @@ async fn the_host_stand_seats_a_party_on_a_phone_and_a_desk() {
         staff.screenshot(&format!("day-{size}")).await;
         let violations = staff.axe_violations().await;
         assert!(violations.is_empty(), "day: {violations:#?}");
+        // a guest gives their code: the stand finds the booking
+        let code = staff.text("tr[data-booking] code.booking-code").await;
+        staff.fill("input[name=q]", &code.to_lowercase()).await;
+        staff.click("form[role=search] button[type=submit]").await;
+        let found = staff.wait_for_text("#found-heading", "Found for").await;
+        assert!(found.contains(&code.to_lowercase()), "{found}");
+        assert!(staff.text("ul.found-list").await.contains(&code));
+        assert!(
+            staff.fits_width().await,
+            "the search scrolls sideways at {size}"
+        );
+        staff.screenshot(&format!("found-{size}")).await;
+        let violations = staff.axe_violations().await;
+        assert!(violations.is_empty(), "found: {violations:#?}");
         // the first standing party at 19:30 is seated with one tap
         staff
             .click("tr[data-booking] form[action$='/seat'] button")
