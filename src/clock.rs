@@ -21,11 +21,25 @@ impl ShopZone {
     pub const UTC: ShopZone = ShopZone(Tz::UTC);
 
     /// An IANA name: `Europe/Berlin`, `Asia/Kolkata`, `UTC`.
+    /// Any case: "europe/berlin" is Europe/Berlin.
     pub fn parse(name: &str) -> Result<Self, String> {
-        name.trim()
-            .parse::<Tz>()
+        let name = name.trim();
+        name.parse::<Tz>()
+            .ok()
+            .or_else(|| {
+                chrono_tz::TZ_VARIANTS
+                    .iter()
+                    .find(|tz| tz.name().eq_ignore_ascii_case(name))
+                    .copied()
+            })
             .map(Self)
-            .map_err(|_| format!("{name:?} is not an IANA time zone name like Europe/Berlin"))
+            .ok_or_else(|| format!("{name:?} is not an IANA time zone name like Europe/Berlin"))
+    }
+
+    /// Every zone name of the IANA database, as the Settings page offers
+    /// them.
+    pub fn names() -> impl Iterator<Item = &'static str> {
+        chrono_tz::TZ_VARIANTS.iter().map(|tz| tz.name())
     }
 
     pub fn name(&self) -> &'static str {

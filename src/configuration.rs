@@ -286,10 +286,20 @@ fn limits(env: Env) -> anyhow::Result<crate::limits::Limits> {
     Ok(limits)
 }
 
-/// `HOLDFAST_TIME_ZONE`, read wherever times are shown or read (the shop,
-/// `holdfast catalogue load`).
+/// `HOLDFAST_TIME_ZONE`: the zone times are shown and read in when the
+/// owner chose none on Settings ([`shop_zone`]).
 pub fn time_zone() -> anyhow::Result<crate::clock::ShopZone> {
     read_time_zone(Env::Process)
+}
+
+/// The shop's zone as the commands use it (`holdfast catalogue load`,
+/// `export`, `redeem`): the owner's choice on Settings, else
+/// `HOLDFAST_TIME_ZONE`.
+pub async fn shop_zone(pool: &sqlx::PgPool) -> anyhow::Result<crate::clock::ShopZone> {
+    let default = time_zone()?;
+    Ok(crate::storefront::Storefront::read(pool)
+        .await?
+        .zone_or(default))
 }
 
 fn read_time_zone(env: Env) -> anyhow::Result<crate::clock::ShopZone> {

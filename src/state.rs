@@ -27,8 +27,9 @@ pub struct Shop {
     /// The catalogue and its stock in memory, kept fresh by PostgreSQL:
     /// what the pages show and the sold-out refusals read.
     pub live: crate::live::LiveStock,
-    /// The zone pages show times in.
-    pub zone: crate::clock::ShopZone,
+    /// The zone pages show times in when the owner chose none on
+    /// Settings (`HOLDFAST_TIME_ZONE`); [`Shop::zone`] is the one in use.
+    pub default_zone: crate::clock::ShopZone,
     /// The payment providers offered, the default first.
     pub payments: Providers,
     /// How browsers and providers reach us, without a trailing slash.
@@ -76,7 +77,7 @@ impl Shop {
             joins: crate::waitlist::Joins::new(pool.clone()),
             lines: crate::waitlist::Lines::default(),
             storefronts: crate::storefront::Storefronts::default(),
-            zone: settings.time_zone,
+            default_zone: settings.time_zone,
             pool,
             payments,
             base_url: settings.base_url.clone(),
@@ -105,8 +106,15 @@ impl Shop {
             payments: &self.payments,
             base_url: &self.base_url,
             session_minutes: self.session_minutes,
-            zone: self.zone,
+            zone: self.zone(),
         }
+    }
+
+    /// The zone the shop's pages show times in and read typed times in:
+    /// the one the owner chose on Settings (from memory, as the request's
+    /// pages see the shop), else [`Shop::default_zone`].
+    pub fn zone(&self) -> crate::clock::ShopZone {
+        crate::storefront::shown().zone_or(self.default_zone)
     }
 
     /// Cookies are marked `Secure` when the shop is served over HTTPS.

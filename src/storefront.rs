@@ -19,6 +19,7 @@ use std::time::{Duration, Instant};
 use sqlx::{PgExecutor, PgPool};
 
 use crate::audit::{self, Actor};
+use crate::clock::ShopZone;
 
 tokio::task_local! {
     /// The shop as this request's pages show it.
@@ -116,6 +117,8 @@ pub struct Storefront {
     pub imprint_url: String,
     /// Its logo, an image an owner uploaded ([`crate::images`]).
     pub logo_id: Option<String>,
+    /// The zone the owner chose, an IANA name; empty: the server's.
+    pub time_zone: String,
 }
 
 impl Default for Storefront {
@@ -129,6 +132,7 @@ impl Default for Storefront {
             privacy_url: String::new(),
             imprint_url: String::new(),
             logo_id: None,
+            time_zone: String::new(),
         }
     }
 }
@@ -138,7 +142,7 @@ impl Storefront {
     pub async fn read<'e>(executor: impl PgExecutor<'e>) -> sqlx::Result<Self> {
         let found: Option<Self> = sqlx::query_as(
             "select name, description, accent, contact_email, terms_url, privacy_url, \
-                    imprint_url, logo_id \
+                    imprint_url, logo_id, time_zone \
                from storefront",
         )
         .fetch_optional(executor)
@@ -150,6 +154,16 @@ impl Storefront {
     /// so browsers keep it for good.
     pub fn theme_href(&self) -> String {
         format!("/static/theme/{}.css", self.accent.trim_start_matches('#'))
+    }
+
+    /// The zone the owner chose, or `default` (the server's) when none is
+    /// chosen or the name is no longer in the IANA database this build
+    /// carries.
+    pub fn zone_or(&self, default: ShopZone) -> ShopZone {
+        if self.time_zone.is_empty() {
+            return default;
+        }
+        ShopZone::parse(&self.time_zone).unwrap_or(default)
     }
 
     /// Where the header finds the logo (`None`: the shop has none).
@@ -169,6 +183,7 @@ impl Storefront {
             terms_url: self.terms_url.clone(),
             privacy_url: self.privacy_url.clone(),
             imprint_url: self.imprint_url.clone(),
+            time_zone: self.time_zone.clone(),
         }
     }
 
@@ -212,6 +227,7 @@ pub struct StorefrontEdit {
     pub terms_url: String,
     pub privacy_url: String,
     pub imprint_url: String,
+    pub time_zone: String,
 }
 
 /// A field of the edit that cannot be used, and why.
@@ -237,6 +253,7 @@ impl StorefrontEdit {
             terms_url: clean(&self.terms_url),
             privacy_url: clean(&self.privacy_url),
             imprint_url: clean(&self.imprint_url),
+            time_zone: clean(&self.time_zone),
         };
         let count = |text: &str| text.chars().count();
         if edit.name.is_empty() {
@@ -284,6 +301,17 @@ impl StorefrontEdit {
                 );
             }
         }
+        let mut edit = edit;
+        if !edit.time_zone.is_empty() {
+            match ShopZone::parse(&edit.time_zone) {
+                // its canonical spelling: "europe/berlin" is Europe/Berlin
+                Ok(zone) => edit.time_zone = zone.name().to_owned(),
+                Err(_) => refuse(
+                    "time_zone",
+                    "The time zone is a name like Europe/Berlin or Asia/Kolkata".into(),
+                ),
+            }
+        }
         if refused.is_empty() {
             Ok(edit)
         } else {
@@ -310,7 +338,8 @@ pub async fn save(pool: &PgPool, by: Actor<'_>, edit: &StorefrontEdit) -> sqlx::
     let mut tx = pool.begin().await?;
     sqlx::query(
         "update storefront set name = $1, description = $2, accent = $3, contact_email = $4, \
-                terms_url = $5, privacy_url = $6, imprint_url = $7, updated_at = now()",
+                terms_url = $5, privacy_url = $6, imprint_url = $7, time_zone = $8, \
+                updated_at = now()",
     )
     .bind(&edit.name)
     .bind(&edit.description)
@@ -319,6 +348,7 @@ pub async fn save(pool: &PgPool, by: Actor<'_>, edit: &StorefrontEdit) -> sqlx::
     .bind(&edit.terms_url)
     .bind(&edit.privacy_url)
     .bind(&edit.imprint_url)
+    .bind(&edit.time_zone)
     .execute(&mut *tx)
     .await?;
     audit::commit(
@@ -327,7 +357,7 @@ pub async fn save(pool: &PgPool, by: Actor<'_>, edit: &StorefrontEdit) -> sqlx::
         "change_setting",
         "storefront",
         "saved",
-        serde_json::json!({ "name": edit.name, "accent": edit.accent }),
+        serde_json::json!({ "name": edit.name, "accent": edit.accent, "time_zone": edit.time_zone }),
     )
     .await?;
     Ok(Saved::Saved)
@@ -401,6 +431,7 @@ mod tests {
             terms_url: "https://harbour.example/terms".into(),
             privacy_url: String::new(),
             imprint_url: String::new(),
+            time_zone: " asia/KOLKATA ".into(),
         }
     }
 
@@ -409,6 +440,7 @@ mod tests {
         let checked = edit().check().unwrap();
         assert_eq!(checked.name, "Harbour Market");
         assert_eq!(checked.accent, "#0b6e4f");
+        assert_eq!(checked.time_zone, "Asia/Kolkata");
     }
 
     #[test]
@@ -418,11 +450,15 @@ mod tests {
             accent: "#ffd700".into(),
             contact_email: "not an address".into(),
             terms_url: "javascript:alert(1)".into(),
+            time_zone: "Europe/Atlantis".into(),
             ..edit()
         };
         let refused = bad.check().unwrap_err();
         let fields: Vec<&str> = refused.iter().map(|r| r.field).collect();
-        assert_eq!(fields, ["name", "accent", "contact_email", "terms_url"]);
+        assert_eq!(
+            fields,
+            ["name", "accent", "contact_email", "terms_url", "time_zone"]
+        );
         assert!(refused[1].message.contains("too light"), "{refused:?}");
         assert!(
             StorefrontEdit {

@@ -962,7 +962,8 @@ create table staff_two_factor (
     constraint staff_two_factor_staff_id_fkey FOREIGN KEY (staff_id) REFERENCES staff(id)
 );
 
--- table storefront (made by 0101_the_shop_is_the_owners.sql; changed by 0103_images.sql)
+-- table storefront (made by 0101_the_shop_is_the_owners.sql; changed by 0103_images.sql,
+--   0270_shop_zone.sql)
 create table storefront (
     only_row      boolean not null default true,
     name          text not null default 'Shop'::text,
@@ -974,12 +975,14 @@ create table storefront (
     imprint_url   text not null default ''::text,
     updated_at    timestamp with time zone not null default now(),
     logo_id       text,
+    time_zone     text not null default ''::text,
     constraint storefront_pkey PRIMARY KEY (only_row),
     constraint storefront_accent_shape CHECK ((accent ~ '^#[0-9a-f]{6}$'::text)),
     constraint storefront_links_shape CHECK ((((terms_url = ''::text) OR ((terms_url ~ '^https?://[^[:space:]]+$'::text) AND (length(terms_url) <= 500))) AND ((privacy_url = ''::text) OR ((privacy_url ~ '^https?://[^[:space:]]+$'::text) AND (length(privacy_url) <= 500))) AND ((imprint_url = ''::text) OR ((imprint_url ~ '^https?://[^[:space:]]+$'::text) AND (length(imprint_url) <= 500))))),
     constraint storefront_name_shape CHECK (((length(name) >= 1) AND (length(name) <= 100))),
     constraint storefront_one_row CHECK (only_row),
     constraint storefront_words_shape CHECK (((length(description) <= 300) AND (length(contact_email) <= 254))),
+    constraint storefront_zone_shape CHECK (((time_zone = ''::text) OR (time_zone ~ '^[A-Za-z][A-Za-z0-9_+/-]{1,63}$'::text))),
     constraint storefront_logo_id_fkey FOREIGN KEY (logo_id) REFERENCES images(id)
 );
 CREATE TRIGGER storefront_notify_catalogue AFTER INSERT OR DELETE OR UPDATE ON public.storefront FOR EACH STATEMENT EXECUTE FUNCTION hf_notify_catalogue();

@@ -104,7 +104,7 @@ pub(super) async fn refund(ctx: &Ctx, request: RefundArgs) -> anyhow::Result<Exi
 
 /// `holdfast redeem CODE`: redeem once (exit 0 admitted or collected; 5 already used, 6 refunded, 7 not valid or not paid).
 pub(super) async fn redeem(ctx: &Ctx, code: String, place: String) -> anyhow::Result<ExitCode> {
-    let zone = crate::configuration::time_zone()?;
+    let zone = crate::configuration::shop_zone(&ctx.pool).await?;
     let by = cli_actor();
     let place = place.trim();
     let door = crate::redemption::Door {

@@ -25,7 +25,7 @@ pub(super) async fn catalogue_load(
     ctx: &Ctx,
     file: std::path::PathBuf,
 ) -> anyhow::Result<ExitCode> {
-    let zone = crate::configuration::time_zone()?;
+    let zone = crate::configuration::shop_zone(&ctx.pool).await?;
     let report = CatalogueFile::read(&file)?.load_in(&ctx.pool, zone).await?;
     print(ctx.json, &report, || {
         let mut text = format!(
@@ -48,7 +48,7 @@ pub(super) async fn catalogue_export(
     ctx: &Ctx,
     file: Option<std::path::PathBuf>,
 ) -> anyhow::Result<ExitCode> {
-    let zone = crate::configuration::time_zone()?;
+    let zone = crate::configuration::shop_zone(&ctx.pool).await?;
     let catalogue = CatalogueFile::export(&ctx.pool, zone).await?;
     let mut text = serde_json::to_string_pretty(&catalogue)?;
     text.push('\n');

@@ -98,6 +98,12 @@ impl Mailer {
         })
     }
 
+    /// The shop's zone as mail shows times: the owner's choice on
+    /// Settings (read again every few seconds), else the server's.
+    async fn zone(&self, pool: &PgPool) -> ShopZone {
+        self.storefronts.current(pool).await.zone_or(self.zone)
+    }
+
     async fn send(&self, message: Message) -> Result<(), MailError> {
         self.transport
             .send(message)
@@ -110,7 +116,7 @@ impl Mailer {
     /// its QR code, the order link, and a calendar file for pickup slots.
     pub async fn order_confirmation(&self, pool: &PgPool, order_id: Uuid) -> Result<(), MailError> {
         self.storefronts.current(pool).await;
-        let Some(order) = Confirmation::read(pool, order_id, self.zone).await? else {
+        let Some(order) = Confirmation::read(pool, order_id, self.zone(pool).await).await? else {
             return Err(MailError::Compose(format!("no order {order_id}")));
         };
         let message = order.compose(self)?;
@@ -302,7 +308,10 @@ impl Mailer {
             seats,
             offer,
             link: format!("{}/waitlist/entry/{token}", self.base_url),
-            until: until.map(|at| self.zone.minute(at)).unwrap_or_default(),
+            until: match until {
+                Some(at) => self.zone(pool).await.minute(at),
+                None => String::new(),
+            },
             qty_word: if qty == 1 { "it is" } else { "they are" },
             name,
             qty,

@@ -58,12 +58,21 @@ pub async fn publish_dining_once(pool: &PgPool, zone: ShopZone) -> anyhow::Resul
     Ok(Some(made))
 }
 
-/// Publish every [`EVERY`], from the first tick, until the task is dropped.
-pub async fn run_forever(pool: PgPool, zone: ShopZone) {
+/// Publish every [`EVERY`], from the first tick, until the task is dropped:
+/// in the zone the owner chose on Settings, else `default_zone` (the
+/// server's).
+pub async fn run_forever(pool: PgPool, default_zone: ShopZone) {
     let mut ticker = tokio::time::interval(EVERY);
     ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         ticker.tick().await;
+        let zone = match crate::storefront::Storefront::read(&pool).await {
+            Ok(front) => front.zone_or(default_zone),
+            Err(error) => {
+                tracing::warn!(%error, "could not read the shop's zone");
+                continue;
+            }
+        };
         match publish_once(&pool, zone).await {
             Ok(Some(done)) if done.created + done.withdrawn + done.updated > 0 => {
                 tracing::info!(?done, "pickup schedules published");

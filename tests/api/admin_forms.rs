@@ -66,6 +66,8 @@ async fn fingerprint(app: &TestApp) -> Vec<String> {
         "pay_methods",
         "images",
         "bookings",
+        "walk_ins",
+        "table_pins",
         "dining_rooms",
         "seats",
         "seat_sections",
@@ -246,6 +248,15 @@ fn case(path: &str, account: i64, endpoint: &str) -> Takes {
                 ("to", "T99".into()),
             ],
             back: "/admin/dining/harbour-bistro?date=2030-01-07&said=not_standing",
+        },
+        // a party that is no number; a walk-in that is no one's
+        "/dining/{room}/walk-in" => Takes::Picked {
+            fields: vec![("party", "a dozen".into()), ("table", "T1".into())],
+            back: "/admin/dining/harbour-bistro?said=walk_in_party#walk-ins",
+        },
+        "/dining/{room}/walk-in/left" => Takes::Picked {
+            fields: vec![("walk_in", "5f0c1c57-0000-4000-8000-00000000d1e5".into())],
+            back: "/admin/dining/harbour-bistro?said=walk_in_unknown#walk-ins",
         },
         "/settings/logo"
         | "/catalogue/collections/{id}/image"

@@ -182,7 +182,7 @@ async fn order_amount(app: &TestApp, token: &str) -> (i64, i64) {
 #[tokio::test]
 async fn an_owner_sets_up_an_event_a_schedule_and_stock_and_the_shop_sells_them() {
     let app = spawn_app_shaped(TestDb::new().await, |_, shop| {
-        shop.zone = holdfast_testkit::clock::berlin();
+        shop.default_zone = holdfast_testkit::clock::berlin();
     })
     .await;
     let (staff, csrf) = owner_with_event(&app).await;

@@ -164,7 +164,7 @@ async fn rename(app: &TestApp, order: uuid::Uuid, name: &str) {
 /// and a box office member signed in.
 async fn shop_in_berlin() -> (TestApp, reqwest::Client, String) {
     let app = spawn_app_shaped(TestDb::new().await, |_, shop| {
-        shop.zone = ShopZone::parse("Europe/Berlin").unwrap();
+        shop.default_zone = ShopZone::parse("Europe/Berlin").unwrap();
     })
     .await;
     app.load_demo().await;

@@ -279,7 +279,7 @@ async fn an_evening_of_forty_bookings_and_ten_walk_ins_is_counted_as_the_items_s
         .execute(&db.pool)
         .await
         .unwrap();
-    let app = spawn_app_shaped(db, move |_, shop| shop.zone = zone).await;
+    let app = spawn_app_shaped(db, move |_, shop| shop.default_zone = zone).await;
     app.add_staff().await;
     let (staff, csrf) = app.staff_browser().await;
     let stand = format!("/admin/dining/{ROOM}");

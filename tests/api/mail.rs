@@ -205,7 +205,7 @@ async fn a_mail_server_that_is_down_delays_mail_and_loses_none() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_confirmation_carries_each_code_as_a_qr_code_and_the_slot_in_a_calendar() {
-    let app = spawn_app_shaped(TestDb::new().await, |_, shop| shop.zone = berlin()).await;
+    let app = spawn_app_shaped(TestDb::new().await, |_, shop| shop.default_zone = berlin()).await;
     // a pickup slot at 03:30 on the night the clocks go forward, and a concert
     let (spring, ahead) = next_change(berlin(), true);
     let file: holdfast::catalogue::CatalogueFile = serde_json::from_value(serde_json::json!({
@@ -460,4 +460,37 @@ async fn the_confirmation_is_in_the_shops_name_and_colour_with_its_logo_inside()
     let decoded = image::load_from_memory(inline_logo.contents()).unwrap();
     assert_eq!((decoded.width(), decoded.height()), (160, 53));
     assert!(message.body_text(0).unwrap().contains("Thank you"));
+}
+
+/// The zone the owner chose on Settings is the mail's too, whatever the
+/// server was started with (issue 46).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_confirmation_tells_the_time_in_the_zone_the_owner_chose() {
+    let app = spawn_app().await;
+    let file: holdfast::catalogue::CatalogueFile = serde_json::from_value(serde_json::json!({
+        "currency": "inr",
+        "products": [{
+            "id": "late-show", "collection": "late-show", "kind": "ticket",
+            "name": "The late show", "price_minor": 90000, "capacity": 10,
+            "days_ahead": 10, "time": "19:30"
+        }]
+    }))
+    .unwrap();
+    file.load_in(&app.db.pool, holdfast::clock::ShopZone::UTC)
+        .await
+        .unwrap();
+    sqlx::query("update storefront set time_zone = 'Asia/Kolkata'")
+        .execute(&app.db.pool)
+        .await
+        .unwrap();
+    paid(&app.db, "late-1", &[("late-show", 1)]).await;
+    let smtp = app.sandbox.smtp();
+    send_all(&app, &mailer(&app, &smtp, holdfast::clock::ShopZone::UTC)).await;
+    let messages = app.sandbox.mail.messages();
+    assert_eq!(messages.len(), 1);
+    let text = parsed(&messages[0]).body_text(0).unwrap().into_owned();
+    assert!(
+        text.contains("01:00 IST") && !text.contains("UTC"),
+        "{text}"
+    );
 }

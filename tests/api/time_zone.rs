@@ -24,7 +24,7 @@ async fn page(app: &TestApp, path: &str) -> String {
 
 #[tokio::test]
 async fn slots_on_the_nights_the_clocks_change_show_the_right_local_hour() {
-    let app = spawn_app_shaped(TestDb::new().await, |_, shop| shop.zone = berlin()).await;
+    let app = spawn_app_shaped(TestDb::new().await, |_, shop| shop.default_zone = berlin()).await;
     let (spring, spring_ahead) = next_change(berlin(), true);
     let (autumn, autumn_ahead) = next_change(berlin(), false);
     let file = catalogue(serde_json::json!({
@@ -149,16 +149,17 @@ async fn the_served_shop_shows_times_in_the_configured_zone() {
         spawn_sandbox().providers(),
         holdfast::keys::SessionKey::generate(),
     );
-    assert_eq!(shop.zone, berlin());
+    assert_eq!(shop.zone(), berlin());
     assert_eq!(
-        holdfast::state::Shop::local(db.pool.clone(), spawn_sandbox().providers(), "x".into()).zone,
+        holdfast::state::Shop::local(db.pool.clone(), spawn_sandbox().providers(), "x".into())
+            .zone(),
         holdfast::clock::ShopZone::UTC
     );
 }
 
 #[tokio::test]
 async fn the_admins_pickers_read_and_show_the_shops_time_on_the_nights_the_clocks_change() {
-    let app = spawn_app_shaped(TestDb::new().await, |_, shop| shop.zone = berlin()).await;
+    let app = spawn_app_shaped(TestDb::new().await, |_, shop| shop.default_zone = berlin()).await;
     app.add_staff().await;
     let (staff, csrf) = app.staff_browser().await;
     let event = |starts_at: &'static str, doors_at: &'static str| {
@@ -248,4 +249,93 @@ async fn the_admins_pickers_read_and_show_the_shops_time_on_the_nights_the_clock
     let page = doors.text().await.unwrap();
     assert!(page.contains("id=\"f-doors_at-error\""), "{page}");
     assert!(page.contains("the clocks skip it"), "{page}");
+}
+
+/// The owner's zone on Settings (issue 46): shoppers in India read an
+/// event at 19:30 UTC as 01:00 IST the next morning once the owner says
+/// the shop is in Asia/Kolkata; a name that is no zone is refused beside
+/// the field with nothing saved; emptied, the server's zone is back.
+#[tokio::test]
+async fn the_owner_sets_the_shops_zone_on_settings_and_the_pages_follow() {
+    let app = spawn_app().await;
+    app.add_staff().await;
+    let file = catalogue(serde_json::json!({
+        "currency": "inr",
+        "products": [{
+            "id": "late-show", "collection": "late-show", "kind": "ticket",
+            "name": "The late show", "price_minor": 90000, "capacity": 10,
+            "days_ahead": 10, "time": "19:30"
+        }]
+    }));
+    file.load_in(&app.db.pool, holdfast::clock::ShopZone::UTC)
+        .await
+        .unwrap();
+    app.settled().await;
+    let show = page(&app, "/c/late-show").await;
+    assert!(show.contains("19:30 UTC"), "{show}");
+    let (owner, csrf) = app.staff_browser().await;
+    let save = |zone: &'static str| {
+        let (owner, csrf) = (owner.clone(), csrf.clone());
+        let app = &app;
+        async move {
+            app.admin_post(
+                &owner,
+                "/admin/settings/shop",
+                &[
+                    ("csrf", csrf.as_str()),
+                    ("name", "Harbour Nights"),
+                    ("accent", "#0b6e4f"),
+                    ("time_zone", zone),
+                ],
+            )
+            .await
+        }
+    };
+    let stored = || async {
+        sqlx::query_scalar::<_, String>("select time_zone from storefront")
+            .fetch_one(&app.db.pool)
+            .await
+            .unwrap()
+    };
+    // any case; stored as the IANA database spells it
+    assert_eq!(save(" asia/kolkata ").await.status(), 303);
+    assert_eq!(stored().await, "Asia/Kolkata");
+    // memory hears of the save: the next page is in the shop's zone
+    let mut show = String::new();
+    for _ in 0..100 {
+        show = page(&app, "/c/late-show").await;
+        if show.contains("01:00 IST") {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    assert!(
+        show.contains("01:00 IST") && !show.contains("UTC"),
+        "{show}"
+    );
+    let settings = app.admin_page(&owner, "/admin/settings").await;
+    assert!(settings.contains("value=\"Asia/Kolkata\""), "{settings}");
+    assert!(settings.contains("<option value=\"Europe/Berlin\">"));
+    // no such zone: said beside the field, nothing saved
+    for wrong in ["Mars/Olympus_Mons", "UTC+5:30", "<script>"] {
+        let refused = save(wrong).await;
+        assert_eq!(refused.status(), 400, "{wrong}");
+        let body = refused.text().await.unwrap();
+        assert!(
+            body.contains("The time zone is a name like Europe/Berlin"),
+            "{body}"
+        );
+        assert_eq!(stored().await, "Asia/Kolkata");
+    }
+    // emptied: the server's zone again
+    assert_eq!(save("").await.status(), 303);
+    assert_eq!(stored().await, "");
+    for _ in 0..100 {
+        show = page(&app, "/c/late-show").await;
+        if show.contains("19:30 UTC") {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    assert!(show.contains("19:30 UTC"), "{show}");
 }

@@ -32,7 +32,7 @@ pub(crate) fn winter_jazz() -> holdfast::catalogue::CatalogueFile {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_ticket_names_its_event_date_doors_and_venue_from_the_catalogue_to_the_calendar() {
-    let app = spawn_app_shaped(TestDb::new().await, |_, shop| shop.zone = berlin()).await;
+    let app = spawn_app_shaped(TestDb::new().await, |_, shop| shop.default_zone = berlin()).await;
     let file = winter_jazz();
     file.load_in(&app.db.pool, berlin()).await.unwrap();
     let when = "Monday 20 December, 19:30 CET";

@@ -65,7 +65,7 @@ impl FilterChoices {
             collections: exports::choices(&shop.pool).await?,
             states: OrderState::ALL.iter().map(|s| s.as_str()).collect(),
             form,
-            zone: shop.zone,
+            zone: shop.zone(),
         })
     }
 
@@ -185,7 +185,7 @@ async fn csv(
     let exported = async {
         let filter = ExportFilter::parse(&form)?;
         let by = Actor::from(&session.staff);
-        exports::export_csv(&shop.pool, &shop.exports, by, &filter, shop.zone, what).await
+        exports::export_csv(&shop.pool, &shop.exports, by, &filter, shop.zone(), what).await
     };
     match exported.await.map_err(Refusal::from) {
         Ok(export) => Ok(download(export)),
@@ -267,8 +267,8 @@ pub async fn door_list(
     }
     let listed = async {
         let filter = ExportFilter::parse(&form)?;
-        let list = exports::door_list(&shop.pool, &session.staff, &filter, shop.zone).await?;
-        let title = exports::sale_title(&shop.pool, &filter, shop.zone).await?;
+        let list = exports::door_list(&shop.pool, &session.staff, &filter, shop.zone()).await?;
+        let title = exports::sale_title(&shop.pool, &filter, shop.zone()).await?;
         Ok::<_, Refusal>((filter, list, title))
     };
     let (filter, list, title) = match listed.await {
@@ -292,7 +292,7 @@ pub async fn door_list(
         redeemed,
         refunded,
         limit: DOOR_LIST_LIMIT,
-        printed_at: shop.zone.minute(chrono::Utc::now()),
+        printed_at: shop.zone().minute(chrono::Utc::now()),
         may_export: session
             .staff
             .role

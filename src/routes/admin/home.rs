@@ -229,7 +229,7 @@ pub(super) async fn home(
     }
     let now = Utc::now();
     let pool = &shop.pool;
-    let windows = home::windows(pool, shop.zone, now).await?;
+    let windows = home::windows(pool, shop.zone(), now).await?;
     let products = home::fills(pool).await?;
     let chart_currency = windows
         .so_far
@@ -237,8 +237,8 @@ pub(super) async fn home(
         .map(|t| t.currency.clone())
         .or_else(|| products.first().map(|p| p.currency.clone()))
         .unwrap_or_else(|| "eur".to_owned());
-    let days = home::days(pool, shop.zone, now, &chart_currency).await?;
-    let groups = groups(&products, shop.zone);
+    let days = home::days(pool, shop.zone(), now, &chart_currency).await?;
+    let groups = groups(&products, shop.zone());
     let watch = products
         .iter()
         .take(100)

@@ -94,7 +94,7 @@ fn day(
     } else {
         date
     };
-    shop.zone
+    shop.zone()
         .at(date, chrono::NaiveTime::MIN)
         .map(Some)
         .map_err(|e| ShopError::bad_request(&e))

@@ -196,7 +196,7 @@ pub(crate) async fn nav(
         flagged,
         notice,
         notice_kind,
-        zone: shop.zone,
+        zone: shop.zone(),
         enrolling: session.must_enrol,
         menu: super::menu::menu(role, session.must_enrol, (flagged, orphans), rooms),
     })

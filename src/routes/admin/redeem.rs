@@ -79,7 +79,7 @@ async fn door_of(
     let Some(checks) = Checks::from_fields(pairs).map_err(str::to_owned)? else {
         return Ok(None);
     };
-    match checks.resolve(&shop.pool, shop.zone).await {
+    match checks.resolve(&shop.pool, shop.zone()).await {
         Ok(Some(checked)) => Ok(Some((checks, checked))),
         Ok(None) => Err("Nothing with codes is on that choice: choose again.".to_owned()),
         Err(error) => {
@@ -114,7 +114,7 @@ async fn page(
         None => None,
     };
     let choices = if door.is_none() {
-        door::choices(&shop.pool, shop.zone, chrono::Utc::now()).await?
+        door::choices(&shop.pool, shop.zone(), chrono::Utc::now()).await?
     } else {
         Choices::default()
     };
@@ -216,7 +216,7 @@ pub async fn redeem(
         let made_for = redeemed
             .made_for
             .as_ref()
-            .map(|made_for| made_for.describe(shop.zone));
+            .map(|made_for| made_for.describe(shop.zone()));
         audit::record(
             &mut tx,
             &session.staff,
@@ -258,7 +258,7 @@ fn verdict(
     let made_for = redeemed
         .made_for
         .as_ref()
-        .map(|made_for| made_for.describe(shop.zone))
+        .map(|made_for| made_for.describe(shop.zone()))
         .unwrap_or_default();
     let what = redeemed.what.clone().unwrap_or_default();
     let for_whom = match (what.is_empty(), who.is_empty()) {
@@ -280,10 +280,10 @@ fn verdict(
         Outcome::Redeemed { .. } => (StatusCode::OK, redeemed.outcome.headline(), for_whom),
         Outcome::AlreadyUsed { at, by, place } => (
             StatusCode::CONFLICT,
-            format!("Already used at {}", shop.zone.time(*at)),
+            format!("Already used at {}", shop.zone().time(*at)),
             format!(
                 "Redeemed {} by {by}{}; {for_whom}",
-                shop.zone.stamp(*at),
+                shop.zone().stamp(*at),
                 if place.is_empty() {
                     String::new()
                 } else {

@@ -317,7 +317,21 @@ impl SettingsPage {
                 "url",
                 "A web address, or empty.",
             ),
+            field(
+                "time_zone",
+                "Time zone",
+                &f.time_zone,
+                "text",
+                "Where the shop is, like Europe/Berlin or Asia/Kolkata: every page and mail \
+                 shows times in it, and times you type are read in it. Empty: the zone the \
+                 server was started with.",
+            ),
         ]
+    }
+
+    /// The zone names the time zone field suggests.
+    fn zone_names(&self) -> Vec<&'static str> {
+        crate::clock::ShopZone::names().collect()
     }
 
     /// Why a field of the shop's section was refused; empty: it was not.

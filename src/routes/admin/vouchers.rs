@@ -196,7 +196,7 @@ pub async fn create_voucher(
     fields: web::Form<Vec<(String, String)>>,
 ) -> Result<HttpResponse, ShopError> {
     let mut form = Form::typed(fields.into_inner());
-    let Some(voucher) = read_voucher(&mut form, shop.zone) else {
+    let Some(voucher) = read_voucher(&mut form, shop.zone()) else {
         return voucher_page(&shop, &session, form, StatusCode::BAD_REQUEST).await;
     };
     let currency = catalogue::shop_currency(&shop.pool).await?;

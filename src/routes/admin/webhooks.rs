@@ -235,7 +235,7 @@ fn since(shop: &Shop, typed: &str) -> Result<DateTime<Utc>, String> {
             "Give the moment as a day and a time, like 2026-12-01 18:00. Nothing was changed."
                 .to_owned()
         })?;
-    shop.zone
+    shop.zone()
         .at(local.date(), local.time())
         .map_err(|e| refusal(&e))
 }

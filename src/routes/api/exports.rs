@@ -61,7 +61,7 @@ async fn csv(shop: &Shop, request: &HttpRequest, what: Csv) -> Result<HttpRespon
     let filter = filter_of(request)?;
     let by = Actor::from(&key);
     let export =
-        exports::export_csv(&shop.pool, &shop.exports, by, &filter, shop.zone, what).await?;
+        exports::export_csv(&shop.pool, &shop.exports, by, &filter, shop.zone(), what).await?;
     Ok(download(export))
 }
 

@@ -253,7 +253,7 @@ pub async fn redeem(
             "for": redeemed
                 .made_for
                 .as_ref()
-                .map(|made_for| made_for.describe(shop.zone)),
+                .map(|made_for| made_for.describe(shop.zone())),
         });
         if let Outcome::AlreadyUsed { at, by, place } = &redeemed.outcome {
             answer["redeemed_at"] = json!(at);

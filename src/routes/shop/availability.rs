@@ -42,7 +42,7 @@ fn stock_body(shop: &Shop, stock: Vec<catalogue::Stock>) -> serde_json::Value {
     let products: Vec<serde_json::Value> = stock
         .into_iter()
         .map(|stock| {
-            let back = stock.first_back_at.map(|at| shop.zone.time(at));
+            let back = stock.first_back_at.map(|at| shop.zone().time(at));
             let mut value = serde_json::json!(stock);
             value["first_back"] = serde_json::json!(back);
             value

@@ -308,7 +308,7 @@ pub async fn apply_voucher(
         }
         Err((code, refusal)) => {
             let told = Told {
-                voucher_problem: format!("The code {code} {}.", refusal.words(shop.zone)),
+                voucher_problem: format!("The code {code} {}.", refusal.words(shop.zone())),
                 voucher: code,
                 ..Told::default()
             };
@@ -501,7 +501,7 @@ pub(super) async fn basket_page_of(
             Err((code, refusal)) if told.voucher_problem.is_empty() => {
                 told.voucher_problem = format!(
                     "The code {code} {}, so it was taken off.",
-                    refusal.words(shop.zone)
+                    refusal.words(shop.zone())
                 );
             }
             Err(_) => {}
@@ -575,7 +575,10 @@ pub(super) async fn basket_page_of(
                 qty: r.qty,
                 party: parties.contains(&r.product_id),
                 total: money::format(r.price_minor * i64::from(r.qty), &r.currency),
-                when: r.starts_at.map(|at| shop.zone.long(at)).unwrap_or_default(),
+                when: r
+                    .starts_at
+                    .map(|at| shop.zone().long(at))
+                    .unwrap_or_default(),
                 seats: r.seats.as_deref().unwrap_or_default().join(", "),
             })
             .collect(),

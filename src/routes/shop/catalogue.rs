@@ -216,7 +216,7 @@ async fn catalogue_page(
                 doors_and_venue: doors_and_venue(
                     row.collection_doors_at,
                     &row.collection_venue,
-                    shop.zone,
+                    shop.zone(),
                 ),
                 description: String::new(),
                 days: Vec::new(),
@@ -227,7 +227,7 @@ async fn catalogue_page(
         }
         let (on_sale, sale_note) = match row.sale(now) {
             Sale::Open => (true, String::new()),
-            Sale::Opens { at } => (false, format!("On sale from {}", shop.zone.long(at))),
+            Sale::Opens { at } => (false, format!("On sale from {}", shop.zone().long(at))),
             Sale::Closed { .. } => (false, "Sales have closed".to_owned()),
         };
         let available = row.available_now.max(0);
@@ -243,13 +243,13 @@ async fn catalogue_page(
             when: row
                 .starts_at
                 .filter(|_| row.kind.shows_time())
-                .map(|at| shop.zone.long(at))
+                .map(|at| shop.zone().long(at))
                 .unwrap_or_default(),
             price: money::format(row.price_minor, &row.currency),
             available,
             max_qty: available.min(row.max_per_order),
             note: if available == 0 {
-                pending_note(row.pending_units, row.first_back_at, now, shop.zone)
+                pending_note(row.pending_units, row.first_back_at, now, shop.zone())
             } else {
                 String::new()
             },
@@ -281,7 +281,7 @@ async fn catalogue_page(
         if section.by_day {
             // the home page lists the days; the collection's page one day
             let home = only.is_none();
-            offer_by_day(section, day.filter(|_| !home), home, shop.zone);
+            offer_by_day(section, day.filter(|_| !home), home, shop.zone());
         }
     }
     // this page as an add comes back to it: its code and its day kept

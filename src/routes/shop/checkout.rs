@@ -110,7 +110,7 @@ async fn offer_other_times(
         offered.sort_by_key(|t| t.starts_at);
         let times: Vec<String> = offered
             .iter()
-            .map(|t| shop.zone.local(t.starts_at).format("%H:%M").to_string())
+            .map(|t| shop.zone().local(t.starts_at).format("%H:%M").to_string())
             .collect();
         problem.note = format!(
             "No table for {party} then. Times that can seat {party} that day: {}.",
@@ -253,12 +253,12 @@ async fn tell(
             basket,
             sold_out,
         } => {
-            let mut problems = describe_short(&lines, &sold_out, shop.zone);
+            let mut problems = describe_short(&lines, &sold_out, shop.zone());
             offer_other_times(shop, &lines, &mut problems).await?;
             refused_lines(shop, form, status, basket, problems).await
         }
         Begun::NoTable { lines, basket } => {
-            let mut problems = describe_short(&lines, &[], shop.zone);
+            let mut problems = describe_short(&lines, &[], shop.zone());
             offer_other_times(shop, &lines, &mut problems).await?;
             refused_lines(shop, form, status, basket, problems).await
         }
@@ -293,7 +293,7 @@ async fn tell(
                 .map(|line| {
                     Problem::plain(match line.sale {
                         Sale::Opens { at } => {
-                            format!("{}: on sale from {}", line.name, shop.zone.long(at))
+                            format!("{}: on sale from {}", line.name, shop.zone().long(at))
                         }
                         Sale::Closed { .. } | Sale::Open => {
                             format!("{}: sales have closed", line.name)
@@ -321,7 +321,7 @@ async fn tell(
             let told = Told {
                 voucher_problem: format!(
                     "The code {code} {}. Nothing was reserved or charged.",
-                    refusal.words(shop.zone)
+                    refusal.words(shop.zone())
                 ),
                 voucher: code,
                 ..Told::refilled(&form.name, &form.email)

@@ -211,7 +211,7 @@ pub async fn order_page(
         checkout::LineTimes::of(&shop.pool, order.id)
     })
     .await?
-    .occasions(shop.zone);
+    .occasions(shop.zone());
     let product_ids: Vec<String> = lines.iter().map(|l| l.product_id.clone()).collect();
     let pictures = retry("order_read", Bound::Shopper, || {
         crate::images::pictures_of(&shop.pool, &product_ids, crate::images::THUMB_WIDTH)
@@ -256,7 +256,7 @@ pub async fn order_page(
                 money::format(order.amount_minor, &order.currency),
                 view.method_words(),
                 view.settling_until
-                    .map(|until| shop.zone.long(until))
+                    .map(|until| shop.zone().long(until))
                     .unwrap_or_default()
             )
         }
@@ -308,7 +308,7 @@ pub async fn order_page(
             &order.currency,
         ),
         sections: items::sections(&order_items),
-        zone: shop.zone,
+        zone: shop.zone(),
         refund_note,
         headline: headline.into(),
         explanation: explanation.into(),
@@ -372,7 +372,7 @@ pub async fn calendar(
         crate::worker::mail::calendar_file(
             &shop.pool,
             order.id,
-            shop.zone,
+            shop.zone(),
             &shop.base_url,
             code.as_deref(),
         )
@@ -493,7 +493,9 @@ pub async fn pay_page(
             order.discount_minor,
             &order.currency,
         ),
-        held_until: held_until.map(|at| shop.zone.time(at)).unwrap_or_default(),
+        held_until: held_until
+            .map(|at| shop.zone().time(at))
+            .unwrap_or_default(),
         held_until_iso: held_until.map(|at| at.to_rfc3339()).unwrap_or_default(),
         now_iso: chrono::Utc::now().to_rfc3339(),
         script_url: checkout.script_url.clone(),

@@ -89,7 +89,7 @@ pub async fn queue_page(
         product_id: product.to_string(),
         product: name,
         commitment: published.commitment.clone(),
-        opens: shop.zone.minute(published.sale_opens_at),
+        opens: shop.zone().minute(published.sale_opens_at),
         drawn: published.seed.is_some(),
         seed: published.seed.clone().unwrap_or_default(),
         order: published

@@ -89,7 +89,7 @@ async fn join_page(
         queue_open: product.queue_open,
         opens: product
             .sale_opens_at
-            .map(|at| shop.zone.minute(at))
+            .map(|at| shop.zone().minute(at))
             .unwrap_or_default(),
         error,
         name,
@@ -323,7 +323,7 @@ async fn entry_html(
         claim_minutes: entry.claim_minutes,
         until: entry
             .offer_expires_at
-            .map(|at| shop.zone.minute(at))
+            .map(|at| shop.zone().minute(at))
             .unwrap_or_default(),
         total: order
             .as_ref()
@@ -337,7 +337,7 @@ async fn entry_html(
         commitment: entry.queue_commitment.clone().unwrap_or_default(),
         opens: entry
             .sale_opens_at
-            .map(|at| shop.zone.minute(at))
+            .map(|at| shop.zone().minute(at))
             .unwrap_or_default(),
         out_of_reach: entry
             .wanted_ahead

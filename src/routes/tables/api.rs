@@ -83,7 +83,7 @@ pub async fn times(
         ));
     };
     let from = shop
-        .zone
+        .zone()
         .at(date, NaiveTime::MIN)
         .map_err(|e| ApiError::new(ErrorCode::BadQuery, e))?;
     let day = (from, from + Duration::days(1));

@@ -150,9 +150,9 @@ fn first_day_with_times(
     (today, last): (NaiveDate, NaiveDate),
     party: i32,
 ) -> Option<NaiveDate> {
-    let from = shop.zone.at(today, NaiveTime::MIN).ok()?;
+    let from = shop.zone().at(today, NaiveTime::MIN).ok()?;
     let to = shop
-        .zone
+        .zone()
         .at(last + Duration::days(1), NaiveTime::MIN)
         .ok()?;
     let snapshot = shop.live.now()?;
@@ -165,7 +165,7 @@ fn first_day_with_times(
                 .time(&t.product_id)
                 .is_some_and(|time| time.sale_opens_at.is_none_or(|at| at <= now))
     })?;
-    Some(shop.zone.local(first.starts_at).date_naive())
+    Some(shop.zone().local(first.starts_at).date_naive())
 }
 
 /// `GET /dining/{room}?date=2026-12-18&party=4`
@@ -182,7 +182,7 @@ pub async fn times(
     let room = room_facts(&shop, room_id.as_str())
         .await?
         .ok_or_else(unknown)?;
-    let today = shop.zone.today(chrono::Utc::now());
+    let today = shop.zone().today(chrono::Utc::now());
     let last = today + Duration::days(i64::from(room.days_ahead));
     let mut error = String::new();
     let party = match query
@@ -228,7 +228,7 @@ pub async fn times(
         },
     };
     let from = shop
-        .zone
+        .zone()
         .at(date, NaiveTime::MIN)
         .map_err(|e| ShopError::internal(anyhow::anyhow!(e)))?;
     let mut rows = day_times(&shop, room_id.as_str(), from, party_i32).await?;
@@ -239,7 +239,7 @@ pub async fn times(
         .iter()
         .map(|(_, at)| *at)
         .min()
-        .map(|at| format!("Bookings for this day open {}.", shop.zone.long(at)))
+        .map(|at| format!("Bookings for this day open {}.", shop.zone().long(at)))
         .unwrap_or_default();
     rows.retain(|t| !opening.iter().any(|(id, _)| *id == t.product_id));
     // the policy a booking of this party copies: shown before paying
@@ -249,7 +249,7 @@ pub async fn times(
         .filter(|p| p.deposit_minor > 0 && p.deposit_from_party <= party_i32)
         .max_by_key(|p| (p.deposit_minor, p.cancel_hours));
     let (deposit, cancel_hours) = policy.map_or((0, 0), |p| (p.deposit_minor, p.cancel_hours));
-    let clock = |at| shop.zone.local(at).format("%H:%M").to_string();
+    let clock = |at| shop.zone().local(at).format("%H:%M").to_string();
     let services = services(&shop, room_id.as_str(), &room.periods, &rows, party_i32).await?;
     let page = DiningPage {
         basket_count: basket_count(&shop, &request).await?,
@@ -367,7 +367,7 @@ async fn services(
             .unwrap_or_default();
         let row = TimeRow {
             product_id: t.product_id.clone(),
-            time: shop.zone.local(t.starts_at).format("%H:%M").to_string(),
+            time: shop.zone().local(t.starts_at).format("%H:%M").to_string(),
             left,
         };
         match services.iter_mut().find(|(p, _)| *p == at) {

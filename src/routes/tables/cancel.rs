@@ -34,7 +34,7 @@ pub(crate) async fn order_words(shop: &Shop, order: &Order) -> Result<(String, b
 
 /// The policy as the guest reads it, before the cut-off or after.
 fn policy_words(shop: &Shop, policy: &Policy) -> String {
-    let until = shop.zone.long(policy.cancel_until);
+    let until = shop.zone().long(policy.cancel_until);
     let deposit = money::format(policy.deposit_minor, &policy.currency);
     match (policy.open, policy.deposit_minor > 0) {
         (true, true) => format!(
@@ -78,7 +78,7 @@ pub async fn ask(
         crate::checkout::LineTimes::of(&shop.pool, order.id)
     })
     .await?
-    .occasions(shop.zone);
+    .occasions(shop.zone());
     let words = if policy.deposit_minor > 0 {
         format!(
             "Your table goes to other guests and your deposit of {} is refunded in full.",
@@ -148,7 +148,7 @@ pub(crate) async fn refused_words(
         Some(Refusal::TooLate { cancel_until }) => format!(
             "Your booking was not cancelled: bookings could be cancelled until {}. Nothing \
              changed; please call the restaurant.",
-            shop.zone.long(cancel_until)
+            shop.zone().long(cancel_until)
         ),
         Some(Refusal::Seated) => "Your booking was not cancelled: your party was seated at the \
                                   restaurant."

@@ -206,6 +206,10 @@ fn said(word: Option<&str>) -> (&'static str, &'static str) {
         ),
         "left" => ("The table is free again.", "ok"),
         "left_before" => ("That party had left before; nothing changed.", "refused"),
+        "walk_in_unknown" => (
+            "That walk-in is not one of this room's; nothing changed.",
+            "refused",
+        ),
         _ => ("", "ok"),
     }
 }
@@ -277,7 +281,7 @@ pub async fn day_page(
     query: web::Query<DayQuery>,
 ) -> Result<HttpResponse, ShopError> {
     let name = room_name(&shop, &room).await?;
-    let today = shop.zone.local(Utc::now()).date_naive();
+    let today = shop.zone().local(Utc::now()).date_naive();
     let date = match query.date.as_deref().filter(|d| !d.is_empty()) {
         None => today,
         Some(text) => NaiveDate::parse_from_str(text, "%Y-%m-%d")
@@ -285,8 +289,8 @@ pub async fn day_page(
     };
     let midnight = chrono::NaiveTime::MIN;
     let (from, to) = (
-        shop.zone.at(date, midnight),
-        shop.zone.at(date + Duration::days(1), midnight),
+        shop.zone().at(date, midnight),
+        shop.zone().at(date + Duration::days(1), midnight),
     );
     let (Ok(from), Ok(to)) = (from, to) else {
         return Err(ShopError::bad_request("that day has no midnight here"));
@@ -316,7 +320,7 @@ pub async fn day_page(
                   order by b.starts_at, b.tables limit 30"
             ))
             .bind(room.as_str())
-            .bind(shop.zone.at(today - Duration::days(1), midnight).unwrap_or(from))
+            .bind(shop.zone().at(today - Duration::days(1), midnight).unwrap_or(from))
             .bind(&typed)
             .bind(like_escaped(&typed))
             .bind(&digits)
@@ -606,7 +610,7 @@ pub async fn save_setup(
     let saved = match checked {
         Ok(spec) => match save_room(&shop.pool, &spec).await {
             Ok(()) => {
-                close_days(&shop.pool, shop.zone, &spec.id).await?;
+                close_days(&shop.pool, shop.zone(), &spec.id).await?;
                 Ok(())
             }
             Err(sqlx::Error::Database(refused)) => Err(format!(

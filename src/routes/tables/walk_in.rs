@@ -90,7 +90,7 @@ pub async fn left(
         match answer.as_str() {
             "left" => "left",
             "left_before" => "left_before",
-            _ => "not_standing",
+            _ => "walk_in_unknown",
         },
     ))
 }

@@ -70,7 +70,7 @@ impl Mailer {
             shop: self.storefronts.last().name.clone(),
             role: open.role.label(),
             link: format!("{}/admin/invite/{}", self.base_url, token.expose()),
-            until: self.zone.minute(open.expires_at),
+            until: self.zone(pool).await.minute(open.expires_at),
         };
         let (text, html) = (text(&InviteText(&mail))?, render(&mail)?);
         let id = format!("staff-invite-{invite_id}-{}", &hex::encode(&hash)[..16]);

@@ -97,7 +97,7 @@ impl Mailer {
             amount: money::format(row.amount_minor, &row.currency),
             method: method_words(&method),
             items: row.items.unwrap_or_default(),
-            until: self.zone.long(until),
+            until: self.zone(pool).await.long(until),
             name: row.customer_name,
         };
         let (text, html) = (text(&SettlingText(&mail))?, render(&mail)?);

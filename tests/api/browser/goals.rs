@@ -137,7 +137,7 @@ fn mail_as_page(raw: &[u8]) -> String {
 async fn the_order_mail_reads_on_a_phone_and_a_desk_in_the_shops_name() {
     let _turn = turn().lock().await;
     ensure_installed();
-    let app = spawn_app_shaped(TestDb::new().await, |_, shop| shop.zone = berlin()).await;
+    let app = spawn_app_shaped(TestDb::new().await, |_, shop| shop.default_zone = berlin()).await;
     winter_jazz().load_in(&app.db.pool, berlin()).await.unwrap();
     the_owners_shop(&app).await;
     app.settled().await;

@@ -29,7 +29,7 @@ fn ordinary_schedule() -> holdfast::catalogue::CatalogueFile {
 async fn a_pickup_is_chosen_a_day_first_and_the_phone_home_page_is_not_a_wall() {
     let _turn = turn().lock().await;
     ensure_installed();
-    let app = spawn_app_shaped(TestDb::new().await, |_, shop| shop.zone = berlin()).await;
+    let app = spawn_app_shaped(TestDb::new().await, |_, shop| shop.default_zone = berlin()).await;
     ordinary_schedule()
         .load_in(&app.db.pool, berlin())
         .await

@@ -52,6 +52,7 @@ async fn an_owner_makes_the_shop_theirs_on_a_phone_and_a_desk() {
         owner
             .fill("#shop-terms_url", "https://harbour.example/terms")
             .await;
+        owner.fill("#shop-time_zone", "Europe/Atlantis").await;
         owner.click("#shop button[type=submit]").await;
         let refused = owner.wait_for_text("#shop-accent-error", "too light").await;
         assert!(refused.contains("4.5:1"), "{refused}");
@@ -64,10 +65,34 @@ async fn an_owner_makes_the_shop_theirs_on_a_phone_and_a_desk() {
         assert!(fits(&owner).await, "settings ({size}) scroll sideways");
         let violations = owner.axe_violations().await;
         assert!(violations.is_empty(), "settings refused: {violations:#?}");
+        let zone_refused = owner.text("#shop-time_zone-error").await;
+        assert!(
+            zone_refused.contains("like Europe/Berlin"),
+            "{zone_refused}"
+        );
         owner.fill("#shop-accent", accent).await;
+        owner.fill("#shop-time_zone", "europe/berlin").await;
         owner.click("#shop button[type=submit]").await;
         owner.wait_for_text("main", "are saved").await;
         owner.screenshot(&format!("saved-{size}")).await;
+        owner
+            .client
+            .execute(
+                "document.querySelector('#shop-time_zone').scrollIntoView();",
+                vec![],
+            )
+            .await
+            .unwrap();
+        owner.screenshot(&format!("zone-{size}")).await;
+        let chosen = owner
+            .client
+            .execute(
+                "return document.querySelector('#shop-time_zone').value;",
+                vec![],
+            )
+            .await
+            .unwrap();
+        assert_eq!(chosen, serde_json::json!("Europe/Berlin"));
 
         shopper.go(&format!("{}/", app.address)).await;
         assert_eq!(shopper.text("header .brand").await, name);

@@ -12,7 +12,7 @@ use holdfast_testkit::clock::berlin;
 async fn a_ticket_says_its_event_on_the_catalogue_basket_and_order_page_on_a_phone_and_a_desk() {
     let _turn = turn().lock().await;
     ensure_installed();
-    let app = spawn_app_shaped(TestDb::new().await, |_, shop| shop.zone = berlin()).await;
+    let app = spawn_app_shaped(TestDb::new().await, |_, shop| shop.default_zone = berlin()).await;
     winter_jazz().load_in(&app.db.pool, berlin()).await.unwrap();
     let driver = start_driver().await;
     let mut shopper = Browser::open(&driver, shots_for("tickets-say")).await;

@@ -173,7 +173,7 @@ pub async fn event_page(
     let (tiers, sections) = tiers_and_sections(&shop, &event.id).await?;
     let page = EventPage {
         nav: nav(&shop, &session, &notice).await?,
-        form: event_form(&event, shop.zone),
+        form: event_form(&event, shop.zone()),
         tiers,
         sections,
         publishing: super::publishing::publish_box(
@@ -221,7 +221,7 @@ async fn save_event_form(
     {
         return Err(ShopError::not_found("no such event"));
     }
-    let status = match read_event(&mut form, shop.zone, id.as_deref()) {
+    let status = match read_event(&mut form, shop.zone(), id.as_deref()) {
         None => StatusCode::BAD_REQUEST,
         Some(event) => {
             let saved =
@@ -351,7 +351,7 @@ pub async fn tier_page(
     let tier = tier_of(&shop, &event, &tier).await?;
     let page = TierPage {
         nav: nav(&shop, &session, &notice).await?,
-        form: product_form(&tier, shop.zone),
+        form: product_form(&tier, shop.zone()),
         currency: tier.currency.clone(),
         image: Some(
             ImageField::of(
@@ -379,7 +379,7 @@ async fn save_tier_form(
         Some(tier) => tier.currency.clone(),
         None => catalogue::shop_currency(&shop.pool).await?,
     };
-    let sold = read_sold(&mut form, shop.zone, "The capacity");
+    let sold = read_sold(&mut form, shop.zone(), "The capacity");
     let id = match &tier {
         Some(tier) => tier.id.clone(),
         None => {

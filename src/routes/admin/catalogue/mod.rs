@@ -140,7 +140,7 @@ pub async fn catalogue_page(
         collections: catalogue::collections(&shop.pool)
             .await?
             .into_iter()
-            .map(|row| CollectionView::of(row, shop.zone))
+            .map(|row| CollectionView::of(row, shop.zone()))
             .collect(),
         create: CollectionKind::ALL
             .iter()

@@ -241,7 +241,7 @@ pub async fn schedule_page(
         form: schedule_form(&schedule),
         days: by_day(
             catalogue::products_of(&shop.pool, &schedule.collection).await?,
-            shop.zone,
+            shop.zone(),
         ),
         currency: schedule.currency.clone(),
         publishing: super::publishing::publish_box(
@@ -283,7 +283,7 @@ async fn save_schedule_form(
                 &session.staff,
                 &schedule,
                 id.is_none(),
-                shop.zone,
+                shop.zone(),
                 Utc::now(),
             )
             .await;
@@ -319,7 +319,7 @@ async fn save_schedule_form(
         publishing: super::publishing::publish_box(shop, thing, "").await?,
         form,
         id,
-        days: by_day(slots, shop.zone),
+        days: by_day(slots, shop.zone()),
         weekdays: WEEKDAYS,
         kinds: kinds(),
         currency,

@@ -73,7 +73,7 @@ pub async fn stock_page(
 ) -> Result<HttpResponse, ShopError> {
     let item = stock_of(&shop, &id).await?;
     let shelves = catalogue::shelves(&shop.pool).await?;
-    let mut form = product_form(&item, shop.zone);
+    let mut form = product_form(&item, shop.zone());
     if let Some((_, title)) = shelves.iter().find(|(id, _)| *id == item.collection) {
         form.set("shelf", title);
     }
@@ -120,7 +120,7 @@ async fn save_stock_form(
         }
         None => Some(0),
     };
-    let sold = read_sold(&mut form, shop.zone, "The quantity");
+    let sold = read_sold(&mut form, shop.zone(), "The quantity");
     let shelf_typed = form.text("shelf", "The shelf", 200, true);
     let shelf = if shelf_typed.is_empty() || shelf_typed.chars().count() > 200 {
         None
