@@ -19,7 +19,7 @@ pub use file::{
 };
 pub use kinds::{
     CalendarEntry, CheckedBy, Choice, ChoiceError, ChoiceFields, ChoiceKind, CodeShape, CodeWords,
-    CollectionKind, ProductKind, Sharing,
+    CollectionKind, FillCounts, ProductKind, Sharing,
 };
 pub use kinds::{seats, tables};
 

@@ -175,6 +175,8 @@ pub struct ProductFill {
     pub sold: i32,
     /// Paid for its lines, less nothing: refunds are per order.
     pub paid_minor: i64,
+    /// Its sales that still stand (a table's bookings: one a party).
+    pub parties: i64,
 }
 
 /// Every product on sale (not archived), by collection and position, with
@@ -187,7 +189,10 @@ pub async fn fills(pool: &PgPool) -> sqlx::Result<Vec<ProductFill>> {
                 coalesce((select sum(coalesce(ol.paid_minor, ol.unit_price_minor * ol.qty))
                             from order_lines ol join orders o on o.id = ol.order_id
                            where ol.product_id = p.id and o.paid_at is not null), 0)::int8
-                    as paid_minor
+                    as paid_minor,
+                (select count(*) from holds h
+                  where h.resource_id = p.resource_id and h.state = 'confirmed'
+                    and h.returned < h.qty) as parties
            from products p
            join collections c on c.id = p.collection
            join hf_check(null) k on k.resource_id = p.resource_id

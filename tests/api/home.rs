@@ -230,3 +230,63 @@ async fn the_home_figures_equal_the_orders_export_and_the_check_to_the_cent() {
         .unwrap();
     assert_eq!(location(&answer), "/admin/redeem");
 }
+
+/// Coming up, in time order across kinds (issue 46): each concert, the
+/// bakery's next pickup day and the bistro's next service, once each and
+/// none of them begun; the bistro said in tables and covers, not as "0 of
+/// 208" of its kitchen's pacing.
+#[tokio::test]
+async fn coming_up_names_each_event_and_the_next_day_of_each_kind_in_time_order() {
+    let app = spawn_app().await;
+    app.load_demo().await;
+    app.add_staff().await;
+    let (staff, _) = app.staff_browser().await;
+    let home = app.admin_page(&staff, "/admin").await;
+    let list = &home[home.find("id=\"upcoming\"").expect("coming up")..];
+    let list = &list[..list.find("</ul>").unwrap()];
+    let items: Vec<&str> = list.split("<li data-at=\"").skip(1).collect();
+    let titles: Vec<(String, chrono::DateTime<chrono::Utc>)> = items
+        .iter()
+        .map(|item| {
+            let at = chrono::DateTime::parse_from_rfc3339(&item[..item.find('"').unwrap()])
+                .unwrap()
+                .to_utc();
+            let title = item.split("</strong> · ").nth(1).unwrap();
+            (
+                title[..title.find(['(', '<']).unwrap()].trim().to_owned(),
+                at,
+            )
+        })
+        .collect();
+    let names: Vec<&str> = titles.iter().map(|(t, _)| t.as_str()).collect();
+    for expected in [
+        "Harbour Lights — live at the pier",
+        "Winter Gala — the Chamber Orchestra",
+        "Bakery pickup",
+        "A table at the Harbour Bistro",
+    ] {
+        assert_eq!(
+            names.iter().filter(|n| **n == expected).count(),
+            1,
+            "{expected} once in {names:?}"
+        );
+    }
+    let now = chrono::Utc::now();
+    assert!(
+        titles
+            .iter()
+            .all(|(_, at)| *at >= now - chrono::Duration::seconds(5))
+    );
+    assert!(titles.windows(2).all(|w| w[0].1 <= w[1].1), "{titles:?}");
+    let bistro = items
+        .iter()
+        .find(|i| i.contains("A table at the Harbour Bistro"))
+        .unwrap();
+    assert!(bistro.contains("No tables booked yet"), "{bistro}");
+    assert!(!bistro.contains(" of "), "{bistro}");
+    // the chart has its amount scale once a day sold something
+    app.buy(&browser(), &Purchase::of("harbour-lights-vip", 2))
+        .await;
+    let home = app.admin_page(&staff, "/admin").await;
+    assert!(home.contains("class=\"scale-label\""), "{home}");
+}

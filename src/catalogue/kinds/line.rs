@@ -104,6 +104,19 @@ impl Choice {
     }
 }
 
+/// How full a product or a day of them is, as [`ChoiceKind::fill_words`]
+/// says it.
+#[derive(Debug, Clone, Copy)]
+pub struct FillCounts {
+    pub capacity: i64,
+    pub sold: i64,
+    pub reserved: i64,
+    /// The sales that stand: for tables, the parties booked.
+    pub parties: i64,
+    /// Sold of capacity, whole percent.
+    pub percent: i64,
+}
+
 impl ChoiceKind {
     /// A line's fields as a choice of this kind: `qty` for a number of
     /// units; `party` (or, as a basket's row keeps it, `qty`) and `at`
@@ -143,6 +156,47 @@ impl ChoiceKind {
             ChoiceKind::Party => "takes party and at, not qty, seats or together",
             ChoiceKind::Seats => "takes seats by label or qty (with together), not a party",
         }
+    }
+
+    /// Whether a product of this choice's capacity is places that fill up:
+    /// a room's times count the covers the kitchen takes each quarter hour,
+    /// not its tables, so "0 of 208" would say nothing.
+    pub fn capacity_is_places(self) -> bool {
+        !matches!(self, ChoiceKind::Party)
+    }
+
+    /// How full, in this choice's words: "3 tables booked, 10 covers", "12
+    /// of 40 seats sold (30 %)", "5 of 100 sold (5 %)", with what is being
+    /// bought.
+    pub fn fill_words(self, counts: &FillCounts) -> String {
+        let plural =
+            |n: i64, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
+        let FillCounts {
+            capacity,
+            sold,
+            reserved,
+            parties,
+            percent,
+        } = *counts;
+        let mut words = match self {
+            ChoiceKind::Party if parties == 0 => "No tables booked yet".to_owned(),
+            ChoiceKind::Party => format!(
+                "{} booked, {}",
+                plural(parties, "table", "tables"),
+                plural(sold, "cover", "covers")
+            ),
+            ChoiceKind::Seats => format!("{sold} of {capacity} seats sold ({percent} %)"),
+            ChoiceKind::Quantity => format!("{sold} of {capacity} sold ({percent} %)"),
+        };
+        if reserved > 0 {
+            words.push_str(&match self {
+                ChoiceKind::Party => {
+                    format!(", {} being booked", plural(reserved, "cover", "covers"))
+                }
+                ChoiceKind::Quantity | ChoiceKind::Seats => format!(", {reserved} being bought"),
+            });
+        }
+        words
     }
 
     /// How a line of this choice's count is said: "Party of 4", or "4".

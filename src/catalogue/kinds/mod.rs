@@ -37,7 +37,7 @@ use serde::{Deserialize, Serialize};
 use crate::clock::ShopZone;
 
 pub use collections::{CollectionKind, CollectionSheet, InFile, Listing, OnShop};
-pub use line::{Choice, ChoiceError, ChoiceFields, ChoiceKind};
+pub use line::{Choice, ChoiceError, ChoiceFields, ChoiceKind, FillCounts};
 
 /// What a product is; stored in `products.kind`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, sqlx::Type)]

@@ -14,6 +14,7 @@ use chrono::{DateTime, Utc};
 
 use super::notices::NoticeQuery;
 use super::pages::{Nav, money, nav, render, see_other, start_page};
+use crate::catalogue::ChoiceKind;
 use crate::routes::ShopError;
 use crate::staff::Session;
 use crate::staff::home::{self, Attention, Day, ProductFill, RecentOrder, Takings, Windows};
@@ -31,10 +32,14 @@ pub(super) struct Fill {
     pub(super) sold: i64,
     pub(super) paid_minor: i64,
     pub(super) currency: String,
+    /// How its kind counts: units, seats, or parties at tables.
+    choice: ChoiceKind,
+    /// Its standing sales: for tables, the parties booked.
+    parties: i64,
 }
 
 impl Fill {
-    fn empty(label: String, currency: &str) -> Self {
+    fn empty(label: String, p: &ProductFill) -> Self {
         Fill {
             label,
             product: None,
@@ -42,7 +47,9 @@ impl Fill {
             reserved: 0,
             sold: 0,
             paid_minor: 0,
-            currency: currency.to_owned(),
+            currency: p.currency.clone(),
+            choice: p.kind.sheet().choice,
+            parties: 0,
         }
     }
 
@@ -51,6 +58,23 @@ impl Fill {
         self.reserved += i64::from(p.held);
         self.sold += i64::from(p.sold);
         self.paid_minor += p.paid_minor;
+        self.parties += p.parties;
+    }
+
+    /// Whether its capacity means places to fill (not a room's pacing).
+    pub(super) fn fills_up(&self) -> bool {
+        self.choice.capacity_is_places()
+    }
+
+    /// How full, in its kind's words ("3 tables booked, 10 covers").
+    pub(super) fn words(&self) -> String {
+        self.choice.fill_words(&crate::catalogue::FillCounts {
+            capacity: self.capacity,
+            sold: self.sold,
+            reserved: self.reserved,
+            parties: self.parties,
+            percent: self.percent(),
+        })
     }
 
     /// Sold of capacity, in whole percent (0 when there is no capacity).
@@ -83,13 +107,18 @@ pub(super) struct Group {
     pub(super) when: Option<DateTime<Utc>>,
     pub(super) total: Fill,
     pub(super) rows: Vec<Fill>,
-    /// Slot days, with their first slot: what comes next among them.
-    days: Vec<(DateTime<Utc>, usize)>,
+    /// Slot days (their row), with their first time from now, if any is
+    /// left: what comes next among them.
+    days: Vec<(Option<DateTime<Utc>>, usize)>,
 }
 
 /// Products grouped by collection; a schedule's slots (a kind whose units a
 /// schedule makes) summed per day in the shop's zone.
-fn groups(products: &[ProductFill], zone: crate::clock::ShopZone) -> Vec<Group> {
+fn groups(
+    products: &[ProductFill],
+    zone: crate::clock::ShopZone,
+    now: DateTime<Utc>,
+) -> Vec<Group> {
     let mut groups: Vec<(String, Group)> = Vec::new();
     for p in products {
         if groups.last().is_none_or(|(id, _)| *id != p.collection) {
@@ -98,7 +127,7 @@ fn groups(products: &[ProductFill], zone: crate::clock::ShopZone) -> Vec<Group> 
                 Group {
                     title: p.collection_title.clone(),
                     when: p.collection_starts_at,
-                    total: Fill::empty(p.collection_title.clone(), &p.currency),
+                    total: Fill::empty(p.collection_title.clone(), p),
                     rows: Vec::new(),
                     days: Vec::new(),
                 },
@@ -110,13 +139,19 @@ fn groups(products: &[ProductFill], zone: crate::clock::ShopZone) -> Vec<Group> 
             (Some(_), Some(at)) => {
                 let label = zone.local(at).format("%a %-d %b").to_string();
                 if group.rows.last().is_none_or(|r| r.label != label) {
-                    group.rows.push(Fill::empty(label, &p.currency));
-                    group.days.push((at, group.rows.len() - 1));
+                    group.rows.push(Fill::empty(label, p));
+                    group.days.push((None, group.rows.len() - 1));
                 }
                 group.rows.last_mut().expect("just pushed").add(p);
+                if let Some(day) = group.days.last_mut()
+                    && day.0.is_none()
+                    && at >= now
+                {
+                    day.0 = Some(at);
+                }
             }
             _ => {
-                let mut row = Fill::empty(p.name.clone(), &p.currency);
+                let mut row = Fill::empty(p.name.clone(), p);
                 row.product = Some(p.id.clone());
                 row.add(p);
                 group.rows.push(row);
@@ -133,7 +168,11 @@ pub(super) struct Upcoming<'a> {
     pub(super) fill: &'a Fill,
 }
 
-/// What comes next: events and slot days from now, soonest first.
+/// What comes next, in time order across kinds: each event that has not
+/// begun, and the next day of each collection of slots (a bakery's next
+/// pickup day, a room's next service) from its first time still to come.
+/// One line a collection: a room's thirty days of times are one line, not
+/// thirty that push the concerts off the list.
 fn upcoming(groups: &[Group], now: DateTime<Utc>, most: usize) -> Vec<Upcoming<'_>> {
     let mut next: Vec<Upcoming<'_>> = Vec::new();
     for g in groups {
@@ -144,14 +183,12 @@ fn upcoming(groups: &[Group], now: DateTime<Utc>, most: usize) -> Vec<Upcoming<'
                 fill: &g.total,
             });
         }
-        for (when, row) in &g.days {
-            if *when >= now - chrono::Duration::hours(12) {
-                next.push(Upcoming {
-                    when: *when,
-                    title: &g.title,
-                    fill: &g.rows[*row],
-                });
-            }
+        if let Some((Some(when), row)) = g.days.iter().find(|(first, _)| first.is_some()) {
+            next.push(Upcoming {
+                when: *when,
+                title: &g.title,
+                fill: &g.rows[*row],
+            });
         }
     }
     next.sort_by_key(|u| u.when);
@@ -172,6 +209,20 @@ pub(super) struct Bar {
 pub(super) const CHART_WIDTH: i64 = 40 * home::CHART_DAYS;
 const BASE: i64 = 170;
 const TALLEST: i64 = 150;
+
+/// The chart's amount scale: lines at the largest day's amount and half
+/// of it, each labelled, as (height on the drawing, words). None while no
+/// day sold anything.
+fn scale(days: &[Day], currency: &str) -> Vec<(i64, String)> {
+    let most = days.iter().map(Day::net_minor).max().unwrap_or(0);
+    if most <= 0 {
+        return Vec::new();
+    }
+    vec![
+        (BASE - TALLEST, crate::money::format(most, currency)),
+        (BASE - TALLEST / 2, crate::money::format(most / 2, currency)),
+    ]
+}
 
 fn bars(days: &[Day]) -> Vec<Bar> {
     let most = days.iter().map(Day::net_minor).max().unwrap_or(0).max(1);
@@ -198,6 +249,8 @@ struct HomePage<'a> {
     upcoming: Vec<Upcoming<'a>>,
     days: Vec<Day>,
     bars: Vec<Bar>,
+    /// The amount scale's lines: (height, words).
+    scale: Vec<(i64, String)>,
     chart_currency: String,
     recent: Vec<RecentOrder>,
     attention: Attention,
@@ -238,7 +291,7 @@ pub(super) async fn home(
         .or_else(|| products.first().map(|p| p.currency.clone()))
         .unwrap_or_else(|| "eur".to_owned());
     let days = home::days(pool, shop.zone(), now, &chart_currency).await?;
-    let groups = groups(&products, shop.zone());
+    let groups = groups(&products, shop.zone(), now);
     let watch = products
         .iter()
         .take(100)
@@ -251,6 +304,7 @@ pub(super) async fn home(
         upcoming: upcoming(&groups, now, 6),
         groups: &groups,
         bars: bars(&days),
+        scale: scale(&days, &chart_currency),
         days,
         chart_currency,
         recent: home::recent_orders(pool, 8).await?,
