@@ -60,6 +60,21 @@ impl OrderState {
     }
 }
 
+impl OrderState {
+    /// The state as the owner reads it, never the engine's name for it.
+    pub fn words(self) -> &'static str {
+        match self {
+            OrderState::Pending => "Awaiting payment",
+            OrderState::Settling => "Payment on its way",
+            OrderState::Paid => "Paid",
+            OrderState::Expired => "Not paid in time",
+            OrderState::Cancelled => "Cancelled",
+            OrderState::RefundPending => "Refund on its way",
+            OrderState::Refunded => "Refunded",
+        }
+    }
+}
+
 impl std::fmt::Display for OrderState {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.as_str())

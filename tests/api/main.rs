@@ -2,6 +2,7 @@
 
 mod admin;
 mod admin_forms;
+mod admin_words;
 mod api_keys;
 mod api_v1;
 mod bad_input;

@@ -54,7 +54,8 @@ impl From<sqlx::Error> for Refusal {
 /// order states, and what was sent (kept when it is sent back).
 struct FilterChoices {
     collections: Vec<CollectionChoice>,
-    states: Vec<&'static str>,
+    /// Each state's value and words, for the filter.
+    states: Vec<(&'static str, &'static str)>,
     form: FilterForm,
     zone: crate::clock::ShopZone,
 }
@@ -63,7 +64,10 @@ impl FilterChoices {
     async fn read(shop: &Shop, form: FilterForm) -> Result<Self, ShopError> {
         Ok(Self {
             collections: exports::choices(&shop.pool).await?,
-            states: OrderState::ALL.iter().map(|s| s.as_str()).collect(),
+            states: OrderState::ALL
+                .iter()
+                .map(|s| (s.as_str(), s.words()))
+                .collect(),
             form,
             zone: shop.zone(),
         })

@@ -98,7 +98,7 @@ const GROUPS: &[(&str, &[Entry])] = &[
         "Operations",
         &[
             entry("Capacity and stock", "/admin/resources", Permission::Engine),
-            entry("Holds", "/admin/holds", Permission::Engine),
+            entry("Reservations", "/admin/holds", Permission::Engine),
             Entry {
                 count: Count::Orphans,
                 ..entry(

@@ -37,7 +37,8 @@ pub struct OrdersFilter {
 pub(super) struct OrdersPage {
     nav: Nav,
     found: Found,
-    states: Vec<&'static str>,
+    /// Each state's value and words, for the filter.
+    states: Vec<(&'static str, &'static str)>,
     stages: [Stage; 3],
     products: Vec<ProductChoice>,
     filter_text: String,
@@ -164,7 +165,10 @@ pub async fn orders(
     let page = OrdersPage {
         nav: nav(&shop, &session, &NoticeQuery::default()).await?,
         found,
-        states: OrderState::ALL.iter().map(|s| s.as_str()).collect(),
+        states: OrderState::ALL
+            .iter()
+            .map(|s| (s.as_str(), s.words()))
+            .collect(),
         stages: Stage::ALL,
         products,
         filter_text: text.unwrap_or_default(),
@@ -194,6 +198,16 @@ pub(super) struct OrderPage {
     holds: Vec<views::HoldRow>,
     payments: Vec<views::PaymentRefRow>,
     jobs: Vec<views::JobRow>,
+}
+
+impl OrderPage {
+    /// The technical details open themselves when they hold something to
+    /// do: a refund the provider has not taken yet, to retry.
+    fn technical_open(&self) -> bool {
+        self.jobs
+            .iter()
+            .any(|j| j.kind == "refund" && j.state == "pending")
+    }
 }
 
 /// `GET /admin/orders/{id}`.

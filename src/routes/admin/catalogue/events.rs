@@ -67,7 +67,7 @@ fn event_form(event: &CollectionEdit, zone: ShopZone) -> Form {
 /// The event a form describes; its errors on the form.
 fn read_event(form: &mut Form, zone: ShopZone, id: Option<&str>) -> Option<CollectionEdit> {
     let title = form.text("title", "The title", 200, true);
-    let lede = form.text("lede", "The lede", 1000, false);
+    let lede = form.text("lede", "The introduction", 1000, false);
     let venue = form.text("venue", "The venue", 200, false);
     let starts_at = form.moment("starts_at", "The date and time", zone, true);
     let doors_at = near_start(form, "doors_at", "The doors", starts_at, zone, false);

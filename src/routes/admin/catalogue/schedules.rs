@@ -129,7 +129,7 @@ fn schedule_form(schedule: &Schedule) -> Form {
 
 fn read_schedule(form: &mut Form, id: Option<&str>, currency: &str) -> Option<Schedule> {
     let title = form.text("title", "The title", 200, true);
-    let lede = form.text("lede", "The lede", 1000, false);
+    let lede = form.text("lede", "The introduction", 1000, false);
     let name = form.text("name", "What a slot sells", 200, true);
     let description = form.text("description", "The description", 5000, false);
     let price_minor = form.money("price", "The price");
