@@ -149,7 +149,10 @@ const MATCHES: &str = "
   and ($4::text[] is null or o.state = any($4))
   and (not $5 or o.flag is not null)
   and ($6::text is null
-         or exists (select 1 from order_lines ol where ol.order_id = o.id and ol.product_id = $6))
+         or exists (select 1 from order_lines ol where ol.order_id = o.id and ol.product_id = $6)
+         or starts_with($6, 'collection:')
+            and exists (select 1 from order_lines ol join products p on p.id = ol.product_id
+                         where ol.order_id = o.id and p.collection = substr($6, 12)))
   and ($7::timestamptz is null or o.created_at >= $7)
   and ($8::timestamptz is null or o.created_at < $8)";
 

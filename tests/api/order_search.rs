@@ -104,6 +104,28 @@ async fn staff_find_orders_by_name_email_code_number_stage_product_and_day_a_pag
     assert!(found(&paid).starts_with("2 orders match"));
     let honey = search("product=wild-honey").await.1;
     assert_eq!(listed(&honey), [cai.to_string()]);
+    // a whole event: its tiers together; the filter's choices grouped by
+    // collection, a restaurant's month of times not listed one by one
+    let event = search("product=collection%3Aharbour-lights&stage=paid")
+        .await
+        .1;
+    assert_eq!(listed(&event), [bea.to_string()]);
+    assert!(
+        event.contains("<optgroup label=\"Harbour Lights — live at the pier\"><option value=\"collection:harbour-lights\" selected>All of Harbour Lights"),
+        "{event}"
+    );
+    let options = event.split("<select name=\"product\">").nth(1).unwrap();
+    let options = options[..options.find("</select>").unwrap()]
+        .matches("<option")
+        .count();
+    let times: i64 = sqlx::query_scalar("select count(*) from dining_times")
+        .fetch_one(&app.db.pool)
+        .await
+        .unwrap();
+    assert!(
+        options < 80 && (options as i64) < times,
+        "{options} choices for {times} table times"
+    );
     // by day, in the shop's zone: today has them all, tomorrow none
     let today = holdfast::clock::ShopZone::parse("UTC")
         .unwrap()

@@ -40,7 +40,7 @@ pub(super) struct OrdersPage {
     /// Each state's value and words, for the filter.
     states: Vec<(&'static str, &'static str)>,
     stages: [Stage; 3],
-    products: Vec<ProductChoice>,
+    products: Vec<ProductGroup>,
     filter_text: String,
     filter_state: String,
     filter_stage: String,
@@ -59,6 +59,53 @@ pub(super) struct OrdersPage {
 pub(super) struct ProductChoice {
     id: String,
     name: String,
+    collection: String,
+    collection_title: String,
+    kind: crate::catalogue::ProductKind,
+    /// A time's or a slot's start: named by it within its collection.
+    starts_at: Option<chrono::DateTime<chrono::Utc>>,
+}
+
+/// The product filter's choices, a group per collection: all of it first,
+/// then its products (a time or a slot by its moment, from yesterday to
+/// the day after tomorrow: a restaurant's month of times is not a list to
+/// scroll; its other days are found through all of it and the dates).
+pub(super) struct ProductGroup {
+    value: String,
+    title: String,
+    products: Vec<(String, String)>,
+}
+
+fn product_groups(
+    choices: Vec<ProductChoice>,
+    zone: crate::clock::ShopZone,
+    now: chrono::DateTime<chrono::Utc>,
+) -> Vec<ProductGroup> {
+    let mut groups: Vec<ProductGroup> = Vec::new();
+    for p in choices {
+        let value = format!("collection:{}", p.collection);
+        if groups.last().is_none_or(|g| g.value != value) {
+            groups.push(ProductGroup {
+                value,
+                title: p.collection_title.clone(),
+                products: Vec::new(),
+            });
+        }
+        let group = groups.last_mut().expect("just pushed");
+        let words = match p.starts_at {
+            // a slot or a table's time: its name is its collection's and
+            // its moment
+            Some(at) if p.kind.sheet().scheduled_name.is_some() => {
+                if at < now - chrono::Duration::days(1) || at > now + chrono::Duration::days(2) {
+                    continue;
+                }
+                zone.local(at).format("%a %-d %b, %H:%M").to_string()
+            }
+            _ => p.name,
+        };
+        group.products.push((p.id, words));
+    }
+    groups
 }
 
 /// A cursor as the page's link carries it: `<microseconds>.<order id>`.
@@ -157,11 +204,15 @@ pub async fn orders(
         query.append_pair("after", &cursor(at, id));
         query.finish()
     });
-    let products = sqlx::query_as(
-        "select id, name from products where archived_at is null order by collection, position, id",
+    let choices: Vec<ProductChoice> = sqlx::query_as(
+        "select p.id, p.name, p.collection, c.title as collection_title, p.kind, p.starts_at \
+           from products p join collections c on c.id = p.collection \
+          where p.archived_at is null \
+          order by c.position, c.title, c.id, p.starts_at nulls first, p.position, p.id",
     )
     .fetch_all(&shop.pool)
     .await?;
+    let products = product_groups(choices, shop.zone(), chrono::Utc::now());
     let page = OrdersPage {
         nav: nav(&shop, &session, &NoticeQuery::default()).await?,
         found,
