@@ -13,6 +13,9 @@
 --    statement, under the room's lock after its time's counters (the
 --    engine's order); `hf_walk_in_left`: the table is free again.
 --
+-- `hf_move_booking` refuses a booking marked a no-show (read under its
+-- locks): the host stand frees a no-show's table from the mark.
+--
 -- A walk-in writes a counters row of its room's nearest time (no count
 -- changes), as a move does, so every process's memory of the room's
 -- stays is read again and the crowd is never offered the table.
@@ -243,8 +246,11 @@ begin
        and not exists (select 1 from dining_joins where room = p_room and id = p_set and archived_at is null) then
         return jsonb_build_object('outcome', 'unknown_set');
     end if;
-    select f.* into v_set from hf_walk_in_sets(p_room, p_party, p_now) f
+    select f.set_id, f.tables, f.turn, f.taken_at into v_set
+      from hf_walk_in_sets(p_room, p_party, p_now)
+           with ordinality as f(set_id, tables, max_party, joined, turn, taken_at, n)
      where p_set is null or f.set_id = p_set
+     order by f.n
      limit 1;
     if not found then
         if p_set is null then
@@ -272,6 +278,60 @@ begin
                               'until', v_until);
 end;
 $$;
+
+-- A move reads the booking again under its locks: a no-show marked
+-- meanwhile (its stay ended at the mark) is not moved, which would give
+-- it its whole stay back on the new table.
+create or replace function hf_move_booking(p_hold uuid, p_set text)
+ RETURNS text
+ LANGUAGE plpgsql
+AS $function$
+declare
+    b      bookings;
+    v_set  record;
+    v_during tstzrange;
+begin
+    select * into b from bookings where hold_id = p_hold;
+    if not found then
+        return 'not_found';
+    end if;
+    -- lock: the hold's resource, then the room (the engine's order)
+    perform 1 from resources r join holds h on h.resource_id = r.id
+      where h.id = p_hold for no key update of r;
+    perform 1 from dining_rooms where collection = b.room for no key update;
+    -- under the locks: a booking marked a no-show meanwhile has ended
+    -- its stay, and a move would give it back
+    if not exists (select 1 from table_pins where hold_id = p_hold and live)
+       or exists (select 1 from bookings where hold_id = p_hold and no_show_at is not null) then
+        return 'ended';
+    end if;
+    v_during := tstzrange(b.starts_at, b.ends_at, '[)');
+    if not exists (select 1 from dining_tables where room = b.room and id = p_set and archived_at is null)
+       and not exists (select 1 from dining_joins where room = b.room and id = p_set and archived_at is null) then
+        return 'unknown_set';
+    end if;
+    select f.* into v_set from hf_free_sets(b.room, b.party, v_during, p_hold) f where f.set_id = p_set;
+    if not found then
+        -- it exists: either the party does not fit it or it is taken
+        if exists (select 1 from hf_free_sets(b.room, b.party, tstzrange('1900-01-01', '1900-01-02'), p_hold) f
+                    where f.set_id = p_set) then
+            return 'not_free';
+        end if;
+        return 'does_not_fit';
+    end if;
+    if v_set.tables = b.tables then
+        return 'same';
+    end if;
+    delete from table_pins where hold_id = p_hold;
+    insert into table_pins (hold_id, room, table_id, during)
+    select p_hold, b.room, x.id, v_during from unnest(v_set.tables) as x(id);
+    update bookings set tables = v_set.tables where hold_id = p_hold;
+    -- the shop's memory of the room's day reads again: a change of the
+    -- time's counters row says so
+    update resources r set held = r.held from holds h where h.id = p_hold and r.id = h.resource_id;
+    return 'moved';
+end;
+$function$;
 
 -- The walk-in party left: its tables are free from now. Answers `left`,
 -- `left_before` or `not_found`.

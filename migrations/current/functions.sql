@@ -1587,7 +1587,7 @@ AS $function$
     select extract(epoch from p) / 60;
 $function$;
 
--- hf_move_booking (last written by 0160_tables.sql)
+-- hf_move_booking (last written by 0260_walk_ins.sql)
 CREATE OR REPLACE FUNCTION public.hf_move_booking(p_hold uuid, p_set text)
  RETURNS text
  LANGUAGE plpgsql
@@ -1605,7 +1605,10 @@ begin
     perform 1 from resources r join holds h on h.resource_id = r.id
       where h.id = p_hold for no key update of r;
     perform 1 from dining_rooms where collection = b.room for no key update;
-    if not exists (select 1 from table_pins where hold_id = p_hold and live) then
+    -- under the locks: a booking marked a no-show meanwhile has ended
+    -- its stay, and a move would give it back
+    if not exists (select 1 from table_pins where hold_id = p_hold and live)
+       or exists (select 1 from bookings where hold_id = p_hold and no_show_at is not null) then
         return 'ended';
     end if;
     v_during := tstzrange(b.starts_at, b.ends_at, '[)');
@@ -4017,8 +4020,11 @@ begin
        and not exists (select 1 from dining_joins where room = p_room and id = p_set and archived_at is null) then
         return jsonb_build_object('outcome', 'unknown_set');
     end if;
-    select f.* into v_set from hf_walk_in_sets(p_room, p_party, p_now) f
+    select f.set_id, f.tables, f.turn, f.taken_at into v_set
+      from hf_walk_in_sets(p_room, p_party, p_now)
+           with ordinality as f(set_id, tables, max_party, joined, turn, taken_at, n)
      where p_set is null or f.set_id = p_set
+     order by f.n
      limit 1;
     if not found then
         if p_set is null then

@@ -1877,7 +1877,12 @@ async fn a_debit_that_takes_days_is_seen_by_shopper_and_staff_on_a_phone_and_a_d
         );
         staff.click("#orders tbody tr:first-child a").await;
         staff.wait_for_path("/admin/orders/").await;
-        assert!(staff.text("#settling").await.contains("held until"));
+        assert!(
+            staff
+                .text("#settling")
+                .await
+                .contains("kept for the order until")
+        );
         assert!(staff.body().await.contains("Release the units"));
         // what settling adds to the page, in view on a phone too
         staff

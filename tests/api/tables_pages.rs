@@ -669,8 +669,11 @@ async fn the_crowd_is_answered_from_memory_until_a_time_of_the_day_changes() {
     .execute(&app.db.pool)
     .await
     .unwrap();
-    let page = read_page(&browser(), &url).await;
-    assert!(bookable(&page, 21, 30), "memory answers: {page}");
+    // (memory may answer as before until its next full read, at most
+    // REFRESH_EVERY away: how soon that read comes is the machine's, so
+    // only the bound is asserted; that the crowd's answers read nothing
+    // is round_trips::'s)
+    let _ = read_page(&browser(), &url).await;
     tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
     let page = read_page(&browser(), &url).await;
     assert!(

@@ -38,11 +38,11 @@ fn stock_ids(query: &StockQuery) -> Result<Vec<String>, ShopError> {
 /// What is left, as the pages read it: `{"products": [...]}` with, beside
 /// each product's stock, when its first pending hold ends in the shop's
 /// zone (`first_back`), as the server says it.
-fn stock_body(shop: &Shop, stock: Vec<catalogue::Stock>) -> serde_json::Value {
+fn stock_body(zone: crate::clock::ShopZone, stock: Vec<catalogue::Stock>) -> serde_json::Value {
     let products: Vec<serde_json::Value> = stock
         .into_iter()
         .map(|stock| {
-            let back = stock.first_back_at.map(|at| shop.zone().time(at));
+            let back = stock.first_back_at.map(|at| zone.time(at));
             let mut value = serde_json::json!(stock);
             value["first_back"] = serde_json::json!(back);
             value
@@ -62,7 +62,7 @@ pub async fn availability(
     let stock = retry("stock_read", Bound::Shopper, || shop.live.stock(&ids)).await?;
     Ok(HttpResponse::Ok()
         .insert_header((header::CACHE_CONTROL, "public, max-age=2"))
-        .json(stock_body(&shop, stock)))
+        .json(stock_body(shop.zone(), stock)))
 }
 
 /// `GET /availability/stream?ids=a,b`: the same answer as a stream of
@@ -82,17 +82,16 @@ pub async fn availability_stream(
             .insert_header((header::CACHE_CONTROL, "no-store"))
             .body("too many pages are watching; poll /availability instead"));
     };
-    let events =
-        futures::stream::unfold((true, watch, shop), |(first, mut watch, shop)| async move {
-            let bytes = match watch.next().await? {
-                crate::live::Watched::Quiet => bytes::Bytes::from_static(b": still here\n\n"),
-                crate::live::Watched::Changed(stock) => event(&shop, stock, first),
-            };
-            Some((
-                Ok::<_, std::convert::Infallible>(bytes),
-                (false, watch, shop),
-            ))
-        });
+    // the zone as the request sees the shop: the stream is polled after
+    // the request's storefront is gone
+    let zone = shop.zone();
+    let events = futures::stream::unfold((true, watch), move |(first, mut watch)| async move {
+        let bytes = match watch.next().await? {
+            crate::live::Watched::Quiet => bytes::Bytes::from_static(b": still here\n\n"),
+            crate::live::Watched::Changed(stock) => event(zone, stock, first),
+        };
+        Some((Ok::<_, std::convert::Infallible>(bytes), (false, watch)))
+    });
     Ok(HttpResponse::Ok()
         .content_type("text/event-stream")
         .insert_header((header::CACHE_CONTROL, "no-store"))
@@ -103,7 +102,7 @@ pub async fn availability_stream(
 
 /// One server-sent event; the first also says how long a browser waits
 /// before it connects again.
-fn event(shop: &Shop, stock: Vec<catalogue::Stock>, first: bool) -> bytes::Bytes {
+fn event(zone: crate::clock::ShopZone, stock: Vec<catalogue::Stock>, first: bool) -> bytes::Bytes {
     let retry = if first { "retry: 5000\n" } else { "" };
-    format!("{retry}data: {}\n\n", stock_body(shop, stock)).into()
+    format!("{retry}data: {}\n\n", stock_body(zone, stock)).into()
 }

@@ -192,6 +192,7 @@ fn said(word: Option<&str>) -> (&'static str, &'static str) {
             "That table is taken now or within the half hour; no one was seated.",
             "refused",
         ),
+        "walk_in_no_such_table" => ("The room has no such table; no one was seated.", "refused"),
         "walk_in_too_small" => (
             "That table does not seat the party; no one was seated.",
             "refused",
@@ -460,6 +461,16 @@ pub async fn no_show(
     .bind(form.hold)
     .execute(&mut *tx)
     .await?;
+    // lock: the time's counters next, before the booking's row, as a move
+    // takes them (counters, room, booking): a no-show and a move at one
+    // moment are one after the other, never each waiting on the other
+    sqlx::query(
+        "select 1 from resources r join holds h on h.resource_id = r.id \
+          where h.id = $1 for no key update of r",
+    )
+    .bind(form.hold)
+    .execute(&mut *tx)
+    .await?;
     let marked = sqlx::query(
         "update bookings b set no_show_at = now(), no_show_by = $3 \
            from orders o \
@@ -478,7 +489,6 @@ pub async fn no_show(
         // the table is free from now: the stay ends here (a no-show is
         // marked once its time has come; before it, the stay stands), and
         // the time's counters row is written so memory reads the room again
-        // lock: the time's counters before the pins (the engine's order)
         sqlx::query(
             "update resources r set held = r.held from holds h \
               where h.id = $1 and r.id = h.resource_id",

@@ -4,7 +4,6 @@
 //! leaves (`hf_walk_in_left`).
 
 use actix_web::{HttpResponse, web};
-use chrono::Utc;
 use serde::Deserialize;
 use uuid::Uuid;
 
@@ -61,7 +60,8 @@ pub async fn walk_in(
         "seated" => "walked_in",
         "unknown_room" => return Err(ShopError::not_found("no such dining room")),
         "not_free" => "walk_in_not_free",
-        "unknown_set" | "does_not_fit" => "walk_in_too_small",
+        "unknown_set" => "walk_in_no_such_table",
+        "does_not_fit" => "walk_in_too_small",
         _ => "none_free",
     };
     Ok(back(&room, said))
@@ -79,10 +79,9 @@ pub async fn left(
     room: web::Path<String>,
     form: web::Form<LeftForm>,
 ) -> Result<HttpResponse, ShopError> {
-    let answer: String = sqlx::query_scalar("select hf_walk_in_left($1, $2, $3)")
+    let answer: String = sqlx::query_scalar("select hf_walk_in_left($1, $2, now())")
         .bind(room.as_str())
         .bind(form.walk_in)
-        .bind(Utc::now())
         .fetch_one(&shop.pool)
         .await?;
     Ok(back(
