@@ -31,6 +31,27 @@ pub struct Policy {
     pub covers: i64,
 }
 
+impl Policy {
+    /// The policy as the guest reads it, before the cut-off or after (the
+    /// order page, the cancel page, the confirmation mail).
+    pub fn words(&self, zone: crate::clock::ShopZone) -> String {
+        let until = zone.long(self.cancel_until);
+        let deposit = crate::money::format(self.deposit_minor, &self.currency);
+        match (self.open, self.deposit_minor > 0) {
+            (true, true) => format!(
+                "You can cancel until {until} and your deposit of {deposit} is refunded in \
+                 full; after that it is kept."
+            ),
+            (true, false) => format!("You can cancel until {until}; there is nothing to pay."),
+            (false, true) => format!(
+                "It was possible to cancel until {until}; your deposit of {deposit} is kept. \
+                 Please call the restaurant if your plans change."
+            ),
+            (false, false) => "Please call the restaurant if your plans change.".to_owned(),
+        }
+    }
+}
+
 /// The policy of an order's bookings still standing; `None`: it has none.
 pub async fn policy(pool: &PgPool, order_id: Uuid) -> sqlx::Result<Option<Policy>> {
     policy_in(pool, order_id).await

@@ -494,3 +494,31 @@ async fn the_confirmation_tells_the_time_in_the_zone_the_owner_chose() {
         "{text}"
     );
 }
+
+/// A table's confirmation says how and until when to cancel it, with the
+/// link (issue 46: the mail did not say how to cancel a table).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tables_confirmation_says_how_to_cancel_it() {
+    let app = spawn_app().await;
+    let mut spec = crate::tables::room(40, vec![crate::tables::table("T1", 1, 4, 100)], vec![]);
+    spec.periods[0].deposit_minor = 1000;
+    crate::tables::set_up(&app.db, &spec).await;
+    let order = crate::tables::paid_booking(&app.db, "cancel-mail", 2, 19, 30).await;
+    let smtp = app.sandbox.smtp();
+    send_all(&app, &mailer(&app, &smtp, holdfast::clock::ShopZone::UTC)).await;
+    let messages = app.sandbox.mail.messages();
+    assert_eq!(messages.len(), 1);
+    let message = parsed(&messages[0]);
+    let text = message.body_text(0).unwrap().into_owned();
+    let html = message.body_html(0).unwrap().into_owned();
+    let link = format!("{}/orders/{}/cancel", app.address, order.token);
+    assert!(
+        text.contains("You can cancel until") && text.contains("deposit of €20.00"),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!("To cancel your table: {link}")),
+        "{text}"
+    );
+    assert!(html.contains(&format!("href=\"{link}\"")), "{html}");
+}

@@ -15,7 +15,7 @@ use crate::retry::{Bound, retry};
 use crate::routes::ShopError;
 use crate::routes::render::{render, see_other};
 use crate::routes::shop::{message, order_of_link};
-use crate::staff::cancellations::{self, Cancelled, Policy, Refusal};
+use crate::staff::cancellations::{self, Cancelled, Refusal};
 use crate::state::Shop;
 
 /// What the order page says of an order's bookings: the policy in words,
@@ -28,26 +28,8 @@ pub(crate) async fn order_words(shop: &Shop, order: &Order) -> Result<(String, b
     .await?;
     Ok(match policy {
         None => (String::new(), false),
-        Some(policy) => (policy_words(shop, &policy), policy.open),
+        Some(policy) => (policy.words(shop.zone()), policy.open),
     })
-}
-
-/// The policy as the guest reads it, before the cut-off or after.
-fn policy_words(shop: &Shop, policy: &Policy) -> String {
-    let until = shop.zone().long(policy.cancel_until);
-    let deposit = money::format(policy.deposit_minor, &policy.currency);
-    match (policy.open, policy.deposit_minor > 0) {
-        (true, true) => format!(
-            "You can cancel until {until} and your deposit of {deposit} is refunded in full; \
-             after that it is kept."
-        ),
-        (true, false) => format!("You can cancel until {until}; there is nothing to pay."),
-        (false, true) => format!(
-            "It was possible to cancel until {until}; your deposit of {deposit} is kept. \
-             Please call the restaurant if your plans change."
-        ),
-        (false, false) => "Please call the restaurant if your plans change.".to_owned(),
-    }
 }
 
 #[derive(Template)]

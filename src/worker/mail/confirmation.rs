@@ -39,6 +39,9 @@ pub(super) struct Confirmation {
     items: Vec<Item>,
     /// The shop's logo as the mail carries it (inline, never remote).
     logo: Option<crate::images::Variant>,
+    /// How to cancel its table (the cancel page's words), and whether the
+    /// guest still may; empty: it has no booking.
+    cancel: (String, bool),
 }
 
 /// One line of the order, as the mail needs it.
@@ -65,6 +68,10 @@ pub(super) struct ConfirmationMail {
     /// Every code with its QR image's content id.
     pub(super) qr: Vec<MailCode>,
     pub(super) link: String,
+    /// A booking's cancel policy in words, and the link to cancel while the
+    /// guest may (empty: no booking, or no longer).
+    pub(super) cancel_words: String,
+    pub(super) cancel_link: String,
     /// The shop's name, accent colour (`#rrggbb`) and contact address.
     pub(super) shop_name: String,
     pub(super) accent: String,
@@ -147,7 +154,12 @@ impl Confirmation {
             Some(id) => crate::images::variant(pool, &id, crate::images::LOGO_WIDTH as i32).await?,
             None => None,
         };
+        let cancel = crate::staff::cancellations::policy(pool, order_id)
+            .await?
+            .map(|policy| (policy.words(zone), policy.open))
+            .unwrap_or_default();
         Ok(Some(Self {
+            cancel,
             logo,
             id: order_id,
             number: order.number,
@@ -205,6 +217,12 @@ impl Confirmation {
                 .collect(),
             sections,
             qr,
+            cancel_words: self.cancel.0.clone(),
+            cancel_link: if self.cancel.1 {
+                format!("{link}/cancel")
+            } else {
+                String::new()
+            },
             link: link.clone(),
             shop_name: shop.name.clone(),
             accent: shop.accent.clone(),
@@ -411,6 +429,8 @@ mod tests {
                 cid: "qr-pickup".into(),
             }],
             link: "https://shop.example/orders/abc?x=1&y=2".into(),
+            cancel_words: String::new(),
+            cancel_link: String::new(),
             shop_name: "Harbour <Market>".into(),
             accent: "#0b6e4f".into(),
             contact: String::new(),
