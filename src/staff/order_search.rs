@@ -127,7 +127,7 @@ fn order_number(text: &str) -> Option<String> {
 }
 
 /// `text` for `ilike`: its `%`, `_` and `\` matched as themselves.
-fn contained(text: &str) -> String {
+pub(crate) fn contained(text: &str) -> String {
     let mut escaped = String::with_capacity(text.len() + 2);
     escaped.push('%');
     for c in text.chars() {

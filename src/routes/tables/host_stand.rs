@@ -265,14 +265,6 @@ const BOOKED: &str = "select b.hold_id, o.number, i.code, o.customer_name as nam
    join order_lines l on l.order_id = b.order_id and l.product_id = b.product_id \
    left join order_items i on i.booking = b.hold_id ";
 
-/// Typed words for `ilike`: its wildcards and escape taken literally.
-fn like_escaped(typed: &str) -> String {
-    typed
-        .replace('\\', "\\\\")
-        .replace('%', "\\%")
-        .replace('_', "\\_")
-}
-
 /// `GET /admin/dining/{room}[?date=YYYY-MM-DD][&q=…]`: the day's bookings,
 /// the floor, the walk-ins, and what a search finds.
 pub async fn day_page(
@@ -315,7 +307,7 @@ pub async fn day_page(
                 "{BOOKED} where b.room = $1 and b.starts_at >= $2 \
                     and o.state in ('paid', 'refund_pending', 'refunded') \
                     and (upper(i.code) = upper($3) or o.number = upper($3) \
-                         or o.customer_name ilike '%' || $4 || '%' \
+                         or o.customer_name ilike $4 \
                          or (length($5) >= 4 and regexp_replace(coalesce(o.customer_phone, ''), \
                                                                 '[^0-9]', '', 'g') like '%' || $5 || '%')) \
                   order by b.starts_at, b.tables limit 30"
@@ -323,7 +315,7 @@ pub async fn day_page(
             .bind(room.as_str())
             .bind(shop.zone().at(today - Duration::days(1), midnight).unwrap_or(from))
             .bind(&typed)
-            .bind(like_escaped(&typed))
+            .bind(crate::staff::order_search::contained(&typed))
             .bind(&digits)
             .fetch_all(&shop.pool)
             .await?,
