@@ -114,3 +114,111 @@
   for (var k = 0; k < boxes.length; k++) boxes[k].addEventListener("change", update);
   update();
 })();
+
+// The seat plan page (templates/seats/section.html): a seat on the
+// drawing is ticked by a click as well as by its box (the boxes stay
+// the keyboard's way, and what is sent); the plan's fields are drawn as
+// they are typed, laid out as the database lays seats out (hf_seat_plan:
+// ten apart, an aisle twenty, rows twelve apart from the stage back); and
+// "Add a row" gives another blank line.
+(function () {
+  "use strict";
+  var map = document.querySelector(".staff-map");
+  if (map) {
+    var boxOf = function (label) {
+      return document.querySelector('input[name=seat][value="' + label.replace(/"/g, "") + '"]');
+    };
+    var mark = function (circle) {
+      var box = boxOf(circle.getAttribute("data-seat"));
+      circle.classList.toggle("ticked", !!(box && box.checked));
+    };
+    var circles = map.querySelectorAll("circle[data-seat]");
+    for (var i = 0; i < circles.length; i++) mark(circles[i]);
+    map.addEventListener("click", function (e) {
+      var circle = e.target.closest ? e.target.closest("circle[data-seat]") : null;
+      if (!circle) return;
+      var box = boxOf(circle.getAttribute("data-seat"));
+      if (!box) return;
+      box.checked = !box.checked;
+      mark(circle);
+    });
+    document.addEventListener("change", function (e) {
+      if (e.target.name !== "seat") return;
+      var circle = map.querySelector('circle[data-seat="' + e.target.value.replace(/"/g, "") + '"]');
+      if (circle) mark(circle);
+    });
+  }
+  var rows = document.getElementById("plan-rows");
+  var svg = document.getElementById("plan-preview");
+  if (!rows || !svg) return;
+  var NS = "http://www.w3.org/2000/svg";
+  function numbers(text) {
+    return text.split(/[\s,]+/).filter(function (n) { return n !== ""; }).map(Number)
+      .filter(function (n) { return Number.isInteger(n); });
+  }
+  function draw() {
+    while (svg.firstChild) svg.removeChild(svg.firstChild);
+    var lines = rows.querySelectorAll(".plan-row");
+    var seats = [], labels = [], rank = 0, minX = 0, maxX = 0;
+    for (var i = 0; i < lines.length; i++) {
+      var get = function (name) { return lines[i].querySelector("[name=" + name + "]").value.trim(); };
+      var out = lines[i].querySelector("[name=out]");
+      var first = parseInt(get("first"), 10), last = parseInt(get("last"), 10);
+      if (!get("row") || isNaN(first) || isNaN(last) || last < first || last - first >= 1000 || (out && out.checked)) continue;
+      rank += 1;
+      var aisles = numbers(get("aisles")).filter(function (a) { return a >= first && a < last; });
+      var wheel = numbers(get("wheelchair")), comp = numbers(get("companion"));
+      var shift = Math.trunc((10 * (first + last) + 20 * aisles.length) / 2);
+      for (var n = first; n <= last; n++) {
+        var before = aisles.filter(function (a) { return a < n; }).length;
+        var x = n * 10 + 20 * before - shift;
+        minX = Math.min(minX, x); maxX = Math.max(maxX, x);
+        seats.push({ x: x, y: rank * 12, access: wheel.indexOf(n) >= 0 ? "W" : comp.indexOf(n) >= 0 ? "C" : "" });
+      }
+      labels.push({ text: get("row"), y: rank * 12 });
+    }
+    var box = document.getElementById("plan-preview-box");
+    box.hidden = seats.length === 0;
+    if (!seats.length) return;
+    svg.setAttribute("viewBox", (minX - 24) + " -18 " + (maxX - minX + 36) + " " + (rank * 12 + 28));
+    var stage = document.createElementNS(NS, "text");
+    stage.setAttribute("x", (minX + maxX) / 2); stage.setAttribute("y", -4);
+    stage.setAttribute("text-anchor", "middle"); stage.setAttribute("font-size", "6");
+    stage.textContent = "STAGE";
+    svg.appendChild(stage);
+    labels.forEach(function (l) {
+      var t = document.createElementNS(NS, "text");
+      t.setAttribute("x", minX - 20); t.setAttribute("y", l.y + 2); t.setAttribute("font-size", "5");
+      t.textContent = l.text;
+      svg.appendChild(t);
+    });
+    seats.forEach(function (s) {
+      var c = document.createElementNS(NS, "circle");
+      c.setAttribute("cx", s.x); c.setAttribute("cy", s.y); c.setAttribute("r", "4.5");
+      c.setAttribute("class", "seat" + (s.access === "W" ? " wheelchair" : s.access === "C" ? " companion" : ""));
+      svg.appendChild(c);
+      if (s.access) {
+        var t = document.createElementNS(NS, "text");
+        t.setAttribute("x", s.x); t.setAttribute("y", s.y + 1.6); t.setAttribute("font-size", "4.5");
+        t.setAttribute("text-anchor", "middle"); t.setAttribute("fill", "#fff");
+        t.textContent = s.access;
+        svg.appendChild(t);
+      }
+    });
+  }
+  rows.addEventListener("input", draw);
+  rows.addEventListener("change", draw);
+  var add = document.getElementById("add-row");
+  if (add) {
+    add.hidden = false;
+    add.addEventListener("click", function () {
+      var spare = rows.querySelector(".plan-row:last-child");
+      var line = spare.cloneNode(true);
+      var inputs = line.querySelectorAll("input");
+      for (var i = 0; i < inputs.length; i++) inputs[i].value = "";
+      rows.appendChild(line);
+      line.querySelector("input[name=row]").focus();
+    });
+  }
+  draw();
+})();

@@ -120,7 +120,7 @@ pub async fn set_seats(
 }
 
 /// The section's plan replaced by `rows` (checked already, as
-/// `catalogue::seats::typed_rows` makes them), recorded.
+/// `catalogue::seats::fielded_rows` makes them), recorded.
 pub async fn replace_plan(
     pool: &PgPool,
     staff: &StaffMember,

@@ -205,9 +205,18 @@ fn case(path: &str, account: i64, endpoint: &str) -> Takes {
         "/catalogue/events/{id}/sections/{section}/category" => {
             typed(&[("category", "boxes-7Q")], &f("category"), "boxes-7Q")
         }
-        "/catalogue/events/{id}/sections/{section}/plan" => {
-            typed(&[("rows", "{not json 7Q")], &f("rows"), "{not json 7Q")
-        }
+        "/catalogue/events/{id}/sections/{section}/plan" => typed(
+            &[
+                ("row", "A"),
+                ("first", "1"),
+                ("last", "seven-7Q"),
+                ("aisles", ""),
+                ("wheelchair", ""),
+                ("companion", ""),
+            ],
+            &f("rows"),
+            "seven-7Q",
+        ),
         "/catalogue/events/{id}/sections/{section}/categories/{category}" => typed(
             &[
                 ("name", "Typed stalls 7Q"),

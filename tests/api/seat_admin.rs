@@ -3,8 +3,8 @@
 //! blocked, unblocked, held back and released (`hf_seat_set_state`, all or
 //! none), the shop's counts following; a shopper's seat refused by name
 //! with nothing changed; a section moved to another category and a
-//! category repriced, later checkouts paying it; a plan replaced from the
-//! compact form, or refused beside its field; the splits setting; each
+//! category repriced, later checkouts paying it; a plan replaced from its
+//! fields, or refused beside them; the splits setting; each
 //! change one audit line. And staff blocking seats while 200 shoppers race
 //! for the section: exact counts, no blocked seat sold, no seat twice, no
 //! drift.
@@ -84,6 +84,21 @@ async fn post(
         answer.text().await.unwrap()
     };
     (status, body)
+}
+
+/// The plan's fields as the page sends them: a row's six fields a line
+/// (name, first seat, last seat, aisles after, wheelchair, companion).
+fn plan_form<'a>(csrf: &'a str, rows: &'a [[&'a str; 6]]) -> Vec<(&'a str, &'a str)> {
+    let mut form = vec![("csrf", csrf)];
+    for row in rows {
+        for (name, value) in ["row", "first", "last", "aisles", "wheelchair", "companion"]
+            .into_iter()
+            .zip(row)
+        {
+            form.push((name, *value));
+        }
+    }
+    form
 }
 
 /// What the shop's event page says is left of a section, once its memory
@@ -345,10 +360,7 @@ async fn a_seat_a_shopper_has_is_refused_by_name_and_nothing_changes() {
         &app,
         &staff,
         &format!("{STALLS}/plan"),
-        &[
-            ("csrf", &csrf),
-            ("rows", "{\"row\": \"E\", \"seats\": [1, 14]}"),
-        ],
+        &plan_form(&csrf, &[["E", "1", "14", "", "", ""]]),
     )
     .await;
     assert_eq!(status, StatusCode::CONFLICT);
@@ -494,54 +506,76 @@ async fn a_section_changes_category_a_category_its_price_and_later_checkouts_pay
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_plan_replaced_from_the_compact_form_keeps_its_seats_and_a_bad_one_writes_nothing() {
+async fn a_plan_replaced_from_its_fields_keeps_its_seats_and_a_bad_one_writes_nothing() {
     let app = spawn_app().await;
     app.load_demo().await;
     app.add_staff().await;
     app.settled().await;
     let pool = &app.db.pool;
     let (staff, csrf) = app.staff_browser().await;
-    // the page shows the plan as it stands, in the compact form
+    // the page shows the plan as it stands, a line of fields a row
     let page = app.admin_page(&staff, STALLS).await;
-    assert!(
-        page.contains("{&quot;row&quot;: &quot;A&quot;, &quot;rank&quot;: 1, &quot;seats&quot;: [1, 14], &quot;aisles_after&quot;: [7], &quot;wheelchair&quot;: [1, 14], &quot;companion&quot;: [2, 13]}")
-            || page.contains("{&#34;row&#34;: &#34;A&#34;, &#34;rank&#34;: 1"),
-        "{page}"
-    );
+    for field in [
+        "name=\"row\" value=\"A\"",
+        "name=\"aisles\" value=\"7\"",
+        "name=\"wheelchair\" value=\"1, 14\"",
+        "name=\"companion\" value=\"2, 13\"",
+        "name=\"row\" value=\"E\"",
+    ] {
+        assert!(page.contains(field), "{field}: {page}");
+    }
+    assert!(!page.contains("&quot;row&quot;"), "no JSON on the page");
     let plan = format!("{STALLS}/plan");
     let before = plan_print(pool).await;
     for (typed, words) in [
-        ("{not json 7Q", "Line 1: not a row."),
         (
-            "{\"row\": \"A\", \"seats\": [1, 4]}\n{\"row\": \"A\", \"seats\": [1, 4]}",
+            vec![["A", "1", "four", "", "", ""]],
+            "Line 1: row A: the last seat is a number",
+        ),
+        (
+            vec![["A", "1", "4", "", "", ""], ["A", "1", "4", "", "", ""]],
             "Line 2: row A is given twice",
         ),
         (
-            "{\"row\": \"A\", \"seats\": [1, 4], \"aisles_after\": [9]}",
+            vec![["A", "1", "4", "9", "", ""]],
             "Line 1: row A: aisles_after names seat 9",
         ),
+        (vec![["", "", "", "", "", ""]], "fill in at least one"),
     ] {
-        let (status, page) = post(&app, &staff, &plan, &[("csrf", &csrf), ("rows", typed)]).await;
-        assert_eq!(status, StatusCode::BAD_REQUEST, "{typed}");
+        let (status, page) = post(&app, &staff, &plan, &plan_form(&csrf, &typed)).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{typed:?}");
         assert!(page.contains("id=\"f-rows-error\">"), "{page}");
-        assert!(
-            page.contains(&words.replace('"', "&quot;"))
-                || page.contains(&words.replace('"', "&#34;")),
-            "{words}: {page}"
-        );
-        assert_eq!(plan_print(pool).await, before, "{typed}");
+        assert!(page.contains(words), "{words}: {page}");
+        // what was typed is kept
+        assert!(page.contains(&format!("name=\"last\" value=\"{}\"", typed[0][2])));
+        assert_eq!(plan_print(pool).await, before, "{typed:?}");
     }
-    // a shopper holds C-3; a plan keeping row C, dropping row E, adding row F
+    // fields that do not line up: refused, nothing written
+    let (status, page) = post(
+        &app,
+        &staff,
+        &plan,
+        &[("csrf", &csrf), ("row", "A"), ("first", "1")],
+    )
+    .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert!(page.contains("did not arrive whole"), "{page}");
+    assert_eq!(plan_print(pool).await, before);
+    // a shopper holds C-3; a plan keeping row C, taking row E out (its box
+    // ticked: line 4 counting from 0), adding row F on a spare line
     take(pool, "held-c3", "winter-gala-stalls", &["C-3"]).await;
     let rows = [
-        "{\"row\": \"A\", \"rank\": 1, \"seats\": [1, 14], \"aisles_after\": [7], \"wheelchair\": [1, 14], \"companion\": [2, 13]}",
-        "{\"row\": \"B\", \"rank\": 2, \"seats\": [1, 14], \"aisles_after\": [7]}",
-        "{\"row\": \"C\", \"rank\": 3, \"seats\": [1, 14], \"aisles_after\": [7]}",
-        "{\"row\": \"D\", \"rank\": 4, \"seats\": [1, 14], \"aisles_after\": [7]}",
-        "{\"row\": \"F\", \"rank\": 5, \"seats\": [1, 10]}",
-    ]
-    .join("\n");
-    let (status, to) = post(&app, &staff, &plan, &[("csrf", &csrf), ("rows", &rows)]).await;
+        ["A", "1", "14", "7", "1, 14", "2, 13"],
+        ["B", "1", "14", "7", "", ""],
+        ["C", "1", "14", "7", "", ""],
+        ["D", "1", "14", "7", "", ""],
+        ["E", "1", "14", "7", "", ""],
+        ["F", "1", "10", "", "", ""],
+        ["", "", "", "", "", ""],
+    ];
+    let mut form = plan_form(&csrf, &rows);
+    form.push(("out", "4"));
+    let (status, to) = post(&app, &staff, &plan, &form).await;
     assert_eq!(status, StatusCode::SEE_OTHER, "{to}");
     // 14 of row E gone, 10 of row F added; D-7, D-8 stay blocked
     assert!(

@@ -74,6 +74,11 @@ impl Form {
         }
     }
 
+    /// Forget every value of these fields (a list typed again whole).
+    pub(crate) fn clear_all(&mut self, names: &[&str]) {
+        self.values.retain(|(n, _)| !names.contains(&n.as_str()));
+    }
+
     /// Tick a box, choose an option.
     pub(crate) fn add(&mut self, name: &str, value: impl Into<String>) {
         self.values.push((name.to_owned(), value.into()));

@@ -15,7 +15,7 @@ use askama::Template;
 use crate::catalogue::seats::admin::{
     self, CategoryInfo, PlanOutcome, SeatInfo, SectionInfo, SetOutcome,
 };
-use crate::catalogue::seats::{self, MapFrame, PlacedSeat};
+use crate::catalogue::seats::{self, MapFrame, PlacedSeat, RowFields};
 use crate::routes::ShopError;
 use crate::routes::admin::NoticeQuery;
 use crate::routes::admin::catalogue::{Fields, segment};
@@ -65,6 +65,9 @@ pub(super) struct SectionPage {
     held_back: usize,
     /// The SVG's viewBox, where its row labels and the stage go.
     frame: MapFrame,
+    /// The plan's fields: its rows as stored (or as typed when refused),
+    /// then spare lines for new rows.
+    plan_rows: Vec<RowFields>,
 }
 
 /// A field of a category's form: named on the page by its category
@@ -79,6 +82,11 @@ pub(super) struct CategoryField {
 }
 
 impl SectionPage {
+    /// Whether the plan's line `line` is ticked to be taken out.
+    fn out(&self, line: &usize) -> bool {
+        self.form.has("out", &line.to_string())
+    }
+
     fn base(&self) -> String {
         section_path(&self.section.event, &self.section.id)
     }
@@ -172,7 +180,12 @@ fn stored_form(
             access: &s.access,
         })
         .collect();
-    form.set("rows", seats::compact(&placed));
+    for row in seats::placed_rows(&placed) {
+        let row = RowFields::of(&row);
+        for (name, value) in ROW_PARTS.iter().zip(row_parts(&row)) {
+            form.add(name, value);
+        }
+    }
     for c in categories {
         form.set(&format!("cat-{}-name", c.id), &c.name);
         form.set(&format!("cat-{}-colour", c.id), &c.colour);
@@ -202,6 +215,8 @@ async fn page(
     let splits = admin::splits(&shop.pool).await?;
     let mut form = stored_form(&section, &seats, &categories, splits);
     overlay(&mut form);
+    let mut plan_rows = rows_of(&form).unwrap_or_default();
+    plan_rows.extend(std::iter::repeat_n(RowFields::default(), SPARE_ROWS));
     let mut rows: Vec<RowView> = Vec::new();
     let mut last_run = None;
     for seat in &seats {
@@ -242,6 +257,7 @@ async fn page(
             })
             .collect(),
         frame: MapFrame::around(seats.iter().map(|s| (s.x, s.y))),
+        plan_rows,
         rows,
         form,
         section,
@@ -288,6 +304,48 @@ fn named(seats: &[String]) -> String {
         words.push_str(&format!(" and {} more", seats.len() - 20));
     }
     words
+}
+
+/// The fields of one row of the plan, in the order the page gives them.
+pub(crate) const ROW_PARTS: [&str; 6] =
+    ["row", "first", "last", "aisles", "wheelchair", "companion"];
+
+/// Blank lines under the plan's rows, for rows to add.
+const SPARE_ROWS: usize = 2;
+
+fn row_parts(row: &RowFields) -> [&str; 6] {
+    [
+        &row.row,
+        &row.first,
+        &row.last,
+        &row.aisles,
+        &row.wheelchair,
+        &row.companion,
+    ]
+}
+
+/// The plan's rows as the form gives them: each of a row's fields once a
+/// row, in order. Refused when the parts do not line up (a form not the
+/// page's) or there are more than a plan may hold.
+pub(crate) fn rows_of(form: &Form) -> Result<Vec<RowFields>, String> {
+    let parts: Vec<Vec<&str>> = ROW_PARTS.iter().map(|name| form.all(name)).collect();
+    let count = parts[0].len();
+    if parts.iter().any(|p| p.len() != count) || count > 2000 {
+        return Err("The plan's fields did not arrive whole: load the page again".into());
+    }
+    if parts.iter().flatten().any(|v| v.chars().count() > 200) {
+        return Err("A field of the plan is at most 200 characters".into());
+    }
+    Ok((0..count)
+        .map(|i| RowFields {
+            row: parts[0][i].to_owned(),
+            first: parts[1][i].to_owned(),
+            last: parts[2][i].to_owned(),
+            aisles: parts[3][i].to_owned(),
+            wheelchair: parts[4][i].to_owned(),
+            companion: parts[5][i].to_owned(),
+        })
+        .collect())
 }
 
 /// The section exists (its page's 404 otherwise).
@@ -383,9 +441,18 @@ async fn again_typed(
         for label in typed.all("seat") {
             form.add("seat", label);
         }
-        for name in ["note", "rows", "category", "splits"] {
+        for name in ["note", "category", "splits"] {
             if !typed.value(name).is_empty() {
                 form.set(name, typed.value(name));
+            }
+        }
+        // rows typed take the place of the stored ones
+        if !typed.all("row").is_empty() {
+            form.clear_all(&ROW_PARTS);
+            for name in ROW_PARTS.iter().chain(["out"].iter()) {
+                for value in typed.all(name) {
+                    form.add(name, value);
+                }
             }
         }
         for (name, message) in typed.errors() {
@@ -434,12 +501,15 @@ pub async fn replace_plan(
     let (event, id) = path.into_inner();
     existing(&shop, &event, &id).await?;
     let mut form = Form::typed(fields.into_inner());
-    let typed = form.value("rows").to_owned();
-    let rows = if typed.len() > 200_000 {
-        Err("The plan is at most 200,000 characters".to_owned())
-    } else {
-        seats::typed_rows(&typed)
-    };
+    let rows = rows_of(&form).and_then(|typed| {
+        let kept: Vec<RowFields> = typed
+            .into_iter()
+            .enumerate()
+            .filter(|(i, _)| !form.has("out", &i.to_string()))
+            .map(|(_, row)| row)
+            .collect();
+        seats::fielded_rows(&kept)
+    });
     let status = match rows {
         Err(words) => {
             form.fail("rows", format!("{words}. Nothing was changed."));

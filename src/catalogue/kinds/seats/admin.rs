@@ -200,7 +200,7 @@ pub async fn set_state(
     })
 }
 
-/// The section's plan replaced by `rows` (as [`super::typed_rows`] makes
+/// The section's plan replaced by `rows` (as [`super::fielded_rows`] makes
 /// them), in its lock (`hf_seat_plan`).
 pub async fn replace_plan(
     tx: &mut Transaction<'_, Postgres>,

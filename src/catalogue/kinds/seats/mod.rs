@@ -25,7 +25,7 @@ pub use best::{Chosen, FreeSeats, Pick};
 pub use held::{OrderSeats, order_seats};
 pub use map::{MapFrame, SeatShown, SeatState, SectionHead, SectionSeats};
 pub use plan::{CategorySpec, RowSpec, SeatingSpec, SectionSpec, read};
-pub use typed::{MAX_TYPED_SEATS, PlacedSeat, compact, typed_rows};
+pub use typed::{MAX_TYPED_SEATS, PlacedSeat, RowFields, fielded_rows, placed_rows, row_specs};
 
 /// A refund's stopped items give their seats back (or, not restocked,
 /// take them off sale with their units), in the refund's transaction and

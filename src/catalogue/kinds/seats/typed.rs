@@ -1,11 +1,10 @@
-//! A section's plan as staff type it in the admin: rows in the compact
-//! form, one JSON object a line (or one JSON array of them), each
-//! `{"row": "C", "rank": 3, "seats": [1, 24], "aisles_after": [12],
-//! "wheelchair": [1], "companion": [2]}` (`rank` may be left out: the
-//! rows are then ranked in the order typed, from the stage back). Read
-//! here with words that say which line is wrong and how, before the
+//! A section's plan as staff fill it in on the admin's page: a line of
+//! fields a row — its name, first and last seat, the seats an aisle
+//! follows, wheelchair places and companion seats (numbers written
+//! "7" or "1, 14") — ranked in the order given, from the stage back.
+//! Read here with words that name the row and the field, before the
 //! database makes the seats (`hf_seat_plan`); and the plan as it stands,
-//! written back in the same form for the page's field.
+//! written back into the same fields.
 
 use std::collections::HashSet;
 
@@ -13,161 +12,138 @@ use serde_json::Value;
 
 use super::plan::RowSpec;
 
-/// The most seats a section's plan typed in the admin may have.
+/// The most seats a section's plan filled in on the admin may have.
 pub const MAX_TYPED_SEATS: i64 = 5000;
 
-/// What a row may say.
-const PARTS: [&str; 6] = [
-    "row",
-    "rank",
-    "seats",
-    "aisles_after",
-    "wheelchair",
-    "companion",
-];
+/// One row of the plan's fields, as typed (or as stored, written back).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RowFields {
+    pub row: String,
+    pub first: String,
+    pub last: String,
+    pub aisles: String,
+    pub wheelchair: String,
+    pub companion: String,
+}
 
-/// The rows typed, as `hf_seat_plan` takes them, or what is wrong, in
-/// words that name the line.
-pub fn typed_rows(text: &str) -> Result<Value, String> {
-    let text = text.trim();
-    if text.is_empty() {
-        return Err(
-            "Type the plan's rows, one a line, like {\"row\": \"A\", \"seats\": [1, 12]}".into(),
-        );
+impl RowFields {
+    /// Nothing typed in any of its fields: a spare line, left out.
+    pub fn is_blank(&self) -> bool {
+        [
+            &self.row,
+            &self.first,
+            &self.last,
+            &self.aisles,
+            &self.wheelchair,
+            &self.companion,
+        ]
+        .iter()
+        .all(|f| f.trim().is_empty())
     }
-    let lines: Vec<(usize, Value)> = if text.starts_with('[') {
-        match serde_json::from_str::<Vec<Value>>(text) {
-            Ok(rows) => rows
-                .into_iter()
-                .enumerate()
-                .map(|(i, r)| (i + 1, r))
-                .collect(),
-            Err(_) => {
-                return Err(
-                    "The plan starts with [ but is not a list of rows: close it with ] \
-                            and put a comma between rows"
-                        .into(),
-                );
-            }
+
+    /// The row in the compact form, or what is wrong with it.
+    pub fn spec(&self) -> Result<RowSpec, String> {
+        let row = self.row.trim().to_owned();
+        if row.is_empty() {
+            return Err("give the row a name, like A".into());
         }
-    } else {
-        let mut rows = Vec::new();
-        for (i, line) in text.lines().enumerate() {
-            let line = line.trim().trim_end_matches(',');
-            if line.is_empty() {
-                continue;
-            }
-            match serde_json::from_str::<Value>(line) {
-                Ok(row) => rows.push((i + 1, row)),
-                Err(_) => {
-                    return Err(format!(
-                        "Line {}: not a row. A row is written like {{\"row\": \"A\", \"seats\": \
-                         [1, 12]}}, with double quotes",
-                        i + 1
-                    ));
-                }
-            }
-        }
-        rows
-    };
-    if !(1..=999).contains(&lines.len()) {
-        return Err("A plan has 1 to 999 rows".into());
+        let seat = |typed: &str, what: &str| -> Result<i32, String> {
+            typed
+                .trim()
+                .parse::<i32>()
+                .ok()
+                .filter(|n| (0..=9999).contains(n))
+                .ok_or_else(|| format!("row {row}: the {what} seat is a number from 0 to 9999"))
+        };
+        let numbers = |typed: &str, what: &str| -> Result<Vec<i32>, String> {
+            typed
+                .split(|c: char| c == ',' || c.is_whitespace())
+                .filter(|n| !n.is_empty())
+                .map(|n| n.parse::<i32>().ok().filter(|n| (0..=9999).contains(n)))
+                .collect::<Option<Vec<i32>>>()
+                .ok_or_else(|| format!("row {row}: {what} are seat numbers, like 1, 14"))
+        };
+        let spec = RowSpec {
+            seats: [seat(&self.first, "first")?, seat(&self.last, "last")?],
+            aisles_after: numbers(&self.aisles, "the seats an aisle follows")?,
+            wheelchair: numbers(&self.wheelchair, "wheelchair places")?,
+            companion: numbers(&self.companion, "companion seats")?,
+            row,
+        };
+        spec.check().map(|()| spec)
     }
-    let mut rows = Vec::new();
+
+    /// A row of the compact form in the fields' words.
+    pub fn of(spec: &RowSpec) -> Self {
+        let words = |numbers: &[i32]| {
+            numbers
+                .iter()
+                .map(i32::to_string)
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        Self {
+            row: spec.row.clone(),
+            first: spec.seats[0].to_string(),
+            last: spec.seats[1].to_string(),
+            aisles: words(&spec.aisles_after),
+            wheelchair: words(&spec.wheelchair),
+            companion: words(&spec.companion),
+        }
+    }
+}
+
+/// The rows filled in, checked together: their compact forms in the
+/// order given (spare lines left out), or what is wrong, in words that
+/// name the row.
+pub fn row_specs(rows: &[RowFields]) -> Result<Vec<RowSpec>, String> {
+    let mut specs = Vec::new();
     let mut labels = HashSet::new();
-    let mut ranks = HashSet::new();
     let mut seats = 0_i64;
-    for (position, (line, value)) in lines.iter().enumerate() {
-        let (spec, rank) = row_of(value).map_err(|e| format!("Line {line}: {e}"))?;
-        spec.check().map_err(|e| format!("Line {line}: {e}"))?;
-        let rank = rank.unwrap_or(position as i64 + 1);
-        if !labels.insert(spec.row.clone()) {
-            return Err(format!("Line {line}: row {} is given twice", spec.row));
+    for (position, typed) in rows.iter().enumerate() {
+        if typed.is_blank() {
+            continue;
         }
-        if !ranks.insert(rank) {
+        let spec = typed
+            .spec()
+            .map_err(|e| format!("Line {}: {e}", position + 1))?;
+        if !labels.insert(spec.row.clone()) {
             return Err(format!(
-                "Line {line}: rank {rank} is given twice (rank 1 is the row nearest the stage)"
+                "Line {}: row {} is given twice",
+                position + 1,
+                spec.row
             ));
         }
         seats += i64::from(spec.seats[1] - spec.seats[0] + 1);
-        rows.push(serde_json::json!({
-            "row": spec.row, "rank": rank, "seats": spec.seats,
-            "aisles_after": spec.aisles_after, "wheelchair": spec.wheelchair,
-            "companion": spec.companion,
-        }));
+        specs.push(spec);
+    }
+    if !(1..=999).contains(&specs.len()) {
+        return Err("A plan has 1 to 999 rows: fill in at least one".into());
     }
     if seats > MAX_TYPED_SEATS {
         return Err(format!(
             "A section has at most {MAX_TYPED_SEATS} seats; this plan has {seats}"
         ));
     }
-    Ok(Value::Array(rows))
+    Ok(specs)
 }
 
-/// One typed row: its compact form, and its rank if it gives one.
-fn row_of(value: &Value) -> Result<(RowSpec, Option<i64>), String> {
-    let Some(row) = value.as_object() else {
-        return Err("a row is written in braces, like {\"row\": \"A\", \"seats\": [1, 12]}".into());
-    };
-    if let Some(part) = row.keys().find(|k| !PARTS.contains(&k.as_str())) {
-        return Err(format!(
-            "{:?} is not part of a row (a row has row, rank, seats, aisles_after, wheelchair \
-             and companion)",
-            part.chars().take(30).collect::<String>()
-        ));
-    }
-    let label = match row.get("row") {
-        Some(Value::String(label)) => label.clone(),
-        _ => return Err("a row needs its name in quotes, like \"row\": \"A\"".into()),
-    };
-    let rank = match row.get("rank") {
-        None => None,
-        Some(rank) => match rank.as_i64() {
-            Some(rank) if (1..=999).contains(&rank) => Some(rank),
-            _ => {
-                return Err(format!(
-                    "row {label}: its rank is a whole number from 1 (nearest the stage) to 999"
-                ));
-            }
-        },
-    };
-    let numbers = |part: &str| -> Result<Vec<i32>, String> {
-        match row.get(part) {
-            None => Ok(Vec::new()),
-            Some(Value::Array(items)) => items
-                .iter()
-                .map(|n| {
-                    n.as_i64()
-                        .and_then(|n| i32::try_from(n).ok())
-                        .filter(|n| (0..=9999).contains(n))
+/// The rows filled in, as `hf_seat_plan` takes them (ranked in the order
+/// given, rank 1 nearest the stage), or what is wrong.
+pub fn fielded_rows(rows: &[RowFields]) -> Result<Value, String> {
+    let specs = row_specs(rows)?;
+    Ok(Value::Array(
+        specs
+            .iter()
+            .enumerate()
+            .map(|(i, spec)| {
+                serde_json::json!({
+                    "row": spec.row, "rank": i + 1, "seats": spec.seats,
+                    "aisles_after": spec.aisles_after, "wheelchair": spec.wheelchair,
+                    "companion": spec.companion,
                 })
-                .collect::<Option<Vec<i32>>>()
-                .ok_or_else(|| format!("row {label}: {part} lists seat numbers, like [1, 12]")),
-            Some(_) => Err(format!(
-                "row {label}: {part} lists seat numbers, like [1, 12]"
-            )),
-        }
-    };
-    let seats = numbers("seats")?;
-    let [first, last] = seats[..] else {
-        return Err(format!(
-            "row {label}: seats are its first and last seat numbers, like \"seats\": [1, 12]"
-        ));
-    };
-    let (aisles_after, wheelchair, companion) = (
-        numbers("aisles_after")?,
-        numbers("wheelchair")?,
-        numbers("companion")?,
-    );
-    Ok((
-        RowSpec {
-            row: label,
-            seats: [first, last],
-            aisles_after,
-            wheelchair,
-            companion,
-        },
-        rank,
+            })
+            .collect(),
     ))
 }
 
@@ -180,42 +156,29 @@ pub struct PlacedSeat<'a> {
     pub access: &'a str,
 }
 
-/// A row as the page writes it back (its parts in the order staff type
-/// them).
-#[derive(serde::Serialize)]
-struct CompactRow<'a> {
-    row: &'a str,
-    rank: i32,
-    seats: [i32; 2],
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    aisles_after: Vec<i32>,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    wheelchair: Vec<i32>,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    companion: Vec<i32>,
-}
-
-/// The plan as it stands, one row a line in the compact form, from its
-/// seats in order (rank, run, position; seats off the plan left out).
-pub fn compact(seats: &[PlacedSeat<'_>]) -> String {
-    let mut rows: Vec<CompactRow> = Vec::new();
+/// The plan as it stands, a row's compact form each, from its seats in
+/// order (rank, run, position; seats off the plan left out).
+pub fn placed_rows(seats: &[PlacedSeat<'_>]) -> Vec<RowSpec> {
+    let mut rows: Vec<(i32, RowSpec)> = Vec::new();
     let mut last_run = None;
     for seat in seats {
         let same_row = rows
             .last()
-            .is_some_and(|r| r.row == seat.row_label && r.rank == seat.row_rank);
+            .is_some_and(|(rank, r)| r.row == seat.row_label && *rank == seat.row_rank);
         if !same_row {
-            rows.push(CompactRow {
-                row: seat.row_label,
-                rank: seat.row_rank,
-                seats: [seat.number, seat.number],
-                aisles_after: Vec::new(),
-                wheelchair: Vec::new(),
-                companion: Vec::new(),
-            });
+            rows.push((
+                seat.row_rank,
+                RowSpec {
+                    row: seat.row_label.to_owned(),
+                    seats: [seat.number, seat.number],
+                    aisles_after: Vec::new(),
+                    wheelchair: Vec::new(),
+                    companion: Vec::new(),
+                },
+            ));
             last_run = None;
         }
-        let row = rows.last_mut().expect("pushed");
+        let (_, row) = rows.last_mut().expect("pushed");
         if last_run.is_some_and(|run| run != seat.run) {
             row.aisles_after.push(row.seats[1]);
         }
@@ -227,30 +190,36 @@ pub fn compact(seats: &[PlacedSeat<'_>]) -> String {
             _ => {}
         }
     }
-    rows.iter()
-        .map(|row| {
-            // labels are letters, digits and " ._-": every comma and
-            // colon is the JSON's own
-            serde_json::to_string(row)
-                .unwrap_or_default()
-                .replace(',', ", ")
-                .replace(':', ": ")
-        })
-        .collect::<Vec<_>>()
-        .join("\n")
+    rows.into_iter().map(|(_, row)| row).collect()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    fn line(row: &str, first: &str, last: &str, aisles: &str) -> RowFields {
+        RowFields {
+            row: row.into(),
+            first: first.into(),
+            last: last.into(),
+            aisles: aisles.into(),
+            ..RowFields::default()
+        }
+    }
+
     #[test]
-    fn typed_rows_are_read_and_written_back_alike() {
-        let typed = "{\"row\": \"C\", \"rank\": 3, \"seats\": [1, 6], \"aisles_after\": [3], \
-                     \"wheelchair\": [1]}\n\n{\"row\": \"D\", \"seats\": [2, 4]},";
-        let rows = typed_rows(typed).unwrap();
-        assert_eq!(rows[0]["rank"], 3);
-        assert_eq!(rows[1]["rank"], 2, "a row without a rank takes its place");
+    fn rows_filled_in_are_read_and_written_back_alike() {
+        let typed = [
+            RowFields {
+                wheelchair: "1".into(),
+                ..line("C", "1", " 6", "3")
+            },
+            RowFields::default(),
+            line("D", "2", "4", ""),
+        ];
+        let rows = fielded_rows(&typed).unwrap();
+        assert_eq!(rows[0]["rank"], 1);
+        assert_eq!(rows[1]["rank"], 2, "a spare line takes no rank");
         let seats: Vec<PlacedSeat> = (1..=6)
             .map(|n| PlacedSeat {
                 row_label: "C",
@@ -260,54 +229,50 @@ mod tests {
                 access: if n == 1 { "wheelchair" } else { "none" },
             })
             .collect();
+        let back: Vec<RowFields> = placed_rows(&seats).iter().map(RowFields::of).collect();
         assert_eq!(
-            compact(&seats),
-            "{\"row\": \"C\", \"rank\": 3, \"seats\": [1, 6], \"aisles_after\": [3], \"wheelchair\": [1]}"
+            back,
+            [RowFields {
+                wheelchair: "1".into(),
+                ..line("C", "1", "6", "3")
+            }]
         );
-        assert_eq!(typed_rows(&compact(&seats)).unwrap()[0], rows[0]);
+        assert_eq!(fielded_rows(&back).unwrap()[0], rows[0]);
     }
 
     #[test]
     fn a_wrong_plan_is_said_in_words_that_name_the_line() {
         let cases = [
-            ("{not json", "Line 1: not a row."),
             (
-                "{\"row\": \"A\", \"seats\": [1, 4]}\n{\"row\": \"A\", \"seats\": [1, 4]}",
+                vec![line("A", "1", "4", ""), line("A", "1", "4", "")],
                 "Line 2: row A is given twice",
             ),
+            (vec![line("A", "4", "1", "")], "Line 1: row A: seats are"),
             (
-                "{\"row\": \"A\", \"seat\": [1, 4]}",
-                "Line 1: \"seat\" is not part of a row",
+                vec![line("A", "one", "4", "")],
+                "Line 1: row A: the first seat is a number",
             ),
+            (vec![line("", "1", "4", "")], "Line 1: give the row a name"),
             (
-                "{\"row\": \"A\", \"seats\": [4, 1]}",
-                "Line 1: row A: seats are [first, last]",
-            ),
-            (
-                "{\"row\": \"A\", \"seats\": [1]}",
-                "Line 1: row A: seats are its first and last",
-            ),
-            (
-                "{\"row\": \"A\", \"seats\": [1, 4], \"aisles_after\": [9]}",
+                vec![line("A", "1", "4", "9")],
                 "Line 1: row A: aisles_after names seat 9",
             ),
             (
-                "{\"row\": \"A\", \"rank\": 0, \"seats\": [1, 4]}",
-                "Line 1: row A: its rank is",
+                vec![line("A", "1", "4", "2 and 3")],
+                "Line 1: row A: the seats an aisle follows are seat numbers",
             ),
             (
-                "[{\"row\": \"A\", \"seats\": [1, 4]}",
-                "The plan starts with [",
-            ),
-            (
-                "{\"row\": \"A\", \"seats\": [1, 999]}\n{\"row\": \"B\", \"seats\": [1, 999]}\n{\"row\": \"C\", \"seats\": [1, 999]}\n{\"row\": \"D\", \"seats\": [1, 999]}\n{\"row\": \"E\", \"seats\": [1, 999]}\n{\"row\": \"F\", \"seats\": [1, 999]}",
+                ["A", "B", "C", "D", "E", "F"]
+                    .iter()
+                    .map(|r| line(r, "1", "999", ""))
+                    .collect(),
                 "at most 5000 seats",
             ),
-            ("", "Type the plan's rows"),
+            (vec![RowFields::default()], "fill in at least one"),
         ];
         for (typed, words) in cases {
-            let said = typed_rows(typed).unwrap_err();
-            assert!(said.contains(words), "{typed}: {said}");
+            let said = fielded_rows(&typed).unwrap_err();
+            assert!(said.contains(words), "{typed:?}: {said}");
         }
     }
 }
