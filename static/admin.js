@@ -196,6 +196,7 @@
       var c = document.createElementNS(NS, "circle");
       c.setAttribute("cx", s.x); c.setAttribute("cy", s.y); c.setAttribute("r", "4.5");
       c.setAttribute("class", "seat" + (s.access === "W" ? " wheelchair" : s.access === "C" ? " companion" : ""));
+      if (!s.access && /^#[0-9a-f]{6}$/.test(svg.getAttribute("data-colour") || "")) c.setAttribute("fill", svg.getAttribute("data-colour"));
       svg.appendChild(c);
       if (s.access) {
         var t = document.createElementNS(NS, "text");
@@ -221,4 +222,35 @@
     });
   }
   draw();
+})();
+
+// An editor's lists (the dining room's set-up): "Add a …" gives another
+// blank line, a copy of the last one with its fields cleared. Without a
+// script the page has spare lines, and more after each save.
+(function () {
+  "use strict";
+  var buttons = document.querySelectorAll("button[data-add-line]");
+  for (var i = 0; i < buttons.length; i++) {
+    (function (button) {
+      var list = document.getElementById(button.getAttribute("data-add-line"));
+      if (!list) return;
+      button.hidden = false;
+      button.addEventListener("click", function () {
+        var lines = list.querySelectorAll(".line");
+        var line = lines[lines.length - 1].cloneNode(true);
+        var out = line.querySelector(".line-out");
+        if (out) out.parentNode.removeChild(out);
+        var fields = line.querySelectorAll("input");
+        for (var j = 0; j < fields.length; j++) {
+          if (fields[j].type === "checkbox") fields[j].checked = false;
+          else fields[j].value = "";
+        }
+        var legend = line.querySelector("legend");
+        if (legend && list.getAttribute("data-new")) legend.textContent = list.getAttribute("data-new");
+        list.appendChild(line);
+        var first = line.querySelector("input");
+        if (first) first.focus();
+      });
+    })(buttons[i]);
+  }
 })();

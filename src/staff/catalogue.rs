@@ -45,7 +45,7 @@ pub enum Saved {
 
 /// A failed edit: bad input stays bad input (400), a database failure a
 /// database failure; anything else is ours.
-fn edit_error(error: anyhow::Error) -> StaffError {
+pub(super) fn edit_error(error: anyhow::Error) -> StaffError {
     if let Some(bad) = error.downcast_ref::<crate::inventory::InvalidInput>() {
         return StaffError::InvalidInput(bad.0.clone());
     }

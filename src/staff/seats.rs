@@ -9,8 +9,11 @@
 use serde_json::json;
 use sqlx::PgPool;
 
+use super::publishing::{self, Thing};
 use super::{StaffError, StaffMember};
 use crate::audit;
+use crate::catalogue::CollectionKind;
+use crate::catalogue::edit::{self, ProductEdit};
 use crate::catalogue::seats::admin::{self, CategoryInfo, PlanOutcome, SetOutcome};
 
 /// What staff do to the seats they ticked.
@@ -233,4 +236,98 @@ fn refused_input(error: sqlx::Error) -> StaffError {
         }
         _ => StaffError::Database(error),
     }
+}
+
+/// A new price category of the event `event`; `false` when the event has
+/// one of that id already (nothing written).
+pub async fn add_category(
+    pool: &PgPool,
+    staff: &StaffMember,
+    event: &str,
+    category: &CategoryInfo,
+) -> super::Result<bool> {
+    let mut tx = pool.begin().await?;
+    if !admin::add_category(&mut tx, event, category).await? {
+        return Ok(false);
+    }
+    let target = format!("{event}/{}", category.id);
+    audit::record(
+        &mut tx,
+        staff,
+        "seat_category",
+        &target,
+        "created",
+        json!({ "name": category.name, "colour": category.colour,
+                "price_minor": category.price_minor }),
+    )
+    .await?;
+    tx.commit().await?;
+    audit::log_action(staff, "seat_category", &target, "created");
+    Ok(true)
+}
+
+/// What adding a section came to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SectionAdded {
+    /// On sale with its seats (a draft while the event's tiers start as
+    /// drafts).
+    Added,
+    /// Its id belongs to something the shop has or had: nothing written.
+    Taken,
+}
+
+/// A new seated section of its event: `product` (of the kind seat, its
+/// capacity the plan's seats, its price its category's), the section in
+/// `category`, and its plan from `rows`; one transaction with its audit
+/// line.
+pub async fn add_section(
+    pool: &PgPool,
+    staff: &StaffMember,
+    product: &ProductEdit,
+    category: &str,
+    rows: &serde_json::Value,
+) -> super::Result<SectionAdded> {
+    product.check().map_err(|e| StaffError::InvalidInput(e.0))?;
+    let mut tx = pool.begin().await?;
+    let taken: bool = sqlx::query_scalar("select exists (select 1 from products where id = $1)")
+        .bind(&product.id)
+        .fetch_one(&mut *tx)
+        .await?;
+    if taken {
+        return Ok(SectionAdded::Taken);
+    }
+    edit::put_product_in(&mut tx, product)
+        .await
+        .map_err(super::catalogue::edit_error)?;
+    if CollectionKind::Event.products_start_as_drafts() {
+        publishing::start_as_draft(&mut tx, Thing::Product(&product.id)).await?;
+    }
+    let outcome = admin::add_section(
+        &mut tx,
+        &product.collection,
+        &product.id,
+        category,
+        &product.name,
+        rows,
+    )
+    .await?;
+    let PlanOutcome::Changed { total, .. } = outcome else {
+        // a new section has no seat a shopper holds
+        return Err(StaffError::InvalidInput(
+            "the plan could not be made".into(),
+        ));
+    };
+    audit::record(
+        &mut tx,
+        staff,
+        "seat_section",
+        &product.id,
+        "created",
+        json!({ "event": product.collection, "category": category, "name": product.name,
+                "rows": rows.as_array().map_or(0, Vec::len), "on_sale": total }),
+    )
+    .await?;
+    tx.commit().await?;
+    audit::log_action(staff, "seat_section", &product.id, "created");
+    Ok(SectionAdded::Added)
 }

@@ -249,7 +249,44 @@ fn case(path: &str, account: i64, endpoint: &str) -> Takes {
             "id=\"pay-card-error\"",
             "Choose a provider from the list.",
         ),
-        "/dining/{room}/setup" => typed(&[("room", "{not json 7Q")], &f("room"), "{not json 7Q"),
+        // a room whose pacing is no number: said beside it, nothing made
+        "/dining" | "/dining/{room}/setup" => typed(
+            &[
+                ("name", "Typed room 7Q"),
+                ("interval", "30"),
+                ("pacing", "lots"),
+                ("table_id", "T1"),
+                ("table_min", "1"),
+                ("table_max", "4"),
+            ],
+            &f("pacing"),
+            "Typed room 7Q",
+        ),
+        // a section at a category the event lacks; a colour too light
+        "/catalogue/events/{id}/sections" => typed(
+            &[
+                ("name", "Typed section 7Q"),
+                ("category", "boxes"),
+                ("max_per_order", "8"),
+                ("row", "A"),
+                ("first", "1"),
+                ("last", "10"),
+                ("aisles", ""),
+                ("wheelchair", ""),
+                ("companion", ""),
+            ],
+            &f("category"),
+            "Typed section 7Q",
+        ),
+        "/catalogue/events/{id}/categories" => typed(
+            &[
+                ("cat_name", "Typed category 7Q"),
+                ("cat_price", "4.50"),
+                ("cat_colour", "#ffd700"),
+            ],
+            &f("cat_colour"),
+            "Typed category 7Q",
+        ),
         "/dining/{room}/seat" | "/dining/{room}/no-show" | "/dining/{room}/move" => Takes::Picked {
             fields: vec![
                 ("hold", "5f0c1c57-0000-4000-8000-00000000d1e5".into()),
@@ -442,7 +479,7 @@ async fn bad_input_to_every_admin_form_is_said_on_its_own_page_and_changes_nothi
         assert_eq!(fingerprint(&app).await, before, "{path} changed something");
     }
     assert_eq!(
-        typed_forms, 24,
+        typed_forms, 27,
         "every form with typed fields was sent bad input"
     );
 }

@@ -20,6 +20,7 @@ use holdfast_testkit::*;
 mod admin_pages;
 mod basket_pay;
 mod door;
+mod editors;
 mod goals;
 mod host_stand;
 mod mixed_order;

@@ -154,7 +154,7 @@ const DINING_ROOM: CollectionSheet = CollectionSheet {
     editor: Some("/admin/dining/{collection}"),
     product_editor: None,
     add_product: None,
-    create: None,
+    create: Some(("/admin/dining/new", "New dining room")),
     listing: Listing::Summary,
     published_by_schedule: false,
     in_file: InFile::DiningRooms,

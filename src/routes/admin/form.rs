@@ -74,6 +74,22 @@ impl Form {
         }
     }
 
+    /// A list's lines, each a form of its own: the fields named in `names`
+    /// in the order sent, a new line at each `start` (a line's boxes ticked
+    /// or not, so each line sends `start` once, first).
+    pub(crate) fn lines(&self, start: &str, names: &[&str]) -> Vec<Form> {
+        let mut lines: Vec<Form> = Vec::new();
+        for (name, value) in &self.values {
+            if name == start {
+                lines.push(Form::default());
+            }
+            if let Some(line) = lines.last_mut().filter(|_| names.contains(&name.as_str())) {
+                line.values.push((name.clone(), value.clone()));
+            }
+        }
+        lines
+    }
+
     /// Forget every value of these fields (a list typed again whole).
     pub(crate) fn clear_all(&mut self, names: &[&str]) {
         self.values.retain(|(n, _)| !names.contains(&n.as_str()));

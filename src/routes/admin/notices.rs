@@ -240,6 +240,15 @@ fn fixed(notice: &str) -> Option<&'static str> {
             "Category saved. A new price applies to checkouts started from now on; orders \
              already started keep theirs."
         }
+        "room_saved" => {
+            "The room's set-up is saved: times not yet booked follow it; times already \
+             published keep their service's deposit and cancel-by."
+        }
+        "category_added" => "Category added: a section can be sold at it now.",
+        "section_added" => {
+            "Section added: its seats are on sale with the event, at its category's price. \
+             Block or hold back seats below."
+        }
         "splits_saved" => "Saved: best available follows it from the next checkout on.",
         "splits_not_saved" => {
             "Choose whether seats may be sold apart, yes or no. Nothing was changed."

@@ -11,6 +11,7 @@
 pub(crate) mod api;
 pub(crate) mod map;
 pub(crate) mod plan;
+pub(crate) mod sections;
 
 use actix_web::web;
 

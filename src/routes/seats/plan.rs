@@ -82,6 +82,11 @@ pub(super) struct CategoryField {
 }
 
 impl SectionPage {
+    /// The colour the plan's drawing gives a seat: its category's.
+    fn colour(&self) -> &str {
+        &self.section.colour
+    }
+
     /// Whether the plan's line `line` is ticked to be taken out.
     fn out(&self, line: &usize) -> bool {
         self.form.has("out", &line.to_string())
@@ -348,6 +353,16 @@ pub(crate) fn rows_of(form: &Form) -> Result<Vec<RowFields>, String> {
         .collect())
 }
 
+/// The plan's rows as the form gives them, less those ticked out.
+pub(crate) fn kept_rows(form: &Form) -> Result<Vec<RowFields>, String> {
+    Ok(rows_of(form)?
+        .into_iter()
+        .enumerate()
+        .filter(|(i, _)| !form.has("out", &i.to_string()))
+        .map(|(_, row)| row)
+        .collect())
+}
+
 /// The section exists (its page's 404 otherwise).
 async fn existing(shop: &Shop, event: &str, id: &str) -> Result<SectionInfo, ShopError> {
     admin::section(&shop.pool, event, id)
@@ -501,15 +516,7 @@ pub async fn replace_plan(
     let (event, id) = path.into_inner();
     existing(&shop, &event, &id).await?;
     let mut form = Form::typed(fields.into_inner());
-    let rows = rows_of(&form).and_then(|typed| {
-        let kept: Vec<RowFields> = typed
-            .into_iter()
-            .enumerate()
-            .filter(|(i, _)| !form.has("out", &i.to_string()))
-            .map(|(_, row)| row)
-            .collect();
-        seats::fielded_rows(&kept)
-    });
+    let rows = kept_rows(&form).and_then(|kept| seats::fielded_rows(&kept));
     let status = match rows {
         Err(words) => {
             form.fail("rows", format!("{words}. Nothing was changed."));
@@ -615,7 +622,7 @@ pub async fn save_category(
 /// What is wrong with a category's colour, typed: not a colour, or one
 /// that does not keep 4.5:1 with the map's background and the white marks
 /// on a seat.
-fn colour_problem(colour: &str) -> Option<String> {
+pub(super) fn colour_problem(colour: &str) -> Option<String> {
     let digits = colour
         .strip_prefix('#')
         .filter(|d| d.len() == 6 && d.bytes().all(|b| b.is_ascii_hexdigit()));

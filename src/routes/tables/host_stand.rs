@@ -4,9 +4,7 @@
 //! at a door, and nothing else of its order),
 //! a no-show (recorded, the deposit kept), or moved to another free table
 //! or joined set that seats the party (`hf_move_booking`, under the
-//! engine's locks). And the room's set-up: its tables, joins, periods,
-//! turns and pacing as they stand, changed as a whole in the catalogue
-//! file's words (`RoomSpec`), checked before anything is stored.
+//! engine's locks). The room's set-up is [`super::setup`].
 
 use actix_web::http::StatusCode;
 use actix_web::{HttpResponse, web};
@@ -16,8 +14,6 @@ use serde::Deserialize;
 use uuid::Uuid;
 
 use super::floor::{self, Area, FreeSet, WalkIn};
-use crate::catalogue::tables::times::close_days;
-use crate::catalogue::tables::{RoomSpec, read_room, save_room};
 use crate::redemption::{self, Door, Outcome};
 use crate::routes::ShopError;
 use crate::routes::admin::NoticeQuery;
@@ -186,7 +182,6 @@ fn said(word: Option<&str>) -> (&'static str, &'static str) {
             "That booking is no longer standing; nothing changed.",
             "refused",
         ),
-        "saved" => ("The room's set-up is saved.", "ok"),
         "walked_in" => ("The walk-in party is seated.", "ok"),
         "walk_in_not_free" => (
             "That table is taken now or within the half hour; no one was seated.",
@@ -533,107 +528,4 @@ pub async fn move_booking(
             _ => "not_standing",
         },
     ))
-}
-
-#[derive(Template)]
-#[template(path = "tables/setup.html")]
-struct SetupPage {
-    nav: Nav,
-    room: String,
-    spec: RoomSpec,
-    /// The set-up in the catalogue file's words, as typed when refused.
-    text: String,
-    error: String,
-}
-
-impl SetupPage {
-    /// A deposit, in the room's currency.
-    fn money(&self, minor: &i64) -> String {
-        crate::money::format(*minor, &self.spec.currency)
-    }
-}
-
-/// `GET /admin/dining/{room}/setup`.
-pub async fn setup_page(
-    shop: web::Data<Shop>,
-    session: web::ReqData<Session>,
-    room: web::Path<String>,
-    query: web::Query<DayQuery>,
-) -> Result<HttpResponse, ShopError> {
-    let spec = read_room(&shop.pool, &room)
-        .await?
-        .ok_or_else(|| ShopError::not_found("no such dining room"))?;
-    let mut nav = nav(&shop, &session, &NoticeQuery::default()).await?;
-    let (words, kind) = said(query.said.as_deref());
-    nav.notice = words.to_owned();
-    nav.notice_kind = kind;
-    let text = serde_json::to_string_pretty(&spec).unwrap_or_default();
-    render(
-        StatusCode::OK,
-        &SetupPage {
-            nav,
-            room: room.into_inner(),
-            spec,
-            text,
-            error: String::new(),
-        },
-    )
-}
-
-#[derive(Deserialize)]
-pub struct SetupForm {
-    room: String,
-}
-
-/// `POST /admin/dining/{room}/setup`: the whole set-up, in the catalogue
-/// file's words; refused beside the field (what was typed kept) when it
-/// does not read or does not hold together, and then nothing is stored.
-pub async fn save_setup(
-    shop: web::Data<Shop>,
-    session: web::ReqData<Session>,
-    room: web::Path<String>,
-    form: web::Form<SetupForm>,
-) -> Result<HttpResponse, ShopError> {
-    let current = read_room(&shop.pool, &room)
-        .await?
-        .ok_or_else(|| ShopError::not_found("no such dining room"))?;
-    let checked = serde_json::from_str::<RoomSpec>(&form.room)
-        .map_err(|e| format!("the set-up does not read: {e}"))
-        .and_then(|spec| {
-            if spec.id != current.id {
-                return Err(format!(
-                    "the set-up is the room {}'s; keep its id",
-                    current.id
-                ));
-            }
-            spec.check().map(|()| spec)
-        });
-    // what the database refuses is said too, and nothing is stored
-    let saved = match checked {
-        Ok(spec) => match save_room(&shop.pool, &spec).await {
-            Ok(()) => {
-                close_days(&shop.pool, shop.zone(), &spec.id).await?;
-                Ok(())
-            }
-            Err(sqlx::Error::Database(refused)) => Err(format!(
-                "the database refused the set-up: {}",
-                refused.message()
-            )),
-            Err(other) => return Err(other.into()),
-        },
-        Err(error) => Err(error),
-    };
-    match saved {
-        Ok(()) => Ok(see_other(&format!("/admin/dining/{room}/setup?said=saved"))),
-        Err(error) => render(
-            StatusCode::BAD_REQUEST,
-            &SetupPage {
-                nav: nav(&shop, &session, &NoticeQuery::default()).await?,
-                room: room.into_inner(),
-                spec: current,
-                text: form.room.clone(),
-                error,
-            },
-        ),
-    }
 }

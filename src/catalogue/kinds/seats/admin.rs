@@ -317,3 +317,53 @@ pub async fn set_splits(tx: &mut Transaction<'_, Postgres>, splits: bool) -> sql
         .await?;
     Ok(before)
 }
+
+/// A new price category of the event, last in its order; `false` when
+/// the event has a category of that id already.
+pub async fn add_category(
+    tx: &mut Transaction<'_, Postgres>,
+    event: &str,
+    category: &CategoryInfo,
+) -> sqlx::Result<bool> {
+    let added = sqlx::query(
+        "insert into seat_categories (collection, id, name, colour, price_minor, position) \
+         select $1, $2, $3, $4, $5, coalesce(max(position) + 1, 0) \
+           from seat_categories where collection = $1 \
+         on conflict (collection, id) do nothing",
+    )
+    .bind(event)
+    .bind(&category.id)
+    .bind(&category.name)
+    .bind(&category.colour)
+    .bind(category.price_minor)
+    .execute(&mut **tx)
+    .await?;
+    Ok(added.rows_affected() == 1)
+}
+
+/// A new section of the event, last in its order: its product (of the
+/// kind seat, written in `tx` already) sold at `category`, and its plan
+/// made from `rows` (as [`super::fielded_rows`] makes them).
+pub async fn add_section(
+    tx: &mut Transaction<'_, Postgres>,
+    event: &str,
+    section: &str,
+    category: &str,
+    name: &str,
+    rows: &serde_json::Value,
+) -> sqlx::Result<PlanOutcome> {
+    sqlx::query(
+        "insert into seat_sections (product_id, resource_id, collection, category, name, \
+                                    position) \
+         select p.id, p.resource_id, $2, $3, $4, \
+                (select coalesce(max(position) + 1, 0) from seat_sections where collection = $2) \
+           from products p where p.id = $1",
+    )
+    .bind(section)
+    .bind(event)
+    .bind(category)
+    .bind(name)
+    .execute(&mut **tx)
+    .await?;
+    replace_plan(tx, section, rows).await
+}

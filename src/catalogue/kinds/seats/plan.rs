@@ -370,7 +370,8 @@ impl SeatingSpec {
 
 /// The seating of the event `event` as the file writes it (`None`: not
 /// seated): the plan read back into the compact form, blocked seats by
-/// label (a seat off the plan is not in it).
+/// label, whether the file or staff blocked them (a seat off the plan is
+/// not in it; seats held back are the house's, not the plan's).
 pub async fn read(pool: &PgPool, event: &str) -> anyhow::Result<Option<SeatingSpec>> {
     #[derive(sqlx::FromRow)]
     struct Category {
@@ -402,7 +403,7 @@ pub async fn read(pool: &PgPool, event: &str) -> anyhow::Result<Option<SeatingSp
     let seats: Vec<Seat> = sqlx::query_as(
         "select x.product_id as section, x.name as section_name, x.category, p.max_per_order, \
                 s.label, s.row_label, s.number, s.run, s.access, \
-                s.state = 'blocked' and s.note = 'blocked in the catalogue file' as blocked \
+                s.state = 'blocked' as blocked \
            from seat_sections x join products p on p.id = x.product_id \
            join seats s on s.section = x.product_id \
           where x.collection = $1 and p.active and s.note <> 'off the plan' \

@@ -211,7 +211,13 @@ fn after_save(
 
 /// The id a new thing gets: the one typed, or one made from its words.
 fn new_id(form: &mut Form, words: &str, prefix: &str) -> String {
-    let typed = form.value("id").trim().to_owned();
+    new_id_in(form, "id", words, prefix)
+}
+
+/// A new thing's id: typed in `field`, or made from `words` after
+/// `prefix`; checked, the error beside `field` otherwise.
+pub(crate) fn new_id_in(form: &mut Form, field: &str, words: &str, prefix: &str) -> String {
+    let typed = form.value(field).trim().to_owned();
     let id = if typed.is_empty() {
         let made = slug(words, 90);
         if made.is_empty() {
@@ -227,12 +233,12 @@ fn new_id(form: &mut Form, words: &str, prefix: &str) -> String {
     if id.is_empty() {
         if form.ok() {
             form.fail(
-                "id",
+                field,
                 "Give an id: the words have no letter or digit to make one from",
             );
         }
     } else if let Err(error) = check_slug("The id", &id, 100) {
-        form.fail("id", error.0);
+        form.fail(field, error.0);
     }
     id
 }
