@@ -254,3 +254,35 @@
     })(buttons[i]);
   }
 })();
+
+// A long list of boxes (fields.html's picks): a filter shows the boxes
+// whose words (or whose group's) hold what is typed, opening their groups.
+(function () {
+  "use strict";
+  var filters = document.querySelectorAll("input[data-picks]");
+  for (var i = 0; i < filters.length; i++) {
+    (function (filter) {
+      var list = document.getElementById(filter.getAttribute("data-picks"));
+      if (!list) return;
+      filter.parentNode.hidden = false;
+      var groups = list.querySelectorAll(".pick-group");
+      var opened = [];
+      for (var g = 0; g < groups.length; g++) opened.push(groups[g].open);
+      filter.addEventListener("input", function () {
+        var words = filter.value.trim().toLowerCase();
+        for (var g = 0; g < groups.length; g++) {
+          var head = groups[g].querySelector("summary").textContent.toLowerCase();
+          var labels = groups[g].querySelectorAll(".pick-items label");
+          var shown = 0;
+          for (var l = 0; l < labels.length; l++) {
+            var match = !words || head.indexOf(words) >= 0 || labels[l].textContent.toLowerCase().indexOf(words) >= 0;
+            labels[l].hidden = !match;
+            if (match) shown += 1;
+          }
+          groups[g].hidden = shown === 0;
+          groups[g].open = words ? shown > 0 : opened[g];
+        }
+      });
+    })(filters[i]);
+  }
+})();

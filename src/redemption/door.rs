@@ -182,8 +182,8 @@ pub struct Choices {
     /// Days with pickup slots, from yesterday on: (2026-12-04, "Fri 4 Dec").
     pub days: Vec<(String, String)>,
     /// Every tier, slot or shelf item a door or counter checks, for a
-    /// check-in list: (id, label).
-    pub tiers: Vec<(String, String)>,
+    /// check-in list: (its event, day or shelf, id, name).
+    pub tiers: Vec<(String, String, String)>,
 }
 
 /// What a door may choose, from yesterday on (a door open past midnight
@@ -238,15 +238,22 @@ pub async fn choices(pool: &PgPool, zone: ShopZone, now: DateTime<Utc>) -> sqlx:
             };
             choices.events.push((row.collection.clone(), label));
         }
-        // a slot's name says its time; a tier's is its event's
-        let label = match &when {
-            Some(when) if !pickup && !row.name.contains(when.as_str()) => {
-                format!("{}, {} ({when})", row.collection_title, row.name)
+        // a tier under its event and when, a slot under its day, an item
+        // under its shelf
+        let group = match (&when, row.starts_at) {
+            (_, Some(at)) if pickup => format!(
+                "{}, {}",
+                row.collection_title,
+                zone.local(at).date_naive().format("%a %-d %b %Y")
+            ),
+            (Some(when), _) if row.checked_by == "event" => {
+                format!("{}, {when}", row.collection_title)
             }
-            _ if !pickup => format!("{}, {}", row.collection_title, row.name),
-            _ => row.name.clone(),
+            _ => row.collection_title.clone(),
         };
-        choices.tiers.push((row.id.clone(), label));
+        choices
+            .tiers
+            .push((group, row.id.clone(), row.name.clone()));
     }
     Ok(choices)
 }

@@ -1376,14 +1376,23 @@ async fn a_sale_set_up_in_the_admin_is_sold_with_a_voucher_exported_and_let_in_a
     boxed.fill("#f-code", "midsummer-10").await;
     boxed.fill("#f-percent", "10").await;
     boxed.fill("#f-uses", "25").await;
+    // the products grouped by event, folded: the filter finds the tier
+    // and opens its event's group
     boxed
-        .client
-        .execute(
-            "document.querySelector('#f-products option[value=\"midsummer-on-the-pier-front-row\"]').selected = true;",
-            vec![],
-        )
-        .await
-        .unwrap();
+        .fill("#product-picks input[type=search]", "front row")
+        .await;
+    boxed
+        .tick("input[name=products][value='midsummer-on-the-pier-front-row']")
+        .await;
+    assert!(
+        !boxed
+            .find("input[name=products][value='harbour-lights-vip']")
+            .await
+            .is_displayed()
+            .await
+            .unwrap(),
+        "what the filter leaves out is hidden"
+    );
     boxed.tick("#f-per_buyer").await;
     boxed.save_page("voucher-new").await;
     boxed.click("#voucher-form button[type=submit]").await;

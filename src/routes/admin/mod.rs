@@ -24,6 +24,7 @@ mod notices;
 mod orders;
 pub(crate) mod pages;
 mod pay_ways;
+pub(crate) mod picks;
 mod records;
 mod redeem;
 mod refunds;

@@ -9,6 +9,7 @@ use askama::Template;
 
 use super::notices::NoticeQuery;
 use super::pages::{Nav, nav, render};
+use super::picks::{self, PickGroup};
 use crate::audit;
 use crate::redemption::door::{self, Checked, Checks, Choices, Count};
 use crate::retry::{Bound, retry};
@@ -25,6 +26,8 @@ pub(super) struct RedeemPage {
     door: Option<DoorView>,
     /// What it may choose, until it has.
     choices: Choices,
+    /// Its tiers, slots and items, grouped by event, day and shelf.
+    tiers: Vec<PickGroup>,
     /// A choice that could not be used.
     refused: Option<String>,
     result: Option<RedeemResult>,
@@ -118,11 +121,18 @@ async fn page(
     } else {
         Choices::default()
     };
+    let tiers = picks::grouped(
+        choices
+            .tiers
+            .iter()
+            .map(|(group, id, name)| (group.clone(), id.clone(), name.clone(), false)),
+    );
     Ok(RedeemPage {
         nav: nav(shop, session, &NoticeQuery::default()).await?,
         place,
         door,
         choices,
+        tiers,
         refused,
         result,
     })

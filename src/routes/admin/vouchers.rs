@@ -11,6 +11,7 @@ use askama::Template;
 use super::form::Form;
 use super::notices::NoticeQuery;
 use super::pages::{Nav, money, nav, render, see_other};
+use super::picks::{self, PickGroup};
 use crate::routes::ShopError;
 use crate::staff::catalogue;
 use crate::staff::vouchers::{self, VoucherCreated};
@@ -60,10 +61,10 @@ pub async fn vouchers_page(
 pub(super) struct VoucherPage {
     nav: Nav,
     form: Form,
-    /// Products it may be limited to: (id, name).
-    products: Vec<(String, String)>,
-    /// Hidden products it may unlock: (id, name).
-    hidden: Vec<(String, String)>,
+    /// Products it may be limited to, grouped by event, day or shelf.
+    products: Vec<PickGroup>,
+    /// Hidden products it may unlock, grouped as `products`.
+    hidden: Vec<PickGroup>,
     currency: String,
 }
 
@@ -73,31 +74,40 @@ async fn voucher_page(
     form: Form,
     status: StatusCode,
 ) -> Result<HttpResponse, ShopError> {
-    let on_sale: Vec<(String, String, bool)> = catalogue::collections(&shop.pool)
+    let zone = shop.zone();
+    // (group, id, name, hidden): a tier under its event, a slot or a
+    // table's time under its collection's day, an item under its shelf
+    let on_sale: Vec<(String, String, String, bool)> = catalogue::collections(&shop.pool)
         .await?
         .into_iter()
         .flat_map(|c| {
             let title = c.collection.title;
+            let own_time = c.collection.starts_at.is_none();
             c.products.into_iter().map(move |p| {
-                // a tier's name says little without its event's
-                let label = if p.name.starts_with(title.as_str()) {
-                    p.name
-                } else {
-                    format!("{title}: {}", p.name)
+                let group = match p.starts_at.filter(|_| own_time) {
+                    Some(at) => format!("{title}, {}", zone.local(at).format("%a %-d %b")),
+                    None => title.clone(),
                 };
-                (p.id, label, p.hidden)
+                (group, p.id, p.name, p.hidden)
             })
         })
         .collect();
+    let chosen = |name: &str, id: &str| form.has(name, id);
     let page = VoucherPage {
         nav: nav(shop, session, &NoticeQuery::default()).await?,
+        hidden: picks::grouped(on_sale.iter().filter(|p| p.3).map(|(group, id, name, _)| {
+            (
+                group.clone(),
+                id.clone(),
+                name.clone(),
+                chosen("unlocks", id),
+            )
+        })),
+        products: picks::grouped(on_sale.into_iter().map(|(group, id, name, _)| {
+            let ticked = chosen("products", &id);
+            (group, id, name, ticked)
+        })),
         form,
-        hidden: on_sale
-            .iter()
-            .filter(|p| p.2)
-            .map(|p| (p.0.clone(), p.1.clone()))
-            .collect(),
-        products: on_sale.into_iter().map(|p| (p.0, p.1)).collect(),
         currency: catalogue::shop_currency(&shop.pool).await?,
     };
     render(status, &page)

@@ -30,6 +30,9 @@ fn concrete(pattern: &str, things: &Things) -> String {
         "/catalogue/events/{id}/tiers/{tier}" => {
             "/catalogue/events/harbour-lights/tiers/harbour-lights-general".to_owned()
         }
+        "/catalogue/events/{id}/sections/new" => {
+            "/catalogue/events/winter-gala/sections/new".to_owned()
+        }
         "/catalogue/events/{id}/sections/{section}" => {
             "/catalogue/events/winter-gala/sections/winter-gala-stalls".to_owned()
         }

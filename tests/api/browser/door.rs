@@ -71,6 +71,17 @@ async fn the_door_checks_one_event_and_a_scanner_needs_no_click_on_a_phone_and_a
         staff.screenshot(&format!("choose-{size}")).await;
         no_sideways("choosing").await;
         clean("choosing", staff.axe_violations().await);
+        // the check-in list's boxes fold under their event, day and shelf:
+        // none is shown until its group opens or the filter finds it
+        let vip = "input[name=tier][value='harbour-lights-vip']";
+        assert!(!staff.find(vip).await.is_displayed().await.unwrap());
+        staff
+            .fill("#door-tier-picks input[type=search]", "vip")
+            .await;
+        assert!(staff.find(vip).await.is_displayed().await.unwrap());
+        staff.screenshot(&format!("choose-filtered-{size}")).await;
+        no_sideways("choosing, filtered").await;
+        staff.go(&format!("{}/admin/redeem", app.address)).await;
         staff.click("#door-event-list a").await;
         let counted = staff.wait_for_text("#door-count", "expected").await;
         assert!(
