@@ -289,4 +289,12 @@ async fn coming_up_names_each_event_and_the_next_day_of_each_kind_in_time_order(
         .await;
     let home = app.admin_page(&staff, "/admin").await;
     assert!(home.contains("class=\"scale-label\""), "{home}");
+    // How full: a room's time has no places left to count, only covers
+    let bistro_row = home
+        .split("aria-label=\"A table at the Harbour Bistro")
+        .nth(1)
+        .and_then(|table| table.split("</table>").next())
+        .expect("the bistro's How full");
+    assert!(bistro_row.contains("not a count of places"), "{bistro_row}");
+    assert!(!bistro_row.contains(">208<"), "{bistro_row}");
 }
