@@ -50,6 +50,7 @@ struct Line {
     product_id: String,
     name: String,
     qty: i32,
+    kind: crate::catalogue::ProductKind,
 }
 
 /// What the confirmation's parts show.
@@ -93,7 +94,9 @@ impl std::ops::Deref for ConfirmationText<'_> {
 
 pub(super) struct MailLine {
     pub(super) name: String,
-    pub(super) qty: i32,
+    /// Its count as said after the name: "× 2", or "· Party of 4" for a
+    /// booking (one booking, not four).
+    pub(super) count: String,
     /// When it happens, where the name does not say.
     pub(super) when: String,
 }
@@ -135,7 +138,7 @@ impl Confirmation {
             return Ok(None);
         };
         let lines = sqlx::query_as(
-            "select l.product_id, l.name, l.qty \
+            "select l.product_id, l.name, l.qty, p.kind \
                from order_lines l join products p on p.id = l.product_id \
               where l.order_id = $1 order by p.starts_at nulls last, l.name",
         )
@@ -206,7 +209,11 @@ impl Confirmation {
                 .iter()
                 .map(|line| MailLine {
                     name: line.name.clone(),
-                    qty: line.qty,
+                    count: if line.kind.is_party() {
+                        format!("· {}", line.kind.count_words(line.qty))
+                    } else {
+                        format!("× {}", line.qty)
+                    },
                     // when, doors and venue
                     when: self
                         .occasions
@@ -412,12 +419,12 @@ mod tests {
             lines: vec![
                 MailLine {
                     name: "Harbour Lights — General".into(),
-                    qty: 2,
+                    count: "× 2".into(),
                     when: "Friday 20 March, 19:30 CET".into(),
                 },
                 MailLine {
                     name: "Sourdough, pickup 12:30".into(),
-                    qty: 1,
+                    count: "× 1".into(),
                     when: String::new(),
                 },
             ],

@@ -113,7 +113,7 @@ async fn the_owners_shop(app: &TestApp) {
 /// The mail's HTML part as a page a browser opens by itself: its inline
 /// images (`cid:`) written in as `data:` addresses, as a mail reader shows
 /// them.
-fn mail_as_page(raw: &[u8]) -> String {
+pub(super) fn mail_as_page(raw: &[u8]) -> String {
     use base64::Engine;
     let message = MessageParser::default().parse(raw).unwrap();
     let mut html = message.body_html(0).unwrap().into_owned();

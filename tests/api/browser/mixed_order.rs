@@ -3,7 +3,9 @@
 //! a desk's (1280×900): a card per code, each naming what it is for, with
 //! its own calendar link; after the guest cancels the table, its card says
 //! so with no code, QR or calendar link, and the pickup and the ticket
-//! stand as they were. No horizontal scroll; axe-core finds nothing.
+//! stand as they were; its mail, read at both sizes, says the table as a
+//! party with its code and how to cancel it. No horizontal scroll;
+//! axe-core finds nothing.
 
 use super::*;
 
@@ -44,6 +46,72 @@ async fn a_mixed_orders_page_has_a_card_per_code_and_a_cancelled_table_says_so()
                 .unwrap();
         }
     };
+    // the order's mail (sent while everything stands), as a mail reader on
+    // a phone and a desk shows it: each item's card whole, the table a
+    // party with its code and how to cancel, nothing wider than the screen
+    let mailer = holdfast::worker::mail::Mailer::new(
+        &app.sandbox.smtp(),
+        "Shop <shop@holdfast.test>",
+        holdfast::clock::ShopZone::UTC,
+        &app.address,
+    )
+    .unwrap();
+    let outbox =
+        holdfast::worker::outbox::Outbox::new(app.db.pool.clone(), app.sandbox.providers())
+            .with_mailer(Some(mailer));
+    for _ in 0..50 {
+        outbox.drain().await.unwrap();
+        if !app.sandbox.mail.messages().is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let confirmation = app
+        .sandbox
+        .mail
+        .messages()
+        .into_iter()
+        .find(|m| String::from_utf8_lossy(&m.raw).contains("Ada Mixed"))
+        .expect("the order's confirmation");
+    std::fs::create_dir_all(&shots).unwrap();
+    let mail = shots.join("mail.html");
+    std::fs::write(&mail, super::goals::mail_as_page(&confirmation.raw)).unwrap();
+    for (width, height, size) in [(390, 844, "phone"), (1280, 900, "desk")] {
+        let mut reader = Browser::open(&driver, shots.clone()).await;
+        reader.client.set_window_size(width, height).await.unwrap();
+        reader.go(&format!("file://{}", mail.display())).await;
+        let text = reader.body().await;
+        for said in [
+            "Sourdough box",
+            "Harbour Bistro",
+            "Party of 2",
+            "Booking code",
+            "Harbour Lights",
+            "Cancel your table",
+        ] {
+            assert!(text.contains(said), "the mail says {said} ({size}): {text}");
+        }
+        assert!(
+            !text.contains("UTC × 2\nTable"),
+            "a party is one booking: {text}"
+        );
+        assert!(
+            reader.fits_width().await,
+            "the mail ({size}) scrolls sideways"
+        );
+        // the whole mail, as tall as it is
+        let tall = reader
+            .client
+            .execute("return document.documentElement.scrollHeight;", vec![])
+            .await
+            .unwrap()
+            .as_u64()
+            .unwrap_or(u64::from(height))
+            .clamp(u64::from(height), 5000) as u32;
+        reader.client.set_window_size(width, tall).await.unwrap();
+        reader.screenshot(&format!("mail-{size}")).await;
+        reader.close().await;
+    }
     for (stage, cancelled) in [("booked", false), ("cancelled", true)] {
         if cancelled {
             let response = browser()
