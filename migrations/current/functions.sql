@@ -3989,8 +3989,8 @@ begin
 end;
 $function$;
 
--- hf_walk_in (last written by 0260_walk_ins.sql)
-CREATE OR REPLACE FUNCTION public.hf_walk_in(p_room text, p_party integer, p_set text, p_name text, p_by text, p_now timestamp with time zone)
+-- hf_walk_in (last written by 0290_walk_in_once.sql)
+CREATE OR REPLACE FUNCTION public.hf_walk_in(p_room text, p_party integer, p_set text, p_name text, p_by text, p_now timestamp with time zone, p_once uuid)
  RETURNS jsonb
  LANGUAGE plpgsql
  SET jit TO 'off'
@@ -3999,6 +3999,7 @@ declare
     v_set   record;
     v_id    uuid;
     v_until timestamptz;
+    v_tables text[];
 begin
     if p_party is null or p_party not between 1 and 100 then
         perform hf_bad_input('a party is 1 to 100 guests');
@@ -4014,6 +4015,17 @@ begin
        for no key update;
     if not found then
         return jsonb_build_object('outcome', 'unknown_room');
+    end if;
+    -- the same form sent again (an answer lost in a failover): the party
+    -- it seated, not a second table
+    select w.id, w.tables, w.until into v_id, v_tables, v_until
+      from walk_ins w where w.id = p_once and w.room = p_room;
+    if found then
+        return jsonb_build_object('outcome', 'seated', 'again', true, 'id', v_id,
+                                  'tables', to_jsonb(v_tables), 'until', v_until);
+    end if;
+    if exists (select 1 from walk_ins w where w.id = p_once) then
+        return jsonb_build_object('outcome', 'not_ours');
     end if;
     if p_set is not null
        and not exists (select 1 from dining_tables where room = p_room and id = p_set and archived_at is null)
@@ -4039,8 +4051,9 @@ begin
         return jsonb_build_object('outcome', 'does_not_fit');
     end if;
     v_until := least(p_now + v_set.turn, coalesce(v_set.taken_at, 'infinity'));
-    insert into walk_ins (room, party, name, tables, seated_at, until, seated_by)
-    values (p_room, p_party, coalesce(trim(p_name), ''), v_set.tables, p_now, v_until, p_by)
+    insert into walk_ins (id, room, party, name, tables, seated_at, until, seated_by)
+    values (coalesce(p_once, hf_uuid_v7()), p_room, p_party, coalesce(trim(p_name), ''),
+            v_set.tables, p_now, v_until, p_by)
     returning id into v_id;
     insert into table_pins (walk_in, room, table_id, during)
     select v_id, p_room, x.id, tstzrange(p_now, v_until, '[)') from unnest(v_set.tables) as x(id);

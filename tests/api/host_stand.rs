@@ -31,7 +31,7 @@ const DOUBLE_BOOKED: &str = "select count(*) from table_pins a join table_pins b
     where a.live and b.live and a.during && b.during";
 
 async fn walk_in(db: &TestDb, party: i32, set: Option<&str>, now: DateTime<Utc>) -> Value {
-    sqlx::query_scalar("select hf_walk_in($1, $2, $3, 'Guest', 'host@example.com', $4)")
+    sqlx::query_scalar("select hf_walk_in($1, $2, $3, 'Guest', 'host@example.com', $4, null)")
         .bind(ROOM)
         .bind(party)
         .bind(set)
@@ -74,6 +74,69 @@ async fn a_walk_in_and_a_hundred_shoppers_race_for_one_table_and_one_of_them_has
         count(&db, "select count(*) from walk_ins").await,
         i64::try_from(seated).unwrap()
     );
+    assert_no_drift(&db.inventory()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_walk_in_form_sent_twenty_times_at_once_seats_its_party_once() {
+    let db = TestDb::new().await;
+    set_up(
+        &db,
+        &room(
+            1000,
+            vec![table("T1", 1, 4, 100), table("T2", 1, 4, 100)],
+            vec![],
+        ),
+    )
+    .await;
+    // the same form (its own id, made when the page was drawn) sent again
+    // and again, as a stand whose answers are lost in a failover retries
+    let once = uuid::Uuid::new_v4();
+    let answers = join_all((0..20).map(|_| {
+        sqlx::query_scalar::<_, Value>(
+            "select hf_walk_in($1, 2, null, 'Guest', 'host@example.com', $2, $3)",
+        )
+        .bind(ROOM)
+        .bind(at(19, 0))
+        .bind(once)
+        .fetch_one(&db.pool)
+    }))
+    .await;
+    let answers: Vec<Value> = answers.into_iter().map(Result::unwrap).collect();
+    assert!(
+        answers
+            .iter()
+            .all(|a| a["outcome"] == "seated" && a["id"] == once.to_string()),
+        "{answers:?}"
+    );
+    assert_eq!(answers.iter().filter(|a| a["again"] == true).count(), 19);
+    assert_eq!(count(&db, "select count(*) from walk_ins").await, 1);
+    assert_eq!(
+        count(
+            &db,
+            "select count(*) from table_pins where walk_in is not null"
+        )
+        .await,
+        1,
+        "one table claimed, the other still free"
+    );
+    assert_eq!(count(&db, DOUBLE_BOOKED).await, 0);
+    // that id in another room's form (forged): nobody seated there
+    let mut other = room(1000, vec![table("O1", 1, 4, 100)], vec![]);
+    other.id = "other-room".into();
+    holdfast::catalogue::tables::save_room(&db.pool, &other)
+        .await
+        .unwrap();
+    let forged: Value = sqlx::query_scalar(
+        "select hf_walk_in('other-room', 2, null, 'Guest', 'host@example.com', $1, $2)",
+    )
+    .bind(at(19, 0))
+    .bind(once)
+    .fetch_one(&db.pool)
+    .await
+    .unwrap();
+    assert_eq!(forged["outcome"], "not_ours");
+    assert_eq!(count(&db, "select count(*) from walk_ins").await, 1);
     assert_no_drift(&db.inventory()).await;
 }
 
@@ -170,12 +233,13 @@ async fn a_walk_in_takes_a_table_until_its_next_booking_and_frees_it_when_it_lea
     );
     // a party of none or of a thousand is refused in words, nothing made
     for party in [0, 1000] {
-        let refused = sqlx::query("select hf_walk_in($1, $2, null, '', 'host@example.com', now())")
-            .bind(ROOM)
-            .bind(party)
-            .execute(&db.pool)
-            .await
-            .unwrap_err();
+        let refused =
+            sqlx::query("select hf_walk_in($1, $2, null, '', 'host@example.com', now(), null)")
+                .bind(ROOM)
+                .bind(party)
+                .execute(&db.pool)
+                .await
+                .unwrap_err();
         assert!(
             refused.to_string().contains("a party is 1 to 100 guests"),
             "{refused}"

@@ -82,6 +82,12 @@ struct DayPage {
 }
 
 impl DayPage {
+    /// A new walk-in's own id, one each time the page is drawn: its form
+    /// sent twice (an answer lost) seats one party.
+    fn once(&self) -> Uuid {
+        Uuid::new_v4()
+    }
+
     /// A booking found: its day and time, as a link's words say it.
     fn when(&self, at: &DateTime<Utc>) -> String {
         self.nav

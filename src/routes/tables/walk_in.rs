@@ -21,6 +21,10 @@ pub struct WalkInForm {
     /// A table or joined set; empty: the best free one.
     #[serde(default)]
     table: String,
+    /// The walk-in's own id, made when the page was drawn: the same form
+    /// sent again seats nobody twice. Absent (a form from before), a new one.
+    #[serde(default)]
+    once: Option<Uuid>,
 }
 
 /// Back to today, saying what happened.
@@ -48,12 +52,13 @@ pub async fn walk_in(
     let name: String = form.name.trim().chars().take(200).collect();
     let table = form.table.trim();
     let answer: serde_json::Value =
-        sqlx::query_scalar("select hf_walk_in($1, $2, nullif($3, ''), $4, $5, now())")
+        sqlx::query_scalar("select hf_walk_in($1, $2, nullif($3, ''), $4, $5, now(), $6)")
             .bind(room.as_str())
             .bind(party)
             .bind(table)
             .bind(&name)
             .bind(&session.staff.email)
+            .bind(form.once)
             .fetch_one(&shop.pool)
             .await?;
     let said = match answer["outcome"].as_str().unwrap_or_default() {
@@ -62,6 +67,7 @@ pub async fn walk_in(
         "not_free" => "walk_in_not_free",
         "unknown_set" => "walk_in_no_such_table",
         "does_not_fit" => "walk_in_too_small",
+        "not_ours" => "walk_in_unknown",
         _ => "none_free",
     };
     Ok(back(&room, said))
