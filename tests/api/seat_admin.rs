@@ -538,7 +538,7 @@ async fn a_plan_replaced_from_its_fields_keeps_its_seats_and_a_bad_one_writes_no
         ),
         (
             vec![["A", "1", "4", "9", "", ""]],
-            "Line 1: row A: aisles_after names seat 9",
+            "Line 1: row A: an aisle after seat 9, but the row",
         ),
         (vec![["", "", "", "", "", ""]], "fill in at least one"),
     ] {

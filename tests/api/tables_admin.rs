@@ -219,6 +219,144 @@ fn room_fields(spec: &holdfast::catalogue::tables::RoomSpec) -> Vec<(String, Str
 }
 
 #[tokio::test]
+async fn the_set_ups_lines_are_taken_out_and_refused_by_the_line_the_page_shows() {
+    let app = spawn_app().await;
+    app.add_staff().await;
+    set_up(
+        &app.db,
+        &room(
+            10,
+            vec![table("T1", 1, 4, 100), table("T2", 1, 4, 100)],
+            vec![],
+        ),
+    )
+    .await;
+    let (staff, csrf) = app.staff_browser().await;
+    let setup = format!("/admin/dining/{ROOM}/setup");
+    let spec = holdfast::catalogue::tables::read_room(&app.db.pool, ROOM)
+        .await
+        .unwrap()
+        .unwrap();
+    let post = |fields: Vec<(String, String)>| {
+        let (staff, csrf, setup) = (staff.clone(), csrf.clone(), setup.clone());
+        let app = &app;
+        async move {
+            let mut sent = vec![("csrf".to_owned(), csrf)];
+            sent.extend(fields);
+            let sent: Vec<(&str, &str)> =
+                sent.iter().map(|(n, v)| (n.as_str(), v.as_str())).collect();
+            app.admin_post(&staff, &setup, &sent).await
+        }
+    };
+    let stored = || async {
+        holdfast::catalogue::tables::read_room(&app.db.pool, ROOM)
+            .await
+            .unwrap()
+            .unwrap()
+    };
+    let with = |change: &dyn Fn(&mut Vec<(String, String)>)| {
+        let mut fields = room_fields(&spec);
+        change(&mut fields);
+        fields
+    };
+    // refused, each naming the line as the page numbers it, nothing stored
+    for (change, words) in [
+        (
+            // T2's line renamed T1: the same table twice
+            Box::new(|f: &mut Vec<(String, String)>| {
+                let t2 = f
+                    .iter()
+                    .position(|(n, v)| n == "table_id" && v == "T2")
+                    .unwrap();
+                f[t2].1 = "T1".into();
+            }) as Box<dyn Fn(&mut Vec<(String, String)>)>,
+            "Table line 2: table T1 is line 1 too",
+        ),
+        (
+            Box::new(|f: &mut Vec<(String, String)>| {
+                for (n, v) in f.iter_mut() {
+                    if n == "turn_minutes" {
+                        *v = "100".into();
+                    }
+                }
+            }),
+            "Party size line 1: the minutes are quarter hours",
+        ),
+        (
+            // a line's first field missing: its fields would join T1's
+            Box::new(|f: &mut Vec<(String, String)>| {
+                let t2 = f
+                    .iter()
+                    .position(|(n, v)| n == "table_id" && v == "T2")
+                    .unwrap();
+                f.remove(t2);
+            }),
+            "did not arrive whole",
+        ),
+        (
+            Box::new(|f: &mut Vec<(String, String)>| {
+                for (n, v) in f.iter_mut() {
+                    if n == "table_id" && v == "T2" {
+                        *v = "T2 <b>".into();
+                    }
+                }
+            }),
+            "Table line 2: ",
+        ),
+    ] {
+        let refused = post(with(&*change)).await;
+        assert!(refused.status().is_client_error(), "{words}");
+        let text = refused.text().await.unwrap();
+        assert!(text.contains(words), "{words}: {text}");
+        assert!(!text.contains("<b>"), "escaped");
+        assert_eq!(stored().await, spec, "{words}");
+    }
+    // T1 ticked out, "Dinner" typed for dinner: T1 archived, the service kept
+    let saved = post(with(&|f| {
+        let t1 = f
+            .iter()
+            .position(|(n, v)| n == "table_id" && v == "T1")
+            .unwrap();
+        f.insert(t1 + 5, ("table_out".into(), "on".into()));
+        for (n, v) in f.iter_mut() {
+            if n == "period_name" {
+                *v = "Dinner".into();
+            }
+        }
+    }))
+    .await;
+    assert_eq!(saved.status(), 303);
+    let after = stored().await;
+    let tables: Vec<&str> = after.tables.iter().map(|t| t.id.as_str()).collect();
+    assert_eq!(tables, ["T2"]);
+    assert_eq!(after.periods, spec.periods);
+    // the only service taken out while its times are published: refused
+    let refused = post(with(&|f| {
+        let p = f
+            .iter()
+            .position(|(n, _)| n == "period_cancel_hours")
+            .unwrap();
+        f.insert(p + 1, ("period_out".into(), "on".into()));
+        f.push(("period_name".into(), "late".into()));
+        f.push(("period_day".into(), "1".into()));
+        f.push(("period_opens".into(), "22:00".into()));
+        f.push(("period_last".into(), "22:30".into()));
+    }))
+    .await;
+    assert_eq!(refused.status(), 409);
+    let text = refused.text().await.unwrap();
+    assert!(text.contains("dinner has times published"), "{text}");
+    assert_eq!(stored().await.periods, spec.periods);
+    // each save is an Activity line
+    let saves: i64 =
+        sqlx::query_scalar("select count(*) from staff_actions where action = 'save_dining_room'")
+            .fetch_one(&app.db.pool)
+            .await
+            .unwrap();
+    assert_eq!(saves, 1);
+}
+
+#[tokio::test]
 async fn the_rooms_set_up_is_changed_whole_and_a_set_up_that_does_not_hold_is_refused() {
     let app = spawn_app().await;
     app.add_staff().await;
@@ -282,7 +420,7 @@ async fn the_rooms_set_up_is_changed_whole_and_a_set_up_that_does_not_hold_is_re
         "{text}"
     );
     assert!(text.contains("is a time like 18:00"), "{text}");
-    // a table ticked out is left out; its line stays on the page when refused
+    // a pacing that is no number: beside its field, kept
     let refused = save(spec.clone(), |fields| {
         fields.push(("pacing".into(), "many".into()));
         fields.retain(|(n, v)| n != "pacing" || v == "many");

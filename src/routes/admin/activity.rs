@@ -210,6 +210,10 @@ fn sentence(row: &ActionRow, names: &HashMap<String, String>) -> String {
         "enable_webhook" => format!("enabled the webhook endpoint {target}"),
         "disable_webhook" => format!("disabled the webhook endpoint {target}"),
         "replay_webhook" => format!("replayed deliveries to {target}"),
+        "save_dining_room" if row.outcome == "created" => {
+            format!("made the dining room {target}")
+        }
+        "save_dining_room" => format!("changed the set-up of {target}"),
         "waitlist_rules" => format!("changed the waiting list's rules for {target}"),
         "turn_queue_on" => format!("turned the queue on for {target}"),
         "remove_waitlist_entry" => "removed an entry from the waiting list".to_owned(),
@@ -248,7 +252,11 @@ fn seat_words(row: &ActionRow, section: &str) -> String {
         "seat_release" => format!("released {seats} of {section}"),
         "seat_plan" => format!("replaced the seat plan of {section}"),
         "seat_section_category" => format!("moved {section} to another category"),
+        "seat_category" if row.outcome == "created" => {
+            format!("added the seat category {}", row.target)
+        }
         "seat_category" => format!("changed the seat category {}", row.target),
+        "seat_section" => format!("added the seated section {section}"),
         "seat_splits" => "changed whether seats may be sold apart".to_owned(),
         other => format!("{} {section}", other.replace('_', " ")),
     };

@@ -90,6 +90,19 @@ impl Form {
         lines
     }
 
+    /// How many values it holds.
+    pub(crate) fn len(&self) -> usize {
+        self.values.len()
+    }
+
+    /// How many values were sent under any of these names.
+    pub(crate) fn all_of(&self, names: &[&str]) -> usize {
+        self.values
+            .iter()
+            .filter(|(n, _)| names.contains(&n.as_str()))
+            .count()
+    }
+
     /// Forget every value of these fields (a list typed again whole).
     pub(crate) fn clear_all(&mut self, names: &[&str]) {
         self.values.retain(|(n, _)| !names.contains(&n.as_str()));

@@ -353,13 +353,19 @@ pub(crate) fn rows_of(form: &Form) -> Result<Vec<RowFields>, String> {
         .collect())
 }
 
-/// The plan's rows as the form gives them, less those ticked out.
+/// The plan's rows as the form gives them, those ticked out left blank
+/// (so each keeps the line number the page shows).
 pub(crate) fn kept_rows(form: &Form) -> Result<Vec<RowFields>, String> {
     Ok(rows_of(form)?
         .into_iter()
         .enumerate()
-        .filter(|(i, _)| !form.has("out", &i.to_string()))
-        .map(|(_, row)| row)
+        .map(|(i, row)| {
+            if form.has("out", &i.to_string()) {
+                RowFields::default()
+            } else {
+                row
+            }
+        })
         .collect())
 }
 

@@ -2,7 +2,7 @@
 //! time"): the shopper's booking page of a room ([`book`],
 //! `/dining/{room}`), the guest's cancel ([`cancel`],
 //! `/orders/{token}/cancel`), and the admin's host stand with the room's
-//! set-up ([`host_stand`], [`setup`], its floor and search [`floor`], its walk-ins
+//! set-up ([`host_stand`], [`setup`] read by [`room_fields`], its floor and search [`floor`], its walk-ins
 //! [`walk_in`], registered from the admin's route table, which says the
 //! permission each needs), and the API's: a room's times ([`api`],
 //! registered from the API's route table, which says the scope it needs)
@@ -19,6 +19,7 @@ pub(crate) mod book;
 pub(crate) mod cancel;
 pub(crate) mod floor;
 pub(crate) mod host_stand;
+pub(crate) mod room_fields;
 pub(crate) mod setup;
 pub(crate) mod walk_in;
 

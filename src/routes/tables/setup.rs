@@ -13,12 +13,12 @@
 use actix_web::http::StatusCode;
 use actix_web::{HttpResponse, web};
 use askama::Template;
-use chrono::{NaiveTime, Utc};
+use chrono::Utc;
 
+use super::room_fields::{JOIN, Line, PERIOD, TABLE, TURN, read, typed_lines};
+use crate::audit;
 use crate::catalogue::tables::times::{close_days, publish_window};
-use crate::catalogue::tables::{
-    JoinSpec, PeriodSpec, RoomSpec, TableSpec, TurnSpec, read_room, save_room,
-};
+use crate::catalogue::tables::{self, RoomSpec, periods_in_use, read_room, save_room};
 use crate::routes::ShopError;
 use crate::routes::admin::NoticeQuery;
 use crate::routes::admin::catalogue::{Fields, new_id_in};
@@ -47,69 +47,6 @@ const OFFERED: [(i32, &str); 5] = [
     (120, "Late"),
     (150, "Last"),
 ];
-
-const TABLE: [&str; 6] = [
-    "table_id",
-    "table_min",
-    "table_max",
-    "table_area",
-    "table_offered",
-    "table_out",
-];
-const JOIN: [&str; 5] = [
-    "join_tables",
-    "join_min",
-    "join_max",
-    "join_offered",
-    "join_out",
-];
-const PERIOD: [&str; 8] = [
-    "period_name",
-    "period_day",
-    "period_opens",
-    "period_last",
-    "period_deposit",
-    "period_deposit_from",
-    "period_cancel_hours",
-    "period_out",
-];
-const TURN: [&str; 3] = ["turn_up_to", "turn_minutes", "turn_out"];
-
-/// A line of a list as the page shows it: its fields by name.
-pub(super) struct Line {
-    form: Form,
-}
-
-impl Line {
-    fn value(&self, name: &str) -> &str {
-        self.form.value(name)
-    }
-
-    fn has(&self, name: &str, value: &i32) -> bool {
-        self.form.has(name, &value.to_string())
-    }
-
-    fn out(&self, name: &str) -> bool {
-        self.form.ticked(name)
-    }
-
-    /// Nothing typed: a spare line (its choices and boxes aside, which
-    /// always send something or nothing).
-    fn blank(&self, names: &[&str]) -> bool {
-        names
-            .iter()
-            .filter(|n| !n.ends_with("_out") && !n.ends_with("_offered") && !n.ends_with("_day"))
-            .all(|n| self.form.value(n).trim().is_empty())
-    }
-
-    fn of(pairs: Vec<(&str, String)>) -> Self {
-        let mut form = Form::default();
-        for (name, value) in pairs {
-            form.add(name, value);
-        }
-        Line { form }
-    }
-}
 
 /// The set-up's lists, a line each.
 #[derive(Default)]
@@ -343,221 +280,48 @@ pub async fn new_room(
     render(StatusCode::OK, &page)
 }
 
-/// The lines of a list as sent, blank ones and those ticked out too.
-fn typed_lines(form: &Form, names: &[&str]) -> Vec<Line> {
-    form.lines(names[0], names)
-        .into_iter()
-        .map(|form| Line { form })
-        .collect()
+/// What a save of a room's set-up came to.
+enum Stored {
+    Saved,
+    /// A new room's id is another collection's.
+    Taken,
+    /// Services left out that have times published.
+    InUse(Vec<String>),
+    /// The database refused it (its constraints are the last word).
+    Refused,
 }
 
-/// A whole number of a line, or what is wrong, naming the line.
-fn whole(line: &Line, name: &str, what: &str, min: i64, max: i64) -> Result<i32, String> {
-    let typed = line.value(name).trim();
-    typed
-        .parse::<i64>()
-        .ok()
-        .filter(|n| (min..=max).contains(n))
-        .map(|n| n as i32)
-        .ok_or_else(|| format!("{what} is a whole number from {min} to {max}"))
-}
-
-/// A list's lines read, blank ones and those ticked out left aside; the
-/// first that is wrong said beside the list (`key`), naming its line.
-fn each<T>(
-    form: &mut Form,
-    key: &str,
-    what: &str,
-    names: &[&str],
-    read: impl Fn(&Line) -> Result<T, String>,
-) -> Vec<T> {
-    let out = names[names.len() - 1];
-    let lines = typed_lines(form, names);
-    let mut read_lines = Vec::new();
-    for (n, line) in lines
-        .iter()
-        .filter(|l| !l.blank(names) && !l.out(out))
-        .enumerate()
-    {
-        match read(line) {
-            Ok(thing) => read_lines.push(thing),
-            Err(e) => {
-                form.fail(key, format!("{what} line {}: {e}", n + 1));
-                break;
-            }
+/// The room written whole, or why not (nothing written). Its closed days'
+/// times withdrawn and a new room's published after the commit; a failure
+/// there is the worker's to finish on its next pass, and is logged.
+async fn write_room(shop: &Shop, new: bool, spec: &RoomSpec) -> Result<Stored, ShopError> {
+    if !new {
+        let in_use = periods_in_use(&shop.pool, spec).await?;
+        if !in_use.is_empty() {
+            return Ok(Stored::InUse(in_use));
         }
     }
-    read_lines
-}
-
-fn table_of(line: &Line) -> Result<TableSpec, String> {
-    let id = line.value("table_id").trim().to_owned();
-    if id.is_empty() || id.chars().count() > 20 || id.contains('+') {
-        return Err("a table's name is 1 to 20 characters, without +".to_owned());
-    }
-    Ok(TableSpec {
-        min_party: whole(line, "table_min", "the fewest guests", 1, 100)?,
-        max_party: whole(line, "table_max", "the most guests", 1, 100)?,
-        area: line.value("table_area").trim().chars().take(60).collect(),
-        priority: whole(line, "table_offered", "the order offered", 0, 1000)?,
-        id,
-    })
-}
-
-fn join_of(line: &Line) -> Result<JoinSpec, String> {
-    let joined: Vec<String> = line
-        .value("join_tables")
-        .split(|c: char| c == '+' || c == ',' || c.is_whitespace())
-        .filter(|t| !t.is_empty())
-        .map(str::to_owned)
-        .collect();
-    if joined.len() < 2 {
-        return Err("name two tables or more, like W1 + W2".to_owned());
-    }
-    Ok(JoinSpec {
-        id: joined.join("+"),
-        tables: joined,
-        min_party: whole(line, "join_min", "the fewest guests", 1, 100)?,
-        max_party: whole(line, "join_max", "the most guests", 1, 100)?,
-        priority: whole(line, "join_offered", "the order offered", 0, 1000)?,
-    })
-}
-
-fn period_of(line: &Line) -> Result<PeriodSpec, String> {
-    let name = line.value("period_name").trim().to_owned();
-    if name.is_empty() || name.chars().count() > 60 {
-        return Err("a service's name is 1 to 60 characters, like dinner".to_owned());
-    }
-    let weekdays: Vec<i32> = line
-        .form
-        .all("period_day")
-        .iter()
-        .filter_map(|d| d.parse::<i32>().ok())
-        .filter(|d| (1..=7).contains(d))
-        .collect();
-    if weekdays.is_empty() {
-        return Err(format!("{name}: tick the days it is served"));
-    }
-    let time = |field: &str, what: &str| {
-        NaiveTime::parse_from_str(line.value(field).trim(), "%H:%M")
-            .map_err(|_| format!("{name}: {what} is a time like 18:00"))
+    let saved = if new {
+        tables::create_room(&shop.pool, spec).await
+    } else {
+        save_room(&shop.pool, spec).await.map(|()| true)
     };
-    let deposit = match line.value("period_deposit").trim() {
-        "" => 0,
-        typed => crate::money::parse(typed)
-            .ok()
-            .filter(|m| *m <= 100_000_000)
-            .ok_or_else(|| format!("{name}: the deposit is an amount like 10.00"))?,
-    };
-    Ok(PeriodSpec {
-        weekdays,
-        opens: time("period_opens", "its first time")?,
-        last_seating: time("period_last", "its last seating")?,
-        deposit_minor: deposit,
-        deposit_from_party: whole_or(line, "period_deposit_from", "a deposit's party", 1, 100, 1)
-            .map_err(|e| format!("{name}: {e}"))?,
-        cancel_hours: whole_or(
-            line,
-            "period_cancel_hours",
-            "the hours to cancel",
-            0,
-            720,
-            24,
-        )
-        .map_err(|e| format!("{name}: {e}"))?,
-        name,
-    })
-}
-
-/// [`whole`], or `default` when left empty.
-fn whole_or(
-    line: &Line,
-    name: &str,
-    what: &str,
-    min: i64,
-    max: i64,
-    default: i32,
-) -> Result<i32, String> {
-    if line.value(name).trim().is_empty() {
-        return Ok(default);
-    }
-    whole(line, name, what, min, max)
-}
-
-/// The room the fields describe, or each list's error set on the form.
-fn read(
-    form: &mut Form,
-    id: String,
-    currency: String,
-    zone: crate::clock::ShopZone,
-) -> Option<RoomSpec> {
-    let name = form.text("name", "The room's name", 200, true);
-    let description = form.text("description", "The description", 1000, false);
-    let interval = form.whole("interval", "The interval", 15, 60);
-    let pacing = form.whole("pacing", "Guests starting in a quarter hour", 1, 1000);
-    let days_ahead = form.whole("days_ahead", "Days ahead", 0, 365);
-    let book_until = form.whole("book_until", "Minutes before", 0, 10_080);
-    let largest = form.whole("largest_party", "The largest party", 1, 100);
-    let least_fill = form.whole("least_fill", "The share a party fills", 0, 100);
-    let opens_at = form.moment("opens_at", "Bookings open", zone, false);
-    let tables = each(form, "tables", "Table", &TABLE, table_of);
-    let joins = each(form, "joins", "Joined tables", &JOIN, join_of);
-    let periods = each(form, "periods", "Service", &PERIOD, period_of);
-    let mut turns = each(form, "turns", "Turn", &TURN, |line| {
-        Ok(TurnSpec {
-            up_to_party: whole(line, "turn_up_to", "the party's size", 1, 100)?,
-            minutes: whole(line, "turn_minutes", "the minutes", 15, 600)?,
-        })
-    });
-    turns.sort_by_key(|t| t.up_to_party);
-    let mut closed_days = Vec::new();
-    for typed in form.all("closed_day").into_iter().map(str::trim) {
-        match chrono::NaiveDate::parse_from_str(typed, "%Y-%m-%d") {
-            _ if typed.is_empty() => {}
-            Ok(day) if !closed_days.contains(&day) => closed_days.push(day),
-            Ok(_) => {}
-            Err(_) => {
-                let said = format!(
-                    "A closed day is a date like 2026-12-25, not {:?}",
-                    typed.chars().take(20).collect::<String>()
-                );
-                form.fail("closed", said);
-                break;
-            }
+    match saved {
+        Ok(true) => {}
+        Ok(false) => return Ok(Stored::Taken),
+        Err(sqlx::Error::Database(refused)) => {
+            tracing::warn!(room = %spec.id, refused = %refused.message(), "set-up refused");
+            return Ok(Stored::Refused);
         }
+        Err(other) => return Err(other.into()),
     }
-    closed_days.sort();
-    if closed_days.len() > 400 {
-        form.fail("closed", "At most 400 closed days");
+    if let Err(error) = close_days(&shop.pool, shop.zone(), &spec.id).await {
+        tracing::warn!(room = %spec.id, %error, "closed days not withdrawn yet");
     }
-    if !form.ok() {
-        return None;
+    if new && let Err(error) = publish_window(&shop.pool, shop.zone(), Utc::now()).await {
+        tracing::warn!(room = %spec.id, %error, "a new room's times not published yet");
     }
-    let room = RoomSpec {
-        id,
-        name,
-        description,
-        currency,
-        interval_minutes: interval? as i32,
-        pacing: pacing? as i32,
-        days_ahead: days_ahead? as i32,
-        book_until_minutes: book_until? as i32,
-        largest_party: largest? as i32,
-        least_fill: least_fill? as i32,
-        tables,
-        joins,
-        periods,
-        turns,
-        closed_days,
-        bookings_open_at: opens_at,
-    };
-    match room.check() {
-        Ok(()) => Some(room),
-        Err(e) => {
-            form.fail("", crate::routes::admin::form::refusal(&e));
-            None
-        }
-    }
+    Ok(Stored::Saved)
 }
 
 /// Save what the fields describe, or the page again with what is wrong.
@@ -580,49 +344,60 @@ async fn save(
             (id, crate::catalogue::shop_currency(&shop.pool).await?)
         }
     };
+    if room.is_none() && id == "new" {
+        form.fail(
+            "id",
+            "\"new\" is the address of this page: give another id or name",
+        );
+    }
     let mut status = StatusCode::BAD_REQUEST;
     if let Some(spec) = read(&mut form, id.clone(), currency.clone(), shop.zone()) {
-        let taken = room.is_none()
-            && sqlx::query_scalar::<_, bool>(
-                "select exists (select 1 from collections where id = $1)",
-            )
-            .bind(&id)
-            .fetch_one(&shop.pool)
-            .await?;
-        if taken {
-            form.fail(
-                "id",
-                format!(
-                    "The id {id:?} belongs to something the shop has (or had: archived things \
-                     keep their ids). Give another id or name. Nothing was changed."
-                ),
-            );
-            status = StatusCode::CONFLICT;
-        } else {
-            match save_room(&shop.pool, &spec).await {
-                Ok(()) => {
-                    close_days(&shop.pool, shop.zone(), &spec.id).await?;
-                    if room.is_none() {
-                        // a new room's times at once; a set-up changed,
-                        // with the worker's next pass
-                        publish_window(&shop.pool, shop.zone(), Utc::now()).await?;
-                    }
-                    return Ok(see_other(&format!(
-                        "/admin/dining/{}/setup?notice=room_saved",
-                        spec.id
-                    )));
-                }
-                Err(sqlx::Error::Database(refused)) => {
-                    form.fail(
-                        "",
-                        format!(
-                            "The set-up does not hold together: {}. Nothing was changed.",
-                            refused.message()
-                        ),
-                    );
-                }
-                Err(other) => return Err(other.into()),
+        match write_room(shop, room.is_none(), &spec).await? {
+            Stored::Saved => {
+                audit::commit(
+                    shop.pool.begin().await?,
+                    &session.staff,
+                    "save_dining_room",
+                    &spec.id,
+                    if room.is_none() { "created" } else { "updated" },
+                    serde_json::json!({ "tables": spec.tables.len(), "joins": spec.joins.len(),
+                                        "services": spec.periods.len(),
+                                        "closed_days": spec.closed_days.len() }),
+                )
+                .await?;
+                return Ok(see_other(&format!(
+                    "/admin/dining/{}/setup?notice=room_saved",
+                    spec.id
+                )));
             }
+            Stored::Taken => {
+                form.fail(
+                    "id",
+                    format!(
+                        "The id {id:?} belongs to something the shop has (or had: archived \
+                         things keep their ids). Give another id or name. Nothing was changed."
+                    ),
+                );
+                status = StatusCode::CONFLICT;
+            }
+            Stored::InUse(names) => {
+                form.fail(
+                    "periods",
+                    format!(
+                        "{} {} times published, so {} stays: close its days to stop \
+                         bookings. Nothing was changed.",
+                        names.join(" and "),
+                        if names.len() == 1 { "has" } else { "have" },
+                        if names.len() == 1 { "it" } else { "each" },
+                    ),
+                );
+                status = StatusCode::CONFLICT;
+            }
+            Stored::Refused => form.fail(
+                "",
+                "The set-up does not hold together (a name or number the room cannot keep). \
+                 Nothing was changed.",
+            ),
         }
     }
     let lists = Lists {

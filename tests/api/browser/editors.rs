@@ -58,7 +58,7 @@ async fn pick(owner: &Browser, css: &str, value: &str) {
 /// The `n`th line (from 1) of a list, adding lines with its button until
 /// there is one.
 async fn line(owner: &Browser, list: &str, button: &str, n: usize) -> String {
-    loop {
+    for _ in 0..=n {
         let lines = owner
             .client
             .execute(
@@ -74,6 +74,7 @@ async fn line(owner: &Browser, list: &str, button: &str, n: usize) -> String {
         }
         owner.click(button).await;
     }
+    panic!("{button} gave no line {n} in {list}");
 }
 
 async fn choose(owner: &Browser, css: &str, value: &str) {
@@ -331,6 +332,13 @@ async fn an_owner_builds_the_bistros_room_and_the_galas_stalls_with_the_editors_
     owner.fill("#f-note", "a camera position").await;
     owner.click("button[value=block]").await;
     owner.wait_for_text("#notice", "Blocked 2 seats").await;
+    // a blocked seat, its × drawn over it, is ticked by a click too (the
+    // mark lets the click through), and unticked by a second
+    let d7 = "input[name=seat][value='D-7']";
+    owner.click("circle[data-seat='D-7']").await;
+    assert!(owner.find(d7).await.is_selected().await.unwrap());
+    owner.click("circle[data-seat='D-7']").await;
+    assert!(!owner.find(d7).await.is_selected().await.unwrap());
     looked_at(&owner, "section-saved").await;
     // on sale once the event is published
     owner

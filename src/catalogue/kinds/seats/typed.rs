@@ -70,6 +70,26 @@ impl RowFields {
             companion: numbers(&self.companion, "companion seats")?,
             row,
         };
+        // said in the page's words before the file's check says it in its own
+        let [first, last] = spec.seats;
+        if last < first || last - first >= 1000 {
+            return Err(format!(
+                "row {}: the first seat comes before the last, at most 1,000 seats a row",
+                spec.row
+            ));
+        }
+        for (what, list) in [
+            ("an aisle after", &spec.aisles_after),
+            ("a wheelchair place at", &spec.wheelchair),
+            ("a companion seat at", &spec.companion),
+        ] {
+            if let Some(n) = list.iter().find(|n| !(first..=last).contains(*n)) {
+                return Err(format!(
+                    "row {}: {what} seat {n}, but the row's seats are {first} to {last}",
+                    spec.row
+                ));
+            }
+        }
         spec.check().map(|()| spec)
     }
 
@@ -247,7 +267,10 @@ mod tests {
                 vec![line("A", "1", "4", ""), line("A", "1", "4", "")],
                 "Line 2: row A is given twice",
             ),
-            (vec![line("A", "4", "1", "")], "Line 1: row A: seats are"),
+            (
+                vec![line("A", "4", "1", "")],
+                "Line 1: row A: the first seat comes before the last",
+            ),
             (
                 vec![line("A", "one", "4", "")],
                 "Line 1: row A: the first seat is a number",
@@ -255,7 +278,7 @@ mod tests {
             (vec![line("", "1", "4", "")], "Line 1: give the row a name"),
             (
                 vec![line("A", "1", "4", "9")],
-                "Line 1: row A: aisles_after names seat 9",
+                "Line 1: row A: an aisle after seat 9, but the row's seats are 1 to 4",
             ),
             (
                 vec![line("A", "1", "4", "2 and 3")],

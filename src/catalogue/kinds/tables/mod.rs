@@ -139,10 +139,35 @@ fn hundred() -> i32 {
 
 /// Make a room, or set up an existing one again: its collection, its
 /// settings, and its tables, joins, periods and turns as given (tables
-/// and joins no longer given are archived: bookings may name them). One
+/// and joins no longer given are archived: bookings may name them;
+/// periods no longer given go unless times of them were published). One
 /// transaction; what the database refuses changes nothing.
 pub async fn save_room(pool: &PgPool, room: &RoomSpec) -> sqlx::Result<()> {
+    put_room(pool, room, false).await.map(|_| ())
+}
+
+/// A new room: `false`, and nothing written, when its id belongs to any
+/// collection the shop has or had (checked in the save's transaction).
+pub async fn create_room(pool: &PgPool, room: &RoomSpec) -> sqlx::Result<bool> {
+    put_room(pool, room, true).await
+}
+
+async fn put_room(pool: &PgPool, room: &RoomSpec, new: bool) -> sqlx::Result<bool> {
     let mut tx = pool.begin().await?;
+    if new {
+        let made = sqlx::query(
+            "insert into collections (id, kind, title) values ($1, $2, $3) \
+             on conflict (id) do nothing",
+        )
+        .bind(&room.id)
+        .bind(CollectionKind::DiningRoom.as_str())
+        .bind(&room.name)
+        .execute(&mut *tx)
+        .await?;
+        if made.rows_affected() == 0 {
+            return Ok(false);
+        }
+    }
     sqlx::query(
         "insert into collections (id, kind, title) values ($1, $2, $3) \
          on conflict (id) do update set title = excluded.title, updated_at = now()",
@@ -182,7 +207,8 @@ pub async fn save_room(pool: &PgPool, room: &RoomSpec) -> sqlx::Result<()> {
     save_tables(&mut tx, room).await?;
     save_periods(&mut tx, room).await?;
     times::open_at(&mut tx, &room.id).await?;
-    tx.commit().await
+    tx.commit().await?;
+    Ok(true)
 }
 
 async fn save_tables(tx: &mut sqlx::PgConnection, room: &RoomSpec) -> sqlx::Result<()> {
@@ -228,6 +254,22 @@ async fn save_tables(tx: &mut sqlx::PgConnection, room: &RoomSpec) -> sqlx::Resu
     Ok(())
 }
 
+/// The room's services that `room` no longer lists but that have times
+/// published: they stay (a time names its service), so a set-up leaving
+/// them out is refused, naming them.
+pub async fn periods_in_use(pool: &PgPool, room: &RoomSpec) -> sqlx::Result<Vec<String>> {
+    let names: Vec<&str> = room.periods.iter().map(|p| p.name.as_str()).collect();
+    sqlx::query_scalar(
+        "select d.name from dining_periods d where d.room = $1 and not (d.name = any ($2)) \
+            and exists (select 1 from dining_times t where t.room = d.room and t.period = d.name) \
+          order by d.name",
+    )
+    .bind(&room.id)
+    .bind(&names)
+    .fetch_all(pool)
+    .await
+}
+
 /// A room's tables (or joins) the saved room no longer lists are archived,
 /// not deleted: past bookings still name them.
 async fn archive_unlisted(
@@ -248,6 +290,18 @@ async fn archive_unlisted(
 }
 
 async fn save_periods(tx: &mut sqlx::PgConnection, room: &RoomSpec) -> sqlx::Result<()> {
+    // a service no longer listed goes, unless times of it were published
+    // (they name it; [`periods_in_use`] says which before a save)
+    let names: Vec<&str> = room.periods.iter().map(|p| p.name.as_str()).collect();
+    sqlx::query(
+        "delete from dining_periods d where d.room = $1 and not (d.name = any ($2)) \
+            and not exists (select 1 from dining_times t \
+                             where t.room = d.room and t.period = d.name)",
+    )
+    .bind(&room.id)
+    .bind(&names)
+    .execute(&mut *tx)
+    .await?;
     for p in &room.periods {
         sqlx::query(
             "insert into dining_periods (room, name, weekdays, opens, last_seating, deposit_minor, \
