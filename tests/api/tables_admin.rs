@@ -218,6 +218,10 @@ fn room_fields(spec: &holdfast::catalogue::tables::RoomSpec) -> Vec<(String, Str
     fields
 }
 
+/// The set-up's fields, and a change to them.
+type SentFields = Vec<(String, String)>;
+type Change = Box<dyn Fn(&mut SentFields)>;
+
 #[tokio::test]
 async fn the_set_ups_lines_are_taken_out_and_refused_by_the_line_the_page_shows() {
     let app = spawn_app().await;
@@ -254,7 +258,7 @@ async fn the_set_ups_lines_are_taken_out_and_refused_by_the_line_the_page_shows(
             .unwrap()
             .unwrap()
     };
-    let with = |change: &dyn Fn(&mut Vec<(String, String)>)| {
+    let with = |change: &dyn Fn(&mut SentFields)| {
         let mut fields = room_fields(&spec);
         change(&mut fields);
         fields
@@ -263,17 +267,17 @@ async fn the_set_ups_lines_are_taken_out_and_refused_by_the_line_the_page_shows(
     for (change, words) in [
         (
             // T2's line renamed T1: the same table twice
-            Box::new(|f: &mut Vec<(String, String)>| {
+            Box::new(|f: &mut SentFields| {
                 let t2 = f
                     .iter()
                     .position(|(n, v)| n == "table_id" && v == "T2")
                     .unwrap();
                 f[t2].1 = "T1".into();
-            }) as Box<dyn Fn(&mut Vec<(String, String)>)>,
+            }) as Change,
             "Table line 2: table T1 is line 1 too",
         ),
         (
-            Box::new(|f: &mut Vec<(String, String)>| {
+            Box::new(|f: &mut SentFields| {
                 for (n, v) in f.iter_mut() {
                     if n == "turn_minutes" {
                         *v = "100".into();
@@ -284,7 +288,7 @@ async fn the_set_ups_lines_are_taken_out_and_refused_by_the_line_the_page_shows(
         ),
         (
             // a line's first field missing: its fields would join T1's
-            Box::new(|f: &mut Vec<(String, String)>| {
+            Box::new(|f: &mut SentFields| {
                 let t2 = f
                     .iter()
                     .position(|(n, v)| n == "table_id" && v == "T2")
@@ -294,7 +298,7 @@ async fn the_set_ups_lines_are_taken_out_and_refused_by_the_line_the_page_shows(
             "did not arrive whole",
         ),
         (
-            Box::new(|f: &mut Vec<(String, String)>| {
+            Box::new(|f: &mut SentFields| {
                 for (n, v) in f.iter_mut() {
                     if n == "table_id" && v == "T2" {
                         *v = "T2 <b>".into();

@@ -10,7 +10,7 @@ use actix_web::http::StatusCode;
 use actix_web::{HttpResponse, web};
 use askama::Template;
 
-use super::plan::{colour_problem, kept_rows, rows_of};
+use super::plan::colour_problem;
 use crate::catalogue::edit::{CollectionEdit, DEFAULT_MAX_PER_ORDER, ProductEdit};
 use crate::catalogue::kinds::{CollectionKind, ProductKind};
 use crate::catalogue::seats::admin::{self, CategoryInfo};
@@ -240,4 +240,59 @@ pub async fn create_section(
     // the plan's lines as typed, the boxes ticked kept
     let page = page(&shop, &session, &NoticeQuery::default(), event, form).await?;
     render(status, &page)
+}
+
+/// The fields of one row of the plan, in the order the page gives them.
+pub(crate) const ROW_PARTS: [&str; 6] =
+    ["row", "first", "last", "aisles", "wheelchair", "companion"];
+
+pub(super) fn row_parts(row: &RowFields) -> [&str; 6] {
+    [
+        &row.row,
+        &row.first,
+        &row.last,
+        &row.aisles,
+        &row.wheelchair,
+        &row.companion,
+    ]
+}
+
+/// The plan's rows as the form gives them: each of a row's fields once a
+/// row, in order. Refused when the parts do not line up (a form not the
+/// page's) or there are more than a plan may hold.
+pub(crate) fn rows_of(form: &Form) -> Result<Vec<RowFields>, String> {
+    let parts: Vec<Vec<&str>> = ROW_PARTS.iter().map(|name| form.all(name)).collect();
+    let count = parts[0].len();
+    if parts.iter().any(|p| p.len() != count) || count > 2000 {
+        return Err("The plan's fields did not arrive whole: load the page again".into());
+    }
+    if parts.iter().flatten().any(|v| v.chars().count() > 200) {
+        return Err("A field of the plan is at most 200 characters".into());
+    }
+    Ok((0..count)
+        .map(|i| RowFields {
+            row: parts[0][i].to_owned(),
+            first: parts[1][i].to_owned(),
+            last: parts[2][i].to_owned(),
+            aisles: parts[3][i].to_owned(),
+            wheelchair: parts[4][i].to_owned(),
+            companion: parts[5][i].to_owned(),
+        })
+        .collect())
+}
+
+/// The plan's rows as the form gives them, those ticked out left blank
+/// (so each keeps the line number the page shows).
+pub(crate) fn kept_rows(form: &Form) -> Result<Vec<RowFields>, String> {
+    Ok(rows_of(form)?
+        .into_iter()
+        .enumerate()
+        .map(|(i, row)| {
+            if form.has("out", &i.to_string()) {
+                RowFields::default()
+            } else {
+                row
+            }
+        })
+        .collect())
 }
