@@ -12,7 +12,7 @@ use actix_web::http::StatusCode;
 use actix_web::{HttpResponse, web};
 use askama::Template;
 
-use super::sections::{ROW_PARTS, kept_rows, row_parts, rows_of};
+use super::sections::{ROW_PARTS, colour_problem, kept_rows, row_parts, rows_of};
 use crate::catalogue::seats::admin::{
     self, CategoryInfo, PlanOutcome, SeatInfo, SectionInfo, SetOutcome,
 };
@@ -25,11 +25,6 @@ use crate::routes::admin::pages::{Nav, money, nav, render, see_other};
 use crate::staff::Session;
 use crate::staff::seats::{self as staffed, SeatAction};
 use crate::state::Shop;
-
-/// The map's background (`static/shop.css`'s page): a category's colour
-/// keeps [`crate::storefront::MIN_CONTRAST`] with it and with the white
-/// marks drawn on a seat.
-const MAP_BACKGROUND: [u8; 3] = [0xfb, 0xfa, 0xf7];
 
 /// One seat on the staff's map and in the boxes.
 pub(super) struct SeatView {
@@ -569,32 +564,6 @@ pub async fn save_category(
         },
     )
     .await
-}
-
-/// What is wrong with a category's colour, typed: not a colour, or one
-/// that does not keep 4.5:1 with the map's background and the white marks
-/// on a seat.
-pub(super) fn colour_problem(colour: &str) -> Option<String> {
-    let digits = colour
-        .strip_prefix('#')
-        .filter(|d| d.len() == 6 && d.bytes().all(|b| b.is_ascii_hexdigit()));
-    let Some(digits) = digits else {
-        return Some(format!(
-            "The colour is written like #1f5f8b, not {:?}",
-            colour.chars().take(20).collect::<String>()
-        ));
-    };
-    let channel = |i: usize| u8::from_str_radix(&digits[i..i + 2], 16).unwrap_or(0);
-    let rgb = [channel(0), channel(2), channel(4)];
-    let worst = crate::storefront::contrast(rgb, MAP_BACKGROUND)
-        .min(crate::storefront::contrast(rgb, [255, 255, 255]));
-    (worst < crate::storefront::MIN_CONTRAST).then(|| {
-        format!(
-            "The colour is too light: seats in it read at {worst:.1}:1 on the map, and at least \
-             {}:1 is needed. Choose a darker shade",
-            crate::storefront::MIN_CONTRAST
-        )
-    })
 }
 
 /// `POST /admin/catalogue/events/{id}/sections/{section}/splits` (field
