@@ -759,3 +759,60 @@ async fn staff_block_seats_while_two_hundred_shoppers_race_for_the_section() {
         "each form one line, changed or refused"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_section_added_from_its_fields_sells_its_seats_and_a_taken_or_reserved_id_is_refused() {
+    let app = spawn_app().await;
+    app.load_demo().await;
+    app.add_staff().await;
+    app.settled().await;
+    let pool = &app.db.pool;
+    let (staff, csrf) = app.staff_browser().await;
+    let add = "/admin/catalogue/events/winter-gala/sections";
+    let section = |id: &'static str| {
+        let mut form = plan_form(&csrf, &[["A", "1", "6", "3", "", ""]]);
+        form.extend([
+            ("name", "Boxes"),
+            ("id", id),
+            ("category", "balcony"),
+            ("max_per_order", "4"),
+        ]);
+        form
+    };
+    let before = plan_print(pool).await;
+    for (id, status, words) in [
+        ("new", StatusCode::BAD_REQUEST, "the address of this page"),
+        (
+            "winter-gala-stalls",
+            StatusCode::CONFLICT,
+            "belongs to something the shop has",
+        ),
+    ] {
+        let (got, page) = post(&app, &staff, add, &section(id)).await;
+        assert_eq!(got, status, "{id}");
+        assert!(page.contains(words), "{id}: {page}");
+        assert_eq!(plan_print(pool).await, before, "{id}");
+    }
+    let (got, to) = post(&app, &staff, add, &section("")).await;
+    assert_eq!(got, StatusCode::SEE_OTHER, "{to}");
+    assert!(
+        to.contains("/sections/winter-gala-boxes?notice=section_added"),
+        "{to}"
+    );
+    // six seats on sale at the balcony's price, the activity says so
+    assert_eq!(
+        books(pool, "winter-gala-boxes").await,
+        (6, 0, 0, 0, false),
+        "6 on sale, none held or sold, no drift"
+    );
+    let price: i64 =
+        sqlx::query_scalar("select price_minor from products where id = 'winter-gala-boxes'")
+            .fetch_one(pool)
+            .await
+            .unwrap();
+    assert_eq!(price, 3000);
+    assert_eq!(
+        audited(pool, "seat_section").await,
+        [("winter-gala-boxes".to_owned(), "created".to_owned())]
+    );
+}

@@ -168,6 +168,12 @@ pub async fn create_section(
     let mut form = Form::typed(fields.into_inner());
     let name = form.text("name", "The section's name", 100, true);
     let section = new_id_in(&mut form, "id", &name, &event.id);
+    if section == "new" {
+        form.fail(
+            "id",
+            "\"new\" is the address of this page: give another id or name",
+        );
+    }
     let categories = admin::categories(&shop.pool, &event.id).await?;
     let category = categories
         .iter()
