@@ -110,6 +110,32 @@ async fn the_owners_shop(app: &TestApp) {
     );
 }
 
+/// The mail the shop's outbox sends (with the mailer the worker has, in
+/// `zone`) once at least one has left.
+pub(super) async fn mail_sent(
+    app: &TestApp,
+    zone: holdfast::clock::ShopZone,
+) -> Vec<holdfast_sandbox::mail::Received> {
+    let mailer = holdfast::worker::mail::Mailer::new(
+        &app.sandbox.smtp(),
+        "Shop <shop@holdfast.test>",
+        zone,
+        &app.address,
+    )
+    .unwrap();
+    let outbox =
+        holdfast::worker::outbox::Outbox::new(app.db.pool.clone(), app.sandbox.providers())
+            .with_mailer(Some(mailer));
+    for _ in 0..50 {
+        outbox.drain().await.unwrap();
+        if !app.sandbox.mail.messages().is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    app.sandbox.mail.messages()
+}
+
 /// The mail's HTML part as a page a browser opens by itself: its inline
 /// images (`cid:`) written in as `data:` addresses, as a mail reader shows
 /// them.
@@ -143,24 +169,7 @@ async fn the_order_mail_reads_on_a_phone_and_a_desk_in_the_shops_name() {
     app.settled().await;
     app.buy(&browser(), &Purchase::of("winter-jazz-general", 2))
         .await;
-    let mailer = holdfast::worker::mail::Mailer::new(
-        &app.sandbox.smtp(),
-        "Shop <shop@holdfast.test>",
-        berlin(),
-        &app.address,
-    )
-    .unwrap();
-    let outbox =
-        holdfast::worker::outbox::Outbox::new(app.db.pool.clone(), app.sandbox.providers())
-            .with_mailer(Some(mailer));
-    for _ in 0..50 {
-        outbox.drain().await.unwrap();
-        if !app.sandbox.mail.messages().is_empty() {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    let messages = app.sandbox.mail.messages();
+    let messages = mail_sent(&app, berlin()).await;
     assert_eq!(messages.len(), 1);
     let page = target_screenshots().join("after").join("mail.html");
     std::fs::create_dir_all(page.parent().unwrap()).unwrap();

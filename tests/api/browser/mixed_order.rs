@@ -49,27 +49,8 @@ async fn a_mixed_orders_page_has_a_card_per_code_and_a_cancelled_table_says_so()
     // the order's mail (sent while everything stands), as a mail reader on
     // a phone and a desk shows it: each item's card whole, the table a
     // party with its code and how to cancel, nothing wider than the screen
-    let mailer = holdfast::worker::mail::Mailer::new(
-        &app.sandbox.smtp(),
-        "Shop <shop@holdfast.test>",
-        holdfast::clock::ShopZone::UTC,
-        &app.address,
-    )
-    .unwrap();
-    let outbox =
-        holdfast::worker::outbox::Outbox::new(app.db.pool.clone(), app.sandbox.providers())
-            .with_mailer(Some(mailer));
-    for _ in 0..50 {
-        outbox.drain().await.unwrap();
-        if !app.sandbox.mail.messages().is_empty() {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    let confirmation = app
-        .sandbox
-        .mail
-        .messages()
+    let confirmation = super::goals::mail_sent(&app, holdfast::clock::ShopZone::UTC)
+        .await
         .into_iter()
         .find(|m| String::from_utf8_lossy(&m.raw).contains("Ada Mixed"))
         .expect("the order's confirmation");
